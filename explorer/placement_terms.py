@@ -1,0 +1,79 @@
+"""The CLI's model term, ``ID[:context][xREPLICAS][@phase,...]``, as a pure parser.
+
+Examples::
+
+    Qwen/Qwen3-8B                 -> id, no context, 1 replica, always running
+    Qwen/Qwen3-8B:32k             -> 32,768 tokens ("k" is 1024, as context sizes go)
+    BAAI/bge-m3x2@ingest,query    -> 2 replicas, runs in ingest and query
+    repo:Q4_K_M:8192              -> id "repo:Q4_K_M": only a trailing ":<number>" is a context
+
+Suffixes are read from the right, so an ID may contain ``:`` and ``x``. An ID
+that itself ends in ``x<digits>`` must be followed by a context or ``x1``
+(``model-x2x1``); ``model-x2`` reads as two replicas of ``model-``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from explorer.errors import ModelTermError
+
+_PHASE = re.compile(r"^[A-Za-z][\w-]*$")
+_REPLICAS = re.compile(r"^(?P<rest>.+?)[xX](?P<n>\d+)$")
+_CONTEXT = re.compile(r"^(?P<rest>.+):(?P<n>\d+)(?P<k>[kK]?)$")
+_BAD_ID = re.compile(r"[\s@,]")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTerm:
+    """One parsed model term.
+
+    Attributes:
+        model_id: the Hub repo id, path or catalogue name, as written.
+        context_tokens: the context asked for, or None to use the model's default (tokens).
+        replicas: instances asked for (>= 1).
+        phases: phases it runs in; empty means always.
+    """
+
+    model_id: str
+    context_tokens: int | None = None
+    replicas: int = 1
+    phases: frozenset[str] = field(default_factory=frozenset)
+
+
+def _fail(text: str, why: str) -> ModelTermError:
+    return ModelTermError(f"model term {text!r}: {why}")
+
+
+def parse_model_term(text: str) -> ModelTerm:
+    """Parse ``ID[:context][xREPLICAS][@phase,...]`` into a :class:`ModelTerm`.
+
+    Raises ModelTermError naming the term and what is wrong with it.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ModelTermError(f"model term must be a non-empty string, got {text!r}")
+    rest = text.strip()
+    phases: frozenset[str] = frozenset()
+    if "@" in rest:
+        rest, _, tail = rest.rpartition("@")
+        names = tail.split(",")
+        bad = [n for n in names if not _PHASE.match(n)]
+        if bad:
+            raise _fail(text, f"phases must be comma-separated names (letters, digits, _ or -); bad: {bad}")
+        phases = frozenset(names)
+    replicas = 1
+    m = _REPLICAS.match(rest)
+    if m:
+        rest, replicas = m["rest"], int(m["n"])
+        if replicas < 1:
+            raise _fail(text, "replicas must be at least 1")
+    context = None
+    m = _CONTEXT.match(rest)
+    if m:
+        rest, context = m["rest"], int(m["n"]) * (1024 if m["k"] else 1)
+        if context < 1:
+            raise _fail(text, "context must be at least 1 token")
+    if not rest or rest.endswith(":") or _BAD_ID.search(rest):
+        raise _fail(text, f"{rest!r} is not a model id (no spaces, '@' or ',', and not ending in ':')")
+    return ModelTerm(model_id=rest, context_tokens=context, replicas=replicas, phases=phases)

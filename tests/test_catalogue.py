@@ -1,0 +1,243 @@
+"""Tests for explorer/catalogue.py and the shipped data/gpus.csv."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from explorer.catalogue import COLUMNS, Catalogue, GPUClass, load_catalogue, metal_working_set_bytes
+from explorer.errors import CatalogueError, UnknownGPUClassError
+from explorer.units import GiB, MiB
+
+HEADER = ",".join(COLUMNS)
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalogue:
+    return load_catalogue()
+
+
+# --- the shipped table -------------------------------------------------------------
+
+
+def test_h100_memory_is_what_the_driver_reports(cat):
+    # nvidia-smi says 81,559 MiB; 81,559 × 1,048,576 = 85,520,809,984 bytes, not 80 GiB.
+    assert cat.get("h100-80g").memory_bytes == 85_520_809_984
+
+
+@pytest.mark.parametrize(
+    ("name", "mib"),
+    [
+        ("a100-80g", 81_920),
+        ("a100-40g", 40_960),
+        ("rtx4090-24g", 24_564),
+        ("l4-24g", 23_034),
+        ("l40s-48g", 46_068),
+        ("h200-141g", 143_771),
+        ("b200-180g", 183_359),
+        ("a100-80g-mig-1g.10gb", 9_728),
+        ("a100-80g-mig-2g.20gb", 19_968),
+        ("a100-80g-mig-3g.40gb", 40_192),
+        ("a100-80g-mig-4g.40gb", 40_192),
+        ("a100-80g-mig-7g.80gb", 80_896),
+    ],
+)
+def test_driver_figures(cat, name, mib):
+    assert cat.get(name).memory_bytes == mib * MiB
+
+
+def test_required_classes_are_present(cat):
+    wanted = [
+        "h100-80g", "h100-pcie-80g", "h100-nvl-94g", "h200-141g", "h20-96g", "b200-180g", "b300-288g",
+        "gb200-186g", "a100-80g", "a100-40g", "a10-24g", "a10g-24g", "l4-24g", "l40-48g", "l40s-48g",
+        "t4-16g", "v100-16g", "v100-32g", "rtx3060-12g", "rtx3090-24g", "rtx4060ti-16g", "rtx4080-16g",
+        "rtx4090-24g", "rtx5090-32g", "rtx6000ada-48g", "rtxa6000-48g", "rtxpro6000-96g", "mi210-64g",
+        "mi250x-64g", "mi300x-192g", "mi325x-256g", "mi355x-288g", "m1-max-64g", "m1-ultra-128g",
+        "m2-ultra-192g", "m3-max-128g", "m3-ultra-512g", "m4-max-128g",
+    ]  # fmt: skip
+    assert [n for n in wanted if n not in cat] == []
+    for parent in ("a100-40g", "a100-80g", "h100-80g", "h200-141g"):
+        assert len(cat.mig_profiles(parent)) >= 5
+
+
+def test_every_row_is_sane(cat):
+    for c in cat:
+        assert c.known and c.memory_source, c.name
+        assert c.memory_bytes > 0 and c.bandwidth_bytes_per_s > 0 and c.bf16_tflops > 0, c.name
+        assert c.vendor in ("nvidia", "amd", "apple"), c.name
+        assert c.unified == (c.vendor == "apple"), c.name
+        if c.fp8_tflops is not None:
+            assert c.fp8_tflops >= c.bf16_tflops, c.name
+        if c.is_mig:
+            parent = cat.get(c.mig_parent)
+            assert c.name == f"{parent.name}-mig-{c.mig_profile}"
+            assert c.memory_bytes <= parent.memory_bytes and c.interconnect_bytes_per_s is None
+        elif not c.unified:
+            assert c.interconnect_bytes_per_s, c.name
+
+
+def test_mig_slices_scale_the_parent(cat):
+    # 1g.10gb: 1 of 7 compute slices, 1 of 8 memory slices of an A100 80GB.
+    s = cat.get("a100-80g-mig-1g.10gb")
+    assert s.is_mig and s.mig_parent == "a100-80g" and s.mig_profile == "1g.10gb"
+    assert s.bandwidth_bytes_per_s == 2_039_000_000_000 // 8
+    assert s.bf16_tflops == pytest.approx(312 / 7, abs=0.05)
+    assert not cat.get("a100-80g").is_mig
+
+
+def test_no_fp8_is_none(cat):
+    assert cat.get("a100-80g").fp8_tflops is None
+    assert cat.get("h100-80g").fp8_tflops == pytest.approx(1978.9)
+
+
+def test_load_is_cached():
+    assert load_catalogue() is load_catalogue()
+
+
+def test_records_are_frozen(cat):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cat.get("h100-80g").memory_bytes = 1  # type: ignore[misc]
+
+
+# --- resolving labels -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("label", "name"),
+    [
+        ("h100", "h100-80g"),
+        ("H100", "h100-80g"),
+        ("H100_80G", "h100-80g"),
+        ("h100-80gb", "h100-80g"),
+        ("NVIDIA H100 80GB", "h100-80g"),
+        ("4090", "rtx4090-24g"),
+        ("rtx-4090", "rtx4090-24g"),
+        ("RTX_4090", "rtx4090-24g"),
+        ("a100-80g", "a100-80g"),
+        ("mi300x", "mi300x-192g"),
+        ("l40s", "l40s-48g"),
+        ("a6000", "rtxa6000-48g"),
+        ("h100-mig-1g.10gb", "h100-80g-mig-1g.10gb"),
+        ("A100_80G_MIG_3g.40gb", "a100-80g-mig-3g.40gb"),
+    ],
+)
+def test_resolve_known(cat, label, name):
+    c = cat.resolve(label)
+    assert c.name == name and c.known
+
+
+def test_unknown_with_suffix_is_that_many_gib(cat):
+    c = cat.resolve("foo-80g")
+    assert c.memory_bytes == 80 * GiB and not c.known
+    assert (c.vendor, c.bandwidth_bytes_per_s, c.bf16_tflops, c.fp8_tflops) == ("unknown", 0, 0.0, None)
+    assert cat.resolve("foo-80gb").memory_bytes == 80 * GiB
+
+
+def test_stated_memory_is_exact(cat):
+    c = cat.resolve("x:81559MiB")
+    assert c.memory_bytes == 81_559 * MiB == 85_520_809_984 and not c.known and c.name == "x:81559MiB"
+    assert cat.resolve("h100:81559MiB") is cat.get("h100-80g")  # the catalogue figure itself
+    other = cat.resolve("h100:80GiB")  # a known class keeps its figures, memory as stated
+    assert other.memory_bytes == 80 * GiB and other.bandwidth_bytes_per_s == 3_350_000_000_000
+    assert other.name == "h100-80g:81920MiB"
+
+
+def test_mig_labels(cat):
+    known = cat.resolve("a100-80g-mig-3g.40gb")
+    assert known.memory_bytes == 40_192 * MiB and known.known  # exact, not 40 GiB
+    unknown = cat.resolve("foo-mig-3g.40gb")
+    assert unknown.memory_bytes == 40 * GiB and unknown.is_mig and unknown.mig_parent == "foo"
+    assert not unknown.known
+    me = cat.resolve("a100-80g-mig-1g.10gb+me")
+    assert me.memory_bytes == 9_728 * MiB and me.mig_profile == "1g.10gb+me"
+
+
+def test_uma_label_is_unified(cat):
+    c = cat.resolve("uma-128g")
+    assert c.unified and c.memory_bytes == 128 * GiB and not c.known
+
+
+def test_ambiguous_base_names_both(cat):
+    with pytest.raises(UnknownGPUClassError, match=r"ambiguous: a100-40g, a100-80g"):
+        cat.resolve("a100")
+
+
+def test_unknown_without_suffix_lists_near_matches(cat):
+    with pytest.raises(UnknownGPUClassError, match=r"'h1000' is not in the catalogue.*near matches: h100-80g"):
+        cat.resolve("h1000")
+    with pytest.raises(UnknownGPUClassError, match=r"foo-80g means 80 GiB"):
+        cat.resolve("blah")
+
+
+@pytest.mark.parametrize("label", ["", "   ", "x:80", "x:lots", "foo-99999999g", "a:b:1GiB", "x:0MiB"])
+def test_bad_labels(cat, label):
+    with pytest.raises(UnknownGPUClassError):
+        cat.resolve(label)
+
+
+# --- unified memory -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ram_gib", "usable"),
+    [
+        (16, 16 * GiB * 2 // 3),  # 10,922.67 MiB, as llama.cpp logs on a 16 GB Mac
+        (32, 32 * GiB * 2 // 3),  # 21,845.33 MiB
+        (36, 24 * GiB),
+        (96, 72 * GiB),  # 73,728 MiB
+        (192, 144 * GiB),
+    ],
+)
+def test_metal_working_set(ram_gib, usable):
+    assert metal_working_set_bytes(ram_gib * GiB) == usable
+
+
+def test_usable_memory(cat):
+    assert cat.get("m2-ultra-192g").usable_memory_bytes == 144 * GiB
+    assert cat.get("h100-80g").usable_memory_bytes == 85_520_809_984
+
+
+# --- parsing tables ---------------------------------------------------------------------
+
+
+def _row(**kw: str) -> str:
+    base = dict(name="x-1g", vendor="nvidia", memory_bytes="1073741824", memory_source="test",
+                bandwidth_bytes_per_s="1", bf16_tflops="1", fp8_tflops="", interconnect_bytes_per_s="",
+                unified="false", mig_parent="", mig_profile="", notes="")  # fmt: skip
+    base.update(kw)
+    return ",".join(base[c] for c in COLUMNS)
+
+
+def test_small_table_parses():
+    cat = Catalogue.from_csv_text(HEADER + "\n" + _row() + "\n")
+    assert cat.get("x-1g") == GPUClass(name="x-1g", vendor="nvidia", memory_bytes=GiB, memory_source="test",
+                                       bandwidth_bytes_per_s=1, bf16_tflops=1.0)  # fmt: skip
+    assert cat.resolve("x") is cat.get("x-1g") and len(cat) == 1 and cat.names == ("x-1g",)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name,vendor\nx,y\n", "lacks columns"),
+        (HEADER + "\n" + _row(memory_bytes="lots") + "\n", "memory_bytes 'lots' is not a int"),
+        (HEADER + "\n" + _row(memory_bytes="0") + "\n", "must be positive"),
+        (HEADER + "\n" + _row(bf16_tflops="nan") + "\n", "not finite"),
+        (HEADER + "\n" + _row(unified="yes") + "\n", "neither true nor false"),
+        (HEADER + "\n" + _row(name="X Y") + "\n", "not a lowercase label"),
+        (HEADER + "\n" + _row() + "\n" + _row() + "\n", "appears twice"),
+        (HEADER + "\n" + _row(mig_parent="nope", mig_profile="1g.5gb") + "\n", "not in the table"),
+        (HEADER + "\n" + _row(mig_parent="x-1g") + "\n", "given together"),
+    ],
+)
+def test_bad_tables(text, message):
+    with pytest.raises(CatalogueError, match=message):
+        Catalogue.from_csv_text(text)
+
+
+def test_unreadable_table(tmp_path):
+    with pytest.raises(CatalogueError, match="cannot read the GPU catalogue"):
+        Catalogue.from_path(tmp_path / "missing.csv")
+    path = tmp_path / "gpus.csv"
+    path.write_text(HEADER + "\n" + _row() + "\n")
+    assert Catalogue.from_path(path).get("x-1g").memory_bytes == GiB
