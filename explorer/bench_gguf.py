@@ -115,14 +115,19 @@ def main() -> int:
     h = parse_gguf_header(data)
     size = file_size_of(h)
     h = parse_gguf_header(data, file_size=size)
-    print(f"synthetic 7B GGUF: {len(h.tensors)} tensors, {h.parameter_count:,} weights, {VOCAB:,}-token vocabulary + merges")
+    print(
+        f"synthetic 7B GGUF: {len(h.tensors)} tensors, {h.parameter_count:,} weights, {VOCAB:,}-token vocabulary + merges"
+    )
     print(f"  file size            {size:>15,} bytes ({mib(size)})")
     print(f"  header_bytes         {h.header_bytes:>15,} bytes ({mib(h.header_bytes)})")
     print(f"  data_offset          {h.data_offset:>15,} bytes")
     print(f"  header / file        {h.header_bytes / size:>15.4%}")
 
     print("range requests from a 64 KiB first read (prefix lengths asked):")
-    for label, policy in (("suggested_fetch_bytes", suggested_fetch_bytes), ("needed_total only", lambda e: e.needed_total)):
+    for label, policy in (
+        ("suggested_fetch_bytes", suggested_fetch_bytes),
+        ("needed_total only", lambda e: e.needed_total),
+    ):
         asked = fetches(data, 64 * KiB, policy)
         print(
             f"  {label:<22} {len(asked):>3} requests, last {asked[-1]:,} bytes "

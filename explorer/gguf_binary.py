@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
-from typing import Union
 
 import gguf
 
@@ -93,14 +92,14 @@ class ArraySummary:
 
 
 #: a metadata value: scalars, small arrays as tuples, big arrays summarised
-MetadataValue = Union[int, float, bool, str, tuple, ArraySummary]
+MetadataValue = int | float | bool | str | tuple | ArraySummary
 
-#: (name, ggml_type, shape in GGUF order, offset in the data section)
-RawTensor = tuple[str, int, tuple[int, ...], int]
+#: (name, ggml_type, type name, shape in GGUF order, offset in the data section)
+RawTensor = tuple[str, int, str, tuple[int, ...], int]
 
 
 class _Cursor:
-    __slots__ = ("buf", "pos", "have", "file_size", "tail")
+    __slots__ = ("buf", "file_size", "have", "pos", "tail")
 
     def __init__(self, buf: memoryview, file_size: int | None) -> None:
         self.buf, self.pos, self.have, self.file_size, self.tail = buf, 0, len(buf), file_size, 0
@@ -113,7 +112,9 @@ class _Cursor:
                 f"{what} needs the header to reach byte {total:,}, past the end of the file ({self.file_size:,} bytes)"
             )
         if total > MAX_HEADER_BYTES:
-            raise GGUFLimitError(f"{what} needs the header to reach byte {total:,}, past the cap of {MAX_HEADER_BYTES:,}")
+            raise GGUFLimitError(
+                f"{what} needs the header to reach byte {total:,}, past the cap of {MAX_HEADER_BYTES:,}"
+            )
 
     def take(self, n: int) -> int:
         """The one bounds-checked read: advance ``n`` bytes and return where they start."""
@@ -121,8 +122,10 @@ class _Cursor:
         if end > self.have:
             total = end + self.tail
             if self.file_size is not None and total > self.file_size:
-                raise GGUFTruncatedError(f"the header needs at least {total:,} bytes but the file has {self.file_size:,}")
-            self.claim(end, "the header")
+                raise GGUFTruncatedError(
+                    f"the header needs at least {total:,} bytes but the file has {self.file_size:,}"
+                )
+            self.claim(end, f"the item at byte {start:,}")
             raise GGUFNeedMoreBytes(self.have, total)
         self.pos = end
         return start
@@ -153,14 +156,16 @@ def read_header(buf: memoryview, file_size: int | None) -> tuple[int, dict, list
         raise GGUFFormatError(f"GGUF version {version} is not supported; explorer reads versions 2 and 3")
     cur.tail = 8
     n_tensors = cur.unpack(_U64)
-    cur.tail = 0
-    n_kv = cur.unpack(_U64)
     if n_tensors > MAX_TENSORS:
         raise GGUFLimitError(f"tensor count {n_tensors:,} is above the cap of {MAX_TENSORS:,}")
+    cur.tail = 0
+    n_kv = cur.unpack(_U64)
     if n_kv > MAX_KVS:
         raise GGUFLimitError(f"key/value count {n_kv:,} is above the cap of {MAX_KVS:,}")
     # 20 KVs and 291 tensors need at least 24 + 20*14 + 291*32 = 9,616 bytes
-    cur.claim(cur.pos + n_kv * KV_MIN_BYTES + n_tensors * TENSOR_MIN_BYTES, f"{n_kv:,} key/values and {n_tensors:,} tensors")
+    cur.claim(
+        cur.pos + n_kv * KV_MIN_BYTES + n_tensors * TENSOR_MIN_BYTES, f"{n_kv:,} key/values and {n_tensors:,} tensors"
+    )
 
     metadata: dict[str, MetadataValue] = {}
     tensor_tail = n_tensors * TENSOR_MIN_BYTES
@@ -280,7 +285,9 @@ def _read_tensor_info(cur: _Cursor, base: int, i: int, names: set[str], alignmen
     cur.tail = base + 24
     n = cur.unpack(_U64)
     if not 0 < n < GGML_MAX_NAME:
-        raise GGUFTensorError(f"tensor {i} has a name of {n:,} bytes; names hold 1 to {GGML_MAX_NAME - 1} (GGML_MAX_NAME)")
+        raise GGUFTensorError(
+            f"tensor {i} has a name of {n:,} bytes; names hold 1 to {GGML_MAX_NAME - 1} (GGML_MAX_NAME)"
+        )
     raw = cur.raw(n)
     try:
         name = raw.decode("utf-8")
@@ -318,4 +325,4 @@ def _read_tensor_info(cur: _Cursor, base: int, i: int, names: set[str], alignmen
         raise GGUFTensorError(f"tensor {name!r} has offset {offset:,}, not a multiple of the alignment ({alignment})")
     if offset + n_elements * type_size // block_size > INT64_MAX:
         raise GGUFTensorError(f"tensor {name!r} ends past byte {INT64_MAX:,} of the data section")
-    return name, ggml_type, shape, offset
+    return name, ggml_type, type_name, shape, offset

@@ -17,9 +17,9 @@ sizes, magic) and llama.cpp ``ggml/src/gguf.cpp`` (limits, the checks).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
-import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -28,13 +28,14 @@ import gguf
 
 from explorer.errors import (
     GGUFError,
-    capped_list,
     GGUFNeedMoreBytes,
     GGUFSplitError,
     GGUFTensorError,
     GGUFTruncatedError,
+    capped_list,
 )
-from explorer.gguf_binary import QT, ArraySummary, MetadataValue, read_header
+from explorer.gguf_binary import ArraySummary, MetadataValue, read_header
+from explorer.units import round_up
 
 __all__ = [
     "ArraySummary",
@@ -181,10 +182,10 @@ def parse_gguf_header(
         raise GGUFError(f"file_size ({file_size:,}) is smaller than the {len(view):,} bytes given")
     version, metadata, raw_tensors, alignment, header_bytes = read_header(view, file_size)
     tensors = tuple(
-        TensorInfo(name=n, ggml_type=t, type_name=QT(t).name, shape=shape, offset=offset)
-        for n, t, shape, offset in raw_tensors
+        TensorInfo(name=n, ggml_type=t, type_name=type_name, shape=shape, offset=offset)
+        for n, t, type_name, shape, offset in raw_tensors
     )
-    data_offset = -(-header_bytes // alignment) * alignment
+    data_offset = round_up(header_bytes, alignment)  # 7,374 → 7,392 at alignment 32
     _check_data_ranges(tensors, data_offset, file_size)
     return GGUFHeader(
         version=version,
@@ -199,7 +200,7 @@ def parse_gguf_header(
 
 def _check_data_ranges(tensors: tuple[TensorInfo, ...], data_offset: int, file_size: int | None) -> None:
     ordered = sorted(tensors, key=lambda t: t.offset)
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in itertools.pairwise(ordered):
         if a.offset + a.n_bytes > b.offset:
             raise GGUFTensorError(
                 f"tensor {a.name!r} (bytes {a.offset:,}..{a.offset + a.n_bytes:,} of the data section) "
@@ -209,9 +210,7 @@ def _check_data_ranges(tensors: tuple[TensorInfo, ...], data_offset: int, file_s
         last = ordered[-1]
         end = data_offset + last.offset + last.n_bytes
         if end > file_size:
-            raise GGUFTruncatedError(
-                f"tensor {last.name!r} ends at byte {end:,} but the file has {file_size:,} bytes"
-            )
+            raise GGUFTruncatedError(f"tensor {last.name!r} ends at byte {end:,} but the file has {file_size:,} bytes")
 
 
 def suggested_fetch_bytes(err: GGUFNeedMoreBytes, *, file_size: int | None = None) -> int:
@@ -261,7 +260,9 @@ def merge_split_headers(headers: Sequence[GGUFHeader]) -> GGUFHeader:
     count = _split_count(first, len(headers))
     for _, h in indexed:
         if _split_count(h, count) != count:
-            raise GGUFSplitError(f"part {h.name!r} says split.count {_split_count(h, count)}, the first part says {count}")
+            raise GGUFSplitError(
+                f"part {h.name!r} says split.count {_split_count(h, count)}, the first part says {count}"
+            )
     seen = [no for no, _ in indexed]
     missing = sorted(set(range(count)) - set(seen))
     extra = sorted(no for no in set(seen) if seen.count(no) > 1 or not 0 <= no < count)

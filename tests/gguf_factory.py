@@ -80,9 +80,7 @@ def pack_value(value: Any, vtype: int, sub_type: int | None = None) -> bytes:
         return pack_string(value)
     if vtype == VT.ARRAY:
         assert sub_type is not None
-        body = b"".join(
-            pack_array_item(item, sub_type) for item in value
-        )
+        body = b"".join(pack_array_item(item, sub_type) for item in value)
         return struct.pack("<IQ", sub_type, len(value)) + body
     return struct.pack(SCALAR_FORMATS[vtype], value)
 
@@ -189,7 +187,9 @@ def build_gguf_with_writer(
         return path.read_bytes()
 
 
-def llama_like(blocks: int = 2, hidden: int = 256, ffn: int = 512, vocab: int = 320, quant: int = Q4_K) -> list[TensorSpec]:
+def llama_like(
+    blocks: int = 2, hidden: int = 256, ffn: int = 512, vocab: int = 320, quant: int = Q4_K
+) -> list[TensorSpec]:
     """A small llama-shaped tensor list: embeddings, per-block attention/FFN/norms, output."""
     out: list[TensorSpec] = [("token_embd.weight", (hidden, vocab), quant)]
     for b in range(blocks):

@@ -9,8 +9,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from gguf_factory import (
     F16,
     F32,
@@ -28,6 +26,8 @@ from gguf_factory import (
     pack_string,
     pack_tensor_info,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from explorer.errors import (
     GGUFError,
@@ -293,7 +293,9 @@ def test_fetching_needed_total_converges_in_few_steps():
 
 def test_big_vocabulary_converges_with_suggested_fetch():
     vocab = 150_000
-    data = build_gguf(llama_metadata(vocab=vocab) | {"tokenizer.ggml.merges": ["a b"] * vocab}, llama_like(), with_data=False)
+    data = build_gguf(
+        llama_metadata(vocab=vocab) | {"tokenizer.ggml.merges": ["a b"] * vocab}, llama_like(), with_data=False
+    )
     steps, h = fetch_steps(data, 64 * 1024, suggested_fetch_bytes)
     assert h.array_count("tokenizer.ggml.tokens") == vocab
     assert steps <= 6  # 64 KiB, then lower bounds and doubling up to the 4.7 MB header (3 steps)
@@ -306,8 +308,13 @@ def test_big_vocabulary_converges_with_suggested_fetch():
 FUZZ_TENSORS = llama_like(blocks=1, hidden=256, ffn=256, vocab=32)
 FUZZ_BASES = [
     build_gguf(llama_metadata(vocab=70) | {"swa": [True, False, True]}, FUZZ_TENSORS, with_data=False),
-    build_gguf({"general.alignment": Typed(64, VT.UINT32), "n": Typed([[1, 2], [3]], VT.ARRAY, VT.ARRAY)},
-               [("a", (32, 2), F32), ("b", (256,), Q4_K)], alignment=64, version=2, with_data=False),
+    build_gguf(
+        {"general.alignment": Typed(64, VT.UINT32), "n": Typed([[1, 2], [3]], VT.ARRAY, VT.ARRAY)},
+        [("a", (32, 2), F32), ("b", (256,), Q4_K)],
+        alignment=64,
+        version=2,
+        with_data=False,
+    ),
     build_gguf({"s": "", "f": Typed(1.5, VT.FLOAT64), "xs": Typed([1, 2, 3], VT.ARRAY, VT.UINT64)}, with_data=False),
 ]
 HUGE = [2**16, 2**20 + 1, 2**31, 2**32 - 1, 2**40, 2**63 - 1, 2**63, 2**64 - 1]
@@ -402,7 +409,9 @@ def test_merge_split_headers_in_any_order():
 
 
 def test_merge_by_file_names_without_split_keys():
-    parts = [parse(build_gguf({"k": i}, [(f"t{i}", (32,), F32)]), name=f"m-{i + 1:05d}-of-00002.gguf") for i in range(2)]
+    parts = [
+        parse(build_gguf({"k": i}, [(f"t{i}", (32,), F32)]), name=f"m-{i + 1:05d}-of-00002.gguf") for i in range(2)
+    ]
     merged = merge_split_headers(parts[::-1])
     assert merged.get("k") == 0 and [t.name for t in merged.tensors] == ["t0", "t1"]
 
@@ -415,7 +424,11 @@ def test_merge_errors():
         merge_split_headers([a, b, c, c])
     with pytest.raises(GGUFSplitError, match="no split parts"):
         merge_split_headers([])
-    twin = parse(build_gguf({"split.no": Typed(1, VT.UINT16), "split.count": Typed(3, VT.UINT16)}, [("blk.0.a.weight", (32,), F32)]))
+    twin = parse(
+        build_gguf(
+            {"split.no": Typed(1, VT.UINT16), "split.count": Typed(3, VT.UINT16)}, [("blk.0.a.weight", (32,), F32)]
+        )
+    )
     with pytest.raises(GGUFSplitError, match="'blk.0.a.weight' is in part 1 and part 2"):
         merge_split_headers([a, twin, c])
     (x,) = split_set(count=1)

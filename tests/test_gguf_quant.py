@@ -152,13 +152,13 @@ def test_open_llama_f16_matches_llama_cpp_log():
 
 def test_qwen_dump_file_type_names_f16():
     dump = json.loads((DATA / "Qwen__Qwen2.5-0.5B-Instruct.ollama_convert_expected.json").read_text())
-    h = header({"general.architecture": dump["general.architecture"], "general.file_type": int(dump["general.file_type"])})
+    h = header(
+        {"general.architecture": dump["general.architecture"], "general.file_type": int(dump["general.file_type"])}
+    )
     assert quant_name(h, "qwen2.5-0.5b-instruct-q8_0.gguf") == QuantName(name="F16", source="file_type")
 
 
-@pytest.mark.parametrize(
-    "spec", sorted(p.name for p in DATA.glob("*.hfjs_spec.json")), ids=lambda n: n.split(".")[0]
-)
+@pytest.mark.parametrize("spec", sorted(p.name for p in DATA.glob("*.hfjs_spec.json")), ids=lambda n: n.split(".")[0])
 def test_hub_file_names_agree_with_their_file_type(spec):
     data = json.loads((DATA / spec).read_text())
     filename = data["_source_gguf_url"].rsplit("/", 1)[-1]
@@ -166,4 +166,3 @@ def test_hub_file_names_agree_with_their_file_type(spec):
     assert quant_from_filename(filename) == declared
     file_type = int(gguf.LlamaFileType["MOSTLY_" + declared])
     assert quant_name(header({"general.file_type": Typed(file_type, VT.UINT32)}), filename).name == declared
-
