@@ -208,6 +208,10 @@ class CacheError(ExplorerError):
     """The local DuckDB cache could not be read or written."""
 
 
+class SnapshotError(ExplorerError):
+    """The shipped snapshot (data/snapshot.json, or $EXPLORER_SNAPSHOT) is missing, malformed or lacks an entry."""
+
+
 # --- placement -------------------------------------------------------------------
 
 

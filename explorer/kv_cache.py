@@ -161,6 +161,8 @@ class RecurrentState(LayerCache):
         conv_bytes: bytes per conv value (the model dtype).
         ssm_elements: values of the recurrent (SSM / delta-rule) state.
         ssm_bytes: bytes per state value (often fp32, from ``mamba_ssm_cache_dtype``).
+        heads: value heads (delta net) or Mamba heads, which tensor parallelism must divide.
+        groups: key heads (delta net) or Mamba groups, which tensor parallelism must divide.
     """
 
     kind: ClassVar[str] = "recurrent"
@@ -169,6 +171,8 @@ class RecurrentState(LayerCache):
     conv_bytes: int
     ssm_elements: int
     ssm_bytes: int
+    heads: int = 0
+    groups: int = 0
 
     def tokens_held(self, context_tokens: int) -> int:
         return 0

@@ -22,6 +22,7 @@ bnb nf4/fp4   ⌈rows·cols/2⌉ + ⌈rows·cols/64⌉·4 (fp32 absmax per 64)
 NVFP4         rows·cols/2 + rows·⌈cols/16⌉ (fp8 scales) + 8 (two fp32 globals)
 MXFP4         rows·cols/2 + rows·⌈cols/32⌉ (e8m0 scales)
 GGUF what-if  ⌈rows·cols·bpw/8⌉ with the quant mix's average bits (approximate)
+ggml          rows·cols / block · type_size (one GGUF tensor's exact type, gguf-py GGML_QUANT_SIZES)
 ============  ==================================================================
 """
 
@@ -37,7 +38,7 @@ from explorer.dtypes import ElementType, element_type
 from explorer.tensors import Tensor
 from explorer.units import cdiv
 
-FormatKind = Literal["dense", "fp8", "int", "bnb8", "bnb4", "nvfp4", "mxfp4", "gguf"]
+FormatKind = Literal["dense", "fp8", "int", "bnb8", "bnb4", "nvfp4", "mxfp4", "gguf", "ggml"]
 Source = Literal["config", "what-if", "gguf"]
 
 #: wrapper prefixes stripped before matching module names against skip lists
@@ -59,6 +60,7 @@ class WeightFormat:
         g_idx: whether a per-column group index is stored (GPTQ, or act-order groups).
         scale_bytes: bytes per int scale (fp16/bf16: 2).
         dense_bytes: bytes per value for ``dense``.
+        ggml_block: for ``ggml``, (weights per block, bytes per block): Q4_K (256, 144).
     """
 
     kind: FormatKind
@@ -71,6 +73,7 @@ class WeightFormat:
     g_idx: bool = False
     scale_bytes: int = 2
     dense_bytes: int = 2
+    ggml_block: tuple[int, int] | None = None
 
     def matrix_bytes(self, rows: int, cols: int) -> int:
         """Bytes of one ``rows × cols`` weight with its scales and zero points."""
@@ -91,6 +94,8 @@ class WeightFormat:
             return cdiv(n, 2) + rows * cdiv(cols, 16) + 8
         if self.kind == "mxfp4":
             return cdiv(n, 2) + rows * cdiv(cols, 32)
+        if self.kind == "ggml" and self.ggml_block:
+            return n // self.ggml_block[0] * self.ggml_block[1]  # exact: rows are whole blocks
         return cdiv(int(n * self.bits * 1000), 8000)  # gguf what-if: average bits
 
     def _int_bytes(self, rows: int, cols: int) -> int:

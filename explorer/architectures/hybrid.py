@@ -52,7 +52,7 @@ def delta_net(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...
     )
     conv_bytes, ssm_bytes = _state_bytes(view)
     state = RecurrentState(family="linear", conv_elements=conv_dim * (kernel - 1), conv_bytes=conv_bytes,
-                           ssm_elements=v_heads * k_dim * v_dim, ssm_bytes=ssm_bytes)
+                           ssm_elements=v_heads * k_dim * v_dim, ssm_bytes=ssm_bytes, heads=v_heads, groups=k_heads)
     return tensors, state
 
 
@@ -130,7 +130,7 @@ def mamba2(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...], 
     )
     conv_bytes, ssm_bytes = _state_bytes(view)
     cache = RecurrentState(family="mamba", conv_elements=conv_dim * (kernel - 1), conv_bytes=conv_bytes,
-                           ssm_elements=heads * head_dim * state, ssm_bytes=ssm_bytes)
+                           ssm_elements=heads * head_dim * state, ssm_bytes=ssm_bytes, heads=heads, groups=groups)
     return tensors, cache
 
 

@@ -1,0 +1,139 @@
+"""``explorer plan MODEL --cluster SPEC``: every way a model can run, best first, and why others cannot."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from explorer.cluster import Cluster, load_cluster_file, parse_cluster_spec
+from explorer.dtypes import KV_CACHE_TYPES
+from explorer.engines.common import ENGINES, PlanRequest
+from explorer.errors import ClusterSpecError
+from explorer.options import PlanResult
+from explorer.planner import plan
+from explorer.sources import load_shape
+from explorer.units import gib
+
+
+def add_request_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that shape a plan request (shared with other subcommands)."""
+    p.add_argument("--cluster", required=True, metavar="SPEC",
+                   help="cluster spec (2x8xh100-80g@ib0 + 1xcpu-256g) or a .json/.toml file")
+    p.add_argument("--context", type=int, default=4096, help="context tokens per sequence (default 4096)")
+    p.add_argument("--concurrency", type=int, default=1, help="sequences that must fit at that context")
+    p.add_argument("--engine", action="append", choices=ENGINES, help="engine(s) to consider (default: all)")
+    p.add_argument("--quant", default=None, help="what-if precision (bf16, fp8, int8, int4-awq, int4-gptq, nf4) or a GGUF quant")
+    p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type")
+    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM's share of each card")
+    p.add_argument("--mem-fraction-static", type=float, default=None, help="SGLang's static share (default: its own rule)")
+    p.add_argument("--dp-attention", action="store_true", help="SGLang --enable-dp-attention")
+    p.add_argument("--speculative", default=None, metavar="ALGO", help="SGLang speculative algorithm (EAGLE, NGRAM…)")
+    p.add_argument("--flash-attn", default="auto", choices=("on", "off", "auto"), help="llama.cpp flash attention")
+    p.add_argument("--ngl", type=int, default=None, help="llama.cpp layers on the GPU (default: as many as fit)")
+    p.add_argument("--tensor-split", default=None, help="llama.cpp tensor split, e.g. 3,1")
+    p.add_argument("--batch", type=int, default=2048, help="llama.cpp -b")
+    p.add_argument("--ubatch", type=int, default=512, help="llama.cpp -ub")
+    p.add_argument("--parallel", type=int, default=None, help="llama.cpp -np (same as --concurrency)")
+    p.add_argument("--no-mmap", action="store_true", help="llama.cpp --no-mmap")
+
+
+def read_cluster(text: str) -> Cluster:
+    """A cluster from a spec string or a .json/.toml file."""
+    if text.endswith((".json", ".toml")):
+        if not Path(text).exists():
+            raise ClusterSpecError(f"cluster file {text} does not exist")
+        return load_cluster_file(text)
+    return parse_cluster_spec(text)
+
+
+def request_from_args(args: argparse.Namespace) -> PlanRequest:
+    """A PlanRequest from parsed arguments."""
+    split = None
+    if args.tensor_split:
+        try:
+            split = tuple(float(x) for x in args.tensor_split.split(","))
+        except ValueError:
+            raise ClusterSpecError(f"--tensor-split {args.tensor_split!r} is not a list of numbers") from None
+    return PlanRequest(
+        context_tokens=args.context,
+        concurrency=args.parallel or args.concurrency,
+        kv_dtype=args.kv_dtype,
+        precision=args.quant,
+        engines=tuple(args.engine) if args.engine else ENGINES,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        mem_fraction_static=args.mem_fraction_static,
+        dp_attention=args.dp_attention,
+        speculative=args.speculative,
+        flash_attn=args.flash_attn,
+        n_gpu_layers=args.ngl,
+        tensor_split=split,
+        batch_tokens=args.batch,
+        ubatch_tokens=args.ubatch,
+        mmap=not args.no_mmap,
+    )
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``plan`` subcommand."""
+    p = sub.add_parser("plan", help="list every way a model can run on a cluster, best first",
+                       description="List every way a model can run on a cluster with vLLM, SGLang and llama.cpp, "
+                                   "best first, with what each card holds and why other ways do not work.")
+    p.add_argument("model", metavar="MODEL", help="config.json, a model folder, a .gguf file, or a Hub id")
+    add_request_arguments(p)
+    p.add_argument("--sort", choices=("default", "speed"), default="default", help="ranking (speed: fastest first)")
+    p.add_argument("--top", type=int, default=15, help="options to print (human form)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan and print."""
+    shape = load_shape(args.model)
+    cluster = read_cluster(args.cluster)
+    result = plan(shape, cluster, request_from_args(args), model_ref=shape.name or args.model, sort=args.sort)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print_result(result, top=args.top)
+    return 0 if result.options else 3
+
+
+def print_result(result: PlanResult, *, top: int = 15) -> None:
+    """The ranked table, the launch commands of the best, and the refusals by rule."""
+    r = result.request
+    print(f"{result.model}: context {r.context_tokens:,} × {r.concurrency} sequence(s), KV {r.kv_dtype}")
+    if not result.options:
+        print("no way fits.")
+    else:
+        header = f"{'#':>2}  {'option':<62} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4}"
+        print(header)
+        print("-" * len(header))
+        for i, o in enumerate(result.options[:top], 1):
+            card = o.per_card
+            use = f"{card.total / 2**30:6.1f} / {card.usable / 2**30:6.1f}"
+            print(f"{i:>2}  {o.label[:62]:<62} {use:>17} {o.evaluation.max_context_tokens:>9,} "
+                  f"{o.evaluation.max_concurrency:>8,} {'yes' if o.free_now else 'no':>4}")
+        if len(result.options) > top:
+            print(f"    … and {len(result.options) - top} more (--top N)")
+        best = result.options[0]
+        card = best.per_card
+        print(f"\nbest: {best.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
+              f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
+              f"of {gib(card.usable)} usable\n  {best.evaluation.command}")
+    print_refusals(result)
+
+
+def print_refusals(result: PlanResult, examples: int = 3) -> None:
+    """Refusals grouped by rule: the count and a few reasons."""
+    if not result.pruned:
+        return
+    by_rule = defaultdict(list)
+    for x in result.rejected:
+        by_rule[x.rule].append(x)
+    print(f"\nrefused ({result.considered:,} ways considered):")
+    for rule, count in sorted(result.pruned.items(), key=lambda kv: -kv[1]):
+        print(f"  {rule}: {count:,}")
+        for x in by_rule[rule][:examples]:
+            print(f"    {x.label}: {x.reason}")

@@ -1,0 +1,269 @@
+"""What the engines share: the request, the layouts they consider, per-card memory.
+
+A :class:`Layout` is one way to lay a replica over cards: which class, how
+many nodes and cards per node, and the tensor / pipeline / data / expert
+parallel sizes. An engine turns a layout into :class:`CardMemory` records,
+one per distinct card role (a pipeline stage's card, the host...), each
+saying part by part what that card holds, in integer bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from explorer.kv_cache import (
+    ChunkedLocalAttention,
+    FullAttention,
+    LayerCache,
+    MLAAttention,
+    RecurrentState,
+    SlidingWindowAttention,
+)
+from explorer.dtypes import ElementType
+from explorer.units import cdiv
+
+EngineName = Literal["vllm", "sglang", "llamacpp"]
+ENGINES: tuple[EngineName, ...] = ("vllm", "sglang", "llamacpp")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanRequest:
+    """What the user asks for.
+
+    Attributes:
+        context_tokens: the context each sequence must hold (vLLM ``--max-model-len``,
+            SGLang ``--context-length``, llama.cpp ``--ctx-size`` per sequence).
+        concurrency: sequences that must fit at that context at once.
+        kv_dtype: KV cache type (``auto`` = the model's dtype; ``fp8``; llama.cpp ``q8_0``…).
+        precision: a what-if weight precision or GGUF quant (None: what the artifact is).
+        engines: the engines to consider.
+        gpu_memory_utilization: vLLM's share of each card (0.9 by default).
+        max_num_batched_tokens: vLLM's prefill chunk (None: vLLM's default for the card).
+        max_num_seqs: vLLM's running-sequence cap (None: vLLM's default for the card).
+        mem_fraction_static: SGLang's static share (None: SGLang's default for the card).
+        chunked_prefill_size: SGLang's prefill chunk (None: its default for the card).
+        cuda_graph_max_bs: SGLang's largest CUDA-graph batch (None: its default).
+        dp_attention: SGLang ``--enable-dp-attention`` (data-parallel attention).
+        speculative: a speculative-decoding algorithm name for SGLang (EAGLE, NGRAM, STANDALONE), or None.
+        enable_mixed_chunk: SGLang ``--enable-mixed-chunk``.
+        enforce_eager: no CUDA graphs (vLLM ``--enforce-eager``, SGLang ``--disable-cuda-graph``).
+        flash_attn: llama.cpp ``-fa`` (``on``/``off``/``auto``).
+        n_gpu_layers: llama.cpp ``-ngl`` (None: as many as fit).
+        tensor_split: llama.cpp ``--tensor-split`` fractions (None: proportional to free memory).
+        batch_tokens: llama.cpp ``-b``.
+        ubatch_tokens: llama.cpp ``-ub``.
+        mmap: llama.cpp memory-maps the file (``--no-mmap`` turns it off).
+        host_fraction: share of a node's RAM one replica may be planned to use.
+    """
+
+    context_tokens: int = 4096
+    concurrency: int = 1
+    kv_dtype: str = "auto"
+    precision: str | None = None
+    engines: tuple[EngineName, ...] = ENGINES
+    gpu_memory_utilization: float = 0.9
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    mem_fraction_static: float | None = None
+    chunked_prefill_size: int | None = None
+    cuda_graph_max_bs: int | None = None
+    dp_attention: bool = False
+    speculative: str | None = None
+    enable_mixed_chunk: bool = False
+    enforce_eager: bool = False
+    flash_attn: str = "auto"
+    n_gpu_layers: int | None = None
+    tensor_split: tuple[float, ...] | None = None
+    batch_tokens: int = 2048
+    ubatch_tokens: int = 512
+    mmap: bool = True
+    host_fraction: float = 0.85
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """One way to lay a replica over cards.
+
+    Attributes:
+        engine: which engine.
+        gpu_class: the card class name (``cpu`` for a CPU-only replica).
+        fabric: the fabric the nodes share (None for one node).
+        nodes: nodes used.
+        gpus_per_node: cards used on each node (0 on the CPU).
+        tp: tensor-parallel size.
+        pp: pipeline-parallel size (llama.cpp: devices the layers are split over).
+        dp: data-parallel size (SGLang DP attention).
+        ep: expert-parallel size (1: experts split by tp instead).
+        cpu: runs on the host's CPU only.
+        unified: runs on a unified-memory host (Apple).
+        rpc: llama.cpp across nodes through RPC servers.
+    """
+
+    engine: EngineName
+    gpu_class: str
+    fabric: str | None = None
+    nodes: int = 1
+    gpus_per_node: int = 1
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    cpu: bool = False
+    unified: bool = False
+    rpc: bool = False
+
+    @property
+    def cards(self) -> int:
+        """Cards the replica takes (0 on the CPU)."""
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def label(self) -> str:
+        """A few words on where it runs: ``2 nodes × 8 h100-80g on ib0``."""
+        if self.cpu:
+            return "CPU"
+        if self.nodes > 1:
+            return f"{self.nodes} nodes × {self.gpus_per_node} {self.gpu_class} on {self.fabric}"
+        return f"{self.gpus_per_node} × {self.gpu_class}"
+
+    @property
+    def parallel(self) -> str:
+        """The parallel sizes that are not 1: ``tp8 pp2 ep16``."""
+        parts = [f"{k}{v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep)) if v > 1]
+        return " ".join(parts) or "single"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardMemory:
+    """What one card (or the host) holds, part by part, in bytes.
+
+    Attributes:
+        role: which card: ``stage 1 of 3``, ``GPU 0``, ``host``…
+        weights: the weights share.
+        kv_cache: the KV cache the request needs (context × concurrency).
+        activations: the activation peak the engine reserves.
+        overhead: engine overhead (CUDA graphs, non-torch memory, compute and output buffers…).
+        usable: what the engine may use on this card.
+        capacity: the card's whole memory.
+        count: how many cards share this role.
+    """
+
+    role: str
+    weights: int
+    kv_cache: int
+    activations: int
+    overhead: int
+    usable: int
+    capacity: int
+    count: int = 1
+
+    @property
+    def total(self) -> int:
+        """Everything the card must hold."""
+        return self.weights + self.kv_cache + self.activations + self.overhead
+
+    @property
+    def headroom(self) -> int:
+        """Usable bytes left (negative: short by that much)."""
+        return self.usable - self.total
+
+    @property
+    def fits(self) -> bool:
+        """Whether it holds what it must."""
+        return self.total <= self.usable
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Evaluation:
+    """An engine's answer for one layout.
+
+    Attributes:
+        cards: per-role card memory; the first is the binding card shown as ``per_card``.
+        host: what the host holds (llama.cpp offload, CPU runs), or None.
+        max_context_tokens: the longest context one sequence can have.
+        max_concurrency: sequences that fit at the asked context.
+        layers_on_host: llama.cpp layers left on the CPU.
+        command: how to launch it.
+        notes: what this layout assumes.
+        free_needed_bytes: free memory a card must have now for the engine to start on it
+            (vLLM: total × utilisation; SGLang: total × mem_fraction_static; llama.cpp: what it allocates).
+    """
+
+    cards: tuple[CardMemory, ...]
+    host: CardMemory | None
+    max_context_tokens: int
+    max_concurrency: int
+    command: str
+    layers_on_host: int = 0
+    notes: tuple[str, ...] = field(default=())
+    free_needed_bytes: int = 0
+
+    @property
+    def fits(self) -> bool:
+        """Every card (and the host) holds what it must, and one sequence of the asked context fits."""
+        ok = all(c.fits for c in self.cards)
+        return ok and (self.host is None or self.host.fits)
+
+    @property
+    def binding(self) -> CardMemory:
+        """The card with the least headroom."""
+        pool = list(self.cards) + ([self.host] if self.host is not None and not self.cards else [])
+        return min(pool, key=lambda c: c.headroom)
+
+
+def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:
+    """vLLM's ``get_pp_indices``: ``layers // pp`` each, the remainder added to the stages
+    before the last, from the second-to-last backwards (80 layers / 3 → 27, 27, 26)."""
+    base, rem = divmod(layers, pp)
+    sizes = [base] * pp
+    for i in range(2, rem + 2):
+        sizes[-i] += 1
+    out, start = [], 0
+    for size in sizes:
+        out.append((start, start + size))
+        start += size
+    return out
+
+
+def card_kv_bytes(cache: LayerCache, kv: ElementType, tp: int, context: int, block: int, window_extra: int = 0) -> int:
+    """One sequence's KV bytes for one layer on one tensor-parallel card.
+
+    Context is counted in whole blocks of ``block`` tokens. K/V heads are
+    split by tp down to one head a card; an MLA latent is whole on every
+    card; a recurrent state splits by tp. A window holds ``window +
+    window_extra`` tokens at most (vLLM keeps a prefill chunk beyond it).
+    """
+    if isinstance(cache, RecurrentState):
+        return cdiv(cache.state_bytes(), tp)
+    if isinstance(cache, MLAAttention):
+        tokens = cdiv(context, block) * block
+        return tokens * cache.bytes_per_token(kv)
+    if isinstance(cache, FullAttention):
+        heads = max(1, cache.kv_heads // tp)
+        per_token = kv.row_bytes(heads * cache.head_dim) + (kv.row_bytes(heads * cache.v_head_dim) if cache.v_head_dim else 0)
+        if isinstance(cache, (SlidingWindowAttention, ChunkedLocalAttention)):
+            span = cache.window if isinstance(cache, SlidingWindowAttention) else cache.chunk
+            held = min(context, span + window_extra)
+        else:
+            held = cache.tokens_held(context)
+        return cdiv(held, block) * block * per_token
+    return 0
+
+
+def largest_context(fits, upper: int, step: int = 1) -> int:
+    """The largest context in [0, upper], in multiples of ``step``, for which ``fits(context)`` holds.
+
+    ``fits`` must be monotone (true up to some context, false beyond), as KV
+    bytes never shrink as context grows. Binary search: ~17 probes for 131,072.
+    """
+    if fits(upper):
+        return upper
+    lo, hi = 0, upper // step
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid * step):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * step

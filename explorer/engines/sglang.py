@@ -1,0 +1,166 @@
+"""SGLang's memory accounting, per card.
+
+SGLang keeps a static share ``mem_fraction_static`` of each card for the
+weights and the KV pool; the rest is for activations and CUDA graphs
+(``python/sglang/srt/server_args.py``, ``model_runner.py``)::
+
+    KV pool = total × mem_fraction_static − weights
+
+The default fraction depends on the card: SGLang picks a chunked-prefill
+size and a CUDA-graph batch cap by card memory, then reserves (MiB)::
+
+    512 + max(chunk, 2048) × 1.5 + graph_bs × 2 + tp × pp / 8 × 1024
+    (+ DP-attention padding, + 2 GiB for EAGLE drafts or 6 GiB for a standalone draft)
+
+at least 10 GiB on cards over 60 GiB, and ``mfs = round((total − reserved) /
+total, 3)``; a vision model's fraction shrinks by 0.95 × a factor of its ViT's
+size. Worked: an H100 (81,559 MiB) at tp 1 → 0.835; at tp 8 → 0.818; an RTX
+4090 (24,564 MiB) → 0.847.
+
+The KV pool holds ``kv_heads/tp × (head_dim + v_head_dim) × layers`` values
+a token (an MLA latent whole on every card), with no block rounding.
+"""
+
+from __future__ import annotations
+
+from explorer.catalogue import GPUClass
+from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest, card_kv_bytes, largest_context, pp_partition
+from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.precision import Precision
+from explorer.shapes import ModelShape
+from explorer.units import GiB, MiB, cdiv
+from explorer.weights import weight_breakdown
+
+#: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
+CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (
+    (20 * 1024, 2048, 8, 8),  # T4, RTX 4080
+    (35 * 1024, 2048, 24, 80),  # A10, RTX 4090, RTX 5090
+    (60 * 1024, 4096, 32, 160),  # A100 40G, L40S
+    (90 * 1024, 8192, 256, 512),  # H100, A100 80G
+    (160 * 1024, 8192, 256, 512),  # H20, H200
+)
+LARGE_CARD = (16384, 512, 512)  # B200, MI300X
+
+
+def card_defaults(card_mib: int, tp: int, request: PlanRequest) -> tuple[int, int]:
+    """(chunked_prefill_size, cuda_graph_max_bs) SGLang picks for a card of ``card_mib`` MiB."""
+    chunk, small, large = LARGE_CARD
+    for below, c, s, l in CARD_TIERS:
+        if card_mib < below:
+            chunk, small, large = c, s, l
+            break
+    graph_bs = small if tp < 4 else large
+    return request.chunked_prefill_size or chunk, request.cuda_graph_max_bs or graph_bs
+
+
+def reserved_mib(card_mib: int, tp: int, pp: int, dp: int, request: PlanRequest) -> tuple[float, float]:
+    """(reserved MiB in all, of which the prefill activation reserve)."""
+    chunk, graph_bs = card_defaults(card_mib, tp, request)
+    prefill = max(chunk, 2048) * 1.5
+    reserved = 512 + prefill + graph_bs * 2 + tp * pp / 8 * 1024
+    if request.dp_attention:
+        reserved += graph_bs * dp * 3
+        if graph_bs > 300:
+            reserved += graph_bs * dp * 1.5
+    if card_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    if request.speculative:
+        algo = request.speculative.upper()
+        reserved += 6 * 1024 if algo == "STANDALONE" else 0 if algo == "NGRAM" else 2 * 1024
+    return reserved, prefill
+
+
+def vision_factor(shape: ModelShape) -> float:
+    """SGLang's shrink for vision models: 0.95 × clamp(1 − 0.1 × (ViT size / ViT-L size − 1), 0.8, 1.05)."""
+    v = shape.vision_tower
+    if v is None:
+        return 1.0
+    ratio = v.layers * v.hidden_size**2 / (24 * 1024**2)
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+
+
+def mem_fraction_static(shape: ModelShape, gpu: GPUClass, layout: Layout, request: PlanRequest) -> float:
+    """SGLang's default ``mem_fraction_static`` for this card and layout (or the user's)."""
+    if request.mem_fraction_static:
+        return request.mem_fraction_static
+    card_mib = gpu.memory_bytes // MiB
+    reserved, _ = reserved_mib(card_mib, layout.tp, layout.pp, layout.dp, request)
+    fraction = round((card_mib - reserved) / card_mib, 3)
+    factor = vision_factor(shape)
+    return round(fraction * factor, 3) if factor != 1.0 else fraction
+
+
+def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
+    """Rules SGLang enforces: divisibility, and what pipeline parallelism cannot combine with."""
+    out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
+    if layout.pp > 1 and (request.speculative or request.enable_mixed_chunk):
+        what = "speculative decoding" if request.speculative else "mixed chunked prefill"
+        out.append(("pp-incompatible", f"SGLang cannot combine pipeline parallelism (pp {layout.pp}) with {what}"))
+    if request.speculative and request.enable_mixed_chunk:
+        out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
+    if (layout.tp * layout.pp) % layout.nodes:
+        out.append(("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})"))
+    return out
+
+
+def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest,
+             model_ref: str) -> Evaluation:
+    """Per-card memory of an SGLang layout."""
+    capacity = gpu.memory_bytes
+    mfs = mem_fraction_static(shape, gpu, layout, request)
+    static = int(capacity * mfs)
+    _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
+    activations = min(int(prefill_mib * MiB), capacity - static)
+    overhead = capacity - static - activations
+    weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
+    attn_tp = 1 if request.dp_attention else layout.tp
+    seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
+    kv_type = shape.kv_type(request.kv_dtype)
+
+    def seq_kv(a: int, b: int, ctx: int) -> int:
+        return sum(card_kv_bytes(layer.cache, kv_type, attn_tp, ctx, 1) for layer in shape.decoder[a:b])
+
+    stages = pp_partition(shape.layers, layout.pp)
+    cards, pools = [], []
+    for s, (a, b) in enumerate(stages):
+        w = weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1)
+        kv = seq_kv(a, b, request.context_tokens) * seqs_per_card
+        role = (f"each of {layout.tp} cards" if layout.tp > 1 else "the card") if layout.pp == 1 else f"stage {s + 1} of {layout.pp} (layers {a}–{b - 1})"
+        cards.append(CardMemory(role=role, weights=w, kv_cache=kv, activations=activations, overhead=overhead,
+                                usable=capacity, capacity=capacity, count=layout.tp))
+        pools.append((a, b, static - w))
+    max_context = largest_context(lambda ctx: all(seq_kv(a, b, ctx) <= pool for a, b, pool in pools),
+                                  shape.max_context_tokens) if min(p for _, _, p in pools) > 0 else 0
+    per_seq = [seq_kv(a, b, request.context_tokens) for a, b, _ in pools]
+    conc = min((pool // kv if kv else request.concurrency) for (_, _, pool), kv in zip(pools, per_seq))
+    if request.dp_attention:
+        conc *= layout.dp
+    notes = (f"mem_fraction_static {mfs:g}",)
+    return Evaluation(cards=tuple(cards), host=None, max_context_tokens=max_context, max_concurrency=max(0, conc),
+                      command=command(model_ref, shape, precision, layout, request, mfs), notes=notes,
+                      free_needed_bytes=static)
+
+
+def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest, mfs: float) -> str:
+    """The ``sglang.launch_server`` line for this layout."""
+    parts = ["python -m sglang.launch_server", f"--model-path {model_ref}"]
+    if layout.tp > 1:
+        parts.append(f"--tp-size {layout.tp}")
+    if layout.pp > 1:
+        parts.append(f"--pp-size {layout.pp}")
+    parts.append(f"--context-length {request.context_tokens}")
+    if request.mem_fraction_static:
+        parts.append(f"--mem-fraction-static {mfs:g}")
+    if request.dp_attention:
+        parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
+    if request.kv_dtype not in ("auto", shape.dtype):
+        parts.append(f"--kv-cache-dtype {'fp8_e4m3' if request.kv_dtype == 'fp8' else request.kv_dtype}")
+    if precision.source == "what-if" and precision.method == "fp8":
+        parts.append("--quantization fp8")
+    if request.speculative:
+        parts.append(f"--speculative-algorithm {request.speculative}")
+    if request.enable_mixed_chunk:
+        parts.append("--enable-mixed-chunk")
+    if layout.nodes > 1:
+        parts.append(f"--nnodes {layout.nodes} --node-rank <0..{layout.nodes - 1}> --dist-init-addr <head-node>:5000")
+    return " ".join(parts)
