@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from explorer.artifacts import Artifact
+from explorer.catalogue import GPUClass
 from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
 from explorer.units import gib
 
@@ -29,6 +30,7 @@ class Option:
         evaluation: the engine's per-card memory, limits and command.
         free_now: whether cards (or hosts) free right now could take it.
         hosts: how many nodes (or node groups) could host it at all.
+        gpu: the card class (None on the CPU).
         speed: the speed-of-light estimate, when computed (see explorer.speed).
     """
 
@@ -39,6 +41,7 @@ class Option:
     evaluation: Evaluation
     free_now: bool
     hosts: int
+    gpu: GPUClass | None = None
     speed: Any = None
 
     @property

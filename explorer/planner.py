@@ -122,7 +122,7 @@ def what_if_artifact(shape: ModelShape, name: str) -> Artifact:
                     size_bytes=shape.weight_bytes(precision), size_source="computed", what_if=True)
 
 
-def _decompositions(engine: str, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
+def decompositions(engine: str, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
     """(tp, pp) splits of ``nodes × width`` cards the engine runs, most tensor parallelism first."""
     cards = nodes * width
     divisors = [d for d in range(width, 0, -1) if width % d == 0]
@@ -132,7 +132,7 @@ def _decompositions(engine: str, nodes: int, width: int, request: PlanRequest) -
         yield tp, cards // tp
 
 
-def _layout(engine: str, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape,
+def make_layout(engine: str, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape,
             request: PlanRequest) -> Layout:
     moe = shape.moe is not None and tp > 1 and engine == "vllm"
     dp = tp if engine == "sglang" and request.dp_attention else 1
@@ -164,7 +164,7 @@ def _walk_pool(engine: str, shape: ModelShape, artifact: Artifact, precision: Pr
     best: Option | None = None  # fewest cards, then fewest nodes, of the ways that fit so far
     for nodes in range(1, max_nodes + 1):
         if nodes > 1 and best is not None and nodes >= best.layout.cards:
-            layout = _layout(engine, pool, nodes, max_width, max_width, nodes, shape, request)
+            layout = make_layout(engine, pool, nodes, max_width, max_width, nodes, shape, request)
             out.refuse(engine, layout, artifact.name, "more-than-needed",
                        f"{nodes} or more nodes are more than needed: {best.layout.label} holds it",
                        count=(max_nodes - nodes + 1) * max_width)
@@ -174,7 +174,7 @@ def _walk_pool(engine: str, shape: ModelShape, artifact: Artifact, precision: Pr
             if hosts < nodes:
                 continue
             if nodes > 1 and best is not None and nodes * width >= best.layout.cards:
-                layout = _layout(engine, pool, nodes, width, width, nodes, shape, request)
+                layout = make_layout(engine, pool, nodes, width, width, nodes, shape, request)
                 out.refuse(engine, layout, artifact.name, "more-than-needed",
                            f"{layout.label} is more than needed: {best.layout.label} holds it",
                            count=max_width - width + 1)
@@ -196,8 +196,8 @@ def _try_split(module, engine: str, shape: ModelShape, artifact: Artifact, preci
     """The best (tp, pp) split of ``nodes × width`` cards that fits, refusing the others."""
     cards = nodes * width
     accepted = None
-    for tp, pp in _decompositions(engine, nodes, width, request):
-        layout = _layout(engine, pool, nodes, width, tp, pp, shape, request)
+    for tp, pp in decompositions(engine, nodes, width, request):
+        layout = make_layout(engine, pool, nodes, width, tp, pp, shape, request)
         if accepted is not None:
             out.refuse(engine, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards")
             continue
@@ -213,12 +213,30 @@ def _try_split(module, engine: str, shape: ModelShape, artifact: Artifact, preci
         evaluation = module.evaluate(shape, precision, layout, pool.gpu, request, model_ref)
         option = Option(layout=layout, artifact=artifact, precision=precision.name, bits_per_weight=bits,
                         evaluation=evaluation, free_now=_free_now(pool, nodes, width, evaluation.free_needed_bytes),
-                        hosts=hosts)
+                        hosts=hosts, gpu=pool.gpu)
         if not evaluation.fits:
             out.refuse(engine, layout, artifact.name, "memory", memory_reason(option.per_card), option=option)
             continue
         accepted = option
     return accepted
+
+
+def evaluate_layout(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest,
+                    model_ref: str):
+    """Evaluate one vLLM or SGLang layout (the engine's own accounting)."""
+    module = vllm if layout.engine == "vllm" else sglang
+    return module.evaluate(shape, precision, layout, gpu, request, model_ref)
+
+
+def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str | None = None) -> Option:
+    """The same way at another context or concurrency: weights and overhead stay, the KV cache changes."""
+    if option.layout.engine == "llamacpp":
+        from explorer.engines import llamacpp
+
+        return llamacpp.recheck(shape, option, request, model_ref=model_ref)
+    precision = precision_of(shape, option.artifact)
+    ev = evaluate_layout(shape, precision, option.layout, option.gpu, request, model_ref or shape.name)
+    return option.with_evaluation(ev)
 
 
 def plan(shape: ModelShape, cluster: Cluster, request: PlanRequest | None = None, *,

@@ -68,10 +68,21 @@ def parse_model_spec(text: str) -> ModelSpec:
     )
 
 
-def load_shape(text: str) -> ModelShape:
-    """The shape of a local config.json or model folder."""
+def load_model(text: str, **kw):
+    """Resolve a MODEL argument: shape, artifacts and origin (see :func:`explorer.resolve.resolve_model`).
+
+    Keyword arguments (``offline``, ``token``, ``revision``, ``cache``,
+    ``settings``, ``progress``, ``cancel``) go to the resolver.
+    """
+    from explorer.resolve import resolve_model  # the resolver imports this module
+
+    return resolve_model(text, **kw)
+
+
+def load_shape(text: str, **kw) -> ModelShape:
+    """The shape of a local config.json, model folder or .gguf file, or of a Hub id (see :func:`load_model`)."""
     spec = parse_model_spec(text)
-    if spec.kind != "config":
-        raise ConfigError(f"{text}: only local config.json paths are supported here")
-    local = read_local_config(spec.path)
-    return shape_from_config(local.config, name=local.name, companions=local.companions)
+    if spec.kind == "config" and not kw:
+        local = read_local_config(spec.path)
+        return shape_from_config(local.config, name=local.name, companions=local.companions)
+    return load_model(text, **kw).shape
