@@ -157,6 +157,22 @@ class GGUFSplitError(GGUFError):
     hint = "pass every part of the split set, each once"
 
 
+class GGUFShapeError(GGUFError):
+    """A GGUF header parses but lacks what a model shape needs (no architecture, no layers, bad per-layer arrays)."""
+
+
+class LlamaCppConfigError(ExplorerError):
+    """A llama.cpp configuration llama.cpp itself refuses (quantised V without flash attention, bad sizes)."""
+
+    hint = "change the setting named in the message"
+
+
+class LlamaCppFitError(ExplorerError):
+    """No ``-ngl`` or context makes llama.cpp's buffers fit the devices and the host."""
+
+    hint = "use more or bigger devices, a smaller quant, a smaller context or a quantised KV cache"
+
+
 # --- Hub and cache ---------------------------------------------------------------
 
 

@@ -93,6 +93,7 @@ class GGUFHParams:
         n_ff_exp: a routed expert's width.
         n_ff_shexp: the shared experts' width, all of them together.
         n_layer_dense_lead: leading dense blocks of an MoE.
+        n_nextn: trailing NextN/MTP blocks (``nextn_predict_layers``): loaded, but given no cache.
         is_mla: whether the cache is MLA's latent (K only).
         kv_lora_rank: MLA latent width.
         q_lora_rank: MLA query compression (0: none).
@@ -131,6 +132,7 @@ class GGUFHParams:
     n_ff_exp: int = 0
     n_ff_shexp: int = 0
     n_layer_dense_lead: int = 0
+    n_nextn: int = 0
     is_mla: bool = False
     kv_lora_rank: int = 0
     q_lora_rank: int = 0
@@ -146,7 +148,9 @@ class GGUFHParams:
     notes: tuple[str, ...] = ()
 
     def has_kv(self, il: int) -> bool:
-        """Whether layer ``il`` has an attention cache (KV heads and not purely recurrent)."""
+        """Whether layer ``il`` has an attention cache (KV heads, not purely recurrent, not NextN)."""
+        if il >= self.n_layer - self.n_nextn:
+            return False
         return self.n_head_kv[il] > 0 and (not self.recurrent_layers[il] or self.arch in HYBRID_PARALLEL)
 
 
@@ -196,7 +200,9 @@ def _swa(header: GGUFHeader, arch: str, n_layer: int, notes: list[str]) -> tuple
         return (False,) * n_layer, 0, "none"
     pattern, default_window, kind = SWA_ARCHS[arch]
     if kind == "chunked":  # llama4: a window key of 0 turns chunking off; otherwise it is always 8192
-        window = 0 if header.arch_get("attention.sliding_window") == 0 else default_window
+        if header.arch_get("attention.sliding_window") == 0:
+            return (False,) * n_layer, 0, "none"
+        window = default_window
     window = window or default_window
     if not window:
         return (False,) * n_layer, 0, "none"
@@ -302,6 +308,7 @@ def read_hparams(header: GGUFHeader) -> GGUFHParams:
         n_expert=_int(header, "expert_count", 0) or 0, n_expert_used=_int(header, "expert_used_count", 0) or 0,
         n_expert_shared=n_expert_shared, n_ff_exp=n_ff_exp, n_ff_shexp=n_ff_shexp,
         n_layer_dense_lead=_int(header, "leading_dense_block_count", 0) or 0,
+        n_nextn=min(_int(header, "nextn_predict_layers", 0) or 0, n_layer),
         is_mla=bool(k_mla and v_mla), kv_lora_rank=_int(header, "attention.kv_lora_rank", 0) or 0,
         q_lora_rank=_int(header, "attention.q_lora_rank", 0) or 0,
         n_embd_head_k_mla=k_mla, n_embd_head_v_mla=v_mla,

@@ -80,7 +80,8 @@ def gguf_sets(paths: Iterable[str]) -> list[tuple[str, ...]]:
         if not p.lower().endswith(".gguf") or is_projector(p):
             continue
         parts = split_parts(p)
-        key: tuple[str, int] | str = p if parts is None else (p.rsplit("/", 1)[0] + "/" + parts[0] if "/" in p else parts[0], parts[2])
+        folder = p.rsplit("/", 1)[0] + "/" if "/" in p else ""
+        key: tuple[str, int] | str = p if parts is None else (folder + parts[0], parts[2])
         sets.setdefault(key, []).append(p)
     return sorted((tuple(sorted(v)) for v in sets.values()), key=lambda s: s[0])
 
@@ -94,7 +95,7 @@ def _pick_projector(projectors: list[str], model_path: str) -> str | None:
         for p in near:
             if (quant_from_filename(p) or "") == quant:
                 return p
-    return sorted(near)[0]
+    return min(near)
 
 
 def _known(files: Mapping[str, int], names: Iterable[str]) -> int | None:
@@ -127,8 +128,8 @@ def _gguf_artifact(
         if shape is None or quant.upper() not in GGUF_MIX_BITS:
             return None
         size, source = shape.weight_bytes(quant.upper()), "computed"
-    return Artifact(name=first, format="gguf", quant=quant, size_bytes=size, size_source=source,  # type: ignore[arg-type]
-                    files=parts, gguf_header=header)  # fmt: skip
+    return Artifact(name=first, format="gguf", quant=quant, size_bytes=size,
+                    size_source=source, files=parts, gguf_header=header)  # type: ignore[arg-type]
 
 
 def build_offer(
@@ -219,6 +220,7 @@ def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS
         if precision.name in seen:
             continue
         seen.add(precision.name)
-        out.append(Artifact(name=ORIGINAL, format="safetensors", quant=precision.name,
-                            size_bytes=computed_disk_bytes(shape, precision), size_source="computed", what_if=True))  # fmt: skip
+        size = computed_disk_bytes(shape, precision)
+        out.append(Artifact(name=ORIGINAL, format="safetensors", quant=precision.name, size_bytes=size,
+                            size_source="computed", what_if=True))
     return tuple(out)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from explorer.artifacts import ORIGINAL, Artifact
 from explorer.catalogue import GPUClass
@@ -36,6 +36,7 @@ from explorer.options import Option, PlanResult, Rejection, memory_reason
 from explorer.precision import Precision
 from explorer.ranking import SortKey, rank
 from explorer.shapes import ModelShape
+from explorer.speed import SpeedSettings, speed_of
 from explorer.weights import weight_breakdown
 
 #: refusals kept in a result; ``pruned`` counts them all
@@ -51,20 +52,26 @@ class Pool:
         nodes: the nodes holding it (spannable: one fabric; else nodes that stand alone).
         fabric: the fabric they share, or None.
         spannable: whether a replica may span several of the nodes.
+        groups: each node's GPU group of the class (filled in from ``nodes``).
     """
 
     gpu: GPUClass
     nodes: tuple[Node, ...]
     fabric: str | None
     spannable: bool
+    groups: tuple = ()
+
+    def __post_init__(self) -> None:
+        if not self.groups:  # each node's GPU group of the class, in node order
+            object.__setattr__(self, "groups", tuple(n.group(self.gpu.name) for n in self.nodes))
 
     def width(self) -> int:
         """The most cards of the class one node offers."""
-        return max(n.group(self.gpu.name).count for n in self.nodes)  # type: ignore[union-attr]
+        return max(g.count for g in self.groups)
 
-    def nodes_with(self, cards: int) -> list[Node]:
-        """Nodes with at least ``cards`` cards of the class."""
-        return [n for n in self.nodes if n.group(self.gpu.name).count >= cards]  # type: ignore[union-attr]
+    def hosts(self, cards: int) -> int:
+        """How many nodes have at least ``cards`` cards of the class."""
+        return sum(1 for g in self.groups if g.count >= cards)
 
 
 def gpu_pools(cluster: Cluster) -> list[Pool]:
@@ -141,11 +148,7 @@ def make_layout(engine: str, pool: Pool, nodes: int, width: int, tp: int, pp: in
 
 
 def _free_now(pool: Pool, nodes: int, width: int, needed: int) -> bool:
-    free = 0
-    for node in pool.nodes:
-        group = node.group(pool.gpu.name)
-        if group.free_count >= width and group.free_bytes_for(width) >= needed:  # type: ignore[union-attr]
-            free += 1
+    free = sum(1 for g in pool.groups if g.free_count >= width and g.free_bytes_for(width) >= needed)
     return free >= nodes
 
 
@@ -170,7 +173,7 @@ def _walk_pool(engine: str, shape: ModelShape, artifact: Artifact, precision: Pr
                        count=(max_nodes - nodes + 1) * max_width)
             break
         for width in range(1, max_width + 1):
-            hosts = len(pool.nodes_with(width))
+            hosts = pool.hosts(width)
             if hosts < nodes:
                 continue
             if nodes > 1 and best is not None and nodes * width >= best.layout.cards:
@@ -228,21 +231,33 @@ def evaluate_layout(shape: ModelShape, precision: Precision, layout: Layout, gpu
     return module.evaluate(shape, precision, layout, gpu, request, model_ref)
 
 
-def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str | None = None) -> Option:
-    """The same way at another context or concurrency: weights and overhead stay, the KV cache changes."""
+def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str | None = None,
+            speed: bool | SpeedSettings = True) -> Option:
+    """The same way at another context or concurrency: weights and overhead stay, the KV cache changes.
+
+    The speed estimate is recomputed for the new request (with ``speed``), else dropped.
+    """
     if option.layout.engine == "llamacpp":
         from explorer.engines import llamacpp
 
-        return llamacpp.recheck(shape, option, request, model_ref=model_ref)
-    precision = precision_of(shape, option.artifact)
-    ev = evaluate_layout(shape, precision, option.layout, option.gpu, request, model_ref or shape.name)
-    return option.with_evaluation(ev)
+        out = llamacpp.recheck(shape, option, request, model_ref=model_ref)
+    else:
+        precision = precision_of(shape, option.artifact)
+        ev = evaluate_layout(shape, precision, option.layout, option.gpu, request, model_ref or shape.name)
+        out = option.with_evaluation(ev)
+    settings = speed if isinstance(speed, SpeedSettings) else None
+    return replace(out, speed=speed_of(out, shape, request, settings) if speed else None)
 
 
 def plan(shape: ModelShape, cluster: Cluster, request: PlanRequest | None = None, *,
          artifacts: Sequence[Artifact] | None = None, model_ref: str | None = None,
-         sort: SortKey = "default") -> PlanResult:
-    """Every way ``shape`` can run on ``cluster``, best first, and the refused ways with reasons."""
+         sort: SortKey = "default", speed: bool | SpeedSettings = True) -> PlanResult:
+    """Every way ``shape`` can run on ``cluster``, best first, and the refused ways with reasons.
+
+    With ``speed`` (True, or :class:`~explorer.speed.SpeedSettings`) each option carries its
+    speed-of-light bound and estimate (``Option.speed``, see :mod:`explorer.speed`); ``sort="speed"``
+    ranks on it.
+    """
     request = request or PlanRequest()
     if request.context_tokens < 1 or request.concurrency < 1:
         raise PlanError(f"context ({request.context_tokens}) and concurrency ({request.concurrency}) must be ≥ 1")
@@ -260,7 +275,11 @@ def plan(shape: ModelShape, cluster: Cluster, request: PlanRequest | None = None
             llamacpp.walk(shape, cluster, artifacts, request, model_ref, out)
             continue
         _walk_gpu_engine(engine, shape, cluster, artifacts, request, model_ref, out, notes)
-    return PlanResult(model=model_ref, request=request, options=tuple(rank(out.options, sort)),
+    options = out.options
+    if speed:
+        settings = speed if isinstance(speed, SpeedSettings) else None
+        options = [replace(o, speed=speed_of(o, shape, request, settings)) for o in options]
+    return PlanResult(model=model_ref, request=request, options=tuple(rank(options, sort)),
                       rejected=tuple(out.rejected), pruned=dict(out.pruned), considered=out.considered,
                       notes=tuple(notes))
 

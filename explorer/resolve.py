@@ -24,7 +24,12 @@ from typing import Any, Literal
 from explorer.artifacts import Artifact
 from explorer.errors import ConfigError
 from explorer.local_files import read_local_config
-from explorer.offer import DEFAULT_WHAT_IFS, build_offer, is_projector, what_if_artifacts
+from explorer.offer import (
+    DEFAULT_WHAT_IFS,
+    build_offer,
+    is_projector,
+    what_if_artifacts,
+)
 from explorer.shapes import ModelShape, shape_from_config
 from explorer.sources import ModelSpec, parse_model_spec
 
@@ -81,13 +86,13 @@ class ResolvedModel:
             "repo": self.repo,
             "sha": self.sha,
             "notes": list(self.notes),
-            "artifacts": [
-                {"name": a.name, "format": a.format, "quant": a.quant, "size_bytes": a.size_bytes,
-                 "size_source": a.size_source, "files": list(a.files), "projector": a.projector,
-                 "what_if": a.what_if}  # fmt: skip
-                for a in self.artifacts
-            ],
+            "artifacts": [_artifact_dict(a) for a in self.artifacts],
         }
+
+
+def _artifact_dict(a: Artifact) -> dict[str, Any]:
+    return {"name": a.name, "format": a.format, "quant": a.quant, "size_bytes": a.size_bytes,
+            "size_source": a.size_source, "files": list(a.files), "projector": a.projector, "what_if": a.what_if}
 
 
 def resolve_model(
@@ -152,7 +157,11 @@ def _resolve_config(spec: ModelSpec) -> ResolvedModel:
 
 def _resolve_gguf_file(spec: ModelSpec) -> ResolvedModel:
     from explorer.gguf_header import split_parts
-    from explorer.resolve_gguf import read_header_file, shape_from_header, split_siblings
+    from explorer.resolve_gguf import (
+        read_header_file,
+        shape_from_header,
+        split_siblings,
+    )
 
     path = spec.path
     parts = split_siblings(path)
@@ -166,6 +175,6 @@ def _resolve_gguf_file(spec: ModelSpec) -> ResolvedModel:
     split = split_parts(path.name)
     name = split[0] if split else path.stem
     shape = shape_from_header(chosen.gguf_header, name=name)
-    notes = (f"read {sum(h.header_bytes for h in headers.values()):,} header bytes of "
-             f"{sum(files[p.name] for p in parts):,} in {len(parts)} file(s)",)  # fmt: skip
+    span = sum(h.header_bytes for h in headers.values())
+    notes = (f"read only the header ({span:,} bytes) of {sum(files[p.name] for p in parts):,} in {len(parts)} file(s)",)
     return ResolvedModel(spec=spec, shape=shape, artifacts=(chosen,), origin="file", notes=notes)

@@ -21,7 +21,13 @@ from typing import Any
 
 import gguf
 
-from explorer.errors import GGUFError, GGUFNeedMoreBytes, GGUFSplitError, GGUFTruncatedError, capped_list
+from explorer.errors import (
+    GGUFError,
+    GGUFNeedMoreBytes,
+    GGUFSplitError,
+    GGUFTruncatedError,
+    capped_list,
+)
 from explorer.gguf_header import (
     ArraySummary,
     GGUFHeader,
@@ -78,7 +84,9 @@ def split_siblings(path: Path) -> list[Path]:
     paths = [path.parent / f"{stem}-{i:05d}-of-{count:05d}.gguf" for i in range(1, count + 1)]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
-        raise GGUFSplitError(f"{path.name} is part of a {count}-part set; missing in {path.parent}: {capped_list(missing)}")
+        raise GGUFSplitError(
+            f"{path.name} is part of a {count}-part set; missing in {path.parent}: {capped_list(missing)}"
+        )
     return paths
 
 
@@ -142,9 +150,9 @@ def header_from_record(record: Mapping[str, Any], *, name: str) -> GGUFHeader | 
     if not isinstance(tensors, dict) or tensors.get("format") != RECORD_FORMAT:
         return None
     infos = tuple(
-        TensorInfo(name=n, ggml_type=t, type_name=gguf.GGMLQuantizationType(t).name, shape=tuple(shape), offset=off,
-                   split_index=split)  # fmt: skip
-        for n, t, shape, off, split in json.loads(tensors["table"])
+        TensorInfo(name=n, ggml_type=t, type_name=gguf.GGMLQuantizationType(t).name, shape=tuple(dims), offset=off,
+                   split_index=split)
+        for n, t, dims, off, split in json.loads(tensors["table"])
     )
     metadata = {k: _decode(v) for k, v in (record.get("metadata") or {}).items()}
     return GGUFHeader(version=int(tensors["version"]), metadata=MappingProxyType(metadata), tensors=infos,

@@ -76,7 +76,7 @@ class SnapshotEntry:
 
     def size_notes(self) -> tuple[str, ...]:
         """``"NAME: how its size was found"`` for each artifact."""
-        return tuple(f"{a['name']}: {a['size_source']} ({a['how']})" for a in self.artifacts if a.get("how"))
+        return tuple(f"{a['name']}: {a['how']}" for a in self.artifacts if a.get("how"))
 
     @property
     def haystack(self) -> str:
@@ -154,16 +154,17 @@ class Snapshot:
         query = text.strip().lower()
         hits = [e for e in self.entries.values() if all(w in e.haystack for w in words if w != "/")]
 
-        def rank(e: SnapshotEntry) -> tuple[int, str]:
+        def rank(e: SnapshotEntry) -> tuple[int, int, str]:
             repo = e.repo.lower()
             name = repo.split("/", 1)[-1]
+            in_repo = -sum(w in repo for w in words)  # words found in the id beat words found in the family
             if query and repo == query:
-                return 0, repo
+                return 0, in_repo, repo
             if query and (name.startswith(query) or repo.startswith(query)):
-                return 1, repo
+                return 1, in_repo, repo
             if query and query in repo:
-                return 2, repo
-            return 3, repo
+                return 2, in_repo, repo
+            return 3, in_repo, repo
 
         return sorted(hits, key=rank)[: max(0, limit)]
 

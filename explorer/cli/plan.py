@@ -14,6 +14,8 @@ from explorer.errors import ClusterSpecError
 from explorer.options import PlanResult
 from explorer.planner import plan
 from explorer.sources import load_shape
+from explorer.speed import SpeedSettings
+from explorer.speed_prices import load_prices
 from explorer.units import gib
 
 
@@ -82,7 +84,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "best first, with what each card holds and why other ways do not work.")
     p.add_argument("model", metavar="MODEL", help="config.json, a model folder, a .gguf file, or a Hub id")
     add_request_arguments(p)
-    p.add_argument("--sort", choices=("default", "speed"), default="default", help="ranking (speed: fastest first)")
+    p.add_argument("--sort", choices=("default", "speed"), default="default",
+                   help="ranking (speed: the highest decode estimate first)")
+    p.add_argument("--efficiency", type=float, default=None, metavar="F",
+                   help="share of the speed-of-light bound the engines reach, 0 < F <= 1 (default 0.6)")
+    p.add_argument("--price-table", default=None, metavar="FILE",
+                   help="CSV of gpu_class,usd_per_gpu_hour,... for cost per million tokens (default: data/prices.csv)")
     p.add_argument("--top", type=int, default=15, help="options to print (human form)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(handler=run)
@@ -92,12 +99,51 @@ def run(args: argparse.Namespace) -> int:
     """Plan and print."""
     shape = load_shape(args.model)
     cluster = read_cluster(args.cluster)
-    result = plan(shape, cluster, request_from_args(args), model_ref=shape.name or args.model, sort=args.sort)
+    result = plan(shape, cluster, request_from_args(args), model_ref=shape.name or args.model, sort=args.sort,
+                  speed=speed_settings(args))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
         print_result(result, top=args.top)
     return 0 if result.options else 3
+
+
+def speed_settings(args: argparse.Namespace) -> SpeedSettings:
+    """Speed settings from ``--efficiency`` and ``--price-table``."""
+    kwargs: dict = {}
+    if args.efficiency is not None:
+        kwargs["efficiency"] = {}
+        kwargs["default_efficiency"] = args.efficiency
+    if args.price_table:
+        kwargs["prices"] = load_prices(args.price_table)
+    return SpeedSettings(**kwargs)
+
+
+def _speed_cells(o) -> str:
+    """``tok/s est`` and ``$/Mtok est`` cells (blank when unknown)."""
+    sp = o.speed
+    if sp is None:
+        return f"{'?':>9} {'':>8}"
+    cost = f"{sp.cost_per_million_tokens:8.3f}" if sp.cost_per_million_tokens is not None else f"{'':>8}"
+    return f"{sp.decode_estimate_tokens_per_s:9.1f} {cost}"
+
+
+def print_speed(o) -> None:
+    """The best option's speed: bound, estimate, time to first token, cost, and what a step is made of."""
+    sp = o.speed
+    if sp is None:
+        print("  speed: unknown (the card class has no bandwidth figure)")
+        return
+    agg = (f"; {sp.concurrency} sequences: {sp.decode_aggregate_estimate_tokens_per_s:,.0f} tokens/s estimate "
+           f"(bound {sp.decode_aggregate_bound_tokens_per_s:,.0f})") if sp.concurrency > 1 else ""
+    ttft = (f"; time to first token {sp.time_to_first_token_estimate_s:.2f} s estimate "
+            f"(bound {sp.time_to_first_token_bound_s:.2f} s)") if sp.time_to_first_token_bound_s is not None else ""
+    print(f"  decode {sp.decode_estimate_tokens_per_s:,.1f} tokens/s a sequence estimate "
+          f"(bound {sp.decode_bound_tokens_per_s:,.1f}, {sp.bound_by}){agg}{ttft}")
+    if sp.cost_per_million_tokens is not None:
+        print(f"  cost ${sp.cost_per_million_tokens:,.3f} per million output tokens estimate "
+              f"(${sp.usd_per_gpu_hour:g} per GPU-hour)")
+    print(f"  {sp.breakdown}")
 
 
 def print_result(result: PlanResult, *, top: int = 15) -> None:
@@ -107,14 +153,15 @@ def print_result(result: PlanResult, *, top: int = 15) -> None:
     if not result.options:
         print("no way fits.")
     else:
-        header = f"{'#':>2}  {'option':<62} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4}"
+        header = (f"{'#':>2}  {'option':<62} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4} "
+                  f"{'tok/s est':>9} {'$/Mtok':>8}")
         print(header)
         print("-" * len(header))
         for i, o in enumerate(result.options[:top], 1):
             card = o.per_card
             use = f"{card.total / 2**30:6.1f} / {card.usable / 2**30:6.1f}"
             print(f"{i:>2}  {o.label[:62]:<62} {use:>17} {o.evaluation.max_context_tokens:>9,} "
-                  f"{o.evaluation.max_concurrency:>8,} {'yes' if o.free_now else 'no':>4}")
+                  f"{o.evaluation.max_concurrency:>8,} {'yes' if o.free_now else 'no':>4} {_speed_cells(o)}")
         if len(result.options) > top:
             print(f"    … and {len(result.options) - top} more (--top N)")
         best = result.options[0]
@@ -122,6 +169,9 @@ def print_result(result: PlanResult, *, top: int = 15) -> None:
         print(f"\nbest: {best.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
               f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
               f"of {gib(card.usable)} usable\n  {best.evaluation.command}")
+        print_speed(best)
+        print("  (tok/s est: one sequence's decode rate at the asked concurrency, bound × efficiency; "
+              "$/Mtok: USD per million output tokens at that estimate; bounds in --json)")
     print_refusals(result)
 
 

@@ -6,8 +6,9 @@ import argparse
 import json
 
 from explorer.dtypes import KV_CACHE_TYPES
-from explorer.sources import load_shape
+from explorer.sources import load_model
 from explorer.summary import shape_rows, shape_summary
+from explorer.units import gib
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -19,20 +20,48 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type (default: the model's dtype)")
     p.add_argument("--context", type=int, default=None, help="context length for the KV figure (default: the model's limit)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_hub_options(p)
     p.set_defaults(handler=run)
+
+
+def add_hub_options(p: argparse.ArgumentParser) -> None:
+    """``--offline``, ``--token``, ``--revision``, ``--timeout`` for commands that take a Hub id."""
+    g = p.add_argument_group("Hub")
+    g.add_argument("--offline", action="store_true",
+                   help="never ask the Hub: answer from the cache or the shipped snapshot (also HF_HUB_OFFLINE=1)")
+    g.add_argument("--token", default=None, metavar="TOKEN",
+                   help="Hub token for gated or private repos (default: HF_TOKEN); never printed or stored")
+    g.add_argument("--revision", default=None, metavar="REV", help="branch, tag or commit (default: main)")
+    g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds to wait for each Hub answer (default: 10)")
+
+
+def hub_kwargs(args: argparse.Namespace) -> dict:
+    """The resolver's keyword arguments from the Hub options (the token stays out of everything printed)."""
+    from explorer.hub import HubSettings
+
+    settings = HubSettings.resolve(token=args.token, timeout_s=args.timeout, offline=True if args.offline else None)
+    return {"settings": settings, "revision": args.revision}
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the shape as a table or as JSON."""
-    shape = load_shape(args.model)
+    resolved = load_model(args.model, **hub_kwargs(args))
+    shape = resolved.shape
     summary = shape_summary(shape, kv_dtype=args.kv_dtype, context_tokens=args.context)
+    source = resolved.summary()
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps({**summary, "source": {k: v for k, v in source.items() if k != "artifacts"},
+                          "artifacts": source["artifacts"]}, indent=2))
         return 0
     rows = shape_rows(summary)
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
-    for note in summary["notes"]:
+    where = resolved.repo + (f"@{resolved.sha[:12]}" if resolved.sha else "") if resolved.repo else args.model
+    print(f"{'from':<{width}}  {resolved.origin}: {where}")
+    for a in resolved.artifacts:
+        print(f"{'offers':<{width}}  {a.label}: {gib(a.size_bytes, 2)} ({a.size_bytes:,} bytes, {a.size_source})")
+    for note in summary["notes"] + list(resolved.notes):
         print(f"note: {note}")
     return 0

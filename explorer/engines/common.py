@@ -10,6 +10,7 @@ saying part by part what that card holds, in integer bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from explorer.kv_cache import (
@@ -249,6 +250,22 @@ def card_kv_bytes(cache: LayerCache, kv: ElementType, tp: int, context: int, blo
             held = cache.tokens_held(context)
         return cdiv(held, block) * block * per_token
     return 0
+
+
+@lru_cache(maxsize=4096)
+def stage_caches(shape, first: int, end: int) -> tuple[tuple[LayerCache, int], ...]:
+    """The distinct cache specs of layers ``first``..``end - 1`` with how many layers use each."""
+    counts: dict[int, list] = {}
+    for layer in shape.decoder[first:end]:
+        entry = counts.setdefault(id(layer.cache), [layer.cache, 0])
+        entry[1] += 1
+    return tuple((cache, n) for cache, n in counts.values())
+
+
+def stage_kv_bytes(shape, first: int, end: int, kv: ElementType, tp: int, context: int, block: int,
+                   window_extra: int = 0) -> int:
+    """One sequence's KV bytes on one card of the pipeline stage holding layers ``first``..``end - 1``."""
+    return sum(n * card_kv_bytes(cache, kv, tp, context, block, window_extra) for cache, n in stage_caches(shape, first, end))
 
 
 def largest_context(fits, upper: int, step: int = 1) -> int:

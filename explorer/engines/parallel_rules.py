@@ -16,6 +16,8 @@ vocabulary is not a constraint (gpustack checks it; vLLM does not need it).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from explorer.kv_cache import FullAttention, RecurrentState
 from explorer.shapes import ModelShape
 
@@ -29,8 +31,13 @@ def kv_head_counts(shape: ModelShape) -> set[int]:
 
 def tp_refusals(shape: ModelShape, tp: int, *, check_vision: bool = True) -> list[Refusal]:
     """Why a tensor-parallel size cannot serve this model (empty when it can)."""
+    return list(_tp_refusals(shape, tp, check_vision))
+
+
+@lru_cache(maxsize=1024)
+def _tp_refusals(shape: ModelShape, tp: int, check_vision: bool) -> tuple[Refusal, ...]:
     if tp <= 1:
-        return []
+        return ()
     out: list[Refusal] = []
     if shape.attention_heads % tp:
         out.append(("attention-heads", f"Total attention heads ({shape.attention_heads}) must be divisible by "
@@ -50,8 +57,8 @@ def tp_refusals(shape: ModelShape, tp: int, *, check_vision: bool = True) -> lis
         for count, what in ((heads, "heads"), (groups, "key heads" if family == "linear" else "groups")):
             if count and count % tp:
                 out.append(("ssm-heads", f"{name} {what} ({count}) must be divisible by tensor parallel size ({tp})"))
-                return out
-    return out
+                return tuple(out)
+    return tuple(out)
 
 
 def pp_refusals(shape: ModelShape, pp: int) -> list[Refusal]:

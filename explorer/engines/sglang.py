@@ -24,7 +24,7 @@ a token (an MLA latent whole on every card), with no block rounding.
 from __future__ import annotations
 
 from explorer.catalogue import GPUClass
-from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest, card_kv_bytes, largest_context, pp_partition
+from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest, largest_context, pp_partition, stage_kv_bytes
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.precision import Precision
 from explorer.shapes import ModelShape
@@ -118,7 +118,7 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
     kv_type = shape.kv_type(request.kv_dtype)
 
     def seq_kv(a: int, b: int, ctx: int) -> int:
-        return sum(card_kv_bytes(layer.cache, kv_type, attn_tp, ctx, 1) for layer in shape.decoder[a:b])
+        return stage_kv_bytes(shape, a, b, kv_type, attn_tp, ctx, 1)
 
     stages = pp_partition(shape.layers, layout.pp)
     cards, pools = [], []

@@ -28,7 +28,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from explorer.catalogue import GPUClass
-from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest, card_kv_bytes, largest_context, pp_partition
+from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest, largest_context, pp_partition, stage_kv_bytes
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.precision import Precision
 from explorer.shapes import ModelShape
@@ -85,19 +85,6 @@ def refusals(shape: ModelShape, layout: Layout) -> list[Refusal]:
     return tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
 
 
-def stage_kv_bytes(shape: ModelShape, first: int, end: int, request: PlanRequest, tp: int, context: int, window_extra: int) -> int:
-    """One sequence's KV bytes on one card of the stage holding layers ``first``..``end - 1``."""
-    kv = shape.kv_type(request.kv_dtype)
-    memo: dict[int, int] = {}
-    total = 0
-    for layer in shape.decoder[first:end]:
-        key = id(layer.cache)
-        if key not in memo:
-            memo[key] = card_kv_bytes(layer.cache, kv, tp, context, BLOCK_TOKENS, window_extra)
-        total += memo[key]
-    return total
-
-
 def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest,
              model_ref: str) -> Evaluation:
     """Per-card memory of a vLLM layout at the request's context and concurrency."""
@@ -111,23 +98,24 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
     stages = pp_partition(shape.layers, layout.pp)
     context, conc = request.context_tokens, request.concurrency
     window_extra = tokens
+    kv_type = shape.kv_type(request.kv_dtype)
     cards, rooms = [], []
     for s, (a, b) in enumerate(stages):
         last = s == len(stages) - 1
         w = weights.stage_bytes(a, b, first=s == 0, last=last)
         act = activation_bytes(shape, layout.tp, tokens, seqs, last)
-        kv = stage_kv_bytes(shape, a, b, request, layout.tp, context, window_extra) * conc
+        kv = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra) * conc
         role = (f"each of {layout.tp} cards" if layout.tp > 1 else "the card") if layout.pp == 1 else f"stage {s + 1} of {layout.pp} (layers {a}–{b - 1}), {layout.tp} cards"
         cards.append(CardMemory(role=role, weights=w, kv_cache=kv, activations=act, overhead=overhead,
                                 usable=usable, capacity=capacity, count=layout.tp))
         rooms.append((a, b, usable - w - act - overhead))
 
     def fits(ctx: int, n: int = 1) -> bool:
-        return all(stage_kv_bytes(shape, a, b, request, layout.tp, ctx, window_extra) * n <= room for a, b, room in rooms)
+        return all(stage_kv_bytes(shape, a, b, kv_type, layout.tp, ctx, BLOCK_TOKENS, window_extra) * n <= room for a, b, room in rooms)
 
     limit = shape.max_context_tokens
     max_context = largest_context(fits, limit, step=BLOCK_TOKENS) if rooms and min(r for _, _, r in rooms) > 0 else 0
-    per_seq = [stage_kv_bytes(shape, a, b, request, layout.tp, context, window_extra) for a, b, _ in rooms]
+    per_seq = [stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra) for a, b, _ in rooms]
     max_conc = min((room // kv if kv else seqs) for (_, _, room), kv in zip(rooms, per_seq)) if rooms else 0
     max_conc = max(0, min(max_conc, seqs))
     notes = [f"max_num_batched_tokens {tokens}, max_num_seqs {seqs}"]

@@ -1,0 +1,90 @@
+"""``explorer cache info | clear | export PATH``: look at, empty or dump the local Hub cache.
+
+The file is ``--cache PATH``, else ``$EXPLORER_CACHE``, else the XDG default
+(see :mod:`explorer.cache`). ``info`` and ``export`` open it read-only and
+never create it; ``clear`` deletes every cached row without asking and says
+how many it removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from explorer.units import mib
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``cache`` subcommand and its actions."""
+    p = sub.add_parser("cache", help="show, clear or export the local cache of Hub facts",
+                       description="The local DuckDB cache of Hub listings, configs and weight headers.")  # fmt: skip
+    p.add_argument("--cache", default=None, metavar="PATH", help="the cache file (default: $EXPLORER_CACHE or "
+                   "~/.cache/explorer/cache.duckdb)")  # fmt: skip
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    info = actions.add_parser("info", help="path, mode, size and rows per table")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    clear = actions.add_parser("clear", help="delete every cached row (no confirmation)")
+    export = actions.add_parser("export", help="write every table to one JSON file")
+    export.add_argument("path", metavar="PATH", help="the JSON file to write")
+    for q in (info, clear, export):
+        q.add_argument("--cache", default=argparse.SUPPRESS, metavar="PATH", help="the cache file")
+    p.set_defaults(handler=run)
+
+
+def _path(args: argparse.Namespace) -> str:
+    from explorer.cache import default_cache_path
+
+    return args.cache or default_cache_path()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one cache action."""
+    from explorer.cache import Cache
+
+    path = _path(args)
+    if args.action in ("info", "export") and path != ":memory:" and not os.path.exists(path):
+        if args.action == "export":
+            from explorer.errors import CacheError
+
+            raise CacheError(f"no cache at {path} to export", hint="resolve a Hub model first, or pass --cache PATH")
+        if args.json:
+            print(json.dumps({"path": path, "mode": "absent", "size_bytes": 0, "counts": {}}))
+        else:
+            print(f"path    {path}\nmode    absent (nothing cached yet)")
+        return 0
+    with Cache.open(path, read_only=args.action != "clear") as cache:
+        if args.action == "info":
+            return _info(cache, as_json=args.json)
+        if args.action == "export":
+            out = cache.export(args.path)
+            counts = cache.info()["counts"]
+            print(f"exported {sum(counts.values()):,} rows ({_counts(counts)}) from {cache.path} to {out}")
+            return 0
+        before = cache.info()["counts"]
+        if not cache.clear():
+            from explorer.errors import CacheError
+
+            raise CacheError(f"the cache at {cache.path} is {cache.mode}: nothing removed",
+                             hint="close the other explorer process using it, then try again")  # fmt: skip
+        print(f"removed {sum(before.values()):,} rows ({_counts(before)}) from {cache.path}")
+    return 0
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{t} {n:,}" for t, n in counts.items())
+
+
+def _info(cache, *, as_json: bool) -> int:
+    info = cache.info()
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"path    {info['path']}")
+    print(f"mode    {info['mode']}")
+    print(f"size    {mib(info['size_bytes'])} ({info['size_bytes']:,} bytes)")
+    print(f"schema  version {info['schema_version']}")
+    width = max(len(t) for t in info["counts"]) if info["counts"] else 0
+    for table, n in info["counts"].items():
+        print(f"  {table:<{width}}  {n:,} rows")
+    return 0

@@ -1,0 +1,78 @@
+"""What fits: the largest ``-ngl`` and the longest context llama.cpp can run with.
+
+- :func:`max_gpu_layers`: scans ``-ngl`` from ``n_layer + 1`` (everything,
+  the output included) down to 0 and returns the first value whose buffers
+  fit every device and the host. Device bytes only grow with ``-ngl`` and
+  host bytes only shrink, so the first fit from the top is the largest.
+- :func:`max_context`: binary search over the padded cells (multiples of
+  256 per stream); every buffer grows with the context.
+- :func:`proportional_tensor_split`: ``--tensor-split`` by free memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from explorer.errors import LlamaCppFitError
+from explorer.llamacpp_memory import LlamaCppMemory, llamacpp_memory
+from explorer.llamacpp_model import LlamaModel
+from explorer.llamacpp_placement import proportional_tensor_split
+from explorer.llamacpp_settings import CTX_PAD, Device, LlamaCppSettings
+from explorer.units import MiB
+
+__all__ = ["max_context", "max_gpu_layers", "proportional_tensor_split"]
+
+
+def _shortfall(mem: LlamaCppMemory, host_bytes: int | None) -> str:
+    parts = [f"{d.device.name} needs {d.total_bytes / MiB:,.0f} of {d.device.memory_bytes / MiB:,.0f} MiB"
+             for d in mem.devices if d.total_bytes > d.device.memory_bytes]  # fmt: skip
+    if host_bytes is not None:
+        unified = sum(d.total_bytes for d in mem.devices if d.device.unified)
+        parts.append(f"host needs {(mem.host.total_bytes + unified) / MiB:,.0f} of {host_bytes / MiB:,.0f} MiB")
+    return "; ".join(parts)
+
+
+def max_gpu_layers(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device],
+                   host_bytes: int | None = None) -> int:  # fmt: skip
+    """The largest ``-ngl`` (0 … n_layer + 1) whose buffers fit every device (and ``host_bytes``, when given).
+
+    Raises:
+        LlamaCppFitError: not even ``-ngl 0`` fits (the host is too small).
+        LlamaCppConfigError: settings llama.cpp refuses.
+    """
+    mem = None
+    for ngl in range(model.n_layer + 1, -1, -1):
+        mem = llamacpp_memory(model, replace(settings, n_gpu_layers=ngl), devices)
+        if mem.fits(host_bytes):
+            return ngl
+    raise LlamaCppFitError(f"{model.name or model.arch}: no -ngl fits ({_shortfall(mem, host_bytes)} at -ngl 0)")
+
+
+def max_context(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device] = (),
+                host_bytes: int | None = None, *, limit_tokens: int | None = None) -> int:  # fmt: skip
+    """The largest padded ``n_ctx`` (tokens, all sequences) that fits, up to ``limit_tokens`` (default: n_ctx_train).
+
+    Raises:
+        LlamaCppFitError: even one 256-token block per sequence does not fit.
+        LlamaCppConfigError: settings llama.cpp refuses.
+    """
+    per = 1 if settings.kv_unified else settings.n_seq
+    limit = limit_tokens or model.n_ctx_train or 1 << 20
+    hi = max(1, limit // (CTX_PAD * per))
+
+    def fits(k: int) -> LlamaCppMemory | None:
+        mem = llamacpp_memory(model, replace(settings, n_ctx=k * CTX_PAD * per), devices)
+        return mem if mem.fits(host_bytes) else None
+
+    if fits(1) is None:
+        mem = llamacpp_memory(model, replace(settings, n_ctx=CTX_PAD * per), devices)
+        raise LlamaCppFitError(f"{model.name or model.arch}: no context fits ({_shortfall(mem, host_bytes)})")
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid) is not None:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * CTX_PAD * per
