@@ -111,9 +111,10 @@ def _connect(p: str, *, read_only: bool, wait_s: float):
             return duckdb.connect(p, read_only=read_only)
         except duckdb.Error as e:
             other_process = any(s in str(e).lower() for s in _LOCKED[:2])  # worth waiting for
-            if not other_process or time.monotonic() + delay > deadline:
+            left = deadline - time.monotonic()
+            if not other_process or left <= 0:
                 raise
-        time.sleep(delay)
+        time.sleep(min(delay, left))  # the last wait lands on the deadline: the whole budget is used
         delay = min(delay * 2, 0.5)
 
 

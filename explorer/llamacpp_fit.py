@@ -1,9 +1,8 @@
 """What fits: the largest ``-ngl`` and the longest context llama.cpp can run with.
 
-- :func:`max_gpu_layers`: scans ``-ngl`` from ``n_layer + 1`` (everything,
-  the output included) down to 0 and returns the first value whose buffers
-  fit every device and the host. Device bytes only grow with ``-ngl`` and
-  host bytes only shrink, so the first fit from the top is the largest.
+- :func:`max_gpu_layers`: the largest ``-ngl`` (``n_layer + 1`` is everything,
+  the output included) whose buffers fit every device, by binary search
+  (device bytes only grow with ``-ngl``); the host must then hold the rest.
 - :func:`max_context`: binary search over the padded cells (multiples of
   256 per stream); every buffer grows with the context.
 - :func:`proportional_tensor_split`: ``--tensor-split`` by free memory.
@@ -37,16 +36,36 @@ def max_gpu_layers(model: LlamaModel, settings: LlamaCppSettings, devices: Seque
                    host_bytes: int | None = None) -> int:  # fmt: skip
     """The largest ``-ngl`` (0 … n_layer + 1) whose buffers fit every device (and ``host_bytes``, when given).
 
+    Device bytes only grow with ``-ngl`` and host bytes only shrink, so the
+    device test is monotone: a binary search finds the largest ``-ngl`` the
+    devices hold (about 7 probes for 126 layers); the host must then hold the rest.
+
     Raises:
         LlamaCppFitError: not even ``-ngl 0`` fits (the host is too small).
         LlamaCppConfigError: settings llama.cpp refuses.
     """
-    mem = None
-    for ngl in range(model.n_layer + 1, -1, -1):
-        mem = llamacpp_memory(model, replace(settings, n_gpu_layers=ngl), devices)
-        if mem.fits(host_bytes):
-            return ngl
-    raise LlamaCppFitError(f"{model.name or model.arch}: no -ngl fits ({_shortfall(mem, host_bytes)} at -ngl 0)")
+
+    def memory(ngl: int) -> LlamaCppMemory:
+        return llamacpp_memory(model, replace(settings, n_gpu_layers=ngl), devices)
+
+    def devices_fit(mem: LlamaCppMemory) -> bool:
+        return all(d.total_bytes <= d.device.memory_bytes for d in mem.devices if not d.device.unified) and (
+            host_bytes is None or not any(d.device.unified for d in mem.devices) or mem.fits(host_bytes))
+
+    lo, hi = 0, model.n_layer + 1
+    if devices_fit(memory(hi)):
+        lo = hi
+    else:
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if devices_fit(memory(mid)):
+                lo = mid
+            else:
+                hi = mid - 1
+    mem = memory(lo)
+    if mem.fits(host_bytes):
+        return lo
+    raise LlamaCppFitError(f"{model.name or model.arch}: no -ngl fits ({_shortfall(mem, host_bytes)} at -ngl {lo})")
 
 
 def max_context(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device] = (),

@@ -14,6 +14,7 @@ from typing import Any
 
 from explorer.artifacts import Artifact
 from explorer.catalogue import GPUClass
+from explorer.cluster import Node
 from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
 from explorer.units import gib
 
@@ -31,6 +32,7 @@ class Option:
         free_now: whether cards (or hosts) free right now could take it.
         hosts: how many nodes (or node groups) could host it at all.
         gpu: the card class (None on the CPU).
+        node: a node it would run on (its host RAM bounds llama.cpp's host share).
         speed: the speed-of-light estimate, when computed (see explorer.speed).
     """
 
@@ -42,6 +44,7 @@ class Option:
     free_now: bool
     hosts: int
     gpu: GPUClass | None = None
+    node: Node | None = None
     speed: Any = None
 
     @property
@@ -63,10 +66,13 @@ class Option:
     def label(self) -> str:
         """Where it runs, with the engine: ``vLLM · 8 × h100-80g (tp8)``."""
         names = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
-        extra = self.layout.parallel
+        engine = names.get(self.engine, self.engine)
+        if self.layout.cpu:
+            return f"{engine} · CPU · {self.artifact.label}"
+        extra = "unified memory" if self.layout.unified else self.layout.parallel
         if self.evaluation.layers_on_host:
             extra += f", {self.evaluation.layers_on_host} layers on CPU"
-        return f"{names.get(self.engine, self.engine)} · {self.layout.label} ({extra}) · {self.artifact.label}"
+        return f"{engine} · {self.layout.label} ({extra}) · {self.artifact.label}"
 
     @property
     def total_bytes(self) -> int:

@@ -216,7 +216,7 @@ def _try_split(module, engine: str, shape: ModelShape, artifact: Artifact, preci
         evaluation = module.evaluate(shape, precision, layout, pool.gpu, request, model_ref)
         option = Option(layout=layout, artifact=artifact, precision=precision.name, bits_per_weight=bits,
                         evaluation=evaluation, free_now=_free_now(pool, nodes, width, evaluation.free_needed_bytes),
-                        hosts=hosts, gpu=pool.gpu)
+                        hosts=hosts, gpu=pool.gpu, node=pool.nodes[0])
         if not evaluation.fits:
             out.refuse(engine, layout, artifact.name, "memory", memory_reason(option.per_card), option=option)
             continue

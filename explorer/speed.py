@@ -13,7 +13,8 @@ whole. Step time on a card is ``max(bytes / bandwidth, FLOPs / peak)`` with
 FLOPs = 2 × B × (active parameters + attention over the context); tensor
 parallelism adds two all-reduces a layer; pipeline stages and llama.cpp's
 host and GPU parts add up for one sequence, and overlap across micro-batches
-in vLLM/SGLang (details and link figures in :mod:`explorer.speed_model`).
+in vLLM/SGLang (details in :mod:`explorer.speed_model`, link figures in
+:mod:`explorer.speed_settings`).
 Layers on the host run at the host's memory bandwidth (default 100 GB/s),
 so an option with 60 % of its layers on the CPU is as slow as that makes it.
 
@@ -23,9 +24,10 @@ value dims) × P(P+1)/2 a layer, over the stage's tensor-parallel cards, plus
 all-reduces; a pipeline runs its stages one after another.
 
 **Efficiency.** Every figure above is a bound. ``estimate = bound ×
-efficiency`` (default 0.6 for every engine: within ±35 % of 14 published
-single-stream measurements, docs/notes/speed_model.md); time to first token
-is divided by it. Neither is a measurement.
+efficiency`` (default 0.6 for every engine: published measurements sit at
+0.64 of the bound on average, and 36 of 38 land within 1.5× of the estimate,
+docs/notes/speed_model.md); time to first token is divided by it. Neither is
+a measurement.
 
 **Cost.** With a price (data/prices.csv): cards × USD per GPU-hour /
 (aggregate estimate tokens/s × 3600) × 10⁶ per million output tokens.
@@ -41,12 +43,14 @@ from typing import Any
 from explorer.artifacts import ORIGINAL
 from explorer.engines.common import PlanRequest
 from explorer.errors import UnknownPrecisionError
+from explorer.precision import Precision, SchemeGroup, WeightFormat
 from explorer.quant_config import WHAT_IF_NAMES
-from explorer.speed_model import SpeedSettings, Tally, decode_cycle_s, placement, prefill_s
+from explorer.speed_model import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed_prices import PriceTable, load_prices
+from explorer.speed_settings import SpeedSettings
 from explorer.units import GB
 
-__all__ = ["SpeedEstimate", "SpeedSettings", "speed_of", "tokens_per_s_vs_context", "DEFAULT_SETTINGS"]
+__all__ = ["DEFAULT_SETTINGS", "SpeedEstimate", "SpeedSettings", "speed_of", "tokens_per_s_vs_context"]
 
 DEFAULT_SETTINGS = SpeedSettings()
 
@@ -107,27 +111,42 @@ def _r(x: float | None, digits: int = 2) -> float | None:
     return None if x is None else round(x, digits)
 
 
-def precision_for(shape, artifact):
-    """The precision an artifact loads at: the checkpoint's own, or the what-if its ``quant`` names.
+def precision_for(shape, artifact, *, engine: str = "vllm", loaded: str | None = None,
+                  bits_per_weight: float = 0.0) -> Precision:
+    """The precision an option reads its weights at.
 
-    A what-if artifact carries the precision's label (``int4 GPTQ g128``), not the
-    name a user types (``int4-gptq``), so the label is matched back to a name.
+    vLLM and SGLang: the checkpoint's own, or the what-if its ``quant`` names
+    (a what-if artifact carries the label, ``int4 GPTQ g128``, which is matched
+    back to its name, ``int4-gptq``). llama.cpp: the GGUF it loads — the
+    shape's own per-tensor types when the shape was read from that GGUF, else
+    the quant mix ``loaded`` names (original weights are planned as the GGUF
+    they convert to: BF16, Q8_0, Q4_K_M). A name explorer does not know falls
+    back to a mix of ``bits_per_weight`` bits, so the bytes stay right.
     """
+    if engine == "llamacpp":
+        if artifact.format == "gguf" and shape.precision.source == "gguf":
+            return shape.precision
+        return _what_if(shape, loaded or artifact.quant, round(bits_per_weight, 3))
     if artifact.name == ORIGINAL and not artifact.what_if:
         return shape.precision
-    return _what_if(shape, artifact.quant)
+    return _what_if(shape, artifact.quant, round(bits_per_weight, 3))
 
 
 @lru_cache(maxsize=256)
-def _what_if(shape, quant: str):
+def _what_if(shape, quant: str, bits_per_weight: float) -> Precision:
     try:
         return shape.resolve_precision(quant)
     except UnknownPrecisionError:
-        for name in WHAT_IF_NAMES:
-            precision = shape.resolve_precision(name)
-            if precision.name == quant:
-                return precision
-        raise
+        pass
+    for name in WHAT_IF_NAMES:
+        precision = shape.resolve_precision(name)
+        if precision.name == quant:
+            return precision
+    if bits_per_weight <= 0:
+        return shape.precision
+    fmt = WeightFormat(kind="gguf", bits=bits_per_weight)
+    return Precision(name=f"{quant} ({bits_per_weight:g} bits a weight)", method="gguf", base=shape.precision.base,
+                     groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), source="what-if", all_matrices=True)
 
 
 def speed_of(option, shape, request: PlanRequest | None = None, settings: SpeedSettings | None = None, *,
@@ -139,17 +158,20 @@ def speed_of(option, shape, request: PlanRequest | None = None, settings: SpeedS
     """
     request = request or PlanRequest()
     settings = settings or DEFAULT_SETTINGS
-    precision = precision or precision_for(shape, option.artifact)
-    return _estimate(shape, precision, option.layout, option.gpu, option.evaluation.layers_on_host,
+    ev = option.evaluation
+    precision = precision or precision_for(shape, option.artifact, engine=option.layout.engine,
+                                           loaded=option.precision, bits_per_weight=option.bits_per_weight)
+    head_on_host = ev.n_gpu_layers == 0 if getattr(ev, "n_gpu_layers", None) is not None else True
+    return _estimate(shape, precision, option.layout, option.gpu, ev.layers_on_host, head_on_host,
                      max(1, request.context_tokens), max(1, request.concurrency), request.kv_dtype,
                      request.ubatch_tokens, settings)
 
 
 @lru_cache(maxsize=8192)
-def _estimate(shape, precision, layout, gpu, layers_on_host: int, context: int, concurrency: int, kv_dtype: str,
-              ubatch_tokens: int, settings: SpeedSettings) -> SpeedEstimate | None:
+def _estimate(shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, context: int, concurrency: int,
+              kv_dtype: str, ubatch_tokens: int, settings: SpeedSettings) -> SpeedEstimate | None:
     ubatch = ubatch_tokens if layout.engine == "llamacpp" else 0
-    where = placement(shape, precision, layout, gpu, layers_on_host, ubatch, settings)
+    where = placement(shape, precision, layout, gpu, layers_on_host, head_on_host, ubatch, settings)
     if where is None:
         return None
     kv = shape.kv_type(kv_dtype)
@@ -172,7 +194,7 @@ def _estimate(shape, precision, layout, gpu, layers_on_host: int, context: int, 
 
 
 def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float) -> str:
-    parts = [f"{t.weight_bytes / GB:.2f} GB weights + {t.kv_bytes / GB:.2f} GB KV read a step"]
+    parts = [f"{t.weight_bytes / GB:.2f} GB weights + {t.kv_bytes / GB:.2f} GB KV read a step (one card a stage)"]
     for label, s in (("memory", t.memory_s), ("compute", t.compute_s), ("host memory", t.host_s),
                      ("interconnect", t.interconnect_s)):
         if s > 0:

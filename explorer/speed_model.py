@@ -16,77 +16,37 @@ into seconds; both are upper bounds on speed (lower bounds on time):
   SGLang split the batch into up to ``pp`` micro-batches that overlap, so a
   step cycle is ``max(Σ stages + hand-offs, micro-batches × slowest stage)``.
 
-Link figures (assumptions, stated): vendors quote NVLink / PCIe both
-directions summed, so one way is half (H100 SXM 450 GB/s); a link of 200
-GB/s or more is NVLink-class with 5 µs a collective, else PCIe with 20 µs;
-a card with no figure is taken as PCIe 4.0 x16 (64 GB/s). Between nodes the
-fabric is 400 Gb/s InfiniBand (50 GB/s one way, 10 µs) unless its name
-carries a rate (``eth100g`` → 100 Gb/s); llama.cpp RPC adds 50 µs a hop
-(a TCP round trip on a fast LAN).
+The link, fabric and host figures are in :mod:`explorer.speed_settings`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 from explorer.engines.common import pp_partition, stage_kv_bytes
-from explorer.errors import PlanError
-from explorer.speed_profile import StageProfile, attention_width, experts_touched, held_sum, q_heads_per_card, stage_profile
-from explorer.units import GB, cdiv
-
-NVLINK_CLASS_BYTES_PER_S = 200 * GB
-NVLINK_LATENCY_S = 5e-6
-PCIE_LATENCY_S = 20e-6
-UNKNOWN_LINK_BYTES_PER_S = 64 * GB  # PCIe 4.0 x16, both directions
-HOST_LINK_MAX_BYTES_PER_S = 128 * GB  # PCIe 5.0 x16, both directions: no card talks to its host faster
-FABRIC_BYTES_PER_S = 50 * GB  # 400 Gb/s InfiniBand NDR, one way
-FABRIC_LATENCY_S = 10e-6
-RPC_LATENCY_S = 50e-6
-ACTIVATION_BYTES = 2  # bf16 hidden states (vLLM, SGLang)
-LLAMACPP_ACTIVATION_BYTES = 4  # llama.cpp hands f32 hidden states between devices
-FP8_COMPUTE_KINDS = ("fp8", "nvfp4", "mxfp4", "bnb8")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SpeedSettings:
-    """What the speed model assumes where the catalogue is silent.
-
-    Attributes:
-        efficiency: per engine, the share of the bound an engine reaches (0 < e ≤ 1);
-            the estimate is bound × efficiency (time to first token: bound / efficiency).
-            Given as a mapping; stored as sorted (engine, factor) pairs.
-        default_efficiency: for an engine the mapping does not name.
-        host_bandwidth_bytes_per_s: CPU memory bandwidth for layers on the host and CPU-only runs.
-        host_tflops: CPU dense TFLOPs for prefill on the host.
-        fabric_bandwidth_bytes_per_s: one-way bandwidth between nodes (None: from the fabric's
-            name, else 400 Gb/s InfiniBand = 50 GB/s).
-        prices: a :class:`~explorer.speed_prices.PriceTable` (None: the shipped data/prices.csv).
-    """
-
-    efficiency: object = (("llamacpp", 0.6), ("sglang", 0.6), ("vllm", 0.6))
-    default_efficiency: float = 0.6
-    host_bandwidth_bytes_per_s: int = 100 * GB
-    host_tflops: float = 2.0
-    fabric_bandwidth_bytes_per_s: int | None = None
-    prices: object = None
-
-    def __post_init__(self) -> None:
-        pairs = self.efficiency.items() if isinstance(self.efficiency, dict) else self.efficiency
-        pairs = tuple(sorted((str(k), float(v)) for k, v in pairs))  # type: ignore[union-attr]
-        for engine, value in pairs + (("default", self.default_efficiency),):
-            if not 0 < value <= 1:
-                raise PlanError(f"speed efficiency for {engine} is {value}; it must be in (0, 1]",
-                                hint="an efficiency is the share of the bound reached, e.g. 0.6")
-        if self.host_bandwidth_bytes_per_s <= 0 or self.host_tflops <= 0:
-            raise PlanError(f"host bandwidth ({self.host_bandwidth_bytes_per_s}) and TFLOPs ({self.host_tflops}) "
-                            "must be positive")
-        object.__setattr__(self, "efficiency", pairs)
-
-    def efficiency_for(self, engine: str) -> float:
-        """The efficiency factor of an engine."""
-        return dict(self.efficiency).get(engine, self.default_efficiency)  # type: ignore[arg-type]
+from explorer.speed_profile import (
+    StageProfile,
+    attention_width,
+    experts_touched,
+    held_sum,
+    q_heads_per_card,
+    stage_profile,
+)
+from explorer.speed_settings import (
+    ACTIVATION_BYTES,
+    FABRIC_LATENCY_S,
+    HOST_LINK_MAX_BYTES_PER_S,
+    LLAMACPP_ACTIVATION_BYTES,
+    PCIE_LATENCY_S,
+    RPC_LATENCY_S,
+    UNKNOWN_LINK_BYTES_PER_S,
+    SpeedSettings,
+    card_link,
+    fabric_bytes_per_s,
+    peak_flops_per_s,
+)
+from explorer.units import cdiv
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,65 +91,46 @@ class Placement:
     host_link_bytes_per_s: float = 0.0
 
 
-def card_link(gpu) -> tuple[float, float]:
-    """(one-way bytes/s, latency s) between two cards of a class in one node."""
-    both = gpu.interconnect_bytes_per_s or UNKNOWN_LINK_BYTES_PER_S
-    return both / 2, NVLINK_LATENCY_S if both >= NVLINK_CLASS_BYTES_PER_S else PCIE_LATENCY_S
-
-
-def fabric_bytes_per_s(fabric: str | None, settings: SpeedSettings) -> float:
-    """One-way bandwidth between nodes: the setting, a rate in the fabric's name (``eth100g``), or 50 GB/s."""
-    if settings.fabric_bandwidth_bytes_per_s:
-        return settings.fabric_bandwidth_bytes_per_s
-    m = re.search(r"(\d{2,4})g", (fabric or "").lower())
-    return int(m[1]) * GB / 8 if m else FABRIC_BYTES_PER_S
-
-
-def peak_flops_per_s(gpu, precision) -> float:
-    """Peak FLOPs for these weights: fp8 where the weights are 8 bits or fewer as fp8/int8/fp4 and the card has fp8."""
-    kinds = {g.fmt.kind for g in precision.groups}
-    low = any(k in FP8_COMPUTE_KINDS for k in kinds) or any(g.fmt.kind == "int" and g.fmt.bits == 8 for g in precision.groups)
-    tflops = gpu.fp8_tflops if low and gpu.fp8_tflops else gpu.bf16_tflops
-    return tflops * 1e12
-
-
 @lru_cache(maxsize=1024)
-def placement(shape, precision, layout, gpu, layers_on_host: int, ubatch_tokens: int,
+def placement(shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, ubatch_tokens: int,
               settings: SpeedSettings) -> Placement | None:
-    """Where the option's layers run; None when the device's bandwidth is unknown."""
+    """Where the option's layers run; None when the device's bandwidth is unknown.
+
+    ``layers_on_host``: llama.cpp's first layers left on the CPU; ``head_on_host``:
+    the output head too (``-ngl 0``: llama.cpp offloads the head first, so any
+    ``-ngl`` ≥ 1 puts it on a GPU).
+    """
     host_bw, host_flops = float(settings.host_bandwidth_bytes_per_s), settings.host_tflops * 1e12
+    host = {"bandwidth_bytes_per_s": host_bw, "flops_per_s": host_flops, "host": True}
     n = shape.layers
     if layout.cpu:
-        return Placement(parts=(Part(profile=stage_profile(shape, precision, 1, 1, 0, n, True), host=True,
-                                     bandwidth_bytes_per_s=host_bw, flops_per_s=host_flops),),
+        return Placement(parts=(Part(profile=stage_profile(shape, precision, 1, 1, 0, n, True), **host),),
                          activation_bytes=LLAMACPP_ACTIVATION_BYTES, ubatch_tokens=ubatch_tokens)
-    if gpu is None:
+    if gpu is None or not (gpu.bandwidth_bytes_per_s or layout.unified):
         return None
-    if layout.unified:  # the chip's bandwidth; an unlisted uma host falls back to the host figure
-        bw = gpu.bandwidth_bytes_per_s or host_bw
-        flops = gpu.bf16_tflops * 1e12 or host_flops
-        return Placement(parts=(Part(profile=stage_profile(shape, precision, 1, 1, 0, n, True),
-                                     bandwidth_bytes_per_s=bw, flops_per_s=flops),),
-                         activation_bytes=LLAMACPP_ACTIVATION_BYTES, ubatch_tokens=ubatch_tokens)
-    if not gpu.bandwidth_bytes_per_s:
-        return None
-    flops, bw = peak_flops_per_s(gpu, precision), float(gpu.bandwidth_bytes_per_s)
-    link, latency = card_link(gpu)
-    fabric = (fabric_bytes_per_s(layout.fabric, settings), RPC_LATENCY_S if layout.rpc else FABRIC_LATENCY_S)
-    host_link = min(gpu.interconnect_bytes_per_s or UNKNOWN_LINK_BYTES_PER_S, HOST_LINK_MAX_BYTES_PER_S) / 2
+    if layout.unified:  # the chip's bandwidth; an unlisted uma host falls back to the host figures
+        bw, flops = float(gpu.bandwidth_bytes_per_s or host_bw), gpu.bf16_tflops * 1e12 or host_flops
+        link = latency = host_link = fabric_bw = 0.0
+    else:
+        bw, flops = float(gpu.bandwidth_bytes_per_s), peak_flops_per_s(gpu, precision)
+        link, latency = card_link(gpu)
+        host_link = min(gpu.interconnect_bytes_per_s or UNKNOWN_LINK_BYTES_PER_S, HOST_LINK_MAX_BYTES_PER_S) / 2
+        fabric_bw = fabric_bytes_per_s(layout.fabric, settings)
+    fabric = (fabric_bw, RPC_LATENCY_S if layout.rpc else FABRIC_LATENCY_S)
     if layout.engine == "llamacpp":
         on_host = max(0, min(layers_on_host, n))
+        head_host = head_on_host and on_host == n
         parts = []
-        if on_host:  # llama.cpp keeps the first layers on the CPU; the output head goes to a GPU with -ngl ≥ 1
-            parts.append(Part(profile=stage_profile(shape, precision, 1, 1, 0, on_host, on_host == n), host=True,
-                              bandwidth_bytes_per_s=host_bw, flops_per_s=host_flops))
-        if on_host < n:
-            parts.append(Part(profile=stage_profile(shape, precision, 1, 1, on_host, n, True),
+        if on_host:  # llama.cpp keeps the first layers on the CPU
+            parts.append(Part(profile=stage_profile(shape, precision, 1, 1, 0, on_host, head_host), **host))
+        if on_host < n or not head_host:
+            parts.append(Part(profile=stage_profile(shape, precision, 1, 1, on_host, n, not head_host),
                               bandwidth_bytes_per_s=bw, flops_per_s=flops))
-        devices = max(1, layout.cards)
-        hops = [(host_link, PCIE_LATENCY_S)] * (1 if on_host and on_host < n else 0)
+        hops: list[tuple[float, float]] = []
+        if len(parts) > 1 and not layout.unified:  # hidden states cross PCIe between the CPU and the first GPU
+            hops.append((host_link, PCIE_LATENCY_S))
         network = max(0, layout.nodes - 1)
-        hops += [fabric] * network + [(link, latency)] * max(0, devices - 1 - network)
+        hops += [fabric] * network + [(link, latency)] * max(0, layout.cards - 1 - network)
         return Placement(parts=tuple(parts), hops=tuple(hops), activation_bytes=LLAMACPP_ACTIVATION_BYTES,
                          ubatch_tokens=ubatch_tokens, host_link_bytes_per_s=host_link)
     tp_link = (link, latency) if layout.tp <= layout.gpus_per_node else fabric  # SGLang spans tp over nodes
@@ -199,8 +140,8 @@ def placement(shape, precision, layout, gpu, layers_on_host: int, ubatch_tokens:
                        link_bytes_per_s=tp_link[0] if layout.tp > 1 else 0.0, link_latency_s=tp_link[1])
                   for i, (a, b) in enumerate(stages))
     network = min(max(0, layout.nodes - 1), layout.pp - 1) if layout.tp <= layout.gpus_per_node else 0
-    hops = (fabric,) * network + ((link, latency),) * (layout.pp - 1 - network)
-    return Placement(parts=parts, hops=hops, overlap=True, host_link_bytes_per_s=host_link)
+    return Placement(parts=parts, hops=(fabric,) * network + ((link, latency),) * (layout.pp - 1 - network),
+                     overlap=True, host_link_bytes_per_s=host_link)
 
 
 @dataclass(slots=True)

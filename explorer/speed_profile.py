@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from explorer.engines.common import stage_caches
-from explorer.kv_cache import ChunkedLocalAttention, FullAttention, LayerCache, MLAAttention, SlidingWindowAttention
+from explorer.kv_cache import (
+    ChunkedLocalAttention,
+    FullAttention,
+    LayerCache,
+    MLAAttention,
+    SlidingWindowAttention,
+)
 from explorer.precision import Precision
 from explorer.tensors import Tensor
 from explorer.units import cdiv

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import math
 
 import pytest
+from conftest import CONFIGS, shape_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CONFIGS, shape_of
 from explorer.catalogue import load_catalogue
 from explorer.cli import main
 from explorer.cluster import parse_cluster_spec
@@ -324,7 +325,7 @@ def test_every_option_has_bound_at_least_estimate_above_zero(model, spec, contex
         contexts = [1, 256, 2048, 8192, 32768, 131072]
         curve = tokens_per_s_vs_context(o, shape, [c for c in contexts if c <= shape.max_context_tokens], request)
         rates = [s.decode_bound_tokens_per_s for s in curve]
-        assert all(a >= b for a, b in zip(rates, rates[1:])), f"{o.label}: {rates}"
+        assert all(a >= b for a, b in itertools.pairwise(rates)), f"{o.label}: {rates}"
 
 
 # --- llama.cpp options from the engine itself ---------------------------------------------------

@@ -33,21 +33,18 @@ from __future__ import annotations
 
 import csv
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import DATA, shape_of
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from conftest import DATA, shape_of  # noqa: E402
-from explorer.catalogue import load_catalogue  # noqa: E402
-from explorer.engines.common import Evaluation, Layout, PlanRequest  # noqa: E402
-from explorer.options import Option  # noqa: E402
-from explorer.planner import what_if_artifact  # noqa: E402
-from explorer.speed import DEFAULT_SETTINGS, precision_for, speed_of  # noqa: E402
-from explorer.speed_model import decode_cycle_s, placement, prefill_s  # noqa: E402
+from explorer.catalogue import load_catalogue
+from explorer.engines.common import Evaluation, Layout, PlanRequest
+from explorer.options import Option
+from explorer.planner import what_if_artifact
+from explorer.speed import DEFAULT_SETTINGS, precision_for, speed_of
+from explorer.speed_model import decode_cycle_s, placement, prefill_s
 
 NOTE = Path(__file__).parent.parent / "docs" / "notes" / "speed_model.md"
 FACTOR = 1.5
@@ -144,7 +141,7 @@ def compare(row: dict) -> Compared:
     if row["source_id"] in REQUESTS:
         p_in, n_out = REQUESTS[row["source_id"]]
         precision = precision_for(shape, artifact)
-        where = placement(shape, precision, layout, gpu, 0, 0, DEFAULT_SETTINGS)
+        where = placement(shape, precision, layout, gpu, 0, False, 0, DEFAULT_SETTINGS)
         decode = n_out * decode_cycle_s(shape, where, conc, p_in + n_out // 2, shape.kv_type(kv))
         prefill = prefill_s(shape, where, p_in, sequences=conc)
         eff = DEFAULT_SETTINGS.efficiency_for(engine)
@@ -200,7 +197,7 @@ def table() -> str:
 
 def test_the_note_carries_the_current_table():
     text = NOTE.read_text()
-    m = re.search(r"<!-- table:start -->\n(.*?)\n<!-- table:end -->", text, re.S)
+    m = re.search(r"<!-- table:start -->\n(.*?)\n<!-- table:end -->", text, re.DOTALL)
     assert m, "docs/notes/speed_model.md lacks the table markers"
     assert m[1].strip() == table().strip(), \
         "the comparison table changed: run `python tests/test_speed_published.py` and paste it into the note"

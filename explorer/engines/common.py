@@ -189,6 +189,7 @@ class Evaluation:
         notes: what this layout assumes.
         free_needed_bytes: free memory a card must have now for the engine to start on it
             (vLLM: total × utilisation; SGLang: total × mem_fraction_static; llama.cpp: what it allocates).
+        n_gpu_layers: llama.cpp's ``-ngl`` as resolved (None for other engines).
     """
 
     cards: tuple[CardMemory, ...]
@@ -199,6 +200,7 @@ class Evaluation:
     layers_on_host: int = 0
     notes: tuple[str, ...] = field(default=())
     free_needed_bytes: int = 0
+    n_gpu_layers: int | None = None
 
     @property
     def fits(self) -> bool:
