@@ -1,9 +1,10 @@
 """``explorer bench`` / ``python -m explorer.bench``: how fast plan() is.
 
 Prints the median and p95 of one plan() for a model on 8-, 64- and
-1,000-GPU mixed clusters (all engines), and a sweep rate: plan() calls per
-second over a grid of contexts × concurrencies × precisions on the 64-GPU
-cluster. Figures are from one run on this machine; compare them as ratios
+1,000-GPU mixed clusters (all engines, speed estimates attached; each run
+at a context 256 tokens longer than the last, as a slider moves, so nothing
+is answered from a cache), and a sweep rate: plan() calls per second over a
+grid of contexts × concurrencies × precisions on the 64-GPU cluster. Figures are from one run on this machine; compare them as ratios
 (the 1,000-GPU median against the 20 ms target), not as absolutes.
 """
 
@@ -13,6 +14,7 @@ import argparse
 import json
 import statistics
 import time
+from dataclasses import replace
 
 from explorer.cluster import parse_cluster_spec
 from explorer.engines.common import PlanRequest
@@ -45,10 +47,11 @@ def _bundled_config(name: str) -> dict:
 
 
 def _time(fn, runs: int) -> list[float]:
+    """Milliseconds of ``fn(i)`` for i in range(runs)."""
     out = []
-    for _ in range(runs):
+    for i in range(runs):
         start = time.perf_counter()
-        fn()
+        fn(i)
         out.append((time.perf_counter() - start) * 1000)
     return out
 
@@ -70,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     for gpus, spec in CLUSTERS.items():
         cluster = parse_cluster_spec(spec)
         result = plan(shape, cluster, request)
-        times = _time(lambda: plan(shape, cluster, request), args.runs)
+        # each run moves the context by 256 tokens, as a slider does, so no answer is reused
+        times = _time(lambda i: plan(shape, cluster, replace(request, context_tokens=32768 + 256 * (i + 1))), args.runs)
         medians[gpus] = statistics.median(times)
         print(f"  {cluster.total_gpus:>5} GPUs: median {medians[gpus]:7.2f} ms  p95 {_p95(times):7.2f} ms  "
               f"({len(result.options)} options, {result.considered:,} ways considered)")

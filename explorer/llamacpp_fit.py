@@ -68,9 +68,24 @@ def max_gpu_layers(model: LlamaModel, settings: LlamaCppSettings, devices: Seque
     raise LlamaCppFitError(f"{model.name or model.arch}: no -ngl fits ({_shortfall(mem, host_bytes)} at -ngl {lo})")
 
 
+def _slack(mem: LlamaCppMemory, host_bytes: int | None) -> int:
+    """Bytes to spare on the tightest of the devices and the host (negative: over by that much)."""
+    slack = min((d.device.memory_bytes - d.total_bytes for d in mem.devices), default=1 << 62)
+    if host_bytes is not None:
+        unified = sum(d.total_bytes for d in mem.devices if d.device.unified)
+        slack = min(slack, host_bytes - mem.host.total_bytes - unified)
+    return slack
+
+
 def max_context(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device] = (),
                 host_bytes: int | None = None, *, limit_tokens: int | None = None) -> int:  # fmt: skip
     """The largest padded ``n_ctx`` (tokens, all sequences) that fits, up to ``limit_tokens`` (default: n_ctx_train).
+
+    Memory grows almost linearly with the context, so the search interpolates
+    on the bytes to spare (regula falsi) and halves the interval whenever
+    that stalls: about 4 probes instead of a bisection's 10 for 131,072 tokens.
+    The answer is exact: the largest step of 256 cells that fits, found by
+    evaluating llama.cpp's allocation at it.
 
     Raises:
         LlamaCppFitError: even one 256-token block per sequence does not fit.
@@ -80,18 +95,31 @@ def max_context(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence
     limit = limit_tokens or model.n_ctx_train or 1 << 20
     hi = max(1, limit // (CTX_PAD * per))
 
-    def fits(k: int) -> LlamaCppMemory | None:
-        mem = llamacpp_memory(model, replace(settings, n_ctx=k * CTX_PAD * per), devices)
-        return mem if mem.fits(host_bytes) else None
+    def slack(k: int) -> int:
+        return _slack(llamacpp_memory(model, replace(settings, n_ctx=k * CTX_PAD * per), devices), host_bytes)
 
-    if fits(1) is None:
+    lo, s_lo = 1, slack(1)
+    if s_lo < 0:
         mem = llamacpp_memory(model, replace(settings, n_ctx=CTX_PAD * per), devices)
         raise LlamaCppFitError(f"{model.name or model.arch}: no context fits ({_shortfall(mem, host_bytes)})")
-    lo = 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid) is not None:
-            lo = mid
+    s_hi = slack(hi)
+    if s_hi >= 0:
+        return hi * CTX_PAD * per
+    # invariant: lo fits (s_lo >= 0), hi does not (s_hi < 0)
+    while hi - lo > 1:
+        width = hi - lo
+        guess = lo + int(width * s_lo / (s_lo - s_hi))
+        mid = min(max(guess, lo + 1), hi - 1)
+        s_mid = slack(mid)
+        if s_mid >= 0:
+            lo, s_lo = mid, s_mid
         else:
-            hi = mid - 1
+            hi, s_hi = mid, s_mid
+        if hi - lo > width // 2 and hi - lo > 1:  # interpolation stalled: bisect once
+            mid = (lo + hi) // 2
+            s_mid = slack(mid)
+            if s_mid >= 0:
+                lo, s_lo = mid, s_mid
+            else:
+                hi, s_hi = mid, s_mid
     return lo * CTX_PAD * per

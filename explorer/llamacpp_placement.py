@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import struct
 from collections.abc import Sequence
+from functools import lru_cache
 
 from explorer.errors import LlamaCppConfigError
 from explorer.llamacpp_settings import Device, LlamaCppSettings
@@ -89,6 +90,13 @@ def resolve_ngl(n_gpu_layers: int | None, n_layer: int) -> int:
 
 def layer_devices(n_layer: int, ngl: int, devices: Sequence[Device], settings: LlamaCppSettings) -> tuple[int, ...]:
     """The device index of layers ``0 … n_layer`` (``n_layer`` is the output); :data:`HOST` for the CPU."""
+    placement = LlamaCppSettings(split_mode=settings.split_mode, main_gpu=settings.main_gpu,
+                                 tensor_split=settings.tensor_split)  # only what placement reads: a small cache key
+    return _layer_devices(n_layer, ngl, tuple(devices), placement)
+
+
+@lru_cache(maxsize=1024)
+def _layer_devices(n_layer: int, ngl: int, devices: tuple[Device, ...], settings: LlamaCppSettings) -> tuple[int, ...]:
     used = offload_devices(devices, settings)
     if not used or ngl <= 0:
         return (HOST,) * (n_layer + 1)

@@ -18,6 +18,7 @@ headers, the model's shape), artifacts out. No network, no cache.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -29,8 +30,8 @@ from explorer.quant_config import GGUF_MIX_BITS, what_if_precision
 from explorer.shapes import ModelShape
 
 __all__ = [
-    "DEFAULT_WHAT_IFS", "build_offer", "computed_disk_bytes", "gguf_sets", "is_projector", "original_weight_files",
-    "what_if_artifacts",
+    "DEFAULT_WHAT_IFS", "build_offer", "computed_disk_bytes", "gguf_sets", "is_projector", "original_artifact",
+    "original_weight_files", "what_if_artifact", "what_if_artifacts",
 ]  # fmt: skip
 
 #: the what-if precisions offered next to the original weights by default
@@ -201,9 +202,28 @@ def _original(files: Mapping[str, int], weights: list[str], shape: ModelShape | 
 
 
 def _with(a: Artifact, **changes: Any) -> Artifact:
-    from dataclasses import replace
-
     return replace(a, **changes)
+
+
+def original_artifact(shape: ModelShape) -> Artifact:
+    """The checkpoint's own weights when no file listing is known: sized from the shape (``computed``)."""
+    return Artifact(name=ORIGINAL, format="safetensors", quant=shape.precision.name,
+                    size_bytes=computed_disk_bytes(shape), size_source="computed")
+
+
+def what_if_artifact(shape: ModelShape, name: str) -> Artifact:
+    """The original weights at another precision: safetensors for bf16/fp8/int4…, a GGUF for Q4_K_M…
+
+    A precision the checkpoint already ships gives the original artifact.
+    """
+    precision = shape.resolve_precision(name)
+    if precision is shape.precision or precision.name == shape.precision.name:
+        return original_artifact(shape)
+    if precision.method == "gguf":
+        return Artifact(name=precision.name, format="gguf", quant=precision.name,
+                        size_bytes=shape.weight_bytes(precision), size_source="computed", what_if=True)
+    return Artifact(name=ORIGINAL, format="safetensors", quant=precision.name,
+                    size_bytes=computed_disk_bytes(shape, precision), size_source="computed", what_if=True)
 
 
 def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS) -> tuple[Artifact, ...]:
@@ -216,11 +236,9 @@ def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS
     out: list[Artifact] = []
     seen = {shape.precision.name}
     for name in names:
-        precision = what_if_precision(name, base=shape.dtype)
-        if precision.name in seen:
+        artifact = what_if_artifact(shape, name)
+        if artifact.quant in seen:
             continue
-        seen.add(precision.name)
-        size = computed_disk_bytes(shape, precision)
-        out.append(Artifact(name=ORIGINAL, format="safetensors", quant=precision.name, size_bytes=size,
-                            size_source="computed", what_if=True))
+        seen.add(artifact.quant)
+        out.append(artifact)
     return tuple(out)

@@ -20,7 +20,8 @@ from explorer.engines import sglang, vllm
 from explorer.engines.common import Layout, PlanRequest
 from explorer.errors import ManualSelectionError
 from explorer.options import Option
-from explorer.planner import Pool, decompositions, make_layout, original_artifact, precision_of
+from explorer.offer import original_artifact
+from explorer.planner import Pool, decompositions, make_layout, precision_of
 from explorer.shapes import ModelShape
 from explorer.units import gib
 

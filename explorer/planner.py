@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from explorer.artifacts import ORIGINAL, Artifact
+from explorer.offer import original_artifact, what_if_artifact
 from explorer.catalogue import GPUClass
 from explorer.cluster import Cluster, Node
 from explorer.engines import sglang, vllm
@@ -113,20 +114,6 @@ def precision_of(shape: ModelShape, artifact: Artifact) -> Precision:
     if artifact.name == ORIGINAL and not artifact.what_if:
         return shape.precision
     return shape.resolve_precision(artifact.quant)
-
-
-def original_artifact(shape: ModelShape) -> Artifact:
-    """The checkpoint's own weights, sized from the shape."""
-    return Artifact(name=ORIGINAL, format="safetensors", quant=shape.precision.name,
-                    size_bytes=shape.weight_bytes(), size_source="computed")
-
-
-def what_if_artifact(shape: ModelShape, name: str) -> Artifact:
-    """The original weights at another precision (sized from the shape)."""
-    precision = shape.resolve_precision(name)
-    fmt = "gguf" if precision.method == "gguf" else "safetensors"
-    return Artifact(name=ORIGINAL if fmt == "safetensors" else precision.name, format=fmt, quant=precision.name,
-                    size_bytes=shape.weight_bytes(precision), size_source="computed", what_if=True)
 
 
 def decompositions(engine: str, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:

@@ -232,3 +232,15 @@ def what_if_precision(name: str, base: str = "bf16") -> Precision:
         f"unknown precision {name!r}",
         hint=f"use one of {', '.join(WHAT_IF_NAMES)}, or a GGUF quant such as Q4_K_M, Q8_0, IQ4_XS",
     )
+
+
+def precision_from_label(label: str, base: str = "bf16") -> Precision:
+    """A what-if precision from its name (``fp8``) or from the label it shows (``fp8 block 128×128``)."""
+    try:
+        return what_if_precision(label, base=base)
+    except UnknownPrecisionError:
+        for name in WHAT_IF_NAMES:
+            candidate = what_if_precision(name, base=base)
+            if candidate.name == label:
+                return candidate
+        raise

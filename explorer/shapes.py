@@ -31,7 +31,7 @@ from explorer.config_reader import require_model_config
 from explorer.dtypes import ElementType, element_type
 from explorer.kv_cache import FullAttention, LayerCache, MLAAttention, attention_summary, kv_bytes, kv_bytes_per_token
 from explorer.precision import Precision
-from explorer.quant_config import precision_from_config, what_if_precision
+from explorer.quant_config import precision_from_config, precision_from_label
 from explorer.tensors import Tensor
 
 
@@ -168,7 +168,7 @@ class ModelShape:
         if precision is None or precision == "checkpoint":
             return self.precision
         if isinstance(precision, str):
-            return what_if_precision(precision, base=self.dtype)
+            return self.precision if precision == self.precision.name else precision_from_label(precision, base=self.dtype)
         return precision
 
     def weight_bytes(self, precision: Precision | str | None = None) -> int:

@@ -39,10 +39,10 @@ from pathlib import Path
 import pytest
 from conftest import DATA, shape_of
 
+from explorer.artifacts import ORIGINAL, Artifact
 from explorer.catalogue import load_catalogue
 from explorer.engines.common import Evaluation, Layout, PlanRequest
 from explorer.options import Option
-from explorer.planner import what_if_artifact
 from explorer.speed import DEFAULT_SETTINGS, precision_for, speed_of
 from explorer.speed_model import decode_cycle_s, placement, prefill_s
 
@@ -108,6 +108,17 @@ class Compared:
         return self.estimate / self.measured
 
 
+def artifact_for(shape, quant: str | None) -> Artifact:
+    """The original weights, or a what-if at ``quant`` (a GGUF file for a GGUF mix), as the planner offers them."""
+    if quant is None:
+        return Artifact(name=ORIGINAL, format="safetensors", quant=shape.precision.name, size_bytes=0,
+                        size_source="computed")
+    precision = shape.resolve_precision(quant)
+    gguf = precision.method == "gguf"
+    return Artifact(name=precision.name if gguf else ORIGINAL, format="gguf" if gguf else "safetensors",
+                    quant=precision.name, size_bytes=0, size_source="computed", what_if=True)
+
+
 def rows() -> list[dict]:
     with (DATA / "published_speeds.csv").open(newline="") as f:
         return list(csv.DictReader(f))
@@ -132,7 +143,7 @@ def compare(row: dict) -> Compared:
     engine = ENGINES.get(row["engine"], "vllm")  # MLC, exllama, NIM, TensorRT-LLM: a GPU serving engine
     layout = Layout(engine=engine, gpu_class=gpu.name, gpus_per_node=n_gpus, tp=tp, pp=n_gpus // tp,
                     unified=gpu.unified)
-    artifact = what_if_artifact(shape, QUANTS[row["quant"]])
+    artifact = artifact_for(shape, QUANTS[row["quant"]])
     evaluation = Evaluation(cards=(), host=None, max_context_tokens=0, max_concurrency=0, command="")
     option = Option(layout=layout, artifact=artifact, precision=artifact.quant, bits_per_weight=0.0,
                     evaluation=evaluation, free_now=True, hosts=1, gpu=gpu)

@@ -151,11 +151,7 @@ def evaluate(model: LlamaModel, artifact: Artifact, layout: Layout, gpu: GPUClas
     cards = tuple(_card(f"{d.device.name}", d, usable, capacity) for d in mem.devices)
     unified = sum(d.total_bytes for d in mem.devices if d.device.unified)
     host = _host_card(mem, node, request, unified_bytes=unified)
-    try:
-        longest = max_context(model, replace(settings, n_seq=1, n_ctx=0), devices, host_bytes,
-                              limit_tokens=max(model.n_ctx_train, 1))
-    except LlamaCppFitError:
-        longest = 0
+    longest = _longest(model, settings, tuple(devices), host_bytes) if mem.fits(host_bytes) else 0
     conc = request.concurrency if mem.fits(host_bytes) else 0
     notes = [f"n_ctx {mem.n_ctx_padded:,} cells (padded to 256)"]
     if not model.exact:
@@ -167,6 +163,16 @@ def evaluate(model: LlamaModel, artifact: Artifact, layout: Layout, gpu: GPUClas
                     notes=tuple(notes), free_needed_bytes=max((c.total for c in cards), default=0),
                     n_gpu_layers=mem.n_gpu_layers)
     return ev, mem
+
+
+@lru_cache(maxsize=256)
+def _longest(model: LlamaModel, settings: LlamaCppSettings, devices: tuple[Device, ...], host_bytes: int) -> int:
+    """The longest single-sequence context that fits with these devices and ``-ngl``."""
+    try:
+        return max_context(model, replace(settings, n_seq=1, n_ctx=0), devices, host_bytes,
+                           limit_tokens=max(model.n_ctx_train, 1))
+    except LlamaCppFitError:
+        return 0
 
 
 def _devices(layout: Layout, gpu: GPUClass | None, node: Node, rpc_nodes: int) -> tuple[list[Device], int]:
@@ -220,6 +226,7 @@ class _Ctx:
     def __init__(self, shape, model, artifact, quant, bits, request, model_ref, out) -> None:
         self.shape, self.model, self.artifact, self.quant, self.bits = shape, model, artifact, quant, bits
         self.request, self.model_ref, self.out = request, model_ref, out
+        self.memo: dict = {}
 
 
 def _distinct(nodes: Sequence[Node]) -> list[Node]:
@@ -238,9 +245,16 @@ def _count(nodes: Sequence[Node], like: Node) -> int:
 
 def _try(ctx: _Ctx, layout: Layout, gpu: GPUClass | None, node: Node, *, hosts: int, free_now: bool = True,
          rpc_nodes: int = 1) -> Option | None:
-    """Evaluate a layout; accept it if it fits, refuse it with the reason if not."""
+    """Evaluate a layout; accept it if it fits, refuse it with the reason if not.
+
+    Pools of the same class and node size give the same answer: it is computed once per plan.
+    """
+    key = (layout, gpu.name if gpu else None, node.host_ram_bytes, node.gpu_usable_limit_bytes, rpc_nodes)
     try:
-        ev, mem = evaluate(ctx.model, ctx.artifact, layout, gpu, node, ctx.request, ctx.model_ref, rpc_nodes=rpc_nodes)
+        if key not in ctx.memo:
+            ctx.memo[key] = evaluate(ctx.model, ctx.artifact, layout, gpu, node, ctx.request, ctx.model_ref,
+                                     rpc_nodes=rpc_nodes)[0]
+        ev = ctx.memo[key]
     except LlamaCppConfigError as err:
         ctx.out.refuse(ENGINE, layout, ctx.artifact.name, "llamacpp-config", err.message)
         return None
@@ -258,8 +272,14 @@ def _walk_gpu_pool(ctx: _Ctx, pool) -> None:
     node = max(pool.nodes, key=lambda n: (n.group(pool.gpu.name).count, n.host_ram_bytes))
     full = None
     partial = None
+    offloadable = ctx.model.weight_bytes - ctx.model.token_embd_bytes
     for width in range(1, max_width + 1):
         layout = Layout(engine=ENGINE, gpu_class=pool.gpu.name, gpus_per_node=width, pp=width)
+        if width < max_width and ctx.request.n_gpu_layers is None and offloadable > width * (pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES):
+            ctx.out.refuse(ENGINE, layout, ctx.artifact.name, "memory-lower-bound",
+                           f"the offloaded weights alone ({offloadable / 2**30:.1f} GiB) exceed {layout.label}; "
+                           f"partial offload is planned on all {max_width} cards")
+            continue
         free = any(g.free_count >= width for g in pool.groups)
         option = _try(ctx, layout, pool.gpu, node, hosts=pool.hosts(width), free_now=free)
         if option is None:
