@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).parent.parent / "explorer"
 #: edge modules: they may talk to the network, the cache, the disk or a UI
 EDGES = {
     "cli", "hub", "cache", "sources", "local_files", "snapshot", "widgets", "bench", "resolve", "__main__",
-    "bench_gguf", "bench_hub", "bench_placement", "hub_errors", "hub_gguf", "cache_schema", "offer", "snapshot_build",
+    "bench_gguf", "bench_hub", "bench_placement", "hub_errors", "hub_gguf", "cache_schema", "snapshot_build",
     "resolve_hub", "resolve_facts",
 }
 FORBIDDEN = {"duckdb", "huggingface_hub", "httpx", "requests", "urllib", "socket", "marimo", "ipywidgets", "altair", "http"}
