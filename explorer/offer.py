@@ -31,7 +31,7 @@ from explorer.shapes import ModelShape
 
 __all__ = [
     "DEFAULT_WHAT_IFS", "build_offer", "computed_disk_bytes", "gguf_sets", "is_projector", "original_artifact",
-    "original_weight_files", "what_if_artifact", "what_if_artifacts",
+    "original_weight_files", "plan_artifacts", "what_if_artifact", "what_if_artifacts",
 ]  # fmt: skip
 
 #: the what-if precisions offered next to the original weights by default
@@ -242,3 +242,24 @@ def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS
         seen.add(artifact.quant)
         out.append(artifact)
     return tuple(out)
+
+
+def plan_artifacts(shape: ModelShape, offered: Iterable[Artifact], *, quant: str | None = None,
+                   selected: Artifact | None = None) -> list[Artifact]:
+    """The artifacts a plan considers.
+
+    A file the user named (``org/name:FILE.gguf``, a local .gguf) alone; else,
+    with ``quant``, the offered artifact of that quant or the original weights
+    at it as a what-if; else everything the repository offers (the original
+    weights computed from the shape when it lists none).
+    """
+    offered = list(offered)
+    if selected is not None:
+        return [selected]
+    if quant:
+        wanted = quant.upper().replace("-", "_")
+        for artifact in offered:
+            if artifact.format == "gguf" and artifact.quant.upper() == wanted:
+                return [artifact]
+        return [what_if_artifact(shape, quant)]
+    return offered or [original_artifact(shape)]

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).parent.parent / "explorer"
 EDGES = {
     "cli", "hub", "cache", "sources", "local_files", "snapshot", "widgets", "bench", "resolve", "__main__",
     "bench_gguf", "bench_hub", "bench_placement", "hub_errors", "hub_gguf", "cache_schema", "snapshot_build",
-    "resolve_hub", "resolve_facts",
+    "resolve_hub", "resolve_facts", "charts",
 }
 FORBIDDEN = {"duckdb", "huggingface_hub", "httpx", "requests", "urllib", "socket", "marimo", "ipywidgets", "altair", "http"}
 

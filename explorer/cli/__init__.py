@@ -16,7 +16,7 @@ from explorer import __version__
 from explorer.errors import ExplorerError
 
 #: subcommand modules, in the order ``explorer --help`` lists them
-SUBCOMMANDS = ("shape", "plan", "cache", "snapshot")
+SUBCOMMANDS = ("shape", "plan", "place", "cache", "snapshot", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,7 +13,8 @@ from explorer.engines.common import ENGINES, PlanRequest
 from explorer.errors import ClusterSpecError
 from explorer.options import PlanResult
 from explorer.planner import plan
-from explorer.sources import load_shape
+from explorer.offer import plan_artifacts
+from explorer.sources import load_model, load_shape, parse_model_spec
 from explorer.speed import SpeedSettings
 from explorer.speed_prices import load_prices
 from explorer.units import gib
@@ -77,13 +78,42 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
     )
 
 
+def add_source_arguments(p: argparse.ArgumentParser) -> None:
+    """How a MODEL argument is resolved (shared with other subcommands)."""
+    p.add_argument("--offline", action="store_true", help="use only the cache and the shipped snapshot")
+    p.add_argument("--token", default=None, help="Hugging Face token for gated repos (or set HF_TOKEN); never printed")
+    p.add_argument("--revision", default=None, help="branch, tag or commit of a Hub model")
+
+
+def resolve_for_plan(args: argparse.Namespace):
+    """(shape, artifacts, model reference) for a MODEL argument."""
+    kw = {}
+    if args.offline:
+        kw["offline"] = True
+    if args.token:
+        kw["token"] = args.token
+    if args.revision:
+        kw["revision"] = args.revision
+    spec = parse_model_spec(args.model)
+    if spec.kind == "config" and not kw:
+        shape = load_shape(args.model)
+        return shape, plan_artifacts(shape, [], quant=args.quant), shape.name or args.model
+    resolved = load_model(args.model, **kw)
+    named = spec.filename or spec.kind == "gguf"
+    artifacts = plan_artifacts(resolved.shape, resolved.artifacts, quant=args.quant,
+                               selected=resolved.selected if named else None)
+    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``plan`` subcommand."""
     p = sub.add_parser("plan", help="list every way a model can run on a cluster, best first",
                        description="List every way a model can run on a cluster with vLLM, SGLang and llama.cpp, "
                                    "best first, with what each card holds and why other ways do not work.")
-    p.add_argument("model", metavar="MODEL", help="config.json, a model folder, a .gguf file, or a Hub id")
+    p.add_argument("model", metavar="MODEL", help="config.json, a model folder, a .gguf file, or a Hub id "
+                                                  "(org/name, org/name@revision, org/name:FILE.gguf)")
     add_request_arguments(p)
+    add_source_arguments(p)
     p.add_argument("--sort", choices=("default", "speed"), default="default",
                    help="ranking (speed: the highest decode estimate first)")
     p.add_argument("--efficiency", type=float, default=None, metavar="F",

@@ -1,0 +1,84 @@
+"""``explorer place --cluster SPEC --model TERM ...``: many models on one fleet."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from explorer.cli.plan import read_cluster
+from explorer.errors import PlacementError
+from explorer.fleet import demand_for, fleet_cards, unique_names
+from explorer.placement import Placement, parse_model_term, parse_plan_text, place, validate_plan
+from explorer.sources import load_model, load_shape, parse_model_spec
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``place`` subcommand."""
+    p = sub.add_parser("place", help="place several models on one fleet (swap groups, replicas, manual plans)",
+                       description="Place several models on a cluster's cards: co-location, splits, swap groups for "
+                                   "models that never run in the same phase, replicas, and checks of a manual plan.")
+    p.add_argument("--cluster", required=True, metavar="SPEC", help="cluster spec or a .json/.toml file")
+    p.add_argument("--model", action="append", required=True, metavar="TERM",
+                   help="ID[:context][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k x2@query (repeatable; order = rank)")
+    p.add_argument("--plan", default=None, metavar="FILE", help="a manual plan (.json or .toml) to check instead")
+    p.add_argument("--engine", choices=("vllm", "llamacpp"), default="vllm", help="whose accounting sizes each model")
+    p.add_argument("--usable-fraction", type=float, default=0.9, help="share of each card a placement may use")
+    p.add_argument("--kv-dtype", default="auto", help="KV cache type")
+    p.add_argument("--quant", default=None, help="what-if precision for every model")
+    p.add_argument("--offline", action="store_true", help="use only the cache and the shipped snapshot")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(handler=run)
+
+
+def _shape(model_id: str, offline: bool):
+    if parse_model_spec(model_id).kind == "config":
+        return load_shape(model_id)
+    return load_model(model_id, offline=offline).shape
+
+
+def run(args: argparse.Namespace) -> int:
+    """Place (or check a manual plan) and print."""
+    if not 0 < args.usable_fraction <= 1:
+        raise PlacementError(f"--usable-fraction must be in (0, 1], got {args.usable_fraction}")
+    cluster = read_cluster(args.cluster)
+    offer = fleet_cards(cluster, usable_fraction=args.usable_fraction)
+    terms = [parse_model_term(t) for t in args.model]
+    names = unique_names([t.model_id for t in terms])
+    models = [demand_for(_shape(t.model_id, args.offline), t, gpu=offer.gpu, engine=args.engine, rank=rank,
+                         kv_dtype=args.kv_dtype, precision=args.quant, name=name)
+              for rank, (t, name) in enumerate(zip(terms, names))]
+    if args.plan:
+        path = Path(args.plan)
+        manual = parse_plan_text(path.read_text(), fmt="toml" if path.suffix == ".toml" else "json")
+        placement = validate_plan(manual, models, offer.cards)
+    else:
+        placement = place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)
+    if args.json:
+        print(json.dumps(placement_dict(placement, offer.labels, models), indent=2))
+    else:
+        if offer.labels:
+            print("cards: " + ", ".join(f"{i}={label}" for i, label in enumerate(offer.labels[:16]))
+                  + (" …" if len(offer.labels) > 16 else ""))
+        print(placement.describe())
+    return 0 if not placement.tight and not placement.refused else 3
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def placement_dict(placement: Placement, labels: tuple[str, ...], models) -> dict[str, Any]:
+    """A JSON-ready dict of a placement, byte figures as ints, with the models' footprints."""
+    out = _plain(dataclasses.asdict(placement))
+    out["card_labels"] = list(labels)
+    out["models"] = [_plain(dataclasses.asdict(m)) for m in models]
+    return out
