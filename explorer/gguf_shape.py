@@ -48,7 +48,7 @@ from explorer.kv_cache import (
     SlidingWindowAttention,
 )
 from explorer.precision import Precision, SchemeGroup, WeightFormat
-from explorer.shapes import ModelShape
+from explorer.shapes import ModelShape, typical_attention
 from explorer.tensors import Role, Split, Tensor
 
 __all__ = ["GGUFPrecision", "ggml_format", "shape_from_gguf", "tensor_from_info"]
@@ -162,17 +162,6 @@ def _cache(hp: GGUFHParams, il: int) -> LayerCache:
     return FullAttention(kv_heads=kv, head_dim=hk, v_head_dim=hv)
 
 
-def _typical(caches: list[LayerCache], hp: GGUFHParams) -> tuple[int, int]:
-    attn = [c for c in caches if isinstance(c, FullAttention)]
-    if attn:
-        best = max(attn, key=lambda c: c.kv_heads)
-        return best.kv_heads, best.head_dim
-    mla = [c for c in caches if isinstance(c, MLAAttention)]
-    if mla:
-        return 1, mla[0].kv_lora_rank + mla[0].rope_dim
-    return max(hp.n_head_kv), hp.n_embd_head_k
-
-
 def _precision(header: GGUFHeader, name: str) -> GGUFPrecision:
     by_type: dict[int, list[str]] = {}
     weight: dict[int, int] = {}
@@ -232,7 +221,7 @@ def shape_from_gguf(header: GGUFHeader, *, name: str = "") -> ModelShape:
                       moe_intermediate_size=hp.n_ff_exp, shared_intermediate_size=hp.n_ff_shexp,
                       moe_layers=moe_layers, dense_layers=hp.n_layer - moe_layers,
                       first_dense_layers=hp.n_layer_dense_lead)  # fmt: skip
-    kv_heads, head_dim = _typical(caches, hp)
+    kv_heads, head_dim = typical_attention(tuple(caches), (max(hp.n_head_kv), hp.n_embd_head_k))
     quant = quant_name(header, name or None).name
     family = "mla" if hp.is_mla else "hybrid" if any(hp.recurrent_layers) and any(map(hp.has_kv, range(hp.n_layer))) else (
         "recurrent" if any(hp.recurrent_layers) else "moe" if moe else "llama-like")

@@ -26,7 +26,7 @@ from explorer.artifacts import ORIGINAL, Artifact
 from explorer.errors import NothingToPlanError, capped_list
 from explorer.gguf_header import GGUFHeader, merge_split_headers, split_parts
 from explorer.gguf_quant import quant_from_filename, quant_name
-from explorer.quant_config import GGUF_MIX_BITS, what_if_precision
+from explorer.quant_config import GGUF_MIX_BITS
 from explorer.shapes import ModelShape
 
 __all__ = [

@@ -194,7 +194,7 @@ class ModelShape:
         return self is other
 
 
-def _typical_attention(caches: tuple[LayerCache, ...], fallback: tuple[int, int]) -> tuple[int, int]:
+def typical_attention(caches: tuple[LayerCache, ...], fallback: tuple[int, int]) -> tuple[int, int]:
     """(KV heads, head dim) of the layer with the most KV heads; MLA is one latent "head"."""
     attn = [c for c in caches if isinstance(c, FullAttention)]
     if attn:
@@ -226,7 +226,7 @@ def shape_from_config(
     heads = view.alias_int("heads", minimum=1) or 0
     hidden = view.alias_int("hidden_size", minimum=1) or 0
     caches = tuple(layer.cache for layer in parts.layers)
-    kv_heads, head_dim = _typical_attention(caches, (view.alias_int("kv_heads") or heads, view.alias_int("head_dim") or (hidden // heads if heads else 0)))
+    kv_heads, head_dim = typical_attention(caches, (view.alias_int("kv_heads") or heads, view.alias_int("head_dim") or (hidden // heads if heads else 0)))
     notes = list(parts.notes) + precision_notes
     if view.defaults_filled:
         notes.append(f"{view.text_model_type()} text_config filled from transformers defaults: {', '.join(view.defaults_filled)}")

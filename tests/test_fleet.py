@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from conftest import shape_of
 from explorer.catalogue import load_catalogue

@@ -86,6 +86,21 @@ def moe_block(prefix: str, view: ConfigView, d: Dims, experts: int, moe_inter: i
     return tuple(out), 0
 
 
+def moe_spec(view: ConfigView, experts: int, mask: list[bool], moe_inter: int, shared_width: int,
+             first_dense: int, *, default_topk: int) -> MoESpec:
+    """The routing record of a model whose layers ``mask`` says route to experts."""
+    return MoESpec(
+        experts=experts,
+        shared_experts=view.get_int("n_shared_experts", "num_shared_experts", default=1 if shared_width else 0) or 0,
+        experts_per_token=view.get_int(*TOPK_KEYS, default=default_topk) or default_topk,
+        moe_intermediate_size=moe_inter,
+        shared_intermediate_size=shared_width,
+        moe_layers=sum(mask),
+        dense_layers=len(mask) - sum(mask),
+        first_dense_layers=first_dense,
+    )
+
+
 def build_llama_like(view: ConfigView, *, family: str | None = None) -> ArchParts:
     """Build a Llama-like decoder (dense or MoE) exactly from its config."""
     mt = family or view.text_model_type()
@@ -122,18 +137,7 @@ def build_llama_like(view: ConfigView, *, family: str | None = None) -> ArchPart
                 tensors += gated_mlp(f"{p}.mlp", d.hidden, d.intermediate, bias=mlp_bias)
             block_memo[mask[i]] = tuple(tensors)
         layers.append(Layer(cache=cache, tensors=block_memo[mask[i]], moe=mask[i]))
-    moe = None
-    if experts:
-        moe = MoESpec(
-            experts=experts,
-            shared_experts=view.get_int("n_shared_experts", "num_shared_experts", default=1 if shared_width else 0) or 0,
-            experts_per_token=view.get_int(*TOPK_KEYS, default=2) or 2,
-            moe_intermediate_size=moe_inter,
-            shared_intermediate_size=shared_width,
-            moe_layers=sum(mask),
-            dense_layers=d.layers - sum(mask),
-            first_dense_layers=first_dense,
-        )
+    moe = moe_spec(view, experts, mask, moe_inter, shared_width, first_dense, default_topk=2) if experts else None
     if layout.source and layout.window:
         notes.append(f"sliding window of {layout.window:,} tokens ({layout.source})")
     return ArchParts(

@@ -15,8 +15,8 @@ head; they count in ``params`` but not in served weights.
 
 from __future__ import annotations
 
-from explorer.architectures.common import ArchParts, Dims, Layer, MoESpec, final_head, gated_mlp, read_dims, token_embeddings
-from explorer.architectures.llama import EXPERT_KEYS, TOPK_KEYS, moe_block, moe_layer_mask
+from explorer.architectures.common import ArchParts, Dims, Layer, final_head, gated_mlp, read_dims, token_embeddings
+from explorer.architectures.llama import EXPERT_KEYS, moe_block, moe_layer_mask, moe_spec
 from explorer.config_reader import ConfigView
 from explorer.kv_cache import MLAAttention
 from explorer.tensors import Tensor, embedding, linear, norm, vector
@@ -109,18 +109,7 @@ def build_mla(view: ConfigView) -> ArchParts:
             memo[mask[i]], width = _decoder_layer("model.layers.{i}", view, d, mask[i], experts, moe_inter)
             shared = max(shared, width)
         layers.append(Layer(cache=cache, tensors=memo[mask[i]], moe=mask[i]))
-    moe = None
-    if experts:
-        moe = MoESpec(
-            experts=experts,
-            shared_experts=view.get_int("n_shared_experts", default=0) or 0,
-            experts_per_token=view.get_int(*TOPK_KEYS, default=8) or 8,
-            moe_intermediate_size=moe_inter,
-            shared_intermediate_size=shared,
-            moe_layers=sum(mask),
-            dense_layers=d.layers - sum(mask),
-            first_dense_layers=first_dense,
-        )
+    moe = moe_spec(view, experts, mask, moe_inter, shared, first_dense, default_topk=8) if experts else None
     notes = list(d.notes)
     mtp = _mtp_layers(view, d, experts, moe_inter)
     if mtp:

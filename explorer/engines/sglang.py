@@ -28,7 +28,7 @@ from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest,
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.precision import Precision
 from explorer.shapes import ModelShape
-from explorer.units import GiB, MiB, cdiv
+from explorer.units import MiB, cdiv
 from explorer.weights import weight_breakdown
 
 #: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
