@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import html
 import importlib.util
+import math
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from explorer.artifacts import Artifact
@@ -22,9 +25,9 @@ from explorer.options import Option, PlanResult
 from explorer.units import GiB, gib
 
 __all__ = [
-    "ENGINE_CHOICES", "TABLE_COLUMNS", "artifact_choices", "available_engines", "card_parts", "context_steps",
-    "context_sweep", "near_miss_rows", "nearest_step", "option_rows", "plannable", "refusal_groups", "rows_html",
-    "speed_of_option",
+    "ENGINE_CHOICES", "TABLE_COLUMNS", "artifact_choices", "available_engines",
+    "card_parts", "context_steps", "context_sweep", "near_miss_rows", "near_misses", "nearest_step", "option_rows",
+    "plannable", "refusal_groups", "rows_html", "speed_of_option", "sweep_options",
 ]  # fmt: skip
 
 #: the engine menu: label -> engines planned
@@ -71,8 +74,9 @@ def context_steps(limit: int, floor: int = 512) -> list[int]:
 
 
 def nearest_step(steps: Sequence[int], want: int) -> int:
-    """The step closest to ``want`` (on a log scale: ties go to the smaller)."""
-    return min(steps, key=lambda s: (abs(s - want) / max(s, want), s))
+    """The step closest to ``want`` on a log scale (ties go to the smaller): 1,400 → 1,024, 1,500 → 2,048."""
+    want = max(int(want), 1)
+    return min(steps, key=lambda s: (abs(math.log(max(s, 1) / want)), s))
 
 
 def plannable(shape: Any, artifact: Artifact) -> Artifact:
@@ -191,18 +195,42 @@ def card_parts(option: Option) -> list[dict[str, Any]]:
     return rows
 
 
+def sweep_options(result: PlanResult, best: int = 4, misses: int = 2) -> list[Option]:
+    """Options worth drawing against context: the best of each (engine, weights), then the nearest misses."""
+    top: list[Option] = []
+    seen: set[tuple[str, str]] = set()
+    for o in result.options:
+        if (o.engine, o.artifact.label) not in seen and len(top) < best:
+            seen.add((o.engine, o.artifact.label))
+            top.append(o)
+    return top + near_misses(result, misses)
+
+
+#: recent sweeps: a slider move re-plans, but the top options (and so their curves) rarely change
+_SWEEPS: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()
+_SWEEPS_KEPT = 32
+_SWEEPS_LOCK = threading.Lock()  # `marimo run` serves sessions from threads of one process
+
+
 def context_sweep(shape: Any, options: Sequence[Option], request: PlanRequest, contexts: Sequence[int],
                   *, speed: bool = True) -> list[dict[str, Any]]:
     """Each option re-checked at each context: per-card total and usable (GiB), whether it fits, tokens/s.
 
     Weights and overhead stay, the KV cache grows (``planner.recheck``); the
-    speed estimate is recomputed too when ``speed`` (None where unknown).
+    speed estimate is recomputed too when ``speed`` (None where unknown). The
+    asked context does not change the curves, so the last few sweeps are kept.
     """
     from explorer.planner import recheck
 
+    key = (shape, tuple(o.label for o in options), replace(request, context_tokens=1), tuple(contexts), speed)
+    with _SWEEPS_LOCK:
+        kept = _SWEEPS.get(key)
+        if kept is not None:
+            _SWEEPS.move_to_end(key)
+            return [dict(r) for r in kept]
     rows = []
-    for rank, option in enumerate(options, 1):
-        name = f"#{rank} {option.label}"
+    for option in options:
+        name = option.label if option.fits else f"✗ {option.label}"
         for c in contexts:
             try:
                 o = recheck(shape, option, replace(request, context_tokens=int(c)), speed=speed)
@@ -212,7 +240,11 @@ def context_sweep(shape: Any, options: Sequence[Option], request: PlanRequest, c
             rows.append({"option": name, "context": int(c), "total_gib": card.total / GiB,
                          "usable_gib": card.usable / GiB, "fits": o.fits,
                          "tokens_per_s": speed_of_option(o)[0] if speed else None})  # fmt: skip
-    return rows
+    with _SWEEPS_LOCK:
+        _SWEEPS[key] = rows
+        while len(_SWEEPS) > _SWEEPS_KEPT:
+            _SWEEPS.popitem(last=False)
+    return [dict(r) for r in rows]
 
 
 def rows_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = TABLE_COLUMNS, *,
@@ -237,57 +269,3 @@ def rows_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = TABLE_
     return (f"<table id='{table_id}' style='border-collapse:collapse;font-size:13px'>"
             f"<thead><tr style='border-bottom:1px solid #ccc'>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AppDefaults:
-    """What the app opens with (overridable by CLI args after ``--`` or URL query parameters).
-
-    Attributes:
-        model: a snapshot repo (or any Hub id or path, then fetched on demand).
-        preset: a cluster preset's name (``explorer.presets``).
-        spec: a cluster spec that overrides the preset's.
-        context_tokens: the context asked for.
-        engine: a key of :data:`ENGINE_CHOICES`.
-        kv_dtype: the KV cache type.
-        concurrency: sequences at once.
-    """
-
-    model: str = "meta-llama/Meta-Llama-3.1-8B"
-    preset: str = "One 8×H100 node"
-    spec: str | None = None
-    context_tokens: int = 8192
-    engine: str = "all three, side by side"
-    kv_dtype: str = "auto"
-    concurrency: int = 1
-
-
-_ENGINE_KEYS = {"all": "all three, side by side", "vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp",
-                "llama.cpp": "llama.cpp"}  # fmt: skip
-
-
-def app_defaults(*sources: Mapping[str, Any]) -> AppDefaults:
-    """Defaults from ``--model X --cluster SPEC --context N --engine vllm --kv fp8 --concurrency 4``
-    (or the same as URL query parameters); later sources win; values that do not parse are ignored."""
-    d = AppDefaults()
-    for src in sources:
-        src = {str(k): (v[0] if isinstance(v, (list, tuple)) and v else v) for k, v in dict(src or {}).items()}
-        changes: dict[str, Any] = {}
-        if isinstance(src.get("model"), str) and src["model"].strip():
-            changes["model"] = src["model"].strip()
-        if isinstance(src.get("cluster"), str) and src["cluster"].strip():
-            changes["spec"] = src["cluster"].strip()
-        if isinstance(src.get("preset"), str):
-            changes["preset"] = src["preset"]
-        for key, field in (("context", "context_tokens"), ("concurrency", "concurrency")):
-            try:
-                if src.get(key) is not None and int(src[key]) >= 1:
-                    changes[field] = int(src[key])
-            except (TypeError, ValueError):
-                pass
-        if str(src.get("engine", "")).lower() in _ENGINE_KEYS:
-            changes["engine"] = _ENGINE_KEYS[str(src["engine"]).lower()]
-        if isinstance(src.get("kv"), str):
-            changes["kv_dtype"] = src["kv"]
-        d = replace(d, **changes)
-    return d

@@ -1,18 +1,25 @@
-"""Cluster presets for the notebooks and widgets: common machines as cluster specs.
+"""Presets for the notebooks and widgets: common machines as cluster specs, and the app's starting point.
 
-Pure data. Each preset is a cluster spec in the text form of
+Pure data. Each cluster preset is a cluster spec in the text form of
 ``docs/cluster_spec.md`` plus the values the notebook's simple controls
 (nodes, GPUs per node, GPU class, free-memory fraction) start from. The spec
 is the source of truth: the controls only compose a spec
-(:func:`compose_spec`), which the user may edit further.
+(:func:`compose_spec`), which the user may edit further. :class:`AppDefaults`
+is what the app opens with, overridable by CLI arguments or URL query
+parameters (:func:`app_defaults`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
-__all__ = ["DEFAULT_PRESET", "PRESETS", "Preset", "compose_spec", "preset_by_name", "preset_from_spec", "spec_for"]
+__all__ = [
+    "DEFAULT_PRESET", "PRESETS", "AppDefaults", "Preset", "app_defaults", "compose_spec", "preset_by_name",
+    "preset_from_spec", "spec_for",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,3 +123,57 @@ def preset_from_spec(spec: str, name: str = "from the link") -> Preset:
                       gpus_per_node=1, gpu_class="h100-80g")
     return Preset(name=name, spec=spec.strip(), description="A cluster given as a spec.", nodes=int(m[1]),
                   gpus_per_node=int(m[2]), gpu_class=m[3].lower(), fabric=m[4])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppDefaults:
+    """What the app opens with (overridable by CLI args after ``--`` or URL query parameters).
+
+    Attributes:
+        model: a snapshot repo (or any Hub id or path, then fetched on demand).
+        preset: a cluster preset's name (``explorer.presets``).
+        spec: a cluster spec that overrides the preset's.
+        context_tokens: the context asked for.
+        engine: a key of :data:`explorer.notebook_data.ENGINE_CHOICES`.
+        kv_dtype: the KV cache type.
+        concurrency: sequences at once.
+    """
+
+    model: str = "meta-llama/Meta-Llama-3.1-70B"
+    preset: str = "One 8×H100 node"
+    spec: str | None = None
+    context_tokens: int = 32768
+    engine: str = "all three, side by side"
+    kv_dtype: str = "auto"
+    concurrency: int = 1
+
+
+_ENGINE_KEYS = {"all": "all three, side by side", "vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp",
+                "llama.cpp": "llama.cpp"}  # fmt: skip
+
+
+def app_defaults(*sources: Mapping[str, Any]) -> AppDefaults:
+    """Defaults from ``--model X --cluster SPEC --context N --engine vllm --kv fp8 --concurrency 4``
+    (or the same as URL query parameters); later sources win; values that do not parse are ignored."""
+    d = AppDefaults()
+    for src in sources:
+        src = {str(k): (v[0] if isinstance(v, (list, tuple)) and v else v) for k, v in dict(src or {}).items()}
+        changes: dict[str, Any] = {}
+        if isinstance(src.get("model"), str) and src["model"].strip():
+            changes["model"] = src["model"].strip()
+        if isinstance(src.get("cluster"), str) and src["cluster"].strip():
+            changes["spec"] = src["cluster"].strip()
+        if isinstance(src.get("preset"), str):
+            changes["preset"] = src["preset"]
+        for key, field in (("context", "context_tokens"), ("concurrency", "concurrency")):
+            try:
+                if src.get(key) is not None and int(src[key]) >= 1:
+                    changes[field] = int(src[key])
+            except (TypeError, ValueError):
+                pass
+        if str(src.get("engine", "")).lower() in _ENGINE_KEYS:
+            changes["engine"] = _ENGINE_KEYS[str(src["engine"]).lower()]
+        if isinstance(src.get("kv"), str):
+            changes["kv_dtype"] = src["kv"]
+        d = replace(d, **changes)
+    return d

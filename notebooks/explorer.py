@@ -18,8 +18,9 @@ with app.setup(hide_code=True):
 
     # marimo puts the notebook's folder first on sys.path, where `import explorer` would find this
     # very file (notebooks/explorer.py) instead of the package: drop that folder before importing.
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [_p for _p in sys.path if Path(_p or ".").resolve() != _here]
+    if globals().get("__file__"):  # some runtimes (WASM) give no file, and no folder to drop
+        _here = Path(__file__).resolve().parent
+        sys.path[:] = [_p for _p in sys.path if Path(_p or ".").resolve() != _here]
 
     import html
     import time
@@ -35,7 +36,7 @@ with app.setup(hide_code=True):
     from explorer.engines.common import PlanRequest
     from explorer.errors import ExplorerError
     from explorer.planner import plan
-    from explorer.presets import PRESETS, preset_by_name, preset_from_spec, spec_for
+    from explorer.presets import PRESETS, AppDefaults, app_defaults, preset_by_name, preset_from_spec, spec_for
     from explorer.resolve import resolve_model
     from explorer.snapshot import load_snapshot
     from explorer.summary import shape_rows, shape_summary
@@ -58,7 +59,7 @@ def _():
 @app.cell(hide_code=True)
 def _():
     # --model, --cluster, --context, --engine, --kv, --concurrency after `--`, or the same URL query parameters
-    defaults = nd.app_defaults(mo.cli_args().to_dict(), mo.query_params().to_dict())
+    defaults = app_defaults(mo.cli_args().to_dict(), mo.query_params().to_dict())
     return (defaults,)
 
 
@@ -69,7 +70,7 @@ def _(defaults):
     _known = snapshot.get(defaults.model)
     popular = mo.ui.dropdown(
         options=sorted(snapshot.repos, key=str.lower),
-        value=_known.repo if _known else "meta-llama/Meta-Llama-3.1-8B",
+        value=_known.repo if _known else AppDefaults().model,
         searchable=True,
         label="Popular models (ready offline)",
         on_change=lambda _v: set_fetched(None),
@@ -111,9 +112,10 @@ def _(fetch, hub_text, hub_token, set_fetched):
                 set_fetched(_fetched)
                 fetch_note = mo.callout(mo.md(f"Read **{html.escape(_fetched.repo or _fetched.shape.name)}** "
                                               f"from the {_fetched.origin}."), kind="success")
-            except ExplorerError as _e:
-                _msg = str(_e).replace(_token, "…") if _token else str(_e)
-                fetch_note = mo.callout(mo.md(f"**Could not read `{html.escape(_text)}`.** {html.escape(_msg)}"),
+            except Exception as _e:  # ExplorerError says what to do; anything else still gets a callout
+                _msg = str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
+                _msg = _msg.replace(_token, "…") if _token else _msg
+                fetch_note = mo.callout(mo.md(f"**Could not read {html.escape(_text)}.** {html.escape(_msg)}"),
                                         kind="danger")
     fetch_note
     return
@@ -243,8 +245,8 @@ def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort,
     try:
         result, _plan_error = plan(shape, cluster, request, artifacts=_chosen, model_ref=model.repo or shape.name,
                                    sort=sort.value), None
-    except ExplorerError as _e:
-        result, _plan_error = None, str(_e)
+    except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
+        result, _plan_error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000
     mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {html.escape(_plan_error or '')}"), kind="danger"))
     missing_engines = tuple(e for e in _asked if e not in engines)
@@ -311,7 +313,7 @@ def _(option_pick, pickable):
         mo.md("## 6 · What each card holds"), option_pick,
         mo.md(f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs **{gib(_card.total)}** of "
               f"**{gib(_card.usable)}** usable ({gib(_card.capacity)} on the card){_speed}."),
-        charts.card_memory_chart(nd.card_parts(picked), title=picked.label),
+        charts.VegaLite(charts.card_memory_chart(nd.card_parts(picked), title=picked.label)),
         mo.md(f"Launch: `{picked.evaluation.command}`"),
     ])
     return (picked,)
@@ -319,15 +321,12 @@ def _(option_pick, pickable):
 
 @app.cell(hide_code=True)
 def _(context, context_steps, request, result, shape):
-    _top, _seen = [], set()
-    for _o in result.options:  # the best option of each engine and weights, up to four
-        if (_o.engine, _o.artifact.label) not in _seen and len(_top) < 4:
-            _seen.add((_o.engine, _o.artifact.label))
-            _top.append(_o)
-    sweep = nd.context_sweep(shape, _top, request, context_steps)
-    _tabs = {"Memory vs context": charts.memory_context_chart(sweep, context=context.value)}
+    # the best option of each engine and weights (up to four), and the two ways that just missed
+    sweep = nd.context_sweep(shape, nd.sweep_options(result, best=4, misses=2), request, context_steps)
+    # VegaLite: shown without a second schema validation (a slider move redraws these)
+    _tabs = {"Memory vs context": charts.VegaLite(charts.memory_context_chart(sweep, context=context.value))}
     if any(r["tokens_per_s"] is not None for r in sweep):
-        _tabs["Tokens/s vs context"] = charts.speed_context_chart(sweep, context=context.value)
+        _tabs["Tokens/s vs context"] = charts.VegaLite(charts.speed_context_chart(sweep, context=context.value))
     mo.vstack([
         mo.md("## 7 · As the context grows\nEach line is one of the top options re-checked at every context "
               "(weights stay, the KV cache grows); a red cross marks a context it no longer holds."),

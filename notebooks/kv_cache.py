@@ -17,8 +17,9 @@ with app.setup(hide_code=True):
     from pathlib import Path
 
     # marimo puts this folder first on sys.path, and notebooks/explorer.py would shadow the package.
-    _here = Path(__file__).resolve().parent
-    sys.path[:] = [_p for _p in sys.path if Path(_p or ".").resolve() != _here]
+    if globals().get("__file__"):  # some runtimes (WASM) give no file, and no folder to drop
+        _here = Path(__file__).resolve().parent
+        sys.path[:] = [_p for _p in sys.path if Path(_p or ".").resolve() != _here]
 
     import html
 
@@ -124,14 +125,15 @@ def _(context, curve, stack):
 @app.cell(hide_code=True)
 def _(at_context, context, kv_dtype, lesson, per_token, sequences, tables):
     def _kept(row):
+        seqs = f" × {sequences.value} sequence(s)"
         if row["kind"] == "recurrent":
-            return "a fixed state"
-        return "nothing" if row["kind"] == "none" else f"keeps {row['tokens kept']:,} tokens"
+            return "a fixed state" + seqs
+        return "nothing" if row["kind"] == "none" else f"× {row['tokens kept']:,} tokens kept{seqs}"
 
     def _section(name):
         design, shape = lesson[name]
         lines = "\n".join(f"- **{row['kind']}** ({row['layers']} layers): {html.escape(row['formula'])} "
-                          f"→ {_kept(row)}: **{gib(row['bytes'], 3)}**" for row in tables[name])
+                          f"→ {_kept(row)} = **{gib(row['bytes'], 3)}**" for row in tables[name])
         return mo.md("\n\n".join([
             f"### {html.escape(name)}",
             WHY.get(design, ""),
@@ -142,7 +144,8 @@ def _(at_context, context, kv_dtype, lesson, per_token, sequences, tables):
 
     mo.vstack([
         mo.md("## The formulas, with each model's numbers\n"
-              "Per token and layer, full attention keeps K and V: `2 × layers × kv_heads × head_dim × bytes a value`. "
+              "Per token, full attention keeps a K and a V row in every layer: "
+              "`2 × layers × kv_heads × head_dim × bytes a value`; times the tokens kept, times the sequences. "
               f"The KV cache type is **{kv_dtype.value}**; per-token figures: "
               + ", ".join(f"{html.escape(n.split(' (')[0])} {b:,} B" for n, b in per_token.items()) + "."),
         *[_section(name) for name in lesson],

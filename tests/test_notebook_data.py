@@ -1,0 +1,85 @@
+"""explorer.notebook_data: plan results as rows, refusals grouped, context steps, defaults from links."""
+
+from __future__ import annotations
+
+import itertools
+from functools import cache
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from explorer import notebook_data as nd
+from explorer.cluster import parse_cluster_spec
+from explorer.engines.common import PlanRequest
+from explorer.planner import plan
+from explorer.snapshot import load_snapshot
+from explorer.units import GiB
+
+
+@cache
+def llama8b_on_a_4090(context: int = 131072):
+    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-8B")
+    request = PlanRequest(context_tokens=context, engines=("vllm", "sglang"))
+    return shape, request, plan(shape, parse_cluster_spec("1x1xrtx4090-24g"), request)
+
+
+def test_context_steps_are_a_log_scale_to_the_limit():
+    assert nd.context_steps(8192) == [512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192]
+    assert nd.context_steps(40960)[-3:] == [24576, 32768, 40960]
+    assert nd.context_steps(300) == [300]
+    assert nd.nearest_step([512, 1024, 2048], 1400) == 1024 and nd.nearest_step([512, 1024, 2048], 1500) == 2048
+
+
+@given(st.integers(min_value=1, max_value=10_000_000))
+def test_context_steps_end_at_the_limit_and_rise(limit):
+    steps = nd.context_steps(limit)
+    assert steps[-1] == limit and steps == sorted(set(steps))
+    assert all(b / a <= 2 for a, b in itertools.pairwise(steps))
+
+
+def test_rows_of_a_plan():
+    _shape, _request, result = llama8b_on_a_4090(8192)
+    rows = nd.option_rows(result)
+    assert rows and set(nd.TABLE_COLUMNS) == set(rows[0])
+    best = result.options[0]
+    assert rows[0]["per card (GiB)"] == f"{best.per_card.total / GiB:,.1f} / {best.per_card.usable / GiB:,.1f}"
+    assert rows[0]["fits"] == "✓" and rows[0]["command"] == best.evaluation.command
+
+
+def test_near_misses_are_marked():
+    _shape, _request, result = llama8b_on_a_4090()
+    assert result.options == ()  # 15 GiB of weights and 16 GiB of KV on a 24 GB card
+    misses = nd.near_miss_rows(result)
+    assert {r["engine"] for r in misses} == {"vLLM", "SGLang"}
+    assert all(r["fits"].startswith("✗ short by") and r["fits"].endswith("GiB") for r in misses)
+    html = nd.rows_html(misses)
+    assert html.count("class='misfit'") == len(misses) and "#b91c1c" in html
+
+
+def test_refusals_grouped_by_rule():
+    _shape, _request, result = llama8b_on_a_4090()
+    groups = nd.refusal_groups(result)
+    assert groups[0][0] == "memory" and groups[0][1] == result.pruned["memory"]
+    assert all(row["reason"] for _rule, _n, rows in groups for row in rows)
+
+
+def test_card_parts_and_sweep():
+    shape, request, result = llama8b_on_a_4090()
+    option = nd.near_misses(result, 1)[0]
+    parts = nd.card_parts(option)
+    assert {p["part"] for p in parts} == {"weights", "kv cache", "activations", "overhead"}
+    assert abs(sum(p["gib"] for p in parts if p["order"] == 0) - option.per_card.total / GiB) < 1e-9
+    sweep = nd.context_sweep(shape, [option], request, [4096, 131072])
+    assert [r["fits"] for r in sweep] == [True, False]  # it holds a short context, not the long one
+    assert sweep[0]["total_gib"] < sweep[1]["total_gib"]
+    assert nd.context_sweep(shape, [option], request, [4096, 131072]) == sweep  # kept, same rows
+
+
+def test_html_escapes():
+    html = nd.rows_html([{"option": "<script>x</script>", "fits": "✓"}], ("fits", "option"))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_available_engines_keep_the_gpu_engines():
+    assert nd.available_engines(("vllm", "sglang")) == ("vllm", "sglang")
+    assert nd.available_engines(("nosuch",)) == ()

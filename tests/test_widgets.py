@@ -1,0 +1,80 @@
+"""explorer.widgets: the ipywidgets controller re-plans and redraws its table when a control changes."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from explorer.widgets import ExplorerWidget
+
+
+@pytest.fixture
+def widget(monkeypatch, tmp_path):
+    """An offline widget on Llama-3.1-8B and one 8×H100 node, the network blocked."""
+
+    def refuse(*_args, **_kwargs):
+        raise OSError("network blocked in tests")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "cache.duckdb"))
+    return ExplorerWidget(model="meta-llama/Meta-Llama-3.1-8B", cluster="1x8xh100-80g", offline=True)
+
+
+def test_builds_with_a_table(widget):
+    assert widget.error is None
+    assert widget.model.repo == "meta-llama/Meta-Llama-3.1-8B"
+    assert widget.rows and widget.rows[0]["fits"] == "✓"
+    assert widget.context.value == 8192
+    assert "<table" in widget.table.value and widget.rows[0]["option"] in widget.table.value
+
+
+def test_context_changes_the_rows(widget):
+    before = [r["max concurrency"] for r in widget.rows]
+    widget.context.value = 131072
+    after = [r["max concurrency"] for r in widget.rows]
+    assert widget.result.request.context_tokens == 131072
+    assert after != before  # sixteen times the context: fewer sequences fit
+    assert int(after[0].replace(",", "")) <= int(before[0].replace(",", ""))
+
+
+def test_engine_kv_and_concurrency_re_plan(widget):
+    widget.engine.value = "vLLM"
+    assert {r["engine"] for r in widget.rows} == {"vLLM"}
+    totals = [r["per card (GiB)"] for r in widget.rows]
+    widget.kv_dtype.value = "fp8"
+    widget.concurrency.value = 64
+    assert widget.result.request.kv_dtype == "fp8" and widget.result.request.concurrency == 64
+    assert [r["per card (GiB)"] for r in widget.rows] != totals
+
+
+def test_cluster_preset_and_spec(widget):
+    widget.preset.value = "One RTX 4090"
+    assert widget.cluster.value == "1x1xrtx4090-24g"
+    assert all(r["option"].count("rtx4090-24g") or r["cards"] == "CPU" for r in widget.rows)
+    widget.cluster.value = "1x8xnosuchgpu"
+    assert "nosuchgpu" in widget.error and "Error" in widget.status.value
+    assert "Traceback" not in widget.status.value
+    widget.cluster.value = "2x8xh100-80g@ib0"
+    assert widget.error is None and widget.rows
+
+
+def test_fetch_reads_a_gguf_repo_offline(widget):
+    widget.model_text.value = "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF"
+    rows_before = list(widget.rows)
+    assert widget.model.repo == "meta-llama/Meta-Llama-3.1-8B"  # typing alone reads nothing
+    widget.fetch_button.click()
+    assert widget.model.repo == "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF"
+    assert any(o.startswith("Q4_K_M") for o in widget.weights.options)
+    assert widget.rows != rows_before
+
+
+def test_fetch_error_never_shows_the_token(widget):
+    widget.token.value = "hf_notARealTokenButSecret"
+    widget.model_text.value = "nobody/nothing-here"
+    widget.fetch_button.click()
+    assert widget.error and "nobody/nothing-here" in widget.error
+    assert "hf_notARealTokenButSecret" not in widget.error + widget.status.value
+    assert widget.model.repo == "meta-llama/Meta-Llama-3.1-8B"  # the last good model stays
