@@ -127,9 +127,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plan and print."""
-    shape = load_shape(args.model)
+    shape, artifacts, model_ref = resolve_for_plan(args)
     cluster = read_cluster(args.cluster)
-    result = plan(shape, cluster, request_from_args(args), model_ref=shape.name or args.model, sort=args.sort,
+    result = plan(shape, cluster, request_from_args(args), artifacts=artifacts, model_ref=model_ref, sort=args.sort,
                   speed=speed_settings(args))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
