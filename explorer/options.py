@@ -67,12 +67,15 @@ class Option:
         """Where it runs, with the engine: ``vLLM · 8 × h100-80g (tp8)``."""
         names = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
         engine = names.get(self.engine, self.engine)
+        what = self.artifact.label
+        if self.engine == "llamacpp" and self.artifact.format != "gguf":
+            what += f" as a {self.precision} GGUF"  # llama.cpp runs the weights converted
         if self.layout.cpu:
-            return f"{engine} · CPU · {self.artifact.label}"
+            return f"{engine} · CPU · {what}"
         extra = "unified memory" if self.layout.unified else self.layout.parallel
         if self.evaluation.layers_on_host:
             extra += f", {self.evaluation.layers_on_host} layers on CPU"
-        return f"{engine} · {self.layout.label} ({extra}) · {self.artifact.label}"
+        return f"{engine} · {self.layout.label} ({extra}) · {what}"
 
     @property
     def total_bytes(self) -> int:

@@ -183,14 +183,14 @@ def print_result(result: PlanResult, *, top: int = 15) -> None:
     if not result.options:
         print("no way fits.")
     else:
-        header = (f"{'#':>2}  {'option':<62} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4} "
+        header = (f"{'#':>2}  {'option':<84} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4} "
                   f"{'tok/s est':>9} {'$/Mtok':>8}")
         print(header)
         print("-" * len(header))
         for i, o in enumerate(result.options[:top], 1):
             card = o.per_card
             use = f"{card.total / 2**30:6.1f} / {card.usable / 2**30:6.1f}"
-            print(f"{i:>2}  {o.label[:62]:<62} {use:>17} {o.evaluation.max_context_tokens:>9,} "
+            print(f"{i:>2}  {o.label[:84]:<84} {use:>17} {o.evaluation.max_context_tokens:>9,} "
                   f"{o.evaluation.max_concurrency:>8,} {'yes' if o.free_now else 'no':>4} {_speed_cells(o)}")
         if len(result.options) > top:
             print(f"    … and {len(result.options) - top} more (--top N)")
