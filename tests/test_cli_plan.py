@@ -63,3 +63,12 @@ def test_nothing_fits_exits_3_and_says_why(capsys):
 def test_bad_cluster_specs_exit_2(spec, capsys):
     assert main(["plan", str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"), "--cluster", spec]) == 2
     assert "explorer plan:" in capsys.readouterr().err
+
+
+def test_pinned_gpus_report_the_overcommit(capsys):
+    status = main(["plan", str(CONFIGS / "meta-llama__Meta-Llama-3.1-70B.json"), "--cluster", "1x8xl40s-48g",
+                   "--gpus", "0,1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    card = out["option"]["per_card"]
+    assert status == 3 and out["overcommit_bytes"] == card["total"] - card["usable"] > 0
+    assert "overcommits" in out["message"]

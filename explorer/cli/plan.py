@@ -12,6 +12,7 @@ from explorer.dtypes import KV_CACHE_TYPES
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.errors import ClusterSpecError
 from explorer.options import PlanResult
+from explorer.pinning import check_pinned
 from explorer.planner import plan
 from explorer.offer import plan_artifacts
 from explorer.sources import load_model, load_shape, parse_model_spec
@@ -114,6 +115,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                   "(org/name, org/name@revision, org/name:FILE.gguf)")
     add_request_arguments(p)
     add_source_arguments(p)
+    p.add_argument("--gpus", default=None, metavar="NODE:IDX,...",
+                   help="pin these GPUs (vllm or sglang, first --engine given) and report any overcommit")
     p.add_argument("--sort", choices=("default", "speed"), default="default",
                    help="ranking (speed: the highest decode estimate first)")
     p.add_argument("--efficiency", type=float, default=None, metavar="F",
@@ -129,6 +132,8 @@ def run(args: argparse.Namespace) -> int:
     """Plan and print."""
     shape, artifacts, model_ref = resolve_for_plan(args)
     cluster = read_cluster(args.cluster)
+    if args.gpus:
+        return run_pinned(args, shape, cluster, artifacts, model_ref)
     result = plan(shape, cluster, request_from_args(args), artifacts=artifacts, model_ref=model_ref, sort=args.sort,
                   speed=speed_settings(args))
     if args.json:
@@ -136,6 +141,24 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_result(result, top=args.top)
     return 0 if result.options else 3
+
+
+def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: str) -> int:
+    """Check user-pinned GPUs: the layout on exactly them, and by how much it overcommits."""
+    engine = next((e for e in (args.engine or ["vllm"]) if e in ("vllm", "sglang")), "vllm")
+    safetensors = [a for a in artifacts if a.format == "safetensors"]
+    result = check_pinned(shape, cluster, [g.strip() for g in args.gpus.split(",") if g.strip()], engine=engine,
+                          request=request_from_args(args), artifact=safetensors[0] if safetensors else None,
+                          model_ref=model_ref)
+    if args.json:
+        print(json.dumps({"model": model_ref, "option": result.option.to_dict(), "overcommit_bytes": result.overcommit_bytes,
+                          "short_now_bytes": result.short_now_bytes, "message": result.message}, indent=2))
+    else:
+        card = result.option.per_card
+        print(f"{result.option.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
+              f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
+              f"of {gib(card.usable)} usable\n  {result.message}\n  {result.option.evaluation.command}")
+    return 3 if result.overcommitted else 0
 
 
 def speed_settings(args: argparse.Namespace) -> SpeedSettings:
