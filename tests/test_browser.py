@@ -6,7 +6,8 @@ and printing the median. ``EXPLORER_SCREENSHOT=1`` writes the README's images
 (docs/screenshot.png, docs/screenshot-charts.png); otherwise they go to a
 temporary folder. A second test presses Fetch against the test Hub
 (tests/hubserver.py): a model is read, and a refused token gives a callout
-that never shows the token. Skips, saying why, when chromium or playwright is missing.
+that never shows the token. A third drives notebooks/placement.py: an impossible pin typed into its
+plan editor brings up the planner's message. Skips, saying why, when chromium or playwright is missing.
 """
 
 from __future__ import annotations
@@ -117,3 +118,31 @@ def test_fetch_button_reads_the_hub_and_errors_are_callouts(tmp_path, hub_server
         body = page.inner_text("body")
         assert wrong not in body and "Traceback" not in body
         assert f"{SINGLE} · answered from the hub" in body  # the last good model stays
+
+
+def test_placement_notebook_draws_and_checks_an_edited_plan(tmp_path):
+    """notebooks/placement.py: the chart and tables draw; an impossible pin typed into the plan editor
+    brings up the planner's own message, and the planner's plan put back says it fits."""
+    env = {"EXPLORER_CACHE": str(tmp_path / "cache.duckdb")}
+    with marimo_app(ROOT / "notebooks" / "placement.py", env=env) as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 3000})
+        page.goto(url)
+        page.locator("#placement-instances").wait_for(timeout=90_000)
+        page.locator(".vega-embed").first.wait_for(timeout=30_000)
+        page.get_by_text("The plan fits.").wait_for(timeout=30_000)
+        assert "6 instances of 5 models" in page.inner_text("body")
+        editor = page.locator("textarea").last  # the plan editor (the extra-terms box comes first)
+        planned = editor.input_value()
+        assert '"swap_groups": [["chat", "vision"]]' in planned
+        t0 = time.perf_counter()
+        editor.fill(planned.replace('"ocr": {"cards": [2]', '"ocr": {"cards": [0]'))
+        editor.press("Tab")  # the text area sends its value on blur
+        # the callout sits in a shadow root, which locators see into (inner_text of the body does not)
+        page.get_by_text("ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, "
+                         "vision (of 40.5 GiB)").wait_for(timeout=30_000)
+        print(f"\nplan edit -> planner's verdict in the browser: {(time.perf_counter() - t0) * 1000:.0f} ms")
+        assert page.get_by_text("The plan does not fit").count() == 1
+        assert page.get_by_text("Traceback").count() == 0
+        editor.fill(planned)
+        editor.press("Tab")
+        page.get_by_text("The plan fits.").wait_for(timeout=30_000)

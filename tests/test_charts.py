@@ -41,3 +41,29 @@ def test_vegalite_wrapper_carries_the_spec():
     chart = charts.card_memory_chart(nd.card_parts(result.options[0]))
     mime, text = charts.VegaLite(chart)._mime_()
     assert mime.startswith("application/vnd.vegalite.v") and json.loads(text) == chart.to_dict(validate=False)
+
+
+def _placement_rows(spec: str):
+    from explorer import notebook_fleet as nf
+    from explorer.fleet import fleet_cards
+    from explorer.placement import place
+
+    snapshot = load_snapshot()
+    offer = fleet_cards(parse_cluster_spec(spec))
+    terms = [(r.name, nf.row_term(r.repo, r.context_tokens, r.replicas, r.phases)) for r in nf.DEFAULT_FLEET]
+    models, _notes, _errors = nf.fleet_demands(terms, snapshot.shape, gpu=offer.gpu)
+    return nf.card_segments(place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes), offer.labels)
+
+
+def test_placement_chart_validates():
+    for spec in ("1x3xl40s-48g", "1x1xrtx4090-24g", "1x1xm4-max-128g"):  # a swap group; tight; a unified pool
+        rows = _placement_rows(spec)
+        chart = charts.placement_chart(rows)
+        spec = chart.to_dict()  # validates against the vega-lite schema
+        text = json.dumps(spec, ensure_ascii=False)
+        assert "GiB (1024³ bytes)" in text and "usable room" in text
+        cards = [r["card"] for r in rows if r["row"] == "card"]
+        axis = spec["layer"][0]["encoding"]["x"]["axis"]
+        assert axis["labelExpr"] == f"{json.dumps(cards)}[datum.value]"  # the x axis labels the cards by name
+        colours = spec["layer"][0]["encoding"]["color"]["scale"]["range"]
+        assert charts.MISFIT not in colours  # red is kept for tight models and overfull cards

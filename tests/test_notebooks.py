@@ -8,6 +8,7 @@ snapshot and asserts on the values its cells define.
 from __future__ import annotations
 
 import importlib.util
+import json
 import socket
 import statistics
 import subprocess
@@ -153,6 +154,105 @@ def test_kv_notebook_shows_the_shapes_figures(offline):
 def test_notebooks_pass_marimo_check():
     files = [str(NOTEBOOKS / f) for f in MINE]
     done = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", *files],
+                          check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "error" not in (done.stdout + done.stderr).lower()
+
+
+# --- notebooks/placement.py: many models on one fleet -------------------------------------------------
+
+
+def run_placement(**defs):
+    """Run notebooks/placement.py with some definitions overridden; returns (outputs, definitions)."""
+    return load_notebook("placement.py").run(defs=defs)
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+
+
+def test_placement_default_fleet(offline):
+    from explorer.units import gib
+
+    outputs, defs = run_placement()
+    placement, models, offer = defs["placement"], defs["models"], defs["offer"]
+    assert defs["spec"].value == "1x3xl40s-48g" and defs["engine"].value == "vllm" and defs["usable"].value == 0.9
+    assert [m.name for m in models] == ["chat", "vision", "ocr", "rerank", "embed"]
+    assert defs["term_errors"] == [] and defs["term_notes"] == []
+    assert len(offer.cards) == 3 and len(placement.instances) == 6  # embed's two replicas and one of each other
+    # the two 32B models never share a phase and do not both fit: one swap group on cards 0 and 1,
+    # charged per card its largest member's charge there (chat's 35.6 GiB), not the sum
+    (group,) = placement.swap_groups
+    assert group.members == ("chat", "vision") and group.cards == (0, 1)
+    chat, vision = placement.instances_of("chat")[0], placement.instances_of("vision")[0]
+    assert group.charge_bytes == tuple(max(a, b) for a, b in zip(chat.split_bytes, vision.split_bytes, strict=True))
+    assert placement.cards[1].charged_bytes == group.charge_bytes[1] < chat.split_bytes[1] + vision.split_bytes[1]
+    assert {i.cards for i in placement.instances_of("embed")} == {(0,), (2,)}  # replicas spread
+    assert placement.cards[2].models == ("ocr", "rerank", "embed")  # co-location
+    assert not placement.tight and not placement.refused and not placement.missing_replicas
+    # what it shows: the table rows, the chart rows, the notes
+    assert [r["model"] for r in defs["instance_rows"]] == ["chat", "vision", "ocr", "rerank", "embed", "embed"]
+    assert defs["instance_rows"][0]["per card (GiB)"] == ", ".join(f"{b / GiB:,.1f}" for b in chat.split_bytes)
+    assert [r["charged (GiB)"] for r in defs["card_rows"]] == [f"{c.charged_bytes / GiB:,.1f}" for c in placement.cards]
+    assert sum(r["row"] == "slot" for r in defs["segments"]) == 2  # the group's box on each of its two cards
+    assert defs["notes"]["swap groups"][0].startswith("chat / vision: one resident at a time on cards 0, 1")
+    # the plan editor starts from the placement, and the planner's check agrees with it
+    assert json.loads(defs["plan_editor"].value)["swap_groups"] == [["chat", "vision"]]
+    check = defs["plan_check"]
+    assert check.fits and [c.charged_bytes for c in check.placement.cards] == [c.charged_bytes for c in placement.cards]
+    text = _texts(outputs)
+    assert "6 instances of 5 models" in text and "The plan fits" in text and "Traceback" not in text
+    assert f"card 0 {gib(group.charge_bytes[0])}" in text
+
+
+def test_placement_edited_plan_shows_the_planners_violation(offline):
+    import marimo as mo
+
+    from explorer.units import gib
+
+    _outputs, defs = run_placement()
+    plan = json.loads(defs["plan_editor"].value)
+    plan["models"]["ocr"] = {"cards": [0]}  # onto the swap group's card, which has 4.9 GiB left
+    outputs, defs = run_placement(plan_editor=mo.ui.text_area(value=json.dumps(plan)))
+    ocr = next(m for m in defs["models"] if m.name == "ocr")
+    card0, group = defs["placement"].cards[0], defs["placement"].swap_groups[0]
+    expected = (f"ocr pinned to card 0 needs {gib(ocr.footprint_bytes)} but card 0 has "
+                f"{gib(card0.usable_bytes - group.charge_bytes[0])} usable left after chat, vision "
+                f"(of {gib(card0.usable_bytes)})")
+    assert expected == ("ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, vision "
+                        "(of 40.5 GiB)")
+    assert [v.message for v in defs["plan_check"].violations] == [expected]
+    assert "The plan does not fit" in _texts(outputs) and expected in _texts(outputs)
+
+
+def test_placement_bad_plan_json_is_a_callout(offline):
+    import marimo as mo
+
+    outputs, defs = run_placement(plan_editor=mo.ui.text_area(value='{"models": {"chat": [0, 1],'))
+    assert "not valid JSON" in defs["plan_check"].error
+    text = _texts(outputs)
+    assert "The plan does not read" in text and "not valid JSON" in text and "Traceback" not in text
+
+
+def test_placement_tight_on_one_card_and_a_bad_spec(offline):
+    import marimo as mo
+
+    from explorer.presets import preset_by_name
+
+    one = preset_by_name("One RTX 4090")
+    _outputs, defs = run_placement(preset=one, spec=mo.ui.text(value=one.spec))
+    placement = defs["placement"]
+    assert [t.model for t in placement.tight] == ["chat", "vision", "ocr", "rerank", "embed"]
+    assert all(r["fits"].startswith("✗ tight") for r in defs["instance_rows"])
+    assert defs["plan_check"].violations  # the tight placement, pinned as it stands, does not fit
+    outputs, defs = run_placement(preset=one, spec=mo.ui.text(value="1x2xnosuchgpu"))
+    assert "placement" not in defs
+    text = _texts(outputs)
+    assert "does not work here" in text and "nosuchgpu" in text and "Traceback" not in text
+
+
+def test_placement_notebook_passes_marimo_check():
+    done = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", str(NOTEBOOKS / "placement.py")],
                           check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "error" not in (done.stdout + done.stderr).lower()

@@ -1,0 +1,202 @@
+"""explorer.notebook_fleet: model rows to terms and footprints, placement rows, the plan editor's check."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from functools import cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from explorer import notebook_fleet as nf
+from explorer.cli import main
+from explorer.cluster import parse_cluster_spec
+from explorer.fleet import fleet_cards
+from explorer.placement import ModelTerm, parse_model_term, place
+from explorer.snapshot import load_snapshot
+from explorer.units import GiB, gib
+
+LABEL = {tokens: label for label, tokens in nf.CONTEXT_CHOICES.items()}
+
+
+def default_rows() -> list[dict]:
+    """The notebook's rows as the controls give them (context as its menu label)."""
+    return [{"name": r.name, "model": r.repo, "context": LABEL[r.context_tokens], "replicas": r.replicas,
+             "phases": r.phases} for r in nf.DEFAULT_FLEET]  # fmt: skip
+
+
+def shape_of(repo: str):
+    snapshot = load_snapshot()
+    return snapshot.shape(repo) if snapshot.get(repo) else None
+
+
+@cache
+def fleet(spec: str = "1x3xl40s-48g", engine: str = "vllm"):
+    """(offer, models, placement) for the default rows on ``spec``."""
+    offer = fleet_cards(parse_cluster_spec(spec), usable_fraction=0.9)
+    terms, errors = nf.terms_from_rows(default_rows())
+    models, notes, bad = nf.fleet_demands(terms, shape_of, gpu=offer.gpu, engine=engine)
+    assert errors == bad == notes == []
+    return offer, models, place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)
+
+
+def test_rows_become_cli_terms():
+    terms, errors = nf.terms_from_rows(default_rows())
+    assert errors == []
+    assert [name for name, _t in terms] == ["chat", "vision", "ocr", "rerank", "embed"]
+    assert [nf.term_text(t) for _n, t in terms] == [
+        "Qwen/Qwen3-32B:32k@query", "Qwen/Qwen3-VL-32B-Instruct:16k@ingest",
+        "allenai/olmOCR-7B-0225-preview:16k@ingest", "Qwen/Qwen3-4B-Thinking-2507:8k@query", "Qwen/Qwen3-0.6B:8kx2"]
+    assert nf.row_term("Qwen/Qwen3-8B", None, 3, " ingest , query ") == ModelTerm(
+        model_id="Qwen/Qwen3-8B", replicas=3, phases=frozenset({"ingest", "query"}))
+
+
+def test_bad_rows_and_lines_are_reported_not_raised():
+    rows = [{"name": "a", "model": "Qwen/Qwen3-8B", "context": "8k", "replicas": 1, "phases": "in gest"},
+            {"name": "blank", "model": None, "context": "default", "replicas": 1, "phases": ""},
+            {"name": "", "model": "Qwen/Qwen3-1.7B", "context": "default", "replicas": None, "phases": ""}]
+    extra = "# a comment\nsmall = Qwen/Qwen3-0.6B:4kx2@query\n\nQwen/Qwen3-8B:8k  # unnamed\n = @x"
+    terms, errors = nf.terms_from_rows(rows, extra)
+    assert [(n, nf.term_text(t)) for n, t in terms] == [
+        (None, "Qwen/Qwen3-1.7B"), ("small", "Qwen/Qwen3-0.6B:4kx2@query"), (None, "Qwen/Qwen3-8B:8k")]
+    assert len(errors) == 2
+    assert errors[0].startswith("row 1: model term") and "in gest" in errors[0]
+    assert errors[1].startswith("line 5: model term")
+
+
+@pytest.mark.parametrize("text", ["Qwen/Qwen3-8B", "org/model-x2x1", "repo:Q4_K_M:8192", "m:12345x3@a,b",
+                                  "BAAI/bge-m3:512@ingest,query", "a:1k"])
+def test_term_text_reads_back_as_the_same_term(text):
+    term = parse_model_term(text)
+    assert parse_model_term(nf.term_text(term)) == term
+
+
+def test_demands_name_rank_clamp_and_refuse_unknown_ids():
+    offer = fleet_cards(parse_cluster_spec("1x1xh100-80g"))
+    terms = [("ocr", parse_model_term("allenai/olmOCR-7B-0225-preview:128k")),
+             (None, parse_model_term("Qwen/Qwen3-0.6B")), (None, parse_model_term("Qwen/Qwen3-0.6B@query")),
+             ("x", parse_model_term("no/such-model"))]
+    models, notes, errors = nf.fleet_demands(terms, shape_of, gpu=offer.gpu)
+    assert [(m.name, m.rank) for m in models] == [("ocr", 0), ("Qwen/Qwen3-0.6B", 1), ("Qwen/Qwen3-0.6B#2", 2)]
+    # olmOCR's limit is 32,768 tokens: 131,072 asked, the limit charged
+    assert models[0].context_tokens == 32768 and notes == [
+        "ocr: 131,072 tokens asked; the model's limit, 32,768, is charged"]
+    assert models[1].context_tokens == 8192  # the default: min(limit, 8,192)
+    assert errors == ["x: no/such-model is not in the shipped snapshot (pick one from the menu)"]
+
+
+def test_default_fleet_forms_a_swap_group_spreads_replicas_and_shares_a_card():
+    _offer, models, placement = fleet()
+    by_name = {m.name: m for m in models}
+    assert len(placement.instances) == 6 and not placement.tight and not placement.missing_replicas
+    (group,) = placement.swap_groups
+    assert group.members == ("chat", "vision") and group.cards == (0, 1)
+    assert by_name["chat"].never_runs_with(by_name["vision"])
+    for card, charge in zip(group.cards, group.charge_bytes, strict=True):  # its largest member, per card
+        assert charge == max(i.split_bytes[i.cards.index(card)] for m in group.members
+                             for i in placement.instances_of(m))  # fmt: skip
+    assert {i.cards for i in placement.instances_of("embed")} == {(0,), (2,)}  # spread, not stacked
+    assert placement.cards[2].models == ("ocr", "rerank", "embed")  # the small ones share card 2
+
+
+@pytest.mark.parametrize("spec", ["1x3xl40s-48g", "1x1xrtx4090-24g", "1x1xm4-max-128g", "1x8xh100-80g"])
+def test_segments_stack_to_each_cards_charge(spec):
+    offer, _models, placement = fleet(spec)
+    rows = nf.card_segments(placement, offer.labels)
+    for order, card in enumerate(placement.cards):
+        mine = [r for r in rows if r["card_order"] == order]
+        (top,) = [r for r in mine if r["row"] == "card"]
+        assert top["stacked_gib"] == pytest.approx(card.charged_bytes / GiB, abs=1e-9)
+        assert top["over"] == (card.overflow_bytes > 0)
+        # a swap group's members sit inside its slot, which is as tall as the largest of them
+        for slot in (r for r in mine if r["row"] == "slot"):
+            inside = [r for r in mine if r["row"] == "segment" and r["group"] == slot["group"]]
+            assert max(r["gib"] for r in inside) == pytest.approx(slot["gib"])
+            assert all(r["y0"] == slot["y0"] for r in inside)
+
+
+def test_tables_and_notes_mark_tight_models_and_swap_groups():
+    offer, _models, placement = fleet("1x1xrtx4090-24g")
+    rows = nf.instance_rows(placement)
+    assert all(r["fits"].startswith("✗ tight, short by") for r in rows)
+    assert nf.card_rows(placement, offer.labels)[0]["fits"] == f"✗ over by {gib(placement.cards[0].overflow_bytes)}"
+    notes = nf.placement_notes(placement)
+    assert notes["tight"][0] == f"chat: short by {gib(placement.tight[0].shortfall_bytes)} on card 0"
+    assert notes["missing replicas"] == ["embed: 1 of 2 replicas (placed tight, so it runs one instance)"]
+    _offer, _models, good = fleet()
+    charge = good.swap_groups[0].charge_bytes
+    assert nf.placement_notes(good)["swap groups"] == [
+        ("chat / vision: one resident at a time on cards 0, 1, charged its largest member per card: "
+         f"card 0 {gib(charge[0])}, card 1 {gib(charge[1])}")]
+    assert nf.instance_rows(good)[0]["fits"] == "✓ swap group (chat / vision)"
+
+
+def test_plan_text_checks_back_to_the_same_charges():
+    offer, models, placement = fleet()
+    text = nf.plan_text(placement)
+    data = json.loads(text)
+    assert data["models"]["chat"] == {"cards": [0, 1], "ratio": [1, 1], "context": 32768}  # an even split, reduced
+    assert data["swap_groups"] == [["chat", "vision"]]
+    check = nf.check_plan_text(text, models, offer.cards)
+    assert check.fits and check.error is None and check.violations == ()
+    assert [c.charged_bytes for c in check.placement.cards] == [c.charged_bytes for c in placement.cards]
+    assert nf.plan_text(fleet("1x1xm4-max-128g")[2]) == ""  # a unified pool has no cards to pin
+
+
+def test_an_impossible_pin_gives_the_planners_message():
+    offer, models, placement = fleet()
+    data = json.loads(nf.plan_text(placement))
+    data["models"]["ocr"] = {"cards": [0]}
+    check = nf.check_plan_text(json.dumps(data), models, offer.cards)
+    ocr = next(m for m in models if m.name == "ocr")
+    need = ocr.shard_bytes_at(ocr.context_tokens) + ocr.fixed_bytes_per_card
+    room = placement.cards[0].usable_bytes - placement.swap_groups[0].charge_bytes[0]
+    assert not check.fits and [v.message for v in check.violations] == [
+        (f"ocr pinned to card 0 needs {gib(need)} but card 0 has {gib(room)} usable left after chat, vision "
+         f"(of {gib(placement.cards[0].usable_bytes)})")]
+
+
+def test_text_that_is_not_a_plan_is_an_error_not_a_raise():
+    offer, models, _placement = fleet()
+    assert "not valid JSON" in nf.check_plan_text("{not json", models, offer.cards).error
+    assert "cards" in nf.check_plan_text('{"models": {"chat": {"cards": "0"}}}', models, offer.cards).error
+    missing = nf.check_plan_text('{"models": {"chat": [0, 1]}}', models, offer.cards)
+    assert {v.kind for v in missing.violations} == {"missing_model"}
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=6),
+                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
+                     max_leaves=12)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(_json, st.sampled_from(["chat", "vision", "ocr", "embed", "models", "swap_groups", "cards"]))
+def test_any_json_gives_a_check_never_an_exception(value, key):
+    offer, models, _placement = fleet()
+    for doc in (value, {key: value}, {"models": {key: value}}):
+        check = nf.check_plan_text(json.dumps(doc), models, offer.cards)
+        assert check.fits or check.error or check.violations
+
+
+def test_fleet_text_and_the_cli_command():
+    offer, _models, _placement = fleet()
+    assert nf.fleet_text(offer.labels) == "3 cards (3 × l40s-48g)"
+    assert nf.fleet_text((), 96 * GiB) == "one unified-memory pool of 96.0 GiB"
+    terms, _errors = nf.terms_from_rows(default_rows())
+    command = nf.cli_command("1x3xl40s-48g", terms)
+    assert command.startswith("explorer place --offline --cluster '1x3xl40s-48g' --model 'Qwen/Qwen3-32B:32k@query'")
+    assert "--engine" not in command and nf.cli_command("x", terms, engine="llamacpp").endswith("--engine llamacpp")
+
+
+def test_the_cli_command_places_the_same(capsys):
+    _offer, _models, placement = fleet()
+    terms, _errors = nf.terms_from_rows(default_rows())
+    args = shlex.split(nf.cli_command("1x3xl40s-48g", terms))[1:]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # the CLI names models by their ids; the cards and charges are the same
+    assert [(i["cards"], i["split_bytes"]) for i in out["instances"]] == [
+        (list(i.cards), list(i.split_bytes)) for i in placement.instances]
+    assert [c["charged_bytes"] for c in out["cards"]] == [c.charged_bytes for c in placement.cards]
