@@ -10,7 +10,8 @@ one card of the cluster's class (explorer's planner):
   and output buffers and the CUDA context, plus any fixed recurrent state.
 
 The cards are every GPU of the cluster, indexed in node order, each offering
-``usable_fraction`` of its memory. A cluster without discrete GPUs gives a
+``usable_fraction`` of its memory, or less when the spec says less is free
+(``free=0.5``: half of each card; ``free=6``: the other cards are busy and offer nothing). A cluster without discrete GPUs gives a
 unified budget instead: a Mac's Metal working set, or a CPU host's RAM share.
 """
 
@@ -60,10 +61,11 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
             continue
         index_on_node = 0
         for group in node.gpus:
-            for _ in range(group.count):
-                cards.append(Card.from_total(index=len(cards), total_bytes=group.gpu.memory_bytes,
-                                             usable_fraction=usable_fraction))
-                labels.append(f"{node.name}:{index_on_node} ({group.gpu.name})")
+            for k in range(group.count):
+                total = group.gpu.memory_bytes
+                usable = min(int(total * usable_fraction), _free_on_card(group, k))
+                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total))
+                labels.append(f"{node.name}:{index_on_node} ({group.gpu.name})" + ("" if usable else ", busy"))
                 index_on_node += 1
     if cards:
         first = next(g.gpu for n in cluster.nodes if not n.unified for g in n.gpus)
@@ -75,6 +77,15 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
         node = max(cluster.nodes, key=lambda n: n.host_ram_bytes)
         return FleetCards(cards=(), labels=(), unified_budget_bytes=int(node.host_ram_bytes * host_fraction), gpu=None)
     raise PlacementError("the cluster has no nodes")
+
+
+def _free_on_card(group, k: int) -> int:
+    """Bytes free on the k-th card of a group: 0 past its free cards, else what the spec says is free."""
+    if k >= group.free_count:
+        return 0
+    if group.card_free_bytes:
+        return group.card_free_bytes[k]
+    return group.gpu.memory_bytes if group.free_bytes is None else group.free_bytes
 
 
 def demand_for(shape: ModelShape, term: ModelTerm, *, gpu: GPUClass | None, engine: str = "vllm", rank: int = 0,

@@ -83,3 +83,12 @@ def test_place_direct_on_real_footprints():
     demands = [demand_for(s, parse_model_term(f"{n}:4096"), gpu=H100, rank=i) for i, (n, s) in enumerate(shapes.items())]
     result = place(demands, fleet_cards(parse_cluster_spec("1x1xh100-80g")).cards)
     assert len(result.instances) == 2 and {i.cards for i in result.instances} == {(0,)}  # they share the card
+
+
+def test_busy_cards_offer_only_what_is_free():
+    offer = fleet_cards(parse_cluster_spec("1x4xrtx4090-24g,free=2 + 1x2xl40s-48g,free=0.5"), usable_fraction=0.9)
+    rtx = load_catalogue().resolve("rtx4090-24g").memory_bytes
+    l40s = load_catalogue().resolve("l40s-48g").memory_bytes
+    assert [c.usable_bytes for c in offer.cards[:4]] == [int(rtx * 0.9)] * 2 + [0, 0]
+    assert offer.labels[3].endswith(", busy")
+    assert offer.cards[4].usable_bytes == min(int(l40s * 0.9), offer.cards[4].total_bytes // 2)
