@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,3 +40,16 @@ def all_config_names() -> list[str]:
 def config():
     """``config(name)`` → a fresh dict of a fixture config."""
     return load_config
+
+
+@pytest.fixture
+def offline(monkeypatch, tmp_path):
+    """No network: every connect raises; the Hub client is offline; the cache is a fresh file."""
+
+    def refuse(*_args, **_kwargs):
+        raise OSError("network blocked in tests")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "cache.duckdb"))

@@ -226,3 +226,21 @@ def llama_metadata(blocks: int = 2, vocab: int = 320, **extra: Any) -> dict[str,
     }
     md.update(extra)
     return md
+
+
+def dump_scalar_metadata(dump: dict) -> dict:
+    """A converter test dump's scalar key/values, typed (its arrays and tensors are given as hashes)."""
+    md: dict = {}
+    for key, text in dump.items():
+        if key.endswith((".weight", ".bias")) or (len(text) == 64 and all(c in "0123456789abcdef" for c in text)):
+            continue
+        if text in ("true", "false"):
+            md[key] = text == "true"
+        elif text.lstrip("-").isdigit():
+            md[key] = int(text)
+        else:
+            try:
+                md[key] = Typed(float(text), VT.FLOAT32)
+            except ValueError:
+                md[key] = text
+    return md

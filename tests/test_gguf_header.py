@@ -19,6 +19,7 @@ from gguf_factory import (
     build_gguf,
     build_gguf_with_writer,
     data_file_size,
+    dump_scalar_metadata,
     llama_like,
     llama_metadata,
     pack_kv,
@@ -444,7 +445,7 @@ def test_merge_errors():
 
 def test_qwen_dump_key_values_parse_back():
     dump = json.loads((DATA / "Qwen__Qwen2.5-0.5B-Instruct.ollama_convert_expected.json").read_text())
-    md = qwen_scalar_metadata(dump)
+    md = dump_scalar_metadata(dump)
     tensors = [("token_embd.weight", (896, 151936), F16)]
     header = build_gguf(md, tensors, with_data=False)
     h = parse_gguf_header(header, file_size=data_file_size(header, tensors))
@@ -453,19 +454,3 @@ def test_qwen_dump_key_values_parse_back():
     assert h.tensors[0].n_bytes == 896 * 151936 * 2
 
 
-def qwen_scalar_metadata(dump: dict) -> dict:
-    """The dump's scalar key/values, typed (its arrays and tensors are given as hashes)."""
-    md: dict = {}
-    for key, text in dump.items():
-        if key.endswith((".weight", ".bias")) or (len(text) == 64 and all(c in "0123456789abcdef" for c in text)):
-            continue
-        if text in ("true", "false"):
-            md[key] = text == "true"
-        elif text.lstrip("-").isdigit():
-            md[key] = int(text)
-        else:
-            try:
-                md[key] = Typed(float(text), VT.FLOAT32)
-            except ValueError:
-                md[key] = text
-    return md

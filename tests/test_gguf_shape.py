@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import llamacpp_models as models
-from gguf_factory import Typed, build_gguf, data_file_size, llama_like, llama_metadata
+from gguf_factory import Typed, build_gguf, data_file_size, dump_scalar_metadata, llama_like, llama_metadata
 from llamacpp_headers import header_for
 
 from explorer.errors import GGUFShapeError
@@ -129,22 +129,8 @@ def test_open_llama_loader_dump():
 
 
 def _dump_metadata(name: str) -> dict:
-    """An ollama conversion dump's scalar key/values, typed (arrays and tensors are hashes there)."""
-    dump = json.loads((DUMPS / name).read_text())
-    md: dict = {}
-    for key, text in dump.items():
-        if key.endswith((".weight", ".bias")) or (len(text) == 64 and all(c in "0123456789abcdef" for c in text)):
-            continue
-        if text in ("true", "false"):
-            md[key] = text == "true"
-        elif text.lstrip("-").isdigit():
-            md[key] = int(text)
-        else:
-            try:
-                md[key] = Typed(float(text), VT.FLOAT32)
-            except ValueError:
-                md[key] = text
-    return md
+    """An ollama conversion dump's scalar key/values, typed."""
+    return dump_scalar_metadata(json.loads((DUMPS / name).read_text()))
 
 
 @pytest.mark.parametrize(("dump", "config"), [

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -17,7 +16,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
 
 from explorer import notebook_data as nd
 from explorer.cluster import parse_cluster_spec
@@ -28,19 +26,6 @@ from explorer.units import GiB
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 MINE = ("explorer.py", "kv_cache.py")
-
-
-@pytest.fixture
-def offline(monkeypatch, tmp_path):
-    """No network: every connect raises; the Hub client is offline; the cache is a fresh file."""
-
-    def refuse(*_args, **_kwargs):
-        raise OSError("network blocked in tests")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "cache.duckdb"))
 
 
 def load_notebook(filename: str):

@@ -12,7 +12,8 @@ from conftest import CONFIGS, shape_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.artifacts import ORIGINAL, Artifact
+from explorer.offer import original_artifact, what_if_artifact
+from explorer.artifacts import Artifact
 from explorer.catalogue import load_catalogue
 from explorer.cli import main
 from explorer.cluster import parse_cluster_spec
@@ -41,13 +42,7 @@ LLAMA8B_KV_PER_TOKEN = 131_072  # 32 layers × 2 × 8 heads × 128 × 2 bytes
 
 def artifact_for(shape, quant: str | None) -> Artifact:
     """The original weights, or a what-if at ``quant`` (a GGUF file for a GGUF mix), as the planner offers them."""
-    if quant is None:
-        return Artifact(name=ORIGINAL, format="safetensors", quant=shape.precision.name, size_bytes=0,
-                        size_source="computed")
-    precision = shape.resolve_precision(quant)
-    gguf = precision.method == "gguf"
-    return Artifact(name=precision.name if gguf else ORIGINAL, format="gguf" if gguf else "safetensors",
-                    quant=precision.name, size_bytes=0, size_source="computed", what_if=True)
+    return what_if_artifact(shape, quant) if quant else original_artifact(shape)
 
 
 def hand_option(name: str, layout: Layout, gpu_class: str | None, *, quant: str | None = None,

@@ -39,7 +39,8 @@ from pathlib import Path
 import pytest
 from conftest import DATA, shape_of
 
-from explorer.artifacts import ORIGINAL, Artifact
+from explorer.offer import original_artifact, what_if_artifact
+from explorer.artifacts import Artifact
 from explorer.catalogue import load_catalogue
 from explorer.engines.common import Evaluation, Layout, PlanRequest
 from explorer.options import Option
@@ -110,13 +111,7 @@ class Compared:
 
 def artifact_for(shape, quant: str | None) -> Artifact:
     """The original weights, or a what-if at ``quant`` (a GGUF file for a GGUF mix), as the planner offers them."""
-    if quant is None:
-        return Artifact(name=ORIGINAL, format="safetensors", quant=shape.precision.name, size_bytes=0,
-                        size_source="computed")
-    precision = shape.resolve_precision(quant)
-    gguf = precision.method == "gguf"
-    return Artifact(name=precision.name if gguf else ORIGINAL, format="gguf" if gguf else "safetensors",
-                    quant=precision.name, size_bytes=0, size_source="computed", what_if=True)
+    return what_if_artifact(shape, quant) if quant else original_artifact(shape)
 
 
 def rows() -> list[dict]:

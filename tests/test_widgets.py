@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from explorer.widgets import ExplorerWidget
 
 
 @pytest.fixture
-def widget(monkeypatch, tmp_path):
+def widget(offline):
     """An offline widget on Llama-3.1-8B and one 8×H100 node, the network blocked."""
-
-    def refuse(*_args, **_kwargs):
-        raise OSError("network blocked in tests")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "cache.duckdb"))
     return ExplorerWidget(model="meta-llama/Meta-Llama-3.1-8B", cluster="1x8xh100-80g", offline=True)
 
 
