@@ -127,6 +127,34 @@ def default_gguf_parse() -> Callable[[bytes], object] | None:
     return parse_gguf_header
 
 
+def fetch_repo_basics(repo_id: str, revision: str | None, *, settings: HubSettings,
+                      has_gguf: Callable[[RepoListing], bool], progress: Progress | None = None,
+                      cancel: threading.Event | None = None) -> tuple[RepoListing, dict[str, dict], SafetensorsParams | None]:
+    """A repo's listing, its config.json and companions, and its safetensors counts.
+
+    Raises NothingToPlanError when it has neither a config.json nor (``has_gguf``) a GGUF model file.
+    """
+    listing = fetch_repo_listing(repo_id, revision, settings=settings)
+    if progress:
+        progress(f"{repo_id}: listing", 1, 1)
+    if not listing.has(CONFIG_FILE) and not has_gguf(listing):
+        raise NothingToPlanError(
+            f"{repo_id}@{listing.sha[:12]} has neither {CONFIG_FILE} nor a .gguf model file "
+            f"({len(listing.files)} files: {capped_list(f.path for f in listing.files) or 'none'})",
+            hint="pick the repo that holds the weights, or pass a local config.json or .gguf path",
+        )
+    configs: dict[str, dict] = {}
+    if listing.has(CONFIG_FILE):
+        check_cancel(cancel, f"the config of {repo_id}")
+        if (config := fetch_config(repo_id, listing.sha, settings=settings)) is not None:
+            configs[CONFIG_FILE] = config
+        configs.update(fetch_companions(listing, settings=settings))
+    check_cancel(cancel, f"the weights of {repo_id}")
+    st = fetch_safetensors_params(repo_id, listing.sha, listing=listing, settings=settings, progress=progress,
+                                  cancel=cancel)  # fmt: skip
+    return listing, configs, st
+
+
 def fetch_model(
     repo_id: str,
     revision: str | None = None,
@@ -148,24 +176,9 @@ def fetch_model(
     """
     s = settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)
     progress = default_progress(progress) or _quiet
-    listing = fetch_repo_listing(repo_id, revision, settings=s)
-    progress(f"{repo_id}: listing", 1, 1)
+    listing, configs, st = fetch_repo_basics(repo_id, revision, settings=s, has_gguf=lambda l: bool(gguf_select(l)),
+                                             progress=progress, cancel=cancel)
     ggufs = gguf_select(listing)
-    if not listing.has(CONFIG_FILE) and not ggufs:
-        raise NothingToPlanError(
-            f"{repo_id}@{listing.sha[:12]} has neither {CONFIG_FILE} nor a .gguf file "
-            f"({len(listing.files)} files: {capped_list(f.path for f in listing.files) or 'none'})",
-            hint="pick the repo that holds the weights, or pass a local config.json or .gguf path",
-        )
-    configs: dict[str, dict] = {}
-    if listing.has(CONFIG_FILE):
-        check_cancel(cancel, f"the config of {repo_id}")
-        config = fetch_config(repo_id, listing.sha, settings=s)
-        if config is not None:
-            configs[CONFIG_FILE] = config
-        configs.update(fetch_companions(listing, settings=s))
-    check_cancel(cancel, f"the weights of {repo_id}")
-    st = fetch_safetensors_params(repo_id, listing.sha, listing=listing, settings=s, progress=progress, cancel=cancel)
     headers, stats = {}, {}
     parse = gguf_parse or default_gguf_parse()
     for f in ggufs if parse is not None else ():

@@ -19,7 +19,6 @@ from explorer.errors import (
     CacheError,
     GGUFError,
     HubError,
-    NothingToPlanError,
     capped_list,
 )
 from explorer.gguf_header import GGUFHeader
@@ -29,7 +28,6 @@ from explorer.hub import (
     CONFIG_FILE,
     RepoListing,
     SafetensorsParams,
-    check_cancel,
 )
 from explorer.offer import gguf_sets
 from explorer.resolve_gguf import header_from_record, header_record
@@ -103,28 +101,14 @@ def _parse_for(path: str, size: int):
 def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settings: Any, progress=None,
                 cancel: threading.Event | None = None) -> HubFacts:  # fmt: skip
     """Read a repo's facts from the Hub (headers only for weights)."""
-    from explorer.hub import fetch_companions, fetch_config, fetch_repo_listing
-    from explorer.hub_weights import fetch_gguf_header_bytes, fetch_safetensors_params
+    from explorer.hub_many import fetch_repo_basics
+    from explorer.hub_weights import fetch_gguf_header_bytes
 
-    listing = fetch_repo_listing(repo, revision, settings=settings)
-    if progress:
-        progress(f"{repo}: listing", 1, 1)
+    listing, configs, st = fetch_repo_basics(
+        repo, revision, settings=settings, has_gguf=lambda l: bool(gguf_sets(f.path for f in l.files)),
+        progress=progress, cancel=cancel,
+    )
     read, required = wanted_gguf(listing, filename)
-    if not listing.has(CONFIG_FILE) and not gguf_sets(f.path for f in listing.files):
-        raise NothingToPlanError(
-            f"{repo}@{listing.sha[:12]} has neither {CONFIG_FILE} nor a GGUF model file "
-            f"({len(listing.files)} files: {capped_list(f.path for f in listing.files) or 'none'})",
-            hint="pick the repo that holds the weights, or pass a local config.json or .gguf path",
-        )
-    configs: dict[str, dict] = {}
-    if listing.has(CONFIG_FILE):
-        check_cancel(cancel, f"the config of {repo}")
-        if (config := fetch_config(repo, listing.sha, settings=settings)) is not None:
-            configs[CONFIG_FILE] = config
-        configs.update(fetch_companions(listing, settings=settings))
-    check_cancel(cancel, f"the weights of {repo}")
-    st = fetch_safetensors_params(repo, listing.sha, listing=listing, settings=settings, progress=progress,
-                                  cancel=cancel)  # fmt: skip
     headers, notes = {}, []
     for path in read:
         size = listing.file(path).size_bytes
