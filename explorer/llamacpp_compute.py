@@ -72,13 +72,13 @@ def _inputs(model: LlamaModel, ctx: ContextSizes, caches: Sequence[CacheAlloc], 
     for c in caches:
         if c.name == "rs":
             continue
-        mine = layers.intersection(c.layers)
+        mine = layers & c.layer_set
         if not mine:
             continue
         for il in mine:
             cells[il] = c.cells
         mask = c.cells * (T // c.streams) * c.streams * (2 if ctx.flash_attn else 4)
-        v_max = max((model.layers[il].v_row for il in c.layers), default=0)
+        v_max = c.v_row_max
         v_idx = T * 8 if (ctx.flash_attn or not v_max) else v_max * T * 8
         total += mask + T * 8 + v_idx
     return total, cells

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from explorer.errors import LlamaCppFitError
+from explorer.fit_search import largest_fitting
 from explorer.llamacpp_memory import LlamaCppMemory, llamacpp_memory
 from explorer.llamacpp_model import LlamaModel
 from explorer.llamacpp_placement import proportional_tensor_split
@@ -81,11 +82,8 @@ def max_context(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence
                 host_bytes: int | None = None, *, limit_tokens: int | None = None) -> int:  # fmt: skip
     """The largest padded ``n_ctx`` (tokens, all sequences) that fits, up to ``limit_tokens`` (default: n_ctx_train).
 
-    Memory grows almost linearly with the context, so the search interpolates
-    on the bytes to spare (regula falsi) and halves the interval whenever
-    that stalls: about 4 probes instead of a bisection's 10 for 131,072 tokens.
-    The answer is exact: the largest step of 256 cells that fits, found by
-    evaluating llama.cpp's allocation at it.
+    Found with :func:`explorer.fit_search.largest_fitting` over steps of 256
+    cells: a few evaluations of llama.cpp's allocation, the answer exact.
 
     Raises:
         LlamaCppFitError: even one 256-token block per sequence does not fit.
@@ -98,28 +96,8 @@ def max_context(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence
     def slack(k: int) -> int:
         return _slack(llamacpp_memory(model, replace(settings, n_ctx=k * CTX_PAD * per), devices), host_bytes)
 
-    lo, s_lo = 1, slack(1)
-    if s_lo < 0:
+    best = largest_fitting(slack, 1, hi)
+    if best is None:
         mem = llamacpp_memory(model, replace(settings, n_ctx=CTX_PAD * per), devices)
         raise LlamaCppFitError(f"{model.name or model.arch}: no context fits ({_shortfall(mem, host_bytes)})")
-    s_hi = slack(hi)
-    if s_hi >= 0:
-        return hi * CTX_PAD * per
-    # invariant: lo fits (s_lo >= 0), hi does not (s_hi < 0)
-    while hi - lo > 1:
-        width = hi - lo
-        guess = lo + int(width * s_lo / (s_lo - s_hi))
-        mid = min(max(guess, lo + 1), hi - 1)
-        s_mid = slack(mid)
-        if s_mid >= 0:
-            lo, s_lo = mid, s_mid
-        else:
-            hi, s_hi = mid, s_mid
-        if hi - lo > width // 2 and hi - lo > 1:  # interpolation stalled: bisect once
-            mid = (lo + hi) // 2
-            s_mid = slack(mid)
-            if s_mid >= 0:
-                lo, s_lo = mid, s_mid
-            else:
-                hi, s_hi = mid, s_mid
-    return lo * CTX_PAD * per
+    return best * CTX_PAD * per

@@ -47,6 +47,8 @@ class CacheAlloc:
         layer_bytes: bytes of each of those layers, in the same order.
         k_bytes: the K (``rs``: conv/shift state r) part, bytes.
         v_bytes: the V (``rs``: ssm/wkv state s) part, bytes.
+        v_row_max: the widest V row of its layers (values; the compute graph pads V to it).
+        layer_set: ``layers`` as a set, for quick membership tests.
     """
 
     name: str
@@ -56,6 +58,8 @@ class CacheAlloc:
     layer_bytes: tuple[int, ...]
     k_bytes: int
     v_bytes: int
+    v_row_max: int = 0
+    layer_set: frozenset[int] = frozenset()
 
     @property
     def total_bytes(self) -> int:
@@ -91,12 +95,15 @@ def cache_layout(model: LlamaModel, ctx: ContextSizes, *, swa_full: bool, unifie
             ks.append(ctx.n_stream * cells * ctx.type_k.row_bytes(la.k_row))
             vs.append(ctx.n_stream * cells * ctx.type_v.row_bytes(v_width) if v_width else 0)
         out.append(CacheAlloc(name=name, cells=cells, streams=ctx.n_stream, layers=tuple(layers),
-                              layer_bytes=tuple(k + v for k, v in zip(ks, vs)), k_bytes=sum(ks), v_bytes=sum(vs)))  # fmt: skip
+                              layer_bytes=tuple(k + v for k, v in zip(ks, vs)), k_bytes=sum(ks), v_bytes=sum(vs),
+                              v_row_max=max((model.layers[il].v_row for il in layers), default=0),
+                              layer_set=frozenset(layers)))  # fmt: skip
     rec = [il for il, la in enumerate(model.layers) if la.recurrent]
     if rec:
         seqs = max(1, ctx.n_seq)
         rs = [seqs * model.layers[il].r_row * STATE_BYTES for il in rec]
         ss = [seqs * model.layers[il].s_row * STATE_BYTES for il in rec]
         out.append(CacheAlloc(name="rs", cells=seqs, streams=1, layers=tuple(rec),
-                              layer_bytes=tuple(r + s for r, s in zip(rs, ss)), k_bytes=sum(rs), v_bytes=sum(ss)))  # fmt: skip
+                              layer_bytes=tuple(r + s for r, s in zip(rs, ss)), k_bytes=sum(rs), v_bytes=sum(ss),
+                              layer_set=frozenset(rec)))  # fmt: skip
     return tuple(out)

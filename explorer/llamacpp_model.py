@@ -21,7 +21,7 @@ reuses it as a matmul weight, so its copy may be.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from explorer.gguf_header import GGUFHeader, TensorInfo
@@ -152,6 +152,11 @@ class LlamaModel:
     ssm_dt_rank: int = 0
     n_tensors: int = 0
     notes: tuple[str, ...] = ()
+    _mla: bool = field(default=False, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # asked on every allocation: computed once here rather than walking the layers each time
+        object.__setattr__(self, "_mla", any(layer.attn == "mla" for layer in self.layers))
 
     @property
     def n_layer(self) -> int:
@@ -161,7 +166,7 @@ class LlamaModel:
     @property
     def is_mla(self) -> bool:
         """Whether the attention cache is MLA's latent."""
-        return any(layer.attn == "mla" for layer in self.layers)
+        return self._mla
 
     @property
     def weight_bytes(self) -> int:

@@ -22,6 +22,7 @@ from explorer.kv_cache import (
     SlidingWindowAttention,
 )
 from explorer.dtypes import ElementType
+from explorer.fit_search import largest_fitting
 from explorer.units import cdiv
 
 EngineName = Literal["vllm", "sglang", "llamacpp"]
@@ -270,19 +271,14 @@ def stage_kv_bytes(shape, first: int, end: int, kv: ElementType, tp: int, contex
     return sum(n * card_kv_bytes(cache, kv, tp, context, block, window_extra) for cache, n in stage_caches(shape, first, end))
 
 
-def largest_context(fits, upper: int, step: int = 1) -> int:
-    """The largest context in [0, upper], in multiples of ``step``, for which ``fits(context)`` holds.
+def largest_context(slack, upper: int, step: int = 1) -> int:
+    """The largest context in [0, upper], in multiples of ``step``, whose ``slack(context)`` (bytes to
+    spare) is not negative; 0 when not even one step fits. ``upper`` itself counts even off the step grid.
 
-    ``fits`` must be monotone (true up to some context, false beyond), as KV
-    bytes never shrink as context grows. Binary search: ~17 probes for 131,072.
+    KV bytes never shrink as context grows, so the slack never grows: see
+    :func:`explorer.fit_search.largest_fitting` (a few probes, the answer exact).
     """
-    if fits(upper):
+    if slack(upper) >= 0:
         return upper
-    lo, hi = 0, upper // step
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid * step):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo * step
+    best = largest_fitting(lambda k: slack(k * step), 1, upper // step)
+    return 0 if best is None else best * step

@@ -129,7 +129,7 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
         cards.append(CardMemory(role=role, weights=w, kv_cache=kv, activations=activations, overhead=overhead,
                                 usable=capacity, capacity=capacity, count=layout.tp))
         pools.append((a, b, static - w))
-    max_context = largest_context(lambda ctx: all(seq_kv(a, b, ctx) <= pool for a, b, pool in pools),
+    max_context = largest_context(lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool in pools),
                                   shape.max_context_tokens) if min(p for _, _, p in pools) > 0 else 0
     per_seq = [seq_kv(a, b, request.context_tokens) for a, b, _ in pools]
     conc = min((pool // kv if kv else request.concurrency) for (_, _, pool), kv in zip(pools, per_seq))

@@ -110,11 +110,12 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
                                 usable=usable, capacity=capacity, count=layout.tp))
         rooms.append((a, b, usable - w - act - overhead))
 
-    def fits(ctx: int, n: int = 1) -> bool:
-        return all(stage_kv_bytes(shape, a, b, kv_type, layout.tp, ctx, BLOCK_TOKENS, window_extra) * n <= room for a, b, room in rooms)
+    def slack(ctx: int) -> int:
+        return min(room - stage_kv_bytes(shape, a, b, kv_type, layout.tp, ctx, BLOCK_TOKENS, window_extra)
+                   for a, b, room in rooms)
 
     limit = shape.max_context_tokens
-    max_context = largest_context(fits, limit, step=BLOCK_TOKENS) if rooms and min(r for _, _, r in rooms) > 0 else 0
+    max_context = largest_context(slack, limit, step=BLOCK_TOKENS) if rooms and min(r for _, _, r in rooms) > 0 else 0
     per_seq = [stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra) for a, b, _ in rooms]
     max_conc = min((room // kv if kv else seqs) for (_, _, room), kv in zip(rooms, per_seq)) if rooms else 0
     max_conc = max(0, min(max_conc, seqs))

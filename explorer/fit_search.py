@@ -1,0 +1,45 @@
+"""Find the largest size that still fits, in few evaluations.
+
+Memory grows almost linearly with the context, so instead of bisecting
+(17 probes for 131,072 tokens) the search interpolates on the bytes to
+spare (regula falsi) and bisects once whenever an interpolation step fails
+to halve the interval. The answer is exact: the largest step whose slack is
+non-negative, found by evaluating it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def largest_fitting(slack: Callable[[int], int], lo: int, hi: int) -> int | None:
+    """The largest ``k`` in ``[lo, hi]`` with ``slack(k) >= 0``; None when even ``lo`` does not fit.
+
+    ``slack(k)`` is the bytes to spare at step ``k`` (negative: short by that
+    much) and must not grow with ``k``.
+    """
+    s_lo = slack(lo)
+    if s_lo < 0:
+        return None
+    if hi <= lo:
+        return lo
+    s_hi = slack(hi)
+    if s_hi >= 0:
+        return hi
+    while hi - lo > 1:  # lo fits, hi does not
+        width = hi - lo
+        guess = lo + int(width * s_lo / (s_lo - s_hi)) if s_lo != s_hi else (lo + hi) // 2
+        mid = min(max(guess, lo + 1), hi - 1)
+        s_mid = slack(mid)
+        if s_mid >= 0:
+            lo, s_lo = mid, s_mid
+        else:
+            hi, s_hi = mid, s_mid
+        if hi - lo > width // 2 and hi - lo > 1:  # the interpolation stalled: bisect once
+            mid = (lo + hi) // 2
+            s_mid = slack(mid)
+            if s_mid >= 0:
+                lo, s_lo = mid, s_mid
+            else:
+                hi, s_hi = mid, s_mid
+    return lo
