@@ -154,11 +154,6 @@ class Precision:
         return hash((self.name, self.method, self.base, self.groups, self.skip, self.roles, self.source, self.all_matrices))
 
     @property
-    def quantised(self) -> bool:
-        """Whether any tensor is stored in something other than ``base``."""
-        return bool(self.groups)
-
-    @property
     def nominal_bits(self) -> float:
         """Bits per weight of the main format before scales (16 for bf16, 4 for AWQ int4)."""
         return self.groups[0].fmt.bits if self.groups else self.base.bits_per_element

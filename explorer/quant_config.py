@@ -84,7 +84,7 @@ def _bnb(qc: Mapping[str, Any], base: ElementType) -> Precision:
                      groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), skip=skip)
 
 
-def _ct_format(weights: Mapping[str, Any], fmt_name: str) -> WeightFormat | None:
+def _ct_format(weights: Mapping[str, Any]) -> WeightFormat | None:
     bits = weights.get("num_bits")
     if not isinstance(bits, int) or bits <= 0:
         return None
@@ -113,7 +113,7 @@ def _compressed_tensors(qc: Mapping[str, Any], base: ElementType, method: str) -
     for group in (qc.get("config_groups") or {}).values():
         if not isinstance(group, Mapping) or not isinstance(group.get("weights"), Mapping):
             continue
-        fmt = _ct_format(group["weights"], str(group.get("format") or qc.get("format") or ""))
+        fmt = _ct_format(group["weights"])
         if fmt is not None:
             groups.append(SchemeGroup(targets=_names(group.get("targets")) or ("Linear",), fmt=fmt))
     algo = str(qc.get("quant_algo") or "")

@@ -48,7 +48,7 @@ from explorer.quant_config import WHAT_IF_NAMES
 from explorer.speed_model import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed_prices import PriceTable, load_prices
 from explorer.speed_settings import SpeedSettings
-from explorer.units import GB
+from explorer.units import gb
 
 __all__ = ["DEFAULT_SETTINGS", "SpeedEstimate", "SpeedSettings", "speed_of", "tokens_per_s_vs_context"]
 
@@ -194,7 +194,7 @@ def _estimate(shape, precision, layout, gpu, layers_on_host: int, head_on_host: 
 
 
 def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float) -> str:
-    parts = [f"{t.weight_bytes / GB:.2f} GB weights + {t.kv_bytes / GB:.2f} GB KV read a step (one card a stage)"]
+    parts = [f"{gb(t.weight_bytes, 2)} weights + {gb(t.kv_bytes, 2)} KV read a step (one card a stage)"]
     for label, s in (("memory", t.memory_s), ("compute", t.compute_s), ("host memory", t.host_s),
                      ("interconnect", t.interconnect_s)):
         if s > 0:

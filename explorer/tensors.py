@@ -131,7 +131,3 @@ def embedding(module: str, vocab: int, hidden: int, *, role: Role = "embedding")
     """
     return Tensor(module=module, rows=vocab, cols=hidden, role=role, split="vocab")
 
-
-def count_elements(tensors: tuple[Tensor, ...] | list[Tensor]) -> int:
-    """Total parameters in a collection of tensor groups."""
-    return sum(t.elements for t in tensors)
