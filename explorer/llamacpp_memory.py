@@ -51,7 +51,25 @@ NODE_BYTES = 368 + 41_424 / 1024
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DeviceMemory:
+class _Buffers:
+    """The buffers a backend (a device or the host) holds, and their sum."""
+
+    model_bytes: int
+    kv_bytes: int
+    compute_bytes: int
+    output_bytes: int = 0
+    other_bytes: int = 0
+    layers: tuple[int, ...] = ()
+    phase: str = "none"
+
+    @property
+    def total_bytes(self) -> int:
+        """Everything it holds (for the host: mapped pages of offloaded tensors not counted)."""
+        return self.model_bytes + self.kv_bytes + self.compute_bytes + self.output_bytes + self.other_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceMemory(_Buffers):
     """What llama.cpp allocates on one offload device.
 
     Attributes:
@@ -66,22 +84,10 @@ class DeviceMemory:
     """
 
     device: Device
-    model_bytes: int
-    kv_bytes: int
-    compute_bytes: int
-    output_bytes: int = 0
-    other_bytes: int = 0
-    layers: tuple[int, ...] = ()
-    phase: str = "none"
-
-    @property
-    def total_bytes(self) -> int:
-        """Everything on the device."""
-        return self.model_bytes + self.kv_bytes + self.compute_bytes + self.output_bytes + self.other_bytes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HostMemory:
+class HostMemory(_Buffers):
     """What stays on the host (CPU RAM).
 
     Attributes:
@@ -97,21 +103,9 @@ class HostMemory:
         phase: the compute phase that sets its compute buffer.
     """
 
-    model_bytes: int
     mapped_bytes: int
     loaded_bytes: int
     repack_bytes: int
-    kv_bytes: int
-    compute_bytes: int
-    output_bytes: int
-    other_bytes: int
-    layers: tuple[int, ...] = ()
-    phase: str = "none"
-
-    @property
-    def total_bytes(self) -> int:
-        """Host RAM llama.cpp needs (mapped pages of offloaded tensors not counted)."""
-        return self.model_bytes + self.kv_bytes + self.compute_bytes + self.output_bytes + self.other_bytes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
