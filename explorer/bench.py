@@ -11,7 +11,6 @@ grid of contexts × concurrencies × precisions on the 64-GPU cluster. Figures a
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from dataclasses import replace
@@ -20,6 +19,7 @@ from explorer.cluster import parse_cluster_spec
 from explorer.engines.common import PlanRequest
 from explorer.planner import plan
 from explorer.shapes import shape_from_config
+from explorer.snapshot import load_snapshot
 
 CLUSTERS = {
     8: "1x8xh100-80g",
@@ -31,19 +31,11 @@ TARGET_1000_MS = 20.0
 
 
 def _bundled_config(name: str) -> dict:
-    """A model config from the shipped snapshot, else from the test fixtures beside a checkout."""
-    try:
-        from explorer.snapshot import load_snapshot
-
-        entry = load_snapshot().get(name)
-        if entry is not None:
-            return entry.config
-    except Exception:  # noqa: BLE001 - the snapshot is optional here
-        pass
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "tests" / "data" / "configs" / (name.replace("/", "__") + ".json")
-    return json.loads(path.read_text())
+    """A model's config from the shipped snapshot."""
+    entry = load_snapshot().get(name)
+    if entry is None:
+        raise SystemExit(f"explorer bench: {name} is not in the shipped snapshot (see explorer snapshot list)")
+    return entry.config
 
 
 def _time(fn, runs: int) -> list[float]:

@@ -188,7 +188,6 @@ class PlanResult:
         rejected: refused ways (the first few hundred; ``pruned`` counts them all).
         pruned: how many ways each rule refused.
         considered: how many ways were considered in all.
-        notes: anything the plan assumed.
     """
 
     model: str
@@ -197,7 +196,6 @@ class PlanResult:
     rejected: tuple[Rejection, ...]
     pruned: dict[str, int] = field(default_factory=dict)
     considered: int = 0
-    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """``{"model":…, "options":[…], "rejected":[…]}`` plus counts."""
@@ -211,5 +209,4 @@ class PlanResult:
             "rejected": [x.to_dict() for x in self.rejected],
             "pruned": dict(self.pruned),
             "considered": self.considered,
-            "notes": list(self.notes),
         }

@@ -254,25 +254,23 @@ def plan(shape: ModelShape, cluster: Cluster, request: PlanRequest | None = None
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
     out = _Collector()
-    notes: list[str] = []
     for engine in request.engines:
         if engine == "llamacpp":
             from explorer.engines import llamacpp
 
             llamacpp.walk(shape, cluster, artifacts, request, model_ref, out)
             continue
-        _walk_gpu_engine(engine, shape, cluster, artifacts, request, model_ref, out, notes)
+        _walk_gpu_engine(engine, shape, cluster, artifacts, request, model_ref, out)
     options = out.options
     if speed:
         settings = speed if isinstance(speed, SpeedSettings) else None
         options = [replace(o, speed=speed_of(o, shape, request, settings)) for o in options]
     return PlanResult(model=model_ref, request=request, options=tuple(rank(options, sort)),
-                      rejected=tuple(out.rejected), pruned=dict(out.pruned), considered=out.considered,
-                      notes=tuple(notes))
+                      rejected=tuple(out.rejected), pruned=dict(out.pruned), considered=out.considered)
 
 
 def _walk_gpu_engine(engine: str, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact],
-                     request: PlanRequest, model_ref: str, out: _Collector, notes: list[str]) -> None:
+                     request: PlanRequest, model_ref: str, out: _Collector) -> None:
     for artifact in artifacts:
         if artifact.format != "safetensors":
             out.refuse(engine, None, artifact.name, "format", f"{engine} serves safetensors weights, not {artifact.format}")
