@@ -12,7 +12,7 @@ from explorer.cli.plan import read_cluster
 from explorer.errors import PlacementError
 from explorer.fleet import demand_for, fleet_cards, unique_names
 from explorer.placement import Placement, parse_model_term, parse_plan_text, place, validate_plan
-from explorer.sources import load_model, load_shape, parse_model_spec
+from explorer.sources import load_shape
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,9 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _shape(model_id: str, offline: bool):
-    if parse_model_spec(model_id).kind == "config":
-        return load_shape(model_id)
-    return load_model(model_id, offline=offline).shape
+    return load_shape(model_id, offline=True) if offline else load_shape(model_id)
 
 
 def run(args: argparse.Namespace) -> int:

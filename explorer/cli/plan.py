@@ -15,7 +15,7 @@ from explorer.options import PlanResult
 from explorer.pinning import check_pinned
 from explorer.planner import plan
 from explorer.offer import plan_artifacts
-from explorer.sources import load_model, load_shape, parse_model_spec
+from explorer.sources import load_model, parse_model_spec
 from explorer.speed import SpeedSettings
 from explorer.speed_prices import load_prices
 from explorer.units import gib
@@ -96,9 +96,6 @@ def resolve_for_plan(args: argparse.Namespace):
     if args.revision:
         kw["revision"] = args.revision
     spec = parse_model_spec(args.model)
-    if spec.kind == "config" and not kw:
-        shape = load_shape(args.model)
-        return shape, plan_artifacts(shape, [], quant=args.quant), shape.name or args.model
     resolved = load_model(args.model, **kw)
     named = spec.filename or spec.kind == "gguf"
     artifacts = plan_artifacts(resolved.shape, resolved.artifacts, quant=args.quant,
