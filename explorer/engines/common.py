@@ -230,6 +230,13 @@ def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:
     return out
 
 
+def card_role(layout: Layout, stage: int, first: int, end: int) -> str:
+    """Which cards a per-card figure is for: ``each of 8 cards`` or ``stage 2 of 3 (layers 27–53), 8 cards``."""
+    if layout.pp == 1:
+        return f"each of {layout.tp} cards" if layout.tp > 1 else "the card"
+    return f"stage {stage + 1} of {layout.pp} (layers {first}–{end - 1}), {layout.tp} cards"
+
+
 def card_kv_bytes(cache: LayerCache, kv: ElementType, tp: int, context: int, block: int, window_extra: int = 0) -> int:
     """One sequence's KV bytes for one layer on one tensor-parallel card.
 

@@ -24,7 +24,9 @@ a token (an MLA latent whole on every card), with no block rounding.
 from __future__ import annotations
 
 from explorer.catalogue import GPUClass
-from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest, largest_context, pp_partition, stage_kv_bytes
+from explorer.engines.common import (
+    CardMemory, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
+)
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.precision import Precision
 from explorer.shapes import ModelShape
@@ -124,15 +126,13 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
     cards, pools = [], []
     for s, (a, b) in enumerate(stages):
         w = weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1)
-        kv = seq_kv(a, b, request.context_tokens) * seqs_per_card
-        role = (f"each of {layout.tp} cards" if layout.tp > 1 else "the card") if layout.pp == 1 else f"stage {s + 1} of {layout.pp} (layers {a}–{b - 1})"
-        cards.append(CardMemory(role=role, weights=w, kv_cache=kv, activations=activations, overhead=overhead,
+        per_seq = seq_kv(a, b, request.context_tokens)
+        cards.append(CardMemory(role=card_role(layout, s, a, b), weights=w, kv_cache=per_seq * seqs_per_card, activations=activations, overhead=overhead,
                                 usable=capacity, capacity=capacity, count=layout.tp))
-        pools.append((a, b, static - w))
-    max_context = largest_context(lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool in pools),
-                                  shape.max_context_tokens) if min(p for _, _, p in pools) > 0 else 0
-    per_seq = [seq_kv(a, b, request.context_tokens) for a, b, _ in pools]
-    conc = min((pool // kv if kv else request.concurrency) for (_, _, pool), kv in zip(pools, per_seq))
+        pools.append((a, b, static - w, per_seq))
+    max_context = largest_context(lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool, _ in pools),
+                                  shape.max_context_tokens) if min(p[2] for p in pools) > 0 else 0
+    conc = min((pool // kv if kv else request.concurrency) for _, _, pool, kv in pools)
     if request.dp_attention:
         conc *= layout.dp
     notes = (f"mem_fraction_static {mfs:g}",)

@@ -28,7 +28,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 from explorer.catalogue import GPUClass
-from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest, largest_context, pp_partition, stage_kv_bytes
+from explorer.engines.common import (
+    CardMemory, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
+)
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.precision import Precision
 from explorer.shapes import ModelShape
@@ -104,20 +106,19 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
         last = s == len(stages) - 1
         w = weights.stage_bytes(a, b, first=s == 0, last=last)
         act = activation_bytes(shape, layout.tp, tokens, seqs, last)
-        kv = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra) * conc
-        role = (f"each of {layout.tp} cards" if layout.tp > 1 else "the card") if layout.pp == 1 else f"stage {s + 1} of {layout.pp} (layers {a}–{b - 1}), {layout.tp} cards"
-        cards.append(CardMemory(role=role, weights=w, kv_cache=kv, activations=act, overhead=overhead,
+        per_seq = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra)
+        kv = per_seq * conc
+        cards.append(CardMemory(role=card_role(layout, s, a, b), weights=w, kv_cache=kv, activations=act, overhead=overhead,
                                 usable=usable, capacity=capacity, count=layout.tp))
-        rooms.append((a, b, usable - w - act - overhead))
+        rooms.append((a, b, usable - w - act - overhead, per_seq))
 
     def slack(ctx: int) -> int:
         return min(room - stage_kv_bytes(shape, a, b, kv_type, layout.tp, ctx, BLOCK_TOKENS, window_extra)
-                   for a, b, room in rooms)
+                   for a, b, room, _ in rooms)
 
     limit = shape.max_context_tokens
-    max_context = largest_context(slack, limit, step=BLOCK_TOKENS) if rooms and min(r for _, _, r in rooms) > 0 else 0
-    per_seq = [stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra) for a, b, _ in rooms]
-    max_conc = min((room // kv if kv else seqs) for (_, _, room), kv in zip(rooms, per_seq)) if rooms else 0
+    max_context = largest_context(slack, limit, step=BLOCK_TOKENS) if rooms and min(r[2] for r in rooms) > 0 else 0
+    max_conc = min((room // kv if kv else seqs) for _, _, room, kv in rooms) if rooms else 0
     max_conc = max(0, min(max_conc, seqs))
     notes = [f"max_num_batched_tokens {tokens}, max_num_seqs {seqs}"]
     if max_conc == seqs and request.concurrency <= seqs:
