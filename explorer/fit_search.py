@@ -3,8 +3,10 @@
 Memory grows almost linearly with the context, so instead of bisecting
 (17 probes for 131,072 tokens) the search interpolates on the bytes to
 spare (regula falsi) and bisects once whenever an interpolation step fails
-to halve the interval. The answer is exact: the largest step whose slack is
-non-negative, found by evaluating it.
+to halve the interval. After each interpolated
+probe its neighbour is probed too: on near-linear memory the guess lands on
+the answer and the neighbour confirms it. The answer is exact: the largest
+step whose slack is non-negative, found by evaluating it.
 """
 
 from __future__ import annotations
@@ -28,14 +30,22 @@ def largest_fitting(slack: Callable[[int], int], lo: int, hi: int) -> int | None
         return hi
     while hi - lo > 1:  # lo fits, hi does not
         width = hi - lo
-        guess = lo + int(width * s_lo / (s_lo - s_hi)) if s_lo != s_hi else (lo + hi) // 2
+        guess = lo + int(width * s_lo / (s_lo - s_hi))
         mid = min(max(guess, lo + 1), hi - 1)
         s_mid = slack(mid)
         if s_mid >= 0:
             lo, s_lo = mid, s_mid
+            step = lo + 1  # on near-linear memory the guess lands on the answer: its neighbour settles it
         else:
             hi, s_hi = mid, s_mid
-        if hi - lo > width // 2 and hi - lo > 1:  # the interpolation stalled: bisect once
+            step = hi - 1
+        if lo < step < hi:
+            s_step = slack(step)
+            if s_step >= 0:
+                lo, s_lo = step, s_step
+            else:
+                hi, s_hi = step, s_step
+        if hi - lo > width // 2 and hi - lo > 1:  # still not halved: bisect once
             mid = (lo + hi) // 2
             s_mid = slack(mid)
             if s_mid >= 0:

@@ -133,12 +133,10 @@ def estimate_compute(model: LlamaModel, ctx: ContextSizes, caches: Sequence[Cach
     inputs = 0
     if mine:
         inputs, cells = _inputs(model, ctx, caches, mine)
-        kinds: dict[tuple, LlamaLayer] = {}  # one phase computation per distinct kind of layer
-        for il in mine:
+        # one phase computation per distinct kind of layer (layers of a kind sit in the same cache)
+        for il in model.layer_kinds(tuple(layers)):
             la = model.layers[il]
-            kinds.setdefault((la.attn, la.n_head, la.k_row, la.v_row, la.s_row, la.n_ff, la.moe, cells.get(il, 0)), la)
-        for key, la in kinds.items():
-            phases.extend((name, size + inputs) for name, size in _layer_phases(model, la, ctx, key[-1]))
+            phases.extend((name, size + inputs) for name, size in _layer_phases(model, la, ctx, cells.get(il, 0)))
     if output:
         phases.append(("logits", logits_bytes(model, ctx)))
     if input_layer:

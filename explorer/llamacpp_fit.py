@@ -21,7 +21,7 @@ from explorer.llamacpp_placement import proportional_tensor_split
 from explorer.llamacpp_settings import CTX_PAD, Device, LlamaCppSettings
 from explorer.units import MiB
 
-__all__ = ["max_context", "max_gpu_layers", "proportional_tensor_split"]
+__all__ = ["max_context", "max_gpu_layers", "max_sequences", "proportional_tensor_split"]
 
 
 def _shortfall(mem: LlamaCppMemory, host_bytes: int | None) -> str:
@@ -37,36 +37,29 @@ def max_gpu_layers(model: LlamaModel, settings: LlamaCppSettings, devices: Seque
                    host_bytes: int | None = None) -> int:  # fmt: skip
     """The largest ``-ngl`` (0 … n_layer + 1) whose buffers fit every device (and ``host_bytes``, when given).
 
-    Device bytes only grow with ``-ngl`` and host bytes only shrink, so the
-    device test is monotone: a binary search finds the largest ``-ngl`` the
-    devices hold (about 7 probes for 126 layers); the host must then hold the rest.
+    Device bytes only grow with ``-ngl`` (and host bytes only shrink), so the
+    bytes the devices have to spare never grow: :func:`largest_fitting` finds
+    the largest ``-ngl`` they hold in a few allocations; the host must then
+    hold the rest.
 
     Raises:
         LlamaCppFitError: not even ``-ngl 0`` fits (the host is too small).
         LlamaCppConfigError: settings llama.cpp refuses.
     """
+    memo: dict[int, LlamaCppMemory] = {}
+    unified = any(d.unified for d in devices)
 
     def memory(ngl: int) -> LlamaCppMemory:
-        return llamacpp_memory(model, replace(settings, n_gpu_layers=ngl), devices)
+        if ngl not in memo:
+            memo[ngl] = llamacpp_memory(model, replace(settings, n_gpu_layers=ngl), devices)
+        return memo[ngl]
 
-    def devices_fit(mem: LlamaCppMemory) -> bool:
-        return all(d.total_bytes <= d.device.memory_bytes for d in mem.devices if not d.device.unified) and (
-            host_bytes is None or not any(d.device.unified for d in mem.devices) or mem.fits(host_bytes))
-
-    lo, hi = 0, model.n_layer + 1
-    if devices_fit(memory(hi)):
-        lo = hi
-    else:
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if devices_fit(memory(mid)):
-                lo = mid
-            else:
-                hi = mid - 1
-    mem = memory(lo)
+    # a unified device's share comes out of the host's RAM, so there the host counts too
+    best = largest_fitting(lambda ngl: _slack(memory(ngl), host_bytes if unified else None), 0, model.n_layer + 1)
+    mem = memory(best or 0)
     if mem.fits(host_bytes):
-        return lo
-    raise LlamaCppFitError(f"{model.name or model.arch}: no -ngl fits ({_shortfall(mem, host_bytes)} at -ngl {lo})")
+        return best or 0
+    raise LlamaCppFitError(f"{model.name or model.arch}: no -ngl fits ({_shortfall(mem, host_bytes)} at -ngl {best or 0})")
 
 
 def _slack(mem: LlamaCppMemory, host_bytes: int | None) -> int:
@@ -101,3 +94,28 @@ def max_context(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence
         mem = llamacpp_memory(model, replace(settings, n_ctx=CTX_PAD * per), devices)
         raise LlamaCppFitError(f"{model.name or model.arch}: no context fits ({_shortfall(mem, host_bytes)})")
     return best * CTX_PAD * per
+
+
+def max_sequences(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device] = (),
+                  host_bytes: int | None = None, *, context_tokens: int, limit: int = 256,
+                  known: LlamaCppMemory | None = None) -> int:  # fmt: skip
+    """The most parallel sequences (``-np``) of ``context_tokens`` each that fit, up to ``limit``; 0 if none.
+
+    Each sequence gets its own KV stream (``--parallel N -c N × context``), as llama-server sizes them.
+    ``known`` is an allocation already computed at ``settings.n_seq`` sequences: the search starts there.
+
+    Raises:
+        LlamaCppConfigError: settings llama.cpp refuses.
+    """
+    seen: dict[int, int] = {}
+    if known is not None:
+        seen[known.settings.n_seq] = _slack(known, host_bytes)
+
+    def slack(n: int) -> int:
+        if n not in seen:
+            mem = llamacpp_memory(model, replace(settings, n_seq=n, n_ctx=n * context_tokens), devices)
+            seen[n] = _slack(mem, host_bytes)
+        return seen[n]
+
+    start = known.settings.n_seq if known is not None and seen[known.settings.n_seq] >= 0 else 1
+    return largest_fitting(slack, start, max(limit, start)) or 0

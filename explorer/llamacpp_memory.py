@@ -201,10 +201,8 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
     """
     devices = tuple(devices)
     s = settings
-    attn = [la for la in model.layers if la.n_head_kv]
-    ctx = resolve_context(s, n_ctx_train=model.n_ctx_train, mla=model.is_mla,
-                          head_k=max((la.k_row // la.n_head_kv for la in attn), default=0),
-                          head_v=max((la.v_row // la.n_head_kv for la in attn), default=0))  # fmt: skip
+    head_k, head_v = model.attention_head_dims
+    ctx = resolve_context(s, n_ctx_train=model.n_ctx_train, mla=model.is_mla, head_k=head_k, head_v=head_v)
     caches = _caches(model, ctx, s.swa_full, s.kv_unified)
     n_layer = model.n_layer
     ngl = resolve_ngl(s.n_gpu_layers, n_layer)

@@ -153,10 +153,32 @@ class LlamaModel:
     n_tensors: int = 0
     notes: tuple[str, ...] = ()
     _mla: bool = field(default=False, init=False, repr=False, compare=False)
+    _head_dims: tuple[int, int] = field(default=(0, 0), init=False, repr=False, compare=False)
+    _kinds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # asked on every allocation: computed once here rather than walking the layers each time
         object.__setattr__(self, "_mla", any(layer.attn == "mla" for layer in self.layers))
+        attn = [la for la in self.layers if la.n_head_kv]
+        object.__setattr__(self, "_head_dims", (max((la.k_row // la.n_head_kv for la in attn), default=0),
+                                                max((la.v_row // la.n_head_kv for la in attn), default=0)))
+
+    @property
+    def attention_head_dims(self) -> tuple[int, int]:
+        """(K, V) values per KV head, the widest over the attention layers (0, 0 without attention)."""
+        return self._head_dims
+
+    def layer_kinds(self, layers: tuple[int, ...]) -> tuple[int, ...]:
+        """One representative index per distinct kind of layer among ``layers`` (remembered per set)."""
+        if layers not in self._kinds:
+            if len(self._kinds) > 4096:
+                self._kinds.clear()
+            reps: dict[tuple, int] = {}
+            for il in layers:
+                la = self.layers[il]
+                reps.setdefault((la.attn, la.n_head, la.k_row, la.v_row, la.s_row, la.n_ff, la.moe, la.window), il)
+            self._kinds[layers] = tuple(reps.values())
+        return self._kinds[layers]
 
     @property
     def n_layer(self) -> int:

@@ -101,3 +101,21 @@ def test_architectures_plan_without_crashing(name):
     result = _plan(name, "1x8xh100-80g + 1xcpu-512g", context_tokens=4096, precision="Q4_K_M")
     for o in result.options:
         assert o.per_card.total <= o.per_card.usable
+
+
+def test_max_concurrency_is_the_most_parallel_sequences_that_fit():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    result = plan(shape, parse_cluster_spec("1x1xrtx4090-24g"),
+                  PlanRequest(context_tokens=8192, precision="Q4_K_M", engines=LLAMA))
+    gpu = next(o for o in result.options if not o.layout.cpu)
+    n = gpu.evaluation.max_concurrency
+    assert n > 1
+    model = llamacpp.llama_model(shape, gpu.artifact)
+    devices, _ = llamacpp._devices(gpu.layout, gpu.gpu, gpu.node, 1)
+    host = int(gpu.node.host_ram_bytes * 0.85)
+
+    def at(k):
+        s = llamacpp.settings_for(PlanRequest(context_tokens=8192, concurrency=k), ngl=gpu.evaluation.n_gpu_layers)
+        return llamacpp_memory(model, s, devices).fits(host)
+
+    assert at(n) and not at(n + 1)

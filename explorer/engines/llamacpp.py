@@ -25,7 +25,7 @@ from explorer.catalogue import GPUClass
 from explorer.cluster import Cluster, Node
 from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
-from explorer.llamacpp_fit import max_context, max_gpu_layers
+from explorer.llamacpp_fit import max_context, max_gpu_layers, max_sequences
 from explorer.llamacpp_memory import LlamaCppMemory, llamacpp_memory
 from explorer.llamacpp_model import LlamaModel, llama_model_from_gguf, llama_model_from_shape
 from explorer.llamacpp_placement import proportional_tensor_split
@@ -151,8 +151,9 @@ def evaluate(model: LlamaModel, artifact: Artifact, layout: Layout, gpu: GPUClas
     cards = tuple(_card(f"{d.device.name}", d, usable, capacity) for d in mem.devices)
     unified = sum(d.total_bytes for d in mem.devices if d.device.unified)
     host = _host_card(mem, node, request, unified_bytes=unified)
-    longest = _longest(model, settings, tuple(devices), host_bytes) if mem.fits(host_bytes) else 0
-    conc = request.concurrency if mem.fits(host_bytes) else 0
+    fits = mem.fits(host_bytes)
+    longest = _longest(model, settings, tuple(devices), host_bytes) if fits else 0
+    conc = max_sequences(model, settings, devices, host_bytes, context_tokens=request.context_tokens, known=mem) if fits else 0
     notes = [f"n_ctx {mem.n_ctx_padded:,} cells (padded to 256)"]
     if not model.exact:
         notes.append(f"sized from the shape at {model.name or 'the quant'}'s average bits (no GGUF header)")
