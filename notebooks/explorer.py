@@ -28,18 +28,18 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer import charts
-    from explorer import notebook_data as nd
-    from explorer.catalogue import load_catalogue
-    from explorer.cluster import parse_cluster_spec
-    from explorer.dtypes import KV_CACHE_TYPES
+    from explorer.ui import charts
+    from explorer.ui import plan_rows as nd
+    from explorer.hardware.catalogue import load_catalogue
+    from explorer.hardware.cluster import parse_cluster_spec
+    from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.engines.common import PlanRequest
     from explorer.errors import ExplorerError
-    from explorer.planner import plan
-    from explorer.presets import PRESETS, AppDefaults, app_defaults, preset_by_name, preset_from_spec, spec_for
-    from explorer.resolve import resolve_model
-    from explorer.snapshot import load_snapshot
-    from explorer.summary import shape_rows, shape_summary
+    from explorer.plan.planner import plan
+    from explorer.ui.presets import PRESETS, AppDefaults, app_defaults, preset_by_name, preset_from_spec, spec_for
+    from explorer.sources.resolve import resolve_model
+    from explorer.sources.snapshot.read import load_snapshot
+    from explorer.model.summary import shape_rows, shape_summary
     from explorer.units import gib
 
 

@@ -25,11 +25,11 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer import charts
-    from explorer import notebook_data as nd
-    from explorer.dtypes import KV_CACHE_TYPES
-    from explorer.notebook_kv import LESSON_MODELS, kv_curve, kv_table, total_formula
-    from explorer.snapshot import load_snapshot
+    from explorer.ui import charts
+    from explorer.ui import plan_rows as nd
+    from explorer.model.dtypes import KV_CACHE_TYPES
+    from explorer.ui.kv_lesson import LESSON_MODELS, kv_curve, kv_table, total_formula
+    from explorer.sources.snapshot.read import load_snapshot
     from explorer.units import gib
 
     #: one sentence per attention design, shown beside its model
@@ -84,7 +84,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _(context, kv_dtype, lesson, sequences):
-    # Every figure below is the shape's own (explorer.kv_cache); the rows only group layers and write the arithmetic.
+    # Every figure below is the shape's own (explorer.model.kv_cache); the rows only group layers and write the arithmetic.
     per_token = {name: shape.kv_bytes_per_token(kv_dtype.value) for name, (_d, shape) in lesson.items()}
     at_context = {name: shape.kv_bytes(context.value, kv_dtype.value, sequences.value)
                   for name, (_d, shape) in lesson.items()}

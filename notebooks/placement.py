@@ -26,14 +26,14 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer import charts
-    from explorer import notebook_data as nd
-    from explorer import notebook_fleet as nf
-    from explorer.cluster import parse_cluster_spec
+    from explorer.ui import charts
+    from explorer.ui import plan_rows as nd
+    from explorer.ui import fleet_rows as nf
+    from explorer.hardware.cluster import parse_cluster_spec
     from explorer.errors import ExplorerError
-    from explorer.fleet import fleet_cards
-    from explorer.placement import place
-    from explorer.snapshot import load_snapshot
+    from explorer.fleet.footprints import fleet_cards
+    from explorer.fleet.place import place
+    from explorer.sources.snapshot.read import load_snapshot
 
 
 @app.cell(hide_code=True)

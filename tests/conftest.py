@@ -26,7 +26,7 @@ def load_config(name: str) -> dict:
 @lru_cache(maxsize=None)
 def shape_of(name: str):
     """The (cached) ModelShape of a fixture config."""
-    from explorer.shapes import shape_from_config
+    from explorer.model.shapes import shape_from_config
 
     return shape_from_config(load_config(name), name=name)
 

@@ -3,7 +3,7 @@
 ``spec_header(spec)`` packs the same key/values and tensor infos that
 ``llamacpp_models.write_gguf(spec, path)`` writes (the writer's 32-byte data
 alignment included) with ``tests/gguf_factory.py``, and parses the bytes with
-:func:`explorer.gguf_header.parse_gguf_header`. Building a header takes
+:func:`explorer.gguf.header.parse_gguf_header`. Building a header takes
 milliseconds; writing the files takes seconds and 150 MB.
 """
 
@@ -22,7 +22,7 @@ if str(HERE) not in sys.path:
 import llamacpp_models as models
 from gguf_factory import Typed, build_gguf, data_file_size
 
-from explorer.gguf_header import GGUFHeader, parse_gguf_header
+from explorer.gguf.header import GGUFHeader, parse_gguf_header
 
 VT = gguf.GGUFValueType
 _KINDS = {"u32": VT.UINT32, "f32": VT.FLOAT32, "str": VT.STRING, "bool": VT.BOOL}

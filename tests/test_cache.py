@@ -1,4 +1,4 @@
-"""explorer.cache: round trips, expiry, and surviving kill -9, a second process and garbage.
+"""explorer.sources.cache.store: round trips, expiry, and surviving kill -9, a second process and garbage.
 
 Other processes are real subprocesses running small scripts against the
 same file; nothing of the cache is mocked.
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from explorer.cache import Cache, CacheWarning, default_cache_path
-from explorer.cache_schema import json_safe
+from explorer.sources.cache.store import Cache, CacheWarning, default_cache_path
+from explorer.sources.cache.schema import json_safe
 from explorer.errors import CacheError
-from explorer.hub import RepoFile, RepoListing, SafetensorsParams
+from explorer.sources.hub.client import RepoFile, RepoListing, SafetensorsParams
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 SHA2 = "89abcdef0123456789abcdef0123456789abcdef"
@@ -177,8 +177,8 @@ def test_a_failing_write_leaves_nothing_behind(cache):
 
 WRITER = """
     import sys, random
-    from explorer.cache import Cache
-    from explorer.hub import RepoFile, RepoListing, SafetensorsParams
+    from explorer.sources.cache.store import Cache
+    from explorer.sources.hub.client import RepoFile, RepoListing, SafetensorsParams
     cache = Cache.open(sys.argv[1])
     i = 0
     while True:
@@ -227,8 +227,8 @@ def test_kill_9_mid_write_leaves_whole_rows(tmp_path, delay_s):
 
 HOLDER = """
     import sys
-    from explorer.cache import Cache
-    from explorer.hub import RepoFile, RepoListing
+    from explorer.sources.cache.store import Cache
+    from explorer.sources.hub.client import RepoFile, RepoListing
     cache = Cache.open(sys.argv[1])
     cache.put_listing(RepoListing(repo_id="org/held", revision="main", sha="f" * 40,
                                   files=(RepoFile(path="config.json", size_bytes=1, lfs=False),)))

@@ -1,4 +1,4 @@
-"""Tests for explorer/catalogue.py and the shipped data/gpus.csv."""
+"""Tests for explorer/hardware/catalogue.py and the shipped data/gpus.csv."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from explorer.catalogue import COLUMNS, Catalogue, GPUClass, load_catalogue, metal_working_set_bytes
+from explorer.hardware.catalogue import COLUMNS, Catalogue, GPUClass, load_catalogue, metal_working_set_bytes
 from explorer.errors import CatalogueError, UnknownGPUClassError
 from explorer.units import GiB, MiB
 

@@ -1,16 +1,16 @@
-"""explorer.charts: each builder turns plain rows into a vega-lite spec (validated here, once)."""
+"""explorer.ui.charts: each builder turns plain rows into a vega-lite spec (validated here, once)."""
 
 from __future__ import annotations
 
 import json
 
-from explorer import charts
-from explorer import notebook_data as nd
-from explorer.cluster import parse_cluster_spec
+from explorer.ui import charts
+from explorer.ui import plan_rows as nd
+from explorer.hardware.cluster import parse_cluster_spec
 from explorer.engines.common import PlanRequest
-from explorer.notebook_kv import kv_curve
-from explorer.planner import plan
-from explorer.snapshot import load_snapshot
+from explorer.ui.kv_lesson import kv_curve
+from explorer.plan.planner import plan
+from explorer.sources.snapshot.read import load_snapshot
 
 
 def _plan():
@@ -44,9 +44,9 @@ def test_vegalite_wrapper_carries_the_spec():
 
 
 def _placement_rows(spec: str):
-    from explorer import notebook_fleet as nf
-    from explorer.fleet import fleet_cards
-    from explorer.placement import place
+    from explorer.ui import fleet_rows as nf
+    from explorer.fleet.footprints import fleet_cards
+    from explorer.fleet.place import place
 
     snapshot = load_snapshot()
     offer = fleet_cards(parse_cluster_spec(spec))

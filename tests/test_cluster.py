@@ -1,4 +1,4 @@
-"""Tests for explorer/cluster.py: records, the text form, the file form."""
+"""Tests for explorer/hardware/cluster.py: records, the text form, the file form."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.catalogue import load_catalogue
-from explorer.cluster import (
+from explorer.hardware.catalogue import load_catalogue
+from explorer.hardware.cluster import (
     MAX_GPUS,
     Cluster,
     GPUGroup,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import load_config
-from explorer.config_reader import ConfigView, parse_config_text, require_model_config
+from explorer.model.config_reader import ConfigView, parse_config_text, require_model_config
 from explorer.errors import ConfigError, InvalidConfigValueError, NotAModelConfigError
 
 

@@ -46,12 +46,12 @@ def exported(tmp_path_factory) -> tuple[Path, str]:
                            "-o", str(page), "--no-include-code", "-f"],
                           cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    from explorer import notebook_data as nd
-    from explorer.cluster import parse_cluster_spec
+    from explorer.ui import plan_rows as nd
+    from explorer.hardware.cluster import parse_cluster_spec
     from explorer.engines.common import PlanRequest
-    from explorer.planner import plan
-    from explorer.presets import AppDefaults
-    from explorer.snapshot import load_snapshot
+    from explorer.plan.planner import plan
+    from explorer.ui.presets import AppDefaults
+    from explorer.sources.snapshot.read import load_snapshot
 
     d = AppDefaults()
     shape = load_snapshot().shape(d.model)

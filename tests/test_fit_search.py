@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.fit_search import largest_fitting
+from explorer.engines.fit_search import largest_fitting
 
 
 @settings(max_examples=300, deadline=None)

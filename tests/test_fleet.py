@@ -6,13 +6,13 @@ import json
 
 
 from conftest import shape_of
-from explorer.catalogue import load_catalogue
+from explorer.hardware.catalogue import load_catalogue
 from explorer.cli import main
-from explorer.cluster import parse_cluster_spec
+from explorer.hardware.cluster import parse_cluster_spec
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest
-from explorer.fleet import demand_for, fleet_cards, unique_names
-from explorer.placement import parse_model_term, place
+from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
+from explorer.fleet.place import parse_model_term, place
 from explorer.units import GiB
 
 H100 = load_catalogue().resolve("h100-80g")

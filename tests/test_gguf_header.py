@@ -1,4 +1,4 @@
-"""Tests for explorer/gguf_header.py (and the byte reader in gguf_binary.py)."""
+"""Tests for explorer/gguf/header.py (and the byte reader in gguf_binary.py)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ from explorer.errors import (
     GGUFTruncatedError,
     GGUFValueError,
 )
-from explorer.gguf_binary import KEEP_NUMBERS, KEEP_STRINGS, MAX_HEADER_BYTES
-from explorer.gguf_header import (
+from explorer.gguf.binary import KEEP_NUMBERS, KEEP_STRINGS, MAX_HEADER_BYTES
+from explorer.gguf.header import (
     ArraySummary,
     GGUFHeader,
     merge_split_headers,

@@ -1,4 +1,4 @@
-"""Tests for explorer/gguf_quant.py."""
+"""Tests for explorer/gguf/quant.py."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from gguf_factory import F16, F32, Q4_K, Q6_K, Q8_0, VT, Typed, build_gguf, data_file_size
 
 from explorer.errors import GGUFError
-from explorer.gguf_header import parse_gguf_header
-from explorer.gguf_quant import (
+from explorer.gguf.header import parse_gguf_header
+from explorer.gguf.quant import (
     FILE_TYPE_NAMES,
     NOMINAL_BITS_PER_WEIGHT,
     QuantName,

@@ -1,4 +1,4 @@
-"""GGUF header → ModelShape (explorer/gguf_shape.py) and llama.cpp's hparams (explorer/gguf_hparams.py).
+"""GGUF header → ModelShape (explorer/gguf/shape.py) and llama.cpp's hparams (explorer/gguf/hparams.py).
 
 - The seven `tests/llamacpp_models.py` GGUFs: params and weight bytes equal
   the tensors' elements and ``n_bytes`` exactly; caches per layer as
@@ -29,16 +29,16 @@ from gguf_factory import Typed, build_gguf, data_file_size, dump_scalar_metadata
 from llamacpp_headers import header_for
 
 from explorer.errors import GGUFShapeError
-from explorer.gguf_header import parse_gguf_header
-from explorer.gguf_hparams import read_hparams
-from explorer.gguf_shape import shape_from_gguf
-from explorer.kv_cache import (
+from explorer.gguf.header import parse_gguf_header
+from explorer.gguf.hparams import read_hparams
+from explorer.gguf.shape import shape_from_gguf
+from explorer.model.kv_cache import (
     FullAttention,
     MLAAttention,
     RecurrentState,
     SlidingWindowAttention,
 )
-from explorer.shapes import shape_from_config
+from explorer.model.shapes import shape_from_config
 
 DUMPS = HERE / "data" / "gguf_dumps"
 CONFIGS = HERE / "data" / "configs"

@@ -1,4 +1,4 @@
-"""explorer.hub against a real HTTP server speaking the Hub's protocol.
+"""explorer.sources.hub.client against a real HTTP server speaking the Hub's protocol.
 
 Nothing of explorer is mocked: huggingface_hub makes real requests to
 ``hubserver``, which counts them. Timeouts are kept near 1 s.
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from explorer.cache import Cache
+from explorer.sources.cache.store import Cache
 from explorer.errors import (
     ConfigError,
     FetchCancelled,
@@ -26,9 +26,9 @@ from explorer.errors import (
     RepoNotFoundError,
     RevisionNotFoundError,
 )
-from explorer.hub import HubSettings, fetch_config, fetch_repo_listing
-from explorer.hub_many import default_gguf_files, fetch_many, fetch_model
-from explorer.hub_weights import fetch_gguf_header_bytes, fetch_safetensors_params
+from explorer.sources.hub.client import HubSettings, fetch_config, fetch_repo_listing
+from explorer.sources.hub.many import default_gguf_files, fetch_many, fetch_model
+from explorer.sources.hub.weights import fetch_gguf_header_bytes, fetch_safetensors_params
 from explorer.units import MiB
 from hub_fixtures import (
     BAD_CONFIG, FP8, GATED, GATED_TOKEN, GGUF, GGUF_FILES, NAN_CONFIG, NOTHING, PRIVATE, PRIVATE_TOKEN, SHARDED, SINGLE,
@@ -326,7 +326,7 @@ def test_token_never_appears_in_messages_reprs_logs_or_the_cache(
 
 
 def test_real_gguf_parser_reads_little_and_its_header_caches(hub_endpoint, new_hub_server, tmp_path):
-    gguf_header = pytest.importorskip("explorer.gguf_header")
+    gguf_header = pytest.importorskip("explorer.gguf.header")
     server = new_hub_server()
     header_bytes, size = GGUF_FILES["big-vocab-Q8_0.gguf"]
     name = "big-vocab-Q8_0.gguf"
@@ -348,7 +348,7 @@ def test_real_gguf_parser_reads_little_and_its_header_caches(hub_endpoint, new_h
 def test_progress_defaults_to_tqdm_on_a_terminal(monkeypatch):
     import io
 
-    from explorer.hub_many import TqdmProgress, default_progress
+    from explorer.sources.hub.many import TqdmProgress, default_progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

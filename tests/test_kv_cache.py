@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.dtypes import element_type
+from explorer.model.dtypes import element_type
 from explorer.errors import UnknownPrecisionError
-from explorer.kv_cache import (
+from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     CompressedAttention,
     FullAttention,

@@ -6,14 +6,14 @@ import pytest
 
 from conftest import shape_of
 from llamacpp_headers import header_for
-from explorer.artifacts import Artifact
-from explorer.cluster import parse_cluster_spec
-from explorer.engines import llamacpp
+from explorer.model.artifacts import Artifact
+from explorer.hardware.cluster import parse_cluster_spec
+from explorer.engines.llamacpp import engine as llamacpp
 from explorer.engines.common import PlanRequest
-from explorer.gguf_shape import shape_from_gguf
-from explorer.llamacpp_memory import llamacpp_memory
-from explorer.llamacpp_model import llama_model_from_gguf
-from explorer.planner import plan, recheck
+from explorer.gguf.shape import shape_from_gguf
+from explorer.engines.llamacpp.memory import llamacpp_memory
+from explorer.engines.llamacpp.model import llama_model_from_gguf
+from explorer.plan.planner import plan, recheck
 from explorer.units import GiB
 
 LLAMA = ("llamacpp",)

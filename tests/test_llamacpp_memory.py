@@ -35,9 +35,9 @@ sys.path.insert(0, str(HERE))
 from llamacpp_headers import header_for
 
 from explorer.errors import LlamaCppConfigError
-from explorer.llamacpp_memory import LlamaCppMemory, llamacpp_memory
-from explorer.llamacpp_model import LlamaModel, llama_model_from_gguf
-from explorer.llamacpp_settings import LlamaCppSettings
+from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
+from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
+from explorer.engines.llamacpp.settings import LlamaCppSettings
 
 MEASURED = HERE / "data" / "llamacpp_measured.json"
 MiB = 1024 * 1024

@@ -25,12 +25,12 @@ sys.path.insert(0, str(HERE))
 from llamacpp_headers import header_for
 
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
-from explorer.llamacpp_fit import max_context, max_gpu_layers, proportional_tensor_split
-from explorer.llamacpp_memory import llamacpp_memory
-from explorer.llamacpp_model import llama_model_from_gguf, llama_model_from_shape
-from explorer.llamacpp_placement import HOST, cumulative_splits, layer_devices
-from explorer.llamacpp_settings import Device, LlamaCppSettings
-from explorer.shapes import shape_from_config
+from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, proportional_tensor_split
+from explorer.engines.llamacpp.memory import llamacpp_memory
+from explorer.engines.llamacpp.model import llama_model_from_gguf, llama_model_from_shape
+from explorer.engines.llamacpp.layers import HOST, cumulative_splits, layer_devices
+from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
+from explorer.model.shapes import shape_from_config
 from explorer.units import GiB, MiB
 
 NAMES = ["llama_gqa", "llama_tied_q4_0", "qwen3moe_moe", "gemma3_swa", "deepseek2_mla", "mamba2_ssm", "granitehybrid_hybrid"]

@@ -1,4 +1,4 @@
-"""explorer.notebook_data: plan results as rows, refusals grouped, context steps, defaults from links."""
+"""explorer.ui.plan_rows: plan results as rows, refusals grouped, context steps, defaults from links."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from functools import cache
 from hypothesis import given
 from hypothesis import strategies as st
 
-from explorer import notebook_data as nd
-from explorer.cluster import parse_cluster_spec
+from explorer.ui import plan_rows as nd
+from explorer.hardware.cluster import parse_cluster_spec
 from explorer.engines.common import PlanRequest
-from explorer.planner import plan
-from explorer.snapshot import load_snapshot
+from explorer.plan.planner import plan
+from explorer.sources.snapshot.read import load_snapshot
 from explorer.units import GiB
 
 

@@ -1,4 +1,4 @@
-"""explorer.notebook_fleet: model rows to terms and footprints, placement rows, the plan editor's check."""
+"""explorer.ui.fleet_rows: model rows to terms and footprints, placement rows, the plan editor's check."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer import notebook_fleet as nf
+from explorer.ui import fleet_rows as nf
 from explorer.cli import main
-from explorer.cluster import parse_cluster_spec
-from explorer.fleet import fleet_cards
-from explorer.placement import ModelTerm, parse_model_term, place
-from explorer.snapshot import load_snapshot
+from explorer.hardware.cluster import parse_cluster_spec
+from explorer.fleet.footprints import fleet_cards
+from explorer.fleet.place import ModelTerm, parse_model_term, place
+from explorer.sources.snapshot.read import load_snapshot
 from explorer.units import GiB, gib
 
 LABEL = {tokens: label for label, tokens in nf.CONTEXT_CHOICES.items()}

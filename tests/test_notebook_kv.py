@@ -1,17 +1,17 @@
-"""explorer.notebook_kv: the teaching figures are the shapes' own, with the arithmetic written out."""
+"""explorer.ui.kv_lesson: the teaching figures are the shapes' own, with the arithmetic written out."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.notebook_kv import (
+from explorer.ui.kv_lesson import (
     LESSON_MODELS,
     cache_groups,
     kv_curve,
     kv_table,
     total_formula,
 )
-from explorer.snapshot import load_snapshot
+from explorer.sources.snapshot.read import load_snapshot
 
 
 @pytest.mark.parametrize("kv", ["auto", "fp8", "q8_0"])

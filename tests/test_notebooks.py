@@ -17,11 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 
 
-from explorer import notebook_data as nd
-from explorer.cluster import parse_cluster_spec
-from explorer.planner import plan
-from explorer.presets import AppDefaults
-from explorer.snapshot import load_snapshot
+from explorer.ui import plan_rows as nd
+from explorer.hardware.cluster import parse_cluster_spec
+from explorer.plan.planner import plan
+from explorer.ui.presets import AppDefaults
+from explorer.sources.snapshot.read import load_snapshot
 from explorer.units import GiB
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -222,7 +222,7 @@ def test_placement_bad_plan_json_is_a_callout(offline):
 def test_placement_tight_on_one_card_and_a_bad_spec(offline):
     import marimo as mo
 
-    from explorer.presets import preset_by_name
+    from explorer.ui.presets import preset_by_name
 
     one = preset_by_name("One RTX 4090")
     _outputs, defs = run_placement(preset=one, spec=mo.ui.text(value=one.spec))

@@ -1,4 +1,4 @@
-"""explorer.offer: a repository's files -> artifacts, with honest size labels.
+"""explorer.plan.offer: a repository's files -> artifacts, with honest size labels.
 
 Headers are real GGUF headers built with ``gguf_factory``; shapes come from
 the real config corpus.
@@ -11,8 +11,8 @@ from conftest import shape_of
 from gguf_factory import VT, Typed, build_gguf, llama_like, llama_metadata
 
 from explorer.errors import NothingToPlanError
-from explorer.gguf_header import parse_gguf_header
-from explorer.offer import (
+from explorer.gguf.header import parse_gguf_header
+from explorer.plan.offer import (
     build_offer,
     computed_disk_bytes,
     gguf_sets,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import shape_of
-from explorer.cluster import parse_cluster_spec
+from explorer.hardware.cluster import parse_cluster_spec
 from explorer.errors import ManualSelectionError
-from explorer.pinning import check_pinned
+from explorer.plan.pinning import check_pinned
 
 
 def test_two_l40s_overcommit_for_a_70b():

@@ -1,4 +1,4 @@
-"""Tests for explorer/placement.py (and its placement_* modules), with worked byte figures.
+"""Tests for explorer/fleet/place.py (and its placement_* modules), with worked byte figures.
 
 Figures are in GiB (1024**3 bytes) in the comments; the assertions are exact
 integer bytes.
@@ -17,7 +17,7 @@ from explorer.errors import (
     PlacementInputError,
     PlanDoesNotFitError,
 )
-from explorer.placement import (
+from explorer.fleet.place import (
     POOL_INDEX,
     Card,
     ManualPlan,
@@ -34,7 +34,7 @@ from explorer.placement import (
     plan_to_dict,
     validate_plan,
 )
-from explorer.placement_split import apportion
+from explorer.fleet.split import apportion
 from explorer.units import GiB, KiB
 
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer.errors import ManualPlanError, ModelTermError
-from explorer.placement import (
+from explorer.fleet.place import (
     POOL_INDEX,
     Card,
     ModelDemand,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import shape_of
-from explorer.cluster import parse_cluster_spec
+from explorer.hardware.cluster import parse_cluster_spec
 from explorer.engines.common import PlanRequest
 from explorer.errors import ClusterSpecError, PlanError
-from explorer.planner import plan, recheck
+from explorer.plan.planner import plan, recheck
 
 GPU_ENGINES = ("vllm", "sglang")
 

@@ -6,9 +6,9 @@ import pytest
 
 from conftest import shape_of
 from explorer.errors import UnknownPrecisionError
-from explorer.precision import WeightFormat
-from explorer.quant_config import what_if_precision
-from explorer.tensors import Tensor
+from explorer.model.precision import WeightFormat
+from explorer.model.quant_config import what_if_precision
+from explorer.model.tensors import Tensor
 
 
 def test_fp8_block_scales():

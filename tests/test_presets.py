@@ -1,12 +1,12 @@
-"""explorer.presets: every preset parses, and the controls compose specs the parser reads."""
+"""explorer.ui.presets: every preset parses, and the controls compose specs the parser reads."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.catalogue import load_catalogue
-from explorer.cluster import parse_cluster_spec
-from explorer.presets import (
+from explorer.hardware.catalogue import load_catalogue
+from explorer.hardware.cluster import parse_cluster_spec
+from explorer.ui.presets import (
     DEFAULT_PRESET,
     PRESETS,
     AppDefaults,

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import shape_of
-from explorer.cluster import parse_cluster_spec
+from explorer.hardware.cluster import parse_cluster_spec
 from explorer.engines.common import PlanRequest
-from explorer.planner import plan
-from explorer.ranking import quality, rank
+from explorer.plan.planner import plan
+from explorer.plan.ranking import quality, rank
 
 
 def test_quality_rises_to_the_cap_then_falls():

@@ -1,4 +1,4 @@
-"""explorer.resolve: local files, then the cache, the Hub and the snapshot, against a real HTTP server.
+"""explorer.sources.resolve: local files, then the cache, the Hub and the snapshot, against a real HTTP server.
 
 The Hub is ``tests/hubserver.py`` on 127.0.0.1; nothing of explorer is mocked.
 Every test gets its own cache file (``EXPLORER_CACHE``).
@@ -28,7 +28,7 @@ from hub_fixtures import (
     write_safetensors,
 )  # fmt: skip
 
-from explorer.cache import Cache
+from explorer.sources.cache.store import Cache
 from explorer.errors import (
     GatedRepoError,
     GGUFSplitError,
@@ -39,16 +39,16 @@ from explorer.errors import (
     OfflineMissError,
     RepoNotFoundError,
 )
-from explorer.hub import HubSettings
-from explorer.resolve import resolve_model
-from explorer.resolve_facts import facts_from_cache
-from explorer.resolve_gguf import (
+from explorer.sources.hub.client import HubSettings
+from explorer.sources.resolve import resolve_model
+from explorer.sources.facts import facts_from_cache
+from explorer.sources.gguf_files import (
     header_from_record,
     header_record,
     read_header_file,
     read_local_set,
 )
-from explorer.sources import load_model, load_shape
+from explorer.sources.spec import load_model, load_shape
 
 pytest_plugins = ["hub_fixtures"]
 

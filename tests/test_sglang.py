@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import shape_of
-from explorer.catalogue import load_catalogue
+from explorer.hardware.catalogue import load_catalogue
 from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
 

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CONFIGS, all_config_names, load_config, shape_of
-from explorer.config_reader import parse_config_text
+from explorer.model.config_reader import parse_config_text
 from explorer.errors import ExplorerError
-from explorer.shapes import shape_from_config
+from explorer.model.shapes import shape_from_config
 
 NAMES = all_config_names()
 KV_TYPES = ["auto", "bf16", "fp8", "q8_0", "q4_0"]

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import DATA, all_config_names, load_config, shape_of
 from explorer.errors import ExplorerError, MissingConfigKeysError, NotAModelConfigError
-from explorer.shapes import shape_from_config
+from explorer.model.shapes import shape_from_config
 
 PUBLISHED = list(csv.DictReader((DATA / "published_params.csv").open()))
 

@@ -12,11 +12,11 @@ from hub_fixtures import FP8, GGUF, SINGLE
 
 from explorer.cli import main
 from explorer.errors import OfflineMissError, SnapshotError
-from explorer.hub import HubSettings
-from explorer.offer import computed_disk_bytes
-from explorer.resolve import resolve_model
-from explorer.snapshot import default_snapshot_path, load_snapshot, parse_snapshot
-from explorer.snapshot_build import refresh, seed
+from explorer.sources.hub.client import HubSettings
+from explorer.plan.offer import computed_disk_bytes
+from explorer.sources.resolve import resolve_model
+from explorer.sources.snapshot.read import default_snapshot_path, load_snapshot, parse_snapshot
+from explorer.sources.snapshot.build import refresh, seed
 
 pytest_plugins = ["hub_fixtures"]
 

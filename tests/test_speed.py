@@ -1,4 +1,4 @@
-"""explorer.speed: the roofline bound and estimate, with worked numbers."""
+"""explorer.speed.estimate: the roofline bound and estimate, with worked numbers."""
 
 from __future__ import annotations
 
@@ -12,24 +12,24 @@ from conftest import CONFIGS, shape_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.offer import original_artifact, what_if_artifact
-from explorer.artifacts import Artifact
-from explorer.catalogue import load_catalogue
+from explorer.plan.offer import original_artifact, what_if_artifact
+from explorer.model.artifacts import Artifact
+from explorer.hardware.catalogue import load_catalogue
 from explorer.cli import main
-from explorer.cluster import parse_cluster_spec
+from explorer.hardware.cluster import parse_cluster_spec
 from explorer.engines.common import ENGINES, Evaluation, Layout, PlanRequest
 from explorer.errors import CatalogueError, PlanError
-from explorer.options import Option
-from explorer.planner import plan, recheck
-from explorer.speed import SpeedSettings, speed_of, tokens_per_s_vs_context
-from explorer.speed_prices import PriceTable, load_prices, parse_prices
-from explorer.speed_profile import experts_touched
-from explorer.weights import weight_breakdown
+from explorer.engines.options import Option
+from explorer.plan.planner import plan, recheck
+from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_context
+from explorer.speed.prices import PriceTable, load_prices, parse_prices
+from explorer.speed.profile import experts_touched
+from explorer.model.weights import weight_breakdown
 
-HAS_LLAMACPP = importlib.util.find_spec("explorer.engines.llamacpp") is not None
+HAS_LLAMACPP = importlib.util.find_spec("explorer.engines.llamacpp.engine") is not None
 GPU_ENGINES = ("vllm", "sglang")
 AVAILABLE = ENGINES if HAS_LLAMACPP else GPU_ENGINES
-needs_llamacpp = pytest.mark.skipif(not HAS_LLAMACPP, reason="explorer/engines/llamacpp.py has not landed yet")
+needs_llamacpp = pytest.mark.skipif(not HAS_LLAMACPP, reason="explorer/engines/llamacpp/engine.py has not landed yet")
 
 H100_BW = 3.35e12
 LLAMA8B = "meta-llama__Meta-Llama-3.1-8B"

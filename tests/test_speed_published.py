@@ -39,13 +39,13 @@ from pathlib import Path
 import pytest
 from conftest import DATA, shape_of
 
-from explorer.offer import original_artifact, what_if_artifact
-from explorer.artifacts import Artifact
-from explorer.catalogue import load_catalogue
+from explorer.plan.offer import original_artifact, what_if_artifact
+from explorer.model.artifacts import Artifact
+from explorer.hardware.catalogue import load_catalogue
 from explorer.engines.common import Evaluation, Layout, PlanRequest
-from explorer.options import Option
-from explorer.speed import DEFAULT_SETTINGS, precision_for, speed_of
-from explorer.speed_model import decode_cycle_s, placement, prefill_s
+from explorer.engines.options import Option
+from explorer.speed.estimate import DEFAULT_SETTINGS, precision_for, speed_of
+from explorer.speed.roofline import decode_cycle_s, placement, prefill_s
 
 NOTE = Path(__file__).parent.parent / "docs" / "notes" / "speed_model.md"
 FACTOR = 1.5

@@ -1,10 +1,10 @@
-"""explorer.widgets: the ipywidgets controller re-plans and redraws its table when a control changes."""
+"""explorer.ui.widgets: the ipywidgets controller re-plans and redraws its table when a control changes."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.widgets import ExplorerWidget
+from explorer.ui.widgets import ExplorerWidget
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run :func:`explorer.bench.main`."""
-    from explorer.bench import main
+    """Run :func:`explorer.bench.plan.main`."""
+    from explorer.bench.plan import main
 
     return main(["--model", args.model, "--runs", str(args.runs)])

@@ -1,7 +1,7 @@
 """``explorer cache info | clear | export PATH``: look at, empty or dump the local Hub cache.
 
 The file is ``--cache PATH``, else ``$EXPLORER_CACHE``, else the XDG default
-(see :mod:`explorer.cache`). ``info`` and ``export`` open it read-only and
+(see :mod:`explorer.sources.cache.store`). ``info`` and ``export`` open it read-only and
 never create it; ``clear`` deletes every cached row without asking and says
 how many it removed.
 """
@@ -33,14 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _path(args: argparse.Namespace) -> str:
-    from explorer.cache import default_cache_path
+    from explorer.sources.cache.store import default_cache_path
 
     return args.cache or default_cache_path()
 
 
 def run(args: argparse.Namespace) -> int:
     """Run one cache action."""
-    from explorer.cache import Cache
+    from explorer.sources.cache.store import Cache
 
     path = _path(args)
     if args.action in ("info", "export") and path != ":memory:" and not os.path.exists(path):

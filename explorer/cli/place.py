@@ -10,9 +10,9 @@ from typing import Any
 
 from explorer.cli.plan import read_cluster
 from explorer.errors import PlacementError
-from explorer.fleet import demand_for, fleet_cards, unique_names
-from explorer.placement import Placement, parse_model_term, parse_plan_text, place, validate_plan
-from explorer.sources import load_shape
+from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
+from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
+from explorer.sources.spec import load_shape
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,17 +7,17 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from explorer.cluster import Cluster, load_cluster_file, parse_cluster_spec
-from explorer.dtypes import KV_CACHE_TYPES
+from explorer.hardware.cluster import Cluster, load_cluster_file, parse_cluster_spec
+from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.errors import ClusterSpecError
-from explorer.options import PlanResult
-from explorer.pinning import check_pinned
-from explorer.planner import plan
-from explorer.offer import plan_artifacts
-from explorer.sources import load_model, parse_model_spec
-from explorer.speed import SpeedSettings
-from explorer.speed_prices import load_prices
+from explorer.engines.options import PlanResult
+from explorer.plan.pinning import check_pinned
+from explorer.plan.planner import plan
+from explorer.plan.offer import plan_artifacts
+from explorer.sources.spec import load_model, parse_model_spec
+from explorer.speed.estimate import SpeedSettings
+from explorer.speed.prices import load_prices
 from explorer.units import gib
 
 

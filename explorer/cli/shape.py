@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from explorer.dtypes import KV_CACHE_TYPES
-from explorer.sources import load_model
-from explorer.summary import shape_rows, shape_summary
+from explorer.model.dtypes import KV_CACHE_TYPES
+from explorer.sources.spec import load_model
+from explorer.model.summary import shape_rows, shape_summary
 from explorer.units import gib
 
 
@@ -38,7 +38,7 @@ def add_hub_options(p: argparse.ArgumentParser) -> None:
 
 def hub_kwargs(args: argparse.Namespace) -> dict:
     """The resolver's keyword arguments from the Hub options (the token stays out of everything printed)."""
-    from explorer.hub import HubSettings
+    from explorer.sources.hub.client import HubSettings
 
     settings = HubSettings.resolve(token=args.token, timeout_s=args.timeout, offline=True if args.offline else None)
     return {"settings": settings, "revision": args.revision}

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from explorer.snapshot import load_snapshot
+    from explorer.sources.snapshot.read import load_snapshot
 
     snap = load_snapshot()
     entries = snap.search(args.search, args.limit) if args.search else list(snap.entries.values())[: args.limit]
@@ -67,8 +67,8 @@ def _list(args: argparse.Namespace) -> int:
 
 def _refresh(args: argparse.Namespace) -> int:
     from explorer.cli.shape import hub_kwargs
-    from explorer.snapshot import load_snapshot
-    from explorer.snapshot_build import refresh
+    from explorer.sources.snapshot.read import load_snapshot
+    from explorer.sources.snapshot.build import refresh
 
     if args.repos is not None:
         lines = args.repos.read_text().splitlines()
@@ -84,7 +84,7 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _seed(args: argparse.Namespace) -> int:
-    from explorer.snapshot_build import seed, write_snapshot
+    from explorer.sources.snapshot.build import seed, write_snapshot
 
     doc = seed(args.configs, args.provenance, indexes=args.indexes)
     path = write_snapshot(doc, args.out)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from explorer.kv_cache import (
+from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     FullAttention,
     LayerCache,
@@ -21,8 +21,8 @@ from explorer.kv_cache import (
     RecurrentState,
     SlidingWindowAttention,
 )
-from explorer.dtypes import ElementType
-from explorer.fit_search import largest_fitting
+from explorer.model.dtypes import ElementType
+from explorer.engines.fit_search import largest_fitting
 from explorer.units import cdiv
 
 EngineName = Literal["vllm", "sglang", "llamacpp"]
@@ -283,7 +283,7 @@ def largest_context(slack, upper: int, step: int = 1) -> int:
     spare) is not negative; 0 when not even one step fits. ``upper`` itself counts even off the step grid.
 
     KV bytes never shrink as context grows, so the slack never grows: see
-    :func:`explorer.fit_search.largest_fitting` (a few probes, the answer exact).
+    :func:`explorer.engines.fit_search.largest_fitting` (a few probes, the answer exact).
     """
     if slack(upper) >= 0:
         return upper

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from explorer.kv_cache import FullAttention, RecurrentState
-from explorer.shapes import ModelShape
+from explorer.model.kv_cache import FullAttention, RecurrentState
+from explorer.model.shapes import ModelShape
 
 Refusal = tuple[str, str]
 

@@ -23,15 +23,15 @@ a token (an MLA latent whole on every card), with no block rounding.
 
 from __future__ import annotations
 
-from explorer.catalogue import GPUClass
+from explorer.hardware.catalogue import GPUClass
 from explorer.engines.common import (
     CardMemory, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
 )
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
-from explorer.precision import Precision
-from explorer.shapes import ModelShape
+from explorer.model.precision import Precision
+from explorer.model.shapes import ModelShape
 from explorer.units import MiB, cdiv
-from explorer.weights import weight_breakdown
+from explorer.model.weights import weight_breakdown
 
 #: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
 CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (

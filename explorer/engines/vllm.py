@@ -27,15 +27,15 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from explorer.catalogue import GPUClass
+from explorer.hardware.catalogue import GPUClass
 from explorer.engines.common import (
     CardMemory, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
 )
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
-from explorer.precision import Precision
-from explorer.shapes import ModelShape
+from explorer.model.precision import Precision
+from explorer.model.shapes import ModelShape
 from explorer.units import GiB, MiB, cdiv, round_up
-from explorer.weights import weight_breakdown
+from explorer.model.weights import weight_breakdown
 
 BLOCK_TOKENS = 16
 GRAPH_BASE_BYTES = GiB // 10

@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m explorer.bench.plan.<name>``."""

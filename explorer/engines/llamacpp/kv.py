@@ -1,0 +1,109 @@
+"""llama.cpp's KV caches and recurrent state, per layer (src/llama-kv-cache.cpp, llama-kv-cache-iswa.cpp,
+llama-memory-recurrent.cpp, commit 0c1e57098).
+
+Per attention layer ``il`` and stream:
+
+    K[il] = kv_size × row(type_k, n_embd_k_gqa(il))
+    V[il] = kv_size × row(type_v, FA ? n_embd_v_gqa(il) : max_il n_embd_v_gqa)   # absent for MLA
+
+(without flash attention V is stored transposed and every layer's V is
+padded to the widest one). A model with sliding-window layers gets two
+caches: the global layers with ``n_ctx_seq`` cells and the SWA layers with
+
+    size_swa = swa_full ? n_ctx_seq : PAD(min(n_ctx_seq, n_swa × (unified ? n_seq : 1) + n_ubatch), 256)
+
+Layers without attention (recurrent layers of a hybrid, MLP-only blocks,
+NextN blocks) get no KV at all: a hybrid is not charged KV for every layer
+(gguf-parser issue #28). Recurrent layers hold, in f32,
+``max(1, n_seq) × (n_embd_r + n_embd_s)`` values whatever the context.
+
+Worked example (gemma3_swa: window 300, 7 SWA + 1 global layers, 1 KV head of
+256, f16, n_ctx 8192, n_ubatch 512, swa_full false): SWA cells =
+PAD(min(8192, 300 + 512), 256) = 1024, so the SWA cache is
+7 × 1024 × (512 + 512) = 7.00 MiB; the global one 1 × 8192 × 1024 = 8.00 MiB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from explorer.engines.llamacpp.model import LlamaModel
+from explorer.engines.llamacpp.settings import CTX_PAD, ContextSizes
+from explorer.units import round_up
+
+#: recurrent state element size: llama.cpp keeps r and s in f32 (type_r, type_s)
+STATE_BYTES = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CacheAlloc:
+    """One of llama.cpp's memory modules: a KV cache or the recurrent state.
+
+    Attributes:
+        name: ``kv`` (global layers), ``kv_swa`` (sliding-window layers) or ``rs`` (recurrent state).
+        cells: cells per stream (``rs``: sequences, ``max(1, n_seq)``).
+        streams: KV streams (1 for ``rs``).
+        layers: the layer indices it holds.
+        layer_bytes: bytes of each of those layers, in the same order.
+        k_bytes: the K (``rs``: conv/shift state r) part, bytes.
+        v_bytes: the V (``rs``: ssm/wkv state s) part, bytes.
+        v_row_max: the widest V row of its layers (values; the compute graph pads V to it).
+        layer_set: ``layers`` as a set, for quick membership tests.
+    """
+
+    name: str
+    cells: int
+    streams: int
+    layers: tuple[int, ...]
+    layer_bytes: tuple[int, ...]
+    k_bytes: int
+    v_bytes: int
+    v_row_max: int = 0
+    layer_set: frozenset[int] = frozenset()
+
+    @property
+    def total_bytes(self) -> int:
+        """The whole module, bytes."""
+        return self.k_bytes + self.v_bytes
+
+
+def swa_cells(ctx: ContextSizes, window: int, *, swa_full: bool, unified: bool) -> int:
+    """Cells of the sliding-window cache per stream (``llama_kv_cache_iswa``)."""
+    if swa_full:
+        return ctx.n_ctx_seq
+    return round_up(min(ctx.n_ctx_seq, window * (ctx.n_seq if unified else 1) + ctx.n_ubatch), CTX_PAD)
+
+
+def cache_layout(model: LlamaModel, ctx: ContextSizes, *, swa_full: bool, unified: bool) -> tuple[CacheAlloc, ...]:
+    """The KV caches (global, SWA) and the recurrent state llama.cpp allocates, in its order."""
+    attn = [il for il, la in enumerate(model.layers) if la.has_kv]
+    v_max = max((model.layers[il].v_row for il in attn), default=0)
+    groups: list[tuple[str, list[int], int]] = []
+    swa = [il for il in attn if model.layers[il].attn in ("swa", "chunked")]
+    if swa:
+        window = max(model.layers[il].window for il in swa)
+        groups.append(("kv", [il for il in attn if il not in swa], ctx.n_ctx_seq))
+        groups.append(("kv_swa", swa, swa_cells(ctx, window, swa_full=swa_full, unified=unified)))
+    elif attn:
+        groups.append(("kv", attn, ctx.n_ctx_seq))
+    out: list[CacheAlloc] = []
+    for name, layers, cells in groups:
+        ks, vs = [], []
+        for il in layers:
+            la = model.layers[il]
+            v_width = la.v_row if (ctx.flash_attn or la.attn == "mla") else (v_max if la.v_row else 0)
+            ks.append(ctx.n_stream * cells * ctx.type_k.row_bytes(la.k_row))
+            vs.append(ctx.n_stream * cells * ctx.type_v.row_bytes(v_width) if v_width else 0)
+        out.append(CacheAlloc(name=name, cells=cells, streams=ctx.n_stream, layers=tuple(layers),
+                              layer_bytes=tuple(k + v for k, v in zip(ks, vs)), k_bytes=sum(ks), v_bytes=sum(vs),
+                              v_row_max=max((model.layers[il].v_row for il in layers), default=0),
+                              layer_set=frozenset(layers)))  # fmt: skip
+    rec = [il for il, la in enumerate(model.layers) if la.recurrent]
+    if rec:
+        seqs = max(1, ctx.n_seq)
+        rs = [seqs * model.layers[il].r_row * STATE_BYTES for il in rec]
+        ss = [seqs * model.layers[il].s_row * STATE_BYTES for il in rec]
+        out.append(CacheAlloc(name="rs", cells=seqs, streams=1, layers=tuple(rec),
+                              layer_bytes=tuple(r + s for r, s in zip(rs, ss)), k_bytes=sum(rs), v_bytes=sum(ss),
+                              layer_set=frozenset(rec)))  # fmt: skip
+    return tuple(out)

@@ -1,0 +1,212 @@
+"""Options and refusals: the records a plan returns.
+
+An :class:`Option` is one way a model runs: an engine, an artifact, a
+layout over cards, and what each card holds part by part. A
+:class:`Rejection` is a way that was considered and refused, with the rule
+and the reason in words ("Total attention heads (28) must be divisible by
+tensor parallel size (8)"; "needs 91.3 GiB a card, has 72.0 GiB usable").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from explorer.model.artifacts import Artifact
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Node
+from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
+from explorer.units import gib
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One way to run the model.
+
+    Attributes:
+        layout: engine, cards and parallel sizes.
+        artifact: what is loaded (original weights, a what-if precision, a GGUF file).
+        precision: the precision label of what is loaded.
+        bits_per_weight: bytes × 8 / params of what is loaded.
+        evaluation: the engine's per-card memory, limits and command.
+        free_now: whether cards (or hosts) free right now could take it.
+        hosts: how many nodes (or node groups) could host it at all.
+        gpu: the card class (None on the CPU).
+        node: a node it would run on (its host RAM bounds llama.cpp's host share).
+        speed: the speed-of-light estimate, when computed (see explorer.speed.estimate).
+    """
+
+    layout: Layout
+    artifact: Artifact
+    precision: str
+    bits_per_weight: float
+    evaluation: Evaluation
+    free_now: bool
+    hosts: int
+    gpu: GPUClass | None = None
+    node: Node | None = None
+    speed: Any = None
+
+    @property
+    def engine(self) -> str:
+        """The engine's name."""
+        return self.layout.engine
+
+    @property
+    def fits(self) -> bool:
+        """Whether every card holds what it must."""
+        return self.evaluation.fits
+
+    @property
+    def per_card(self) -> CardMemory:
+        """The binding card: the one with the least headroom."""
+        return self.evaluation.binding
+
+    @property
+    def label(self) -> str:
+        """Where it runs, with the engine: ``vLLM · 8 × h100-80g (tp8)``."""
+        names = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
+        engine = names.get(self.engine, self.engine)
+        what = self.artifact.label
+        if self.engine == "llamacpp" and self.artifact.format != "gguf":
+            what += f" as a {self.precision} GGUF"  # llama.cpp runs the weights converted
+        if self.layout.cpu:
+            return f"{engine} · CPU · {what}"
+        extra = "unified memory" if self.layout.unified else self.layout.parallel
+        if self.evaluation.layers_on_host:
+            extra += f", {self.evaluation.layers_on_host} layers on CPU"
+        return f"{engine} · {self.layout.label} ({extra}) · {what}"
+
+    @property
+    def total_bytes(self) -> int:
+        """What the replica takes over all its cards (and host)."""
+        total = sum(c.total * c.count for c in self.evaluation.cards)
+        return total + (self.evaluation.host.total if self.evaluation.host else 0)
+
+    def with_evaluation(self, evaluation: Evaluation) -> "Option":
+        """The same option with another evaluation (a longer context, say)."""
+        return replace(self, evaluation=evaluation)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; every byte figure an int."""
+        ev, lay, card = self.evaluation, self.layout, self.per_card
+        out: dict[str, Any] = {
+            "label": self.label,
+            "engine": self.engine,
+            "artifact": self.artifact.name,
+            "format": self.artifact.format,
+            "precision": self.precision,
+            "bits_per_weight": round(self.bits_per_weight, 3),
+            "gpu_class": None if lay.cpu else lay.gpu_class,
+            "fabric": lay.fabric,
+            "nodes": lay.nodes,
+            "gpus_per_node": lay.gpus_per_node,
+            "cards": lay.cards,
+            "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep,
+            "cpu": lay.cpu, "unified": lay.unified, "rpc": lay.rpc,
+            "fits": self.fits,
+            "free_now": self.free_now,
+            "hosts": self.hosts,
+            "per_card": _card_dict(card),
+            "card_roles": [_card_dict(c) for c in ev.cards],
+            "host": _card_dict(ev.host) if ev.host else None,
+            "layers_on_host": ev.layers_on_host,
+            "max_context": ev.max_context_tokens,
+            "max_concurrency": ev.max_concurrency,
+            "command": ev.command,
+            "notes": list(ev.notes),
+        }
+        if self.speed is not None:
+            out.update(self.speed.to_dict())
+        return out
+
+
+def _card_dict(card: CardMemory) -> dict[str, Any]:
+    return {
+        "role": card.role,
+        "weights": card.weights,
+        "kv_cache": card.kv_cache,
+        "activations": card.activations,
+        "overhead": card.overhead,
+        "total": card.total,
+        "usable": card.usable,
+        "capacity": card.capacity,
+        "count": card.count,
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rejection:
+    """A way that was considered and refused.
+
+    Attributes:
+        engine: which engine.
+        layout: the layout considered (None for a refusal of the whole engine or artifact).
+        artifact: the artifact's name.
+        rule: a short rule id (``attention-heads``, ``memory``, ``more-than-needed``…).
+        reason: the reason in words, with the numbers.
+        option: for a memory refusal, the evaluated option (``fits`` False), for charts.
+    """
+
+    engine: str
+    layout: Layout | None
+    artifact: str
+    rule: str
+    reason: str
+    option: Option | None = None
+
+    @property
+    def label(self) -> str:
+        """Where the refused way would have run."""
+        if self.layout is None:
+            return self.engine
+        return f"{self.engine} · {self.layout.label} ({self.layout.parallel})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out: dict[str, Any] = {"engine": self.engine, "label": self.label, "artifact": self.artifact,
+                               "rule": self.rule, "reason": self.reason}
+        if self.option is not None:
+            out["per_card"] = _card_dict(self.option.per_card)
+        return out
+
+
+def memory_reason(card: CardMemory) -> str:
+    """``needs 91.3 GiB a card, has 72.0 GiB usable`` (GiB = 1024³ bytes)."""
+    where = "the host" if card.role == "host" else "a card"
+    return f"needs {gib(card.total)} on {where} ({card.role}), has {gib(card.usable)} usable"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanResult:
+    """Every way the model could run, best first, and the ways refused.
+
+    Attributes:
+        model: the model's name.
+        request: what was asked.
+        options: the ways that fit, ranked.
+        rejected: refused ways (the first few hundred; ``pruned`` counts them all).
+        pruned: how many ways each rule refused.
+        considered: how many ways were considered in all.
+    """
+
+    model: str
+    request: PlanRequest
+    options: tuple[Option, ...]
+    rejected: tuple[Rejection, ...]
+    pruned: dict[str, int] = field(default_factory=dict)
+    considered: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"model":…, "options":[…], "rejected":[…]}`` plus counts."""
+        r = self.request
+        return {
+            "model": self.model,
+            "request": {"context": r.context_tokens, "concurrency": r.concurrency, "kv_dtype": r.kv_dtype,
+                        "precision": r.precision, "engines": list(r.engines),
+                        "gpu_memory_utilization": r.gpu_memory_utilization},
+            "options": [o.to_dict() for o in self.options],
+            "rejected": [x.to_dict() for x in self.rejected],
+            "pruned": dict(self.pruned),
+            "considered": self.considered,
+        }

@@ -1,0 +1,1 @@
+"""Many models on one fleet: demands, the placement planner, manual plans and their text."""

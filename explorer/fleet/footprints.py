@@ -1,0 +1,137 @@
+"""From models and a cluster to a placement request: footprints and cards.
+
+A model's per-instance footprint comes from the engine's own accounting on
+one card of the cluster's class (explorer's planner):
+
+- ``weights_bytes``: the weights an instance loads (split across a split's cards);
+- ``kv_bytes_per_token``: what one more token of context costs (split likewise);
+- ``fixed_bytes_per_card``: what every card of a split pays whole: vLLM's
+  activation peak, CUDA graphs and non-torch memory, or llama.cpp's compute
+  and output buffers and the CUDA context, plus any fixed recurrent state.
+
+The cards are every GPU of the cluster, indexed in node order, each offering
+``usable_fraction`` of its memory, or less when the spec says less is free
+(``free=0.5``: half of each card; ``free=6``: the other cards are busy and offer nothing). A cluster without discrete GPUs gives a
+unified budget instead: a Mac's Metal working set, or a CPU host's RAM share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster
+from explorer.engines import vllm
+from explorer.engines.llamacpp import engine as llamacpp
+from explorer.engines.common import Layout, PlanRequest
+from explorer.errors import PlacementError
+from explorer.plan.offer import original_artifact, what_if_artifact
+from explorer.fleet.place import Card, ModelDemand, ModelTerm
+from explorer.plan.planner import precision_of
+from explorer.model.shapes import ModelShape
+
+#: context a model is charged at when its term names none
+DEFAULT_CONTEXT_TOKENS = 8192
+#: the two contexts the KV slope is measured between
+_PROBE = (4096, 8192)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetCards:
+    """What a cluster offers a placement.
+
+    Attributes:
+        cards: discrete GPUs, indexed in node order.
+        labels: ``node:index (class)`` for each card, by card index.
+        unified_budget_bytes: a unified-memory or CPU budget when there are no discrete GPUs.
+        gpu: the class footprints are measured on (the first card's), or None.
+    """
+
+    cards: tuple[Card, ...]
+    labels: tuple[str, ...]
+    unified_budget_bytes: int | None
+    gpu: GPUClass | None
+
+
+def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: float = 0.85) -> FleetCards:
+    """Every discrete GPU as a card; or, without any, a unified budget (Mac working set, else CPU RAM)."""
+    cards, labels = [], []
+    for node in cluster.nodes:
+        if node.unified:
+            continue
+        index_on_node = 0
+        for group in node.gpus:
+            for k in range(group.count):
+                total = group.gpu.memory_bytes
+                usable = min(int(total * usable_fraction), _free_on_card(group, k))
+                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total))
+                labels.append(f"{node.name}:{index_on_node} ({group.gpu.name})" + ("" if usable else ", busy"))
+                index_on_node += 1
+    if cards:
+        first = next(g.gpu for n in cluster.nodes if not n.unified for g in n.gpus)
+        return FleetCards(cards=tuple(cards), labels=tuple(labels), unified_budget_bytes=None, gpu=first)
+    if cluster.unified_nodes:
+        node = max(cluster.unified_nodes, key=lambda n: n.gpu_usable_limit_bytes)
+        return FleetCards(cards=(), labels=(), unified_budget_bytes=node.gpu_usable_limit_bytes, gpu=node.gpus[0].gpu)
+    if cluster.nodes:
+        node = max(cluster.nodes, key=lambda n: n.host_ram_bytes)
+        return FleetCards(cards=(), labels=(), unified_budget_bytes=int(node.host_ram_bytes * host_fraction), gpu=None)
+    raise PlacementError("the cluster has no nodes")
+
+
+def _free_on_card(group, k: int) -> int:
+    """Bytes free on the k-th card of a group: 0 past its free cards, else what the spec says is free."""
+    if k >= group.free_count:
+        return 0
+    if group.card_free_bytes:
+        return group.card_free_bytes[k]
+    return group.gpu.memory_bytes if group.free_bytes is None else group.free_bytes
+
+
+def demand_for(shape: ModelShape, term: ModelTerm, *, gpu: GPUClass | None, engine: str = "vllm", rank: int = 0,
+               kv_dtype: str = "auto", precision: str | None = None, name: str | None = None) -> ModelDemand:
+    """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``."""
+    context = term.context_tokens or min(shape.max_context_tokens, DEFAULT_CONTEXT_TOKENS)
+    artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
+    if engine == "llamacpp" or gpu is None:
+        weights, fixed, per_token = _llamacpp_footprint(shape, artifact, kv_dtype)
+    else:
+        weights, fixed, per_token = _vllm_footprint(shape, artifact, gpu, kv_dtype)
+    return ModelDemand(name=name or term.model_id, weights_bytes=weights, fixed_bytes_per_card=fixed,
+                       kv_bytes_per_token=per_token, context_tokens=context, replicas=term.replicas,
+                       phases=term.phases, rank=rank)
+
+
+def _vllm_footprint(shape: ModelShape, artifact, gpu: GPUClass, kv_dtype: str) -> tuple[int, int, int]:
+    precision = precision_of(shape, artifact)
+    layout = Layout(engine="vllm", gpu_class=gpu.name)
+    cards = []
+    for context in _PROBE:
+        request = PlanRequest(context_tokens=context, kv_dtype=kv_dtype)
+        cards.append(vllm.evaluate(shape, precision, layout, gpu, request, shape.name).cards[0])
+    small, large = cards
+    per_token = (large.kv_cache - small.kv_cache) // (_PROBE[1] - _PROBE[0])
+    fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * _PROBE[0])
+    return small.weights, fixed, per_token
+
+
+def _llamacpp_footprint(shape: ModelShape, artifact, kv_dtype: str) -> tuple[int, int, int]:
+    model = llamacpp.llama_model(shape, artifact)
+    mems = [llamacpp.llamacpp_memory(model, llamacpp.settings_for(PlanRequest(context_tokens=c, kv_dtype=kv_dtype)), ())
+            for c in _PROBE]
+    small, large = (m.host for m in mems)
+    per_token = (large.kv_bytes - small.kv_bytes) // (_PROBE[1] - _PROBE[0])
+    fixed = (small.compute_bytes + small.output_bytes + small.other_bytes + llamacpp.CUDA_CONTEXT_BYTES
+             + max(0, small.kv_bytes - per_token * _PROBE[0]))
+    return small.model_bytes, fixed, per_token
+
+
+def unique_names(ids: Sequence[str]) -> list[str]:
+    """Model names for the planner: the id, with ``#2``, ``#3`` for repeats."""
+    seen: dict[str, int] = {}
+    out = []
+    for model_id in ids:
+        seen[model_id] = seen.get(model_id, 0) + 1
+        out.append(model_id if seen[model_id] == 1 else f"{model_id}#{seen[model_id]}")
+    return out

@@ -1,0 +1,176 @@
+"""Where one instance goes: which cards, what share each, at what context.
+
+Pure integer arithmetic over a *room map* (card index -> free bytes). The
+planner (:mod:`explorer.fleet.place`) and the manual-plan checker
+(:mod:`explorer.fleet.manual`) both charge through here, so a layout written
+by hand is charged exactly as the planner would charge the same layout.
+
+A split over cards ``c1..ck`` charges card ``ci`` its share of the splittable
+part ``S`` (weights + KV) plus the fixed per-card cost ``F``. It fits when every
+card's own charge fits its own room; the sum over cards is never compared.
+
+Why the ratio sometimes has to shift. Proportional to free room, card ``i``
+gets ``S * room_i / sum(room)``; the fixed cost comes on top, and it weighs
+most on the smallest card. Two cards with 40 and 20 GiB free, ``S`` = 48 GiB and
+``F`` = 4 GiB: proportional gives 32 + 4 = 36 GiB (fits 40) and 16 + 4 = 20 GiB
+(fits 20) -- but with ``F`` = 5 GiB the small card needs 21 GiB and fails,
+although the pair has 60 - 2*5 = 50 GiB of room past the fixed cost. Splitting
+proportional to ``room_i - F`` instead (35 : 15) moves load toward the roomiest
+card: 33.6 + 5 = 38.6 GiB and 14.4 + 5 = 19.4 GiB, both fit. With one fixed
+cost for every card that shifted ratio fits whenever any ratio does, so the
+ladder is two rungs: proportional first (what a person would write), shifted
+second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from explorer.fleet.records import ModelDemand
+from explorer.fleet.result import RatioRule
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """One instance's cards and charges, before it becomes an ``Instance``.
+
+    Attributes:
+        cards: the cards, roomiest first.
+        split_bytes: each card's charge, fixed cost included (bytes).
+        context_tokens: the context it is charged at (tokens).
+        ratio_rule: "single", "proportional", "shifted", "manual" or "tight".
+    """
+
+    cards: tuple[int, ...]
+    split_bytes: tuple[int, ...]
+    context_tokens: int
+    ratio_rule: RatioRule
+
+
+def apportion(total: int, weights: Sequence[int]) -> tuple[int, ...]:
+    """Split ``total`` bytes in proportion to ``weights``; the parts sum to ``total`` exactly.
+
+    Cuts fall at ``floor(total * cumulative_weight / sum(weights))``, so each
+    part is within one byte of its exact share and never above ``ceil`` of it:
+    ``apportion(10, (1, 1, 1)) == (3, 3, 4)``. Weights are >= 0 with a positive sum.
+    """
+    weight_sum = sum(weights)
+    parts: list[int] = []
+    cumulative = previous = 0
+    for weight in weights:
+        cumulative += weight
+        cut = total * cumulative // weight_sum
+        parts.append(cut - previous)
+        previous = cut
+    return tuple(parts)
+
+
+def roomiest_first(room: Mapping[int, int]) -> list[int]:
+    """Card indices by free room, largest first; equal room goes to the lower index."""
+    return sorted(room, key=lambda card: (-room[card], card))
+
+
+def ratio_ladder(
+    cards: Sequence[int], room: Mapping[int, int], fixed_bytes: int
+) -> list[tuple[RatioRule, tuple[int, ...]]]:
+    """The split proportions worth trying on ``cards``, best first (see the module docstring).
+
+    A rung whose weights are not all positive is left out: a card at or under
+    the fixed cost has nothing to give a split.
+    """
+    rungs: list[tuple[RatioRule, tuple[int, ...]]] = [("proportional", tuple(room[c] for c in cards))]
+    if fixed_bytes > 0:
+        rungs.append(("shifted", tuple(room[c] - fixed_bytes for c in cards)))
+    return [(rule, w) for rule, w in rungs if all(x > 0 for x in w)]
+
+
+def split_on(
+    demand: ModelDemand, cards: Sequence[int], room: Mapping[int, int], context_tokens: int
+) -> Layout | None:
+    """The first ratio on the ladder that fits every card of ``cards``, or None."""
+    shard = demand.shard_bytes_at(context_tokens)
+    fixed = demand.fixed_bytes_per_card
+    if len(cards) == 1:
+        need = shard + fixed
+        if need > room[cards[0]]:
+            return None
+        return Layout(
+            cards=tuple(cards), split_bytes=(need,), context_tokens=context_tokens, ratio_rule="single"
+        )
+    for rule, weights in ratio_ladder(cards, room, fixed):
+        split = tuple(part + fixed for part in apportion(shard, weights))
+        if all(b <= room[c] for c, b in zip(cards, split, strict=True)):
+            return Layout(
+                cards=tuple(cards), split_bytes=split, context_tokens=context_tokens, ratio_rule=rule
+            )
+    return None
+
+
+def served_context(demand: ModelDemand, net_room_bytes: int) -> int | None:
+    """The most context up to the target whose shard fits ``net_room_bytes``; None below the floor.
+
+    ``net_room_bytes`` is the room past the fixed cost, summed over the cards.
+    Worked: 10 GiB weights, 128 KiB/token, 12 GiB net room -> 2 GiB spare
+    -> 16,384 tokens, capped at the target.
+    """
+    spare = net_room_bytes - demand.weights_bytes
+    if spare < 0:
+        return None
+    per_token = demand.kv_bytes_per_token
+    served = demand.context_tokens if per_token == 0 else min(demand.context_tokens, spare // per_token)
+    return served if served >= demand.floor_context_tokens else None
+
+
+def find_layout(demand: ModelDemand, room: Mapping[int, int]) -> Layout | None:
+    """The fewest roomiest cards that hold ``demand``, widened for its context target.
+
+    Tries the roomiest card alone, then the two roomiest, and so on (the k
+    roomiest cards are the k with the most room past the fixed cost, so if any
+    k cards hold the model these do). A card with no room past the fixed cost
+    ends the widening. A model with a fixed context takes the first set that
+    holds it. A model with a context floor takes the first set that serves its
+    full target; when none does, the set that serves the most, fewest cards on a
+    tie. None when not even the floor fits anywhere.
+    """
+    fixed = demand.fixed_bytes_per_card
+    order = roomiest_first(room)
+    best: tuple[int, int] | None = None  # (served context, card count)
+    net = 0
+    for count, card in enumerate(order, start=1):
+        if count > 1 and room[card] <= fixed:
+            break
+        net += room[card] - fixed
+        served = served_context(demand, net)
+        if served is None:
+            continue
+        if served >= demand.context_tokens:
+            best = (served, count)
+            break
+        if best is None or served > best[0]:
+            best = (served, count)
+    if best is None:
+        return None
+    served, count = best
+    return split_on(demand, order[:count], room, served)
+
+
+def tight_layout(demand: ModelDemand, room: Mapping[int, int]) -> tuple[Layout, int]:
+    """The widest useful cards for a model that fits nowhere, and its shortfall in bytes.
+
+    Useful cards have room past the fixed cost; adding any other would only add
+    its fixed cost. With none, the roomiest card alone. The shard is split in
+    proportion to room past the fixed cost, so each card runs over by its share
+    of the shortfall, and the overruns add up to exactly
+    ``shard + k * fixed - sum(room)``. The model is charged at its least context.
+    """
+    fixed = demand.fixed_bytes_per_card
+    context = demand.floor_context_tokens
+    shard = demand.shard_bytes_at(context)
+    order = roomiest_first(room)
+    cards = [c for c in order if room[c] > fixed] or order[:1]
+    weights = [room[c] - fixed for c in cards] if len(cards) > 1 else [1]
+    split = tuple(part + fixed for part in apportion(shard, weights))
+    shortfall = shard + len(cards) * fixed - sum(room[c] for c in cards)
+    layout = Layout(cards=tuple(cards), split_bytes=split, context_tokens=context, ratio_rule="tight")
+    return layout, shortfall

@@ -1,0 +1,259 @@
+"""The cluster model: nodes, their GPUs by class, and how nodes may be spanned.
+
+A cluster is written as text or as a file. The text grammar (full reference
+with examples in ``docs/cluster_spec.md``)::
+
+    spec    := term ( "+" term )*                  spaces around "+" allowed
+    term    := NODES "x" body [ "@" FABRIC ] ( "," option )*
+    body    := GPUS "x" CLASS                      2x8xh100-80g, 1x7xa100-80g-mig-1g.10gb, 1x1xh100:81559MiB
+             | "cpu-" RAM                          1xcpu-256g: no GPUs, 256 GiB of RAM
+             | "uma-" RAM                          1xuma-128g: unified memory (a Mac), 128 GiB
+    option  := "ram=" RAM                          host RAM of each GPU node
+             | "free=" INT                         free GPUs per node (0..GPUS)
+             | "free=" FRACTION | "free=" SIZE    free memory of each card (0.75, 60GiB)
+    RAM     := number "g" (GiB) | number "t" (TiB) | a size with a unit (512GiB, 500GB)
+    FABRIC  := [A-Za-z0-9_.-]+                     nodes sharing a fabric may be spanned
+
+CLASS is anything :meth:`explorer.hardware.catalogue.Catalogue.resolve` accepts. Nodes
+without ``@FABRIC`` stand alone: a replica never spans them. A GPU node's
+host RAM, when not stated, is assumed to be max(64 GiB, 2 × its GPU memory)
+(``host_ram_assumed``). A unified host is one "GPU" of class ``uma-RAMg`` (or
+an Apple class) whose memory is the RAM; the GPU may use only Metal's working
+set of it (:attr:`Node.gpu_usable_limit_bytes`). Every malformed spec raises
+:class:`ClusterSpecError` naming the term, never another exception.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from explorer.hardware.catalogue import GPUClass, metal_working_set_bytes
+from explorer.errors import ClusterSpecError, capped_list
+from explorer.units import GiB, TiB
+
+MAX_GPUS = 100_000  # a whole cluster, GPUs and nodes each
+MAX_RAM_BYTES = 1024 * TiB
+GRAMMAR = (
+    "grammar: NODESxGPUSxCLASS[@FABRIC][,ram=RAM][,free=N|FRACTION|SIZE] joined by '+', "
+    "or NODESxcpu-RAM / NODESxuma-RAM; e.g. 2x8xh100-80g@ib0 + 1x4xl40s-48g,free=2 + 1xcpu-256g"
+)
+
+
+def default_host_ram_bytes(gpu_memory_bytes: int) -> int:
+    """Host RAM assumed for a GPU node that does not state it: max(64 GiB, 2 × its GPU memory).
+
+    Twice the GPU memory is what a server vendor fits to stage weights through
+    RAM (an 8 × H100 node: 1,274 GiB assumed, 2 TiB typical); the 1 PiB cap only
+    keeps absurd nodes representable.
+    """
+    return min(max(64 * GiB, 2 * gpu_memory_bytes), MAX_RAM_BYTES)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GPUGroup:
+    """A node's devices of one class.
+
+    Attributes:
+        gpu: the class of every device in the group (a MIG slice is a class of its own).
+        count: devices in the group.
+        free_count: devices no workload holds now.
+        free_bytes: free bytes per card when known (the least of ``card_free_bytes`` when those are given).
+        card_free_bytes: free bytes of each card, when known one by one; else empty.
+    """
+
+    gpu: GPUClass
+    count: int
+    free_count: int
+    free_bytes: int | None = None
+    card_free_bytes: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        name = self.gpu.name
+        if self.count < 1 or not 0 <= self.free_count <= self.count:
+            raise ClusterSpecError(f"{name}: {self.count} GPUs with {self.free_count} free is impossible",
+                                   hint="count >= 1 and 0 <= free <= count")  # fmt: skip
+        if self.card_free_bytes and len(self.card_free_bytes) != self.count:
+            raise ClusterSpecError(f"{name}: {len(self.card_free_bytes)} per-card free figures for {self.count} cards")
+        for free in (self.free_bytes, *self.card_free_bytes):
+            if free is not None and not 0 <= free <= self.gpu.memory_bytes:
+                raise ClusterSpecError(f"{name}: {free:,} bytes free on a card of {self.gpu.memory_bytes:,} bytes")
+
+    @property
+    def memory_bytes(self) -> int:
+        """Total memory of the group's devices."""
+        return self.count * self.gpu.memory_bytes
+
+    @property
+    def max_replica_width(self) -> int:
+        """Most devices of this group one replica may use: 1 for MIG slices, else all."""
+        return 1 if self.gpu.is_mig else self.count
+
+    def free_bytes_for(self, width: int) -> int:
+        """Free bytes per card a replica on ``width`` of these cards can count on (0 if it cannot have them).
+
+        With per-card figures it is the ``width``-th largest; else ``free_bytes``,
+        or the whole card when nothing is known of its use.
+        """
+        if not 1 <= width <= self.count:
+            return 0
+        if self.card_free_bytes:
+            return sorted(self.card_free_bytes, reverse=True)[width - 1]
+        return self.gpu.memory_bytes if self.free_bytes is None else self.free_bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node:
+    """One machine.
+
+    Attributes:
+        name: unique in the cluster: ``h100-80g@ib0#1``.
+        fabric: the network it shares with nodes a replica may span; None stands alone.
+        gpus: its devices by class; empty for a CPU-only node.
+        host_ram_bytes: its RAM (for a unified host, the memory the GPU shares).
+        host_free_bytes: RAM no workload holds now.
+        unified: GPU memory is the host RAM (Apple M-series and other UMA hosts).
+        host_ram_assumed: the RAM was not stated but set by :func:`default_host_ram_bytes`.
+    """
+
+    name: str
+    fabric: str | None = None
+    gpus: tuple[GPUGroup, ...] = ()
+    host_ram_bytes: int
+    host_free_bytes: int
+    unified: bool = False
+    host_ram_assumed: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 < self.host_ram_bytes <= MAX_RAM_BYTES or not 0 <= self.host_free_bytes <= self.host_ram_bytes:
+            raise ClusterSpecError(f"node {self.name}: host RAM {self.host_ram_bytes:,} bytes with "
+                                   f"{self.host_free_bytes:,} free is impossible")  # fmt: skip
+        if len({g.gpu.name for g in self.gpus}) != len(self.gpus):
+            raise ClusterSpecError(f"node {self.name}: a GPU class appears twice; give one group per class")
+
+    @property
+    def gpu_count(self) -> int:
+        """Devices on the node, all classes."""
+        return sum(g.count for g in self.gpus)
+
+    @property
+    def free_gpu_count(self) -> int:
+        """Devices no workload holds now."""
+        return sum(g.free_count for g in self.gpus)
+
+    @property
+    def is_cpu_only(self) -> bool:
+        """True for a node without GPUs."""
+        return not self.gpus
+
+    @property
+    def gpu_memory_bytes(self) -> int:
+        """Total device memory on the node."""
+        return sum(g.memory_bytes for g in self.gpus)
+
+    @property
+    def gpu_usable_limit_bytes(self) -> int:
+        """Device memory a GPU workload may use in all: the Metal working set of a unified host's RAM
+        (:func:`explorer.hardware.catalogue.metal_working_set_bytes`), else every card's memory."""
+        if self.unified:
+            return metal_working_set_bytes(self.host_ram_bytes)
+        return self.gpu_memory_bytes
+
+    def group(self, class_name: str) -> GPUGroup | None:
+        """The node's devices of one class, or None."""
+        return next((g for g in self.gpus if g.gpu.name == class_name), None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Cluster:
+    """All the nodes a plan may use.
+
+    Attributes:
+        nodes: every node, names unique.
+    """
+
+    nodes: tuple[Node, ...]
+
+    def __post_init__(self) -> None:
+        dupes = sorted(name for name, k in Counter(n.name for n in self.nodes).items() if k > 1)
+        if dupes:
+            raise ClusterSpecError(f"node names repeat: {capped_list(dupes)}", hint="name every node once")
+        if self.total_gpus > MAX_GPUS or len(self.nodes) > MAX_GPUS:
+            raise ClusterSpecError(f"{self.total_gpus:,} GPUs on {len(self.nodes):,} nodes is beyond "
+                                   f"the {MAX_GPUS:,} explorer plans for")  # fmt: skip
+
+    @property
+    def total_gpus(self) -> int:
+        """Devices in the cluster (a MIG slice and a unified host each count as one)."""
+        return sum(n.gpu_count for n in self.nodes)
+
+    @property
+    def free_gpus(self) -> int:
+        """Devices no workload holds now."""
+        return sum(n.free_gpu_count for n in self.nodes)
+
+    @property
+    def gpu_classes(self) -> tuple[GPUClass, ...]:
+        """The classes present, in order of first appearance."""
+        seen: dict[str, GPUClass] = {}
+        for n in self.nodes:
+            for g in n.gpus:
+                seen.setdefault(g.gpu.name, g.gpu)
+        return tuple(seen.values())
+
+    @property
+    def gpu_nodes(self) -> tuple[Node, ...]:
+        """Nodes with at least one device."""
+        return tuple(n for n in self.nodes if n.gpus)
+
+    @property
+    def cpu_nodes(self) -> tuple[Node, ...]:
+        """Nodes without GPUs."""
+        return tuple(n for n in self.nodes if n.is_cpu_only)
+
+    @property
+    def unified_nodes(self) -> tuple[Node, ...]:
+        """Hosts whose GPU memory is their RAM."""
+        return tuple(n for n in self.nodes if n.unified)
+
+    def node(self, name: str) -> Node | None:
+        """The node of this name, or None."""
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def nodes_with(self, class_name: str) -> tuple[Node, ...]:
+        """Nodes holding devices of a class."""
+        return tuple(n for n in self.nodes if n.group(class_name) is not None)
+
+    def pools(self) -> dict[tuple[str, str | None], tuple[Node, ...]]:
+        """Nodes per (class name, fabric), in order of appearance; fabric None gathers nodes that stand alone."""
+        out: dict[tuple[str, str | None], list[Node]] = {}
+        for n in self.nodes:
+            for g in n.gpus:
+                out.setdefault((g.gpu.name, n.fabric), []).append(n)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def span_groups(self, class_name: str) -> tuple[tuple[Node, ...], ...]:
+        """Sets of nodes one replica of a class may span: a fabric's nodes together, a fabric-less node alone.
+
+        MIG slices never span: each of their nodes is a set of its own.
+        """
+        out: list[tuple[Node, ...]] = []
+        for (cls, fabric), nodes in self.pools().items():
+            if cls != class_name:
+                continue
+            if fabric is None or nodes[0].group(cls).gpu.is_mig:  # type: ignore[union-attr]
+                out.extend((n,) for n in nodes)
+            else:
+                out.append(nodes)
+        return tuple(out)
+
+
+# The text and file forms live in their own modules; they are re-exported here
+# so that ``from explorer.hardware.cluster import parse_cluster_spec`` keeps working.
+from explorer.hardware.cluster_text import format_cluster_spec, parse_cluster_spec  # noqa: E402
+from explorer.hardware.cluster_dict import cluster_from_dict, load_cluster_file  # noqa: E402
+
+__all__ = [
+    "GRAMMAR", "MAX_GPUS", "Cluster", "GPUGroup", "Node", "cluster_from_dict", "default_host_ram_bytes",
+    "format_cluster_spec", "load_cluster_file", "parse_cluster_spec",
+]

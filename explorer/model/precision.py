@@ -1,0 +1,223 @@
+"""Weight precisions: what a checkpoint stores for each tensor, scales included.
+
+A :class:`Precision` says, for every tensor of a model, which
+:class:`WeightFormat` stores it: quantised formats for Linear weights that
+the scheme targets, the model's own dtype for everything it leaves alone
+(embeddings, norms, routers, ``lm_head`` and whatever the config's skip list
+names). Each format counts its scales and zero points the way the checkpoint
+lays them out (rows = output features, cols = input features):
+
+============  ==================================================================
+format        bytes for one ``rows × cols`` matrix
+============  ==================================================================
+dense         rows·cols·dtype
+fp8 block     rows·cols + ⌈rows/128⌉·⌈cols/128⌉·4 (fp32 scale per 128×128 block)
+fp8 channel   rows·cols + rows·4
+fp8 tensor    rows·cols + 4 (one fp32 scale; + 4 for a static input scale)
+GPTQ int b/g  rows·⌈cols·b/32⌉·4 + ⌈cols/g⌉·(rows·2 + ⌈rows·b/32⌉·4) + cols·4 (g_idx)
+AWQ int b/g   the same without g_idx
+CT int b/g    rows·⌈cols·b/32⌉·4 + rows·⌈cols/g⌉·2 + 16 (weight_shape), + zero points if asymmetric
+bnb int8      rows·cols + rows·4 (SCB)
+bnb nf4/fp4   ⌈rows·cols/2⌉ + ⌈rows·cols/64⌉·4 (fp32 absmax per 64)
+NVFP4         rows·cols/2 + rows·⌈cols/16⌉ (fp8 scales) + 8 (two fp32 globals)
+MXFP4         rows·cols/2 + rows·⌈cols/32⌉ (e8m0 scales)
+GGUF what-if  ⌈rows·cols·bpw/8⌉ with the quant mix's average bits (approximate)
+ggml          rows·cols / block · type_size (one GGUF tensor's exact type, gguf-py GGML_QUANT_SIZES)
+============  ==================================================================
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+from explorer.model.dtypes import ElementType, element_type
+from explorer.model.tensors import Tensor
+from explorer.units import cdiv
+
+FormatKind = Literal["dense", "fp8", "int", "bnb8", "bnb4", "nvfp4", "mxfp4", "gguf", "ggml"]
+Source = Literal["config", "what-if", "gguf"]
+
+#: wrapper prefixes stripped before matching module names against skip lists
+_PREFIXES = ("model.language_model.", "language_model.", "text_model.", "llm.")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightFormat:
+    """How one matrix is stored.
+
+    Attributes:
+        kind: the storage family.
+        bits: bits per weight before scales (4, 8, 16...; GGUF: the average).
+        group_size: weights sharing a scale along the input dimension (0: one per row).
+        block: fp8 block-scale tile (rows, cols), or None.
+        fp8_scale: fp8 scale granularity when ``block`` is None: ``channel`` or ``tensor``.
+        packing: int layout: ``gptq``, ``awq`` or ``compressed``.
+        zero_points: whether int zero points are stored (asymmetric, or GPTQ/AWQ layout).
+        g_idx: whether a per-column group index is stored (GPTQ, or act-order groups).
+        scale_bytes: bytes per int scale (fp16/bf16: 2).
+        dense_bytes: bytes per value for ``dense``.
+        ggml_block: for ``ggml``, (weights per block, bytes per block): Q4_K (256, 144).
+    """
+
+    kind: FormatKind
+    bits: float
+    group_size: int = 0
+    block: tuple[int, int] | None = None
+    fp8_scale: str = "channel"
+    packing: str = "gptq"
+    zero_points: bool = True
+    g_idx: bool = False
+    scale_bytes: int = 2
+    dense_bytes: int = 2
+    ggml_block: tuple[int, int] | None = None
+
+    def matrix_bytes(self, rows: int, cols: int) -> int:
+        """Bytes of one ``rows × cols`` weight with its scales and zero points."""
+        n = rows * cols
+        if self.kind == "dense":
+            return n * self.dense_bytes
+        if self.kind == "fp8":
+            if self.block:
+                return n + cdiv(rows, self.block[0]) * cdiv(cols, self.block[1]) * 4
+            return n + (rows * 4 if self.fp8_scale == "channel" else 4)
+        if self.kind == "int":
+            return self._int_bytes(rows, cols)
+        if self.kind == "bnb8":
+            return n + rows * 4
+        if self.kind == "bnb4":
+            return cdiv(n, 2) + cdiv(n, 64) * 4
+        if self.kind == "nvfp4":
+            return cdiv(n, 2) + rows * cdiv(cols, 16) + 8
+        if self.kind == "mxfp4":
+            return cdiv(n, 2) + rows * cdiv(cols, 32)
+        if self.kind == "ggml" and self.ggml_block:
+            return n // self.ggml_block[0] * self.ggml_block[1]  # exact: rows are whole blocks
+        return cdiv(int(n * self.bits * 1000), 8000)  # gguf what-if: average bits
+
+    def _int_bytes(self, rows: int, cols: int) -> int:
+        bits = int(self.bits)
+        groups = cdiv(cols, self.group_size) if self.group_size > 0 else 1
+        packed = rows * cdiv(cols * bits, 32) * 4
+        scales = rows * groups * self.scale_bytes
+        zeros = groups * cdiv(rows * bits, 32) * 4 if self.zero_points else 0
+        extra = 16 if self.packing == "compressed" else 0
+        g_idx = cols * 4 if self.g_idx else 0
+        return packed + scales + zeros + extra + g_idx
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SchemeGroup:
+    """Modules a format applies to.
+
+    Attributes:
+        targets: ``Linear`` (every Linear weight), module names, globs or ``re:`` regexes.
+        fmt: the format those modules are stored in.
+    """
+
+    targets: tuple[str, ...]
+    fmt: WeightFormat
+
+
+@dataclass(frozen=True, kw_only=True)
+class Precision:
+    """A checkpoint's weight precision.
+
+    Attributes:
+        name: a short label (``bf16``, ``fp8 block 128``, ``int4 AWQ g128``, ``Q4_K_M``).
+        method: the quantisation method (``none``, ``fp8``, ``awq``, ``gptq``,
+            ``compressed-tensors``, ``bitsandbytes``, ``modelopt``, ``mxfp4``, ``gguf``).
+        base: the dtype of every tensor the scheme leaves alone.
+        groups: formats by target, first match wins.
+        skip: modules left in ``base`` (globs, ``re:`` regexes or names).
+        roles: when set, only tensors of these roles are quantised (MXFP4: experts).
+        source: read from the checkpoint's config, a what-if, or a GGUF file.
+        kv_cache_hint: a KV cache dtype the checkpoint ships scales for (``fp8``).
+        all_matrices: quantise every 2-D tensor, embeddings and head included
+            (a GGUF what-if: llama.cpp quantises ``token_embd`` and ``output`` too).
+    """
+
+    name: str
+    method: str
+    base: ElementType
+    groups: tuple[SchemeGroup, ...] = ()
+    skip: tuple[str, ...] = ()
+    roles: frozenset[str] | None = None
+    source: Source = "config"
+    kv_cache_hint: str | None = None
+    all_matrices: bool = False
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.method, self.base, self.groups, self.skip, self.roles, self.source, self.all_matrices))
+
+    @property
+    def nominal_bits(self) -> float:
+        """Bits per weight of the main format before scales (16 for bf16, 4 for AWQ int4)."""
+        return self.groups[0].fmt.bits if self.groups else self.base.bits_per_element
+
+    @cached_property
+    def _skip_regex(self) -> re.Pattern[str] | None:
+        return _compile(self.skip)
+
+    @cached_property
+    def _target_regexes(self) -> tuple[re.Pattern[str] | None, ...]:
+        return tuple(None if g.targets == ("Linear",) else _compile(g.targets) for g in self.groups)
+
+    def format_for(self, tensor: Tensor, layer: int | None) -> WeightFormat | None:
+        """The quantised format storing ``tensor``, or None when it stays in ``base``."""
+        if not self.groups:
+            return None
+        if self.all_matrices:
+            return self.groups[0].fmt if tensor.cols > 1 else None
+        if not tensor.linear or tensor.role in ("router", "vision"):
+            return None
+        if self.roles is not None and tensor.role not in self.roles:
+            return None
+        name = _normalise(tensor.module.replace("{i}", str(layer)) if layer is not None else tensor.module)
+        if self._skip_regex is not None and self._skip_regex.search(name):
+            return None
+        for group, regex in zip(self.groups, self._target_regexes):
+            if regex is None or regex.search(name):
+                return group.fmt
+        return None
+
+    def tensor_bytes(self, tensor: Tensor, layer: int | None = None) -> int:
+        """Bytes of the whole tensor group (all its copies)."""
+        fmt = self.format_for(tensor, layer)
+        if fmt is None:
+            return tensor.elements * self.base.block_bytes // self.base.block_elements
+        return fmt.matrix_bytes(tensor.rows, tensor.cols) * tensor.count
+
+
+def _normalise(name: str) -> str:
+    for prefix in _PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+def _pattern_regex(pattern: str) -> str:
+    """One skip/target pattern as a regex over a module path."""
+    if pattern.startswith("re:"):
+        return pattern[3:]
+    pattern = _normalise(pattern)
+    if any(ch in pattern for ch in "*?["):
+        glob = fnmatch.translate(pattern).removesuffix(r"\Z").removeprefix("(?s:").removesuffix(")")
+        return rf"(?:^|\.)(?:{glob})(?:\.|$)"
+    # a plain name matches that module or any module under it, anywhere in the path
+    return rf"(?:^|\.){re.escape(pattern)}(?:\.|$)"
+
+
+def _compile(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{_pattern_regex(p)})" for p in patterns))
+
+
+def dense(dtype: str = "bf16", *, source: Source = "what-if") -> Precision:
+    """Unquantised weights in one dtype."""
+    et = element_type(dtype)
+    return Precision(name=et.name, method="none", base=et, source=source)

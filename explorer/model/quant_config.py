@@ -1,0 +1,246 @@
+"""Read a checkpoint's precision from its config, or build a what-if precision by name.
+
+Configs say how weights are stored in ``quantization_config`` (top level, or
+inside ``text_config``), or in a ModelOpt companion ``hf_quant_config.json``.
+Each method spells it its own way; :func:`precision_from_config` turns all of
+them into one :class:`~explorer.model.precision.Precision`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from explorer.model.config_reader import ConfigView
+from explorer.model.dtypes import ElementType, element_type, model_dtype_name
+from explorer.errors import UnknownPrecisionError
+from explorer.model.precision import Precision, SchemeGroup, WeightFormat, dense
+
+FP8_BLOCK = WeightFormat(kind="fp8", bits=8, block=(128, 128))
+NVFP4 = WeightFormat(kind="nvfp4", bits=4, group_size=16)
+MXFP4 = WeightFormat(kind="mxfp4", bits=4, group_size=32)
+
+# Average bits per weight of llama.cpp's quant mixes, scales and the
+# mix's higher-precision tensors included (llama.cpp tools/quantize's
+# table; measured on Llama-class models). Only for what-ifs without a
+# GGUF header: a real GGUF file's tensors are sized exactly.
+GGUF_MIX_BITS: dict[str, float] = {
+    "F32": 32.0, "F16": 16.0, "BF16": 16.0, "Q8_0": 8.5, "Q6_K": 6.5625, "Q5_K_M": 5.69, "Q5_K_S": 5.54,
+    "Q5_1": 6.0, "Q5_0": 5.5, "Q4_K_M": 4.89, "Q4_K_S": 4.58, "Q4_1": 5.0, "Q4_0": 4.5, "IQ4_NL": 4.5,
+    "IQ4_XS": 4.25, "Q3_K_L": 4.27, "Q3_K_M": 3.91, "Q3_K_S": 3.5, "IQ3_M": 3.66, "IQ3_S": 3.44,
+    "IQ3_XS": 3.3, "IQ3_XXS": 3.06, "Q2_K": 3.35, "Q2_K_S": 2.97, "IQ2_M": 2.7, "IQ2_S": 2.5,
+    "IQ2_XS": 2.31, "IQ2_XXS": 2.06, "IQ1_M": 1.75, "IQ1_S": 1.56, "TQ2_0": 2.06, "TQ1_0": 1.69,
+}
+
+#: what-if precisions a user can pick for original weights, by name
+WHAT_IF_NAMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4-awq", "int4-gptq", "nf4", "nvfp4", "mxfp4")
+
+
+def base_dtype(view: ConfigView) -> ElementType:
+    """The dtype of the unquantised tensors (``torch_dtype``/``dtype``; bf16 if unsaid)."""
+    return element_type(model_dtype_name(view.raw("torch_dtype", "dtype")))
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) for v in value if isinstance(v, str))
+    return ()
+
+
+def _fp8(qc: Mapping[str, Any], base: ElementType) -> Precision:
+    block = qc.get("weight_block_size")
+    if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
+        fmt = WeightFormat(kind="fp8", bits=8, block=(block[0], block[1]))
+        name = f"fp8 block {block[0]}×{block[1]}"
+    else:
+        fmt = WeightFormat(kind="fp8", bits=8, fp8_scale="tensor")
+        name = "fp8 per-tensor"
+    return Precision(name=name, method="fp8", base=base, groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+                     skip=_names(qc.get("modules_to_not_convert")) + ("lm_head",))
+
+
+def _int_gptq_awq(qc: Mapping[str, Any], base: ElementType, method: str) -> Precision:
+    bits = qc.get("bits", qc.get("w_bit", 4))
+    group = qc.get("group_size", qc.get("q_group_size", 128))
+    bits = int(bits) if isinstance(bits, (int, float)) and bits > 0 else 4
+    group = int(group) if isinstance(group, (int, float)) and group > 0 else 0
+    fmt = WeightFormat(kind="int", bits=bits, group_size=group, packing=method, zero_points=True, g_idx=method == "gptq")
+    label = f"int{bits} {method.upper()}" + (f" g{group}" if group else "")
+    return Precision(name=label, method=method, base=base, groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+                     skip=_names(qc.get("modules_to_not_convert")) + ("lm_head",))
+
+
+def _bnb(qc: Mapping[str, Any], base: ElementType) -> Precision:
+    skip = _names(qc.get("llm_int8_skip_modules")) + ("lm_head",)
+    if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
+        kind = str(qc.get("bnb_4bit_quant_type") or "nf4")
+        fmt = WeightFormat(kind="bnb4", bits=4, group_size=64)
+        return Precision(name=f"bnb {kind}", method="bitsandbytes", base=base,
+                         groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), skip=skip)
+    fmt = WeightFormat(kind="bnb8", bits=8)
+    return Precision(name="bnb int8", method="bitsandbytes", base=base,
+                     groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), skip=skip)
+
+
+def _ct_format(weights: Mapping[str, Any]) -> WeightFormat | None:
+    bits = weights.get("num_bits")
+    if not isinstance(bits, int) or bits <= 0:
+        return None
+    kind = weights.get("type", "int")
+    strategy = weights.get("strategy", "group")
+    group = weights.get("group_size") if isinstance(weights.get("group_size"), int) else 0
+    if kind == "float" and bits == 4:
+        return NVFP4 if (group or 16) == 16 else MXFP4
+    if kind == "float" and bits == 8:
+        block = weights.get("block_structure")
+        if isinstance(block, list) and len(block) == 2:
+            return WeightFormat(kind="fp8", bits=8, block=(int(block[0]), int(block[1])))
+        return WeightFormat(kind="fp8", bits=8, fp8_scale="tensor" if strategy == "tensor" else "channel")
+    return WeightFormat(
+        kind="int",
+        bits=bits,
+        group_size=group if strategy == "group" else 0,
+        packing="compressed",
+        zero_points=not weights.get("symmetric", True),
+        g_idx=weights.get("actorder") == "group",
+    )
+
+
+def _compressed_tensors(qc: Mapping[str, Any], base: ElementType, method: str) -> Precision:
+    groups = []
+    for group in (qc.get("config_groups") or {}).values():
+        if not isinstance(group, Mapping) or not isinstance(group.get("weights"), Mapping):
+            continue
+        fmt = _ct_format(group["weights"])
+        if fmt is not None:
+            groups.append(SchemeGroup(targets=_names(group.get("targets")) or ("Linear",), fmt=fmt))
+    algo = str(qc.get("quant_algo") or "")
+    if not groups and algo.upper() == "NVFP4":
+        groups.append(SchemeGroup(targets=("Linear",), fmt=NVFP4))
+    label = algo or " + ".join(sorted({_label(g.fmt) for g in groups})) or "compressed-tensors"
+    kv = qc.get("kv_cache_scheme")
+    hint = "fp8" if isinstance(kv, Mapping) and kv.get("num_bits") == 8 else None
+    return Precision(name=label, method=method, base=base, groups=tuple(groups),
+                     skip=_names(qc.get("ignore")) + ("lm_head",), kv_cache_hint=hint)
+
+
+def _label(fmt: WeightFormat) -> str:
+    if fmt.kind == "int":
+        return f"int{int(fmt.bits)}" + (f" g{fmt.group_size}" if fmt.group_size else "")
+    return fmt.kind
+
+
+def _modelopt(qc: Mapping[str, Any], base: ElementType) -> Precision:
+    if qc.get("config_groups"):
+        return _compressed_tensors(qc, base, "modelopt")
+    inner = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
+    algo = str(inner.get("quant_algo") or "").upper()
+    skip = _names(inner.get("exclude_modules") or inner.get("ignore")) + ("lm_head",)
+    hint = "fp8" if str(inner.get("kv_cache_quant_algo") or "").upper() == "FP8" else None
+    if algo == "NVFP4":
+        groups = (SchemeGroup(targets=("Linear",), fmt=NVFP4),)
+    elif algo.startswith("FP8"):
+        groups = (SchemeGroup(targets=("Linear",), fmt=WeightFormat(kind="fp8", bits=8, fp8_scale="tensor")),)
+    else:
+        raise UnknownPrecisionError(f"ModelOpt quant_algo {algo or '(none)'} is not supported")
+    return Precision(name=f"{algo} (ModelOpt)", method="modelopt", base=base, groups=groups, skip=skip, kv_cache_hint=hint)
+
+
+def precision_from_config(view: ConfigView, companions: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[Precision, list[str]]:
+    """The checkpoint's precision and notes on anything approximated.
+
+    ``companions`` maps companion file names (``hf_quant_config.json``) to
+    their parsed JSON.
+    """
+    base = base_dtype(view)
+    qc = view.get_dict("quantization_config")
+    companion = (companions or {}).get("hf_quant_config.json")
+    if qc is None and companion is not None:
+        return _modelopt(companion, base), ["precision read from hf_quant_config.json (ModelOpt)"]
+    autogptq = (companions or {}).get("quantize_config.json")
+    if qc is None and autogptq is not None and isinstance(autogptq.get("bits"), int):
+        return _int_gptq_awq(autogptq, base, "gptq"), ["precision read from quantize_config.json (AutoGPTQ)"]
+    if qc is None:
+        return dense(base.name, source="config"), []
+    method = str(qc.get("quant_method") or "").lower()
+    notes: list[str] = []
+    if method == "fp8":
+        precision = _fp8(qc, base)
+        if str(view.raw("expert_dtype") or "") == "fp4":
+            precision = Precision(name=precision.name + " + fp4 experts", method="fp8", base=base,
+                                  groups=(SchemeGroup(targets=("re:.*experts.*",), fmt=MXFP4),) + precision.groups,
+                                  skip=precision.skip)
+            notes.append("experts stored as fp4 with one 8-bit scale per 32 weights (expert_dtype)")
+    elif method in ("gptq", "awq"):
+        precision = _int_gptq_awq(qc, base, method)
+    elif method == "bitsandbytes" or qc.get("load_in_4bit") or qc.get("load_in_8bit"):
+        precision = _bnb(qc, base)
+        notes.append("bitsandbytes quant-state metadata (a few bytes a tensor) not counted")
+    elif method == "compressed-tensors":
+        precision = _compressed_tensors(qc, base, method)
+    elif method == "modelopt":
+        precision = _modelopt(qc, base)
+    elif method == "mxfp4":
+        precision = Precision(name="mxfp4 experts", method="mxfp4", base=base,
+                              groups=(SchemeGroup(targets=("Linear",), fmt=MXFP4),),
+                              skip=_names(qc.get("modules_to_not_convert")), roles=frozenset({"expert"}))
+    else:
+        bits = qc.get("bits")
+        if isinstance(bits, int) and 0 < bits < 16:
+            fmt = WeightFormat(kind="int", bits=bits, group_size=128)
+            precision = Precision(name=f"{method or 'unknown'} int{bits}", method=method or "unknown", base=base,
+                                  groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), skip=("lm_head",))
+        else:
+            precision = dense(base.name, source="config")
+        notes.append(f"quant_method {method or '(none)'} not modelled exactly: sized as {precision.name}")
+    return precision, notes
+
+
+def what_if_precision(name: str, base: str = "bf16") -> Precision:
+    """A precision a user asks for by name: ``bf16``, ``fp8``, ``int4-awq``, ``nf4``, ``Q4_K_M``…"""
+    key = name.strip()
+    low = key.lower().replace("_", "-")
+    base_type = element_type(base)
+    linear = ("Linear",)
+    if low in ("bf16", "fp16", "fp32", "float16", "bfloat16", "float32", "f16", "f32"):
+        return dense(low)
+    table: dict[str, tuple[str, str, WeightFormat]] = {
+        "fp8": ("fp8 block 128×128", "fp8", FP8_BLOCK),
+        "int8": ("int8 per-channel", "compressed-tensors", WeightFormat(kind="int", bits=8, packing="compressed", zero_points=False)),
+        "int4-awq": ("int4 AWQ g128", "awq", WeightFormat(kind="int", bits=4, group_size=128, packing="awq")),
+        "awq": ("int4 AWQ g128", "awq", WeightFormat(kind="int", bits=4, group_size=128, packing="awq")),
+        "int4": ("int4 AWQ g128", "awq", WeightFormat(kind="int", bits=4, group_size=128, packing="awq")),
+        "int4-gptq": ("int4 GPTQ g128", "gptq", WeightFormat(kind="int", bits=4, group_size=128, g_idx=True)),
+        "gptq": ("int4 GPTQ g128", "gptq", WeightFormat(kind="int", bits=4, group_size=128, g_idx=True)),
+        "nf4": ("bnb nf4", "bitsandbytes", WeightFormat(kind="bnb4", bits=4, group_size=64)),
+        "bnb-int8": ("bnb int8", "bitsandbytes", WeightFormat(kind="bnb8", bits=8)),
+        "nvfp4": ("NVFP4", "modelopt", NVFP4),
+        "mxfp4": ("mxfp4", "mxfp4", MXFP4),
+    }
+    if low in table:
+        label, method, fmt = table[low]
+        return Precision(name=label, method=method, base=base_type, groups=(SchemeGroup(targets=linear, fmt=fmt),),
+                         skip=("lm_head",), source="what-if")
+    upper = key.upper().replace("-", "_")
+    if upper in GGUF_MIX_BITS:
+        fmt = WeightFormat(kind="gguf", bits=GGUF_MIX_BITS[upper])
+        return Precision(name=upper, method="gguf", base=base_type, groups=(SchemeGroup(targets=linear, fmt=fmt),),
+                         source="what-if", all_matrices=True)
+    raise UnknownPrecisionError(
+        f"unknown precision {name!r}",
+        hint=f"use one of {', '.join(WHAT_IF_NAMES)}, or a GGUF quant such as Q4_K_M, Q8_0, IQ4_XS",
+    )
+
+
+def precision_from_label(label: str, base: str = "bf16") -> Precision:
+    """A what-if precision from its name (``fp8``) or from the label it shows (``fp8 block 128×128``)."""
+    try:
+        return what_if_precision(label, base=base)
+    except UnknownPrecisionError:
+        for name in WHAT_IF_NAMES:
+            candidate = what_if_precision(name, base=base)
+            if candidate.name == label:
+                return candidate
+        raise

@@ -1,0 +1,1 @@
+"""Planning one model: the offer, the planner walk, ranking and manual pinning."""

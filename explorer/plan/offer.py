@@ -1,0 +1,265 @@
+"""What a repository offers: its files turned into :class:`~explorer.model.artifacts.Artifact` records.
+
+Pure: plain data in (file names with sizes, parameter counts, parsed GGUF
+headers, the model's shape), artifacts out. No network, no cache.
+
+- The original safetensors weights are one artifact: the checkpoint's weight
+  files (the index's shards when known, else the top-level ``model*.safetensors``,
+  else every top-level ``*.safetensors``), their sizes summed.
+- Each GGUF file is one artifact, and so is each split set
+  (``…-00001-of-00003.gguf`` … ``-00003-of-00003.gguf``, named by its first part).
+- Projector files (``mmproj*.gguf``) are not offered as models; each model
+  artifact names one in ``projector``.
+- Sizes say where they came from: ``fetched`` (a real file size, from the Hub's
+  listing or the local disk), ``header`` (a GGUF header's tensor bytes), or
+  ``computed`` from the shape, only when no real size is known.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from explorer.model.artifacts import ORIGINAL, Artifact
+from explorer.errors import NothingToPlanError, capped_list
+from explorer.gguf.header import GGUFHeader, merge_split_headers, split_parts
+from explorer.gguf.quant import quant_from_filename, quant_name
+from explorer.model.quant_config import GGUF_MIX_BITS
+from explorer.model.shapes import ModelShape
+
+__all__ = [
+    "DEFAULT_WHAT_IFS", "build_offer", "computed_disk_bytes", "gguf_sets", "is_projector", "original_artifact",
+    "original_weight_files", "plan_artifacts", "what_if_artifact", "what_if_artifacts",
+]  # fmt: skip
+
+#: the what-if precisions offered next to the original weights by default
+DEFAULT_WHAT_IFS = ("bf16", "fp8", "int4-awq")
+
+_HF_WEIGHTS = re.compile(r"^model(-\d{5}-of-\d{5})?\.safetensors$")
+#: projector quants in order of preference when a repo ships several (llama.cpp loads F16 by default)
+_PROJECTOR_PREFERENCE = ("F16", "BF16", "F32", "Q8_0")
+
+
+def is_projector(path: str) -> bool:
+    """Whether a ``.gguf`` file is a multimodal projector (``mmproj-…``), not a model."""
+    return "mmproj" in path.rsplit("/", 1)[-1].lower()
+
+
+def original_weight_files(files: Mapping[str, int], shards: Iterable[str] | None = None) -> list[str]:
+    """The files of the safetensors checkpoint, sorted.
+
+    ``shards`` (the index's weight files, when read) wins; else the top-level
+    ``model.safetensors`` / ``model-0000i-of-0000n.safetensors``; else every
+    top-level ``*.safetensors`` (a repo may also hold ``consolidated.safetensors``
+    or per-variant folders, which are not the transformers checkpoint).
+    """
+    if shards:
+        return sorted(set(shards))
+    top = [p for p in files if p.endswith(".safetensors") and "/" not in p]
+    hf = [p for p in top if _HF_WEIGHTS.match(p)]
+    return sorted(hf or top)
+
+
+def computed_disk_bytes(shape: ModelShape, precision: Any = None) -> int:
+    """Bytes a checkpoint of ``shape`` at ``precision`` takes on disk: what an engine
+    loads plus the multi-token-prediction layers, which checkpoints store too."""
+    from explorer.model.weights import weight_breakdown
+
+    breakdown = weight_breakdown(shape, shape.resolve_precision(precision))
+    return breakdown.total_bytes + breakdown.mtp_bytes
+
+
+def gguf_sets(paths: Iterable[str]) -> list[tuple[str, ...]]:
+    """Model GGUF files grouped into sets (one file, or every part of a split set), projectors left out.
+
+    Each set is sorted (first part first); sets are in name order.
+    """
+    sets: dict[tuple[str, int] | str, list[str]] = {}
+    for p in paths:
+        if not p.lower().endswith(".gguf") or is_projector(p):
+            continue
+        parts = split_parts(p)
+        folder = p.rsplit("/", 1)[0] + "/" if "/" in p else ""
+        key: tuple[str, int] | str = p if parts is None else (folder + parts[0], parts[2])
+        sets.setdefault(key, []).append(p)
+    return sorted((tuple(sorted(v)) for v in sets.values()), key=lambda s: s[0])
+
+
+def _pick_projector(projectors: list[str], model_path: str) -> str | None:
+    if not projectors:
+        return None
+    folder = model_path.rsplit("/", 1)[0] if "/" in model_path else ""
+    near = [p for p in projectors if (p.rsplit("/", 1)[0] if "/" in p else "") == folder] or projectors
+    for quant in _PROJECTOR_PREFERENCE:
+        for p in near:
+            if (quant_from_filename(p) or "") == quant:
+                return p
+    return min(near)
+
+
+def _known(files: Mapping[str, int], names: Iterable[str]) -> int | None:
+    """The summed size of ``names``, or None when any is missing or unknown (0)."""
+    total = 0
+    for n in names:
+        size = files.get(n)
+        if not size or size <= 0:
+            return None
+        total += int(size)
+    return total
+
+
+def _gguf_artifact(
+    parts: tuple[str, ...], files: Mapping[str, int], headers: Mapping[str, Any], shape: ModelShape | None
+) -> Artifact | None:
+    first = parts[0]
+    header: GGUFHeader | None = None
+    if len(parts) == 1:
+        header = headers.get(first)
+    elif all(p in headers for p in parts):
+        header = merge_split_headers([headers[p] for p in parts])
+    named_by = header or headers.get(first)  # a first part's header still names the quant
+    quant = quant_name(named_by, first).name if named_by is not None else quant_from_filename(first) or "unknown"
+    size = _known(files, parts)
+    source = "fetched"
+    if size is None and header is not None:
+        size, source = header.header_bytes + header.tensor_bytes_total, "header"
+    if size is None:
+        if shape is None or quant.upper() not in GGUF_MIX_BITS:
+            return None
+        size, source = shape.weight_bytes(quant.upper()), "computed"
+    return Artifact(name=first, format="gguf", quant=quant, size_bytes=size,
+                    size_source=source, files=parts, gguf_header=header)  # type: ignore[arg-type]
+
+
+def build_offer(
+    files: Mapping[str, int],
+    *,
+    shape: ModelShape | None = None,
+    params_by_dtype: Mapping[str, int] | None = None,
+    shards: Iterable[str] | None = None,
+    gguf_headers: Mapping[str, Any] | None = None,
+    has_config: bool | None = None,
+    where: str = "the repository",
+) -> tuple[Artifact, ...]:
+    """The artifacts a repository (or a local folder) offers.
+
+    Args:
+        files: every file's path -> size in bytes (0 or missing: unknown).
+        shape: the model's shape; needed for the original weights' precision and
+            for computed sizes.
+        params_by_dtype: parameters per safetensors dtype, from the weight headers.
+        shards: the checkpoint's weight files named by its index, when read.
+        gguf_headers: GGUF file -> parsed header (a split set's parts each, or only its first).
+        has_config: whether a config.json is there (default: listed in ``files``);
+            with a shape and no safetensors files the original weights are still
+            offered, sized ``computed``.
+        where: names the repository in errors.
+
+    Raises:
+        NothingToPlanError: neither a config (shape) nor a GGUF file.
+    """
+    headers = dict(gguf_headers or {})
+    has_config = ("config.json" in files) if has_config is None else has_config
+    sets = gguf_sets(files)
+    if not sets and not (has_config and shape is not None):
+        raise NothingToPlanError(
+            f"{where} has neither a config.json nor a GGUF model file ({len(files)} files: "
+            f"{capped_list(sorted(files)) or 'none'})",
+            hint="pick the repo that holds the weights, or pass a local config.json or .gguf path",
+        )
+    out: list[Artifact] = []
+    weights = original_weight_files(files, shards)
+    if (weights or has_config) and (original := _original(files, weights, shape, params_by_dtype)) is not None:
+        out.append(original)
+    projectors = [p for p in files if p.lower().endswith(".gguf") and is_projector(p)]
+    gguf = [a for parts in sets if (a := _gguf_artifact(parts, files, headers, shape)) is not None]
+    gguf.sort(key=lambda a: (-a.size_bytes, a.name))
+    for a in gguf:
+        projector = _pick_projector(projectors, a.name)
+        out.append(a if projector is None else _with(a, projector=projector))
+    return tuple(out)
+
+
+def _original(files: Mapping[str, int], weights: list[str], shape: ModelShape | None,
+              params_by_dtype: Mapping[str, int] | None) -> Artifact | None:  # fmt: skip
+    by_dtype = dict(params_by_dtype or {})
+    if shape is not None:
+        quant = shape.precision.name
+    elif by_dtype:
+        quant = max(by_dtype, key=lambda k: by_dtype[k]).lower()
+    else:
+        quant = "unknown"
+    size = _known(files, weights) if weights else None
+    if size is not None:
+        return Artifact(name=ORIGINAL, format="safetensors", quant=quant, size_bytes=size, size_source="fetched",
+                        files=tuple(weights), params_by_dtype=by_dtype)  # fmt: skip
+    if shape is None:  # no real size and nothing to compute one from
+        return None
+    return Artifact(name=ORIGINAL, format="safetensors", quant=quant, size_bytes=computed_disk_bytes(shape),
+                    size_source="computed", files=tuple(weights), params_by_dtype=by_dtype)  # fmt: skip
+
+
+def _with(a: Artifact, **changes: Any) -> Artifact:
+    return replace(a, **changes)
+
+
+def original_artifact(shape: ModelShape) -> Artifact:
+    """The checkpoint's own weights when no file listing is known: sized from the shape (``computed``)."""
+    return Artifact(name=ORIGINAL, format="safetensors", quant=shape.precision.name,
+                    size_bytes=computed_disk_bytes(shape), size_source="computed")
+
+
+def what_if_artifact(shape: ModelShape, name: str) -> Artifact:
+    """The original weights at another precision: safetensors for bf16/fp8/int4…, a GGUF for Q4_K_M…
+
+    A precision the checkpoint already ships gives the original artifact.
+    """
+    precision = shape.resolve_precision(name)
+    if precision is shape.precision or precision.name == shape.precision.name:
+        return original_artifact(shape)
+    if precision.method == "gguf":
+        return Artifact(name=precision.name, format="gguf", quant=precision.name,
+                        size_bytes=shape.weight_bytes(precision), size_source="computed", what_if=True)
+    return Artifact(name=ORIGINAL, format="safetensors", quant=precision.name,
+                    size_bytes=computed_disk_bytes(shape, precision), size_source="computed", what_if=True)
+
+
+def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS) -> tuple[Artifact, ...]:
+    """The original weights re-saved at other precisions (``what_if=True``, sizes ``computed``).
+
+    Names are :func:`explorer.model.quant_config.what_if_precision` names (``bf16``,
+    ``fp8``, ``int4-awq``, ``int4-gptq``, ``nf4``…); one the checkpoint already
+    ships (same label) is left out.
+    """
+    out: list[Artifact] = []
+    seen = {shape.precision.name}
+    for name in names:
+        artifact = what_if_artifact(shape, name)
+        if artifact.quant in seen:
+            continue
+        seen.add(artifact.quant)
+        out.append(artifact)
+    return tuple(out)
+
+
+def plan_artifacts(shape: ModelShape, offered: Iterable[Artifact], *, quant: str | None = None,
+                   selected: Artifact | None = None) -> list[Artifact]:
+    """The artifacts a plan considers.
+
+    A file the user named (``org/name:FILE.gguf``, a local .gguf) alone; else,
+    with ``quant``, the offered artifact of that quant or the original weights
+    at it as a what-if; else everything the repository offers (the original
+    weights computed from the shape when it lists none).
+    """
+    offered = list(offered)
+    if selected is not None:
+        return [selected]
+    if quant:
+        wanted = quant.upper().replace("-", "_")
+        for artifact in offered:
+            if artifact.format == "gguf" and artifact.quant.upper() == wanted:
+                return [artifact]
+        return [what_if_artifact(shape, quant)]
+    return offered or [original_artifact(shape)]

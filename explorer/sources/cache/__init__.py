@@ -1,0 +1,1 @@
+"""EDGE: the DuckDB cache of Hub facts."""

@@ -1,0 +1,186 @@
+"""Opening the cache file, and degrading instead of failing.
+
+DuckDB lets one process open a file for writing, and while it does, no other
+process can open it at all (read-only included: the lock is exclusive). So a
+second explorer process retries for a short while with backoff, then reads a
+copy of the file as of its last checkpoint, never writing. A file DuckDB
+cannot read is moved aside (``cache.duckdb.corrupt-<time>``) and rebuilt.
+Each degradation warns with :class:`CacheWarning`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, TABLES
+from explorer.errors import CacheError
+
+LOCK_WAIT_S = 2.0
+#: DuckDB's words when another process (or, with other settings, this one) holds the file
+_LOCKED = ("could not set lock", "conflicting lock", "different configuration than existing connections")
+#: DuckDB's words for a damaged file; anything else (a directory, no permission) is not moved aside
+_CORRUPT = ("not a valid duckdb database file", "corrupt", "checksum", "could not read enough bytes",
+            "serializ", "wal")  # fmt: skip
+
+Mode = Literal["read-write", "read-only", "snapshot", "disabled"]
+
+
+class CacheWarning(UserWarning):
+    """The cache is degraded (locked by another process, corrupt, unwritable); explorer goes on without it."""
+
+
+@dataclass(slots=True)
+class Opened:
+    """What :func:`open_connection` got.
+
+    Attributes:
+        con: the DuckDB connection, or None when ``mode`` is ``disabled``.
+        mode: ``read-write``; ``read-only`` (asked for, or the other process only
+            reads); ``snapshot`` (a copy of a file another process writes);
+            ``disabled`` (nothing could be opened: reads miss, writes are no-ops).
+        tmp: a temporary folder holding the snapshot copy, to delete on close.
+    """
+
+    con: Any
+    mode: Mode
+    tmp: str | None = None
+
+
+def default_cache_path() -> str:
+    """``$EXPLORER_CACHE``, else ``$XDG_CACHE_HOME/explorer/cache.duckdb``, else ``~/.cache/explorer/cache.duckdb``."""
+    if env := os.environ.get("EXPLORER_CACHE"):
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "explorer", "cache.duckdb")
+
+
+def is_lock_error(e: Exception) -> bool:
+    return any(s in str(e).lower() for s in _LOCKED)
+
+
+def is_corrupt_error(e: Exception) -> bool:
+    return any(s in f"{type(e).__name__} {e}".lower() for s in _CORRUPT)
+
+
+def open_connection(p: str, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S) -> Opened:
+    """Connect to the cache at ``p`` (``:memory:`` allowed), degrading rather than failing."""
+    import duckdb
+
+    if p == ":memory:":
+        con = duckdb.connect(":memory:")
+        ensure_schema(con)
+        return Opened(con, "read-only" if read_only else "read-write")
+    if read_only and not os.path.exists(p):
+        return Opened(None, "disabled")  # no cache yet: nothing to warn about
+    if not read_only:
+        Path(p).parent.mkdir(parents=True, exist_ok=True)
+    con = None
+    try:
+        con = _connect(p, read_only=read_only, wait_s=lock_wait_s)
+        if not read_only:
+            ensure_schema(con)
+        elif not schema_ok(con):
+            con.close()
+            return Opened(None, "disabled")
+        return Opened(con, "read-only" if read_only else "read-write")
+    except duckdb.Error as e:
+        if con is not None:
+            con.close()  # a file that opened but fails to read: release it before moving it aside
+        if is_lock_error(e):
+            return _shared(p)
+        if read_only or not is_corrupt_error(e):
+            warnings.warn(f"cache {p} cannot be opened ({e}); going on without it", CacheWarning, stacklevel=3)
+            return Opened(None, "disabled")
+        return _rebuild(p, e)
+
+
+def _connect(p: str, *, read_only: bool, wait_s: float):
+    """Connect, retrying with backoff (20 ms doubling to 0.5 s) while another process holds the lock."""
+    import duckdb
+
+    deadline, delay = time.monotonic() + wait_s, 0.02
+    while True:
+        try:
+            return duckdb.connect(p, read_only=read_only)
+        except duckdb.Error as e:
+            other_process = any(s in str(e).lower() for s in _LOCKED[:2])  # worth waiting for
+            left = deadline - time.monotonic()
+            if not other_process or left <= 0:
+                raise
+        time.sleep(min(delay, left))  # the last wait lands on the deadline: the whole budget is used
+        delay = min(delay * 2, 0.5)
+
+
+def _shared(p: str) -> Opened:
+    """Another process holds the file: open it read-only, else a copy of it; never write."""
+    import duckdb
+
+    opened = Opened(None, "disabled")
+    try:
+        opened = Opened(duckdb.connect(p, read_only=True), "read-only")
+    except duckdb.Error:
+        tmp = tempfile.mkdtemp(prefix="explorer-cache-")
+        try:
+            shutil.copyfile(p, os.path.join(tmp, "cache.duckdb"))  # the WAL stays behind: last checkpoint only
+            opened = Opened(duckdb.connect(os.path.join(tmp, "cache.duckdb"), read_only=True), "snapshot", tmp)
+        except (OSError, duckdb.Error):
+            shutil.rmtree(tmp, ignore_errors=True)
+    if opened.con is not None and not schema_ok(opened.con):
+        opened.con.close()
+        opened = Opened(None, "disabled", opened.tmp)
+    warnings.warn(
+        f"cache {p} is in use by another explorer process; reading it ({opened.mode}) without writing",
+        CacheWarning,
+        stacklevel=4,
+    )
+    return opened
+
+
+def _rebuild(p: str, err: Exception) -> Opened:
+    """Move an unreadable file (and its WAL) aside and start a new one."""
+    import duckdb
+
+    aside = f"{p}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    for suffix in ("", ".wal"):
+        if os.path.exists(p + suffix):
+            os.replace(p + suffix, aside + suffix)
+    warnings.warn(f"cache {p} was unreadable ({err}); moved it to {aside} and started anew", CacheWarning, 4)
+    try:
+        con = duckdb.connect(p)
+        ensure_schema(con)
+    except duckdb.Error as e:
+        raise CacheError(f"cannot create the cache at {p}: {e}", hint="set EXPLORER_CACHE to a writable path") from e
+    return Opened(con, "read-write")
+
+
+def schema_ok(con) -> bool:
+    """Whether the file holds this version's schema."""
+    import duckdb
+
+    try:
+        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    except duckdb.Error:
+        return False
+    return bool(rows) and rows[0][0] == str(SCHEMA_VERSION)
+
+
+def ensure_schema(con) -> None:
+    """Create the tables, or drop and recreate them when the file has another schema version."""
+    if schema_ok(con):
+        for t in DATA_TABLES:  # touch every table, so that a damaged file fails here, at open
+            con.execute(f"SELECT count(*) FROM {t}").fetchall()
+        return
+    con.execute("BEGIN TRANSACTION")
+    for t in TABLES:
+        con.execute(f"DROP TABLE IF EXISTS {t}")
+        con.execute(f"CREATE TABLE {t} ({TABLES[t]})")
+    con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    con.execute("COMMIT")
+    con.execute("CHECKPOINT")

@@ -1,0 +1,333 @@
+"""The local cache of Hub facts: one DuckDB file, a thin adapter returning plain records.
+
+Rows are keyed on (repo, resolved commit sha, file name) and never go stale;
+only a branch or tag name's mapping to a sha expires, after ``ttl_s``
+(24 h by default). A 40-hex sha resolves to itself and never expires.
+
+Where: ``path`` if given, else ``$EXPLORER_CACHE``, else
+``$XDG_CACHE_HOME/explorer/cache.duckdb`` (``~/.cache/explorer/cache.duckdb``).
+``":memory:"`` keeps it in memory.
+
+Safety:
+- every write is one transaction, rolled back on error, so a process killed
+  mid-write (even with SIGKILL) leaves whole rows only: DuckDB replays its WAL;
+- a second process finding the file locked retries for ``lock_wait_s``, then
+  reads a copy of it as of its last checkpoint (writes are checkpointed at most
+  a second apart) and turns its own writes into no-ops, with a CacheWarning;
+- a file DuckDB cannot read is moved aside to ``cache.duckdb.corrupt-<time>``
+  and rebuilt, with a warning; an older schema version is rebuilt empty
+  (see :mod:`explorer.sources.cache.file`);
+- no token is ever written: nothing here takes one.
+
+Speed: one connection per Cache, held open; a hit is one or two point queries
+(about 1 ms each), and rows found are remembered in memory (rows keyed by a
+sha never change), so a repeated hit costs microseconds.
+
+With ``cache_open``, the only modules that import duckdb.
+Errors surface as CacheError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from explorer.sources.cache.file import LOCK_WAIT_S, CacheWarning, Mode, default_cache_path, open_connection
+from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, dumps, loads
+from explorer.errors import CacheError
+from explorer.sources.hub.client import RepoFile, RepoListing, SafetensorsParams, frozen
+
+__all__ = ["Cache", "CacheWarning", "default_cache_path", "DEFAULT_TTL_S"]
+
+DEFAULT_TTL_S = 24 * 3600.0
+CHECKPOINT_EVERY_S = 1.0
+MEMO_ENTRIES = 1024
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+class Cache:
+    """A connection to the cache file. Use :meth:`open`; thread-safe; a context manager.
+
+    Attributes:
+        path: the database file, or ``":memory:"``.
+        mode: ``read-write``; ``read-only`` (asked for, or another process holds the
+            write lock but only reads); ``snapshot`` (a copy of a file another process
+            is writing); ``disabled`` (no file could be opened: every read misses).
+        ttl_s: seconds a branch or tag name -> sha mapping stays valid.
+    """
+
+    def __init__(self, con, *, path: str, mode: Mode, ttl_s: float, clock: Callable[[], float], tmp: str | None):
+        self._con = con
+        self.path = path
+        self.mode: Mode = mode
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._tmp = tmp
+        self._lock = threading.RLock()
+        self._last_checkpoint = float("-inf")  # the first write checkpoints at once
+        # rows keyed by sha never change, so repeated reads are served from memory
+        self._memo: OrderedDict[tuple, list[tuple]] = OrderedDict()
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike | None = None,
+        *,
+        read_only: bool = False,
+        ttl_s: float = DEFAULT_TTL_S,
+        clock: Callable[[], float] = time.time,
+        lock_wait_s: float = LOCK_WAIT_S,
+    ) -> Cache:
+        """Open (creating if needed) the cache; a locked or corrupt file degrades it with a CacheWarning."""
+        p = str(path) if path is not None else default_cache_path()
+        opened = open_connection(p, read_only=read_only, lock_wait_s=lock_wait_s)
+        return cls(opened.con, path=p, mode=opened.mode, ttl_s=ttl_s, clock=clock, tmp=opened.tmp)
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def writable(self) -> bool:
+        return self.mode == "read-write" and self._con is not None
+
+    def __repr__(self) -> str:
+        return f"Cache(path={self.path!r}, mode={self.mode!r})"
+
+    def __enter__(self) -> Cache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Checkpoint and close; the object reads as empty afterwards."""
+        with self._lock:
+            if self._con is not None:
+                try:
+                    if self.writable:
+                        self._con.execute("CHECKPOINT")
+                finally:
+                    self._con.close()
+                    self._con, self.mode = None, "disabled"
+            self._memo.clear()
+            if self._tmp:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+                self._tmp = None
+
+    def _rows(self, sql: str, params: list) -> list[tuple]:
+        import duckdb
+
+        with self._lock:
+            if self._con is None:
+                return []
+            try:
+                return self._con.execute(sql, params).fetchall()
+            except duckdb.Error as e:
+                raise CacheError(f"cannot read the cache at {self.path}: {e}", hint="run `explorer cache clear`") from e
+
+    def _memo_rows(self, key: tuple, sql: str, params: list) -> list[tuple]:
+        """``_rows``, remembered per key when found (up to MEMO_ENTRIES keys, least recently used out)."""
+        with self._lock:
+            if (rows := self._memo.get(key)) is not None:
+                self._memo.move_to_end(key)
+                return rows
+            rows = self._rows(sql, params)
+            if rows:
+                self._memo[key] = rows
+                if len(self._memo) > MEMO_ENTRIES:
+                    self._memo.popitem(last=False)
+            return rows
+
+    def _forget(self, repo: str | None = None, sha: str | None = None) -> None:
+        with self._lock:
+            for key in [k for k in self._memo if repo is None or k[1:3] == (repo, sha)]:
+                del self._memo[key]
+
+    def _write(self, what: str, statements: list[tuple[str, list]]) -> bool:
+        """Run ``statements`` as one transaction; False when the cache is not writable."""
+        import duckdb
+
+        with self._lock:
+            if not self.writable:
+                return False
+            for _, params in statements:  # every statement's first two parameters are repo and sha
+                if len(params) >= 2:
+                    self._forget(params[0], params[1])
+            con = self._con
+            try:
+                con.execute("BEGIN TRANSACTION")
+                for sql, params in statements:
+                    con.execute(sql, params)
+                con.execute("COMMIT")
+            except BaseException as e:
+                try:
+                    con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                if isinstance(e, duckdb.Error):
+                    raise CacheError(f"cannot write {what} to the cache at {self.path}: {e}") from e
+                raise
+            if time.monotonic() - self._last_checkpoint >= CHECKPOINT_EVERY_S:
+                con.execute("CHECKPOINT")  # so that a process reading a copy sees recent rows
+                self._last_checkpoint = time.monotonic()
+        return True
+
+    # --- revisions --------------------------------------------------------------------------
+
+    def resolve_revision(self, repo: str, revision: str | None = None) -> str | None:
+        """The sha a revision stands for: itself for a 40-hex sha, else the cached mapping if younger than ttl_s."""
+        rev = revision or "main"
+        if _SHA.fullmatch(rev.lower()):
+            return rev.lower()
+        rows = self._rows("SELECT sha, fetched_at FROM revisions WHERE repo = ? AND revision = ?", [repo, rev])
+        if not rows or self._clock() - rows[0][1] > self.ttl_s:
+            return None
+        return rows[0][0]
+
+    def put_revision(self, repo: str, revision: str, sha: str) -> bool:
+        """Remember that ``revision`` pointed at ``sha`` now."""
+        return self._write("a revision", _revision_stmts(repo, revision, sha, self._clock()))
+
+    # --- listings, configs, safetensors, GGUF headers ---------------------------------------
+
+    def put_listing(self, listing: RepoListing) -> bool:
+        """Store a listing and its revision -> sha mapping, in one transaction."""
+        r, sha, now = listing.repo_id, listing.sha, self._clock()
+        f = listing.files
+        stmts = [
+            ("DELETE FROM files WHERE repo = ? AND sha = ?", [r, sha]),
+            ("DELETE FROM repos WHERE repo = ? AND sha = ?", [r, sha]),
+            ("INSERT INTO repos VALUES (?, ?, ?, ?, ?, ?)", [r, sha, listing.gated, listing.private, len(f), now]),
+        ]
+        if f:
+            stmts.append((
+                "INSERT INTO files SELECT ?, ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
+                " unnest(?::BOOLEAN[])",
+                [r, sha, list(range(len(f))), [x.path for x in f], [x.size_bytes for x in f], [x.lfs for x in f]],
+            ))  # fmt: skip
+        if listing.revision and listing.revision != sha:
+            stmts += _revision_stmts(r, listing.revision, sha, now)
+        return self._write(f"the listing of {r}", stmts)
+
+    def get_listing(self, repo: str, sha: str, *, revision: str | None = None) -> RepoListing | None:
+        """The listing stored for (repo, sha), or None (also when its rows are incomplete)."""
+        head = self._memo_rows(("repos", repo, sha), "SELECT gated, private, file_count FROM repos"
+                               " WHERE repo = ? AND sha = ?", [repo, sha])  # fmt: skip
+        if not head:
+            return None
+        gated, private, count = head[0]
+        rows = self._memo_rows(("files", repo, sha), "SELECT idx, path, size_bytes, lfs FROM files"
+                               " WHERE repo = ? AND sha = ?", [repo, sha])  # fmt: skip
+        if len(rows) != count:  # cannot happen with whole transactions; a miss rather than half a listing
+            return None
+        files = tuple(RepoFile(path=p, size_bytes=s, lfs=lfs) for _, p, s, lfs in sorted(rows))
+        return RepoListing(repo_id=repo, revision=revision or sha, sha=sha, gated=gated, private=private, files=files)
+
+    def put_config(self, repo: str, sha: str, filename: str, config: Mapping | str | bytes) -> bool:
+        """Store a JSON file's text (a dict is written with NaN and Infinity kept)."""
+        if isinstance(config, bytes):
+            config = config.decode("utf-8-sig")
+        text = config if isinstance(config, str) else json.dumps(config, allow_nan=True)
+        return self._write(f"{filename} of {repo}", [
+            ("DELETE FROM configs WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename]),
+            ("INSERT INTO configs VALUES (?, ?, ?, ?, ?)", [repo, sha, filename, text, self._clock()]),
+        ])  # fmt: skip
+
+    def get_config(self, repo: str, sha: str, filename: str = "config.json") -> dict | None:
+        """The parsed JSON file, or None."""
+        rows = self._memo_rows(("configs", repo, sha, filename), "SELECT text FROM configs"
+                               " WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename])  # fmt: skip
+        return json.loads(rows[0][0]) if rows else None
+
+    def put_safetensors(self, repo: str, sha: str, params: SafetensorsParams) -> bool:
+        by_dtype, files = dumps(dict(params.params_by_dtype)), dumps(dict(params.files))
+        return self._write(f"the safetensors counts of {repo}", [
+            ("DELETE FROM safetensors WHERE repo = ? AND sha = ?", [repo, sha]),
+            ("INSERT INTO safetensors VALUES (?, ?, ?, ?, ?, ?)",
+             [repo, sha, params.total_params, by_dtype, files, self._clock()]),
+        ])  # fmt: skip
+
+    def get_safetensors(self, repo: str, sha: str) -> SafetensorsParams | None:
+        rows = self._memo_rows(("safetensors", repo, sha), "SELECT total_params, params_by_dtype, files"
+                               " FROM safetensors WHERE repo = ? AND sha = ?", [repo, sha])  # fmt: skip
+        if not rows:
+            return None
+        total, by_dtype, files = rows[0]
+        by_dtype, files = frozen(loads(by_dtype)), frozen(loads(files))
+        return SafetensorsParams(total_params=total, params_by_dtype=by_dtype, files=files)
+
+    def put_gguf_header(self, repo: str, sha: str, filename: str, record: Mapping) -> bool:
+        """Store a GGUF header record: ``metadata``, ``tensors`` (made JSON-safe, long arrays
+        summarised), ``header_bytes`` and ``file_size_bytes`` (or ``file_size``)."""
+        size = record.get("file_size_bytes", record.get("file_size"))
+        row = [repo, sha, filename, dumps(record.get("metadata", {})), dumps(record.get("tensors", [])),
+               int(record.get("header_bytes") or 0), None if size is None else int(size), self._clock()]  # fmt: skip
+        return self._write(f"the GGUF header of {filename}", [
+            ("DELETE FROM gguf_headers WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename]),
+            ("INSERT INTO gguf_headers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row),
+        ])  # fmt: skip
+
+    def get_gguf_header(self, repo: str, sha: str, filename: str) -> dict | None:
+        """``{"metadata", "tensors", "header_bytes", "file_size_bytes", "fetched_at"}`` or None."""
+        rows = self._memo_rows(
+            ("gguf_headers", repo, sha, filename),
+            "SELECT metadata, tensors, header_bytes, file_size_bytes, fetched_at FROM gguf_headers"
+            " WHERE repo = ? AND sha = ? AND filename = ?",
+            [repo, sha, filename],
+        )
+        if not rows:
+            return None
+        md, tensors, header_bytes, size, at = rows[0]
+        return {"metadata": loads(md), "tensors": loads(tensors), "header_bytes": header_bytes,
+                "file_size_bytes": size, "fetched_at": at}  # fmt: skip
+
+    # --- housekeeping -----------------------------------------------------------------------
+
+    def info(self) -> dict:
+        """``{"path", "mode", "size_bytes", "schema_version", "counts": {table: rows}}``."""
+        counts = {t: (self._rows(f"SELECT count(*) FROM {t}", []) or [(0,)])[0][0] for t in DATA_TABLES}
+        size = sum(os.path.getsize(self.path + s) for s in ("", ".wal") if os.path.exists(self.path + s))
+        return {"path": self.path, "mode": self.mode, "size_bytes": size, "schema_version": SCHEMA_VERSION,
+                "counts": counts}  # fmt: skip
+
+    def clear(self) -> bool:
+        """Delete every cached row (one transaction)."""
+        self._forget()
+        return self._write("a clear", [(f"DELETE FROM {t}", []) for t in DATA_TABLES])
+
+    def export(self, path: str | os.PathLike) -> Path:
+        """Write every table to one JSON file and return its path.
+
+        ``{"format": "explorer-cache", "schema_version", "exported_at", "tables": {table: [row, ...]}}``;
+        JSON columns are parsed back into objects. NaN and Infinity are written
+        as Python's json does (not strict JSON).
+        """
+        tables = {}
+        for t in DATA_TABLES:
+            with self._lock:
+                cols = [c[0] for c in self._con.execute(f"SELECT * FROM {t} LIMIT 0").description] if self._con else []
+            rows = [dict(zip(cols, r, strict=True)) for r in self._rows(f"SELECT * FROM {t} ORDER BY ALL", [])]
+            for r in rows:
+                for k in ("text", "params_by_dtype", "files", "metadata", "tensors"):
+                    if k in r and isinstance(r[k], str):
+                        r[k] = json.loads(r[k])
+            tables[t] = rows
+        out = Path(path)
+        doc = {"format": "explorer-cache", "schema_version": SCHEMA_VERSION, "exported_at": self._clock(),
+               "tables": tables}  # fmt: skip
+        out.write_text(json.dumps(doc, indent=1, allow_nan=True))
+        return out
+
+
+def _revision_stmts(repo: str, revision: str, sha: str, now: float) -> list[tuple[str, list]]:
+    return [
+        ("DELETE FROM revisions WHERE repo = ? AND revision = ?", [repo, revision]),
+        ("INSERT INTO revisions VALUES (?, ?, ?, ?)", [repo, revision, sha, now]),
+    ]
+

@@ -1,0 +1,1 @@
+"""EDGE: the Hugging Face Hub client (huggingface_hub only)."""

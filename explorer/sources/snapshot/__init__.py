@@ -1,0 +1,1 @@
+"""EDGE: the offline snapshot shipped in data/: reading it and building it."""

@@ -1,0 +1,88 @@
+"""Turn what a user typed (a path, a .gguf file, a Hub id) into a model to plan.
+
+``MODEL`` may be:
+
+- a path to a ``config.json`` or to a folder holding one;
+- a path to a ``.gguf`` file (the first part of a split set stands for all);
+- a Hub id: ``org/name``, ``org/name@revision`` or ``org/name:FILE.gguf``.
+
+This is an edge module: it reads files and (for Hub ids) asks the Hub
+client and the cache. The planner core never imports it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from explorer.errors import ConfigError
+from explorer.sources.local_files import read_local_config
+from explorer.model.shapes import ModelShape, shape_from_config
+
+SpecKind = Literal["config", "gguf", "hub"]
+
+_HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+?))?(?::(?P<file>[^:]+\.gguf))?$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
+    """A parsed MODEL argument.
+
+    Attributes:
+        kind: ``config`` (a local config.json or folder), ``gguf`` (a local file) or ``hub``.
+        text: what the user typed.
+        path: the local path, for ``config`` and ``gguf``.
+        repo: the Hub repository, for ``hub``.
+        revision: a branch, tag or commit, for ``hub`` (None: the default branch).
+        filename: a GGUF file inside the repository, for ``hub``.
+    """
+
+    kind: SpecKind
+    text: str
+    path: Path | None = None
+    repo: str | None = None
+    revision: str | None = None
+    filename: str | None = None
+
+
+def parse_model_spec(text: str) -> ModelSpec:
+    """Classify a MODEL argument; an existing path wins over a Hub id of the same spelling."""
+    text = text.strip()
+    if not text:
+        raise ConfigError("no model given", hint="pass a config.json path, a .gguf file or a Hub id like org/name")
+    path = Path(text).expanduser()
+    if path.exists():
+        kind: SpecKind = "gguf" if path.suffix.lower() == ".gguf" else "config"
+        return ModelSpec(kind=kind, text=text, path=path)
+    looks_like_path = text.startswith((".", "/", "~")) or text.lower().endswith((".json", ".gguf")) and text.count("/") != 1
+    if looks_like_path:
+        raise ConfigError(f"{text} does not exist", hint="check the path")
+    m = _HUB_ID.match(text)
+    if m:
+        return ModelSpec(kind="hub", text=text, repo=m["repo"], revision=m["rev"], filename=m["file"])
+    raise ConfigError(
+        f"{text} is neither an existing file nor a Hub id",
+        hint="pass a path to config.json / a model folder / a .gguf file, or org/name[@revision][:FILE.gguf]",
+    )
+
+
+def load_model(text: str, **kw):
+    """Resolve a MODEL argument: shape, artifacts and origin (see :func:`explorer.sources.resolve.resolve_model`).
+
+    Keyword arguments (``offline``, ``token``, ``revision``, ``cache``,
+    ``settings``, ``progress``, ``cancel``) go to the resolver.
+    """
+    from explorer.sources.resolve import resolve_model  # the resolver imports this module
+
+    return resolve_model(text, **kw)
+
+
+def load_shape(text: str, **kw) -> ModelShape:
+    """The shape of a local config.json, model folder or .gguf file, or of a Hub id (see :func:`load_model`)."""
+    spec = parse_model_spec(text)
+    if spec.kind == "config" and not kw:
+        local = read_local_config(spec.path)
+        return shape_from_config(local.config, name=local.name, companions=local.companions)
+    return load_model(text, **kw).shape

@@ -1,0 +1,1 @@
+"""How fast: roofline bounds and estimates for every option, and rental prices."""

@@ -1,0 +1,210 @@
+"""How fast, not only whether it fits: a speed-of-light bound and an estimate for every option.
+
+For an option (engine, cards, layout, precision) and a request (context,
+concurrency), from the GPU catalogue and the model shape alone:
+
+**Decode** is a roofline bound. A step reads, on each card a token passes
+through, that card's share of the weights a step uses — every non-expert
+weight and the LM head, and of the routed experts the share
+1 − (1 − k/E)^B a batch of B touches (k/E for one sequence) — plus the KV
+cache of its layers at the context (windows and MLA latents as the shape's
+caches hold them). The input embedding is a row gather and is not read
+whole. Step time on a card is ``max(bytes / bandwidth, FLOPs / peak)`` with
+FLOPs = 2 × B × (active parameters + attention over the context); tensor
+parallelism adds two all-reduces a layer; pipeline stages and llama.cpp's
+host and GPU parts add up for one sequence, and overlap across micro-batches
+in vLLM/SGLang (details in :mod:`explorer.speed.roofline`, link figures in
+:mod:`explorer.speed.settings`).
+Layers on the host run at the host's memory bandwidth (default 100 GB/s),
+so an option with 60 % of its layers on the CPU is as slow as that makes it.
+
+**Prefill** (time to first token for a prompt of the asked context) is
+compute-bound: 2 × active parameters × P + attention 2 × q heads × (key +
+value dims) × P(P+1)/2 a layer, over the stage's tensor-parallel cards, plus
+all-reduces; a pipeline runs its stages one after another.
+
+**Efficiency.** Every figure above is a bound. ``estimate = bound ×
+efficiency`` (default 0.6 for every engine: published measurements sit at
+0.64 of the bound on average, and 36 of 38 land within 1.5× of the estimate,
+docs/notes/speed_model.md); time to first token is divided by it. Neither is
+a measurement.
+
+**Cost.** With a price (data/prices.csv): cards × USD per GPU-hour /
+(aggregate estimate tokens/s × 3600) × 10⁶ per million output tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+from explorer.model.artifacts import ORIGINAL
+from explorer.engines.common import PlanRequest
+from explorer.errors import UnknownPrecisionError
+from explorer.model.precision import Precision, SchemeGroup, WeightFormat
+from explorer.model.quant_config import WHAT_IF_NAMES
+from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
+from explorer.speed.prices import PriceTable, load_prices
+from explorer.speed.settings import SpeedSettings
+from explorer.units import gb
+
+__all__ = ["DEFAULT_SETTINGS", "SpeedEstimate", "SpeedSettings", "speed_of", "tokens_per_s_vs_context"]
+
+DEFAULT_SETTINGS = SpeedSettings()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedEstimate:
+    """How fast an option decodes and prefills: a bound and an estimate, never a measurement.
+
+    Attributes:
+        decode_bound_tokens_per_s: one sequence's decode rate, at most, while ``concurrency``
+            sequences decode together at ``context_tokens``.
+        decode_estimate_tokens_per_s: the same × efficiency.
+        decode_aggregate_bound_tokens_per_s: all sequences together, at most.
+        decode_aggregate_estimate_tokens_per_s: the same × efficiency.
+        time_to_first_token_bound_s: prefill of one prompt of ``context_tokens``, at least (None: FLOPs unknown).
+        time_to_first_token_estimate_s: the same / efficiency.
+        cost_per_million_tokens: USD per million output tokens at the aggregate estimate (None: no price).
+        usd_per_gpu_hour: the price used (None: none in the table).
+        bound_by: what limits a decode step: ``memory bandwidth``, ``compute``, ``host memory`` or ``interconnect``.
+        efficiency: the factor applied.
+        context_tokens: the context the figures are for.
+        concurrency: the sequences decoding together.
+        breakdown: a short text of what a step is made of.
+    """
+
+    decode_bound_tokens_per_s: float
+    decode_estimate_tokens_per_s: float
+    decode_aggregate_bound_tokens_per_s: float
+    decode_aggregate_estimate_tokens_per_s: float
+    time_to_first_token_bound_s: float | None
+    time_to_first_token_estimate_s: float | None
+    cost_per_million_tokens: float | None
+    usd_per_gpu_hour: float | None
+    bound_by: str
+    efficiency: float
+    context_tokens: int
+    concurrency: int
+    breakdown: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields, merged into an option's dict."""
+        return {
+            "decode_tokens_per_s": {"bound": _r(self.decode_bound_tokens_per_s),
+                                    "estimate": _r(self.decode_estimate_tokens_per_s)},
+            "decode_aggregate_tokens_per_s": {"bound": _r(self.decode_aggregate_bound_tokens_per_s),
+                                              "estimate": _r(self.decode_aggregate_estimate_tokens_per_s),
+                                              "concurrency": self.concurrency},
+            "time_to_first_token_s": {"bound": _r(self.time_to_first_token_bound_s, 4),
+                                      "estimate": _r(self.time_to_first_token_estimate_s, 4)},
+            "cost_per_million_tokens": _r(self.cost_per_million_tokens, 4),
+            "speed": {"bound_by": self.bound_by, "efficiency": self.efficiency, "context": self.context_tokens,
+                      "concurrency": self.concurrency, "usd_per_gpu_hour": self.usd_per_gpu_hour,
+                      "breakdown": self.breakdown},
+        }
+
+
+def _r(x: float | None, digits: int = 2) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def precision_for(shape, artifact, *, engine: str = "vllm", loaded: str | None = None,
+                  bits_per_weight: float = 0.0) -> Precision:
+    """The precision an option reads its weights at.
+
+    vLLM and SGLang: the checkpoint's own, or the what-if its ``quant`` names
+    (a what-if artifact carries the label, ``int4 GPTQ g128``, which is matched
+    back to its name, ``int4-gptq``). llama.cpp: the GGUF it loads — the
+    shape's own per-tensor types when the shape was read from that GGUF, else
+    the quant mix ``loaded`` names (original weights are planned as the GGUF
+    they convert to: BF16, Q8_0, Q4_K_M). A name explorer does not know falls
+    back to a mix of ``bits_per_weight`` bits, so the bytes stay right.
+    """
+    if engine == "llamacpp":
+        if artifact.format == "gguf" and shape.precision.source == "gguf":
+            return shape.precision
+        return _what_if(shape, loaded or artifact.quant, round(bits_per_weight, 3))
+    if artifact.name == ORIGINAL and not artifact.what_if:
+        return shape.precision
+    return _what_if(shape, artifact.quant, round(bits_per_weight, 3))
+
+
+@lru_cache(maxsize=256)
+def _what_if(shape, quant: str, bits_per_weight: float) -> Precision:
+    try:
+        return shape.resolve_precision(quant)
+    except UnknownPrecisionError:
+        pass
+    for name in WHAT_IF_NAMES:
+        precision = shape.resolve_precision(name)
+        if precision.name == quant:
+            return precision
+    if bits_per_weight <= 0:
+        return shape.precision
+    fmt = WeightFormat(kind="gguf", bits=bits_per_weight)
+    return Precision(name=f"{quant} ({bits_per_weight:g} bits a weight)", method="gguf", base=shape.precision.base,
+                     groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), source="what-if", all_matrices=True)
+
+
+def speed_of(option, shape, request: PlanRequest | None = None, settings: SpeedSettings | None = None, *,
+             precision=None) -> SpeedEstimate | None:
+    """The speed bound and estimate of one option at the request's context and concurrency.
+
+    None when the option's card class has no known bandwidth (an inferred
+    ``foo-80g`` label): explorer does not rank on figures it does not have.
+    """
+    request = request or PlanRequest()
+    settings = settings or DEFAULT_SETTINGS
+    ev = option.evaluation
+    precision = precision or precision_for(shape, option.artifact, engine=option.layout.engine,
+                                           loaded=option.precision, bits_per_weight=option.bits_per_weight)
+    head_on_host = ev.n_gpu_layers == 0 if getattr(ev, "n_gpu_layers", None) is not None else True
+    return _estimate(shape, precision, option.layout, option.gpu, ev.layers_on_host, head_on_host,
+                     max(1, request.context_tokens), max(1, request.concurrency), request.kv_dtype,
+                     request.ubatch_tokens, settings)
+
+
+@lru_cache(maxsize=8192)
+def _estimate(shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, context: int, concurrency: int,
+              kv_dtype: str, ubatch_tokens: int, settings: SpeedSettings) -> SpeedEstimate | None:
+    ubatch = ubatch_tokens if layout.engine == "llamacpp" else 0
+    where = placement(shape, precision, layout, gpu, layers_on_host, head_on_host, ubatch, settings)
+    if where is None:
+        return None
+    kv = shape.kv_type(kv_dtype)
+    tally = Tally()
+    cycle = decode_cycle_s(shape, where, concurrency, context, kv, tally)
+    prefill = prefill_s(shape, where, context)
+    eff = settings.efficiency_for(layout.engine)
+    bound = 1.0 / cycle
+    aggregate = concurrency * bound
+    prices: PriceTable = settings.prices if settings.prices is not None else load_prices()  # type: ignore[assignment]
+    price = None if layout.cpu or layout.unified or not layout.cards else prices.usd_per_gpu_hour(layout.gpu_class)
+    cost = None if price is None else layout.cards * price / (aggregate * eff * 3600) * 1e6
+    return SpeedEstimate(
+        decode_bound_tokens_per_s=bound, decode_estimate_tokens_per_s=bound * eff,
+        decode_aggregate_bound_tokens_per_s=aggregate, decode_aggregate_estimate_tokens_per_s=aggregate * eff,
+        time_to_first_token_bound_s=prefill, time_to_first_token_estimate_s=None if prefill is None else prefill / eff,
+        cost_per_million_tokens=cost, usd_per_gpu_hour=price, bound_by=tally.bound_by, efficiency=eff,
+        context_tokens=context, concurrency=concurrency, breakdown=_breakdown(tally, cycle, concurrency, context, eff),
+    )
+
+
+def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float) -> str:
+    parts = [f"{gb(t.weight_bytes, 2)} weights + {gb(t.kv_bytes, 2)} KV read a step (one card a stage)"]
+    for label, s in (("memory", t.memory_s), ("compute", t.compute_s), ("host memory", t.host_s),
+                     ("interconnect", t.interconnect_s)):
+        if s > 0:
+            parts.append(f"{label} {s * 1e3:.2f} ms")
+    return (f"batch {batch} at {context:,} tokens: " + ", ".join(parts)
+            + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate = bound × {eff:g}")
+
+
+def tokens_per_s_vs_context(option, shape, contexts: Iterable[int], request: PlanRequest | None = None,
+                            settings: SpeedSettings | None = None) -> list[SpeedEstimate | None]:
+    """The option's speed at each context (same concurrency), for a tokens/s-versus-context chart."""
+    request = request or PlanRequest()
+    return [speed_of(option, shape, replace(request, context_tokens=int(c)), settings) for c in contexts]

@@ -1,0 +1,261 @@
+"""The roofline behind :mod:`explorer.speed.estimate`: where an option's layers run, and how long a step takes.
+
+A :class:`Placement` lists the *parts* a token passes through one after the
+other — pipeline stages (one card's share of each, under tensor
+parallelism), llama.cpp's GPU layers, the layers left on the host — each
+with the bandwidth and FLOPs of the device it runs on, and the hand-offs
+between them. :func:`decode_cycle_s` and :func:`prefill_s` turn a placement
+into seconds; both are upper bounds on speed (lower bounds on time):
+
+- a part's step is ``max(bytes read / bandwidth, FLOPs / peak)`` plus, under
+  tensor parallelism, two ring all-reduces a layer:
+  ``latency + 2(tp − 1)/tp × batch × hidden × 2 bytes / one-way link bandwidth``;
+- a hand-off moves ``batch × hidden`` activations (2 bytes; llama.cpp 4) over
+  its link, with the link's latency;
+- llama.cpp runs its parts one after another for the whole batch; vLLM and
+  SGLang split the batch into up to ``pp`` micro-batches that overlap, so a
+  step cycle is ``max(Σ stages + hand-offs, micro-batches × slowest stage)``.
+
+The link, fabric and host figures are in :mod:`explorer.speed.settings`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from explorer.engines.common import pp_partition, stage_kv_bytes
+from explorer.speed.profile import (
+    StageProfile,
+    attention_width,
+    experts_touched,
+    held_sum,
+    q_heads_per_card,
+    stage_profile,
+)
+from explorer.speed.settings import (
+    ACTIVATION_BYTES,
+    FABRIC_LATENCY_S,
+    HOST_LINK_MAX_BYTES_PER_S,
+    LLAMACPP_ACTIVATION_BYTES,
+    PCIE_LATENCY_S,
+    RPC_LATENCY_S,
+    UNKNOWN_LINK_BYTES_PER_S,
+    SpeedSettings,
+    card_link,
+    fabric_bytes_per_s,
+    peak_flops_per_s,
+)
+from explorer.units import cdiv
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Part:
+    """Layers one device runs in turn (one card's share of them under tensor parallelism).
+
+    Attributes:
+        profile: what the card holds and computes.
+        bandwidth_bytes_per_s: its memory bandwidth.
+        flops_per_s: its peak for these weights (0: unknown, compute ignored).
+        host: runs on the CPU.
+        link_bytes_per_s: one-way bandwidth of the tensor-parallel all-reduce (0: no tensor parallelism).
+        link_latency_s: latency of one all-reduce.
+    """
+
+    profile: StageProfile
+    bandwidth_bytes_per_s: float
+    flops_per_s: float
+    host: bool = False
+    link_bytes_per_s: float = 0.0
+    link_latency_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """The parts a token passes through, the hand-offs between them, and how they overlap.
+
+    Attributes:
+        parts: in the order a token visits them.
+        hops: (one-way bytes/s, latency s) of each hand-off.
+        activation_bytes: bytes per hidden value handed off.
+        overlap: micro-batches overlap across pipeline stages (vLLM, SGLang).
+        ubatch_tokens: llama.cpp prefill reads the weights once per ubatch of this many tokens (0: once).
+        host_link_bytes_per_s: one-way host↔card bandwidth (llama.cpp streams host layers over it in prefill).
+    """
+
+    parts: tuple[Part, ...]
+    hops: tuple[tuple[float, float], ...] = ()
+    activation_bytes: int = ACTIVATION_BYTES
+    overlap: bool = False
+    ubatch_tokens: int = 0
+    host_link_bytes_per_s: float = 0.0
+
+
+@lru_cache(maxsize=1024)
+def placement(shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, ubatch_tokens: int,
+              settings: SpeedSettings) -> Placement | None:
+    """Where the option's layers run; None when the device's bandwidth is unknown.
+
+    ``layers_on_host``: llama.cpp's first layers left on the CPU; ``head_on_host``:
+    the output head too (``-ngl 0``: llama.cpp offloads the head first, so any
+    ``-ngl`` ≥ 1 puts it on a GPU).
+    """
+    host_bw, host_flops = float(settings.host_bandwidth_bytes_per_s), settings.host_tflops * 1e12
+    host = {"bandwidth_bytes_per_s": host_bw, "flops_per_s": host_flops, "host": True}
+    n = shape.layers
+    if layout.cpu:
+        return Placement(parts=(Part(profile=stage_profile(shape, precision, 1, 1, 0, n, True), **host),),
+                         activation_bytes=LLAMACPP_ACTIVATION_BYTES, ubatch_tokens=ubatch_tokens)
+    if gpu is None or not (gpu.bandwidth_bytes_per_s or layout.unified):
+        return None
+    if layout.unified:  # the chip's bandwidth; an unlisted uma host falls back to the host figures
+        bw, flops = float(gpu.bandwidth_bytes_per_s or host_bw), gpu.bf16_tflops * 1e12 or host_flops
+        link = latency = host_link = fabric_bw = 0.0
+    else:
+        bw, flops = float(gpu.bandwidth_bytes_per_s), peak_flops_per_s(gpu, precision)
+        link, latency = card_link(gpu)
+        host_link = min(gpu.interconnect_bytes_per_s or UNKNOWN_LINK_BYTES_PER_S, HOST_LINK_MAX_BYTES_PER_S) / 2
+        fabric_bw = fabric_bytes_per_s(layout.fabric, settings)
+    fabric = (fabric_bw, RPC_LATENCY_S if layout.rpc else FABRIC_LATENCY_S)
+    if layout.engine == "llamacpp":
+        on_host = max(0, min(layers_on_host, n))
+        head_host = head_on_host and on_host == n
+        parts = []
+        if on_host:  # llama.cpp keeps the first layers on the CPU
+            parts.append(Part(profile=stage_profile(shape, precision, 1, 1, 0, on_host, head_host), **host))
+        if on_host < n or not head_host:
+            parts.append(Part(profile=stage_profile(shape, precision, 1, 1, on_host, n, not head_host),
+                              bandwidth_bytes_per_s=bw, flops_per_s=flops))
+        hops: list[tuple[float, float]] = []
+        if len(parts) > 1 and not layout.unified:  # hidden states cross PCIe between the CPU and the first GPU
+            hops.append((host_link, PCIE_LATENCY_S))
+        network = max(0, layout.nodes - 1)
+        hops += [fabric] * network + [(link, latency)] * max(0, layout.cards - 1 - network)
+        return Placement(parts=tuple(parts), hops=tuple(hops), activation_bytes=LLAMACPP_ACTIVATION_BYTES,
+                         ubatch_tokens=ubatch_tokens, host_link_bytes_per_s=host_link)
+    tp_link = (link, latency) if layout.tp <= layout.gpus_per_node else fabric  # SGLang spans tp over nodes
+    stages = pp_partition(n, layout.pp)
+    parts = tuple(Part(profile=stage_profile(shape, precision, layout.tp, layout.ep, a, b, i == len(stages) - 1),
+                       bandwidth_bytes_per_s=bw, flops_per_s=flops,
+                       link_bytes_per_s=tp_link[0] if layout.tp > 1 else 0.0, link_latency_s=tp_link[1])
+                  for i, (a, b) in enumerate(stages))
+    network = min(max(0, layout.nodes - 1), layout.pp - 1) if layout.tp <= layout.gpus_per_node else 0
+    return Placement(parts=parts, hops=(fabric,) * network + ((link, latency),) * (layout.pp - 1 - network),
+                     overlap=True, host_link_bytes_per_s=host_link)
+
+
+@dataclass(slots=True)
+class Tally:
+    """Seconds of one step by what bounds them, and the bytes read (for the breakdown).
+
+    Attributes:
+        memory_s: parts bound by their card's memory bandwidth.
+        compute_s: parts bound by FLOPs (host parts too).
+        host_s: host parts bound by host memory bandwidth.
+        interconnect_s: all-reduces and hand-offs.
+        weight_bytes: weights read over all parts.
+        kv_bytes: KV cache read over all parts.
+    """
+
+    memory_s: float = 0.0
+    compute_s: float = 0.0
+    host_s: float = 0.0
+    interconnect_s: float = 0.0
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+
+    @property
+    def bound_by(self) -> str:
+        """The largest share: ``memory bandwidth``, ``compute``, ``host memory`` or ``interconnect``."""
+        shares = {"memory bandwidth": self.memory_s, "compute": self.compute_s, "host memory": self.host_s,
+                  "interconnect": self.interconnect_s}
+        return max(shares, key=shares.__getitem__)
+
+
+def _allreduce_s(part: Part, tokens: int, hidden: int, activation_bytes: int) -> float:
+    tp = part.profile.tp
+    if tp <= 1 or not part.link_bytes_per_s:
+        return 0.0
+    one = part.link_latency_s + 2 * (tp - 1) / tp * tokens * hidden * activation_bytes / part.link_bytes_per_s
+    return 2 * part.profile.layers * one
+
+
+def _part_step(shape, part: Part, batch: int, context: int, kv, tally: Tally | None) -> float:
+    """One decode step of ``batch`` sequences at ``context`` tokens on one part."""
+    p, moe = part.profile, shape.moe
+    share = experts_touched(batch, moe.experts, moe.experts_per_token) if moe else 0.0
+    k_over_e = moe.experts_per_token / moe.experts if moe and moe.experts else 0.0
+    weights = p.dense_bytes + p.expert_bytes * share
+    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1) * batch
+    qh = q_heads_per_card(shape, p.tp)
+    attn = sum(n * attention_width(c, qh) * c.tokens_held(context) for c, n in p.caches)
+    flops = 2.0 * batch * (p.dense_params + p.expert_params * k_over_e + attn)
+    mem_s = (weights + kv_read) / part.bandwidth_bytes_per_s
+    cmp_s = flops / part.flops_per_s if part.flops_per_s else 0.0
+    comm_s = _allreduce_s(part, batch, shape.hidden_size, ACTIVATION_BYTES)
+    if tally is not None:
+        tally.weight_bytes += weights
+        tally.kv_bytes += kv_read
+        tally.interconnect_s += comm_s
+        if cmp_s > mem_s:
+            tally.compute_s += cmp_s
+        elif part.host:
+            tally.host_s += mem_s
+        else:
+            tally.memory_s += mem_s
+    return max(mem_s, cmp_s) + comm_s
+
+
+def _hops_s(where: Placement, tokens: int, hidden: int) -> float:
+    size = tokens * hidden * where.activation_bytes
+    return sum(latency + size / bw for bw, latency in where.hops)
+
+
+def decode_cycle_s(shape, where: Placement, batch: int, context: int, kv, tally: Tally | None = None) -> float:
+    """Seconds between two tokens of one sequence when ``batch`` sequences decode together at ``context``.
+
+    Every sequence gets one token a cycle, so the aggregate rate is ``batch / cycle``.
+    """
+    if not where.overlap or len(where.parts) == 1:
+        total = sum(_part_step(shape, p, batch, context, kv, tally) for p in where.parts)
+        hops = _hops_s(where, batch, shape.hidden_size)
+        if tally is not None:
+            tally.interconnect_s += hops
+        return total + hops
+    micro = min(batch, len(where.parts))
+    size = cdiv(batch, micro)
+    steps = [_part_step(shape, p, size, context, kv, tally) for p in where.parts]
+    hops = _hops_s(where, size, shape.hidden_size)
+    if tally is not None:
+        tally.interconnect_s += hops
+    return max(sum(steps) + hops, micro * max(steps))
+
+
+def prefill_s(shape, where: Placement, prompt_tokens: int, sequences: int = 1) -> float | None:
+    """Seconds to prefill ``sequences`` prompts of ``prompt_tokens`` each (compute-bound; weights read at least once).
+
+    FLOPs a part: 2 × P × (dense + k/E × expert params) + 2 × Σ layers q heads ×
+    (key + value dims) × Σ positions' held tokens (P(P+1)/2 for full attention).
+    llama.cpp reads its weights once per ubatch; its host layers run either on
+    the CPU or, streamed over PCIe, on the GPU (llama.cpp's op offload) —
+    whichever is faster. None when a part's FLOPs are unknown.
+    """
+    p_tok, moe, seqs = prompt_tokens, shape.moe, max(1, sequences)
+    share = experts_touched(p_tok * seqs, moe.experts, moe.experts_per_token) if moe else 0.0
+    k_over_e = moe.experts_per_token / moe.experts if moe and moe.experts else 0.0
+    passes = cdiv(p_tok * seqs, where.ubatch_tokens) if where.ubatch_tokens else 1
+    gpu_flops = max((p.flops_per_s for p in where.parts if not p.host), default=0.0)
+    total = _hops_s(where, p_tok * seqs, shape.hidden_size)
+    for part in where.parts:
+        if not part.flops_per_s:
+            return None
+        prof = part.profile
+        qh = q_heads_per_card(shape, prof.tp)
+        attn = sum(n * attention_width(c, qh) * held_sum(c, p_tok) for c, n in prof.caches)
+        flops = 2.0 * seqs * (p_tok * (prof.dense_params + prof.expert_params * k_over_e) + attn)
+        weights = prof.dense_bytes + prof.expert_bytes * share
+        step = max(flops / part.flops_per_s, passes * weights / part.bandwidth_bytes_per_s)
+        if part.host and gpu_flops and where.host_link_bytes_per_s:
+            step = min(step, max(flops / gpu_flops, passes * weights / where.host_link_bytes_per_s))
+        total += step + _allreduce_s(part, p_tok * seqs, shape.hidden_size, ACTIVATION_BYTES)
+    return total

@@ -1,0 +1,96 @@
+"""What the speed model assumes where the catalogue is silent: links, fabrics, the host, efficiency.
+
+Link figures (assumptions, stated): vendors quote NVLink / PCIe both
+directions summed, so one way is half (H100 SXM 450 GB/s); a link of 200
+GB/s or more is NVLink-class with 5 µs a collective, else PCIe with 20 µs;
+a card with no figure is taken as PCIe 4.0 x16 (64 GB/s). Between nodes the
+fabric is 400 Gb/s InfiniBand (50 GB/s one way, 10 µs) unless its name
+carries a rate (``eth100g`` → 100 Gb/s); llama.cpp RPC adds 50 µs a hop
+(a TCP round trip on a fast LAN). The host (CPU) defaults to 100 GB/s of
+memory bandwidth and 2 TFLOPs; every engine to an efficiency of 0.6.
+Reasons for each figure: docs/notes/speed_model.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from explorer.errors import PlanError
+from explorer.units import GB
+
+NVLINK_CLASS_BYTES_PER_S = 200 * GB
+NVLINK_LATENCY_S = 5e-6
+PCIE_LATENCY_S = 20e-6
+UNKNOWN_LINK_BYTES_PER_S = 64 * GB  # PCIe 4.0 x16, both directions
+HOST_LINK_MAX_BYTES_PER_S = 128 * GB  # PCIe 5.0 x16, both directions: no card talks to its host faster
+FABRIC_BYTES_PER_S = 50 * GB  # 400 Gb/s InfiniBand NDR, one way
+FABRIC_LATENCY_S = 10e-6
+RPC_LATENCY_S = 50e-6
+ACTIVATION_BYTES = 2  # bf16 hidden states (vLLM, SGLang)
+LLAMACPP_ACTIVATION_BYTES = 4  # llama.cpp hands f32 hidden states between devices
+FP8_COMPUTE_KINDS = ("fp8", "nvfp4", "mxfp4", "bnb8")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedSettings:
+    """What the speed model assumes where the catalogue is silent.
+
+    Attributes:
+        efficiency: per engine, the share of the bound an engine reaches (0 < e ≤ 1);
+            the estimate is bound × efficiency (time to first token: bound / efficiency).
+            Given as a mapping; stored as sorted (engine, factor) pairs.
+        default_efficiency: for an engine the mapping does not name.
+        host_bandwidth_bytes_per_s: CPU memory bandwidth for layers on the host and CPU-only runs.
+        host_tflops: CPU dense TFLOPs for prefill on the host.
+        fabric_bandwidth_bytes_per_s: one-way bandwidth between nodes (None: from the fabric's
+            name, else 400 Gb/s InfiniBand = 50 GB/s).
+        prices: a :class:`~explorer.speed.prices.PriceTable` (None: the shipped data/prices.csv).
+    """
+
+    efficiency: Mapping[str, float] | tuple[tuple[str, float], ...] = (
+        ("llamacpp", 0.6), ("sglang", 0.6), ("vllm", 0.6))
+    default_efficiency: float = 0.6
+    host_bandwidth_bytes_per_s: int = 100 * GB
+    host_tflops: float = 2.0
+    fabric_bandwidth_bytes_per_s: int | None = None
+    prices: object = None
+
+    def __post_init__(self) -> None:
+        pairs = self.efficiency.items() if isinstance(self.efficiency, Mapping) else self.efficiency
+        pairs = tuple(sorted((str(k), float(v)) for k, v in pairs))  # type: ignore[union-attr]
+        for engine, value in pairs + (("default", self.default_efficiency),):
+            if not 0 < value <= 1:
+                raise PlanError(f"speed efficiency for {engine} is {value}; it must be in (0, 1]",
+                                hint="an efficiency is the share of the bound reached, e.g. 0.6")
+        if self.host_bandwidth_bytes_per_s <= 0 or self.host_tflops <= 0:
+            raise PlanError(f"host bandwidth ({self.host_bandwidth_bytes_per_s}) and TFLOPs ({self.host_tflops}) "
+                            "must be positive")
+        object.__setattr__(self, "efficiency", pairs)
+
+    def efficiency_for(self, engine: str) -> float:
+        """The efficiency factor of an engine."""
+        return dict(self.efficiency).get(engine, self.default_efficiency)  # type: ignore[arg-type]
+
+
+def card_link(gpu) -> tuple[float, float]:
+    """(one-way bytes/s, latency s) between two cards of a class in one node."""
+    both = gpu.interconnect_bytes_per_s or UNKNOWN_LINK_BYTES_PER_S
+    return both / 2, NVLINK_LATENCY_S if both >= NVLINK_CLASS_BYTES_PER_S else PCIE_LATENCY_S
+
+
+def fabric_bytes_per_s(fabric: str | None, settings: SpeedSettings) -> float:
+    """One-way bandwidth between nodes: the setting, a rate in the fabric's name (``eth100g``), or 50 GB/s."""
+    if settings.fabric_bandwidth_bytes_per_s:
+        return settings.fabric_bandwidth_bytes_per_s
+    m = re.search(r"(\d{2,4})g", (fabric or "").lower())
+    return int(m[1]) * GB / 8 if m else FABRIC_BYTES_PER_S
+
+
+def peak_flops_per_s(gpu, precision) -> float:
+    """Peak FLOPs for these weights: fp8 where the weights are 8 bits or fewer as fp8/int8/fp4 and the card has fp8."""
+    kinds = {g.fmt.kind for g in precision.groups}
+    low = any(k in FP8_COMPUTE_KINDS for k in kinds) or any(g.fmt.kind == "int" and g.fmt.bits == 8 for g in precision.groups)
+    tflops = gpu.fp8_tflops if low and gpu.fp8_tflops else gpu.bf16_tflops
+    return tflops * 1e12

@@ -1,0 +1,162 @@
+"""explorer in Jupyter: the app's controls and live table as ipywidgets.
+
+>>> from explorer.ui.widgets import ExplorerWidget
+>>> ExplorerWidget(model="meta-llama/Meta-Llama-3.1-8B", cluster="1x8xh100-80g")   # doctest: +SKIP
+
+The widget is an ``ipywidgets.VBox``: a model box with a **Fetch** button
+(and a password box for a Hub token), the weights to plan, the engine, a
+log-scale context slider, the KV cache type, concurrent sequences, a
+cluster preset and the editable cluster spec, then the ranked table. Every
+control but the model box re-plans at once; the model is read only when
+Fetch is pressed (or when the widget is built). Errors show as a red line
+with the message, never a traceback; a token never appears in them.
+
+For scripts and tests the state is plain attributes: :attr:`model` (the
+resolved model), :attr:`result` (the last ``PlanResult``), :attr:`rows`
+(the table's rows) and :attr:`error` (the last message, or None).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as w
+
+from explorer.ui import plan_rows as nd
+from explorer.hardware.cluster import parse_cluster_spec
+from explorer.model.dtypes import KV_CACHE_TYPES
+from explorer.engines.common import PlanRequest
+from explorer.errors import ExplorerError
+from explorer.plan.planner import plan
+from explorer.ui.presets import PRESETS
+
+__all__ = ["ExplorerWidget"]
+
+_SEQUENCES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+_WHAT_IFS = ("bf16", "fp8", "int4-awq", "int4-gptq")
+
+
+def _resolve(text: str, *, offline: bool, token: str | None) -> Any:
+    from explorer.sources.resolve import resolve_model
+
+    return resolve_model(text, offline=offline, token=token)
+
+
+class ExplorerWidget(w.VBox):
+    """The explorer controls and ranked table as one ipywidget.
+
+    Args:
+        model: a Hub id (``org/name``, ``org/name:FILE.gguf``) or a local config.json / .gguf path.
+        cluster: a cluster spec (``2x8xh100-80g@ib0``; see docs/cluster_spec.md).
+        context: tokens a sequence must hold (snapped to the slider's log steps).
+        engine: a key of :data:`explorer.ui.plan_rows.ENGINE_CHOICES` (``vLLM``, ``all three, side by side``…).
+        kv_dtype: the KV cache type (``auto``, ``fp8``, ``q8_0``…).
+        concurrency: sequences at once.
+        token: a Hub token for gated repos (kept in a password box, never shown).
+        offline: never ask the Hub (the cache and the shipped snapshot answer).
+        resolver: ``resolver(text, offline=, token=)`` -> ResolvedModel (tests pass a fake).
+    """
+
+    def __init__(self, model: str = "meta-llama/Meta-Llama-3.1-8B", cluster: str = "1x8xh100-80g", *,
+                 context: int = 8192, engine: str = "all three, side by side", kv_dtype: str = "auto",
+                 concurrency: int = 1, token: str | None = None, offline: bool = False,
+                 resolver: Callable[..., Any] | None = None) -> None:
+        self.offline = offline
+        self._resolver = resolver or _resolve
+        self.model: Any = None
+        self.result: Any = None
+        self.rows: list[dict[str, Any]] = []
+        self.error: str | None = None
+        self._menu: dict[str, Any] = {}
+        self._quiet = True  # no re-plans while controls are being built or rebuilt
+
+        self.model_text = w.Text(value=model, description="Model", layout=w.Layout(width="480px"),
+                                 placeholder="org/name, org/name:FILE.gguf, or a path")
+        self.token = w.Password(value=token or "", description="Hub token", placeholder="only for gated repos")
+        self.fetch_button = w.Button(description="Fetch", button_style="primary", tooltip="Read the model")
+        self.weights = w.SelectMultiple(description="Weights", rows=5, layout=w.Layout(width="640px"))
+        self.engine = w.Dropdown(options=list(nd.ENGINE_CHOICES), value=engine, description="Engine")
+        self.context = w.SelectionSlider(options=[("512", 512)], description="Context", continuous_update=False,
+                                         layout=w.Layout(width="640px"))
+        self.kv_dtype = w.Dropdown(options=list(KV_CACHE_TYPES), value=kv_dtype, description="KV cache")
+        self.concurrency = w.SelectionSlider(options=[(str(n), n) for n in _SEQUENCES],
+                                             value=nd.nearest_step(_SEQUENCES, concurrency),
+                                             description="Sequences", continuous_update=False)
+        self.preset = w.Dropdown(options=["(as typed)"] + [p.name for p in PRESETS], value="(as typed)",
+                                 description="Preset")
+        self.cluster = w.Text(value=cluster, description="Cluster", continuous_update=False,
+                              layout=w.Layout(width="640px"))
+        self.status = w.HTML()
+        self.table = w.HTML()
+        super().__init__(children=[
+            w.HBox([self.model_text, self.token, self.fetch_button]), self.weights,
+            w.HBox([self.engine, self.kv_dtype, self.concurrency]), self.context,
+            w.HBox([self.preset, self.cluster]), self.status, self.table,
+        ])
+
+        self.fetch_button.on_click(lambda _b: self.fetch())
+        self.preset.observe(self._on_preset, names="value")
+        for control in (self.weights, self.engine, self.context, self.kv_dtype, self.concurrency, self.cluster):
+            control.observe(lambda _change: self.refresh(), names="value")
+        self._want_context = context
+        self.fetch()
+
+    # --- actions ---------------------------------------------------------------------------
+
+    def fetch(self) -> None:
+        """Read the model named in the model box (cache, Hub, snapshot), rebuild the weights and context, re-plan."""
+        text, token = self.model_text.value.strip(), self.token.value.strip() or None
+        try:
+            model = self._resolver(text, offline=self.offline, token=token)
+        except ExplorerError as e:
+            msg = str(e).replace(token, "…") if token else str(e)
+            self._show_error(f"Could not read {text!r}: {msg}")
+            return
+        self.model = model
+        self._quiet = True
+        try:
+            self._menu = nd.artifact_choices(model.artifacts, model.what_ifs(_WHAT_IFS))
+            self.weights.options = list(self._menu)
+            self.weights.value = tuple(k for k, a in self._menu.items() if not a.what_if)
+            steps = nd.context_steps(model.shape.max_context_tokens)
+            want = self.context.value if self.result is not None else self._want_context
+            self.context.options = [(f"{c:,}", c) for c in steps]
+            self.context.value = nd.nearest_step(steps, min(want, model.shape.max_context_tokens))
+        finally:
+            self._quiet = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Plan with the controls' values and redraw the table (errors become the status line)."""
+        if self._quiet or self.model is None:
+            return
+        shape = self.model.shape
+        try:
+            cluster = parse_cluster_spec(self.cluster.value)
+            engines = nd.available_engines(nd.ENGINE_CHOICES[self.engine.value]) or ("vllm",)
+            chosen = [nd.plannable(shape, self._menu[k]) for k in self.weights.value] or [
+                nd.plannable(shape, next(iter(self._menu.values())))]
+            request = PlanRequest(context_tokens=int(self.context.value), concurrency=int(self.concurrency.value),
+                                  kv_dtype=self.kv_dtype.value, engines=engines)  # fmt: skip
+            self.result = plan(shape, cluster, request, artifacts=chosen, model_ref=self.model.repo or shape.name)
+        except ExplorerError as e:
+            self._show_error(str(e))
+            return
+        self.error = None
+        self.rows = nd.option_rows(self.result, limit=25) + nd.near_miss_rows(self.result, limit=3)
+        r = self.result
+        self.status.value = (f"<b>{html.escape(self.model.repo or shape.name)}</b> ({self.model.origin}): "
+                             f"<b>{len(r.options)} ways fit</b> on {cluster.total_gpus:,} GPUs; "
+                             f"{sum(r.pruned.values()):,} refused. Per card: needs / usable, GiB.")  # fmt: skip
+        self.table.value = nd.rows_html(self.rows)
+
+    def _on_preset(self, change: dict) -> None:
+        preset = next((p for p in PRESETS if p.name == change["new"]), None)
+        if preset is not None:
+            self.cluster.value = preset.spec  # observing the spec re-plans
+
+    def _show_error(self, message: str) -> None:
+        self.error = message
+        self.status.value = f"<span style='color:#b91c1c'><b>Error:</b> {html.escape(message)}</span>"
