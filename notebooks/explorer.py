@@ -30,17 +30,17 @@ with app.setup(hide_code=True):
 
     from explorer.ui import charts
     from explorer.ui import plan_rows as nd
-    from explorer.hardware.catalogue import load_catalogue
-    from explorer.hardware.cluster import parse_cluster_spec
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.engines.common import PlanRequest
     from explorer.errors import ExplorerError
     from explorer.plan.planner import plan
+    from explorer.speed.settings import SpeedSettings
     from explorer.ui.presets import PRESETS, AppDefaults, app_defaults, preset_by_name, preset_from_spec, spec_for
     from explorer.sources.resolve import resolve_model
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.model.summary import shape_rows, shape_summary
     from explorer.units import gib
+    from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 
 
 @app.cell(hide_code=True)
@@ -193,7 +193,7 @@ def _(defaults):
 
 @app.cell(hide_code=True)
 def _(link_preset, preset_pick):
-    catalogue = load_catalogue()
+    catalogue = shipped_catalogue()
     preset = link_preset if link_preset and preset_pick.value == link_preset.name else preset_by_name(preset_pick.value)
     if preset.gpu_class not in catalogue:  # an alias in a linked spec: show the catalogue's name
         _found = catalogue.lookup(preset.gpu_class)
@@ -230,7 +230,7 @@ def _(free, gpu_class, gpus, nodes, preset, preset_pick, spec):
 def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort, spec, weights):
     # The planner call: everything below reads `result`; nothing here touches the network.
     try:
-        cluster, _cluster_error = parse_cluster_spec(spec.value), None
+        cluster, _cluster_error = parse_cluster(spec.value), None
     except ExplorerError as _e:
         cluster, _cluster_error = None, str(_e)
     mo.stop(cluster is None, mo.callout(mo.md(f"**The cluster spec does not parse.** {html.escape(_cluster_error or '')}"),
@@ -244,7 +244,7 @@ def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort,
     _t0 = time.perf_counter()
     try:
         result, _plan_error = plan(shape, cluster, request, artifacts=_chosen, model_ref=model.repo or shape.name,
-                                   sort=sort.value), None
+                                   sort=sort.value, speed=SpeedSettings(prices=shipped_prices())), None
     except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
         result, _plan_error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000

@@ -29,11 +29,12 @@ with app.setup(hide_code=True):
     from explorer.ui import charts
     from explorer.ui import plan_rows as nd
     from explorer.ui import fleet_rows as nf
-    from explorer.hardware.cluster import parse_cluster_spec
+    
     from explorer.errors import ExplorerError
     from explorer.fleet.footprints import fleet_cards
     from explorer.fleet.place import place
     from explorer.sources.snapshot.read import load_snapshot
+    from explorer.sources.shipped import parse_cluster
 
 
 @app.cell(hide_code=True)
@@ -137,7 +138,7 @@ def _(engine, precision, preset, preset_pick, spec, usable):
 def _(engine, extra_terms, model_rows, precision, snapshot, spec, usable):
     # Library calls only: rows -> model terms -> footprints (the engine's accounting) -> a placement.
     try:
-        offer, _error = fleet_cards(parse_cluster_spec(spec.value), usable_fraction=usable.value), None
+        offer, _error = fleet_cards(parse_cluster(spec.value), usable_fraction=usable.value), None
     except ExplorerError as _e:
         offer, _error = None, str(_e)
     mo.stop(offer is None, mo.callout(mo.md(f"**The cluster spec does not work here.** {html.escape(_error or '')}"),

@@ -6,16 +6,17 @@ import dataclasses
 
 import pytest
 
-from explorer.hardware.catalogue import COLUMNS, Catalogue, GPUClass, load_catalogue, metal_working_set_bytes
+from explorer.hardware.catalogue import COLUMNS, Catalogue, GPUClass, metal_working_set_bytes
 from explorer.errors import CatalogueError, UnknownGPUClassError
 from explorer.units import GiB, MiB
+from explorer.sources.shipped import shipped_catalogue, read_catalogue
 
 HEADER = ",".join(COLUMNS)
 
 
 @pytest.fixture(scope="module")
 def cat() -> Catalogue:
-    return load_catalogue()
+    return shipped_catalogue()
 
 
 # --- the shipped table -------------------------------------------------------------
@@ -92,7 +93,7 @@ def test_no_fp8_is_none(cat):
 
 
 def test_load_is_cached():
-    assert load_catalogue() is load_catalogue()
+    assert shipped_catalogue() is shipped_catalogue()
 
 
 def test_records_are_frozen(cat):
@@ -237,7 +238,7 @@ def test_bad_tables(text, message):
 
 def test_unreadable_table(tmp_path):
     with pytest.raises(CatalogueError, match="cannot read the GPU catalogue"):
-        Catalogue.from_path(tmp_path / "missing.csv")
+        read_catalogue(tmp_path / "missing.csv")
     path = tmp_path / "gpus.csv"
     path.write_text(HEADER + "\n" + _row() + "\n")
-    assert Catalogue.from_path(path).get("x-1g").memory_bytes == GiB
+    assert read_catalogue(path).get("x-1g").memory_bytes == GiB

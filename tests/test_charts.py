@@ -6,17 +6,18 @@ import json
 
 from explorer.ui import charts
 from explorer.ui import plan_rows as nd
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.engines.common import PlanRequest
 from explorer.ui.kv_lesson import kv_curve
 from explorer.plan.planner import plan
 from explorer.sources.snapshot.read import load_snapshot
+from explorer.sources.shipped import parse_cluster
 
 
 def _plan():
     shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-70B")
     request = PlanRequest(context_tokens=32768, engines=("vllm",))
-    return shape, request, plan(shape, parse_cluster_spec("1x8xh100-80g"), request)
+    return shape, request, plan(shape, parse_cluster("1x8xh100-80g"), request)
 
 
 def test_plan_charts_validate():
@@ -49,7 +50,7 @@ def _placement_rows(spec: str):
     from explorer.fleet.place import place
 
     snapshot = load_snapshot()
-    offer = fleet_cards(parse_cluster_spec(spec))
+    offer = fleet_cards(parse_cluster(spec))
     terms = [(r.name, nf.row_term(r.repo, r.context_tokens, r.replicas, r.phases)) for r in nf.DEFAULT_FLEET]
     models, _notes, _errors = nf.fleet_demands(terms, snapshot.shape, gpu=offer.gpu)
     return nf.card_segments(place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes), offer.labels)

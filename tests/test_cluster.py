@@ -10,20 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.hardware.catalogue import load_catalogue
-from explorer.hardware.cluster import (
-    MAX_GPUS,
-    Cluster,
-    GPUGroup,
-    Node,
-    cluster_from_dict,
-    default_host_ram_bytes,
-    format_cluster_spec,
-    load_cluster_file,
-    parse_cluster_spec,
-)
+from explorer.hardware.cluster import MAX_GPUS, Cluster, GPUGroup, Node, default_host_ram_bytes
+from explorer.hardware.cluster_dict import cluster_from_dict
+from explorer.hardware.cluster_text import format_cluster_spec
 from explorer.errors import ClusterSpecError, UnknownGPUClassError
 from explorer.units import GiB, MiB, TiB
+from explorer.sources.shipped import parse_cluster, shipped_catalogue, load_cluster_file
 
 CLUSTERS = Path(__file__).parent / "data" / "clusters"
 H100 = 85_520_809_984  # 81,559 MiB
@@ -33,7 +25,7 @@ H100 = 85_520_809_984  # 81,559 MiB
 
 
 def test_two_fabrics_example():
-    c = parse_cluster_spec("2x8xh100-80g@ib0 + 1x4xl40s-48g")
+    c = parse_cluster("2x8xh100-80g@ib0 + 1x4xl40s-48g")
     assert len(c.nodes) == 3 and c.total_gpus == 20 == c.free_gpus
     assert [g.name for g in c.gpu_classes] == ["h100-80g", "l40s-48g"]
     a, b, l40s = c.nodes
@@ -50,34 +42,34 @@ def test_two_fabrics_example():
 def test_host_ram_default():
     # 8 × 85,520,809,984 × 2 = 1,368,332,959,744 bytes (1,274 GiB) for an H100 node;
     # a single L4 node gets the 64 GiB floor.
-    c = parse_cluster_spec("1x8xh100-80g + 1x1xl4")
+    c = parse_cluster("1x8xh100-80g + 1x1xl4")
     assert c.nodes[0].host_ram_bytes == 2 * 8 * H100 == default_host_ram_bytes(8 * H100)
     assert c.nodes[1].host_ram_bytes == 64 * GiB
     assert all(n.host_ram_assumed and n.host_free_bytes == n.host_ram_bytes for n in c.nodes)
-    stated = parse_cluster_spec("1x8xh100-80g,ram=2t").nodes[0]
+    stated = parse_cluster("1x8xh100-80g,ram=2t").nodes[0]
     assert stated.host_ram_bytes == 2 * TiB and not stated.host_ram_assumed
 
 
 def test_mig_node_has_slices_of_their_own_class():
-    c = parse_cluster_spec("1x7xa100-80g-mig-1g.10gb")
+    c = parse_cluster("1x7xa100-80g-mig-1g.10gb")
     (g,) = c.nodes[0].gpus
     assert g.count == 7 and g.gpu.name == "a100-80g-mig-1g.10gb" and g.gpu.is_mig
     assert g.gpu.memory_bytes == 9_728 * MiB and g.max_replica_width == 1
     assert c.total_gpus == 7
-    fabric = parse_cluster_spec("2x7xa100-80g-mig-1g.10gb@ib")
+    fabric = parse_cluster("2x7xa100-80g-mig-1g.10gb@ib")
     assert len(fabric.span_groups("a100-80g-mig-1g.10gb")) == 2  # slices never span nodes
 
 
 def test_stated_and_unknown_classes():
-    exact = parse_cluster_spec("1x1xx:81559MiB").nodes[0].gpus[0].gpu
+    exact = parse_cluster("1x1xx:81559MiB").nodes[0].gpus[0].gpu
     assert exact.memory_bytes == H100 and not exact.known
-    assert parse_cluster_spec("1x1xh100:81559MiB").nodes[0].gpus[0].gpu is load_catalogue().get("h100-80g")
-    foo = parse_cluster_spec("1x2xfoo-80g").nodes[0].gpus[0].gpu
+    assert parse_cluster("1x1xh100:81559MiB").nodes[0].gpus[0].gpu is shipped_catalogue().get("h100-80g")
+    foo = parse_cluster("1x2xfoo-80g").nodes[0].gpus[0].gpu
     assert foo.memory_bytes == 80 * GiB and not foo.known
 
 
 def test_cpu_node():
-    c = parse_cluster_spec("1x8xh100-80g + 2xcpu-256g,free=0.5")
+    c = parse_cluster("1x8xh100-80g + 2xcpu-256g,free=0.5")
     cpu = c.cpu_nodes
     assert len(cpu) == 2 and cpu[0].is_cpu_only and cpu[0].gpus == () and cpu[0].gpu_count == 0
     assert cpu[0].host_ram_bytes == 256 * GiB and cpu[0].host_free_bytes == 128 * GiB
@@ -85,24 +77,24 @@ def test_cpu_node():
 
 
 def test_uma_node():
-    c = parse_cluster_spec("1xuma-128g")
+    c = parse_cluster("1xuma-128g")
     (n,) = c.nodes
     assert n.unified and n.host_ram_bytes == 128 * GiB and n.name == "uma-128g#0"
     assert n.gpus[0].gpu.name == "uma-128g" and n.gpus[0].gpu.memory_bytes == 128 * GiB
     assert n.gpu_usable_limit_bytes == 96 * GiB  # three quarters above 36 GiB
     assert c.unified_nodes == (n,) and c.total_gpus == 1
-    small = parse_cluster_spec("1xuma-24g").nodes[0]
+    small = parse_cluster("1xuma-24g").nodes[0]
     assert small.gpu_usable_limit_bytes == 16 * GiB  # two thirds up to 36 GiB
 
 
 def test_apple_class_node_is_unified():
-    n = parse_cluster_spec("1x1xm2-ultra-192g").nodes[0]
+    n = parse_cluster("1x1xm2-ultra-192g").nodes[0]
     assert n.unified and n.host_ram_bytes == 192 * GiB and not n.host_ram_assumed
     assert n.gpu_usable_limit_bytes == 144 * GiB
 
 
 def test_free_options():
-    c = parse_cluster_spec("1x8xh100-80g,free=6 + 1x8xh100-80g,free=0.75 + 1x8xh100-80g,free=60GiB,free=2")
+    c = parse_cluster("1x8xh100-80g,free=6 + 1x8xh100-80g,free=0.75 + 1x8xh100-80g,free=60GiB,free=2")
     a, b, d = (n.gpus[0] for n in c.nodes)
     assert (a.free_count, a.free_bytes) == (6, None)
     assert (b.free_count, b.free_bytes) == (8, H100 * 3 // 4)  # 64,140,607,488
@@ -111,7 +103,7 @@ def test_free_options():
 
 
 def test_names_are_unique_across_terms_and_spelling_is_forgiving():
-    c = parse_cluster_spec(" 1X8xH100@ib0+1×8×h100-80g@ib0 ")
+    c = parse_cluster(" 1X8xH100@ib0+1×8×h100-80g@ib0 ")
     assert [n.name for n in c.nodes] == ["h100-80g@ib0#0", "h100-80g@ib0#1"]
     assert c.span_groups("h100-80g") == (c.nodes,)
 
@@ -148,7 +140,7 @@ def test_names_are_unique_across_terms_and_spelling_is_forgiving():
 )
 def test_errors_name_the_term(spec, term, message):
     with pytest.raises(ClusterSpecError) as info:
-        parse_cluster_spec(spec)
+        parse_cluster(spec)
     text = str(info.value)
     assert message in text and "grammar:" in text
     if term is not None:
@@ -157,7 +149,7 @@ def test_errors_name_the_term(spec, term, message):
 
 def test_unknown_class_error_keeps_its_type():
     with pytest.raises(UnknownGPUClassError, match=r"term 1 '1x8xfoo'"):
-        parse_cluster_spec("1x8xfoo")
+        parse_cluster("1x8xfoo")
 
 
 _PIECES = st.sampled_from(
@@ -170,12 +162,12 @@ _PIECES = st.sampled_from(
 @given(st.one_of(st.text(max_size=60), st.lists(_PIECES, max_size=24).map("".join)))
 def test_fuzz_only_typed_errors(text):
     try:
-        cluster = parse_cluster_spec(text)
+        cluster = parse_cluster(text)
     except ClusterSpecError:
         return
     assert cluster.total_gpus <= MAX_GPUS and cluster.nodes
     again = format_cluster_spec(cluster)
-    assert format_cluster_spec(parse_cluster_spec(again)) == again
+    assert format_cluster_spec(parse_cluster(again)) == again
 
 
 @pytest.mark.parametrize(
@@ -190,13 +182,13 @@ def test_fuzz_only_typed_errors(text):
     ],
 )
 def test_format_round_trips(spec):
-    c = parse_cluster_spec(spec)
+    c = parse_cluster(spec)
     assert format_cluster_spec(c) == spec
-    assert parse_cluster_spec(format_cluster_spec(c)) == c
+    assert parse_cluster(format_cluster_spec(c)) == c
 
 
 def test_format_merges_and_canonicalizes():
-    c = parse_cluster_spec("1x8xh100@ib0 + 1x8xH100_80G@ib0 + 1x1xh100:80GiB")
+    c = parse_cluster("1x8xh100@ib0 + 1x8xH100_80G@ib0 + 1x1xh100:80GiB")
     assert format_cluster_spec(c) == "2x8xh100-80g@ib0 + 1x1xh100-80g:81920MiB"
 
 
@@ -209,10 +201,10 @@ def test_format_refuses_mixed_nodes():
 
 
 def test_records_are_frozen_and_validated():
-    n = parse_cluster_spec("1x8xh100-80g").nodes[0]
+    n = parse_cluster("1x8xh100-80g").nodes[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         n.fabric = "x"  # type: ignore[misc]
-    gpu = load_catalogue().get("l4-24g")
+    gpu = shipped_catalogue().get("l4-24g")
     with pytest.raises(ClusterSpecError, match="impossible"):
         GPUGroup(gpu=gpu, count=2, free_count=3)
     with pytest.raises(ClusterSpecError, match="bytes free on a card"):
@@ -228,7 +220,7 @@ def test_free_bytes_for_width():
     assert g.free_bytes == 0  # the least free card
     assert g.free_bytes_for(6) == H100 and g.free_bytes_for(7) == 10 * GiB and g.free_bytes_for(8) == 0
     assert g.free_bytes_for(9) == 0 and g.free_bytes_for(0) == 0
-    idle = parse_cluster_spec("1x8xh100-80g").nodes[0].gpus[0]
+    idle = parse_cluster("1x8xh100-80g").nodes[0].gpus[0]
     assert idle.free_bytes_for(8) == H100
 
 
@@ -262,7 +254,7 @@ def test_toml_file():
 
 def test_dict_equals_text_form():
     d = {"nodes": [{"name": "h100-80g@ib0#0", "fabric": "ib0", "gpus": [{"class": "h100-80g", "count": 8}]}]}
-    assert cluster_from_dict(d) == parse_cluster_spec("1x8xh100-80g@ib0")
+    assert cluster_from_dict(d, shipped_catalogue()) == parse_cluster("1x8xh100-80g@ib0")
 
 
 @pytest.mark.parametrize(
@@ -296,7 +288,7 @@ def test_dict_equals_text_form():
 )
 def test_dict_errors(data, message):
     with pytest.raises(ClusterSpecError) as info:
-        cluster_from_dict(data)
+        cluster_from_dict(data, shipped_catalogue())
     assert message in str(info.value)
 
 

@@ -47,15 +47,16 @@ def exported(tmp_path_factory) -> tuple[Path, str]:
                           cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     from explorer.ui import plan_rows as nd
-    from explorer.hardware.cluster import parse_cluster_spec
+    
     from explorer.engines.common import PlanRequest
     from explorer.plan.planner import plan
     from explorer.ui.presets import AppDefaults
     from explorer.sources.snapshot.read import load_snapshot
+    from explorer.sources.shipped import parse_cluster
 
     d = AppDefaults()
     shape = load_snapshot().shape(d.model)
-    best = plan(shape, parse_cluster_spec("1x8xh100-80g"),
+    best = plan(shape, parse_cluster("1x8xh100-80g"),
                 PlanRequest(context_tokens=d.context_tokens, engines=nd.available_engines(nd.ENGINE_CHOICES[d.engine])),
                 model_ref=d.model).options[0]  # fmt: skip
     return page, best.label

@@ -6,16 +6,17 @@ import json
 
 
 from conftest import shape_of
-from explorer.hardware.catalogue import load_catalogue
+
 from explorer.cli import main
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import parse_model_term, place
 from explorer.units import GiB
+from explorer.sources.shipped import parse_cluster, shipped_catalogue
 
-H100 = load_catalogue().resolve("h100-80g")
+H100 = shipped_catalogue().resolve("h100-80g")
 
 
 def test_vllm_footprint_matches_the_engine():
@@ -45,13 +46,13 @@ def test_llamacpp_footprint():
 
 
 def test_fleet_cards_and_budgets():
-    offer = fleet_cards(parse_cluster_spec("1x2xl40s-48g + 1x1xh100-80g"), usable_fraction=0.9)
+    offer = fleet_cards(parse_cluster("1x2xl40s-48g + 1x1xh100-80g"), usable_fraction=0.9)
     assert [c.index for c in offer.cards] == [0, 1, 2]
     assert offer.cards[2].usable_bytes == int(H100.memory_bytes * 0.9)
     assert offer.labels[0].endswith("(l40s-48g)") and offer.unified_budget_bytes is None
-    mac = fleet_cards(parse_cluster_spec("1xuma-128g"))
+    mac = fleet_cards(parse_cluster("1xuma-128g"))
     assert mac.cards == () and mac.unified_budget_bytes == 96 * GiB
-    cpu = fleet_cards(parse_cluster_spec("1xcpu-64g"))
+    cpu = fleet_cards(parse_cluster("1xcpu-64g"))
     assert cpu.unified_budget_bytes == int(64 * GiB * 0.85)
 
 
@@ -81,14 +82,14 @@ def test_place_cli_checks_a_manual_plan(capsys, tmp_path):
 def test_place_direct_on_real_footprints():
     shapes = {name: shape_of(name) for name in ("meta-llama__Meta-Llama-3.1-8B", "Qwen__Qwen3-0.6B")}
     demands = [demand_for(s, parse_model_term(f"{n}:4096"), gpu=H100, rank=i) for i, (n, s) in enumerate(shapes.items())]
-    result = place(demands, fleet_cards(parse_cluster_spec("1x1xh100-80g")).cards)
+    result = place(demands, fleet_cards(parse_cluster("1x1xh100-80g")).cards)
     assert len(result.instances) == 2 and {i.cards for i in result.instances} == {(0,)}  # they share the card
 
 
 def test_busy_cards_offer_only_what_is_free():
-    offer = fleet_cards(parse_cluster_spec("1x4xrtx4090-24g,free=2 + 1x2xl40s-48g,free=0.5"), usable_fraction=0.9)
-    rtx = load_catalogue().resolve("rtx4090-24g").memory_bytes
-    l40s = load_catalogue().resolve("l40s-48g").memory_bytes
+    offer = fleet_cards(parse_cluster("1x4xrtx4090-24g,free=2 + 1x2xl40s-48g,free=0.5"), usable_fraction=0.9)
+    rtx = shipped_catalogue().resolve("rtx4090-24g").memory_bytes
+    l40s = shipped_catalogue().resolve("l40s-48g").memory_bytes
     assert [c.usable_bytes for c in offer.cards[:4]] == [int(rtx * 0.9)] * 2 + [0, 0]
     assert offer.labels[3].endswith(", busy")
     assert offer.cards[4].usable_bytes == min(int(l40s * 0.9), offer.cards[4].total_bytes // 2)

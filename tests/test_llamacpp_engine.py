@@ -7,7 +7,7 @@ import pytest
 from conftest import shape_of
 from llamacpp_headers import header_for
 from explorer.model.artifacts import Artifact
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.engines.llamacpp import engine as llamacpp
 from explorer.engines.common import PlanRequest
 from explorer.gguf.shape import shape_from_gguf
@@ -15,13 +15,14 @@ from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
 from explorer.plan.planner import plan, recheck
 from explorer.units import GiB
+from explorer.sources.shipped import parse_cluster
 
 LLAMA = ("llamacpp",)
 
 
 def _plan(name, spec, **req):
     req.setdefault("engines", LLAMA)
-    return plan(shape_of(name), parse_cluster_spec(spec), PlanRequest(**req))
+    return plan(shape_of(name), parse_cluster(spec), PlanRequest(**req))
 
 
 def test_partial_offload_finds_the_largest_ngl_and_charges_ram():
@@ -75,7 +76,7 @@ def test_exact_gguf_artifact_per_card_is_llamacpp_buffers():
     artifact = Artifact(name="llama_gqa.gguf", format="gguf", quant="mixed", size_bytes=header.tensor_bytes_total,
                         size_source="header", files=("llama_gqa.gguf",), gguf_header=header)
     request = PlanRequest(context_tokens=2048, engines=LLAMA)
-    result = plan(shape, parse_cluster_spec("1xcpu-8g"), request, artifacts=[artifact])
+    result = plan(shape, parse_cluster("1xcpu-8g"), request, artifacts=[artifact])
     (cpu,) = result.options
     mem = llamacpp_memory(llama_model_from_gguf(header), llamacpp.settings_for(request, ngl=0))
     card = cpu.per_card
@@ -87,7 +88,7 @@ def test_exact_gguf_artifact_per_card_is_llamacpp_buffers():
 
 def test_recheck_keeps_ngl_and_grows_kv():
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
-    result = plan(shape, parse_cluster_spec("1x1xrtx4090-24g"), PlanRequest(context_tokens=4096, engines=LLAMA))
+    result = plan(shape, parse_cluster("1x1xrtx4090-24g"), PlanRequest(context_tokens=4096, engines=LLAMA))
     opt = result.options[0]
     longer = recheck(shape, opt, PlanRequest(context_tokens=16384, engines=LLAMA))
     assert longer.evaluation.n_gpu_layers == opt.evaluation.n_gpu_layers
@@ -105,7 +106,7 @@ def test_architectures_plan_without_crashing(name):
 
 def test_max_concurrency_is_the_most_parallel_sequences_that_fit():
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
-    result = plan(shape, parse_cluster_spec("1x1xrtx4090-24g"),
+    result = plan(shape, parse_cluster("1x1xrtx4090-24g"),
                   PlanRequest(context_tokens=8192, precision="Q4_K_M", engines=LLAMA))
     gpu = next(o for o in result.options if not o.layout.cpu)
     n = gpu.evaluation.max_concurrency

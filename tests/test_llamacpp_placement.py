@@ -27,7 +27,8 @@ from llamacpp_headers import header_for
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, proportional_tensor_split
 from explorer.engines.llamacpp.memory import llamacpp_memory
-from explorer.engines.llamacpp.model import llama_model_from_gguf, llama_model_from_shape
+from explorer.engines.llamacpp.model import llama_model_from_gguf
+from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.llamacpp.layers import HOST, cumulative_splits, layer_devices
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.model.shapes import shape_from_config

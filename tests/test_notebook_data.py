@@ -9,18 +9,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from explorer.ui import plan_rows as nd
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.engines.common import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.units import GiB
+from explorer.sources.shipped import parse_cluster
 
 
 @cache
 def llama8b_on_a_4090(context: int = 131072):
     shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-8B")
     request = PlanRequest(context_tokens=context, engines=("vllm", "sglang"))
-    return shape, request, plan(shape, parse_cluster_spec("1x1xrtx4090-24g"), request)
+    return shape, request, plan(shape, parse_cluster("1x1xrtx4090-24g"), request)
 
 
 def test_context_steps_are_a_log_scale_to_the_limit():

@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 from explorer.ui import fleet_rows as nf
 from explorer.cli import main
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.fleet.footprints import fleet_cards
 from explorer.fleet.place import ModelTerm, parse_model_term, place
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.units import GiB, gib
+from explorer.sources.shipped import parse_cluster
 
 LABEL = {tokens: label for label, tokens in nf.CONTEXT_CHOICES.items()}
 
@@ -35,7 +36,7 @@ def shape_of(repo: str):
 @cache
 def fleet(spec: str = "1x3xl40s-48g", engine: str = "vllm"):
     """(offer, models, placement) for the default rows on ``spec``."""
-    offer = fleet_cards(parse_cluster_spec(spec), usable_fraction=0.9)
+    offer = fleet_cards(parse_cluster(spec), usable_fraction=0.9)
     terms, errors = nf.terms_from_rows(default_rows())
     models, notes, bad = nf.fleet_demands(terms, shape_of, gpu=offer.gpu, engine=engine)
     assert errors == bad == notes == []
@@ -74,7 +75,7 @@ def test_term_text_reads_back_as_the_same_term(text):
 
 
 def test_demands_name_rank_clamp_and_refuse_unknown_ids():
-    offer = fleet_cards(parse_cluster_spec("1x1xh100-80g"))
+    offer = fleet_cards(parse_cluster("1x1xh100-80g"))
     terms = [("ocr", parse_model_term("allenai/olmOCR-7B-0225-preview:128k")),
              (None, parse_model_term("Qwen/Qwen3-0.6B")), (None, parse_model_term("Qwen/Qwen3-0.6B@query")),
              ("x", parse_model_term("no/such-model"))]

@@ -18,11 +18,12 @@ from pathlib import Path
 
 
 from explorer.ui import plan_rows as nd
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.plan.planner import plan
 from explorer.ui.presets import AppDefaults
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.units import GiB
+from explorer.sources.shipped import parse_cluster
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 MINE = ("explorer.py", "kv_cache.py")
@@ -52,7 +53,7 @@ def test_explorer_default_plan(offline):
     best = result.options[0]
     assert best.fits
     # the notebook's plan is the planner's own: the same request on the same cluster gives the same best option
-    again = plan(model.shape, parse_cluster_spec("1x8xh100-80g"), defs["request"],
+    again = plan(model.shape, parse_cluster("1x8xh100-80g"), defs["request"],
                  artifacts=[nd.plannable(model.shape, a) for a in model.artifacts], model_ref=model.repo)
     assert again.options[0].label == best.label
     assert again.options[0].per_card.total == best.per_card.total
@@ -103,7 +104,7 @@ def test_planner_update_is_fast_on_64_gpus(offline):
     """A slider move re-plans only: under 50 ms (median) on eight 8×H100 nodes."""
     defs = run_explorer(spec="8x8xh100-80g@ib0")
     model, request = defs["model"], defs["request"]
-    cluster = parse_cluster_spec("8x8xh100-80g@ib0")
+    cluster = parse_cluster("8x8xh100-80g@ib0")
     assert cluster.total_gpus == 64
     artifacts = [nd.plannable(model.shape, a) for a in model.artifacts]
     times = []

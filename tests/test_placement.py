@@ -36,6 +36,7 @@ from explorer.fleet.place import (
 )
 from explorer.fleet.split import apportion
 from explorer.units import GiB, KiB
+from explorer.fleet.text import describe_placement
 
 
 def model(name: str, weights_gib: float = 1, **over) -> ModelDemand:
@@ -599,7 +600,7 @@ def test_describe_names_everything():
         ],
         cards(24),
     )
-    text = p.describe()
+    text = describe_placement(p)
     for piece in (
         "card 0: 57.0 GiB charged of 24.0 GiB usable",
         "chat / ocr: card 0 16.0 GiB",
@@ -608,5 +609,5 @@ def test_describe_names_everything():
         "embed: 1 of 3 (no room",
     ):
         assert piece in text
-    unified = place([model("a", 20), model("b", 16)], [], unified_budget_bytes=32 * GiB).describe()
+    unified = describe_placement(place([model("a", 20), model("b", 16)], [], unified_budget_bytes=32 * GiB))
     assert "unified memory" in unified and "refused" in unified

@@ -5,17 +5,18 @@ from __future__ import annotations
 import pytest
 
 from conftest import shape_of
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.engines.common import PlanRequest
 from explorer.errors import ClusterSpecError, PlanError
 from explorer.plan.planner import plan, recheck
+from explorer.sources.shipped import parse_cluster
 
 GPU_ENGINES = ("vllm", "sglang")
 
 
 def _plan(name, spec, **req):
     req.setdefault("engines", GPU_ENGINES)
-    return plan(shape_of(name), parse_cluster_spec(spec), PlanRequest(**req))
+    return plan(shape_of(name), parse_cluster(spec), PlanRequest(**req))
 
 
 def test_qwen3_235b_runs_on_eight_cards_past_its_four_kv_heads():
@@ -65,7 +66,7 @@ def test_memory_refusals_say_need_and_room():
 
 def test_longer_context_recheck_keeps_weights_and_grows_kv():
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
-    result = plan(shape, parse_cluster_spec("1x1xh100-80g"), PlanRequest(context_tokens=4096, engines=("vllm",)))
+    result = plan(shape, parse_cluster("1x1xh100-80g"), PlanRequest(context_tokens=4096, engines=("vllm",)))
     opt = result.options[0]
     longer = recheck(shape, opt, PlanRequest(context_tokens=65536))
     assert longer.per_card.weights == opt.per_card.weights
@@ -89,7 +90,7 @@ def test_bad_requests_raise_typed_errors():
     with pytest.raises(PlanError):
         _plan("meta-llama__Meta-Llama-3.1-8B", "1x1xh100-80g", context_tokens=0)
     with pytest.raises(ClusterSpecError):
-        parse_cluster_spec("2x8xnot-a-gpu")
+        parse_cluster("2x8xnot-a-gpu")
     result = _plan("meta-llama__Meta-Llama-3.1-8B", "1x1xh100-80g", context_tokens=10**7)
     assert not result.options and result.rejected[0].rule == "context-limit"
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.hardware.catalogue import load_catalogue
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.ui.presets import (
     DEFAULT_PRESET,
     PRESETS,
@@ -16,18 +15,19 @@ from explorer.ui.presets import (
     preset_from_spec,
     spec_for,
 )
+from explorer.sources.shipped import parse_cluster, shipped_catalogue
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.name)
 def test_every_preset_parses_and_its_controls_match(preset):
-    cluster = parse_cluster_spec(preset.spec)
+    cluster = parse_cluster(preset.spec)
     assert cluster.total_gpus >= 1
-    assert preset.gpu_class in load_catalogue()
+    assert preset.gpu_class in shipped_catalogue()
     assert spec_for(preset, *preset.controls) == preset.spec  # untouched controls keep the preset's spec
 
 
 def test_the_presets_the_issue_names():
-    specs = {p.name: parse_cluster_spec(p.spec) for p in PRESETS}
+    specs = {p.name: parse_cluster(p.spec) for p in PRESETS}
     assert specs["One RTX 4090"].total_gpus == 1
     assert specs["Two 8×H100 nodes over InfiniBand"].pools()  # one fabric: a replica may span both
     assert {n.fabric for n in specs["Two 8×H100 nodes over InfiniBand"].nodes} == {"ib0"}
@@ -42,7 +42,7 @@ def test_compose_spec():
     assert compose_spec(1, 8, "h100-80g") == "1x8xh100-80g"
     assert compose_spec(2, 8, "h100-80g") == "2x8xh100-80g@ib0"
     assert compose_spec(2, 4, "l40s-48g", 0.75, fabric=None) == "2x4xl40s-48g,free=0.75"
-    assert parse_cluster_spec(compose_spec(3, 4, "a100-80g", 0.5)).total_gpus == 12
+    assert parse_cluster(compose_spec(3, 4, "a100-80g", 0.5)).total_gpus == 12
 
 
 def test_moving_a_control_composes_a_new_spec():

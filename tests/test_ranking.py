@@ -8,10 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import shape_of
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.engines.common import PlanRequest
 from explorer.plan.planner import plan
 from explorer.plan.ranking import quality, rank
+from explorer.sources.shipped import parse_cluster
 
 
 def test_quality_rises_to_the_cap_then_falls():
@@ -23,7 +24,7 @@ def test_quality_rises_to_the_cap_then_falls():
 
 
 OPTIONS = plan(shape_of("meta-llama__Meta-Llama-3.1-70B"),
-               parse_cluster_spec("2x8xh100-80g@ib0 + 1x4xl40s-48g + 1x8xa100-80g"),
+               parse_cluster("2x8xh100-80g@ib0 + 1x4xl40s-48g + 1x8xa100-80g"),
                PlanRequest(context_tokens=8192, engines=("vllm", "sglang"))).options
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from conftest import shape_of
-from explorer.hardware.catalogue import load_catalogue
+
 from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
+from explorer.sources.shipped import shipped_catalogue
 
-CAT = load_catalogue()
+CAT = shipped_catalogue()
 
 
 @pytest.mark.parametrize(

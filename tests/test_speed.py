@@ -14,17 +14,18 @@ from hypothesis import strategies as st
 
 from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.model.artifacts import Artifact
-from explorer.hardware.catalogue import load_catalogue
+
 from explorer.cli import main
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.engines.common import ENGINES, Evaluation, Layout, PlanRequest
 from explorer.errors import CatalogueError, PlanError
 from explorer.engines.options import Option
 from explorer.plan.planner import plan, recheck
 from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_context
-from explorer.speed.prices import PriceTable, load_prices, parse_prices
+from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
 from explorer.model.weights import weight_breakdown
+from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 
 HAS_LLAMACPP = importlib.util.find_spec("explorer.engines.llamacpp.engine") is not None
 GPU_ENGINES = ("vllm", "sglang")
@@ -52,7 +53,7 @@ def hand_option(name: str, layout: Layout, gpu_class: str | None, *, quant: str 
     artifact = artifact_for(shape, quant)
     evaluation = Evaluation(cards=(), host=None, max_context_tokens=0, max_concurrency=0, command="",
                             layers_on_host=layers_on_host)
-    gpu = load_catalogue().get(gpu_class) if gpu_class else None
+    gpu = shipped_catalogue().get(gpu_class) if gpu_class else None
     option = Option(layout=layout, artifact=artifact, precision=artifact.quant, bits_per_weight=0.0,
                     evaluation=evaluation, free_now=True, hosts=1, gpu=gpu)
     return option, shape
@@ -91,8 +92,8 @@ def test_concurrency_shares_the_weight_read():
 
 def test_a_memory_bound_moe_decodes_faster_than_a_dense_model_of_its_size():
     request = PlanRequest(context_tokens=4096, engines=("vllm",))
-    moe = plan(shape_of("Qwen__Qwen3-30B-A3B"), parse_cluster_spec("1x1xh100-80g"), request).options[0]
-    dense = plan(shape_of("Qwen__Qwen3-32B"), parse_cluster_spec("1x1xh100-80g"), request).options[0]
+    moe = plan(shape_of("Qwen__Qwen3-30B-A3B"), parse_cluster("1x1xh100-80g"), request).options[0]
+    dense = plan(shape_of("Qwen__Qwen3-32B"), parse_cluster("1x1xh100-80g"), request).options[0]
     # Qwen3-30B-A3B bf16: 61.06 GB, of which experts 48 layers × 128 × 3 × 768 × 2,048 × 2 = 57.98 GB and
     # the embedding 151,936 × 2,048 × 2 = 0.62 GB. One token reads the rest and 8/128 of the experts.
     experts = 48 * 128 * 3 * 768 * 2048 * 2
@@ -219,8 +220,10 @@ def test_fp8_weights_prefill_at_the_fp8_peak_where_the_card_has_one():
 
 def test_efficiency_scales_the_estimate_and_nothing_else():
     option, shape = hand_option(LLAMA8B, one_card(), "h100-80g")
-    base = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=4))
-    low = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=4), SpeedSettings(efficiency={"vllm": 0.3}))
+    priced = SpeedSettings(prices=shipped_prices())
+    base = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=4), priced)
+    low = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=4),
+                   SpeedSettings(efficiency={"vllm": 0.3}, prices=shipped_prices()))
     assert low.decode_bound_tokens_per_s == base.decode_bound_tokens_per_s
     assert low.decode_estimate_tokens_per_s == pytest.approx(0.3 * base.decode_bound_tokens_per_s)
     assert low.decode_aggregate_estimate_tokens_per_s == pytest.approx(0.3 * base.decode_aggregate_bound_tokens_per_s)
@@ -238,10 +241,11 @@ def test_cost_per_million_tokens_from_a_price():
     # 2 cards × $2 / (aggregate estimate tokens/s × 3,600 s) × 10⁶
     assert got.cost_per_million_tokens == pytest.approx(2 * 2.0 / (got.decode_aggregate_estimate_tokens_per_s * 3600) * 1e6)
     assert got.usd_per_gpu_hour == 2.0
-    shipped = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=8))
-    assert shipped.usd_per_gpu_hour == load_prices().usd_per_gpu_hour("h100-80g") == 3.49
+    assert speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=8)).cost_per_million_tokens is None
+    shipped = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=8), SpeedSettings(prices=shipped_prices()))
+    assert shipped.usd_per_gpu_hour == shipped_prices().usd_per_gpu_hour("h100-80g") == 3.49
     unpriced, _ = hand_option(LLAMA8B, one_card(gpu="rtx3090-24g"), "rtx3090-24g")
-    assert speed_of(unpriced, shape).cost_per_million_tokens is None
+    assert speed_of(unpriced, shape, settings=SpeedSettings(prices=shipped_prices())).cost_per_million_tokens is None
 
 
 def test_price_tables_are_checked():
@@ -251,13 +255,13 @@ def test_price_tables_are_checked():
         parse_prices("gpu_class,usd_per_gpu_hour\nh100-80g,free\n")
     with pytest.raises(CatalogueError, match="appears twice"):
         parse_prices("gpu_class,usd_per_gpu_hour\nh100-80g,2\nH100-80G,3\n")
-    table = load_prices()
-    assert all(load_catalogue().get(p.gpu_class) for p in table.rows), "every priced class is in the catalogue"
+    table = shipped_prices()
+    assert all(shipped_catalogue().get(p.gpu_class) for p in table.rows), "every priced class is in the catalogue"
     assert all(p.source and p.retrieved for p in table.rows), "every price says where it comes from"
 
 
 def test_an_unknown_card_has_no_speed_and_sorts_last():
-    result = plan(shape_of(LLAMA8B), parse_cluster_spec("1x1xfoo-80g + 1x1xh100-80g"),
+    result = plan(shape_of(LLAMA8B), parse_cluster("1x1xfoo-80g + 1x1xh100-80g"),
                   PlanRequest(engines=("vllm",)), sort="speed")
     assert result.options[0].gpu.name == "h100-80g" and result.options[0].speed is not None
     unknown = [o for o in result.options if o.gpu.name == "foo-80g"]
@@ -269,12 +273,13 @@ def test_an_unknown_card_has_no_speed_and_sorts_last():
 
 def test_plan_attaches_speed_and_sorts_fastest_first():
     shape = shape_of(LLAMA8B)
-    result = plan(shape, parse_cluster_spec("1x8xh100-80g"), PlanRequest(engines=GPU_ENGINES), sort="speed")
+    result = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(engines=GPU_ENGINES), sort="speed",
+                  speed=SpeedSettings(prices=shipped_prices()))
     rates = [o.speed.decode_estimate_tokens_per_s for o in result.options]
     assert rates == sorted(rates, reverse=True) and result.options[0].layout.tp == 8
-    default = plan(shape, parse_cluster_spec("1x8xh100-80g"), PlanRequest(engines=GPU_ENGINES))
+    default = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(engines=GPU_ENGINES))
     assert default.options[0].layout.cards == 1  # the default ranking is unchanged
-    assert all(o.speed is None for o in plan(shape, parse_cluster_spec("1x1xh100-80g"), speed=False,
+    assert all(o.speed is None for o in plan(shape, parse_cluster("1x1xh100-80g"), speed=False,
                                              request=PlanRequest(engines=GPU_ENGINES)).options)
     d = result.options[0].to_dict()
     assert set(d["decode_tokens_per_s"]) == {"bound", "estimate"}
@@ -285,7 +290,7 @@ def test_plan_attaches_speed_and_sorts_fastest_first():
 
 def test_recheck_recomputes_the_speed():
     shape = shape_of(LLAMA8B)
-    option = plan(shape, parse_cluster_spec("1x1xh100-80g"), PlanRequest(engines=("vllm",))).options[0]
+    option = plan(shape, parse_cluster("1x1xh100-80g"), PlanRequest(engines=("vllm",))).options[0]
     longer = recheck(shape, option, PlanRequest(context_tokens=65536, engines=("vllm",)))
     assert longer.speed.context_tokens == 65536
     assert longer.speed.decode_bound_tokens_per_s < option.speed.decode_bound_tokens_per_s
@@ -323,7 +328,7 @@ def test_every_option_has_bound_at_least_estimate_above_zero(model, spec, contex
     shape = shape_of(model)
     request = PlanRequest(context_tokens=min(context, shape.max_context_tokens), concurrency=concurrency,
                           engines=AVAILABLE, precision=quant)
-    for o in plan(shape, parse_cluster_spec(spec), request).options:
+    for o in plan(shape, parse_cluster(spec), request).options:
         sp = o.speed
         assert sp is not None, o.label
         assert sp.decode_bound_tokens_per_s >= sp.decode_estimate_tokens_per_s > 0
@@ -341,7 +346,7 @@ def test_every_option_has_bound_at_least_estimate_above_zero(model, spec, contex
 @needs_llamacpp
 def test_llamacpp_partial_offload_options_are_slowed_by_their_host_layers():
     shape = shape_of(LLAMA70B)
-    cluster = parse_cluster_spec("1x1xrtx4090-24g,ram=256g")
+    cluster = parse_cluster("1x1xrtx4090-24g,ram=256g")
     times = {}
     for ngl in (20, 40):
         request = PlanRequest(engines=("llamacpp",), precision="Q4_K_M", n_gpu_layers=ngl, context_tokens=4096)
@@ -358,7 +363,7 @@ def test_llamacpp_partial_offload_options_are_slowed_by_their_host_layers():
 def test_llamacpp_cpu_and_unified_options_carry_speed():
     shape = shape_of(LLAMA8B)
     for spec, kind in (("1xcpu-256g", "cpu"), ("1x1xm2-ultra-192g", "unified")):
-        result = plan(shape, parse_cluster_spec(spec), PlanRequest(engines=("llamacpp",), precision="Q4_K_M"))
+        result = plan(shape, parse_cluster(spec), PlanRequest(engines=("llamacpp",), precision="Q4_K_M"))
         options = [o for o in result.options if getattr(o.layout, kind)]
         assert options, spec
         for o in options:
@@ -372,7 +377,7 @@ def test_llamacpp_cpu_and_unified_options_carry_speed():
 @needs_llamacpp
 def test_llamacpp_rpc_options_cross_the_fabric():
     shape = shape_of(LLAMA70B)
-    result = plan(shape, parse_cluster_spec("2x1xrtx4090-24g@eth10g"), PlanRequest(engines=("llamacpp",), precision="Q4_K_M"))
+    result = plan(shape, parse_cluster("2x1xrtx4090-24g@eth10g"), PlanRequest(engines=("llamacpp",), precision="Q4_K_M"))
     rpc = [o for o in result.options if o.layout.rpc]
     for o in rpc:
         assert o.speed is not None and o.speed.decode_bound_tokens_per_s > 0

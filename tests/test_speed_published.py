@@ -41,11 +41,12 @@ from conftest import DATA, shape_of
 
 from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.model.artifacts import Artifact
-from explorer.hardware.catalogue import load_catalogue
+
 from explorer.engines.common import Evaluation, Layout, PlanRequest
 from explorer.engines.options import Option
 from explorer.speed.estimate import DEFAULT_SETTINGS, precision_for, speed_of
 from explorer.speed.roofline import decode_cycle_s, placement, prefill_s
+from explorer.sources.shipped import shipped_catalogue
 
 NOTE = Path(__file__).parent.parent / "docs" / "notes" / "speed_model.md"
 FACTOR = 1.5
@@ -132,7 +133,7 @@ def unmapped(row: dict) -> str | None:
 
 def compare(row: dict) -> Compared:
     """The bound and estimate for one mapped row."""
-    config, gpu = MODELS[row["model"]], load_catalogue().get(GPUS[row["gpu"]])
+    config, gpu = MODELS[row["model"]], shipped_catalogue().get(GPUS[row["gpu"]])
     shape = shape_of(config)
     n_gpus, tp, conc = int(row["n_gpus"]), int(row["tp"]), int(row["concurrency"])
     engine = ENGINES.get(row["engine"], "vllm")  # MLC, exllama, NIM, TensorRT-LLM: a GPU serving engine

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from conftest import shape_of
-from explorer.hardware.catalogue import load_catalogue
+
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest, pp_partition
 from explorer.units import GiB, MiB
+from explorer.sources.shipped import shipped_catalogue
 
-CAT = load_catalogue()
+CAT = shipped_catalogue()
 
 
 def _eval(name, gpu, request, **layout):

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers
 from explorer.engines.llamacpp.memory import llamacpp_memory
-from explorer.engines.llamacpp.model import LlamaLayer, LlamaModel, llama_model_from_shape
+from explorer.engines.llamacpp.model import LlamaLayer, LlamaModel
+from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.units import GiB
 

@@ -13,6 +13,7 @@ import time
 
 from explorer.fleet.place import Card, ModelDemand, Placement, place
 from explorer.units import GiB, KiB, MiB
+from explorer.fleet.text import describe_placement
 
 BUDGET_S = 1.0
 
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  median {median * 1000:.2f} ms  ({median / BUDGET_S:.4f} of the {BUDGET_S:.0f} s budget)")
     print(f"  p95    {p95 * 1000:.2f} ms  ({p95 / BUDGET_S:.4f} of the {BUDGET_S:.0f} s budget)")
     if args.show:
-        print(result.describe())
+        print(describe_placement(result))
     return 0 if p95 < BUDGET_S else 1
 
 

@@ -15,11 +15,12 @@ import statistics
 import time
 from dataclasses import replace
 
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.engines.common import PlanRequest
 from explorer.plan.planner import plan
 from explorer.model.shapes import shape_from_config
 from explorer.sources.snapshot.read import load_snapshot
+from explorer.sources.shipped import parse_cluster
 
 CLUSTERS = {
     8: "1x8xh100-80g",
@@ -63,14 +64,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"plan() for {args.model}, context 32,768, engines vllm + sglang + llamacpp ({args.runs} runs each)")
     medians = {}
     for gpus, spec in CLUSTERS.items():
-        cluster = parse_cluster_spec(spec)
+        cluster = parse_cluster(spec)
         result = plan(shape, cluster, request)
         # each run moves the context by 256 tokens, as a slider does, so no answer is reused
         times = _time(lambda i: plan(shape, cluster, replace(request, context_tokens=32768 + 256 * (i + 1))), args.runs)
         medians[gpus] = statistics.median(times)
         print(f"  {cluster.total_gpus:>5} GPUs: median {medians[gpus]:7.2f} ms  p95 {_p95(times):7.2f} ms  "
               f"({len(result.options)} options, {result.considered:,} ways considered)")
-    cluster = parse_cluster_spec(CLUSTERS[64])
+    cluster = parse_cluster(CLUSTERS[64])
     grid = [PlanRequest(context_tokens=c, concurrency=n, precision=p)
             for c in (2048, 8192, 32768, 131072) for n in (1, 8) for p in (None, "fp8", "int4-awq")]
     start = time.perf_counter()

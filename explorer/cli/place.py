@@ -13,6 +13,7 @@ from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.sources.spec import load_shape
+from explorer.fleet.text import describe_placement
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         if offer.labels:
             print("cards: " + ", ".join(f"{i}={label}" for i, label in enumerate(offer.labels[:16]))
                   + (" …" if len(offer.labels) > 16 else ""))
-        print(placement.describe())
+        print(describe_placement(placement))
     return 0 if not placement.tight and not placement.refused else 3
 
 

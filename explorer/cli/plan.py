@@ -7,7 +7,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from explorer.hardware.cluster import Cluster, load_cluster_file, parse_cluster_spec
+from explorer.hardware.cluster import Cluster
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.errors import ClusterSpecError
@@ -17,8 +17,9 @@ from explorer.plan.planner import plan
 from explorer.plan.offer import plan_artifacts
 from explorer.sources.spec import load_model, parse_model_spec
 from explorer.speed.estimate import SpeedSettings
-from explorer.speed.prices import load_prices
+
 from explorer.units import gib
+from explorer.sources.shipped import load_cluster_file, parse_cluster, read_prices, shipped_prices
 
 
 def add_request_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,7 +50,7 @@ def read_cluster(text: str) -> Cluster:
         if not Path(text).exists():
             raise ClusterSpecError(f"cluster file {text} does not exist")
         return load_cluster_file(text)
-    return parse_cluster_spec(text)
+    return parse_cluster(text)
 
 
 def request_from_args(args: argparse.Namespace) -> PlanRequest:
@@ -164,8 +165,7 @@ def speed_settings(args: argparse.Namespace) -> SpeedSettings:
     if args.efficiency is not None:
         kwargs["efficiency"] = {}
         kwargs["default_efficiency"] = args.efficiency
-    if args.price_table:
-        kwargs["prices"] = load_prices(args.price_table)
+    kwargs["prices"] = read_prices(args.price_table) if args.price_table else shipped_prices()
     return SpeedSettings(**kwargs)
 
 

@@ -1,7 +1,7 @@
 """What the placement planner answers: instances, swap groups, tight and refused models.
 
 All byte figures are ``int`` counts of bytes; GiB appear only in
-:meth:`Placement.describe` (see :mod:`explorer.fleet.text`).
+:func:`explorer.fleet.text.describe_placement`.
 """
 
 from __future__ import annotations
@@ -172,9 +172,3 @@ class Placement:
     def shortfall_bytes(self) -> int:
         """Every tight model's shortfall, summed (bytes)."""
         return sum(t.shortfall_bytes for t in self.tight)
-
-    def describe(self) -> str:
-        """A plain-text summary for people; see :mod:`explorer.fleet.text`."""
-        from explorer.fleet.text import describe_placement
-
-        return describe_placement(self)

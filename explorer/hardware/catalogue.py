@@ -27,10 +27,7 @@ import io
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from functools import cache
-from pathlib import Path
 
-from explorer.datafiles import data_path
 from explorer.errors import CatalogueError, UnknownGPUClassError
 from explorer.units import GiB, MiB, TiB, parse_size
 
@@ -173,15 +170,6 @@ class Catalogue:
             if r.mig_parent is not None and r.mig_parent not in names:
                 raise CatalogueError(f"{source}: MIG class {r.name} names parent {r.mig_parent!r}, not in the table")
         return cls(rows)
-
-    @classmethod
-    def from_path(cls, path: str | Path) -> Catalogue:
-        """Read a catalogue table from a file."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise CatalogueError(f"cannot read the GPU catalogue {path}: {e}") from None
-        return cls.from_csv_text(text, source=str(path))
 
     def get(self, name: str) -> GPUClass | None:
         """The class of exactly this catalogue name, or None."""
@@ -335,8 +323,3 @@ def _parse_row(row: dict[str, str], source: str, line: int) -> GPUClass:
         notes=(row.get("notes") or "").strip(),
     )
 
-
-@cache
-def load_catalogue() -> Catalogue:
-    """The shipped catalogue (data/gpus.csv), read once."""
-    return Catalogue.from_path(data_path("gpus.csv"))

@@ -248,12 +248,6 @@ class Cluster:
         return tuple(out)
 
 
-# The text and file forms live in their own modules; they are re-exported here
-# so that ``from explorer.hardware.cluster import parse_cluster_spec`` keeps working.
-from explorer.hardware.cluster_text import format_cluster_spec, parse_cluster_spec  # noqa: E402
-from explorer.hardware.cluster_dict import cluster_from_dict, load_cluster_file  # noqa: E402
-
 __all__ = [
-    "GRAMMAR", "MAX_GPUS", "Cluster", "GPUGroup", "Node", "cluster_from_dict", "default_host_ram_bytes",
-    "format_cluster_spec", "load_cluster_file", "parse_cluster_spec",
+    "GRAMMAR", "MAX_GPUS", "Cluster", "GPUGroup", "Node", "default_host_ram_bytes",
 ]

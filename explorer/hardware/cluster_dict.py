@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
 
-from explorer.hardware.catalogue import load_catalogue
+from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
 from explorer.hardware.cluster_text import FABRIC_NAME, ram_bytes
 from explorer.errors import ClusterSpecError
@@ -16,18 +15,12 @@ _NODE_KEYS = {"name", "fabric", "host_ram", "host_ram_bytes", "host_free", "host
 _GROUP_KEYS = {"class", "count", "free_count", "free_bytes", "card_free_bytes"}
 
 
-def load_cluster_file(path: str | Path) -> Cluster:
-    """Read a cluster from a JSON or TOML file (layout in docs/cluster_spec.md).
+def cluster_from_text(text: str, catalogue: Catalogue, *, source: str = "cluster", toml_first: bool = False) -> Cluster:
+    """A cluster from the JSON or TOML text of a cluster file (layout in docs/cluster_spec.md).
 
     Raises:
-        ClusterSpecError: the file cannot be read or parsed, or describes an impossible cluster.
+        ClusterSpecError: the text is neither JSON nor TOML, or describes an impossible cluster.
     """
-    path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ClusterSpecError(f"cannot read cluster file {path}: {e}") from None
-    toml_first = path.suffix.lower() == ".toml"
     errors = []
     for kind in ("toml", "json") if toml_first else ("json", "toml"):
         try:
@@ -35,11 +28,11 @@ def load_cluster_file(path: str | Path) -> Cluster:
         except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as e:
             errors.append(f"{kind}: {e}")
             continue
-        return cluster_from_dict(data, where=str(path))
-    raise ClusterSpecError(f"cluster file {path} is neither JSON nor TOML ({errors[0]})")
+        return cluster_from_dict(data, catalogue, where=source)
+    raise ClusterSpecError(f"cluster file {source} is neither JSON nor TOML ({errors[0]})")
 
 
-def cluster_from_dict(data: object, *, where: str = "cluster") -> Cluster:
+def cluster_from_dict(data: object, catalogue: Catalogue, *, where: str = "cluster") -> Cluster:
     """Build a cluster from parsed JSON/TOML: ``{"nodes": [{"name", "fabric", "host_ram", ..., "gpus": [...]}]}``.
 
     Sizes are ints (bytes) or text with a unit (``"512GiB"``, ``"512g"``).
@@ -54,7 +47,7 @@ def cluster_from_dict(data: object, *, where: str = "cluster") -> Cluster:
         raise ClusterSpecError(f"{where}: unknown keys {', '.join(sorted(map(str, extra)))}")
     if len(data["nodes"]) > MAX_GPUS:
         raise ClusterSpecError(f"{where}: {len(data['nodes']):,} nodes is beyond the {MAX_GPUS:,} explorer plans for")
-    return Cluster(nodes=tuple(_node_from_dict(d, f"{where}: nodes[{i}]", i) for i, d in enumerate(data["nodes"])))
+    return Cluster(nodes=tuple(_node_from_dict(d, f"{where}: nodes[{i}]", i, catalogue) for i, d in enumerate(data["nodes"])))
 
 
 def _check_keys(d: object, allowed: set[str], at: str) -> dict:
@@ -87,7 +80,7 @@ def _count(value: object, at: str, *, low: int) -> int:
     return value
 
 
-def _node_from_dict(raw: object, at: str, index: int) -> Node:
+def _node_from_dict(raw: object, at: str, index: int, catalogue: Catalogue) -> Node:
     d = _check_keys(raw, _NODE_KEYS, at)
     name, fabric, unified = d.get("name", f"node{index}"), d.get("fabric"), d.get("unified", False)
     if not isinstance(name, str) or not name.strip():
@@ -100,12 +93,12 @@ def _node_from_dict(raw: object, at: str, index: int) -> Node:
     raw_groups = d.get("gpus", [])
     if not isinstance(raw_groups, list):
         raise ClusterSpecError(f"{at}: gpus must be a list of groups")
-    groups = tuple(_group_from_dict(g, f"{at}.gpus[{j}]") for j, g in enumerate(raw_groups))
+    groups = tuple(_group_from_dict(g, f"{at}.gpus[{j}]", catalogue) for j, g in enumerate(raw_groups))
     unified = unified or any(g.gpu.unified for g in groups)
     if unified and not groups:
         if ram is None:
             raise ClusterSpecError(f"{at}: a unified node needs host_ram (its GPU shares it)")
-        uma = load_catalogue().resolve(f"uma-{ram // GiB}g" if ram % GiB == 0 else f"uma:{ram}B")
+        uma = catalogue.resolve(f"uma-{ram // GiB}g" if ram % GiB == 0 else f"uma:{ram}B")
         groups = (GPUGroup(gpu=uma, count=1, free_count=1),)
     if unified and ram is None:
         ram = groups[0].gpu.memory_bytes
@@ -120,13 +113,13 @@ def _node_from_dict(raw: object, at: str, index: int) -> Node:
         raise ClusterSpecError(f"{at}: {e.message}", hint=e.hint or None) from None
 
 
-def _group_from_dict(raw: object, at: str) -> GPUGroup:
+def _group_from_dict(raw: object, at: str, catalogue: Catalogue) -> GPUGroup:
     d = _check_keys(raw, _GROUP_KEYS, at)
     label = d.get("class")
     if not isinstance(label, str):
         raise ClusterSpecError(f"{at}: 'class' must name a GPU class, as in \"h100-80g\"")
     try:
-        gpu = load_catalogue().resolve(label)
+        gpu = catalogue.resolve(label)
     except ClusterSpecError as e:
         raise type(e)(f"{at}: {e.message}", hint=e.hint or None) from None
     count = _count(d.get("count", 1), f"{at}: count", low=1)

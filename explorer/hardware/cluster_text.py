@@ -16,7 +16,7 @@ import re
 from fractions import Fraction
 from typing import NoReturn
 
-from explorer.hardware.catalogue import GPUClass, load_catalogue
+from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.cluster import GRAMMAR, MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
 from explorer.errors import ClusterSpecError
 from explorer.units import GiB, TiB, parse_size
@@ -54,8 +54,8 @@ def _free_text(free: int, whole: int) -> str:
     return f"{free}B"
 
 
-def parse_cluster_spec(text: str) -> Cluster:
-    """Parse the text form (grammar in the module docstring) into a cluster.
+def parse_cluster_spec(text: str, catalogue: Catalogue) -> Cluster:
+    """Parse the text form (grammar in the module docstring) into a cluster, with classes from ``catalogue``.
 
     Raises:
         ClusterSpecError: the text is not a valid spec; the message names the bad term.
@@ -65,11 +65,11 @@ def parse_cluster_spec(text: str) -> Cluster:
     counters: dict[str, int] = {"#gpus": 0, "#nodes": 0}
     nodes: list[Node] = []
     for index, term in enumerate(_SPLIT.split(text.strip())):
-        nodes.extend(_parse_term(term, index, counters))
+        nodes.extend(_parse_term(term, index, counters, catalogue))
     return Cluster(nodes=tuple(nodes))
 
 
-def _parse_term(term: str, index: int, counters: dict[str, int]) -> list[Node]:
+def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Catalogue) -> list[Node]:
     def fail(problem: str, cls: type[ClusterSpecError] = ClusterSpecError) -> NoReturn:
         raise cls(f"cluster spec term {index + 1} {term!r}: {problem}", hint=GRAMMAR)
 
@@ -125,10 +125,10 @@ def _parse_term(term: str, index: int, counters: dict[str, int]) -> list[Node]:
             fail(f"a {host['kind'].lower()} term states its RAM in the term, not with ram=")
         label = f"{host['kind'].lower()}-{_ram_text(host_ram)}"
         if host["kind"].lower() == "uma":
-            gpu = load_catalogue().resolve(label if host_ram % GiB == 0 else f"uma:{host_ram}B")
+            gpu = catalogue.resolve(label if host_ram % GiB == 0 else f"uma:{host_ram}B")
     else:
         try:
-            gpu = load_catalogue().resolve(gpus_m["cls"])  # type: ignore[index]
+            gpu = catalogue.resolve(gpus_m["cls"])  # type: ignore[index]
         except ClusterSpecError as e:
             fail(e.message, type(e))
         assert gpu is not None

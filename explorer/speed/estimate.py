@@ -46,7 +46,7 @@ from explorer.errors import UnknownPrecisionError
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat
 from explorer.model.quant_config import WHAT_IF_NAMES
 from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
-from explorer.speed.prices import PriceTable, load_prices
+from explorer.speed.prices import PriceTable
 from explorer.speed.settings import SpeedSettings
 from explorer.units import gb
 
@@ -181,8 +181,9 @@ def _estimate(shape, precision, layout, gpu, layers_on_host: int, head_on_host: 
     eff = settings.efficiency_for(layout.engine)
     bound = 1.0 / cycle
     aggregate = concurrency * bound
-    prices: PriceTable = settings.prices if settings.prices is not None else load_prices()  # type: ignore[assignment]
-    price = None if layout.cpu or layout.unified or not layout.cards else prices.usd_per_gpu_hour(layout.gpu_class)
+    prices: PriceTable | None = settings.prices  # type: ignore[assignment]
+    priced = prices is not None and layout.cards and not (layout.cpu or layout.unified)
+    price = prices.usd_per_gpu_hour(layout.gpu_class) if priced else None
     cost = None if price is None else layout.cards * price / (aggregate * eff * 3600) * 1e6
     return SpeedEstimate(
         decode_bound_tokens_per_s=bound, decode_estimate_tokens_per_s=bound * eff,

@@ -11,10 +11,7 @@ import csv
 import io
 import math
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 
-from explorer.datafiles import data_path
 from explorer.errors import CatalogueError
 
 #: the columns of data/prices.csv, in order
@@ -100,22 +97,3 @@ def parse_prices(text: str, *, source: str = "prices.csv") -> PriceTable:
         raise CatalogueError(f"price table {source} is not a CSV table: {e}") from None
     return PriceTable(tuple(rows))
 
-
-def load_prices(path: str | Path | None = None) -> PriceTable:
-    """The price table at ``path``, or the shipped ``data/prices.csv`` (read once).
-
-    Raises:
-        CatalogueError: the file cannot be read or is malformed.
-    """
-    if path is None:
-        return _default_prices()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise CatalogueError(f"cannot read the price table {path}: {e}") from None
-    return parse_prices(text, source=str(path))
-
-
-@cache
-def _default_prices() -> PriceTable:
-    return load_prices(data_path("prices.csv"))

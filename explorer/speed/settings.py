@@ -46,7 +46,8 @@ class SpeedSettings:
         host_tflops: CPU dense TFLOPs for prefill on the host.
         fabric_bandwidth_bytes_per_s: one-way bandwidth between nodes (None: from the fabric's
             name, else 400 Gb/s InfiniBand = 50 GB/s).
-        prices: a :class:`~explorer.speed.prices.PriceTable` (None: the shipped data/prices.csv).
+        prices: a :class:`~explorer.speed.prices.PriceTable` (None: no cost figures; the edges
+            pass :func:`explorer.sources.shipped.shipped_prices`).
     """
 
     efficiency: Mapping[str, float] | tuple[tuple[str, float], ...] = (

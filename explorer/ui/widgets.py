@@ -25,12 +25,14 @@ from typing import Any
 import ipywidgets as w
 
 from explorer.ui import plan_rows as nd
-from explorer.hardware.cluster import parse_cluster_spec
+
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.engines.common import PlanRequest
 from explorer.errors import ExplorerError
 from explorer.plan.planner import plan
 from explorer.ui.presets import PRESETS
+from explorer.sources.shipped import parse_cluster, shipped_prices
+from explorer.speed.settings import SpeedSettings
 
 __all__ = ["ExplorerWidget"]
 
@@ -134,13 +136,14 @@ class ExplorerWidget(w.VBox):
             return
         shape = self.model.shape
         try:
-            cluster = parse_cluster_spec(self.cluster.value)
+            cluster = parse_cluster(self.cluster.value)
             engines = nd.available_engines(nd.ENGINE_CHOICES[self.engine.value]) or ("vllm",)
             chosen = [nd.plannable(shape, self._menu[k]) for k in self.weights.value] or [
                 nd.plannable(shape, next(iter(self._menu.values())))]
             request = PlanRequest(context_tokens=int(self.context.value), concurrency=int(self.concurrency.value),
                                   kv_dtype=self.kv_dtype.value, engines=engines)  # fmt: skip
-            self.result = plan(shape, cluster, request, artifacts=chosen, model_ref=self.model.repo or shape.name)
+            self.result = plan(shape, cluster, request, artifacts=chosen, model_ref=self.model.repo or shape.name,
+                               speed=SpeedSettings(prices=shipped_prices()))
         except ExplorerError as e:
             self._show_error(str(e))
             return

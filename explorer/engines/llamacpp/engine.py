@@ -27,7 +27,8 @@ from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, max_sequences
 from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
-from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf, llama_model_from_shape
+from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
+from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.engines.options import Option, memory_reason

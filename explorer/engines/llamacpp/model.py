@@ -8,7 +8,7 @@ buffer grows with. Two constructors:
 
 - :func:`llama_model_from_gguf`: exact, from the header's tensor infos
   (``exact=True``);
-- :func:`llama_model_from_shape`: a what-if from a :class:`ModelShape` at a
+- :func:`explorer.engines.llamacpp.whatif.llama_model_from_shape`: a what-if from a :class:`ModelShape` at a
   GGUF quant (``Q4_K_M``), through ``shape.resolve_precision`` and
   :func:`explorer.model.weights.weight_breakdown` (``exact=False``).
 
@@ -272,15 +272,3 @@ def llama_model_from_gguf(header: GGUFHeader) -> LlamaModel:
         n_tensors=len(header.tensors), notes=hp.notes,
     )  # fmt: skip
 
-
-def llama_model_from_shape(shape, quant: str) -> LlamaModel:
-    """An estimated :class:`LlamaModel`: ``shape`` stored as GGUF ``quant`` (``"Q4_K_M"``, ``"Q8_0"``…).
-
-    See :func:`explorer.engines.llamacpp.whatif.model_from_shape`.
-
-    Raises:
-        UnknownPrecisionError: ``quant`` is not a precision explorer knows.
-    """
-    from explorer.engines.llamacpp.whatif import model_from_shape
-
-    return model_from_shape(shape, quant)

@@ -22,7 +22,7 @@ from explorer.engines.llamacpp.model import REPACK_SHARE, AttnKind, LlamaLayer, 
 from explorer.model.weights import weight_breakdown
 
 
-def model_from_shape(shape, quant: str) -> LlamaModel:
+def llama_model_from_shape(shape, quant: str) -> LlamaModel:
     """An estimated :class:`LlamaModel`: ``shape`` stored as GGUF ``quant`` (``"Q4_K_M"``, ``"Q8_0"``…).
 
     Per-layer bytes come from :func:`explorer.model.weights.weight_breakdown` at

@@ -1,0 +1,70 @@
+"""EDGE: the data shipped in ``data/`` and the user's own tables, read from disk and handed to the core.
+
+The core never opens a file: it takes a :class:`~explorer.hardware.catalogue.Catalogue`,
+a :class:`~explorer.speed.prices.PriceTable` or a cluster dict. This module reads
+them. The shipped tables are read once per process (:func:`shipped_catalogue`,
+:func:`shipped_prices`: memos keyed on nothing, since the files inside an
+installed package do not change while it runs).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from explorer.datafiles import data_path
+from explorer.errors import CatalogueError, ClusterSpecError
+from explorer.hardware.catalogue import Catalogue
+from explorer.hardware.cluster import Cluster
+from explorer.hardware.cluster_dict import cluster_from_text
+from explorer.hardware.cluster_text import parse_cluster_spec
+from explorer.speed.prices import PriceTable, parse_prices
+
+
+def _read_text(path: str | Path, what: str, error: type[CatalogueError] | type[ClusterSpecError]) -> str:
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise error(f"cannot read {what} {path}: {e}") from None
+
+
+@cache
+def shipped_catalogue() -> Catalogue:
+    """The GPU catalogue shipped in ``data/gpus.csv`` (read once)."""
+    return read_catalogue(data_path("gpus.csv"))
+
+
+def read_catalogue(path: str | Path) -> Catalogue:
+    """A GPU catalogue table from a file (the columns of ``data/gpus.csv``)."""
+    return Catalogue.from_csv_text(_read_text(path, "the GPU catalogue", CatalogueError), source=str(path))
+
+
+@cache
+def shipped_prices() -> PriceTable:
+    """The GPU rental prices shipped in ``data/prices.csv`` (read once)."""
+    return read_prices(data_path("prices.csv"))
+
+
+def read_prices(path: str | Path) -> PriceTable:
+    """A price table from a file (the columns of ``data/prices.csv``).
+
+    Raises:
+        CatalogueError: the file cannot be read or is malformed.
+    """
+    return parse_prices(_read_text(path, "the price table", CatalogueError), source=str(path))
+
+
+def parse_cluster(text: str, catalogue: Catalogue | None = None) -> Cluster:
+    """A cluster from its text form, against ``catalogue`` (default: the shipped one)."""
+    return parse_cluster_spec(text, catalogue or shipped_catalogue())
+
+
+def load_cluster_file(path: str | Path, catalogue: Catalogue | None = None) -> Cluster:
+    """A cluster from a JSON or TOML file (layout in docs/cluster_spec.md).
+
+    Raises:
+        ClusterSpecError: the file cannot be read or parsed, or describes an impossible cluster.
+    """
+    text = _read_text(path, "cluster file", ClusterSpecError)
+    return cluster_from_text(text, catalogue or shipped_catalogue(), source=str(path),
+                             toml_first=str(path).lower().endswith(".toml"))
