@@ -1,10 +1,5 @@
 # /// script
 # requires-python = ">=3.11"
-#
-# [tool.marimo.lint]
-# # MR001: notebooks/explorer.py sits beside this notebook and shares the package's name;
-# # the setup cell drops this folder from sys.path so `import explorer` finds the package.
-# ignore = ["MR001"]
 # ///
 
 import marimo
@@ -13,14 +8,6 @@ __generated_with = "0.25.2"
 app = marimo.App(width="medium", app_title="Why long context eats memory")
 
 with app.setup(hide_code=True):
-    import sys
-    from pathlib import Path
-
-    # marimo puts this folder first on sys.path, and notebooks/explorer.py would shadow the package.
-    if globals().get("__file__"):  # some runtimes (WASM) give no file, and no folder to drop
-        _here = Path(__file__).resolve().parent
-        sys.path[:] = [_p for _p in sys.path if Path(_p or ".").resolve() != _here]
-
     import html
 
     import marimo as mo

@@ -1,4 +1,4 @@
-"""The app in a real browser: `marimo run notebooks/explorer.py`, driven with playwright and Debian's chromium.
+"""The app in a real browser: `marimo run notebooks/app.py`, driven with playwright and Debian's chromium.
 
 Waits for the ranked table, moves the context slider with the keyboard and
 checks that the table's numbers change, timing each move (slider → new table)
@@ -54,7 +54,7 @@ def _clip(page, top_selector: str, bottom_selector: str, pad: int = 16) -> dict:
 
 def test_slider_moves_update_the_table(tmp_path):
     env = {"EXPLORER_CACHE": str(tmp_path / "cache.duckdb")}
-    with marimo_app(ROOT / "notebooks" / "explorer.py", env=env) as url, chromium() as browser:
+    with marimo_app(ROOT / "notebooks" / "app.py", env=env) as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 4600})
         page.goto(url)
         page.locator(TABLE).wait_for(timeout=90_000)
@@ -102,7 +102,7 @@ def _fetch(page, text: str, token: str = "") -> None:
 def test_fetch_button_reads_the_hub_and_errors_are_callouts(tmp_path, hub_server):
     """Fetch reads a model from a (test) Hub; a refused token gives a callout that never shows the token."""
     env = {"EXPLORER_CACHE": str(tmp_path / "cache.duckdb"), "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub_server.endpoint}
-    with marimo_app(ROOT / "notebooks" / "explorer.py", env=env) as url, chromium() as browser:
+    with marimo_app(ROOT / "notebooks" / "app.py", env=env) as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 2000})
         page.goto(url)
         page.locator(TABLE).wait_for(timeout=90_000)

@@ -1,7 +1,7 @@
 """`marimo export html` gives a static page that renders with no network, once its assets are served locally.
 
 The exported page loads marimo's frontend from a CDN, so offline it is blank.
-This test exports notebooks/explorer.py, serves the frontend bundled inside the
+This test exports notebooks/app.py, serves the frontend bundled inside the
 installed marimo package (``marimo/_static``) from 127.0.0.1, rewrites the
 page's asset prefix to that server, and checks in chromium (every request
 off 127.0.0.1 refused) that the title, a table cell and a chart render.
@@ -42,7 +42,7 @@ def exported(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("export")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "EXPLORER_CACHE": str(out / "cache.duckdb")}
     page = out / "explorer.html"
-    done = subprocess.run([sys.executable, "-m", "marimo", "-q", "export", "html", "notebooks/explorer.py",
+    done = subprocess.run([sys.executable, "-m", "marimo", "-q", "export", "html", "notebooks/app.py",
                            "-o", str(page), "--no-include-code", "-f"],
                           cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

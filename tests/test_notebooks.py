@@ -1,7 +1,7 @@
 """The notebooks run headless (``app.run()``) with the network blocked, and compute what they show.
 
-Each test imports a notebook from its file (under another module name: the
-notebook ``explorer.py`` must not shadow the package), runs it on the shipped
+Each test imports a notebook from its file (under the module name
+``notebook_<name>``), runs it on the shipped
 snapshot and asserts on the values its cells define.
 """
 
@@ -26,7 +26,7 @@ from explorer.units import GiB
 from explorer.sources.shipped import parse_cluster
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-MINE = ("explorer.py", "kv_cache.py")
+MINE = ("app.py", "kv_cache.py")
 
 
 def load_notebook(filename: str):
@@ -39,8 +39,8 @@ def load_notebook(filename: str):
 
 
 def run_explorer(**defaults):
-    """Run notebooks/explorer.py with :class:`AppDefaults` fields overridden; returns its definitions."""
-    _outputs, defs = load_notebook("explorer.py").run(defs={"defaults": AppDefaults(**defaults)})
+    """Run notebooks/app.py with :class:`AppDefaults` fields overridden; returns its definitions."""
+    _outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(**defaults)})
     return defs
 
 
@@ -93,7 +93,7 @@ def test_explorer_linked_cluster_and_engine(offline):
 
 
 def test_explorer_bad_spec_is_a_callout(offline):
-    outputs, defs = load_notebook("explorer.py").run(defs={"defaults": AppDefaults(spec="1x8xnosuchgpu")})
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(spec="1x8xnosuchgpu")})
     assert "result" not in defs  # the plan cell stopped
     texts = [getattr(o, "text", "") for o in outputs if o is not None]
     assert any("does not parse" in t and "nosuchgpu" in t for t in texts)

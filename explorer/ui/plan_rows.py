@@ -2,7 +2,7 @@
 
 Pure: a :class:`~explorer.engines.options.PlanResult` (or options) in, lists of
 dicts and strings out. No marimo, no ipywidgets, no altair; the edges
-(``notebooks/explorer.py``, :mod:`explorer.ui.widgets`, :mod:`explorer.ui.charts`)
+(``notebooks/app.py``, :mod:`explorer.ui.widgets`, :mod:`explorer.ui.charts`)
 lay them out. Byte figures stay ints until a row shows them, in GiB
 (1024³ bytes), with the unit in the column name or the text.
 """

@@ -1,10 +1,5 @@
 # /// script
 # requires-python = ">=3.11"
-#
-# [tool.marimo.lint]
-# # MR001 (self-import): this notebook is called explorer.py, like the package it imports;
-# # the setup cell drops the notebook's folder from sys.path so `import explorer` finds the package.
-# ignore = ["MR001"]
 # ///
 
 import marimo
@@ -13,15 +8,6 @@ __generated_with = "0.25.2"
 app = marimo.App(width="full", app_title="explorer: will it fit?")
 
 with app.setup(hide_code=True):
-    import sys
-    from pathlib import Path
-
-    # marimo puts the notebook's folder first on sys.path, where `import explorer` would find this
-    # very file (notebooks/explorer.py) instead of the package: drop that folder before importing.
-    if globals().get("__file__"):  # some runtimes (WASM) give no file, and no folder to drop
-        _here = Path(__file__).resolve().parent
-        sys.path[:] = [_p for _p in sys.path if Path(_p or ".").resolve() != _here]
-
     import html
     import time
     from dataclasses import replace
