@@ -187,6 +187,11 @@ class ModelShape:
         """Routed experts per MoE layer (0 for a dense model)."""
         return self.moe.experts if self.moe else 0
 
+    # A shape hashes and compares by identity. It is built once per model and then
+    # planned many times, and the planner's memos (explorer.memo) key on it: hashing
+    # its hundreds of layer records on every call would cost more than the memo saves,
+    # and two shapes read from one config give the same figures anyway, so a memo
+    # keyed on the object never answers for the wrong model.
     def __hash__(self) -> int:
         return id(self)
 

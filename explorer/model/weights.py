@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
+from explorer.memo import memo
 from explorer.model.precision import Precision
 from explorer.model.tensors import Tensor
 from explorer.units import cdiv, round_up
@@ -110,7 +110,7 @@ def _layer_specific(precision: Precision) -> bool:
     return any(re.search(r"layers\.\d", p) for p in precision.skip)
 
 
-@lru_cache(maxsize=256)
+@memo(256, keyed_on="shape identity, precision, tp, ep")
 def weight_breakdown(shape, precision: Precision, tp: int = 1, ep: int = 1) -> WeightBreakdown:
     """Weight bytes of ``shape`` at ``precision``, for one card at tensor parallel ``tp`` and expert parallel ``ep``."""
     per_layer = _layer_specific(precision)

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
+from explorer.memo import memo
 from explorer.model.artifacts import ORIGINAL
 from explorer.engines.common import PlanRequest
 from explorer.errors import UnknownPrecisionError
@@ -132,7 +132,7 @@ def precision_for(shape, artifact, *, engine: str = "vllm", loaded: str | None =
     return _what_if(shape, artifact.quant, round(bits_per_weight, 3))
 
 
-@lru_cache(maxsize=256)
+@memo(256, keyed_on="shape identity, GGUF quant name, bits per weight")
 def _what_if(shape, quant: str, bits_per_weight: float) -> Precision:
     try:
         return shape.resolve_precision(quant)
@@ -167,7 +167,7 @@ def speed_of(option, shape, request: PlanRequest | None = None, settings: SpeedS
                      request.ubatch_tokens, settings)
 
 
-@lru_cache(maxsize=8192)
+@memo(8192, keyed_on="shape identity, precision, layout, card class, offload, context, concurrency, KV type, ubatch, settings")
 def _estimate(shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, context: int, concurrency: int,
               kv_dtype: str, ubatch_tokens: int, settings: SpeedSettings) -> SpeedEstimate | None:
     ubatch = ubatch_tokens if layout.engine == "llamacpp" else 0

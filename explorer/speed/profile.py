@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
+from explorer.memo import memo
 from explorer.engines.common import stage_caches
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
@@ -109,7 +109,7 @@ def _layer_specific(precision: Precision) -> bool:
     return any(re.search(r"layers\.\d", p) for p in precision.skip)
 
 
-@lru_cache(maxsize=2048)
+@memo(2048, keyed_on="shape identity, precision, tp, ep, the stage's layer range, whether it holds the head")
 def stage_profile(shape, precision: Precision, tp: int, ep: int, first: int, end: int, head: bool) -> StageProfile:
     """The profile of one card holding layers ``first``..``end - 1`` at ``tp``/``ep`` (the LM head too if ``head``)."""
     per_layer = _layer_specific(precision)

@@ -22,8 +22,8 @@ The link, fabric and host figures are in :mod:`explorer.speed.settings`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
+from explorer.memo import memo
 from explorer.engines.common import pp_partition, stage_kv_bytes
 from explorer.speed.profile import (
     StageProfile,
@@ -91,7 +91,7 @@ class Placement:
     host_link_bytes_per_s: float = 0.0
 
 
-@lru_cache(maxsize=1024)
+@memo(1024, keyed_on="shape identity, precision, layout, card class, layers on host, head on host, ubatch, settings")
 def placement(shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, ubatch_tokens: int,
               settings: SpeedSettings) -> Placement | None:
     """Where the option's layers run; None when the device's bandwidth is unknown.

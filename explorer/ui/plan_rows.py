@@ -1,7 +1,8 @@
 """Plan results as plain rows for the notebooks and widgets: tables, refusals, chart data.
 
-Pure: a :class:`~explorer.engines.options.PlanResult` (or options) in, lists of
-dicts and strings out. No marimo, no ipywidgets, no altair; the edges
+A :class:`~explorer.engines.options.PlanResult` (or options) in, lists of
+dicts and strings out; the one state is the sweep cache
+(:mod:`explorer.ui.sweep_cache`). No marimo, no ipywidgets, no altair; the edges
 (``notebooks/app.py``, :mod:`explorer.ui.widgets`, :mod:`explorer.ui.charts`)
 lay them out. Byte figures stay ints until a row shows them, in GiB
 (1024³ bytes), with the unit in the column name or the text.
@@ -12,8 +13,6 @@ from __future__ import annotations
 import html
 import importlib.util
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -22,6 +21,7 @@ from explorer.model.artifacts import Artifact
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.errors import ExplorerError
 from explorer.engines.options import Option, PlanResult
+from explorer.ui.sweep_cache import SWEEPS
 from explorer.units import GiB, gib
 
 __all__ = [
@@ -206,28 +206,21 @@ def sweep_options(result: PlanResult, best: int = 4, misses: int = 2) -> list[Op
     return top + near_misses(result, misses)
 
 
-#: recent sweeps: a slider move re-plans, but the top options (and so their curves) rarely change
-_SWEEPS: OrderedDict[tuple, list[dict[str, Any]]] = OrderedDict()
-_SWEEPS_KEPT = 32
-_SWEEPS_LOCK = threading.Lock()  # `marimo run` serves sessions from threads of one process
-
-
 def context_sweep(shape: Any, options: Sequence[Option], request: PlanRequest, contexts: Sequence[int],
                   *, speed: bool = True) -> list[dict[str, Any]]:
     """Each option re-checked at each context: per-card total and usable (GiB), whether it fits, tokens/s.
 
     Weights and overhead stay, the KV cache grows (``planner.recheck``); the
     speed estimate is recomputed too when ``speed`` (None where unknown). The
-    asked context does not change the curves, so the last few sweeps are kept.
+    asked context does not change the curves, so the last few sweeps are kept
+    (:data:`explorer.ui.sweep_cache.SWEEPS`).
     """
     from explorer.plan.planner import recheck
 
     key = (shape, tuple(o.label for o in options), replace(request, context_tokens=1), tuple(contexts), speed)
-    with _SWEEPS_LOCK:
-        kept = _SWEEPS.get(key)
-        if kept is not None:
-            _SWEEPS.move_to_end(key)
-            return [dict(r) for r in kept]
+    kept = SWEEPS.get(key)
+    if kept is not None:
+        return kept
     rows = []
     for option in options:
         name = option.label if option.fits else f"✗ {option.label}"
@@ -240,11 +233,7 @@ def context_sweep(shape: Any, options: Sequence[Option], request: PlanRequest, c
             rows.append({"option": name, "context": int(c), "total_gib": card.total / GiB,
                          "usable_gib": card.usable / GiB, "fits": o.fits,
                          "tokens_per_s": speed_of_option(o)[0] if speed else None})  # fmt: skip
-    with _SWEEPS_LOCK:
-        _SWEEPS[key] = rows
-        while len(_SWEEPS) > _SWEEPS_KEPT:
-            _SWEEPS.popitem(last=False)
-    return [dict(r) for r in rows]
+    return SWEEPS.put(key, rows)
 
 
 def rows_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = TABLE_COLUMNS, *,

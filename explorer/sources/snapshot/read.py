@@ -18,10 +18,10 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from explorer.memo import memo
 from explorer.model.artifacts import Artifact
 from explorer.errors import ExplorerError, SnapshotError
 from explorer.model.shapes import ModelShape, shape_from_config
@@ -217,7 +217,7 @@ def read_snapshot_file(path: Path) -> dict[str, Any]:
                             hint="reinstall explorer, or unset EXPLORER_SNAPSHOT") from None  # fmt: skip
 
 
-@lru_cache(maxsize=8)
+@memo(8, keyed_on="the snapshot file's path and modification time (a rewritten file is read again)")
 def _load(path: str, mtime_ns: int) -> Snapshot:
     return parse_snapshot(read_snapshot_file(Path(path)), path=path)
 
