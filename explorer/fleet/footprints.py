@@ -64,7 +64,7 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
         for group in node.gpus:
             for k in range(group.count):
                 total = group.gpu.memory_bytes
-                usable = min(int(total * usable_fraction), _free_on_card(group, k))
+                usable = min(int(total * usable_fraction), group.free_bytes_on(k))
                 cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total))
                 labels.append(f"{node.name}:{index_on_node} ({group.gpu.name})" + ("" if usable else ", busy"))
                 index_on_node += 1
@@ -78,15 +78,6 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
         node = max(cluster.nodes, key=lambda n: n.host_ram_bytes)
         return FleetCards(cards=(), labels=(), unified_budget_bytes=int(node.host_ram_bytes * host_fraction), gpu=None)
     raise PlacementError("the cluster has no nodes")
-
-
-def _free_on_card(group, k: int) -> int:
-    """Bytes free on the k-th card of a group: 0 past its free cards, else what the spec says is free."""
-    if k >= group.free_count:
-        return 0
-    if group.card_free_bytes:
-        return group.card_free_bytes[k]
-    return group.gpu.memory_bytes if group.free_bytes is None else group.free_bytes
 
 
 def demand_for(shape: ModelShape, term: ModelTerm, *, gpu: GPUClass | None, engine: str = "vllm", rank: int = 0,

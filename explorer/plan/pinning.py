@@ -5,7 +5,8 @@ when the cluster has one GPU node. All pinned GPUs must be of one class,
 and (for vLLM and SGLang) the same number on each node. The pinned cards
 are laid out as the planner would lay them (the best tensor × pipeline split
 the rules allow), then each card's need is compared with what the engine may
-use there, and with what is free on it now.
+use there, and with what is free on it now
+(:meth:`explorer.hardware.cluster.GPUGroup.free_bytes_on`: a busy card has nothing free).
 """
 
 from __future__ import annotations
@@ -113,19 +114,20 @@ def check_pinned(shape: ModelShape, cluster: Cluster, gpus: Sequence[str], *, en
 def _judge(option: Option, cluster: Cluster, picked: list[tuple[str, int]], free_needed: int) -> PinnedResult:
     worst = option.per_card
     over = max(0, worst.total - worst.usable)
-    short = 0
-    for name, index in picked:
-        group = cluster.node(name).gpus[0]  # type: ignore[union-attr]
-        free = group.card_free_bytes[index] if group.card_free_bytes else (group.free_bytes or group.gpu.memory_bytes)
-        short = max(short, free_needed - free)
+    groups = {name: cluster.node(name).gpus[0] for name, _ in picked}  # type: ignore[union-attr]
+    free, name, index = min((groups[name].free_bytes_on(index), name, index) for name, index in picked)
+    short = max(0, free_needed - free)
     cards = len(picked)
     if over:
         message = (f"Manual GPU selection overcommits: {worst.role} needs {gib(worst.total)} but has "
                    f"{gib(worst.usable)} usable, {gib(over)} over ({cards} pinned GPUs; "
                    f"{gib(over * worst.count)} over in all)")
-    elif short > 0:
-        message = (f"The pinned GPUs hold the model, but one has {gib(short)} less free now than the engine "
-                   f"needs to start ({gib(free_needed)})")
+    elif short and index >= groups[name].free_count:
+        message = (f"The pinned GPUs hold the model, but GPU {name}:{index} is busy now: a workload holds it, "
+                   f"and the engine needs {gib(free_needed)} free on it to start")
+    elif short:
+        message = (f"The pinned GPUs hold the model, but GPU {name}:{index} has {gib(short)} less free now than "
+                   f"the engine needs to start ({gib(free_needed)})")
     else:
         message = f"The {cards} pinned GPUs hold the model: {gib(worst.headroom)} to spare on the fullest card"
-    return PinnedResult(option=option, overcommit_bytes=over, short_now_bytes=max(0, short), message=message)
+    return PinnedResult(option=option, overcommit_bytes=over, short_now_bytes=short, message=message)

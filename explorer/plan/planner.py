@@ -135,7 +135,7 @@ def make_layout(engine: str, pool: Pool, nodes: int, width: int, tp: int, pp: in
 
 
 def _free_now(pool: Pool, nodes: int, width: int, needed: int) -> bool:
-    free = sum(1 for g in pool.groups if g.free_count >= width and g.free_bytes_for(width) >= needed)
+    free = sum(1 for g in pool.groups if g.free_bytes_for(width) >= needed)
     return free >= nodes
 
 
