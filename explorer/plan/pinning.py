@@ -1,11 +1,12 @@
 """Manual pinning: the user names the GPUs; explorer checks them and says by how much they overcommit.
 
 GPUs are named ``NODE:INDEX`` (``h100-80g@ib0#0:3``), or by index alone
-when the cluster has one GPU node. All pinned GPUs must be of one class,
-and (for vLLM and SGLang) the same number on each node. The pinned cards
-are laid out as the planner would lay them (the best tensor × pipeline split
-the rules allow), then each card's need is compared with what the engine may
-use there, and with what is free on it now
+when the cluster has one GPU node. Pinning is checked for the engines that
+split a replica tensor × pipeline (:data:`explorer.engines.registry.SPLIT_ENGINES`:
+vLLM, SGLang). All pinned GPUs must be of one class, and the same number on
+each node. The pinned cards are laid out as the planner would lay them (the
+best tensor × pipeline split the rules allow), then each card's need is
+compared with what the engine may use there, and with what is free on it now
 (:meth:`explorer.hardware.cluster.GPUGroup.free_bytes_on`: a busy card has nothing free).
 """
 
@@ -17,12 +18,12 @@ from dataclasses import dataclass
 
 from explorer.model.artifacts import Artifact
 from explorer.hardware.cluster import Cluster
-from explorer.engines import sglang, vllm
-from explorer.engines.common import Layout, PlanRequest
+from explorer.hardware.pools import Pool
+from explorer.engines.common import PlanRequest
+from explorer.engines.registry import SPLIT_ENGINES
 from explorer.errors import ManualSelectionError
 from explorer.engines.options import Option
 from explorer.plan.offer import original_artifact
-from explorer.plan.planner import Pool, decompositions, make_layout, precision_of
 from explorer.model.shapes import ModelShape
 from explorer.units import gib
 
@@ -75,8 +76,9 @@ def check_pinned(shape: ModelShape, cluster: Cluster, gpus: Sequence[str], *, en
                  model_ref: str | None = None) -> PinnedResult:
     """Lay the model over exactly the pinned GPUs and report any overcommit."""
     request = request or PlanRequest()
-    if engine not in ("vllm", "sglang"):
-        raise ManualSelectionError(f"pinning is checked for vllm and sglang, not {engine}")
+    split_engine = SPLIT_ENGINES.get(engine)
+    if split_engine is None:
+        raise ManualSelectionError(f"pinning is checked for {' and '.join(SPLIT_ENGINES)}, not {engine}")
     if not gpus:
         raise ManualSelectionError("no GPUs pinned")
     picked = _resolve_gpus(cluster, gpus)
@@ -94,16 +96,15 @@ def check_pinned(shape: ModelShape, cluster: Cluster, gpus: Sequence[str], *, en
     width = next(iter(per_node.values()))
     pool = Pool(gpu=gpu, nodes=tuple(nodes), fabric=nodes[0].fabric, spannable=len(nodes) > 1)  # type: ignore[arg-type]
     artifact = artifact or original_artifact(shape)
-    precision = precision_of(shape, artifact)
-    module = vllm if engine == "vllm" else sglang
+    precision = shape.precision_of(artifact)
     reasons: list[str] = []
-    for tp, pp in decompositions(engine, len(nodes), width, request):
-        layout: Layout = make_layout(engine, pool, len(nodes), width, tp, pp, shape, request)
-        refused = module.refusals(shape, layout) if engine == "vllm" else module.refusals(shape, layout, request)
+    for tp, pp in split_engine.decompositions(len(nodes), width, request):
+        layout = split_engine.make_layout(pool, len(nodes), width, tp, pp, shape, request)
+        refused = split_engine.refusals(shape, layout, request)
         if refused:
             reasons.append(refused[0][1])
             continue
-        ev = module.evaluate(shape, precision, layout, gpu, request, model_ref or shape.name)
+        ev = split_engine.evaluate(shape, precision, layout, gpu, request, model_ref or shape.name)
         option = Option(layout=layout, artifact=artifact, precision=precision.name,
                         bits_per_weight=shape.bits_per_weight(precision), evaluation=ev, free_now=True, hosts=1,
                         gpu=gpu)
