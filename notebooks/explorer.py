@@ -155,7 +155,7 @@ def _(defaults, model, shape):
     context_steps = nd.context_steps(shape.max_context_tokens)
     context = mo.ui.slider(
         steps=context_steps,
-        value=nd.nearest_step(context_steps, min(defaults.context_tokens, shape.max_context_tokens)),
+        value=nd.nearest_step(context_steps, shape.clamp_context(defaults.context_tokens)),
         label=f"Context per sequence (tokens, log scale, up to the model's {shape.max_context_tokens:,})",
         show_value=True,
         full_width=True,

@@ -79,7 +79,7 @@ def demand_for(shape: ModelShape, term: ModelTerm, *, gpu: GPUClass | None, engi
                kv_dtype: str = "auto", precision: str | None = None, name: str | None = None) -> ModelDemand:
     """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
     (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's."""
-    context = term.context_tokens or min(shape.max_context_tokens, DEFAULT_CONTEXT_TOKENS)
+    context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
     artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
     sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)

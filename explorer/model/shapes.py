@@ -162,6 +162,10 @@ class ModelShape:
             raise ValueError("context and sequences must be non-negative")
         return kv_bytes(self.caches, context_tokens, self.kv_type(kv_dtype), sequences)
 
+    def clamp_context(self, tokens: int) -> int:
+        """``tokens`` held to the model's own limit (:attr:`max_context_tokens`): the one place a context is clamped."""
+        return min(tokens, self.max_context_tokens)
+
     # --- weights --------------------------------------------------------------------------
 
     def resolve_precision(self, precision: Precision | str | None) -> Precision:

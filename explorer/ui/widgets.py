@@ -123,7 +123,7 @@ class ExplorerWidget(w.VBox):
             steps = nd.context_steps(model.shape.max_context_tokens)
             want = self.context.value if self.result is not None else self._want_context
             self.context.options = [(f"{c:,}", c) for c in steps]
-            self.context.value = nd.nearest_step(steps, min(want, model.shape.max_context_tokens))
+            self.context.value = nd.nearest_step(steps, model.shape.clamp_context(want))
         finally:
             self._quiet = False
         self.refresh()
