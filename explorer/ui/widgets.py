@@ -135,11 +135,9 @@ class ExplorerWidget(w.VBox):
         shape = self.model.shape
         try:
             cluster = parse_cluster_spec(self.cluster.value)
-            engines = nd.available_engines(nd.ENGINE_CHOICES[self.engine.value]) or ("vllm",)
-            chosen = [nd.plannable(shape, self._menu[k]) for k in self.weights.value] or [
-                nd.plannable(shape, next(iter(self._menu.values())))]
+            chosen = [self._menu[k] for k in self.weights.value] or [next(iter(self._menu.values()))]
             request = PlanRequest(context_tokens=int(self.context.value), concurrency=int(self.concurrency.value),
-                                  kv_dtype=self.kv_dtype.value, engines=engines)  # fmt: skip
+                                  kv_dtype=self.kv_dtype.value, engines=nd.ENGINE_CHOICES[self.engine.value])  # fmt: skip
             self.result = plan(shape, cluster, request, artifacts=chosen, model_ref=self.model.repo or shape.name)
         except ExplorerError as e:
             self._show_error(str(e))
