@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 
 
-from explorer.ui import plan_rows as nd
 from explorer.hardware.cluster import parse_cluster_spec
 from explorer.plan.planner import plan
 from explorer.ui.presets import AppDefaults

@@ -12,9 +12,9 @@ An :class:`~explorer.engines.common.Evaluation` carries what each card holds,
 the longest context, the concurrency and the launch command.
 
 Engines that split a replica tensor × pipeline over a pool's cards (vLLM,
-SGLang) are :class:`SplitEngine`\\ s as well: they say which splits they run
-and how each is laid out, what they refuse, what share of a card they may
-fill, and evaluate one layout. The shared walk
+SGLang) implement :class:`SplitEngine` as well: they say which splits they
+run and how each is laid out, what they refuse, what share of a card they
+may fill, and evaluate one layout. The shared walk
 (:mod:`explorer.engines.split_walk`) and manual pinning
 (:mod:`explorer.plan.pinning`) use only that. llama.cpp lays out its replicas
 its own way (one card, a layer split, RPC, partial offload, CPU, unified
