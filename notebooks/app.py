@@ -141,7 +141,7 @@ def _(defaults, model, shape):
     context_steps = nd.context_steps(shape.max_context_tokens)
     context = mo.ui.slider(
         steps=context_steps,
-        value=nd.nearest_step(context_steps, min(defaults.context_tokens, shape.max_context_tokens)),
+        value=nd.nearest_step(context_steps, shape.clamp_context(defaults.context_tokens)),
         label=f"Context per sequence (tokens, log scale, up to the model's {shape.max_context_tokens:,})",
         show_value=True,
         full_width=True,
@@ -221,12 +221,9 @@ def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort,
         cluster, _cluster_error = None, str(_e)
     mo.stop(cluster is None, mo.callout(mo.md(f"**The cluster spec does not parse.** {html.escape(_cluster_error or '')}"),
                                         kind="danger"))
-    _asked = nd.ENGINE_CHOICES[engine.value]
-    engines = nd.available_engines(_asked)
-    _chosen = [nd.plannable(shape, artifact_menu[k]) for k in weights.value] or [
-        nd.plannable(shape, next(iter(artifact_menu.values())))]
+    _chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
     request = PlanRequest(context_tokens=context.value, concurrency=concurrency.value, kv_dtype=kv_dtype.value,
-                          engines=engines or ("vllm",))
+                          engines=nd.ENGINE_CHOICES[engine.value])
     _t0 = time.perf_counter()
     try:
         result, _plan_error = plan(shape, cluster, request, artifacts=_chosen, model_ref=model.repo or shape.name,
@@ -235,12 +232,11 @@ def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort,
         result, _plan_error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000
     mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {html.escape(_plan_error or '')}"), kind="danger"))
-    missing_engines = tuple(e for e in _asked if e not in engines)
-    return cluster, engines, missing_engines, plan_ms, request, result
+    return cluster, plan_ms, request, result
 
 
 @app.cell(hide_code=True)
-def _(cluster, missing_engines, plan_ms, result):
+def _(cluster, plan_ms, result):
     option_rows = nd.option_rows(result, limit=25)
     miss_rows = nd.near_miss_rows(result, limit=3)
     _has_speed = any(o.speed is not None for o in result.options)
@@ -248,8 +244,7 @@ def _(cluster, missing_engines, plan_ms, result):
     _head = (f"**{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
              f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused) · planned in {plan_ms:.0f} ms. "
              "Per card: what the binding card needs / what the engine may use, GiB. Red rows with ✗ do not fit.")
-    _notes = [mo.callout(mo.md(f"The {', '.join(missing_engines)} planner is not installed yet: "
-                               "those options are left out."), kind="warn")] if missing_engines else []
+    _notes = []
     if not result.options:
         _notes.append(mo.callout(mo.md("**Nothing fits.** The closest misses are below in red; the refusals say why."),
                                  kind="danger"))

@@ -16,6 +16,7 @@ from explorer.hardware.cluster_text import format_cluster_spec
 from explorer.errors import ClusterSpecError, UnknownGPUClassError
 from explorer.units import GiB, MiB, TiB
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, load_cluster_file
+from explorer.sources.shipped import parse_cluster, shipped_catalogue, load_cluster_file
 
 CLUSTERS = Path(__file__).parent / "data" / "clusters"
 H100 = 85_520_809_984  # 81,559 MiB
@@ -218,10 +219,21 @@ def test_records_are_frozen_and_validated():
 def test_free_bytes_for_width():
     g = load_cluster_file(CLUSTERS / "lab.json").node("gpu-a").gpus[0]
     assert g.free_bytes == 0  # the least free card
-    assert g.free_bytes_for(6) == H100 and g.free_bytes_for(7) == 10 * GiB and g.free_bytes_for(8) == 0
+    # free_count 6: cards 6 and 7 are busy, so a 7-card replica cannot have its cards now
+    assert g.free_bytes_for(6) == H100 and g.free_bytes_for(7) == 0 and g.free_bytes_for(8) == 0
     assert g.free_bytes_for(9) == 0 and g.free_bytes_for(0) == 0
     idle = parse_cluster("1x8xh100-80g").nodes[0].gpus[0]
     assert idle.free_bytes_for(8) == H100
+
+
+def test_free_bytes_on_a_card():
+    g = load_cluster_file(CLUSTERS / "lab.json").node("gpu-a").gpus[0]
+    assert [g.free_bytes_on(k) for k in (0, 5, 6, 7, 8, -1)] == [H100, H100, 0, 0, 0, 0]  # 6, 7: busy
+    none_free = cluster_from_dict({"nodes": [{"gpus": [{"class": "h100-80g", "count": 2, "free_bytes": 0}]}]}, shipped_catalogue())
+    assert [none_free.nodes[0].gpus[0].free_bytes_on(k) for k in (0, 1)] == [0, 0]  # 0 bytes, not "unknown"
+    half = parse_cluster("1x4xh100-80g,free=2,free=0.5").nodes[0].gpus[0]
+    assert [half.free_bytes_on(k) for k in range(4)] == [H100 // 2, H100 // 2, 0, 0]
+    assert half.free_bytes_for(2) == H100 // 2 and half.free_bytes_for(3) == 0
 
 
 # --- the file form ----------------------------------------------------------------------

@@ -57,7 +57,7 @@ def exported(tmp_path_factory) -> tuple[Path, str]:
     d = AppDefaults()
     shape = load_snapshot().shape(d.model)
     best = plan(shape, parse_cluster("1x8xh100-80g"),
-                PlanRequest(context_tokens=d.context_tokens, engines=nd.available_engines(nd.ENGINE_CHOICES[d.engine])),
+                PlanRequest(context_tokens=d.context_tokens, engines=nd.ENGINE_CHOICES[d.engine]),
                 model_ref=d.model).options[0]  # fmt: skip
     return page, best.label
 

@@ -81,6 +81,6 @@ def test_html_escapes():
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
-def test_available_engines_keep_the_gpu_engines():
-    assert nd.available_engines(("vllm", "sglang")) == ("vllm", "sglang")
-    assert nd.available_engines(("nosuch",)) == ()
+def test_engine_choices_name_every_engine():
+    assert nd.ENGINE_CHOICES == {"all three, side by side": ("vllm", "sglang", "llamacpp"), "vLLM": ("vllm",),
+                                 "SGLang": ("sglang",), "llama.cpp": ("llamacpp",)}

@@ -17,8 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 
 
-from explorer.ui import plan_rows as nd
-
 from explorer.plan.planner import plan
 from explorer.ui.presets import AppDefaults
 from explorer.sources.snapshot.read import load_snapshot
@@ -54,7 +52,7 @@ def test_explorer_default_plan(offline):
     assert best.fits
     # the notebook's plan is the planner's own: the same request on the same cluster gives the same best option
     again = plan(model.shape, parse_cluster("1x8xh100-80g"), defs["request"],
-                 artifacts=[nd.plannable(model.shape, a) for a in model.artifacts], model_ref=model.repo)
+                 artifacts=model.artifacts, model_ref=model.repo)
     assert again.options[0].label == best.label
     assert again.options[0].per_card.total == best.per_card.total
     # and the table shows it, in GiB: "70.9 / 79.1"
@@ -76,8 +74,7 @@ def test_explorer_default_plan(offline):
 def test_explorer_engines_side_by_side(offline):
     defs = run_explorer(model="meta-llama/Meta-Llama-3.1-8B", context_tokens=8192)
     engines = {o.engine for o in defs["result"].options}
-    assert {"vllm", "sglang"} <= engines
-    assert engines == set(defs["engines"])  # llama.cpp too, once its planner is installed
+    assert engines == set(defs["request"].engines) == {"vllm", "sglang", "llamacpp"}
     speeds = [o.speed for o in defs["result"].options]
     if any(s is not None for s in speeds):  # the speed column shows when the planner estimates it
         assert defs["option_rows"][0]["decode tok/s"] != "—"
@@ -106,7 +103,7 @@ def test_planner_update_is_fast_on_64_gpus(offline):
     model, request = defs["model"], defs["request"]
     cluster = parse_cluster("8x8xh100-80g@ib0")
     assert cluster.total_gpus == 64
-    artifacts = [nd.plannable(model.shape, a) for a in model.artifacts]
+    artifacts = model.artifacts
     times = []
     for context in defs["context_steps"]:
         t0 = time.perf_counter()

@@ -99,3 +99,16 @@ def test_counts_add_up():
     result = _plan("meta-llama__Meta-Llama-3.1-70B", "2x8xh100-80g@ib0 + 1x4xl40s-48g", context_tokens=8192)
     assert result.considered == len(result.options) + sum(result.pruned.values())
     assert result.to_dict()["options"][0]["per_card"]["total"] > 0
+
+
+def test_sglang_lower_bound_follows_a_static_share_above_its_default():
+    """The early weights-only refusal bounds SGLang's share at 0.95, or the user's mem_fraction_static if higher.
+
+    Llama 3.1 8B's bf16 weights (16,060,522,496 bytes) take 0.96 of a 15,955 MiB card: at 0.97 the
+    static share holds them and 1,024 tokens of KV (128 MiB); a 0.95 bound refused it unevaluated.
+    """
+    spec = "1x1xh100:15955MiB"
+    roomy = _plan("meta-llama__Meta-Llama-3.1-8B", spec, context_tokens=1024, engines=("sglang",), mem_fraction_static=0.97)
+    assert roomy.options and "--mem-fraction-static 0.97" in roomy.options[0].evaluation.command
+    default = _plan("meta-llama__Meta-Llama-3.1-8B", spec, context_tokens=1024, engines=("sglang",))
+    assert not default.options and default.pruned == {"memory-lower-bound": 1}

@@ -10,6 +10,7 @@ import pytest
 from conftest import DATA, all_config_names, load_config, shape_of
 from explorer.errors import ExplorerError, MissingConfigKeysError, NotAModelConfigError
 from explorer.model.shapes import shape_from_config
+from explorer.plan.offer import original_artifact, what_if_artifact
 
 PUBLISHED = list(csv.DictReader((DATA / "published_params.csv").open()))
 
@@ -238,3 +239,17 @@ def test_missing_keys_are_all_named(config):
     message = str(err.value)
     assert "hidden_size" in message and "num_hidden_layers" in message and "vocab_size" in message
     assert isinstance(err.value, ExplorerError)
+
+
+def test_clamp_context_holds_a_context_to_the_model_limit():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    assert shape.max_context_tokens == 131_072
+    assert shape.clamp_context(4096) == 4096 and shape.clamp_context(1_000_000) == 131_072
+
+
+def test_an_artifacts_precision_reads_its_label_back():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    assert shape.precision_of(original_artifact(shape)) is shape.precision
+    for name in ("fp8", "int4-awq", "nf4", "Q4_K_M"):
+        artifact = what_if_artifact(shape, name)  # labelled "fp8 block 128×128", "int4 AWQ g128"…
+        assert artifact.what_if and shape.precision_of(artifact) == shape.resolve_precision(name)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
@@ -27,10 +26,7 @@ from explorer.speed.profile import experts_touched
 from explorer.model.weights import weight_breakdown
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 
-HAS_LLAMACPP = importlib.util.find_spec("explorer.engines.llamacpp.engine") is not None
 GPU_ENGINES = ("vllm", "sglang")
-AVAILABLE = ENGINES if HAS_LLAMACPP else GPU_ENGINES
-needs_llamacpp = pytest.mark.skipif(not HAS_LLAMACPP, reason="explorer/engines/llamacpp/engine.py has not landed yet")
 
 H100_BW = 3.35e12
 LLAMA8B = "meta-llama__Meta-Llama-3.1-8B"
@@ -327,7 +323,7 @@ CLUSTERS = ["1x8xh100-80g", "2x4xa100-40g@ib0", "1x2xrtx4090-24g,ram=128g + 1xcp
 def test_every_option_has_bound_at_least_estimate_above_zero(model, spec, context, concurrency, quant):
     shape = shape_of(model)
     request = PlanRequest(context_tokens=min(context, shape.max_context_tokens), concurrency=concurrency,
-                          engines=AVAILABLE, precision=quant)
+                          engines=ENGINES, precision=quant)
     for o in plan(shape, parse_cluster(spec), request).options:
         sp = o.speed
         assert sp is not None, o.label
@@ -343,7 +339,6 @@ def test_every_option_has_bound_at_least_estimate_above_zero(model, spec, contex
 # --- llama.cpp options from the engine itself ---------------------------------------------------
 
 
-@needs_llamacpp
 def test_llamacpp_partial_offload_options_are_slowed_by_their_host_layers():
     shape = shape_of(LLAMA70B)
     cluster = parse_cluster("1x1xrtx4090-24g,ram=256g")
@@ -359,7 +354,6 @@ def test_llamacpp_partial_offload_options_are_slowed_by_their_host_layers():
     assert t2 - t1 == pytest.approx((k2 - k1) * _layer_bytes_q4_k_m(4096) * (1 / 100e9 - 1 / 1008e9), rel=0.02)
 
 
-@needs_llamacpp
 def test_llamacpp_cpu_and_unified_options_carry_speed():
     shape = shape_of(LLAMA8B)
     for spec, kind in (("1xcpu-256g", "cpu"), ("1x1xm2-ultra-192g", "unified")):
@@ -374,7 +368,6 @@ def test_llamacpp_cpu_and_unified_options_carry_speed():
         assert options[0].speed.decode_bound_tokens_per_s == pytest.approx(bandwidth / read, rel=1e-6)
 
 
-@needs_llamacpp
 def test_llamacpp_rpc_options_cross_the_fabric():
     shape = shape_of(LLAMA70B)
     result = plan(shape, parse_cluster("2x1xrtx4090-24g@eth10g"), PlanRequest(engines=("llamacpp",), precision="Q4_K_M"))

@@ -26,7 +26,10 @@ from explorer.engines.fit_search import largest_fitting
 from explorer.units import cdiv
 
 EngineName = Literal["vllm", "sglang", "llamacpp"]
+#: every engine's name, in the order plans list them (the engines themselves: :mod:`explorer.engines.registry`)
 ENGINES: tuple[EngineName, ...] = ("vllm", "sglang", "llamacpp")
+#: how each engine's name is written for people
+ENGINE_LABELS: dict[EngineName, str] = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

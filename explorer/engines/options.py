@@ -15,7 +15,7 @@ from typing import Any
 from explorer.model.artifacts import Artifact
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
-from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
+from explorer.engines.common import ENGINE_LABELS, CardMemory, Evaluation, Layout, PlanRequest
 from explorer.units import gib
 
 
@@ -65,8 +65,7 @@ class Option:
     @property
     def label(self) -> str:
         """Where it runs, with the engine: ``vLLM · 8 × h100-80g (tp8)``."""
-        names = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
-        engine = names.get(self.engine, self.engine)
+        engine = ENGINE_LABELS.get(self.engine, self.engine)
         what = self.artifact.label
         if self.engine == "llamacpp" and self.artifact.format != "gguf":
             what += f" as a {self.precision} GGUF"  # llama.cpp runs the weights converted

@@ -23,11 +23,23 @@ a token (an MLA latent whole on every card), with no block rounding.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
 from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster
+from explorer.hardware.pools import Pool
+from explorer.engines import vllm
+from explorer.engines.collect import Collector
 from explorer.engines.common import (
-    CardMemory, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
+    CardMemory, EngineName, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
 )
+from explorer.engines.interface import Footprint
+from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.split_walk import recheck_split, split_layout, tp_pp_splits, walk_splits
+from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.units import MiB, cdiv
@@ -42,6 +54,9 @@ CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (
     (160 * 1024, 8192, 256, 512),  # H20, H200
 )
 LARGE_CARD = (16384, 512, 512)  # B200, MI300X
+#: a bound of SGLang's default static share on any card: the catalogue's discrete cards top out at 0.911
+#: (an MI355X, 288 GiB: 26,240 MiB reserved); an H100 at tp 1 takes 0.835
+DEFAULT_SHARE_BOUND = 0.95
 
 
 def card_defaults(card_mib: int, tp: int, request: PlanRequest) -> tuple[int, int]:
@@ -164,3 +179,57 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
     if layout.nodes > 1:
         parts.append(f"--nnodes {layout.nodes} --node-rank <0..{layout.nodes - 1}> --dist-init-addr <head-node>:5000")
     return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class SGLang:
+    """SGLang for the planner (a :class:`~explorer.engines.interface.SplitEngine`).
+
+    Across nodes it spans tensor parallelism itself (``--nnodes``), so that
+    split comes first; DP attention makes dp equal to tp; a card offers its
+    static share (``mem_fraction_static``) to the weights and the KV pool.
+    """
+
+    name: ClassVar[EngineName] = "sglang"
+
+    def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
+        """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""
+        if nodes > 1:
+            yield nodes * width, 1
+        yield from tp_pp_splits(nodes, width)
+
+    def make_layout(self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape,
+                    request: PlanRequest) -> Layout:
+        """The split, with dp = tp under ``--enable-dp-attention``."""
+        return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1)
+
+    def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
+        """Divisibility and combination rules (:func:`refusals`)."""
+        return refusals(shape, layout, request)
+
+    def usable_share(self, request: PlanRequest) -> float:
+        """A bound of ``mem_fraction_static``: the user's, else :data:`DEFAULT_SHARE_BOUND` (the default's
+        depends on the layout; the bound only refuses weights that cannot fit at any)."""
+        return max(DEFAULT_SHARE_BOUND, request.mem_fraction_static or 0.0)
+
+    def evaluate(self, shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass,
+                 request: PlanRequest, model_ref: str) -> Evaluation:
+        """SGLang's accounting of one layout (:func:`evaluate`)."""
+        return evaluate(shape, precision, layout, gpu, request, model_ref)
+
+    def walk(self, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
+             model_ref: str, out: Collector) -> None:
+        """The tensor × pipeline walk (:func:`explorer.engines.split_walk.walk_splits`)."""
+        walk_splits(self, shape, cluster, artifacts, request, model_ref, out)
+
+    def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
+        """The same layout re-evaluated for the new request."""
+        return recheck_split(self, shape, option, request, model_ref)
+
+    def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
+        """vLLM's footprint: a fleet offers each card a share of its memory, which is vLLM's budget rule,
+        not SGLang's static fraction."""
+        return vllm.ENGINE.footprint(shape, artifact, gpu, kv_dtype)
+
+
+ENGINE = SGLang()

@@ -25,13 +25,24 @@ prefill chunk; an MLA latent is whole on every card.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import ClassVar
 
 from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster
+from explorer.hardware.pools import Pool
+from explorer.engines.collect import Collector
 from explorer.engines.common import (
-    CardMemory, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
+    CardMemory, EngineName, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
 )
+from explorer.engines.interface import Footprint
+from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.split_walk import recheck_split, split_layout, tp_pp_splits, walk_splits
+from explorer.errors import PlanError
+from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.units import GiB, MiB, cdiv, round_up
@@ -82,8 +93,8 @@ def activation_bytes(shape: ModelShape, tp: int, tokens: int, seqs: int, last_st
     return peak
 
 
-def refusals(shape: ModelShape, layout: Layout) -> list[Refusal]:
-    """Divisibility rules vLLM enforces for this layout."""
+def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
+    """Divisibility rules vLLM enforces for this layout (none depends on the request)."""
     return tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
 
 
@@ -153,3 +164,67 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
     if layout.nodes > 1:
         parts.append("--distributed-executor-backend ray")
     return " ".join(parts)
+
+
+#: the two contexts a footprint's KV slope is measured between
+FOOTPRINT_PROBE_TOKENS = (4096, 8192)
+
+
+@dataclass(frozen=True, slots=True)
+class VLLM:
+    """vLLM for the planner (a :class:`~explorer.engines.interface.SplitEngine`).
+
+    Splits are tp × pp with tp within a node; a mixture of experts runs
+    expert-parallel over the tensor-parallel cards; a card offers
+    ``gpu_memory_utilization`` of its memory.
+    """
+
+    name: ClassVar[EngineName] = "vllm"
+
+    def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
+        """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""
+        return tp_pp_splits(nodes, width)
+
+    def make_layout(self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape,
+                    request: PlanRequest) -> Layout:
+        """The split, its experts expert-parallel over tp (``--enable-expert-parallel``)."""
+        ep = tp if shape.moe is not None and tp > 1 else 1
+        return split_layout(self, pool, nodes, width, tp, pp, ep=ep)
+
+    def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
+        """Divisibility rules (:func:`refusals`)."""
+        return refusals(shape, layout, request)
+
+    def usable_share(self, request: PlanRequest) -> float:
+        """``gpu_memory_utilization``: vLLM asks each card for that share."""
+        return request.gpu_memory_utilization
+
+    def evaluate(self, shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass,
+                 request: PlanRequest, model_ref: str) -> Evaluation:
+        """vLLM's accounting of one layout (:func:`evaluate`)."""
+        return evaluate(shape, precision, layout, gpu, request, model_ref)
+
+    def walk(self, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
+             model_ref: str, out: Collector) -> None:
+        """The tensor × pipeline walk (:func:`explorer.engines.split_walk.walk_splits`)."""
+        walk_splits(self, shape, cluster, artifacts, request, model_ref, out)
+
+    def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
+        """The same layout re-evaluated for the new request."""
+        return recheck_split(self, shape, option, request, model_ref)
+
+    def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
+        """One card of ``gpu`` at two contexts: the KV slope between them, the rest fixed."""
+        if gpu is None:
+            raise PlanError("vLLM's footprint needs a GPU class; a host without GPUs is sized by llama.cpp")
+        precision = shape.precision_of(artifact)
+        layout = Layout(engine=self.name, gpu_class=gpu.name)
+        small, large = (evaluate(shape, precision, layout, gpu, PlanRequest(context_tokens=c, kv_dtype=kv_dtype),
+                                 shape.name).cards[0] for c in FOOTPRINT_PROBE_TOKENS)
+        low, high = FOOTPRINT_PROBE_TOKENS
+        per_token = (large.kv_cache - small.kv_cache) // (high - low)
+        fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * low)
+        return Footprint(weights_bytes=small.weights, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token)
+
+
+ENGINE = VLLM()

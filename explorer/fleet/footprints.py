@@ -1,7 +1,7 @@
 """From models and a cluster to a placement request: footprints and cards.
 
 A model's per-instance footprint comes from the engine's own accounting on
-one card of the cluster's class (explorer's planner):
+one card of the cluster's class (:meth:`explorer.engines.interface.Engine.footprint`):
 
 - ``weights_bytes``: the weights an instance loads (split across a split's cards);
 - ``kv_bytes_per_token``: what one more token of context costs (split likewise);
@@ -22,19 +22,14 @@ from dataclasses import dataclass
 
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster
-from explorer.engines import vllm
-from explorer.engines.llamacpp import engine as llamacpp
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.registry import CPU_ENGINE, engine_named
 from explorer.errors import PlacementError
 from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.fleet.place import Card, ModelDemand, ModelTerm
-from explorer.plan.planner import precision_of
 from explorer.model.shapes import ModelShape
 
 #: context a model is charged at when its term names none
 DEFAULT_CONTEXT_TOKENS = 8192
-#: the two contexts the KV slope is measured between
-_PROBE = (4096, 8192)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,7 +59,7 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
         for group in node.gpus:
             for k in range(group.count):
                 total = group.gpu.memory_bytes
-                usable = min(int(total * usable_fraction), _free_on_card(group, k))
+                usable = min(int(total * usable_fraction), group.free_bytes_on(k))
                 cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total))
                 labels.append(f"{node.name}:{index_on_node} ({group.gpu.name})" + ("" if usable else ", busy"))
                 index_on_node += 1
@@ -80,51 +75,18 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
     raise PlacementError("the cluster has no nodes")
 
 
-def _free_on_card(group, k: int) -> int:
-    """Bytes free on the k-th card of a group: 0 past its free cards, else what the spec says is free."""
-    if k >= group.free_count:
-        return 0
-    if group.card_free_bytes:
-        return group.card_free_bytes[k]
-    return group.gpu.memory_bytes if group.free_bytes is None else group.free_bytes
-
-
 def demand_for(shape: ModelShape, term: ModelTerm, *, gpu: GPUClass | None, engine: str = "vllm", rank: int = 0,
                kv_dtype: str = "auto", precision: str | None = None, name: str | None = None) -> ModelDemand:
-    """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``."""
-    context = term.context_tokens or min(shape.max_context_tokens, DEFAULT_CONTEXT_TOKENS)
+    """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
+    (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's."""
+    context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
     artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
-    if engine == "llamacpp" or gpu is None:
-        weights, fixed, per_token = _llamacpp_footprint(shape, artifact, kv_dtype)
-    else:
-        weights, fixed, per_token = _vllm_footprint(shape, artifact, gpu, kv_dtype)
-    return ModelDemand(name=name or term.model_id, weights_bytes=weights, fixed_bytes_per_card=fixed,
-                       kv_bytes_per_token=per_token, context_tokens=context, replicas=term.replicas,
-                       phases=term.phases, rank=rank)
-
-
-def _vllm_footprint(shape: ModelShape, artifact, gpu: GPUClass, kv_dtype: str) -> tuple[int, int, int]:
-    precision = precision_of(shape, artifact)
-    layout = Layout(engine="vllm", gpu_class=gpu.name)
-    cards = []
-    for context in _PROBE:
-        request = PlanRequest(context_tokens=context, kv_dtype=kv_dtype)
-        cards.append(vllm.evaluate(shape, precision, layout, gpu, request, shape.name).cards[0])
-    small, large = cards
-    per_token = (large.kv_cache - small.kv_cache) // (_PROBE[1] - _PROBE[0])
-    fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * _PROBE[0])
-    return small.weights, fixed, per_token
-
-
-def _llamacpp_footprint(shape: ModelShape, artifact, kv_dtype: str) -> tuple[int, int, int]:
-    model = llamacpp.llama_model(shape, artifact)
-    mems = [llamacpp.llamacpp_memory(model, llamacpp.settings_for(PlanRequest(context_tokens=c, kv_dtype=kv_dtype)), ())
-            for c in _PROBE]
-    small, large = (m.host for m in mems)
-    per_token = (large.kv_bytes - small.kv_bytes) // (_PROBE[1] - _PROBE[0])
-    fixed = (small.compute_bytes + small.output_bytes + small.other_bytes + llamacpp.CUDA_CONTEXT_BYTES
-             + max(0, small.kv_bytes - per_token * _PROBE[0]))
-    return small.model_bytes, fixed, per_token
+    sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
+    footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
+    return ModelDemand(name=name or term.model_id, weights_bytes=footprint.weights_bytes,
+                       fixed_bytes_per_card=footprint.fixed_bytes_per_card,
+                       kv_bytes_per_token=footprint.kv_bytes_per_token, context_tokens=context,
+                       replicas=term.replicas, phases=term.phases, rank=rank)
 
 
 def unique_names(ids: Sequence[str]) -> list[str]:

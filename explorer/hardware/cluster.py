@@ -57,7 +57,7 @@ class GPUGroup:
     Attributes:
         gpu: the class of every device in the group (a MIG slice is a class of its own).
         count: devices in the group.
-        free_count: devices no workload holds now.
+        free_count: devices no workload holds now: the first ``free_count`` by index; the others are busy.
         free_bytes: free bytes per card when known (the least of ``card_free_bytes`` when those are given).
         card_free_bytes: free bytes of each card, when known one by one; else empty.
     """
@@ -89,17 +89,25 @@ class GPUGroup:
         """Most devices of this group one replica may use: 1 for MIG slices, else all."""
         return 1 if self.gpu.is_mig else self.count
 
-    def free_bytes_for(self, width: int) -> int:
-        """Free bytes per card a replica on ``width`` of these cards can count on (0 if it cannot have them).
+    def free_bytes_on(self, index: int) -> int:
+        """Free bytes on card ``index`` of the group right now.
 
-        With per-card figures it is the ``width``-th largest; else ``free_bytes``,
-        or the whole card when nothing is known of its use.
+        0 on a busy card (``index >= free_count``); else its own figure from
+        ``card_free_bytes``, else ``free_bytes``, else the whole card when nothing
+        is known of its use. ``free_bytes: 0`` means nothing is free, not "unknown".
         """
-        if not 1 <= width <= self.count:
+        if not 0 <= index < self.free_count:
             return 0
         if self.card_free_bytes:
-            return sorted(self.card_free_bytes, reverse=True)[width - 1]
+            return self.card_free_bytes[index]
         return self.gpu.memory_bytes if self.free_bytes is None else self.free_bytes
+
+    def free_bytes_for(self, width: int) -> int:
+        """Free bytes per card a replica on ``width`` of these cards can count on (0 if it cannot have them):
+        the ``width``-th largest of :meth:`free_bytes_on` over the group's cards."""
+        if not 1 <= width <= self.count:
+            return 0
+        return sorted((self.free_bytes_on(k) for k in range(self.count)), reverse=True)[width - 1]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Any
 
 from explorer.model.architectures import build_parts
+from explorer.model.artifacts import ORIGINAL, Artifact
 from explorer.model.architectures.common import ArchParts, Layer, MoESpec, VisionSpec
 from explorer.model.architectures.patterns import context_limit
 from explorer.model.config_reader import require_model_config
@@ -161,15 +162,30 @@ class ModelShape:
             raise ValueError("context and sequences must be non-negative")
         return kv_bytes(self.caches, context_tokens, self.kv_type(kv_dtype), sequences)
 
+    def clamp_context(self, tokens: int) -> int:
+        """``tokens`` held to the model's own limit (:attr:`max_context_tokens`): the one place a context is clamped."""
+        return min(tokens, self.max_context_tokens)
+
     # --- weights --------------------------------------------------------------------------
 
     def resolve_precision(self, precision: Precision | str | None) -> Precision:
-        """The checkpoint's own precision for None, else a what-if by name or object."""
+        """The checkpoint's own precision for None, else a what-if by name or object.
+
+        This is the one place a precision label becomes a :class:`Precision`: a
+        what-if name (``fp8``, ``int4-awq``, ``Q4_K_M``) or the label one shows
+        (``int4 AWQ g128``), through :func:`explorer.model.quant_config.precision_from_label`.
+        """
         if precision is None or precision == "checkpoint":
             return self.precision
         if isinstance(precision, str):
             return self.precision if precision == self.precision.name else precision_from_label(precision, base=self.dtype)
         return precision
+
+    def precision_of(self, artifact: Artifact) -> Precision:
+        """The precision an artifact loads at: the checkpoint's own for the original weights, else its label's."""
+        if artifact.name == ORIGINAL and not artifact.what_if:
+            return self.precision
+        return self.resolve_precision(artifact.quant)
 
     def weight_bytes(self, precision: Precision | str | None = None) -> int:
         """Bytes of the weights an engine loads (MTP layers excluded), scales included."""

@@ -1,11 +1,13 @@
 """Manual pinning: the user names the GPUs; explorer checks them and says by how much they overcommit.
 
 GPUs are named ``NODE:INDEX`` (``h100-80g@ib0#0:3``), or by index alone
-when the cluster has one GPU node. All pinned GPUs must be of one class,
-and (for vLLM and SGLang) the same number on each node. The pinned cards
-are laid out as the planner would lay them (the best tensor × pipeline split
-the rules allow), then each card's need is compared with what the engine may
-use there, and with what is free on it now.
+when the cluster has one GPU node. Pinning is checked for the engines that
+split a replica tensor × pipeline (:data:`explorer.engines.registry.SPLIT_ENGINES`:
+vLLM, SGLang). All pinned GPUs must be of one class, and the same number on
+each node. The pinned cards are laid out as the planner would lay them (the
+best tensor × pipeline split the rules allow), then each card's need is
+compared with what the engine may use there, and with what is free on it now
+(:meth:`explorer.hardware.cluster.GPUGroup.free_bytes_on`: a busy card has nothing free).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from dataclasses import dataclass
 
 from explorer.model.artifacts import Artifact
 from explorer.hardware.cluster import Cluster
-from explorer.engines import sglang, vllm
-from explorer.engines.common import Layout, PlanRequest
+from explorer.hardware.pools import Pool
+from explorer.engines.common import PlanRequest
+from explorer.engines.registry import SPLIT_ENGINES
 from explorer.errors import ManualSelectionError
 from explorer.engines.options import Option
 from explorer.plan.offer import original_artifact
-from explorer.plan.planner import Pool, decompositions, make_layout, precision_of
 from explorer.model.shapes import ModelShape
 from explorer.units import gib
 
@@ -74,8 +76,9 @@ def check_pinned(shape: ModelShape, cluster: Cluster, gpus: Sequence[str], *, en
                  model_ref: str | None = None) -> PinnedResult:
     """Lay the model over exactly the pinned GPUs and report any overcommit."""
     request = request or PlanRequest()
-    if engine not in ("vllm", "sglang"):
-        raise ManualSelectionError(f"pinning is checked for vllm and sglang, not {engine}")
+    split_engine = SPLIT_ENGINES.get(engine)
+    if split_engine is None:
+        raise ManualSelectionError(f"pinning is checked for {' and '.join(SPLIT_ENGINES)}, not {engine}")
     if not gpus:
         raise ManualSelectionError("no GPUs pinned")
     picked = _resolve_gpus(cluster, gpus)
@@ -93,16 +96,15 @@ def check_pinned(shape: ModelShape, cluster: Cluster, gpus: Sequence[str], *, en
     width = next(iter(per_node.values()))
     pool = Pool(gpu=gpu, nodes=tuple(nodes), fabric=nodes[0].fabric, spannable=len(nodes) > 1)  # type: ignore[arg-type]
     artifact = artifact or original_artifact(shape)
-    precision = precision_of(shape, artifact)
-    module = vllm if engine == "vllm" else sglang
+    precision = shape.precision_of(artifact)
     reasons: list[str] = []
-    for tp, pp in decompositions(engine, len(nodes), width, request):
-        layout: Layout = make_layout(engine, pool, len(nodes), width, tp, pp, shape, request)
-        refused = module.refusals(shape, layout) if engine == "vllm" else module.refusals(shape, layout, request)
+    for tp, pp in split_engine.decompositions(len(nodes), width, request):
+        layout = split_engine.make_layout(pool, len(nodes), width, tp, pp, shape, request)
+        refused = split_engine.refusals(shape, layout, request)
         if refused:
             reasons.append(refused[0][1])
             continue
-        ev = module.evaluate(shape, precision, layout, gpu, request, model_ref or shape.name)
+        ev = split_engine.evaluate(shape, precision, layout, gpu, request, model_ref or shape.name)
         option = Option(layout=layout, artifact=artifact, precision=precision.name,
                         bits_per_weight=shape.bits_per_weight(precision), evaluation=ev, free_now=True, hosts=1,
                         gpu=gpu)
@@ -113,19 +115,20 @@ def check_pinned(shape: ModelShape, cluster: Cluster, gpus: Sequence[str], *, en
 def _judge(option: Option, cluster: Cluster, picked: list[tuple[str, int]], free_needed: int) -> PinnedResult:
     worst = option.per_card
     over = max(0, worst.total - worst.usable)
-    short = 0
-    for name, index in picked:
-        group = cluster.node(name).gpus[0]  # type: ignore[union-attr]
-        free = group.card_free_bytes[index] if group.card_free_bytes else (group.free_bytes or group.gpu.memory_bytes)
-        short = max(short, free_needed - free)
+    groups = {name: cluster.node(name).gpus[0] for name, _ in picked}  # type: ignore[union-attr]
+    free, name, index = min((groups[name].free_bytes_on(index), name, index) for name, index in picked)
+    short = max(0, free_needed - free)
     cards = len(picked)
     if over:
         message = (f"Manual GPU selection overcommits: {worst.role} needs {gib(worst.total)} but has "
                    f"{gib(worst.usable)} usable, {gib(over)} over ({cards} pinned GPUs; "
                    f"{gib(over * worst.count)} over in all)")
-    elif short > 0:
-        message = (f"The pinned GPUs hold the model, but one has {gib(short)} less free now than the engine "
-                   f"needs to start ({gib(free_needed)})")
+    elif short and index >= groups[name].free_count:
+        message = (f"The pinned GPUs hold the model, but GPU {name}:{index} is busy now: a workload holds it, "
+                   f"and the engine needs {gib(free_needed)} free on it to start")
+    elif short:
+        message = (f"The pinned GPUs hold the model, but GPU {name}:{index} has {gib(short)} less free now than "
+                   f"the engine needs to start ({gib(free_needed)})")
     else:
         message = f"The {cards} pinned GPUs hold the model: {gib(worst.headroom)} to spare on the fullest card"
-    return PinnedResult(option=option, overcommit_bytes=over, short_now_bytes=max(0, short), message=message)
+    return PinnedResult(option=option, overcommit_bytes=over, short_now_bytes=short, message=message)

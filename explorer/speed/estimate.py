@@ -44,7 +44,6 @@ from explorer.model.artifacts import ORIGINAL
 from explorer.engines.common import PlanRequest
 from explorer.errors import UnknownPrecisionError
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat
-from explorer.model.quant_config import WHAT_IF_NAMES
 from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed.prices import PriceTable
 from explorer.speed.settings import SpeedSettings
@@ -115,12 +114,11 @@ def precision_for(shape, artifact, *, engine: str = "vllm", loaded: str | None =
                   bits_per_weight: float = 0.0) -> Precision:
     """The precision an option reads its weights at.
 
-    vLLM and SGLang: the checkpoint's own, or the what-if its ``quant`` names
-    (a what-if artifact carries the label, ``int4 GPTQ g128``, which is matched
-    back to its name, ``int4-gptq``). llama.cpp: the GGUF it loads — the
-    shape's own per-tensor types when the shape was read from that GGUF, else
+    vLLM and SGLang: the artifact's (:meth:`~explorer.model.shapes.ModelShape.precision_of`:
+    the checkpoint's own, or the what-if its ``quant`` labels). llama.cpp: the GGUF it loads —
+    the shape's own per-tensor types when the shape was read from that GGUF, else
     the quant mix ``loaded`` names (original weights are planned as the GGUF
-    they convert to: BF16, Q8_0, Q4_K_M). A name explorer does not know falls
+    they convert to: BF16, Q8_0, Q4_K_M). A label explorer does not know falls
     back to a mix of ``bits_per_weight`` bits, so the bytes stay right.
     """
     if engine == "llamacpp":
@@ -134,14 +132,12 @@ def precision_for(shape, artifact, *, engine: str = "vllm", loaded: str | None =
 
 @memo(256, keyed_on="shape identity, GGUF quant name, bits per weight")
 def _what_if(shape, quant: str, bits_per_weight: float) -> Precision:
+    """``quant`` as :meth:`~explorer.model.shapes.ModelShape.resolve_precision` reads it (a name or a label);
+    one it does not know as a GGUF-like mix of ``bits_per_weight`` bits."""
     try:
         return shape.resolve_precision(quant)
     except UnknownPrecisionError:
         pass
-    for name in WHAT_IF_NAMES:
-        precision = shape.resolve_precision(name)
-        if precision.name == quant:
-            return precision
     if bits_per_weight <= 0:
         return shape.precision
     fmt = WeightFormat(kind="gguf", bits=bits_per_weight)

@@ -173,11 +173,12 @@ def fleet_demands(terms: Sequence[tuple[str | None, ModelTerm]], shape_of: Calla
             if shape is None:
                 errors.append(f"{name}: {term.model_id} is not in the shipped snapshot (pick one from the menu)")
                 continue
-            limit = shape.max_context_tokens
-            if term.context_tokens and term.context_tokens > limit:
-                notes.append(f"{name}: {term.context_tokens:,} tokens asked; the model's limit, {limit:,}, "
+            asked = term.context_tokens or 0
+            charged = shape.clamp_context(asked)
+            if charged < asked:
+                notes.append(f"{name}: {asked:,} tokens asked; the model's limit, {charged:,}, "
                              "is charged")  # fmt: skip
-                term = replace(term, context_tokens=limit)
+                term = replace(term, context_tokens=charged)
             demands.append(demand_for(shape, term, gpu=gpu, engine=engine, rank=rank, precision=precision,
                                       name=name))  # fmt: skip
         except ExplorerError as e:

@@ -11,48 +11,33 @@ lay them out. Byte figures stay ints until a row shows them, in GiB
 from __future__ import annotations
 
 import html
-import importlib.util
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from explorer.model.artifacts import Artifact
-from explorer.engines.common import ENGINES, PlanRequest
+from explorer.engines.common import ENGINE_LABELS, ENGINES, PlanRequest
 from explorer.errors import ExplorerError
 from explorer.engines.options import Option, PlanResult
 from explorer.ui.sweep_cache import SWEEPS
 from explorer.units import GiB, gib
 
 __all__ = [
-    "ENGINE_CHOICES", "TABLE_COLUMNS", "artifact_choices", "available_engines",
+    "ENGINE_CHOICES", "TABLE_COLUMNS", "artifact_choices",
     "card_parts", "context_steps", "context_sweep", "near_miss_rows", "near_misses", "nearest_step", "option_rows",
-    "plannable", "refusal_groups", "rows_html", "speed_of_option", "sweep_options",
+    "refusal_groups", "rows_html", "speed_of_option", "sweep_options",
 ]  # fmt: skip
 
 #: the engine menu: label -> engines planned
 ENGINE_CHOICES: dict[str, tuple[str, ...]] = {
     "all three, side by side": ENGINES,
-    "vLLM": ("vllm",),
-    "SGLang": ("sglang",),
-    "llama.cpp": ("llamacpp",),
+    **{label: (name,) for name, label in ENGINE_LABELS.items()},
 }
 
 #: the ranked table's columns, in order
 TABLE_COLUMNS = ("#", "fits", "option", "engine", "cards", "per card (GiB)", "max context", "max concurrency",
                  "decode tok/s", "TTFT (s)", "$ / M tokens", "command")  # fmt: skip
-
-_ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
-
-
-def available_engines(engines: Iterable[str]) -> tuple[str, ...]:
-    """The engines asked for that this install can plan (llama.cpp's planner may be absent)."""
-    out = []
-    for e in engines:
-        if e in ("vllm", "sglang") or importlib.util.find_spec(f"explorer.engines.{e}") is not None:
-            out.append(e)
-    return tuple(out)
-
 
 def context_steps(limit: int, floor: int = 512) -> list[int]:
     """A geometric list of context lengths from ``floor`` to ``limit``: 512, 768, 1,024, 1,536, 2,048 …
@@ -79,31 +64,6 @@ def nearest_step(steps: Sequence[int], want: int) -> int:
     return min(steps, key=lambda s: (abs(math.log(max(s, 1) / want)), s))
 
 
-def plannable(shape: Any, artifact: Artifact) -> Artifact:
-    """A what-if artifact the planner can load.
-
-    ``offer.what_if_artifacts`` labels a what-if with its precision's long name
-    (``int4 AWQ g128``); where the planner only reads the short name (``int4-awq``),
-    the quant is swapped for the short one. Real artifacts pass unchanged.
-    """
-    if not artifact.what_if:
-        return artifact
-    try:
-        shape.resolve_precision(artifact.quant)
-        return artifact
-    except ExplorerError:
-        pass
-    from explorer.model.quant_config import WHAT_IF_NAMES
-
-    for name in WHAT_IF_NAMES:
-        try:
-            if shape.resolve_precision(name).name == artifact.quant:
-                return replace(artifact, quant=name)
-        except ExplorerError:
-            continue
-    return artifact
-
-
 def artifact_choices(artifacts: Sequence[Artifact], what_ifs: Sequence[Artifact] = ()) -> dict[str, Artifact]:
     """Menu label -> artifact: the repository's real offer first, then what-if precisions.
 
@@ -120,7 +80,7 @@ def artifact_choices(artifacts: Sequence[Artifact], what_ifs: Sequence[Artifact]
 
 
 def _engine(option: Option) -> str:
-    return _ENGINE_NAMES.get(option.engine, option.engine)
+    return ENGINE_LABELS.get(option.engine, option.engine)
 
 
 def speed_of_option(option: Option) -> tuple[float | None, float | None, float | None]:

@@ -125,7 +125,7 @@ class ExplorerWidget(w.VBox):
             steps = nd.context_steps(model.shape.max_context_tokens)
             want = self.context.value if self.result is not None else self._want_context
             self.context.options = [(f"{c:,}", c) for c in steps]
-            self.context.value = nd.nearest_step(steps, min(want, model.shape.max_context_tokens))
+            self.context.value = nd.nearest_step(steps, model.shape.clamp_context(want))
         finally:
             self._quiet = False
         self.refresh()
@@ -137,11 +137,9 @@ class ExplorerWidget(w.VBox):
         shape = self.model.shape
         try:
             cluster = parse_cluster(self.cluster.value)
-            engines = nd.available_engines(nd.ENGINE_CHOICES[self.engine.value]) or ("vllm",)
-            chosen = [nd.plannable(shape, self._menu[k]) for k in self.weights.value] or [
-                nd.plannable(shape, next(iter(self._menu.values())))]
+            chosen = [self._menu[k] for k in self.weights.value] or [next(iter(self._menu.values()))]
             request = PlanRequest(context_tokens=int(self.context.value), concurrency=int(self.concurrency.value),
-                                  kv_dtype=self.kv_dtype.value, engines=engines)  # fmt: skip
+                                  kv_dtype=self.kv_dtype.value, engines=nd.ENGINE_CHOICES[self.engine.value])  # fmt: skip
             self.result = plan(shape, cluster, request, artifacts=chosen, model_ref=self.model.repo or shape.name,
                                speed=SpeedSettings(prices=shipped_prices()))
         except ExplorerError as e:

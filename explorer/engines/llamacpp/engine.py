@@ -17,13 +17,17 @@ llama.cpp does not print); a host offers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import ClassVar
 
 from explorer.model.artifacts import Artifact
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster, Node
-from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
+from explorer.hardware.pools import Pool, gpu_pools
+from explorer.engines.collect import Collector
+from explorer.engines.common import CardMemory, EngineName, Evaluation, Layout, PlanRequest
+from explorer.engines.interface import Footprint
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, max_sequences
 from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
@@ -36,26 +40,22 @@ from explorer.model.shapes import ModelShape
 from explorer.units import MiB
 
 CUDA_CONTEXT_BYTES = 512 * MiB
-ENGINE = "llamacpp"
+NAME: EngineName = "llamacpp"
 
 #: the GGUF a what-if precision of the original weights converts to
 GGUF_FOR = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "fp8": "Q8_0", "int8": "Q8_0", "bnb int8": "Q8_0"}
 
 
-def gguf_quant_for_name(precision_name: str, nominal_bits: float = 4.0) -> str:
-    """The GGUF quant a precision of the original weights converts to (bf16 → BF16, 8-bit → Q8_0, else Q4_K_M)."""
-    name = precision_name.lower()
-    for key, quant in GGUF_FOR.items():
-        if name.startswith(key):
-            return quant
-    return "Q8_0" if nominal_bits >= 8 else "Q4_K_M"
-
-
 def gguf_quant_for(shape: ModelShape, artifact: Artifact) -> str:
-    """The GGUF quant llama.cpp would load for an artifact."""
+    """The GGUF quant llama.cpp would load for an artifact: a GGUF's own; for the original weights the GGUF
+    their precision converts to (bf16 → BF16, 8-bit → Q8_0, else Q4_K_M)."""
     if artifact.format == "gguf":
         return artifact.quant
-    return gguf_quant_for_name(artifact.quant, shape.resolve_precision(artifact.quant).nominal_bits)
+    label = artifact.quant.lower()
+    for key, quant in GGUF_FOR.items():
+        if label.startswith(key):
+            return quant
+    return "Q8_0" if shape.precision_of(artifact).nominal_bits >= 8 else "Q4_K_M"
 
 
 @lru_cache(maxsize=32)
@@ -113,10 +113,9 @@ def _host_card(mem: LlamaCppMemory, node: Node, request: PlanRequest, unified_by
                       overhead=h.output_bytes + h.other_bytes, usable=usable, capacity=node.host_ram_bytes)
 
 
-def command(model_ref: str, artifact: Artifact, layout: Layout, request: PlanRequest, mem: LlamaCppMemory,
-            split: tuple[float, ...]) -> str:
-    """The ``llama-server`` line."""
-    quant = artifact.quant if artifact.format == "gguf" else gguf_quant_for_name(artifact.quant)
+def command(model_ref: str, artifact: Artifact, quant: str, layout: Layout, request: PlanRequest,
+            mem: LlamaCppMemory, split: tuple[float, ...]) -> str:
+    """The ``llama-server`` line; ``quant`` names the converted file when the artifact is not a GGUF."""
     target = artifact.files[0] if artifact.files else f"{model_ref.rsplit('/', 1)[-1]}-{quant}.gguf"
     parts = ["llama-server", f"-m {target}", f"-c {mem.settings.n_ctx}"]
     if not layout.cpu:
@@ -137,8 +136,11 @@ def command(model_ref: str, artifact: Artifact, layout: Layout, request: PlanReq
 
 
 def evaluate(model: LlamaModel, artifact: Artifact, layout: Layout, gpu: GPUClass | None, node: Node,
-             request: PlanRequest, model_ref: str, *, rpc_nodes: int = 1) -> tuple[Evaluation, LlamaCppMemory]:
-    """Memory of one llama.cpp layout: devices, host, longest context, and the launch command."""
+             request: PlanRequest, model_ref: str, *, quant: str, rpc_nodes: int = 1) -> tuple[Evaluation, LlamaCppMemory]:
+    """Memory of one llama.cpp layout: devices, host, longest context, and the launch command.
+
+    ``quant`` is the GGUF it loads (:func:`gguf_quant_for`).
+    """
     devices, usable = _devices(layout, gpu, node, rpc_nodes)
     split = request.tensor_split or (proportional_tensor_split([d.memory_bytes for d in devices]) if len(devices) > 1 else ())
     host_bytes = int(node.host_ram_bytes * request.host_fraction)
@@ -161,7 +163,7 @@ def evaluate(model: LlamaModel, artifact: Artifact, layout: Layout, gpu: GPUClas
     if mem.layers_on_host:
         notes.append(f"{mem.layers_on_host} of {model.n_layer} layers run on the CPU")
     ev = Evaluation(cards=cards, host=host, max_context_tokens=longest, max_concurrency=conc,
-                    command=command(model_ref, artifact, layout, request, mem, split), layers_on_host=mem.layers_on_host,
+                    command=command(model_ref, artifact, quant, layout, request, mem, split), layers_on_host=mem.layers_on_host,
                     notes=tuple(notes), free_needed_bytes=max((c.total for c in cards), default=0),
                     n_gpu_layers=mem.n_gpu_layers)
     return ev, mem
@@ -198,16 +200,14 @@ def _ngl(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device
 
 
 def walk(shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
-         model_ref: str, out) -> None:
-    """Every llama.cpp way to run each artifact on the cluster, into the planner's collector ``out``."""
-    from explorer.plan.planner import gpu_pools
-
+         model_ref: str, out: Collector) -> None:
+    """Every llama.cpp way to run each artifact on the cluster, into ``out``."""
     served = shape.params - sum(t.elements for t in shape.mtp)
     for artifact in artifacts:
         try:
             model = llama_model(shape, artifact)
         except (LlamaCppConfigError, LlamaCppFitError, ValueError) as err:
-            out.refuse(ENGINE, None, artifact.name, "gguf", str(err))
+            out.refuse(NAME, None, artifact.name, "gguf", str(err))
             continue
         bits = model.weight_bytes * 8 / served if served else 0.0
         quant = gguf_quant_for(shape, artifact)
@@ -215,7 +215,7 @@ def walk(shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], req
         for pool in gpu_pools(cluster):
             _walk_gpu_pool(ctx, pool)
         for node in _distinct(cluster.unified_nodes):
-            layout = Layout(engine=ENGINE, gpu_class=node.gpus[0].gpu.name, unified=True)
+            layout = Layout(engine=NAME, gpu_class=node.gpus[0].gpu.name, unified=True)
             option = _try(ctx, layout, node.gpus[0].gpu, node, hosts=_count(cluster.unified_nodes, node))
             if option is not None:
                 ctx.out.accept(option)
@@ -255,30 +255,30 @@ def _try(ctx: _Ctx, layout: Layout, gpu: GPUClass | None, node: Node, *, hosts: 
     try:
         if key not in ctx.memo:
             ctx.memo[key] = evaluate(ctx.model, ctx.artifact, layout, gpu, node, ctx.request, ctx.model_ref,
-                                     rpc_nodes=rpc_nodes)[0]
+                                     quant=ctx.quant, rpc_nodes=rpc_nodes)[0]
         ev = ctx.memo[key]
     except LlamaCppConfigError as err:
-        ctx.out.refuse(ENGINE, layout, ctx.artifact.name, "llamacpp-config", err.message)
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-config", err.message)
         return None
     option = Option(layout=layout, artifact=ctx.artifact, precision=ctx.quant, bits_per_weight=ctx.bits, evaluation=ev,
                     free_now=free_now and node.host_free_bytes >= (ev.host.total if ev.host else 0), hosts=hosts, gpu=gpu,
                     node=node)
     if not ev.fits:
-        ctx.out.refuse(ENGINE, layout, ctx.artifact.name, "memory", memory_reason(option.per_card), option=option)
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "memory", memory_reason(option.per_card), option=option)
         return None
     return option
 
 
-def _walk_gpu_pool(ctx: _Ctx, pool) -> None:
+def _walk_gpu_pool(ctx: _Ctx, pool: Pool) -> None:
     max_width = 1 if pool.gpu.is_mig else pool.width()
     node = max(pool.nodes, key=lambda n: (n.group(pool.gpu.name).count, n.host_ram_bytes))
     full = None
     partial = None
     offloadable = ctx.model.weight_bytes - ctx.model.token_embd_bytes
     for width in range(1, max_width + 1):
-        layout = Layout(engine=ENGINE, gpu_class=pool.gpu.name, gpus_per_node=width, pp=width)
+        layout = Layout(engine=NAME, gpu_class=pool.gpu.name, gpus_per_node=width, pp=width)
         if width < max_width and ctx.request.n_gpu_layers is None and offloadable > width * (pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES):
-            ctx.out.refuse(ENGINE, layout, ctx.artifact.name, "memory-lower-bound",
+            ctx.out.refuse(NAME, layout, ctx.artifact.name, "memory-lower-bound",
                            f"the offloaded weights alone ({offloadable / 2**30:.1f} GiB) exceed {layout.label}; "
                            f"partial offload is planned on all {max_width} cards")
             continue
@@ -289,14 +289,14 @@ def _walk_gpu_pool(ctx: _Ctx, pool) -> None:
         if option.evaluation.layers_on_host == 0:
             full = option
             if width < max_width:
-                ctx.out.refuse(ENGINE, replace(layout, gpus_per_node=max_width, pp=max_width), ctx.artifact.name,
+                ctx.out.refuse(NAME, replace(layout, gpus_per_node=max_width, pp=max_width), ctx.artifact.name,
                                "more-than-needed", f"{layout.label} holds every layer: more cards only split them",
                                count=max_width - width)
             break
         if ctx.request.n_gpu_layers is not None or width == max_width:
             partial = option
         else:
-            ctx.out.refuse(ENGINE, layout, ctx.artifact.name, "partial-offload",
+            ctx.out.refuse(NAME, layout, ctx.artifact.name, "partial-offload",
                            f"{option.evaluation.layers_on_host} layers would stay on the CPU: the node's "
                            f"{max_width} cards take more")
     chosen = full or partial
@@ -306,18 +306,18 @@ def _walk_gpu_pool(ctx: _Ctx, pool) -> None:
         _walk_rpc(ctx, pool, max_width)
 
 
-def _walk_rpc(ctx: _Ctx, pool, width: int) -> None:
+def _walk_rpc(ctx: _Ctx, pool: Pool, width: int) -> None:
     """Across nodes: the first node's cards locally, the others' through RPC servers."""
     nodes = [n for n in pool.nodes if n.group(pool.gpu.name).count >= width]
     for count in range(2, len(nodes) + 1):
-        layout = Layout(engine=ENGINE, gpu_class=pool.gpu.name, fabric=pool.fabric, nodes=count, gpus_per_node=width,
+        layout = Layout(engine=NAME, gpu_class=pool.gpu.name, fabric=pool.fabric, nodes=count, gpus_per_node=width,
                         pp=count * width, rpc=True)
         option = _try(ctx, layout, pool.gpu, nodes[0], hosts=len(nodes), rpc_nodes=count,
                       free_now=sum(1 for g in pool.groups if g.free_count >= width) >= count)
         if option is not None and option.evaluation.layers_on_host == 0:
             ctx.out.accept(option)
             if count < len(nodes):
-                ctx.out.refuse(ENGINE, replace(layout, nodes=count + 1, pp=(count + 1) * width), ctx.artifact.name,
+                ctx.out.refuse(NAME, replace(layout, nodes=count + 1, pp=(count + 1) * width), ctx.artifact.name,
                                "more-than-needed", f"{layout.label} holds every layer", count=len(nodes) - count)
             return
 
@@ -327,7 +327,7 @@ def _walk_cpu(ctx: _Ctx, cluster: Cluster) -> None:
     if not cluster.nodes:
         return
     node = max(cluster.nodes, key=lambda n: n.host_ram_bytes)
-    layout = Layout(engine=ENGINE, gpu_class="cpu", gpus_per_node=0, cpu=True)
+    layout = Layout(engine=NAME, gpu_class="cpu", gpus_per_node=0, cpu=True)
     option = _try(ctx, layout, None, node, hosts=1)
     if option is None:
         return
@@ -342,5 +342,45 @@ def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_re
     fixed = replace(request, n_gpu_layers=option.evaluation.n_gpu_layers)
     model = llama_model(shape, option.artifact)
     ev, _ = evaluate(model, option.artifact, option.layout, option.gpu, option.node, fixed, model_ref or shape.name,
-                     rpc_nodes=option.layout.nodes if option.layout.rpc else 1)
+                     quant=gguf_quant_for(shape, option.artifact), rpc_nodes=option.layout.nodes if option.layout.rpc else 1)
     return option.with_evaluation(ev)
+
+
+#: the two contexts a footprint's KV slope is measured between
+FOOTPRINT_PROBE_TOKENS = (4096, 8192)
+
+
+def footprint(shape: ModelShape, artifact: Artifact, kv_dtype: str) -> Footprint:
+    """A llama.cpp instance's footprint: every layer's buffers at two contexts on the host, plus the CUDA context."""
+    model = llama_model(shape, artifact)
+    small, large = (llamacpp_memory(model, settings_for(PlanRequest(context_tokens=c, kv_dtype=kv_dtype)), ()).host
+                    for c in FOOTPRINT_PROBE_TOKENS)
+    low, high = FOOTPRINT_PROBE_TOKENS
+    per_token = (large.kv_bytes - small.kv_bytes) // (high - low)
+    fixed = (small.compute_bytes + small.output_bytes + small.other_bytes + CUDA_CONTEXT_BYTES
+             + max(0, small.kv_bytes - per_token * low))
+    return Footprint(weights_bytes=small.model_bytes, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token)
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaCpp:
+    """llama.cpp for the planner (an :class:`~explorer.engines.interface.Engine`): it lays out its own
+    replicas (one card, a node's cards, RPC across nodes, partial offload, CPU, unified memory)."""
+
+    name: ClassVar[EngineName] = NAME
+
+    def walk(self, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
+             model_ref: str, out: Collector) -> None:
+        """Every llama.cpp way (:func:`walk`)."""
+        walk(shape, cluster, artifacts, request, model_ref, out)
+
+    def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
+        """Same node, cards and ``-ngl`` at the new request (:func:`recheck`)."""
+        return recheck(shape, option, request, model_ref=model_ref)
+
+    def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
+        """The same on any card class (:func:`footprint`)."""
+        return footprint(shape, artifact, kv_dtype)
+
+
+ENGINE = LlamaCpp()

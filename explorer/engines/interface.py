@@ -1,0 +1,103 @@
+"""The Engine protocol: what the planner, pinning and the fleet need of an engine.
+
+Each engine (vLLM, SGLang, llama.cpp) is one object, listed by name in
+:mod:`explorer.engines.registry`. Every engine
+
+- ``walk``s a cluster for every way it runs each artifact, writing the ways
+  that fit and the refusals into a :class:`~explorer.engines.collect.Collector`;
+- ``recheck``s one of its ways at another context or concurrency;
+- gives a model's ``footprint`` for a fleet (weights, fixed bytes a card, KV a token).
+
+An :class:`~explorer.engines.common.Evaluation` carries what each card holds,
+the longest context, the concurrency and the launch command.
+
+Engines that split a replica tensor × pipeline over a pool's cards (vLLM,
+SGLang) implement :class:`SplitEngine` as well: they say which splits they
+run and how each is laid out, what they refuse, what share of a card they
+may fill, and evaluate one layout. The shared walk
+(:mod:`explorer.engines.split_walk`) and manual pinning
+(:mod:`explorer.plan.pinning`) use only that. llama.cpp lays out its replicas
+its own way (one card, a layer split, RPC, partial offload, CPU, unified
+memory) in its own walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from explorer.engines.collect import Collector
+from explorer.engines.common import EngineName, Evaluation, Layout, PlanRequest
+from explorer.engines.options import Option
+from explorer.engines.parallel_rules import Refusal
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster
+from explorer.hardware.pools import Pool
+from explorer.model.artifacts import Artifact
+from explorer.model.precision import Precision
+from explorer.model.shapes import ModelShape
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Footprint:
+    """What one instance of a model costs a fleet, by an engine's accounting on one card.
+
+    Attributes:
+        weights_bytes: the weights an instance loads (split across a split's cards).
+        fixed_bytes_per_card: what every card of a split pays whole: activation peak,
+            CUDA graphs, non-torch memory, compute and output buffers, fixed recurrent state.
+        kv_bytes_per_token: what one more token of context costs (split likewise).
+    """
+
+    weights_bytes: int
+    fixed_bytes_per_card: int
+    kv_bytes_per_token: int
+
+
+class Engine(Protocol):
+    """An inference engine as the planner sees it."""
+
+    @property
+    def name(self) -> EngineName:
+        """The engine's name in requests and layouts: ``vllm``, ``sglang``, ``llamacpp``."""
+        ...
+
+    def walk(self, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
+             model_ref: str, out: Collector) -> None:
+        """Every way this engine runs each artifact on the cluster: fits into ``out.accept``, the rest refused."""
+        ...
+
+    def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
+        """One of this engine's options at another context or concurrency: same cards, KV cache re-sized."""
+        ...
+
+    def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
+        """A model's per-instance footprint on one card of ``gpu`` (None: a host without discrete GPUs)."""
+        ...
+
+
+class SplitEngine(Engine, Protocol):
+    """An engine whose replicas split tensor × pipeline over a pool's cards (vLLM, SGLang)."""
+
+    def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
+        """(tp, pp) splits of ``nodes × width`` cards the engine runs, the best first."""
+        ...
+
+    def make_layout(self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape,
+                    request: PlanRequest) -> Layout:
+        """The layout of one split on ``nodes × width`` cards of a pool (with the engine's dp and ep)."""
+        ...
+
+    def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
+        """Rules the engine enforces that this layout breaks, first one first (empty: none)."""
+        ...
+
+    def usable_share(self, request: PlanRequest) -> float:
+        """The most of a card's memory the engine fills, weights included: a bound that refuses early."""
+        ...
+
+    def evaluate(self, shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass,
+                 request: PlanRequest, model_ref: str) -> Evaluation:
+        """Per-card memory, longest context, concurrency and launch command of one layout."""
+        ...

@@ -1,0 +1,160 @@
+"""The walk of engines that split a replica tensor × pipeline over a pool's cards (vLLM, SGLang).
+
+For a :class:`~explorer.engines.interface.SplitEngine` the walk takes every
+GPU pool (a class on a set of nodes a replica may span: one fabric's nodes,
+or one stand-alone node), every node count and every cards-per-node width,
+and every tensor × pipeline split of those cards the engine runs. Each
+candidate is refused by the first rule it breaks, in this order, and counted
+under that rule:
+
+1. ``mig-single-slice``: a MIG slice serves a replica alone, never joined;
+2. divisibility (``attention-heads``, ``kv-heads``, ``vision-heads``,
+   ``ssm-heads``, ``pipeline-layers``) and the engine's own refusals;
+3. ``memory-lower-bound``: the weights alone exceed the engine's share of the cards;
+4. ``memory``: the engine's accounting does not fit the asked context × concurrency;
+5. ``more-than-needed``: it fits, but a way with no more cards and no more
+   nodes (and fewer of one) fits too. On one node every width that fits is
+   kept (scaling up is a choice); across nodes only the fewest are.
+6. ``split``: the same cards fit with a better split (more tensor parallelism).
+
+Before any pool, an artifact that is not safetensors (``format``), a context
+past the model's limit (``context-limit``) and every unified-memory host
+(``platform``) are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from explorer.engines.collect import Collector
+from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.interface import SplitEngine
+from explorer.engines.options import Option, memory_reason
+from explorer.hardware.cluster import Cluster
+from explorer.hardware.pools import Pool, gpu_pools
+from explorer.model.artifacts import Artifact
+from explorer.model.precision import Precision
+from explorer.model.shapes import ModelShape
+from explorer.model.weights import weight_breakdown
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Weights:
+    """An artifact's weights at its precision: bits a served parameter, bytes in all (before any split)."""
+
+    bits: float
+    total_bytes: int
+
+
+def tp_pp_splits(nodes: int, width: int) -> Iterator[tuple[int, int]]:
+    """(tp, pp) splits of ``nodes × width`` cards with tp dividing a node's width, most tensor parallelism first."""
+    cards = nodes * width
+    for tp in range(width, 0, -1):
+        if width % tp == 0:
+            yield tp, cards // tp
+
+
+def split_layout(engine: SplitEngine, pool: Pool, nodes: int, width: int, tp: int, pp: int, *,
+                 dp: int = 1, ep: int = 1) -> Layout:
+    """The layout of one split on ``nodes × width`` cards of ``pool`` (the fabric named only across nodes)."""
+    return Layout(engine=engine.name, gpu_class=pool.gpu.name, fabric=pool.fabric if nodes > 1 else None,
+                  nodes=nodes, gpus_per_node=width, tp=tp, pp=pp, dp=dp, ep=ep)
+
+
+def walk_splits(engine: SplitEngine, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact],
+                request: PlanRequest, model_ref: str, out: Collector) -> None:
+    """Every way ``engine`` runs each artifact on the cluster's GPU pools, into ``out``."""
+    name = engine.name
+    for artifact in artifacts:
+        if artifact.format != "safetensors":
+            out.refuse(name, None, artifact.name, "format", f"{name} serves safetensors weights, not {artifact.format}")
+            continue
+        precision = shape.precision_of(artifact)
+        if request.context_tokens > shape.max_context_tokens:
+            out.refuse(name, None, artifact.name, "context-limit",
+                       f"context {request.context_tokens:,} exceeds the model's limit of {shape.max_context_tokens:,} tokens")
+            continue
+        for node in cluster.unified_nodes:
+            out.refuse(name, None, artifact.name, "platform",
+                       f"{name} does not run on unified-memory host {node.name} (use llama.cpp)")
+        weights = _Weights(bits=shape.bits_per_weight(precision), total_bytes=weight_breakdown(shape, precision).total_bytes)
+        for pool in gpu_pools(cluster):
+            _walk_pool(engine, shape, artifact, precision, weights, pool, request, model_ref, out)
+
+
+def _walk_pool(engine: SplitEngine, shape: ModelShape, artifact: Artifact, precision: Precision, weights: _Weights,
+               pool: Pool, request: PlanRequest, model_ref: str, out: Collector) -> None:
+    name = engine.name
+    max_width = 1 if pool.gpu.is_mig else pool.width()
+    if pool.gpu.is_mig and pool.width() > 1:
+        out.refuse(name, None, artifact.name, "mig-single-slice",
+                   f"{pool.gpu.name}: a replica takes exactly one MIG slice; slices are never joined",
+                   count=pool.width() - 1)
+    max_nodes = len(pool.nodes) if pool.spannable else 1
+    best: Option | None = None  # fewest cards, then fewest nodes, of the ways that fit so far
+    for nodes in range(1, max_nodes + 1):
+        if nodes > 1 and best is not None and nodes >= best.layout.cards:
+            layout = engine.make_layout(pool, nodes, max_width, max_width, nodes, shape, request)
+            out.refuse(name, layout, artifact.name, "more-than-needed",
+                       f"{nodes} or more nodes are more than needed: {best.layout.label} holds it",
+                       count=(max_nodes - nodes + 1) * max_width)
+            break
+        for width in range(1, max_width + 1):
+            hosts = pool.hosts(width)
+            if hosts < nodes:
+                continue
+            if nodes > 1 and best is not None and nodes * width >= best.layout.cards:
+                layout = engine.make_layout(pool, nodes, width, width, nodes, shape, request)
+                out.refuse(name, layout, artifact.name, "more-than-needed",
+                           f"{layout.label} is more than needed: {best.layout.label} holds it",
+                           count=max_width - width + 1)
+                break
+            option = _try_split(engine, shape, artifact, precision, weights, pool, nodes, width, hosts, request,
+                                model_ref, out)
+            if option is None:
+                continue
+            out.accept(option)
+            if best is None or option.layout.cards < best.layout.cards:
+                best = option
+            if nodes > 1:
+                break  # wider widths on as many nodes take more cards
+
+
+def _try_split(engine: SplitEngine, shape: ModelShape, artifact: Artifact, precision: Precision, weights: _Weights,
+               pool: Pool, nodes: int, width: int, hosts: int, request: PlanRequest, model_ref: str,
+               out: Collector) -> Option | None:
+    """The best (tp, pp) split of ``nodes × width`` cards that fits, refusing the others."""
+    name, cards = engine.name, nodes * width
+    accepted = None
+    for tp, pp in engine.decompositions(nodes, width, request):
+        layout = engine.make_layout(pool, nodes, width, tp, pp, shape, request)
+        if accepted is not None:
+            out.refuse(name, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards")
+            continue
+        reasons = engine.refusals(shape, layout, request)
+        if reasons:
+            rule, reason = reasons[0]
+            out.refuse(name, layout, artifact.name, rule, reason)
+            continue
+        if weights.total_bytes > pool.gpu.memory_bytes * engine.usable_share(request) * cards:
+            out.refuse(name, layout, artifact.name, "memory-lower-bound",
+                       f"the weights alone ({weights.total_bytes / 2**30:.1f} GiB) exceed {cards} × {pool.gpu.name}")
+            break
+        evaluation = engine.evaluate(shape, precision, layout, pool.gpu, request, model_ref)
+        option = Option(layout=layout, artifact=artifact, precision=precision.name,
+                        bits_per_weight=weights.bits, evaluation=evaluation,
+                        free_now=pool.free_now(nodes, width, evaluation.free_needed_bytes),
+                        hosts=hosts, gpu=pool.gpu, node=pool.nodes[0])
+        if not evaluation.fits:
+            out.refuse(name, layout, artifact.name, "memory", memory_reason(option.per_card), option=option)
+            continue
+        accepted = option
+    return accepted
+
+
+def recheck_split(engine: SplitEngine, shape: ModelShape, option: Option, request: PlanRequest,
+                  model_ref: str) -> Option:
+    """The same split at another context or concurrency: weights and overhead stay, the KV cache changes."""
+    precision = shape.precision_of(option.artifact)
+    return option.with_evaluation(engine.evaluate(shape, precision, option.layout, option.gpu, request, model_ref))

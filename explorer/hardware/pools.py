@@ -1,0 +1,62 @@
+"""GPU pools: the cards of one class a replica may use together.
+
+A pool is one class on a set of nodes: a fabric's nodes (a replica may span
+them), or the nodes of that class that stand alone (a replica takes one).
+MIG slices never span. Unified-memory hosts are not pools: their GPU shares
+the host's RAM and only llama.cpp plans them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster, GPUGroup, Node
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pool:
+    """GPUs of one class that one replica may use together.
+
+    Attributes:
+        gpu: the class.
+        nodes: the nodes holding it (spannable: one fabric; else nodes that stand alone).
+        fabric: the fabric they share, or None.
+        spannable: whether a replica may span several of the nodes.
+        groups: each node's GPU group of the class (filled in from ``nodes``).
+    """
+
+    gpu: GPUClass
+    nodes: tuple[Node, ...]
+    fabric: str | None
+    spannable: bool
+    groups: tuple[GPUGroup, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.groups:  # each node's GPU group of the class, in node order
+            object.__setattr__(self, "groups", tuple(n.group(self.gpu.name) for n in self.nodes))
+
+    def width(self) -> int:
+        """The most cards of the class one node offers."""
+        return max(g.count for g in self.groups)
+
+    def hosts(self, cards: int) -> int:
+        """How many nodes have at least ``cards`` cards of the class."""
+        return sum(1 for g in self.groups if g.count >= cards)
+
+    def free_now(self, nodes: int, width: int, needed_bytes: int) -> bool:
+        """Whether ``nodes`` of its nodes each have ``width`` cards with ``needed_bytes`` free right now
+        (see :meth:`explorer.hardware.cluster.GPUGroup.free_bytes_for`)."""
+        return sum(1 for g in self.groups if g.free_bytes_for(width) >= needed_bytes) >= nodes
+
+
+def gpu_pools(cluster: Cluster) -> list[Pool]:
+    """The cluster's GPU pools: each fabric's nodes of a class, and each class's stand-alone nodes together."""
+    pools: list[Pool] = []
+    for (name, fabric), nodes in cluster.pools().items():
+        if nodes[0].unified:
+            continue
+        gpu = nodes[0].group(name).gpu  # type: ignore[union-attr]
+        spannable = fabric is not None and not gpu.is_mig
+        pools.append(Pool(gpu=gpu, nodes=nodes, fabric=fabric, spannable=spannable))
+    return pools
