@@ -22,10 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
+TESTS = Path(__file__).resolve().parents[2] / "tests"  # explorer/bench/hub.py -> the checkout
 
 
-def _import_test_hub():
+def import_test_hub():
+    """(hubserver, hub_fixtures), the test Hub modules of a source checkout; exits when they are missing."""
     if not (TESTS / "hubserver.py").is_file():
         sys.exit(f"bench_hub needs a source checkout: {TESTS / 'hubserver.py'} is missing")
     sys.path.insert(0, str(TESTS))
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reads", type=int, default=200, help="cache reads per measurement (at least 200)")
     ap.add_argument("--rtt-ms", type=float, default=30.0, help="latency the server adds to each answer")
     a = ap.parse_args(argv)
-    hubserver, fx = _import_test_hub()
+    hubserver, fx = import_test_hub()
     root = Path(tempfile.mkdtemp(prefix="bench-hub-"))
     try:
         fx.build_standard_repos(root)
