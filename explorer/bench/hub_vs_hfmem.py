@@ -18,7 +18,7 @@ local server instead (no other change). It is found as ``--hf-mem PATH``,
 else ``hf-mem`` on PATH; when absent its column is skipped with a message
 (install it in its own venv: ``python -m venv v && v/bin/pip install hf-mem``).
 
-Reports wall time (median, p90, min), the ratio of medians, peak RSS
+Reports wall and CPU time (median, p90, min, max), the ratios of medians, peak RSS
 (``wait4``'s ``ru_maxrss`` of each process) and the requests each tool made
 per fetch, as the server logged them. Needs a source checkout (``tests/``).
 """
@@ -68,6 +68,7 @@ class Runs:
     Attributes:
         label: the tool's name in the report.
         wall_s: wall seconds per run.
+        cpu_s: user + system CPU seconds per run (steadier than wall on a shared machine).
         rss_kib: peak resident set per run, KiB.
         requests: (method, path, Range) per request, of the first run.
         request_counts: requests per run.
@@ -75,6 +76,7 @@ class Runs:
 
     label: str
     wall_s: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
     rss_kib: list[int] = field(default_factory=list)
     requests: list[tuple[str, str, str]] = field(default_factory=list)
     request_counts: list[int] = field(default_factory=list)
@@ -91,8 +93,8 @@ def build_repo(root: Path, fx, shards: int) -> None:
         fx.write_sharded_safetensors(d, tensors, shards)
 
 
-def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, int, int, str]:
-    """(wall seconds, peak RSS in KiB, exit status, output) of one child process."""
+def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int, int, str]:
+    """(wall seconds, CPU seconds, peak RSS in KiB, exit status, output) of one child process."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -101,7 +103,7 @@ def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, int, int, str]
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         text = out.read().decode(errors="replace")
-    return wall, usage.ru_maxrss, p.returncode, text
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, p.returncode, text
 
 
 def find_hf_mem(given: str | None) -> list[str] | None:
@@ -121,16 +123,18 @@ def _dist(xs: list[float], scale: float = 1.0, fmt: str = "{:7.3f}") -> str:
 
 
 def report(results: list[Runs]) -> None:
-    print(f"\n{'tool':<10} {'median s':>8} {'p90 s':>7} {'min s':>7} {'max s':>7}   "
-          f"{'RSS MiB (median)':>16}  requests/fetch")  # fmt: skip
+    print(f"\n{'':<10} {'wall s':^31}   {'CPU s (user+sys)':^31}")
+    print(f"{'tool':<10} {'median':>7} {'p90':>7} {'min':>7} {'max':>7}   {'median':>7} {'p90':>7} {'min':>7} {'max':>7}"
+          f"   {'RSS MiB':>7}  requests/fetch")  # fmt: skip
     for r in results:
         rss = statistics.median(r.rss_kib) / 1024
         reqs = sorted(set(r.request_counts))
-        print(f"{r.label:<10} {_dist(r.wall_s)}   {rss:16.1f}  {'/'.join(map(str, reqs))}")
+        print(f"{r.label:<10} {_dist(r.wall_s)}   {_dist(r.cpu_s)}   {rss:7.1f}  {'/'.join(map(str, reqs))}")
     if len(results) == 2:
         a, b = results
-        print(f"\nratio of medians {a.label} / {b.label}: wall {statistics.median(a.wall_s) / statistics.median(b.wall_s):.2f}x,"
-              f" peak RSS {statistics.median(a.rss_kib) / statistics.median(b.rss_kib):.2f}x")  # fmt: skip
+        med = statistics.median
+        print(f"\nratio of medians {a.label} / {b.label}: wall {med(a.wall_s) / med(b.wall_s):.2f}x,"
+              f" CPU {med(a.cpu_s) / med(b.cpu_s):.2f}x, peak RSS {med(a.rss_kib) / med(b.rss_kib):.2f}x")  # fmt: skip
     for r in results:
         print(f"\nrequests of one {r.label} fetch:")
         for method, path, rng in r.requests:
@@ -166,11 +170,12 @@ def main(argv: list[str] | None = None) -> None:
                 for runs, cmd in tools if i % 2 == 0 else tools[::-1]:  # alternate who goes first
                     server.reset_stats()
                     run_env = {**env, "EXPLORER_CACHE": str(tmp / f"cache-{i}" / "cache.duckdb")}
-                    wall, rss, rc, out = run_once(cmd, run_env)
+                    wall, cpu, rss, rc, out = run_once(cmd, run_env)
                     if rc != 0:
                         sys.exit(f"{runs.label} failed (exit {rc}):\n{out}")
                     log = [(m, p, r) for m, p, r, _ in server.stats.log]
                     runs.wall_s.append(wall)
+                    runs.cpu_s.append(cpu)
                     runs.rss_kib.append(rss)
                     runs.request_counts.append(len(log))
                     if i == 0:
