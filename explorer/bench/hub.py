@@ -74,7 +74,7 @@ def bench_gguf(server, fx) -> None:
 def bench_cache(reads: int) -> None:
     """Cold hits (first read of a key: DuckDB point queries) and warm hits (the in-memory memo)."""
     from explorer.sources.cache.store import Cache
-    from explorer.sources.hub.client import RepoFile, RepoListing, SafetensorsParams
+    from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams
 
     tmp = tempfile.mkdtemp(prefix="bench-cache-")
     path = Path(tmp) / "cache.duckdb"

@@ -33,7 +33,8 @@ from explorer.errors import (
     OfflineMissError,
 )
 from explorer.gguf.header import GGUFHeader, merge_split_headers
-from explorer.sources.hub.client import CONFIG_FILE, HubSettings
+from explorer.sources.hub.records import CONFIG_FILE
+from explorer.sources.hub.settings import HubSettings
 from explorer.plan.offer import build_offer, gguf_sets
 from explorer.sources.resolve import ResolvedModel
 from explorer.sources.facts import (
@@ -127,8 +128,8 @@ def _settings(settings: HubSettings | None, *, offline: bool, token: str | None)
 def _open_cache(offline: bool):
     from explorer.sources.cache.store import DEFAULT_TTL_S, Cache
 
-    try:  # offline, a branch mapping of any age beats no answer
-        return Cache.open(ttl_s=float("inf") if offline else DEFAULT_TTL_S)
+    try:  # offline, a branch mapping of any age beats no answer, and nothing is written: the file is only read
+        return Cache.open(read_only=offline, ttl_s=float("inf") if offline else DEFAULT_TTL_S)
     except CacheError:
         return None
 

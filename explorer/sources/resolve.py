@@ -115,7 +115,7 @@ def resolve_model(
         revision: a branch, tag or commit; overrides none given in ``text``.
         cache: an open :class:`explorer.sources.cache.store.Cache`; default: the one at
             ``$EXPLORER_CACHE`` (or the XDG path), opened and closed here.
-        settings: :class:`explorer.sources.hub.client.HubSettings`; ``offline`` and ``token`` override its fields.
+        settings: :class:`explorer.sources.hub.settings.HubSettings`; ``offline`` and ``token`` override its fields.
         progress: ``progress(stage, done, total)`` (default: bars on a terminal).
         cancel: set it to stop a fetch between requests (FetchCancelled).
 

@@ -16,20 +16,18 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from explorer.errors import ExplorerError, FetchCancelled, HubError, NothingToPlanError, capped_list
-from explorer.sources.hub.client import (
+from explorer.sources.hub.client import fetch_companions, fetch_config, fetch_repo_listing
+from explorer.sources.hub.errors import check_cancel
+from explorer.sources.hub.records import (
     CONFIG_FILE,
     FetchStats,
-    HubSettings,
     Progress,
     RepoFile,
     RepoListing,
     SafetensorsParams,
-    check_cancel,
-    fetch_companions,
-    fetch_config,
-    fetch_repo_listing,
     frozen,
 )
+from explorer.sources.hub.settings import HubSettings
 from explorer.sources.hub.weights import fetch_gguf_header_bytes, fetch_safetensors_params
 
 _SPLIT_GGUF = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
