@@ -18,6 +18,9 @@ local server instead (no other change). It is found as ``--hf-mem PATH``,
 else ``hf-mem`` on PATH; when absent its column is skipped with a message
 (install it in its own venv: ``python -m venv v && v/bin/pip install hf-mem``).
 
+``--baseline PYTHON`` adds a third column: another install of explorer (an
+older commit in its own venv), for before/after figures taken side by side.
+
 Reports wall and CPU time (median, p90, min, max), the ratios of medians, peak RSS
 (``wait4``'s ``ru_maxrss`` of each process) and the requests each tool made
 per fetch, as the server logged them. Needs a source checkout (``tests/``).
@@ -93,11 +96,14 @@ def build_repo(root: Path, fx, shards: int) -> None:
         fx.write_sharded_safetensors(d, tensors, shards)
 
 
-def run_once(cmd: list[str], env: dict[str, str]) -> tuple[float, float, int, int, str]:
-    """(wall seconds, CPU seconds, peak RSS in KiB, exit status, output) of one child process."""
+def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, int, str]:
+    """(wall seconds, CPU seconds, peak RSS in KiB, exit status, output) of one child process.
+
+    ``cwd`` should hold no ``explorer`` folder: ``python -m`` looks there first.
+    """
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
         _, status, usage = os.wait4(p.pid, 0)  # this child's own rusage, not all children's
         wall = time.perf_counter() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
@@ -130,9 +136,9 @@ def report(results: list[Runs]) -> None:
         rss = statistics.median(r.rss_kib) / 1024
         reqs = sorted(set(r.request_counts))
         print(f"{r.label:<10} {_dist(r.wall_s)}   {_dist(r.cpu_s)}   {rss:7.1f}  {'/'.join(map(str, reqs))}")
-    if len(results) == 2:
-        a, b = results
-        med = statistics.median
+    med = statistics.median
+    a = results[0]
+    for b in results[1:]:
         print(f"\nratio of medians {a.label} / {b.label}: wall {med(a.wall_s) / med(b.wall_s):.2f}x,"
               f" CPU {med(a.cpu_s) / med(b.cpu_s):.2f}x, peak RSS {med(a.rss_kib) / med(b.rss_kib):.2f}x")  # fmt: skip
     for r in results:
@@ -147,6 +153,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shards", type=int, default=4, help="safetensors files of the repo (1: model.safetensors)")
     ap.add_argument("--rtt-ms", type=float, default=0.0, help="latency the server adds to each answer")
     ap.add_argument("--hf-mem", default=None, metavar="PATH", help="the hf-mem script (default: hf-mem on PATH)")
+    ap.add_argument("--baseline", default=None, metavar="PYTHON",
+                    help="also time `PYTHON -m explorer shape` (another install, e.g. an older commit's venv)")
     a = ap.parse_args(argv)
     hubserver, fx = import_test_hub()
     tmp = Path(tempfile.mkdtemp(prefix="bench-hfmem-"))
@@ -162,6 +170,8 @@ def main(argv: list[str] | None = None) -> None:
             env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_HUB_OFFLINE", "EXPLORER_CACHE")}
             env.update(HF_ENDPOINT=server.endpoint, HF_HOME=str(tmp / "hf_home"), HF_HUB_DISABLE_TELEMETRY="1")
             tools = [(Runs("explorer"), [sys.executable, "-m", "explorer", "shape", REPO])]
+            if a.baseline:
+                tools.append((Runs("baseline"), [a.baseline, "-m", "explorer", "shape", REPO]))
             if hf_mem is not None:
                 tools.append((Runs("hf-mem"), [*hf_mem, str(server.port), "--model-id", REPO, "--experimental"]))
             print(f"repo {REPO}: {a.shards} safetensors file(s), server {server.endpoint}"
@@ -169,8 +179,8 @@ def main(argv: list[str] | None = None) -> None:
             for i in range(a.runs):
                 for runs, cmd in tools if i % 2 == 0 else tools[::-1]:  # alternate who goes first
                     server.reset_stats()
-                    run_env = {**env, "EXPLORER_CACHE": str(tmp / f"cache-{i}" / "cache.duckdb")}
-                    wall, cpu, rss, rc, out = run_once(cmd, run_env)
+                    run_env = {**env, "EXPLORER_CACHE": str(tmp / f"cache-{runs.label}-{i}" / "cache.duckdb")}
+                    wall, cpu, rss, rc, out = run_once(cmd, run_env, tmp)
                     if rc != 0:
                         sys.exit(f"{runs.label} failed (exit {rc}):\n{out}")
                     log = [(m, p, r) for m, p, r, _ in server.stats.log]
