@@ -48,7 +48,7 @@ from explorer.sources.gguf_files import (
     read_header_file,
     read_local_set,
 )
-from explorer.sources.spec import load_model, load_shape
+from explorer.sources.resolve import load_model, load_shape
 
 pytest_plugins = ["hub_fixtures"]
 

@@ -12,7 +12,7 @@ from explorer.cli.plan import read_cluster
 from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
-from explorer.sources.spec import load_shape
+from explorer.sources.resolve import load_shape
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

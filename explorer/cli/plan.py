@@ -15,7 +15,8 @@ from explorer.engines.options import PlanResult
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
 from explorer.plan.offer import plan_artifacts
-from explorer.sources.spec import load_model, parse_model_spec
+from explorer.sources.resolve import load_model
+from explorer.sources.spec import parse_model_spec
 from explorer.speed.estimate import SpeedSettings
 from explorer.speed.prices import load_prices
 from explorer.units import gib

@@ -7,7 +7,7 @@ import json
 
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.model.dtypes import KV_CACHE_TYPES
-from explorer.sources.spec import load_model
+from explorer.sources.resolve import load_model
 from explorer.model.summary import shape_rows, shape_summary
 from explorer.units import gib
 

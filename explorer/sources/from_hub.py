@@ -38,7 +38,7 @@ from explorer.gguf.header import GGUFHeader, merge_split_headers
 from explorer.sources.hub.records import CONFIG_FILE
 from explorer.sources.hub.settings import HubSettings
 from explorer.plan.offer import build_offer, gguf_sets
-from explorer.sources.resolve import ResolvedModel
+from explorer.sources.resolved import ResolvedModel
 from explorer.sources.facts import (
     HubFacts,
     facts_from_cache,
