@@ -32,14 +32,13 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from explorer.bench.hub import import_test_hub
+from explorer.bench.timing import Runs, run_once, timing_table
 
 REPO = "bench-org/Llama-3.1-8B"
 #: Llama 3.1 8B's tensor shapes (8,030,261,248 parameters at BF16)
@@ -65,22 +64,14 @@ main()
 
 
 @dataclass
-class Runs:
-    """What one tool did over the runs.
+class HubRuns(Runs):
+    """A tool's timings, and the requests the server logged.
 
     Attributes:
-        label: the tool's name in the report.
-        wall_s: wall seconds per run.
-        cpu_s: user + system CPU seconds per run (steadier than wall on a shared machine).
-        rss_kib: peak resident set per run, KiB.
         requests: (method, path, Range) per request, of the first run.
         request_counts: requests per run.
     """
 
-    label: str
-    wall_s: list[float] = field(default_factory=list)
-    cpu_s: list[float] = field(default_factory=list)
-    rss_kib: list[int] = field(default_factory=list)
     requests: list[tuple[str, str, str]] = field(default_factory=list)
     request_counts: list[int] = field(default_factory=list)
 
@@ -96,22 +87,6 @@ def build_repo(root: Path, fx, shards: int) -> None:
         fx.write_sharded_safetensors(d, tensors, shards)
 
 
-def run_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int, int, str]:
-    """(wall seconds, CPU seconds, peak RSS in KiB, exit status, output) of one child process.
-
-    ``cwd`` should hold no ``explorer`` folder: ``python -m`` looks there first.
-    """
-    with tempfile.TemporaryFile() as out:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
-        _, status, usage = os.wait4(p.pid, 0)  # this child's own rusage, not all children's
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read().decode(errors="replace")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, p.returncode, text
-
-
 def find_hf_mem(given: str | None) -> list[str] | None:
     """The interpreter that has hf_mem installed (read from the ``hf-mem`` script's first line), or None."""
     script = given or shutil.which("hf-mem")
@@ -122,20 +97,12 @@ def find_hf_mem(given: str | None) -> list[str] | None:
     return [python, "-c", _HF_MEM_BOOT]
 
 
-def _dist(xs: list[float], scale: float = 1.0, fmt: str = "{:7.3f}") -> str:
-    xs = sorted(x * scale for x in xs)
-    p90 = xs[min(len(xs) - 1, round(0.9 * (len(xs) - 1)))]
-    return " ".join(fmt.format(v) for v in (statistics.median(xs), p90, xs[0], xs[-1]))
-
-
-def report(results: list[Runs]) -> None:
-    print(f"\n{'':<10} {'wall s':^31}   {'CPU s (user+sys)':^31}")
-    print(f"{'tool':<10} {'median':>7} {'p90':>7} {'min':>7} {'max':>7}   {'median':>7} {'p90':>7} {'min':>7} {'max':>7}"
-          f"   {'RSS MiB':>7}  requests/fetch")  # fmt: skip
-    for r in results:
-        rss = statistics.median(r.rss_kib) / 1024
-        reqs = sorted(set(r.request_counts))
-        print(f"{r.label:<10} {_dist(r.wall_s)}   {_dist(r.cpu_s)}   {rss:7.1f}  {'/'.join(map(str, reqs))}")
+def report(results: list[HubRuns]) -> None:
+    lines = timing_table(results)
+    print("\n" + lines[0])
+    print(lines[1].replace(" " * 10, f"{'tool':<10}", 1) + "  requests/fetch")
+    for r, line in zip(results, lines[2:]):
+        print(f"{line}  {'/'.join(map(str, sorted(set(r.request_counts))))}")
     med = statistics.median
     a = results[0]
     for b in results[1:]:
@@ -169,11 +136,11 @@ def main(argv: list[str] | None = None) -> None:
             server.set_slow(a.rtt_ms / 1000)
             env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_HUB_OFFLINE", "EXPLORER_CACHE")}
             env.update(HF_ENDPOINT=server.endpoint, HF_HOME=str(tmp / "hf_home"), HF_HUB_DISABLE_TELEMETRY="1")
-            tools = [(Runs("explorer"), [sys.executable, "-m", "explorer", "shape", REPO])]
+            tools = [(HubRuns("explorer"), [sys.executable, "-m", "explorer", "shape", REPO])]
             if a.baseline:
-                tools.append((Runs("baseline"), [a.baseline, "-m", "explorer", "shape", REPO]))
+                tools.append((HubRuns("baseline"), [a.baseline, "-m", "explorer", "shape", REPO]))
             if hf_mem is not None:
-                tools.append((Runs("hf-mem"), [*hf_mem, str(server.port), "--model-id", REPO, "--experimental"]))
+                tools.append((HubRuns("hf-mem"), [*hf_mem, str(server.port), "--model-id", REPO, "--experimental"]))
             print(f"repo {REPO}: {a.shards} safetensors file(s), server {server.endpoint}"
                   f" (+{a.rtt_ms:g} ms per answer), {a.runs} runs each")  # fmt: skip
             for i in range(a.runs):
