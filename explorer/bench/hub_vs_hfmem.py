@@ -54,7 +54,7 @@ class _Local(httpx2.AsyncHTTPTransport):
         return await super().handle_async_request(request)
 _init = httpx2.AsyncClient.__init__
 def _init_local(self, *a, **kw):
-    kw["mounts"] = {"https://huggingface.co": _Local()}
+    kw["mounts"] = {"https://huggingface.co": _Local(verify=False)}  # no CA bundle to load for plain http
     _init(self, *a, **kw)
 httpx2.AsyncClient.__init__ = _init_local
 sys.argv[0] = "hf-mem"
