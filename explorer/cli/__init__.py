@@ -56,7 +56,6 @@ COMMANDS: tuple[Command, ...] = (
             description="The snapshot lets explorer plan popular models with no network."),
     Command(name="bench", help="time plan() on 8-, 64- and 1,000-GPU clusters"),
 )  # fmt: skip
-SUBCOMMANDS = tuple(c.name for c in COMMANDS)
 
 
 class CommandParser(argparse.ArgumentParser):
