@@ -22,7 +22,7 @@ import pytest
 from explorer.sources.cache.store import Cache, CacheWarning, default_cache_path
 from explorer.sources.cache.schema import json_safe
 from explorer.errors import CacheError
-from explorer.sources.hub.client import RepoFile, RepoListing, SafetensorsParams
+from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 SHA2 = "89abcdef0123456789abcdef0123456789abcdef"
@@ -178,7 +178,7 @@ def test_a_failing_write_leaves_nothing_behind(cache):
 WRITER = """
     import sys, random
     from explorer.sources.cache.store import Cache
-    from explorer.sources.hub.client import RepoFile, RepoListing, SafetensorsParams
+    from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams
     cache = Cache.open(sys.argv[1])
     i = 0
     while True:
@@ -228,7 +228,7 @@ def test_kill_9_mid_write_leaves_whole_rows(tmp_path, delay_s):
 HOLDER = """
     import sys
     from explorer.sources.cache.store import Cache
-    from explorer.sources.hub.client import RepoFile, RepoListing
+    from explorer.sources.hub.records import RepoFile, RepoListing
     cache = Cache.open(sys.argv[1])
     cache.put_listing(RepoListing(repo_id="org/held", revision="main", sha="f" * 40,
                                   files=(RepoFile(path="config.json", size_bytes=1, lfs=False),)))

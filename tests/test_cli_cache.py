@@ -55,7 +55,7 @@ def test_info_clear_export_and_where_the_file_is(hub_endpoint, tmp_path, monkeyp
 
 RESOLVER = """
     import itertools, sys
-    from explorer.sources.hub.client import HubSettings
+    from explorer.sources.hub.settings import HubSettings
     from explorer.sources.resolve import resolve_model
     settings = HubSettings.resolve(endpoint=sys.argv[1])
     repos = [f"kill-org/m{i}" for i in range(int(sys.argv[2]))]
@@ -104,7 +104,7 @@ def test_cache_info_reads_a_file_another_process_holds(tmp_path):
     holder = run_script(tmp_path, """
         import sys
         from explorer.sources.cache.store import Cache
-        from explorer.sources.hub.client import RepoFile, RepoListing
+        from explorer.sources.hub.records import RepoFile, RepoListing
         cache = Cache.open(sys.argv[1])
         cache.put_listing(RepoListing(repo_id="org/held", revision="main", sha="f" * 40,
                                       files=(RepoFile(path="config.json", size_bytes=1, lfs=False),)))

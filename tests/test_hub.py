@@ -26,7 +26,8 @@ from explorer.errors import (
     RepoNotFoundError,
     RevisionNotFoundError,
 )
-from explorer.sources.hub.client import HubSettings, fetch_config, fetch_repo_listing
+from explorer.sources.hub.client import fetch_config, fetch_repo_listing
+from explorer.sources.hub.settings import HubSettings
 from explorer.sources.hub.many import default_gguf_files, fetch_many, fetch_model
 from explorer.sources.hub.weights import fetch_gguf_header_bytes, fetch_safetensors_params
 from explorer.units import MiB

@@ -39,7 +39,7 @@ from explorer.errors import (
     OfflineMissError,
     RepoNotFoundError,
 )
-from explorer.sources.hub.client import HubSettings
+from explorer.sources.hub.settings import HubSettings
 from explorer.sources.resolve import resolve_model
 from explorer.sources.facts import facts_from_cache
 from explorer.sources.gguf_files import (
@@ -48,7 +48,7 @@ from explorer.sources.gguf_files import (
     read_header_file,
     read_local_set,
 )
-from explorer.sources.spec import load_model, load_shape
+from explorer.sources.resolve import load_model, load_shape
 
 pytest_plugins = ["hub_fixtures"]
 

@@ -12,7 +12,7 @@ from hub_fixtures import FP8, GGUF, SINGLE
 
 from explorer.cli import main
 from explorer.errors import OfflineMissError, SnapshotError
-from explorer.sources.hub.client import HubSettings
+from explorer.sources.hub.settings import HubSettings
 from explorer.plan.offer import computed_disk_bytes
 from explorer.sources.resolve import resolve_model
 from explorer.sources.snapshot.read import default_snapshot_path, load_snapshot, parse_snapshot

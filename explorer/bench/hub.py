@@ -22,10 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent.parent / "tests"
+TESTS = Path(__file__).resolve().parents[2] / "tests"  # explorer/bench/hub.py -> the checkout
 
 
-def _import_test_hub():
+def import_test_hub():
+    """(hubserver, hub_fixtures), the test Hub modules of a source checkout; exits when they are missing."""
     if not (TESTS / "hubserver.py").is_file():
         sys.exit(f"bench_hub needs a source checkout: {TESTS / 'hubserver.py'} is missing")
     sys.path.insert(0, str(TESTS))
@@ -73,7 +74,7 @@ def bench_gguf(server, fx) -> None:
 def bench_cache(reads: int) -> None:
     """Cold hits (first read of a key: DuckDB point queries) and warm hits (the in-memory memo)."""
     from explorer.sources.cache.store import Cache
-    from explorer.sources.hub.client import RepoFile, RepoListing, SafetensorsParams
+    from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams
 
     tmp = tempfile.mkdtemp(prefix="bench-cache-")
     path = Path(tmp) / "cache.duckdb"
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--reads", type=int, default=200, help="cache reads per measurement (at least 200)")
     ap.add_argument("--rtt-ms", type=float, default=30.0, help="latency the server adds to each answer")
     a = ap.parse_args(argv)
-    hubserver, fx = _import_test_hub()
+    hubserver, fx = import_test_hub()
     root = Path(tempfile.mkdtemp(prefix="bench-hub-"))
     try:
         fx.build_standard_repos(root)

@@ -28,7 +28,7 @@ from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.units import GiB
 
-CONFIG = Path(__file__).resolve().parent.parent / "tests" / "data" / "configs" / "meta-llama__Meta-Llama-3.1-405B.json"
+CONFIG = Path(__file__).resolve().parents[2] / "tests" / "data" / "configs" / "meta-llama__Meta-Llama-3.1-405B.json"
 DEVICES = tuple(Device(name=f"H100 #{i}", kind="gpu", memory_bytes=80 * GiB) for i in range(4))
 SETTINGS = LlamaCppSettings(n_ctx=8192)
 

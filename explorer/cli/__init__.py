@@ -1,9 +1,12 @@
 """The ``explorer`` command line: parse arguments, call the library, print.
 
-Each subcommand lives in its own module with a ``register(subparsers)``
-function that adds its parser and sets ``handler``. Library errors
-(:class:`explorer.errors.ExplorerError`) become a one-line message on stderr
-and exit status 2; nothing here computes a figure.
+Each subcommand lives in its own module, ``explorer.cli.<name>``, with
+``add_arguments(parser)`` and ``run(args)``. The table :data:`COMMANDS` below
+is all the top-level parser knows of them (name, one-line help, description),
+so ``explorer --help`` imports no command: a command's module is imported
+only when its parser is used (its arguments are added then) and run.
+Library errors (:class:`explorer.errors.ExplorerError`) become a one-line
+message on stderr and exit status 2; nothing here computes a figure.
 """
 
 from __future__ import annotations
@@ -11,24 +14,90 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from dataclasses import dataclass
 
 from explorer import __version__
 from explorer.errors import ExplorerError
 
-#: subcommand modules, in the order ``explorer --help`` lists them
-SUBCOMMANDS = ("shape", "plan", "place", "cache", "snapshot", "bench")
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command:
+    """A subcommand as the top-level parser lists it.
+
+    Attributes:
+        name: the word typed, and the module ``explorer.cli.<name>`` that implements it.
+        help: one line for ``explorer --help``.
+        description: the paragraph atop ``explorer <name> --help``, or None.
+    """
+
+    name: str
+    help: str
+    description: str | None = None
+
+    @property
+    def module(self) -> str:
+        return f"explorer.cli.{self.name}"
+
+
+#: the subcommands, in the order ``explorer --help`` lists them
+COMMANDS: tuple[Command, ...] = (
+    Command(name="shape", help="show a model's shape, parameters and KV cache per token",
+            description="Show a model's shape: parameters, layers, attention, experts, context limit, "
+                        "weight bytes and KV cache bytes per token."),
+    Command(name="plan", help="list every way a model can run on a cluster, best first",
+            description="List every way a model can run on a cluster with vLLM, SGLang and llama.cpp, "
+                        "best first, with what each card holds and why other ways do not work."),
+    Command(name="place", help="place several models on one fleet (swap groups, replicas, manual plans)",
+            description="Place several models on a cluster's cards: co-location, splits, swap groups for "
+                        "models that never run in the same phase, replicas, and checks of a manual plan."),
+    Command(name="cache", help="show, clear or export the local cache of Hub facts",
+            description="The local DuckDB cache of Hub listings, configs and weight headers."),
+    Command(name="snapshot", help="list or refresh the shipped snapshot of popular models",
+            description="The snapshot lets explorer plan popular models with no network."),
+    Command(name="bench", help="time plan() on 8-, 64- and 1,000-GPU clusters"),
+)  # fmt: skip
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser that gets its arguments from the command's module on first use.
+
+    ``command`` names the module; parsing with this parser, or printing its
+    help or usage, imports the module and calls its ``add_arguments(self)``
+    once. Parsers made below it (a command's actions) are complete at once.
+    """
+
+    def __init__(self, *args, command: Command | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._command = command
+
+    def _add_command_arguments(self) -> None:
+        if self._command is not None:
+            command, self._command = self._command, None
+            importlib.import_module(command.module).add_arguments(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._add_command_arguments()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._add_command_arguments()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._add_command_arguments()
+        return super().format_usage()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every subcommand registered."""
+    """The top-level parser; each subcommand's own arguments are added when it is used."""
     parser = argparse.ArgumentParser(
         prog="explorer",
         description="Will it fit? Plan where and how a large language model can be served.",
     )
     parser.add_argument("--version", action="version", version=f"explorer {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
-        importlib.import_module(f"explorer.cli.{name}").register(sub)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
+    for c in COMMANDS:
+        sub.add_parser(c.name, help=c.help, description=c.description, command=c)
     return parser
 
 
@@ -36,11 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the process exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "handler", None):
+    if args.command is None:
         parser.print_help()
         return 1
+    run = importlib.import_module(f"explorer.cli.{args.command}").run
     try:
-        return int(args.handler(args) or 0)
+        return int(run(args) or 0)
     except ExplorerError as err:
         print(f"explorer {args.command}: {err}", file=sys.stderr)
         return 2

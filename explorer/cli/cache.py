@@ -15,10 +15,8 @@ import os
 from explorer.units import mib
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the ``cache`` subcommand and its actions."""
-    p = sub.add_parser("cache", help="show, clear or export the local cache of Hub facts",
-                       description="The local DuckDB cache of Hub listings, configs and weight headers.")  # fmt: skip
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``cache`` subcommand's arguments and actions."""
     p.add_argument("--cache", default=None, metavar="PATH", help="the cache file (default: $EXPLORER_CACHE or "
                    "~/.cache/explorer/cache.duckdb)")  # fmt: skip
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -29,7 +27,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument("path", metavar="PATH", help="the JSON file to write")
     for q in (info, clear, export):
         q.add_argument("--cache", default=argparse.SUPPRESS, metavar="PATH", help="the cache file")
-    p.set_defaults(handler=run)
 
 
 def _path(args: argparse.Namespace) -> str:

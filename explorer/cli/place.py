@@ -12,15 +12,12 @@ from explorer.cli.plan import read_cluster
 from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
-from explorer.sources.spec import load_shape
+from explorer.sources.resolve import load_shape
 from explorer.fleet.text import describe_placement
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the ``place`` subcommand."""
-    p = sub.add_parser("place", help="place several models on one fleet (swap groups, replicas, manual plans)",
-                       description="Place several models on a cluster's cards: co-location, splits, swap groups for "
-                                   "models that never run in the same phase, replicas, and checks of a manual plan.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``place`` subcommand's arguments."""
     p.add_argument("--cluster", required=True, metavar="SPEC", help="cluster spec or a .json/.toml file")
     p.add_argument("--model", action="append", required=True, metavar="TERM",
                    help="ID[:context][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k x2@query (repeatable; order = rank)")
@@ -31,7 +28,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quant", default=None, help="what-if precision for every model")
     p.add_argument("--offline", action="store_true", help="use only the cache and the shipped snapshot")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=run)
 
 
 def _shape(model_id: str, offline: bool):

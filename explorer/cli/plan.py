@@ -15,7 +15,8 @@ from explorer.engines.options import PlanResult
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
 from explorer.plan.offer import plan_artifacts
-from explorer.sources.spec import load_model, parse_model_spec
+from explorer.sources.resolve import load_model
+from explorer.sources.spec import parse_model_spec
 from explorer.speed.estimate import SpeedSettings
 
 from explorer.units import gib
@@ -104,11 +105,8 @@ def resolve_for_plan(args: argparse.Namespace):
     return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the ``plan`` subcommand."""
-    p = sub.add_parser("plan", help="list every way a model can run on a cluster, best first",
-                       description="List every way a model can run on a cluster with vLLM, SGLang and llama.cpp, "
-                                   "best first, with what each card holds and why other ways do not work.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``plan`` subcommand's arguments."""
     p.add_argument("model", metavar="MODEL", help="config.json, a model folder, a .gguf file, or a Hub id "
                                                   "(org/name, org/name@revision, org/name:FILE.gguf)")
     add_request_arguments(p)
@@ -123,7 +121,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="CSV of gpu_class,usd_per_gpu_hour,... for cost per million tokens (default: data/prices.csv)")
     p.add_argument("--top", type=int, default=15, help="options to print (human form)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,43 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 
+from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.model.dtypes import KV_CACHE_TYPES
-from explorer.sources.spec import load_model
+from explorer.sources.resolve import load_model
 from explorer.model.summary import shape_rows, shape_summary
 from explorer.units import gib
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the ``shape`` subcommand."""
-    p = sub.add_parser("shape", help="show a model's shape, parameters and KV cache per token",
-                       description="Show a model's shape: parameters, layers, attention, experts, context limit, "
-                                   "weight bytes and KV cache bytes per token.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``shape`` subcommand's arguments."""
     p.add_argument("model", metavar="MODEL", help="config.json, a model folder, a .gguf file, or a Hub id org/name")
     p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type (default: the model's dtype)")
     p.add_argument("--context", type=int, default=None, help="context length for the KV figure (default: the model's limit)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_hub_options(p)
-    p.set_defaults(handler=run)
-
-
-def add_hub_options(p: argparse.ArgumentParser) -> None:
-    """``--offline``, ``--token``, ``--revision``, ``--timeout`` for commands that take a Hub id."""
-    g = p.add_argument_group("Hub")
-    g.add_argument("--offline", action="store_true",
-                   help="never ask the Hub: answer from the cache or the shipped snapshot (also HF_HUB_OFFLINE=1)")
-    g.add_argument("--token", default=None, metavar="TOKEN",
-                   help="Hub token for gated or private repos (default: HF_TOKEN); never printed or stored")
-    g.add_argument("--revision", default=None, metavar="REV", help="branch, tag or commit (default: main)")
-    g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="seconds to wait for each Hub answer (default: 10)")
-
-
-def hub_kwargs(args: argparse.Namespace) -> dict:
-    """The resolver's keyword arguments from the Hub options (the token stays out of everything printed)."""
-    from explorer.sources.hub.client import HubSettings
-
-    settings = HubSettings.resolve(token=args.token, timeout_s=args.timeout, offline=True if args.offline else None)
-    return {"settings": settings, "revision": args.revision}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,15 +12,12 @@ import argparse
 import json
 from pathlib import Path
 
+from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.units import gib, human_count
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the ``snapshot`` subcommand and its actions."""
-    from explorer.cli.shape import add_hub_options
-
-    p = sub.add_parser("snapshot", help="list or refresh the shipped snapshot of popular models",
-                       description="The snapshot lets explorer plan popular models with no network.")  # fmt: skip
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``snapshot`` subcommand's arguments and actions."""
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = actions.add_parser("list", help="the repositories the snapshot knows")
     ls.add_argument("--search", default="", metavar="TEXT", help="only entries matching every word of TEXT")
@@ -39,7 +36,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     seed.add_argument("--indexes", type=Path, default=None, metavar="DIR",
                       help="org__name.model.safetensors.index.json files (total_size sizes the weights)")
     seed.add_argument("--out", type=Path, required=True, metavar="PATH", help="the snapshot file to write")
-    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +62,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from explorer.cli.shape import hub_kwargs
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.sources.snapshot.build import refresh
 

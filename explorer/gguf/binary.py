@@ -9,8 +9,8 @@ least 32, each string in an array at least 8). So when the prefix runs out,
 a claimed count or length is checked against the file size (or a sanity cap)
 before any loop runs over it.
 
-Format facts: gguf-py ``gguf/constants.py`` (value types, GGML_QUANT_SIZES,
-magic, ``general.alignment``) and llama.cpp ``ggml/src/gguf.cpp`` (versions,
+Format facts: :mod:`explorer.gguf.constants` (gguf-py's value types,
+GGML_QUANT_SIZES, magic, ``general.alignment``) and llama.cpp ``ggml/src/gguf.cpp`` (versions,
 GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_MAX_ARRAY_ELEMENTS, the checks).
 """
 
@@ -20,8 +20,6 @@ import math
 import struct
 from dataclasses import dataclass
 
-import gguf
-
 from explorer.errors import (
     GGUFFormatError,
     GGUFLimitError,
@@ -30,17 +28,25 @@ from explorer.errors import (
     GGUFTruncatedError,
     GGUFValueError,
 )
+from explorer.gguf.constants import (
+    GGML_QUANT_SIZES,
+    GGUF_DEFAULT_ALIGNMENT,
+    GGUF_MAGIC,
+    KEY_ALIGNMENT,
+    GGMLQuantizationType,
+    GGUFValueType,
+)
 from explorer.units import MiB
 
-VT = gguf.GGUFValueType
-QT = gguf.GGMLQuantizationType
+VT = GGUFValueType
+QT = GGMLQuantizationType
 
 # --- format facts ---------------------------------------------------------------
-GGUF_MAGIC_BYTES = struct.pack("<I", gguf.GGUF_MAGIC)  # b"GGUF"
+GGUF_MAGIC_BYTES = struct.pack("<I", GGUF_MAGIC)  # b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)  # gguf.cpp: "GGUFv1 is no longer supported"; v3 is current
 GGML_MAX_DIMS = 4  # ggml.h
 GGML_MAX_NAME = 64  # ggml.h; gguf.cpp rejects tensor names of >= 64 bytes
-ALIGNMENT_KEY = gguf.Keys.General.ALIGNMENT  # gguf.cpp: must be UINT32, a power of two
+ALIGNMENT_KEY = KEY_ALIGNMENT  # gguf.cpp: must be UINT32, a power of two
 INT64_MAX = 2**63 - 1
 
 # --- explorer's sanity caps (far above any real file) -------------------------------
@@ -80,7 +86,7 @@ class ArraySummary:
     """A metadata array too big to keep (a vocabulary, merges, scores).
 
     Attributes:
-        item_type: the items' ``gguf.GGUFValueType`` (``ARRAY`` when nested).
+        item_type: the items' ``GGUFValueType`` (``ARRAY`` when nested).
         count: how many items the array holds.
     """
 
@@ -181,7 +187,7 @@ def read_header(buf: memoryview, file_size: int | None) -> tuple[int, dict, list
             raise GGUFValueError(f"{ALIGNMENT_KEY} has value type {vtype}; it must be UINT32 ({int(VT.UINT32)})")
         metadata[key] = _read_value(cur, vtype, key, 0)
 
-    alignment = metadata.get(ALIGNMENT_KEY, gguf.GGUF_DEFAULT_ALIGNMENT)
+    alignment = metadata.get(ALIGNMENT_KEY, GGUF_DEFAULT_ALIGNMENT)
     if alignment == 0 or alignment & (alignment - 1):
         raise GGUFValueError(f"{ALIGNMENT_KEY} is {alignment}; it must be a power of two")
 
@@ -311,9 +317,9 @@ def _read_tensor_info(cur: _Cursor, base: int, i: int, names: set[str], alignmen
 
     cur.tail = base + 8
     ggml_type = cur.unpack(_U32)
-    if ggml_type not in gguf.GGML_QUANT_SIZES:
+    if ggml_type not in GGML_QUANT_SIZES:
         raise GGUFTensorError(f"tensor {name!r} has unknown ggml type {ggml_type}")
-    block_size, type_size = gguf.GGML_QUANT_SIZES[ggml_type]
+    block_size, type_size = GGML_QUANT_SIZES[ggml_type]
     type_name = QT(ggml_type).name
     if shape[0] % block_size:
         raise GGUFTensorError(

@@ -11,8 +11,8 @@ few round trips even through a 150k-token vocabulary.
 Everything is checked before it is used, and nothing is allocated in
 proportion to a claimed count before the bytes for it are known to exist.
 
-Format facts come from gguf-py (``gguf.constants``: value types, quant
-sizes, magic) and llama.cpp ``ggml/src/gguf.cpp`` (limits, the checks).
+Format facts come from :mod:`explorer.gguf.constants` (gguf-py's value types,
+quant sizes, magic) and llama.cpp ``ggml/src/gguf.cpp`` (limits, the checks).
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-import gguf
-
 from explorer.errors import (
     GGUFError,
     GGUFNeedMoreBytes,
@@ -35,6 +33,12 @@ from explorer.errors import (
     capped_list,
 )
 from explorer.gguf.binary import ArraySummary, MetadataValue, read_header
+from explorer.gguf.constants import (
+    GGML_QUANT_SIZES,
+    KEY_SPLIT_COUNT,
+    KEY_SPLIT_NO,
+    KEY_SPLIT_TENSORS_COUNT,
+)
 from explorer.units import round_up
 
 __all__ = [
@@ -58,7 +62,7 @@ class TensorInfo:
 
     Attributes:
         name: the tensor's name, e.g. ``blk.0.attn_q.weight``.
-        ggml_type: its ``gguf.GGMLQuantizationType`` value.
+        ggml_type: its ``GGMLQuantizationType`` value (:mod:`explorer.gguf.constants`).
         type_name: that type's name, e.g. ``Q4_K``.
         shape: dimensions in GGUF order (``ne0`` first, the row length).
         offset: bytes from the start of the data section to the tensor's data.
@@ -80,7 +84,7 @@ class TensorInfo:
     @property
     def n_bytes(self) -> int:
         """Bytes of data: ``n_elements * type_size // block_size`` (Q4_K: 256 weights in 144 bytes)."""
-        block_size, type_size = gguf.GGML_QUANT_SIZES[self.ggml_type]
+        block_size, type_size = GGML_QUANT_SIZES[self.ggml_type]
         return self.n_elements * type_size // block_size
 
     @property
@@ -286,9 +290,9 @@ def merge_split_headers(headers: Sequence[GGUFHeader]) -> GGUFHeader:
     return replace(first, tensors=tuple(tensors), header_bytes=sum(h.header_bytes for _, h in indexed))
 
 
-_SPLIT_NO_KEY = gguf.Keys.Split.LLM_KV_SPLIT_NO  # "split.no", 0-based
-_SPLIT_COUNT_KEY = gguf.Keys.Split.LLM_KV_SPLIT_COUNT  # "split.count"
-_SPLIT_TENSORS_KEY = gguf.Keys.Split.LLM_KV_SPLIT_TENSORS_COUNT  # "split.tensors.count"
+_SPLIT_NO_KEY = KEY_SPLIT_NO  # "split.no", 0-based
+_SPLIT_COUNT_KEY = KEY_SPLIT_COUNT  # "split.count"
+_SPLIT_TENSORS_KEY = KEY_SPLIT_TENSORS_COUNT  # "split.tensors.count"
 
 
 def _split_no(header: GGUFHeader, position: int) -> int:

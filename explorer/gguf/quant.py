@@ -11,9 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-import gguf
-
 from explorer.errors import GGUFError
+from explorer.gguf.constants import FILE_TYPE_NAMES_BY_VALUE, GGML_QUANT_SIZES, KEY_FILE_TYPE
 from explorer.gguf.header import GGUFHeader
 
 __all__ = [
@@ -52,7 +51,7 @@ def _ftype_name(member: str) -> str:
     return member
 
 
-#: ``general.file_type`` value → name; from gguf-py's LlamaFileType (= llama.h llama_ftype),
+#: ``general.file_type`` value → name; from llama.h's llama_ftype (explorer.gguf.constants),
 #: ``MOSTLY_Q4_K_M`` → ``Q4_K_M``, ``ALL_F32`` → ``F32``; GUESSED (1024) is not a name.
 FILE_TYPE_NAMES: dict[int, str] = {
     # values gguf-py comments out but old files carry (llama.h):
@@ -60,14 +59,13 @@ FILE_TYPE_NAMES: dict[int, str] = {
     33: "Q4_0_4_4",
     34: "Q4_0_4_8",
     35: "Q4_0_8_8",
-    **{int(m): _ftype_name(m.name) for m in gguf.LlamaFileType if m is not gguf.LlamaFileType.GUESSED},
+    **{value: _ftype_name(member) for value, member in FILE_TYPE_NAMES_BY_VALUE.items()},
 }
 
 #: bits per weight of each tensor type: type_size × 8 / block_size (gguf-py GGML_QUANT_SIZES);
 #: Q4_K: 144 bytes per 256 weights = 4.5 bits
 NOMINAL_BITS_PER_WEIGHT: dict[str, float] = {
-    gguf.GGMLQuantizationType(t).name: type_size * 8 / block_size
-    for t, (block_size, type_size) in gguf.GGML_QUANT_SIZES.items()
+    t.name: type_size * 8 / block_size for t, (block_size, type_size) in GGML_QUANT_SIZES.items()
 }
 
 # Quant names as they appear in file names; the `_` suffix groups let Q4_K_M
@@ -111,7 +109,7 @@ def quant_name(header: GGUFHeader, filename: str | None = None) -> QuantName:
 
     ``filename`` defaults to ``header.name``.
     """
-    name = file_type_name(header.get(gguf.Keys.General.FILE_TYPE))
+    name = file_type_name(header.get(KEY_FILE_TYPE))
     if name is not None:
         return QuantName(name=name, source="file_type")
     name = quant_from_filename(header.name if filename is None else filename)

@@ -32,10 +32,9 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-import gguf
-
 from explorer.model.architectures.common import Layer, MoESpec
 from explorer.model.dtypes import element_type
+from explorer.gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 from explorer.gguf.header import GGUFHeader, TensorInfo
 from explorer.gguf.hparams import GGUFHParams, read_hparams
 from explorer.model.kv_cache import (
@@ -63,8 +62,8 @@ MODEL_TYPES: dict[str, str] = {
 
 
 def ggml_format(ggml_type: int) -> WeightFormat:
-    """The exact storage of one ggml type: Q4_K → 256 weights in 144 bytes (gguf-py GGML_QUANT_SIZES)."""
-    block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(ggml_type)]
+    """The exact storage of one ggml type: Q4_K → 256 weights in 144 bytes (GGML_QUANT_SIZES)."""
+    block, size = GGML_QUANT_SIZES[GGMLQuantizationType(ggml_type)]
     return WeightFormat(kind="ggml", bits=size * 8 / block, ggml_block=(block, size))
 
 

@@ -23,7 +23,7 @@ from explorer.errors import (
 )
 from explorer.gguf.header import GGUFHeader
 from explorer.gguf.quant import quant_from_filename
-from explorer.sources.hub.client import (
+from explorer.sources.hub.records import (
     COMPANION_FILES,
     CONFIG_FILE,
     RepoListing,

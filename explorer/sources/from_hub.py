@@ -8,7 +8,8 @@
    set, every part of a set the user named or the shape is read from). Each is
    stored in the cache in its own transaction, the listing last: its row and
    revision mapping appear only once everything else is there, so a process
-   killed mid-way leaves a miss, never half an answer.
+   killed mid-way leaves a miss, never half an answer. On a first read, with
+   no cache file yet, the file is created on a thread while the Hub answers.
 3. **Snapshot**: offline, or when the Hub cannot be reached (timeout,
    connection, a 5xx answer), the shipped snapshot's entry, with a note
    naming the error. Gated, missing and other definite answers are raised.
@@ -19,8 +20,9 @@ The token travels only in request headers; nothing here writes it anywhere.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from explorer.errors import (
@@ -33,9 +35,10 @@ from explorer.errors import (
     OfflineMissError,
 )
 from explorer.gguf.header import GGUFHeader, merge_split_headers
-from explorer.sources.hub.client import CONFIG_FILE, HubSettings
+from explorer.sources.hub.records import CONFIG_FILE
+from explorer.sources.hub.settings import HubSettings
 from explorer.plan.offer import build_offer, gguf_sets
-from explorer.sources.resolve import ResolvedModel
+from explorer.sources.resolved import ResolvedModel
 from explorer.sources.facts import (
     HubFacts,
     facts_from_cache,
@@ -127,10 +130,32 @@ def _settings(settings: HubSettings | None, *, offline: bool, token: str | None)
 def _open_cache(offline: bool):
     from explorer.sources.cache.store import DEFAULT_TTL_S, Cache
 
-    try:  # offline, a branch mapping of any age beats no answer
-        return Cache.open(ttl_s=float("inf") if offline else DEFAULT_TTL_S)
+    try:  # offline, a branch mapping of any age beats no answer, and nothing is written: the file is only read
+        return Cache.open(read_only=offline, ttl_s=float("inf") if offline else DEFAULT_TTL_S)
     except CacheError:
         return None
+
+
+def _open_cache_meanwhile() -> Callable[[], Any]:
+    """Open (create) the cache on a thread of its own; returns the call that waits for it.
+
+    For a first read, when there is no cache file: nothing in it could answer,
+    and importing duckdb and creating the tables take about as long as the
+    Hub's answers, so they overlap the reads instead of coming before them.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-open")
+    opened = pool.submit(_open_cache, False)
+    pool.shutdown(wait=False)
+    return opened.result
+
+
+def _no_cache_file() -> bool:
+    from explorer.sources.cache.file import default_cache_path
+
+    path = default_cache_path()
+    return path != ":memory:" and not os.path.exists(path)
 
 
 def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool = False, token: str | None = None,
@@ -139,8 +164,12 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
     """Resolve a Hub id: the cache, then the Hub unless offline, then the snapshot (see the module docstring)."""
     s = _settings(settings, offline=offline, token=token)
     own = cache is None
+    opening = None  # the wait for a cache being created meanwhile
     if own:
-        cache = _open_cache(s.offline)
+        if not s.offline and _no_cache_file():
+            opening = _open_cache_meanwhile()
+        else:
+            cache = _open_cache(s.offline)
     try:
         facts, sha = None, None
         try:
@@ -167,10 +196,14 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
                 raise
             return got
         notes = [f"read from the Hub at {s.endpoint} (sha {facts.listing.sha[:12]})"]
+        if opening is not None:
+            cache, opening = opening(), None
         if (why := store_facts(cache, facts)) is not None:
             notes.append(why)
         return build_model(spec, facts, "hub", notes)
     finally:
+        if opening is not None:  # the Hub failed or the read was cancelled: the cache exists all the same
+            cache = opening()
         if own and cache is not None:
             cache.close()
 

@@ -19,8 +19,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import gguf
-
 from explorer.errors import (
     GGUFError,
     GGUFNeedMoreBytes,
@@ -28,6 +26,7 @@ from explorer.errors import (
     GGUFTruncatedError,
     capped_list,
 )
+from explorer.gguf.constants import GGMLQuantizationType, GGUFValueType
 from explorer.gguf.header import (
     ArraySummary,
     GGUFHeader,
@@ -128,7 +127,7 @@ def _decode(value: Any) -> Any:
         if "__gguf_tuple__" in value:
             return _decode(json.loads(value["__gguf_tuple__"]))
         if value.get("__array__"):  # summarised by the cache (a record not written here)
-            return ArraySummary(item_type=int(gguf.GGUFValueType.STRING), count=int(value.get("length", 0)))
+            return ArraySummary(item_type=int(GGUFValueType.STRING), count=int(value.get("length", 0)))
         return value
     if isinstance(value, list):
         return tuple(_decode(v) for v in value)
@@ -150,7 +149,7 @@ def header_from_record(record: Mapping[str, Any], *, name: str) -> GGUFHeader | 
     if not isinstance(tensors, dict) or tensors.get("format") != RECORD_FORMAT:
         return None
     infos = tuple(
-        TensorInfo(name=n, ggml_type=t, type_name=gguf.GGMLQuantizationType(t).name, shape=tuple(dims), offset=off,
+        TensorInfo(name=n, ggml_type=t, type_name=GGMLQuantizationType(t).name, shape=tuple(dims), offset=off,
                    split_index=split)
         for n, t, dims, off, split in json.loads(tensors["table"])
     )

@@ -10,89 +10,32 @@
   answered, in order, by the cache, the Hub (unless offline), or the
   shipped snapshot; see :mod:`explorer.sources.from_hub`.
 
-The result says which one answered in ``origin``. A token is never part of
-a result, a note or an error.
+The result (:class:`explorer.sources.resolved.ResolvedModel`) says which one
+answered in ``origin``. A token is never part of a result, a note or an error.
+
+This is the top of the resolver: it imports the Hub path
+(:mod:`explorer.sources.from_hub`), which imports the records below it
+(:mod:`explorer.sources.resolved`, :mod:`explorer.sources.spec`); nothing
+below imports this module.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from explorer.model.artifacts import Artifact
 from explorer.errors import ConfigError
-from explorer.sources.local_files import read_local_config
-from explorer.plan.offer import (
-    DEFAULT_WHAT_IFS,
-    build_offer,
-    is_projector,
-    what_if_artifacts,
-)
+from explorer.gguf.header import split_parts
 from explorer.model.shapes import ModelShape, shape_from_config
+from explorer.plan.offer import build_offer, is_projector
+from explorer.sources.from_hub import resolve_hub
+from explorer.sources.gguf_files import read_header_file, shape_from_header, split_siblings
+from explorer.sources.local_files import read_local_config
+from explorer.sources.resolved import ResolvedModel
 from explorer.sources.spec import ModelSpec, parse_model_spec
 
-__all__ = ["Origin", "ResolvedModel", "resolve_model"]
-
-Origin = Literal["file", "cache", "hub", "snapshot"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class ResolvedModel:
-    """A model ready to plan, and where its facts came from.
-
-    Attributes:
-        spec: the parsed MODEL argument.
-        shape: the model's shape.
-        artifacts: what it offers (original weights, GGUF files), the chosen GGUF first.
-        origin: ``file`` (local disk), ``cache``, ``hub`` or ``snapshot``.
-        repo: the Hub repository, None for local files.
-        sha: the commit the facts belong to, when known.
-        notes: how it was resolved: fallbacks, approximations, where sizes came from.
-    """
-
-    spec: ModelSpec
-    shape: ModelShape
-    artifacts: tuple[Artifact, ...]
-    origin: Origin
-    repo: str | None = None
-    sha: str | None = None
-    notes: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        labels = ", ".join(a.label for a in self.artifacts)
-        return (f"ResolvedModel(text={self.spec.text!r}, origin={self.origin!r}, repo={self.repo!r}, "
-                f"sha={self.sha!r}, params={self.shape.params:,}, artifacts=[{labels}])")  # fmt: skip
-
-    @property
-    def selected(self) -> Artifact | None:
-        """The artifact the user named (``org/name:FILE.gguf``, a local .gguf), else the first offered."""
-        want = self.spec.filename or (self.spec.path.name if self.spec.kind == "gguf" and self.spec.path else None)
-        if want:
-            for a in self.artifacts:
-                if want in a.files or a.name == want:
-                    return a
-        return self.artifacts[0] if self.artifacts else None
-
-    def what_ifs(self, names: tuple[str, ...] = DEFAULT_WHAT_IFS) -> tuple[Artifact, ...]:
-        """What-if artifacts of the original weights (sizes computed from the shape)."""
-        return what_if_artifacts(self.shape, names)
-
-    def summary(self) -> dict[str, Any]:
-        """A JSON-ready dict of where the model came from and what it offers (no GGUF headers)."""
-        return {
-            "origin": self.origin,
-            "repo": self.repo,
-            "sha": self.sha,
-            "notes": list(self.notes),
-            "artifacts": [_artifact_dict(a) for a in self.artifacts],
-        }
-
-
-def _artifact_dict(a: Artifact) -> dict[str, Any]:
-    return {"name": a.name, "format": a.format, "quant": a.quant, "size_bytes": a.size_bytes,
-            "size_source": a.size_source, "files": list(a.files), "projector": a.projector, "what_if": a.what_if}
+__all__ = ["load_model", "load_shape", "resolve_model"]
 
 
 def resolve_model(
@@ -115,7 +58,7 @@ def resolve_model(
         revision: a branch, tag or commit; overrides none given in ``text``.
         cache: an open :class:`explorer.sources.cache.store.Cache`; default: the one at
             ``$EXPLORER_CACHE`` (or the XDG path), opened and closed here.
-        settings: :class:`explorer.sources.hub.client.HubSettings`; ``offline`` and ``token`` override its fields.
+        settings: :class:`explorer.sources.hub.settings.HubSettings`; ``offline`` and ``token`` override its fields.
         progress: ``progress(stage, done, total)`` (default: bars on a terminal).
         cancel: set it to stop a fetch between requests (FetchCancelled).
 
@@ -128,8 +71,6 @@ def resolve_model(
         return _resolve_config(spec)
     if spec.kind == "gguf":
         return _resolve_gguf_file(spec)
-    from explorer.sources.from_hub import resolve_hub
-
     if revision and spec.revision and revision != spec.revision:
         raise ConfigError(f"{text} names revision {spec.revision!r} but --revision says {revision!r}",
                           hint="give the revision once")  # fmt: skip
@@ -156,13 +97,6 @@ def _resolve_config(spec: ModelSpec) -> ResolvedModel:
 
 
 def _resolve_gguf_file(spec: ModelSpec) -> ResolvedModel:
-    from explorer.gguf.header import split_parts
-    from explorer.sources.gguf_files import (
-        read_header_file,
-        shape_from_header,
-        split_siblings,
-    )
-
     path = spec.path
     parts = split_siblings(path)
     headers = {p.name: read_header_file(p)[0] for p in parts}
@@ -178,3 +112,21 @@ def _resolve_gguf_file(spec: ModelSpec) -> ResolvedModel:
     span = sum(h.header_bytes for h in headers.values())
     notes = (f"read only the header ({span:,} bytes) of {sum(files[p.name] for p in parts):,} in {len(parts)} file(s)",)
     return ResolvedModel(spec=spec, shape=shape, artifacts=(chosen,), origin="file", notes=notes)
+
+
+def load_model(text: str, **kw) -> ResolvedModel:
+    """Resolve a MODEL argument: shape, artifacts and origin (see :func:`resolve_model`).
+
+    Keyword arguments (``offline``, ``token``, ``revision``, ``cache``,
+    ``settings``, ``progress``, ``cancel``) go to the resolver.
+    """
+    return resolve_model(text, **kw)
+
+
+def load_shape(text: str, **kw) -> ModelShape:
+    """The shape of a local config.json, model folder or .gguf file, or of a Hub id (see :func:`load_model`)."""
+    spec = parse_model_spec(text)
+    if spec.kind == "config" and not kw:
+        local = read_local_config(spec.path)
+        return shape_from_config(local.config, name=local.name, companions=local.companions)
+    return load_model(text, **kw).shape

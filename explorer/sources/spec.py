@@ -6,8 +6,9 @@
 - a path to a ``.gguf`` file (the first part of a split set stands for all);
 - a Hub id: ``org/name``, ``org/name@revision`` or ``org/name:FILE.gguf``.
 
-This is an edge module: it reads files and (for Hub ids) asks the Hub
-client and the cache. The planner core never imports it.
+This module only classifies the text (it looks at the disk to see whether a
+path exists): :mod:`explorer.sources.resolve` reads what it names. It is the
+bottom of the resolver: it imports nothing else of :mod:`explorer.sources`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from pathlib import Path
 from typing import Literal
 
 from explorer.errors import ConfigError
-from explorer.sources.local_files import read_local_config
-from explorer.model.shapes import ModelShape, shape_from_config
 
 SpecKind = Literal["config", "gguf", "hub"]
 
@@ -66,23 +65,3 @@ def parse_model_spec(text: str) -> ModelSpec:
         f"{text} is neither an existing file nor a Hub id",
         hint="pass a path to config.json / a model folder / a .gguf file, or org/name[@revision][:FILE.gguf]",
     )
-
-
-def load_model(text: str, **kw):
-    """Resolve a MODEL argument: shape, artifacts and origin (see :func:`explorer.sources.resolve.resolve_model`).
-
-    Keyword arguments (``offline``, ``token``, ``revision``, ``cache``,
-    ``settings``, ``progress``, ``cancel``) go to the resolver.
-    """
-    from explorer.sources.resolve import resolve_model  # the resolver imports this module
-
-    return resolve_model(text, **kw)
-
-
-def load_shape(text: str, **kw) -> ModelShape:
-    """The shape of a local config.json, model folder or .gguf file, or of a Hub id (see :func:`load_model`)."""
-    spec = parse_model_spec(text)
-    if spec.kind == "config" and not kw:
-        local = read_local_config(spec.path)
-        return shape_from_config(local.config, name=local.name, companions=local.companions)
-    return load_model(text, **kw).shape

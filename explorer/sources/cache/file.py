@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
@@ -71,14 +70,14 @@ def is_corrupt_error(e: Exception) -> bool:
 
 def open_connection(p: str, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S) -> Opened:
     """Connect to the cache at ``p`` (``:memory:`` allowed), degrading rather than failing."""
-    import duckdb
+    if read_only and p != ":memory:" and not os.path.exists(p):
+        return Opened(None, "disabled")  # no cache yet: nothing to warn about, nor duckdb to import
+    import duckdb  # 0.15 s: paid only by a process that opens a cache file
 
     if p == ":memory:":
         con = duckdb.connect(":memory:")
         ensure_schema(con)
         return Opened(con, "read-only" if read_only else "read-write")
-    if read_only and not os.path.exists(p):
-        return Opened(None, "disabled")  # no cache yet: nothing to warn about
     if not read_only:
         Path(p).parent.mkdir(parents=True, exist_ok=True)
     con = None
@@ -126,6 +125,8 @@ def _shared(p: str) -> Opened:
     try:
         opened = Opened(duckdb.connect(p, read_only=True), "read-only")
     except duckdb.Error:
+        import tempfile  # only here, for the rare copy of a file another process holds
+
         tmp = tempfile.mkdtemp(prefix="explorer-cache-")
         try:
             shutil.copyfile(p, os.path.join(tmp, "cache.duckdb"))  # the WAL stays behind: last checkpoint only

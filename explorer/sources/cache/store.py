@@ -23,7 +23,8 @@ Speed: one connection per Cache, held open; a hit is one or two point queries
 (about 1 ms each), and rows found are remembered in memory (rows keyed by a
 sha never change), so a repeated hit costs microseconds.
 
-With ``cache_open``, the only modules that import duckdb.
+With :mod:`explorer.sources.cache.file`, the only modules that import duckdb, and only
+once a file is opened: a cache that has no file yet, opened read-only, costs no import.
 Errors surface as CacheError.
 """
 
@@ -42,7 +43,7 @@ from pathlib import Path
 from explorer.sources.cache.file import LOCK_WAIT_S, CacheWarning, Mode, default_cache_path, open_connection
 from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, dumps, loads
 from explorer.errors import CacheError
-from explorer.sources.hub.client import RepoFile, RepoListing, SafetensorsParams, frozen
+from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams, frozen
 
 __all__ = ["Cache", "CacheWarning", "default_cache_path", "DEFAULT_TTL_S"]
 
@@ -121,11 +122,11 @@ class Cache:
                 self._tmp = None
 
     def _rows(self, sql: str, params: list) -> list[tuple]:
-        import duckdb
-
         with self._lock:
-            if self._con is None:
+            if self._con is None:  # disabled (no file yet, say): a miss, with no need of duckdb
                 return []
+            import duckdb  # loaded already: the connection is open
+
             try:
                 return self._con.execute(sql, params).fetchall()
             except duckdb.Error as e:
@@ -151,11 +152,11 @@ class Cache:
 
     def _write(self, what: str, statements: list[tuple[str, list]]) -> bool:
         """Run ``statements`` as one transaction; False when the cache is not writable."""
-        import duckdb
-
         with self._lock:
             if not self.writable:
                 return False
+            import duckdb  # loaded already: the connection is open
+
             for _, params in statements:  # every statement's first two parameters are repo and sha
                 if len(params) >= 2:
                     self._forget(params[0], params[1])

@@ -1,6 +1,7 @@
 """Turning huggingface_hub and httpx2 failures into explorer's typed errors.
 
-huggingface_hub 2.x raises, and this maps:
+An answer of HTTP 400 or more is classified by huggingface_hub 2.x
+(:func:`explorer.sources.hub.http.raise_for_status`), which raises, and this maps:
 
 - ``GatedRepoError`` (HTTP 401/403 with ``X-Error-Code: GatedRepo``) -> GatedRepoError
   (its hint says: pass ``--token`` or set ``HF_TOKEN``);
@@ -14,6 +15,9 @@ huggingface_hub 2.x raises, and this maps:
 - ``OfflineModeIsEnabled`` -> OfflineMissError; ``HFValidationError`` (a malformed repo id)
   -> RepoNotFoundError; ``SafetensorsParsingError`` -> HubError.
 
+Offline settings, or ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` in the
+environment (huggingface_hub's own switches), stop a request before it is made.
+
 Messages name the repo, the file and the endpoint, never the token.
 """
 
@@ -22,8 +26,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
 from explorer.errors import (
     ExplorerError,
     FetchCancelled,
@@ -35,9 +37,7 @@ from explorer.errors import (
     RepoNotFoundError,
     RevisionNotFoundError,
 )
-
-if TYPE_CHECKING:
-    from explorer.sources.hub.client import HubSettings
+from explorer.sources.hub.settings import HubSettings, env_true
 
 _TOKEN_HINT = "pass a token with --token or set HF_TOKEN"
 
@@ -51,50 +51,58 @@ def check_cancel(cancel: threading.Event | None, what: str) -> None:
 @contextmanager
 def hub_errors(s: HubSettings, repo_id: str, what: str, revision: str | None = None) -> Iterator[None]:
     """Turn huggingface_hub and httpx2 failures inside the block into explorer's typed errors."""
-    if s.offline:
+    if s.offline or env_true("HF_HUB_OFFLINE") or env_true("TRANSFORMERS_OFFLINE"):
         raise OfflineMissError(f"offline mode (HF_HUB_OFFLINE): not asking the Hub for {what} of {repo_id}")
-    import httpx2
-    from huggingface_hub import errors as hfe
-
     try:
         yield
     except ExplorerError:
         raise
-    except hfe.GatedRepoError as e:  # before RepositoryNotFoundError: it is a subclass
-        raise _gated(e.response.status_code, repo_id, what, s) from e
-    except hfe.RevisionNotFoundError as e:
-        raise RevisionNotFoundError(
+    except Exception as e:
+        typed = _typed(e, s, repo_id, what, revision)
+        if typed is None:
+            raise
+        raise typed from e
+
+
+def _typed(e: Exception, s: HubSettings, repo_id: str, what: str, revision: str | None) -> ExplorerError | None:
+    """The explorer error for a huggingface_hub or httpx2 failure; None for any other exception."""
+    import httpx2  # loaded already: the failure came from a request
+    from huggingface_hub import errors as hfe  # the error classes only, not the client
+
+    if isinstance(e, hfe.GatedRepoError):  # before RepositoryNotFoundError: it is a subclass
+        return _gated(e.response.status_code, repo_id, what, s)
+    if isinstance(e, hfe.RevisionNotFoundError):
+        return RevisionNotFoundError(
             f"revision {revision!r} does not exist in {repo_id}",
             hint="give a branch, tag or full commit sha from the model's Hub page, or omit it for main",
-        ) from e
-    except hfe.RepositoryNotFoundError as e:
+        )
+    if isinstance(e, hfe.RepositoryNotFoundError):
         status = e.response.status_code
         hint = "check the repo id; if it is private or gated, " + _TOKEN_HINT
         if s.token:
             hint = "check the repo id, and that the token given can see it"
-        raise RepoNotFoundError(f"{repo_id} was not found on {s.endpoint} (HTTP {status})", hint=hint) from e
-    except hfe.RemoteEntryNotFoundError as e:
-        raise HubError(f"{repo_id} has no {what} at revision {revision or 'main'} (HTTP 404)") from e
-    except hfe.HfHubHTTPError as e:
+        return RepoNotFoundError(f"{repo_id} was not found on {s.endpoint} (HTTP {status})", hint=hint)
+    if isinstance(e, hfe.RemoteEntryNotFoundError):
+        return HubError(f"{repo_id} has no {what} at revision {revision or 'main'} (HTTP 404)")
+    if isinstance(e, hfe.HfHubHTTPError):
         status = e.response.status_code if e.response is not None else 0
         if status in (401, 403):
-            raise _gated(status, repo_id, what, s) from e
-        raise HubError(
+            return _gated(status, repo_id, what, s)
+        return HubError(
             f"the Hub at {s.endpoint} answered HTTP {status} for {what} of {repo_id}",
             hint="try again later, or use --offline to plan from the cache and the snapshot",
-        ) from e
-    except hfe.OfflineModeIsEnabled as e:
-        raise OfflineMissError(f"offline mode (HF_HUB_OFFLINE): not asking the Hub for {what} of {repo_id}") from e
-    except httpx2.TimeoutException as e:
-        raise HubTimeoutError(
-            f"the Hub at {s.endpoint} did not answer within {s.timeout_s:g} s ({what} of {repo_id})"
-        ) from e
-    except httpx2.TransportError as e:
-        raise HubConnectionError(f"could not reach the Hub at {s.endpoint} ({type(e).__name__}: {e})") from e
-    except hfe.HFValidationError as e:
-        raise RepoNotFoundError(f"{repo_id!r} is not a valid repo id", hint="write it as org/name") from e
-    except (hfe.SafetensorsParsingError, hfe.NotASafetensorsRepoError) as e:
-        raise HubError(f"the safetensors headers of {repo_id} could not be read: {e}") from e
+        )
+    if isinstance(e, hfe.OfflineModeIsEnabled):
+        return OfflineMissError(f"offline mode (HF_HUB_OFFLINE): not asking the Hub for {what} of {repo_id}")
+    if isinstance(e, httpx2.TimeoutException):
+        return HubTimeoutError(f"the Hub at {s.endpoint} did not answer within {s.timeout_s:g} s ({what} of {repo_id})")
+    if isinstance(e, httpx2.TransportError):
+        return HubConnectionError(f"could not reach the Hub at {s.endpoint} ({type(e).__name__}: {e})")
+    if isinstance(e, hfe.HFValidationError):
+        return RepoNotFoundError(f"{repo_id!r} is not a valid repo id", hint="write it as org/name")
+    if isinstance(e, (hfe.SafetensorsParsingError, hfe.NotASafetensorsRepoError)):
+        return HubError(f"the safetensors headers of {repo_id} could not be read: {e}")
+    return None
 
 
 def _gated(status: int, repo_id: str, what: str, s: HubSettings) -> GatedRepoError:

@@ -16,20 +16,18 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from explorer.errors import ExplorerError, FetchCancelled, HubError, NothingToPlanError, capped_list
-from explorer.sources.hub.client import (
+from explorer.sources.hub.client import fetch_companions, fetch_config, fetch_repo_listing
+from explorer.sources.hub.errors import check_cancel
+from explorer.sources.hub.records import (
     CONFIG_FILE,
     FetchStats,
-    HubSettings,
     Progress,
     RepoFile,
     RepoListing,
     SafetensorsParams,
-    check_cancel,
-    fetch_companions,
-    fetch_config,
-    fetch_repo_listing,
     frozen,
 )
+from explorer.sources.hub.settings import HubSettings
 from explorer.sources.hub.weights import fetch_gguf_header_bytes, fetch_safetensors_params
 
 _SPLIT_GGUF = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)
@@ -130,7 +128,7 @@ def default_gguf_parse() -> Callable[[bytes], object] | None:
 def fetch_repo_basics(repo_id: str, revision: str | None, *, settings: HubSettings,
                       has_gguf: Callable[[RepoListing], bool], progress: Progress | None = None,
                       cancel: threading.Event | None = None) -> tuple[RepoListing, dict[str, dict], SafetensorsParams | None]:
-    """A repo's listing, its config.json and companions, and its safetensors counts.
+    """A repo's listing, then at once its config.json and companions and its safetensors counts.
 
     Raises NothingToPlanError when it has neither a config.json nor (``has_gguf``) a GGUF model file.
     """
@@ -143,16 +141,29 @@ def fetch_repo_basics(repo_id: str, revision: str | None, *, settings: HubSettin
             f"({len(listing.files)} files: {capped_list(f.path for f in listing.files) or 'none'})",
             hint="pick the repo that holds the weights, or pass a local config.json or .gguf path",
         )
-    configs: dict[str, dict] = {}
     if listing.has(CONFIG_FILE):
         check_cancel(cancel, f"the config of {repo_id}")
-        if (config := fetch_config(repo_id, listing.sha, settings=settings)) is not None:
-            configs[CONFIG_FILE] = config
-        configs.update(fetch_companions(listing, settings=settings))
     check_cancel(cancel, f"the weights of {repo_id}")
-    st = fetch_safetensors_params(repo_id, listing.sha, listing=listing, settings=settings, progress=progress,
-                                  cancel=cancel)  # fmt: skip
-    return listing, configs, st
+    # the safetensors headers on a thread of their own, the configs here: one round trip instead of two
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="weights")
+    weights = pool.submit(fetch_safetensors_params, repo_id, listing.sha, listing=listing, settings=settings,
+                          progress=progress, cancel=cancel)  # fmt: skip
+    try:
+        configs = _configs(listing, settings) if listing.has(CONFIG_FILE) else {}
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)  # the configs' error is the answer; the weights' is not
+        raise
+    pool.shutdown()
+    return listing, configs, weights.result()
+
+
+def _configs(listing: RepoListing, settings: HubSettings) -> dict[str, dict]:
+    """config.json (when the Hub has it) and the quantisation companions the listing shows, by file name."""
+    configs: dict[str, dict] = {}
+    if (config := fetch_config(listing.repo_id, listing.sha, settings=settings)) is not None:
+        configs[CONFIG_FILE] = config
+    configs.update(fetch_companions(listing, settings=settings))
+    return configs
 
 
 def fetch_model(

@@ -1,8 +1,10 @@
 """Reading weight-file headers from the Hub without downloading the weights.
 
-- safetensors: huggingface_hub's ``HfApi.parse_safetensors_file_metadata``
-  per weight file (one ranged GET of the first 100 kB, a second one only for
-  headers longer than that), the shards named by ``model.safetensors.index.json``.
+- safetensors: per weight file, one ranged GET of the first 100 kB and a
+  second one only for headers longer than that (as huggingface_hub's
+  ``HfApi.parse_safetensors_file_metadata`` reads them, with its checks and
+  messages), the shards named by ``model.safetensors.index.json``, read in
+  parallel.
 - GGUF: ranged GETs of the file's first bytes, grown geometrically until the
   caller's parser stops raising :class:`~explorer.errors.GGUFNeedMoreBytes`.
 
@@ -11,29 +13,28 @@ Both check ``cancel`` between requests and report ``progress(stage, done, total)
 
 from __future__ import annotations
 
+import json
+import math
+import struct
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from explorer.errors import GGUFError, GGUFNeedMoreBytes, HubError
-from explorer.sources.hub.client import (
+from explorer.sources.hub.client import fetch_repo_listing, get_file, parse_json_file
+from explorer.sources.hub.errors import check_cancel, hub_errors
+from explorer.sources.hub.http import client, file_url, headers, raise_for_status, validate_repo_id
+from explorer.sources.hub.records import (
     SAFETENSORS_INDEX,
     SAFETENSORS_SINGLE,
     FetchStats,
-    HubSettings,
     Progress,
     RepoListing,
     SafetensorsParams,
-    _headers,
-    check_cancel,
-    fetch_repo_listing,
-    file_url,
     frozen,
-    get_file,
-    hub_errors,
-    parse_json_file,
 )
+from explorer.sources.hub.settings import HubSettings
 from explorer.units import MiB
 
 T = TypeVar("T")
@@ -42,6 +43,10 @@ T = TypeVar("T")
 GGUF_FIRST_RANGE_BYTES = 2 * MiB
 #: parallel header reads for a sharded safetensors checkpoint
 SHARD_WORKERS = 8
+#: first safetensors read, bytes 0 to 100,000 (huggingface_hub's choice: 97 % of headers fit)
+SAFETENSORS_FIRST_RANGE_BYTES = 100_000
+#: the longest safetensors header accepted (huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH)
+SAFETENSORS_MAX_HEADER_BYTES = 25_000_000
 
 
 def safetensors_files(listing: RepoListing, *, settings: HubSettings) -> list[str]:
@@ -76,18 +81,15 @@ def fetch_safetensors_params(
 
     ``listing`` (of the same sha) saves one request and supplies file sizes.
     """
-    from huggingface_hub import HfApi
-
     s = settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)
     listing = listing or fetch_repo_listing(repo_id, sha, settings=s)
     files = safetensors_files(listing, settings=s)
     if not files:
         return None
-    api = HfApi(endpoint=s.endpoint, library_name="explorer")
 
-    def one(name: str):
+    def one(name: str) -> dict[str, int]:
         with hub_errors(s, repo_id, name, sha):
-            return api.parse_safetensors_file_metadata(repo_id, name, revision=sha, token=s.token, timeout=s.timeout_s)
+            return read_safetensors_counts(s, repo_id, sha, name)
 
     by_dtype: dict[str, int] = {}
     done = 0
@@ -98,7 +100,7 @@ def fetch_safetensors_params(
                 finished, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
                 check_cancel(cancel, f"the safetensors headers of {repo_id}")
                 for fut in finished:
-                    for dtype, n in fut.result().parameter_count.items():
+                    for dtype, n in fut.result().items():
                         by_dtype[dtype] = by_dtype.get(dtype, 0) + n
                     done += 1
                     if progress:
@@ -112,16 +114,69 @@ def fetch_safetensors_params(
     )
 
 
+def read_safetensors_counts(s: HubSettings, repo_id: str, sha: str, filename: str) -> dict[str, int]:
+    """Parameters per dtype in one safetensors file's header: a ranged GET of its first 100 kB, a second if longer."""
+    validate_repo_id(repo_id)
+    url = file_url(s, repo_id, sha, filename)
+    r = client().get(url, headers=headers(s, {"range": f"bytes=0-{SAFETENSORS_FIRST_RANGE_BYTES}"}), timeout=s.timeout_s)
+    raise_for_status(r)
+    context = f"repo '{repo_id}', revision '{sha}'"
+    length = safetensors_header_length(r.content[:8], repo_id, filename, context)
+    if length <= len(r.content) - 8:
+        header = r.content[8 : 8 + length]
+    else:
+        r = client().get(url, headers=headers(s, {"range": f"bytes=8-{length + 7}"}), timeout=s.timeout_s)
+        raise_for_status(r)
+        header = r.content
+    return parameter_counts(header, repo_id, filename, context)
+
+
+def _unreadable(repo_id: str, filename: str, context: str, why: str) -> HubError:
+    # huggingface_hub's SafetensorsParsingError text, inside the message hub_errors gave it
+    return HubError(f"the safetensors headers of {repo_id} could not be read: "
+                    f"Failed to parse safetensors header for '{filename}' ({context}): {why}")  # fmt: skip
+
+
+def safetensors_header_length(first: bytes, repo_id: str, filename: str, context: str) -> int:
+    """The header length a safetensors file's first 8 bytes give (little-endian u64), checked against the cap."""
+    if len(first) < 8:
+        raise _unreadable(repo_id, filename, context, "file is too small to be a valid safetensors file.")
+    length = struct.unpack("<Q", first[:8])[0]
+    if length > SAFETENSORS_MAX_HEADER_BYTES:
+        raise _unreadable(repo_id, filename, context, "safetensors header is too big. Maximum supported size is "
+                          f"{SAFETENSORS_MAX_HEADER_BYTES} bytes (got {length}).")  # fmt: skip
+    return length
+
+
+def parameter_counts(header: bytes, repo_id: str, filename: str, context: str) -> dict[str, int]:
+    """Parameters per dtype of a safetensors JSON header (each tensor: the product of its shape, 1 for a scalar)."""
+    try:
+        doc = json.loads(header.decode(errors="ignore"))
+    except json.JSONDecodeError:
+        raise _unreadable(repo_id, filename, context, "header is not json-encoded string. "
+                          "Please make sure this is a correctly formatted safetensors file.") from None  # fmt: skip
+    counts: dict[str, int] = {}
+    try:
+        for key, tensor in doc.items():
+            if key == "__metadata__":
+                continue
+            dtype, shape = tensor["dtype"], tensor["shape"]
+            tuple(tensor["data_offsets"])  # required, as huggingface_hub requires it
+            counts[dtype] = counts.get(dtype, 0) + (math.prod(shape) if shape else 1)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise _unreadable(repo_id, filename, context, "header format not recognized. "
+                          "Please make sure this is a correctly formatted safetensors file.") from None  # fmt: skip
+    return counts
+
+
 def read_range(s: HubSettings, repo_id: str, sha: str, filename: str, start: int, end: int) -> bytes:
     """Bytes ``start..end`` (inclusive) of a file, streamed so that a server ignoring Range costs no more."""
-    from huggingface_hub.utils import get_session, hf_raise_for_status
-
     want = end - start + 1
     url = file_url(s, repo_id, sha, filename)
     with hub_errors(s, repo_id, filename, sha):
-        headers = _headers(s, {"Range": f"bytes={start}-{end}"})
-        with get_session().stream("GET", url, headers=headers, timeout=s.timeout_s) as r:
-            hf_raise_for_status(r)
+        asked = headers(s, {"Range": f"bytes={start}-{end}"})
+        with client().stream("GET", url, headers=asked, timeout=s.timeout_s) as r:
+            raise_for_status(r)
             skip = start if r.status_code == 200 else 0  # Range ignored: the body starts at byte 0
             out = bytearray()
             for chunk in r.iter_bytes():

@@ -3,7 +3,7 @@
 Two ways in:
 
 - :func:`refresh` re-reads repositories from the Hub with
-  :func:`explorer.sources.hub.client.fetch_many` (a bounded pool) and writes their entries,
+  :func:`explorer.sources.hub.many.fetch_many` (a bounded pool) and writes their entries,
   with real file sizes (``fetched``), over the existing file;
 - :func:`seed` builds entries from a folder of real config.json files (the
   test corpus: ``explorer snapshot seed --configs tests/data/configs``), for

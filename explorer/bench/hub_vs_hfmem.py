@@ -1,0 +1,166 @@
+"""A cold Hub fetch, side by side: ``explorer shape ORG/NAME`` against ``hf-mem`` on the same repo.
+
+    python -m explorer.bench.hub_vs_hfmem [--runs 10] [--shards 4] [--rtt-ms 0] [--hf-mem PATH]
+
+Starts the project's test Hub (``tests/hubserver.py``) on a generated repo
+holding the real config.json of Llama 3.1 8B and ``--shards`` safetensors
+files with its real tensor shapes (sparse: real headers, no weight bytes),
+then runs, interleaved, ``--runs`` times each:
+
+- ``explorer shape ORG/NAME`` in a fresh process with an empty cache
+  (``EXPLORER_CACHE`` in a new temporary folder each run);
+- ``hf-mem --model-id ORG/NAME --experimental`` (listing, safetensors headers
+  and config.json: the same reads explorer makes).
+
+hf-mem always asks ``https://huggingface.co``; it runs here under a small
+bootstrap that mounts an httpx2 transport sending those requests to the
+local server instead (no other change). It is found as ``--hf-mem PATH``,
+else ``hf-mem`` on PATH; when absent its column is skipped with a message
+(install it in its own venv: ``python -m venv v && v/bin/pip install hf-mem``).
+
+``--baseline PYTHON`` adds a third column: another install of explorer (an
+older commit in its own venv), for before/after figures taken side by side.
+
+Reports wall and CPU time (median, p90, min, max), the ratios of medians, peak RSS
+(``wait4``'s ``ru_maxrss`` of each process) and the requests each tool made
+per fetch, as the server logged them. Needs a source checkout (``tests/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from explorer.bench.hub import import_test_hub
+from explorer.bench.timing import Runs, run_once, timing_table
+
+REPO = "bench-org/Llama-3.1-8B"
+#: Llama 3.1 8B's tensor shapes (8,030,261,248 parameters at BF16)
+LLAMA_8B = dict(layers=32, hidden=4096, intermediate=14336, vocab=128256, heads=32, kv_heads=8)
+
+# hf-mem hard-codes https://huggingface.co: send its requests to the local server instead.
+_HF_MEM_BOOT = """
+import sys, httpx2
+_port = int(sys.argv.pop(1))
+class _Local(httpx2.AsyncHTTPTransport):
+    async def handle_async_request(self, request):
+        request.url = request.url.copy_with(scheme="http", host="127.0.0.1", port=_port)
+        return await super().handle_async_request(request)
+_init = httpx2.AsyncClient.__init__
+def _init_local(self, *a, **kw):
+    kw["mounts"] = {"https://huggingface.co": _Local(verify=False)}  # no CA bundle to load for plain http
+    _init(self, *a, **kw)
+httpx2.AsyncClient.__init__ = _init_local
+sys.argv[0] = "hf-mem"
+from hf_mem.cli import main
+main()
+"""
+
+
+@dataclass
+class HubRuns(Runs):
+    """A tool's timings, and the requests the server logged.
+
+    Attributes:
+        requests: (method, path, Range) per request, of the first run.
+        request_counts: requests per run.
+    """
+
+    requests: list[tuple[str, str, str]] = field(default_factory=list)
+    request_counts: list[int] = field(default_factory=list)
+
+
+def build_repo(root: Path, fx, shards: int) -> None:
+    """The benchmark repo under ``root``: Llama 3.1 8B's config and ``shards`` sparse safetensors files."""
+    d = fx.make_repo(root, REPO, {"config.json": fx.config_fixture("meta-llama__Meta-Llama-3.1-8B"),
+                                  "README.md": "# bench\n", "generation_config.json": {"do_sample": True}})  # fmt: skip
+    tensors = fx.llama_tensors(**LLAMA_8B)
+    if shards <= 1:
+        fx.write_safetensors(d / "model.safetensors", tensors)
+    else:
+        fx.write_sharded_safetensors(d, tensors, shards)
+
+
+def find_hf_mem(given: str | None) -> list[str] | None:
+    """The interpreter that has hf_mem installed (read from the ``hf-mem`` script's first line), or None."""
+    script = given or shutil.which("hf-mem")
+    if not script or not Path(script).is_file():
+        return None
+    first = Path(script).read_text(errors="replace").splitlines()[0]
+    python = first[2:].strip() if first.startswith("#!") else sys.executable
+    return [python, "-c", _HF_MEM_BOOT]
+
+
+def report(results: list[HubRuns]) -> None:
+    lines = timing_table(results)
+    print("\n" + lines[0])
+    print(lines[1].replace(" " * 10, f"{'tool':<10}", 1) + "  requests/fetch")
+    for r, line in zip(results, lines[2:]):
+        print(f"{line}  {'/'.join(map(str, sorted(set(r.request_counts))))}")
+    med = statistics.median
+    a = results[0]
+    for b in results[1:]:
+        print(f"\nratio of medians {a.label} / {b.label}: wall {med(a.wall_s) / med(b.wall_s):.2f}x,"
+              f" CPU {med(a.cpu_s) / med(b.cpu_s):.2f}x, peak RSS {med(a.rss_kib) / med(b.rss_kib):.2f}x")  # fmt: skip
+    for r in results:
+        print(f"\nrequests of one {r.label} fetch:")
+        for method, path, rng in r.requests:
+            print(f"  {method:<4} {path}{'  Range: ' + rng if rng else ''}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=10, help="runs of each tool (interleaved)")
+    ap.add_argument("--shards", type=int, default=4, help="safetensors files of the repo (1: model.safetensors)")
+    ap.add_argument("--rtt-ms", type=float, default=0.0, help="latency the server adds to each answer")
+    ap.add_argument("--hf-mem", default=None, metavar="PATH", help="the hf-mem script (default: hf-mem on PATH)")
+    ap.add_argument("--baseline", default=None, metavar="PYTHON",
+                    help="also time `PYTHON -m explorer shape` (another install, e.g. an older commit's venv)")
+    a = ap.parse_args(argv)
+    hubserver, fx = import_test_hub()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-hfmem-"))
+    try:
+        build_repo(tmp / "hub", fx, a.shards)
+        hf_mem = find_hf_mem(a.hf_mem)
+        if hf_mem is None:
+            print("hf-mem is not installed (or --hf-mem PATH is wrong): timing explorer alone.\n"
+                  "  install it apart from the project: python -m venv /tmp/hfmem && /tmp/hfmem/bin/pip install hf-mem,"
+                  " then pass --hf-mem /tmp/hfmem/bin/hf-mem")  # fmt: skip
+        with hubserver.HubServer(tmp / "hub") as server:
+            server.set_slow(a.rtt_ms / 1000)
+            env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_HUB_OFFLINE", "EXPLORER_CACHE")}
+            env.update(HF_ENDPOINT=server.endpoint, HF_HOME=str(tmp / "hf_home"), HF_HUB_DISABLE_TELEMETRY="1")
+            tools = [(HubRuns("explorer"), [sys.executable, "-m", "explorer", "shape", REPO])]
+            if a.baseline:
+                tools.append((HubRuns("baseline"), [a.baseline, "-m", "explorer", "shape", REPO]))
+            if hf_mem is not None:
+                tools.append((HubRuns("hf-mem"), [*hf_mem, str(server.port), "--model-id", REPO, "--experimental"]))
+            print(f"repo {REPO}: {a.shards} safetensors file(s), server {server.endpoint}"
+                  f" (+{a.rtt_ms:g} ms per answer), {a.runs} runs each")  # fmt: skip
+            for i in range(a.runs):
+                for runs, cmd in tools if i % 2 == 0 else tools[::-1]:  # alternate who goes first
+                    server.reset_stats()
+                    run_env = {**env, "EXPLORER_CACHE": str(tmp / f"cache-{runs.label}-{i}" / "cache.duckdb")}
+                    wall, cpu, rss, rc, out = run_once(cmd, run_env, tmp)
+                    if rc != 0:
+                        sys.exit(f"{runs.label} failed (exit {rc}):\n{out}")
+                    log = [(m, p, r) for m, p, r, _ in server.stats.log]
+                    runs.wall_s.append(wall)
+                    runs.cpu_s.append(cpu)
+                    runs.rss_kib.append(rss)
+                    runs.request_counts.append(len(log))
+                    if i == 0:
+                        runs.requests = log
+            report([r for r, _ in tools])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""What resolving a MODEL argument gives: :class:`ResolvedModel`, a shape and what it offers, and whence.
+
+Made by :mod:`explorer.sources.resolve` (local files) and
+:mod:`explorer.sources.from_hub` (cache, Hub, snapshot), read by the CLI, the
+notebooks and the planner's callers. It imports only the parsed argument
+(:mod:`explorer.sources.spec`) and the core.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from explorer.model.artifacts import Artifact
+from explorer.model.shapes import ModelShape
+from explorer.plan.offer import DEFAULT_WHAT_IFS, what_if_artifacts
+from explorer.sources.spec import ModelSpec
+
+__all__ = ["Origin", "ResolvedModel"]
+
+Origin = Literal["file", "cache", "hub", "snapshot"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedModel:
+    """A model ready to plan, and where its facts came from.
+
+    Attributes:
+        spec: the parsed MODEL argument.
+        shape: the model's shape.
+        artifacts: what it offers (original weights, GGUF files), the chosen GGUF first.
+        origin: ``file`` (local disk), ``cache``, ``hub`` or ``snapshot``.
+        repo: the Hub repository, None for local files.
+        sha: the commit the facts belong to, when known.
+        notes: how it was resolved: fallbacks, approximations, where sizes came from.
+    """
+
+    spec: ModelSpec
+    shape: ModelShape
+    artifacts: tuple[Artifact, ...]
+    origin: Origin
+    repo: str | None = None
+    sha: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        labels = ", ".join(a.label for a in self.artifacts)
+        return (f"ResolvedModel(text={self.spec.text!r}, origin={self.origin!r}, repo={self.repo!r}, "
+                f"sha={self.sha!r}, params={self.shape.params:,}, artifacts=[{labels}])")  # fmt: skip
+
+    @property
+    def selected(self) -> Artifact | None:
+        """The artifact the user named (``org/name:FILE.gguf``, a local .gguf), else the first offered."""
+        want = self.spec.filename or (self.spec.path.name if self.spec.kind == "gguf" and self.spec.path else None)
+        if want:
+            for a in self.artifacts:
+                if want in a.files or a.name == want:
+                    return a
+        return self.artifacts[0] if self.artifacts else None
+
+    def what_ifs(self, names: tuple[str, ...] = DEFAULT_WHAT_IFS) -> tuple[Artifact, ...]:
+        """What-if artifacts of the original weights (sizes computed from the shape)."""
+        return what_if_artifacts(self.shape, names)
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready dict of where the model came from and what it offers (no GGUF headers)."""
+        return {
+            "origin": self.origin,
+            "repo": self.repo,
+            "sha": self.sha,
+            "notes": list(self.notes),
+            "artifacts": [_artifact_dict(a) for a in self.artifacts],
+        }
+
+
+def _artifact_dict(a: Artifact) -> dict[str, Any]:
+    return {"name": a.name, "format": a.format, "quant": a.quant, "size_bytes": a.size_bytes,
+            "size_source": a.size_source, "files": list(a.files), "projector": a.projector, "what_if": a.what_if}

@@ -1,0 +1,42 @@
+"""explorer.bench.timing and the hf-mem comparison: child-process timing, and one cold read end to end."""
+
+from __future__ import annotations
+
+import sys
+
+from explorer.bench import hub_vs_hfmem
+from explorer.bench.timing import Runs, dist, run_once, timing_table
+
+
+def test_run_once_times_one_child(tmp_path):
+    wall, cpu, rss_kib, status, out = run_once([sys.executable, "-c", "print('hi')"], {}, tmp_path)
+    assert status == 0 and out.strip() == "hi"
+    assert wall > 0 and cpu >= 0 and rss_kib > 1024  # a Python process holds more than 1 MiB
+
+
+def test_run_once_reports_a_failure(tmp_path):
+    _, _, _, status, out = run_once([sys.executable, "-c", "raise SystemExit(3)"], {}, tmp_path)
+    assert status == 3
+
+
+def test_dist_and_table():
+    assert dist([3.0, 1.0, 2.0], fmt="{:.0f}") == "2 3 1 3"  # median, p90, min, max
+    lines = timing_table([Runs("a", wall_s=[1.0], cpu_s=[0.5], rss_kib=[2048])])
+    assert lines[2].startswith("a") and lines[2].rstrip().endswith("2.0")
+
+
+def test_find_hf_mem_reads_the_interpreter_from_the_script(tmp_path):
+    assert hub_vs_hfmem.find_hf_mem(str(tmp_path / "absent")) is None
+    script = tmp_path / "hf-mem"
+    script.write_text("#!/opt/venv/bin/python\nimport hf_mem\n")
+    cmd = hub_vs_hfmem.find_hf_mem(str(script))
+    assert cmd[0] == "/opt/venv/bin/python" and cmd[1] == "-c"
+
+
+def test_a_cold_read_end_to_end_without_hf_mem(capsys, tmp_path):
+    hub_vs_hfmem.main(["--runs", "1", "--shards", "2", "--hf-mem", str(tmp_path / "no-hf-mem")])
+    out = capsys.readouterr().out
+    assert "hf-mem is not installed" in out
+    explorer_row = next(line for line in out.splitlines() if line.startswith("explorer "))
+    assert explorer_row.split()[-1] == "5"  # listing, config.json and the index, 2 shard headers
+    assert "/api/models/bench-org/Llama-3.1-8B" in out and "Range: bytes=0-100000" in out
