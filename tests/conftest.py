@@ -1,40 +1,16 @@
-"""Shared fixtures: the real config.json corpus under tests/data/configs."""
+"""Shared fixtures; the corpus helpers themselves live in tests/support/corpus.py."""
 
 from __future__ import annotations
 
-import json
 import socket
-from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent / "data"
-CONFIGS = DATA / "configs"
+from support.corpus import load_config
 
-
-@lru_cache(maxsize=None)
-def _load(name: str) -> str:
-    return (CONFIGS / f"{name}.json").read_text()
-
-
-def load_config(name: str) -> dict:
-    """A fresh copy of a fixture config (``meta-llama__Meta-Llama-3.1-8B``)."""
-    return json.loads(_load(name))
-
-
-@lru_cache(maxsize=None)
-def shape_of(name: str):
-    """The (cached) ModelShape of a fixture config."""
-    from explorer.model.shapes import shape_from_config
-
-    return shape_from_config(load_config(name), name=name)
-
-
-def all_config_names() -> list[str]:
-    """Every fixture config that is a model's config.json (not a companion file)."""
-    return sorted(p.stem for p in CONFIGS.glob("*.json") if "hf_quant_config" not in p.name)
-
+#: the local test Hub and its repos (tests/support/hub_fixtures.py), for every test module
+pytest_plugins = ["support.hub_fixtures"]
 
 @pytest.fixture
 def config():

@@ -9,7 +9,7 @@ Reports:
 
 The server adds ``--rtt-ms`` to every answer so that concurrency has network
 latency to hide, as with the real Hub. Needs a source checkout: the server
-and the repo writers live in ``tests/`` (``hubserver.py``, ``hub_fixtures.py``).
+and the repo writers live in ``tests/support/`` (``hubserver.py``, ``hub_fixtures.py``).
 """
 
 from __future__ import annotations
@@ -27,11 +27,10 @@ TESTS = Path(__file__).resolve().parents[2] / "tests"  # explorer/bench/hub.py -
 
 def import_test_hub():
     """(hubserver, hub_fixtures), the test Hub modules of a source checkout; exits when they are missing."""
-    if not (TESTS / "hubserver.py").is_file():
-        sys.exit(f"bench_hub needs a source checkout: {TESTS / 'hubserver.py'} is missing")
-    sys.path.insert(0, str(TESTS))
-    import hub_fixtures
-    import hubserver
+    if not (TESTS / "support" / "hubserver.py").is_file():
+        sys.exit(f"bench_hub needs a source checkout: {TESTS / 'support' / 'hubserver.py'} is missing")
+    sys.path.insert(0, str(TESTS))  # the tests' support package
+    from support import hub_fixtures, hubserver
 
     return hubserver, hub_fixtures
 

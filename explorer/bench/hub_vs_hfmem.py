@@ -2,7 +2,7 @@
 
     python -m explorer.bench.hub_vs_hfmem [--runs 10] [--shards 4] [--rtt-ms 0] [--hf-mem PATH]
 
-Starts the project's test Hub (``tests/hubserver.py``) on a generated repo
+Starts the project's test Hub (``tests/support/hubserver.py``) on a generated repo
 holding the real config.json of Llama 3.1 8B and ``--shards`` safetensors
 files with its real tensor shapes (sparse: real headers, no weight bytes),
 then runs, interleaved, ``--runs`` times each:

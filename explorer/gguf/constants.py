@@ -6,7 +6,7 @@ llama.cpp: ``ggml/include/ggml.h`` (``enum ggml_type``), ``ggml/src/ggml.c``
 (``enum llama_ftype``) and ``ggml/include/gguf.h`` (value types, magic,
 alignment). They are written out here so that reading a header never imports
 the ``gguf`` package: it imports numpy, which takes longer (about 0.3 s) than
-everything else ``explorer shape`` does. ``tests/test_gguf_constants.py``
+everything else ``explorer shape`` does. ``tests/gguf/test_constants.py``
 checks each table against the installed gguf-py.
 
 A tensor type this table lacks is reported as unknown by the reader; add its

@@ -27,7 +27,7 @@ transposed V without), tokens and positions. The coefficients were read
 from llama.cpp's own reserve figures (tests/data/llamacpp_measured.json,
 docs/notes/llamacpp_memory.md §6, §8); over 411 measured CPU cases this
 estimate is within 5 % except where ggml-alloc's placement leaves a hole
-(listed in tests/test_llamacpp_memory.py).
+(listed in tests/engines/llamacpp/test_memory.py).
 
 Multi-device (layer split, source only): each device reserves its own
 layers' phases with its own copy of the inputs; the output device the

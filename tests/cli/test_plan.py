@@ -1,0 +1,73 @@
+"""``explorer plan`` through the real CLI: configs, GGUF files, snapshot ids, JSON fields."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from support.corpus import CONFIGS
+from explorer.cli import main
+
+from support import llamacpp_models  # noqa: E402
+
+
+def _json(capsys, *argv):
+    status = main(["plan", *argv, "--json"])
+    return status, json.loads(capsys.readouterr().out)
+
+
+def test_json_has_the_promised_fields(capsys):
+    status, out = _json(capsys, str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"), "--cluster", "1x2xh100-80g",
+                        "--context", "8192", "--engine", "vllm")
+    assert status == 0 and set(out) >= {"model", "options", "rejected"}
+    opt = out["options"][0]
+    for key in ("engine", "gpu_class", "nodes", "gpus_per_node", "tp", "pp", "dp", "ep", "fits", "free_now", "hosts",
+                "max_context", "max_concurrency", "command", "decode_tokens_per_s", "time_to_first_token_s"):
+        assert key in opt
+    card = opt["per_card"]
+    assert {"weights", "kv_cache", "activations", "overhead", "total", "usable"} <= set(card)
+    assert all(isinstance(card[k], int) for k in ("weights", "kv_cache", "activations", "overhead", "total", "usable"))
+    assert card["total"] == card["weights"] + card["kv_cache"] + card["activations"] + card["overhead"]
+    assert card["kv_cache"] == 8192 * 131_072
+    assert opt["command"].startswith("vllm serve")
+
+
+def test_a_local_gguf_plans_with_llamacpp_only(capsys, tmp_path):
+    path = tmp_path / "tiny-Q4_K_M.gguf"
+    llamacpp_models.write_gguf(llamacpp_models.SPECS["llama_gqa"], str(path))
+    status, out = _json(capsys, str(path), "--cluster", "1xcpu-8g", "--context", "2048")
+    assert status == 0
+    assert {o["engine"] for o in out["options"]} == {"llamacpp"}
+    assert out["options"][0]["command"].startswith("llama-server -m tiny-Q4_K_M.gguf -c 2048")
+    assert out["pruned"]["format"] == 2  # vLLM and SGLang serve safetensors, not GGUF
+
+
+def test_snapshot_id_offline_and_sort_by_speed(capsys):
+    status, out = _json(capsys, "Qwen/Qwen3-8B", "--offline", "--cluster", "1x8xh100-80g", "--engine", "vllm",
+                        "--sort", "speed")
+    speeds = [o["decode_tokens_per_s"]["estimate"] for o in out["options"]]
+    assert status == 0 and speeds == sorted(speeds, reverse=True)
+
+
+def test_nothing_fits_exits_3_and_says_why(capsys):
+    status = main(["plan", str(CONFIGS / "meta-llama__Meta-Llama-3.1-405B.json"), "--cluster", "1x1xrtx4090-24g",
+                   "--engine", "vllm"])
+    out = capsys.readouterr().out
+    assert status == 3 and "no way fits" in out and "memory-lower-bound" in out
+
+
+@pytest.mark.parametrize("spec", ["2x8xnot-a-class", "0x8xh100-80g", "1x8xh100-80g@bad fabric"])
+def test_bad_cluster_specs_exit_2(spec, capsys):
+    assert main(["plan", str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"), "--cluster", spec]) == 2
+    assert "explorer plan:" in capsys.readouterr().err
+
+
+def test_pinned_gpus_report_the_overcommit(capsys):
+    status = main(["plan", str(CONFIGS / "meta-llama__Meta-Llama-3.1-70B.json"), "--cluster", "1x8xl40s-48g",
+                   "--gpus", "0,1", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    card = out["option"]["per_card"]
+    assert status == 3 and out["overcommit_bytes"] == card["total"] - card["usable"] > 0
+    assert "overcommits" in out["message"]

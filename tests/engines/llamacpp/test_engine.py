@@ -1,0 +1,122 @@
+"""llama.cpp options in plan(): one card, partial offload, RPC, CPU, unified memory, exact GGUF figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.corpus import shape_of
+from support.llamacpp_headers import header_for
+from explorer.model.artifacts import Artifact
+
+from explorer.engines.llamacpp import engine as llamacpp
+from explorer.engines.common import PlanRequest
+from explorer.gguf.shape import shape_from_gguf
+from explorer.engines.llamacpp.memory import llamacpp_memory
+from explorer.engines.llamacpp.model import llama_model_from_gguf
+from explorer.plan.planner import plan, recheck
+from explorer.units import GiB
+from explorer.sources.shipped import parse_cluster
+
+LLAMA = ("llamacpp",)
+
+
+def _plan(name, spec, **req):
+    req.setdefault("engines", LLAMA)
+    return plan(shape_of(name), parse_cluster(spec), PlanRequest(**req))
+
+
+def test_partial_offload_finds_the_largest_ngl_and_charges_ram():
+    result = _plan("meta-llama__Meta-Llama-3.1-70B", "1x1xrtx4090-24g,ram=128g", context_tokens=8192, precision="Q4_K_M")
+    gpu = next(o for o in result.options if not o.layout.cpu)
+    ev = gpu.evaluation
+    assert 0 < ev.layers_on_host < 80 and ev.n_gpu_layers == 81 - ev.layers_on_host
+    assert f"-ngl {ev.n_gpu_layers}" in ev.command
+    assert ev.host.weights > 15 * GiB  # the layers left on the host are charged to its RAM
+    assert gpu.per_card.fits and gpu.per_card.total > 20 * GiB
+    assert f"{ev.layers_on_host} layers on CPU" in gpu.label
+    # one more layer on the GPU would not fit: ngl is the largest that does
+    model = llamacpp.llama_model(shape_of("meta-llama__Meta-Llama-3.1-70B"), gpu.artifact)
+    more = llamacpp.settings_for(PlanRequest(context_tokens=8192), ngl=ev.n_gpu_layers + 1)
+    devices, _ = llamacpp._devices(gpu.layout, gpu.gpu, gpu.node, 1)
+    assert not llamacpp_memory(model, more, devices).fits()
+
+
+def test_cpu_only_cluster_gives_the_cpu_option():
+    result = _plan("meta-llama__Meta-Llama-3.1-8B", "1xcpu-64g", context_tokens=4096, precision="Q4_K_M")
+    (cpu,) = result.options
+    assert cpu.layout.cpu and cpu.per_card.role == "host"
+    assert cpu.per_card.weights == cpu.evaluation.host.weights  # per_card holds the host's figures
+    assert "-ngl" not in cpu.evaluation.command
+
+
+def test_unified_memory_mac():
+    result = _plan("meta-llama__Meta-Llama-3.1-70B", "1xuma-128g", context_tokens=8192, precision="Q4_K_M")
+    mac = next(o for o in result.options if o.layout.unified)
+    metal = mac.evaluation.cards[0]
+    assert metal.usable == 96 * GiB  # Metal's working set: 3/4 of 128 GiB
+    assert mac.evaluation.host.usable < int(128 * GiB * 0.85)  # the GPU's share comes out of the same RAM
+
+
+def test_rpc_across_nodes_when_one_node_is_too_small():
+    result = _plan("meta-llama__Meta-Llama-3.1-70B", "3x1xrtx4090-24g@lan,ram=64g", context_tokens=8192, precision="Q4_K_M")
+    rpc = next(o for o in result.options if o.layout.rpc)
+    assert rpc.layout.nodes == 2 and "--rpc" in rpc.evaluation.command
+    assert any(x.rule == "more-than-needed" and x.layout.nodes == 3 for x in result.rejected)
+
+
+def test_quantised_v_without_flash_attention_is_refused():
+    result = _plan("meta-llama__Meta-Llama-3.1-8B", "1x1xh100-80g", kv_dtype="q4_0", flash_attn="off")
+    assert not result.options
+    assert any(x.rule == "llamacpp-config" for x in result.rejected)
+
+
+def test_exact_gguf_artifact_per_card_is_llamacpp_buffers():
+    header = header_for("llama_gqa")
+    shape = shape_from_gguf(header, name="llama_gqa")
+    artifact = Artifact(name="llama_gqa.gguf", format="gguf", quant="mixed", size_bytes=header.tensor_bytes_total,
+                        size_source="header", files=("llama_gqa.gguf",), gguf_header=header)
+    request = PlanRequest(context_tokens=2048, engines=LLAMA)
+    result = plan(shape, parse_cluster("1xcpu-8g"), request, artifacts=[artifact])
+    (cpu,) = result.options
+    mem = llamacpp_memory(llama_model_from_gguf(header), llamacpp.settings_for(request, ngl=0))
+    card = cpu.per_card
+    assert card.weights == mem.host.model_bytes and card.kv_cache == mem.host.kv_bytes
+    assert card.activations == mem.host.compute_bytes
+    assert card.overhead == mem.host.output_bytes + mem.host.other_bytes
+    assert cpu.evaluation.command.startswith("llama-server -m llama_gqa.gguf -c 2048")
+
+
+def test_recheck_keeps_ngl_and_grows_kv():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    result = plan(shape, parse_cluster("1x1xrtx4090-24g"), PlanRequest(context_tokens=4096, engines=LLAMA))
+    opt = result.options[0]
+    longer = recheck(shape, opt, PlanRequest(context_tokens=16384, engines=LLAMA))
+    assert longer.evaluation.n_gpu_layers == opt.evaluation.n_gpu_layers
+    assert longer.per_card.weights == opt.per_card.weights
+    assert longer.per_card.kv_cache == 4 * opt.per_card.kv_cache
+
+
+@pytest.mark.parametrize("name", ["Qwen__Qwen3-30B-A3B", "google__gemma-2-9b-it", "nvidia__Nemotron-H-56B-Base-8K",
+                                  "deepseek-ai__DeepSeek-V3", "openai__gpt-oss-20b"])
+def test_architectures_plan_without_crashing(name):
+    result = _plan(name, "1x8xh100-80g + 1xcpu-512g", context_tokens=4096, precision="Q4_K_M")
+    for o in result.options:
+        assert o.per_card.total <= o.per_card.usable
+
+
+def test_max_concurrency_is_the_most_parallel_sequences_that_fit():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    result = plan(shape, parse_cluster("1x1xrtx4090-24g"),
+                  PlanRequest(context_tokens=8192, precision="Q4_K_M", engines=LLAMA))
+    gpu = next(o for o in result.options if not o.layout.cpu)
+    n = gpu.evaluation.max_concurrency
+    assert n > 1
+    model = llamacpp.llama_model(shape, gpu.artifact)
+    devices, _ = llamacpp._devices(gpu.layout, gpu.gpu, gpu.node, 1)
+    host = int(gpu.node.host_ram_bytes * 0.85)
+
+    def at(k):
+        s = llamacpp.settings_for(PlanRequest(context_tokens=8192, concurrency=k), ngl=gpu.evaluation.n_gpu_layers)
+        return llamacpp_memory(model, s, devices).fits(host)
+
+    assert at(n) and not at(n + 1)

@@ -1,0 +1,71 @@
+"""SGLang's default mem_fraction_static and KV pool, as its own server_args rules set them."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.corpus import shape_of
+
+from explorer.engines import sglang
+from explorer.engines.common import Layout, PlanRequest
+from explorer.sources.shipped import shipped_catalogue
+
+CAT = shipped_catalogue()
+
+
+@pytest.mark.parametrize(
+    "gpu, tp, expected",
+    [
+        # 81,559 MiB: reserved 512 + 8192·1.5 + 256·2 + 1/8·1024 = 13,440 → (81559 − 13440) / 81559 = 0.835
+        ("h100-80g", 1, 0.835),
+        # tp 8: graph bs 512 → 512 + 12288 + 1024 + 1024 = 14,848 → 0.818
+        ("h100-80g", 8, 0.818),
+        # 24,564 MiB: 512 + 2048·1.5 + 24·2 + 128 = 3,760 → 0.847
+        ("rtx4090-24g", 1, 0.847),
+    ],
+)
+def test_default_mem_fraction_static(gpu, tp, expected):
+    g = CAT.resolve(gpu)
+    layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=tp, tp=tp)
+    assert sglang.mem_fraction_static(shape_of("meta-llama__Meta-Llama-3.1-8B"), g, layout, PlanRequest()) == expected
+
+
+def test_vision_models_get_a_smaller_fraction():
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name)
+    vl = sglang.mem_fraction_static(shape_of("Qwen__Qwen2.5-VL-7B-Instruct"), g, layout, PlanRequest())
+    # ViT 32 layers × 1280²: complexity 1.25 → factor 0.95 × 0.975 → round(0.835 × 0.92625, 3)
+    assert vl == round(0.835 * 0.95 * (1 - 0.1 * (32 * 1280**2 / (24 * 1024**2) - 1)), 3)
+
+
+def test_kv_pool_is_static_share_minus_weights():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    g = CAT.resolve("h100-80g")
+    ev = sglang.evaluate(shape, shape.precision, Layout(engine="sglang", gpu_class=g.name), g, PlanRequest(context_tokens=1000), "m")
+    static = int(g.memory_bytes * 0.835)
+    card = ev.cards[0]
+    assert card.kv_cache == 1000 * 131072  # no block rounding
+    assert card.weights + card.kv_cache + card.activations + card.overhead == card.total
+    assert ev.max_concurrency == (static - shape.weight_bytes()) // (1000 * 131072)
+    assert card.activations + card.overhead == g.memory_bytes - static
+
+
+def test_refusals_of_the_seed():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
+    layout = Layout(engine="sglang", gpu_class="h100-80g", nodes=2, gpus_per_node=8, tp=8, pp=2)
+    rules = [r for r, _ in sglang.refusals(shape, layout, PlanRequest(speculative="EAGLE"))]
+    assert "pp-incompatible" in rules
+    rules = [r for r, _ in sglang.refusals(shape, layout, PlanRequest(enable_mixed_chunk=True))]
+    assert "pp-incompatible" in rules
+    both = PlanRequest(speculative="EAGLE", enable_mixed_chunk=True)
+    assert "spec-mixed-chunk" in [r for r, _ in sglang.refusals(shape, Layout(engine="sglang", gpu_class="x"), both)]
+
+
+def test_speculative_and_dp_attention_reserve_more():
+    g = CAT.resolve("h100-80g")
+    shape = shape_of("deepseek-ai__DeepSeek-V3")
+    layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=8, tp=8, dp=8)
+    plain = sglang.mem_fraction_static(shape, g, layout, PlanRequest())
+    dp = sglang.mem_fraction_static(shape, g, layout, PlanRequest(dp_attention=True))
+    spec = sglang.mem_fraction_static(shape, g, layout, PlanRequest(speculative="EAGLE"))
+    assert dp < plain and spec < plain

@@ -1,0 +1,91 @@
+"""vLLM's accounting: budgets, activation/graph/non-torch terms, KV per card, the kvplan case."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.corpus import shape_of
+
+from explorer.engines import vllm
+from explorer.engines.common import Layout, PlanRequest, pp_partition
+from explorer.units import GiB, MiB
+from explorer.sources.shipped import shipped_catalogue
+
+CAT = shipped_catalogue()
+
+
+def _eval(name, gpu, request, **layout):
+    shape = shape_of(name)
+    g = CAT.resolve(gpu)
+    return vllm.evaluate(shape, shape.precision, Layout(engine="vllm", gpu_class=g.name, **layout), g, request, "m")
+
+
+def test_kvplan_case_llama_8b_on_one_l4():
+    # L4: 23,034 MiB; gmu 0.92 → 20.69 GiB usable. One 131,072-token request needs
+    # 131,072 × 131,072 B = 16.00 GiB of KV: it cannot fit beside 14.96 GiB of weights.
+    ev = _eval("meta-llama__Meta-Llama-3.1-8B", "l4-24g", PlanRequest(context_tokens=131072, gpu_memory_utilization=0.92))
+    card = ev.cards[0]
+    assert card.kv_cache == 16 * GiB
+    assert card.usable == int(23034 * MiB * 0.92)
+    assert not ev.fits
+    # 2048-token chunk and 256 sequences on a card under 70 GiB: the room left holds about 40k tokens
+    assert 38_000 < ev.max_context_tokens < 42_000
+    assert ev.max_context_tokens % 16 == 0
+    assert "--gpu-memory-utilization 0.92" in ev.command and "--max-model-len 131072" in ev.command
+
+
+def test_budget_terms_on_an_h100():
+    ev = _eval("meta-llama__Meta-Llama-3.1-8B", "h100-80g", PlanRequest(context_tokens=8192))
+    card = ev.cards[0]
+    # T = 8192, R = 1024 on a big card: 8192 × (2·4096 + 3·14336) × 2 + 1024 × 128256 × 4
+    assert card.activations == 8192 * (2 * 4096 + 3 * 14336) * 2 + 1024 * 128256 * 4
+    # graphs: 0.1 GiB + 7 MiB × 51 capture sizes; non-torch 0.15 GiB (single card)
+    assert vllm.capture_sizes(1024, 8192) == 51
+    assert card.overhead == GiB // 10 + 7 * MiB * 51 + int(0.15 * GiB)
+    assert card.kv_cache == 8192 * 131072
+    assert ev.fits and ev.max_context_tokens == 131072
+
+
+def test_kv_heads_replicate_past_tp():
+    # Qwen3-235B has 4 KV heads: at tp 8 each card keeps one head, not half a head.
+    ev = _eval("Qwen__Qwen3-235B-A22B", "h100-80g", PlanRequest(context_tokens=1000), tp=8, gpus_per_node=8, ep=8)
+    # 94 layers × 1 head × 128 × 2 (K,V) × 2 bytes, 1008 tokens (63 blocks of 16)
+    assert ev.cards[0].kv_cache == 94 * 128 * 2 * 2 * 1008
+
+
+def test_mla_latent_is_whole_on_every_card():
+    one = _eval("deepseek-ai__DeepSeek-V3", "h200-141g", PlanRequest(context_tokens=4096), tp=8, gpus_per_node=8, ep=8)
+    assert one.cards[0].kv_cache == 61 * 576 * 2 * 4096
+
+
+def test_pipeline_partition_matches_vllm():
+    assert pp_partition(80, 3) == [(0, 27), (27, 54), (54, 80)]
+    assert [b - a for a, b in pp_partition(32, 3)] == [11, 11, 10]
+    assert [b - a for a, b in pp_partition(126, 4)] == [31, 32, 32, 31]
+
+
+def test_pipeline_stages_hold_embeddings_first_and_head_last():
+    ev = _eval("meta-llama__Meta-Llama-3.1-8B", "h100-80g", PlanRequest(context_tokens=4096), pp=2, gpus_per_node=2)
+    first, last = ev.cards
+    embed = 128256 * 4096 * 2
+    layer = 218_112_000 * 2
+    assert first.weights == 16 * layer + embed
+    assert last.weights == 16 * layer + embed + 4096 * 2  # lm_head + final norm
+    assert last.activations > first.activations  # the sampler's logits run on the last stage
+
+
+def test_sliding_window_holds_window_plus_a_chunk():
+    ev = _eval("google__gemma-2-9b-it", "h100-80g", PlanRequest(context_tokens=8192, max_num_batched_tokens=2048))
+    per_layer_token = 2 * 8 * 256 * 2
+    # 21 global layers hold 8192; 21 sliding layers hold min(8192, 4096 + 2048)
+    assert ev.cards[0].kv_cache == 21 * per_layer_token * 8192 + 21 * per_layer_token * 6144
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_per_card_weights_never_grow_with_tp(tp):
+    s = shape_of("meta-llama__Meta-Llama-3.1-70B")
+    small = _eval("meta-llama__Meta-Llama-3.1-70B", "h100-80g", PlanRequest(), tp=tp, gpus_per_node=tp).cards[0].weights
+    if tp > 1:
+        wider = _eval("meta-llama__Meta-Llama-3.1-70B", "h100-80g", PlanRequest(), tp=tp // 2, gpus_per_node=tp // 2)
+        assert small <= wider.cards[0].weights
+    assert small >= s.weight_bytes() // tp

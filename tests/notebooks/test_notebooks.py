@@ -1,0 +1,242 @@
+"""The notebooks run headless (``app.run()``) with the network blocked, and compute what they show.
+
+Each test imports a notebook from its file (under the module name
+``notebook_<name>``), runs it on the shipped
+snapshot and asserts on the values its cells define.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+
+from support.corpus import ROOT
+from explorer.plan.planner import plan
+from explorer.ui.presets import AppDefaults
+from explorer.sources.snapshot.read import load_snapshot
+from explorer.units import GiB
+from explorer.sources.shipped import parse_cluster
+
+NOTEBOOKS = ROOT / "notebooks"
+MINE = ("app.py", "kv_cache.py")
+
+
+def load_notebook(filename: str):
+    """The notebook's marimo ``App``, imported from its file as ``notebook_<name>``."""
+    path = NOTEBOOKS / filename
+    spec = importlib.util.spec_from_file_location(f"notebook_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+def run_explorer(**defaults):
+    """Run notebooks/app.py with :class:`AppDefaults` fields overridden; returns its definitions."""
+    _outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(**defaults)})
+    return defs
+
+
+def test_explorer_default_plan(offline):
+    defs = run_explorer()
+    model, result = defs["model"], defs["result"]
+    assert model.origin == "snapshot" and model.repo == "meta-llama/Meta-Llama-3.1-70B"
+    assert defs["context"].value == 32768 and defs["request"].context_tokens == 32768
+    assert result.options, "the default model must fit the default cluster"
+    best = result.options[0]
+    assert best.fits
+    # the notebook's plan is the planner's own: the same request on the same cluster gives the same best option
+    again = plan(model.shape, parse_cluster("1x8xh100-80g"), defs["request"],
+                 artifacts=model.artifacts, model_ref=model.repo)
+    assert again.options[0].label == best.label
+    assert again.options[0].per_card.total == best.per_card.total
+    # and the table shows it, in GiB: "70.9 / 79.1"
+    row = defs["option_rows"][0]
+    assert row["option"] == best.label
+    assert row["per card (GiB)"] == f"{best.per_card.total / GiB:,.1f} / {best.per_card.usable / GiB:,.1f}"
+    assert row["max context"] == f"{best.evaluation.max_context_tokens:,}"
+    # 70B at 32k on 2 cards just misses for vLLM/SGLang: shown in red with ✗
+    assert defs["miss_rows"] and all(r["fits"].startswith("✗") for r in defs["miss_rows"])
+    # KV per token: 80 layers × 2 × 8 KV heads × 128 × 2 bytes
+    assert defs["summary"]["kv_bytes_per_token"] == model.shape.kv_bytes_per_token() == 327_680
+    # the context chart's data: every drawn option at every slider step, misses among them
+    steps = defs["context_steps"]
+    assert steps[0] == 512 and steps[-1] == model.shape.max_context_tokens
+    assert {r["context"] for r in defs["sweep"]} == set(steps)
+    assert any(not r["fits"] for r in defs["sweep"])
+
+
+def test_explorer_engines_side_by_side(offline):
+    defs = run_explorer(model="meta-llama/Meta-Llama-3.1-8B", context_tokens=8192)
+    engines = {o.engine for o in defs["result"].options}
+    assert engines == set(defs["request"].engines) == {"vllm", "sglang", "llamacpp"}
+    speeds = [o.speed for o in defs["result"].options]
+    if any(s is not None for s in speeds):  # the speed column shows when the planner estimates it
+        assert defs["option_rows"][0]["decode tok/s"] != "—"
+
+
+def test_explorer_linked_cluster_and_engine(offline):
+    defs = run_explorer(model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xrtx4090-24g", engine="vLLM",
+                        context_tokens=131072)
+    assert defs["spec"].value == "1x1xrtx4090-24g"
+    assert defs["result"].options == ()  # 16 GiB of KV does not fit a 24 GB card next to 15 GiB of weights
+    miss = defs["miss_rows"][0]
+    assert miss["engine"] == "vLLM" and miss["fits"].startswith("✗ short by")
+
+
+def test_explorer_bad_spec_is_a_callout(offline):
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(spec="1x8xnosuchgpu")})
+    assert "result" not in defs  # the plan cell stopped
+    texts = [getattr(o, "text", "") for o in outputs if o is not None]
+    assert any("does not parse" in t and "nosuchgpu" in t for t in texts)
+    assert not any("Traceback" in t for t in texts)
+
+
+def test_planner_update_is_fast_on_64_gpus(offline):
+    """A slider move re-plans only: under 50 ms (median) on eight 8×H100 nodes."""
+    defs = run_explorer(spec="8x8xh100-80g@ib0")
+    model, request = defs["model"], defs["request"]
+    cluster = parse_cluster("8x8xh100-80g@ib0")
+    assert cluster.total_gpus == 64
+    artifacts = model.artifacts
+    times = []
+    for context in defs["context_steps"]:
+        t0 = time.perf_counter()
+        plan(model.shape, cluster, replace(request, context_tokens=context), artifacts=artifacts)
+        times.append((time.perf_counter() - t0) * 1000)
+    median = statistics.median(times)
+    print(f"\nplanner per update, 64 GPUs, {model.repo}: median {median:.1f} ms, max {max(times):.1f} ms")
+    assert median < 50
+
+
+def test_kv_notebook_shows_the_shapes_figures(offline):
+    _outputs, defs = load_notebook("kv_cache.py").run()
+    snapshot = load_snapshot()
+    kv, context, seqs = defs["kv_dtype"].value, defs["context"].value, defs["sequences"].value
+    assert (kv, context, seqs) == ("auto", 32768, 1)
+    for name, (_design, shape) in defs["lesson"].items():
+        assert snapshot.shape(shape.name) is shape
+        assert defs["per_token"][name] == shape.kv_bytes_per_token(kv)
+        assert defs["at_context"][name] == shape.kv_bytes(context, kv, seqs)
+        assert sum(r["bytes"] for r in defs["tables"][name]) == defs["at_context"][name]
+    gqa = defs["tables"]["Meta-Llama-3.1-8B (GQA)"][0]
+    assert gqa["formula"] == "2 × 32 × 8 × 128 × 2 = 131,072 bytes a token"
+    mla = defs["tables"]["DeepSeek-V3 (MLA)"][0]
+    assert mla["formula"].startswith("61 × (512 + 64) × 2 = 70,272 bytes a token")
+    # a hybrid's recurrent layers are flat in context; its attention layers grow
+    hybrid = {r["kind"]: r for r in defs["tables"]["Qwen3-Next-80B-A3B-Thinking (hybrid linear)"]}
+    assert hybrid["recurrent"]["tokens kept"] == 0 and hybrid["full"]["tokens kept"] == context
+    assert {r["model"] for r in defs["curve"]} == set(defs["lesson"])
+
+
+def test_notebooks_pass_marimo_check():
+    files = [str(NOTEBOOKS / f) for f in MINE]
+    done = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", *files],
+                          check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "error" not in (done.stdout + done.stderr).lower()
+
+
+# --- notebooks/placement.py: many models on one fleet -------------------------------------------------
+
+
+def run_placement(**defs):
+    """Run notebooks/placement.py with some definitions overridden; returns (outputs, definitions)."""
+    return load_notebook("placement.py").run(defs=defs)
+
+
+def _texts(outputs) -> str:
+    return "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+
+
+def test_placement_default_fleet(offline):
+    from explorer.units import gib
+
+    outputs, defs = run_placement()
+    placement, models, offer = defs["placement"], defs["models"], defs["offer"]
+    assert defs["spec"].value == "1x3xl40s-48g" and defs["engine"].value == "vllm" and defs["usable"].value == 0.9
+    assert [m.name for m in models] == ["chat", "vision", "ocr", "rerank", "embed"]
+    assert defs["term_errors"] == [] and defs["term_notes"] == []
+    assert len(offer.cards) == 3 and len(placement.instances) == 6  # embed's two replicas and one of each other
+    # the two 32B models never share a phase and do not both fit: one swap group on cards 0 and 1,
+    # charged per card its largest member's charge there (chat's 35.6 GiB), not the sum
+    (group,) = placement.swap_groups
+    assert group.members == ("chat", "vision") and group.cards == (0, 1)
+    chat, vision = placement.instances_of("chat")[0], placement.instances_of("vision")[0]
+    assert group.charge_bytes == tuple(max(a, b) for a, b in zip(chat.split_bytes, vision.split_bytes, strict=True))
+    assert placement.cards[1].charged_bytes == group.charge_bytes[1] < chat.split_bytes[1] + vision.split_bytes[1]
+    assert {i.cards for i in placement.instances_of("embed")} == {(0,), (2,)}  # replicas spread
+    assert placement.cards[2].models == ("ocr", "rerank", "embed")  # co-location
+    assert not placement.tight and not placement.refused and not placement.missing_replicas
+    # what it shows: the table rows, the chart rows, the notes
+    assert [r["model"] for r in defs["instance_rows"]] == ["chat", "vision", "ocr", "rerank", "embed", "embed"]
+    assert defs["instance_rows"][0]["per card (GiB)"] == ", ".join(f"{b / GiB:,.1f}" for b in chat.split_bytes)
+    assert [r["charged (GiB)"] for r in defs["card_rows"]] == [f"{c.charged_bytes / GiB:,.1f}" for c in placement.cards]
+    assert sum(r["row"] == "slot" for r in defs["segments"]) == 2  # the group's box on each of its two cards
+    assert defs["notes"]["swap groups"][0].startswith("chat / vision: one resident at a time on cards 0, 1")
+    # the plan editor starts from the placement, and the planner's check agrees with it
+    assert json.loads(defs["plan_editor"].value)["swap_groups"] == [["chat", "vision"]]
+    check = defs["plan_check"]
+    assert check.fits and [c.charged_bytes for c in check.placement.cards] == [c.charged_bytes for c in placement.cards]
+    text = _texts(outputs)
+    assert "6 instances of 5 models" in text and "The plan fits" in text and "Traceback" not in text
+    assert f"card 0 {gib(group.charge_bytes[0])}" in text
+
+
+def test_placement_edited_plan_shows_the_planners_violation(offline):
+    import marimo as mo
+
+    from explorer.units import gib
+
+    _outputs, defs = run_placement()
+    plan = json.loads(defs["plan_editor"].value)
+    plan["models"]["ocr"] = {"cards": [0]}  # onto the swap group's card, which has 4.9 GiB left
+    outputs, defs = run_placement(plan_editor=mo.ui.text_area(value=json.dumps(plan)))
+    ocr = next(m for m in defs["models"] if m.name == "ocr")
+    card0, group = defs["placement"].cards[0], defs["placement"].swap_groups[0]
+    expected = (f"ocr pinned to card 0 needs {gib(ocr.footprint_bytes)} but card 0 has "
+                f"{gib(card0.usable_bytes - group.charge_bytes[0])} usable left after chat, vision "
+                f"(of {gib(card0.usable_bytes)})")
+    assert expected == ("ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, vision "
+                        "(of 40.5 GiB)")
+    assert [v.message for v in defs["plan_check"].violations] == [expected]
+    assert "The plan does not fit" in _texts(outputs) and expected in _texts(outputs)
+
+
+def test_placement_bad_plan_json_is_a_callout(offline):
+    import marimo as mo
+
+    outputs, defs = run_placement(plan_editor=mo.ui.text_area(value='{"models": {"chat": [0, 1],'))
+    assert "not valid JSON" in defs["plan_check"].error
+    text = _texts(outputs)
+    assert "The plan does not read" in text and "not valid JSON" in text and "Traceback" not in text
+
+
+def test_placement_tight_on_one_card_and_a_bad_spec(offline):
+    import marimo as mo
+
+    from explorer.ui.presets import preset_by_name
+
+    one = preset_by_name("One RTX 4090")
+    _outputs, defs = run_placement(preset=one, spec=mo.ui.text(value=one.spec))
+    placement = defs["placement"]
+    assert [t.model for t in placement.tight] == ["chat", "vision", "ocr", "rerank", "embed"]
+    assert all(r["fits"].startswith("✗ tight") for r in defs["instance_rows"])
+    assert defs["plan_check"].violations  # the tight placement, pinned as it stands, does not fit
+    outputs, defs = run_placement(preset=one, spec=mo.ui.text(value="1x2xnosuchgpu"))
+    assert "placement" not in defs
+    text = _texts(outputs)
+    assert "does not work here" in text and "nosuchgpu" in text and "Traceback" not in text
+
+
+def test_placement_notebook_passes_marimo_check():
+    done = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", str(NOTEBOOKS / "placement.py")],
+                          check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "error" not in (done.stdout + done.stderr).lower()

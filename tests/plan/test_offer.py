@@ -1,0 +1,122 @@
+"""explorer.plan.offer: a repository's files -> artifacts, with honest size labels.
+
+Headers are real GGUF headers built with ``gguf_factory``; shapes come from
+the real config corpus.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.corpus import shape_of
+from support.gguf_factory import VT, Typed, build_gguf, llama_like, llama_metadata
+
+from explorer.errors import NothingToPlanError
+from explorer.gguf.header import parse_gguf_header
+from explorer.plan.offer import (
+    build_offer,
+    computed_disk_bytes,
+    gguf_sets,
+    original_weight_files,
+    what_if_artifacts,
+)
+
+LLAMA_8B = "meta-llama__Meta-Llama-3.1-8B"
+
+
+def header(name: str, *, file_type: int = 15, split: tuple[int, int] | None = None, tensors=None):
+    """A parsed GGUF header named ``name``; ``split=(no, count)`` (0-based no) writes the split keys."""
+    extra = {"general.file_type": Typed(file_type, VT.UINT32)}
+    if split:
+        extra |= {"split.no": Typed(split[0], VT.UINT16), "split.count": Typed(split[1], VT.UINT16)}
+    tensors = tensors if tensors is not None else llama_like()
+    return parse_gguf_header(build_gguf(llama_metadata(**extra), tensors, with_data=False), name=name)
+
+
+def test_split_sets_are_grouped_and_projectors_attached():
+    files = {
+        "m-Q4_K_M-00001-of-00003.gguf": 10, "m-Q4_K_M-00002-of-00003.gguf": 20, "m-Q4_K_M-00003-of-00003.gguf": 30,
+        "m-Q8_0.gguf": 100, "mmproj-m-f32.gguf": 9, "mmproj-m-f16.gguf": 5, "README.md": 1,
+    }  # fmt: skip
+    offer = build_offer(files)
+    assert [a.name for a in offer] == ["m-Q8_0.gguf", "m-Q4_K_M-00001-of-00003.gguf"]  # largest first
+    q8, q4 = offer
+    assert q4.files == ("m-Q4_K_M-00001-of-00003.gguf", "m-Q4_K_M-00002-of-00003.gguf", "m-Q4_K_M-00003-of-00003.gguf")
+    assert (q4.size_bytes, q4.size_source, q4.quant, q4.format) == (60, "fetched", "Q4_K_M", "gguf")
+    assert (q8.quant, q8.size_bytes) == ("Q8_0", 100)
+    assert q4.projector == q8.projector == "mmproj-m-f16.gguf"  # F16 preferred over F32
+    assert not any("mmproj" in a.name for a in offer)
+    assert gguf_sets(files) == [q4.files, ("m-Q8_0.gguf",)]
+
+
+def test_original_weights_sum_the_checkpoint_files_only():
+    shape = shape_of(LLAMA_8B)
+    files = {"config.json": 800, "model-00001-of-00002.safetensors": 4_976_698_672,
+             "model-00002-of-00002.safetensors": 1_050_673_280, "consolidated.safetensors": 16_060_522_368,
+             "original/consolidated.00.pth": 16_060_617_592}  # fmt: skip
+    (original,) = build_offer(files, shape=shape, params_by_dtype={"BF16": 8_030_261_248})
+    assert original.files == ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    assert (original.size_bytes, original.size_source) == (4_976_698_672 + 1_050_673_280, "fetched")
+    assert original.quant == "bf16" and dict(original.params_by_dtype) == {"BF16": 8_030_261_248}
+    assert original.label == "original (bf16)" and not original.what_if
+    # a repo with only consolidated.safetensors offers that; the index's shard list wins over names
+    assert original_weight_files({"consolidated.safetensors": 1}) == ["consolidated.safetensors"]
+    assert original_weight_files(files, shards=["a.safetensors"]) == ["a.safetensors"]
+
+
+def test_sizes_are_computed_only_when_nothing_was_fetched():
+    shape = shape_of(LLAMA_8B)
+    (computed,) = build_offer({"config.json": 800}, shape=shape)
+    assert computed.size_source == "computed" and computed.size_bytes == shape.weight_bytes() == 16_060_522_496
+    # a listed shard of unknown size (0) is not a fetched size: the whole is computed
+    (partial,) = build_offer({"config.json": 800, "model.safetensors": 0}, shape=shape)
+    assert partial.size_source == "computed" and partial.files == ("model.safetensors",)
+    # DeepSeek-V3 stores its multi-token-prediction layer: on disk, so in the computed size
+    v3 = shape_of("deepseek-ai__DeepSeek-V3")
+    assert computed_disk_bytes(v3) > v3.weight_bytes()
+    # a GGUF file of unknown size and no header: computed from the quant's average bits, if the quant is known
+    offer = build_offer({"config.json": 1, "x-Q4_K_M.gguf": 0, "x-weird.gguf": 0}, shape=shape)
+    gguf = [a for a in offer if a.format == "gguf"]
+    assert [(a.quant, a.size_source) for a in gguf] == [("Q4_K_M", "computed")]
+    assert gguf[0].size_bytes == shape.weight_bytes("Q4_K_M")
+
+
+def test_header_names_the_quant_and_sizes_when_the_listing_cannot():
+    h = header("x-Q8_0.gguf", file_type=15)  # the header says Q4_K_M; it wins over the file name
+    (a,) = build_offer({"x-Q8_0.gguf": 0}, gguf_headers={"x-Q8_0.gguf": h})
+    assert (a.quant, a.size_source) == ("Q4_K_M", "header")
+    assert a.size_bytes == h.header_bytes + h.tensor_bytes_total and a.gguf_header is h
+    (b,) = build_offer({"x-Q8_0.gguf": 5 << 30}, gguf_headers={"x-Q8_0.gguf": h})
+    assert (b.size_bytes, b.size_source) == (5 << 30, "fetched")  # a listed size beats the header's
+
+
+def test_split_set_headers_merge_only_when_every_part_was_read():
+    tensors = llama_like()
+    names = ("s-00001-of-00002.gguf", "s-00002-of-00002.gguf")
+    parts = [header(names[0], split=(0, 2), tensors=tensors[:10]), header(names[1], split=(1, 2), tensors=tensors[10:])]
+    files = dict.fromkeys(names, 1 << 20)
+    (whole,) = build_offer(files, gguf_headers=dict(zip(names, parts)))
+    assert whole.gguf_header is not None and len(whole.gguf_header.tensors) == len(tensors)
+    (first_only,) = build_offer(files, gguf_headers={names[0]: parts[0]})
+    assert first_only.gguf_header is None and first_only.quant == "Q4_K_M"  # named by the first part's header
+    assert first_only.size_bytes == 2 << 20
+
+
+def test_a_repo_with_nothing_to_plan():
+    with pytest.raises(NothingToPlanError, match="README.md"):
+        build_offer({"README.md": 10, ".gitattributes": 1, "mmproj-only.gguf": 3})
+    with pytest.raises(NothingToPlanError):
+        build_offer({"config.json": 10})  # a config but no shape to plan with
+
+
+def test_what_if_artifacts():
+    shape = shape_of(LLAMA_8B)
+    whatifs = what_if_artifacts(shape)
+    assert [a.quant for a in whatifs] == ["fp8 block 128×128", "int4 AWQ g128"]  # bf16 is the checkpoint's own
+    assert all(a.what_if and a.size_source == "computed" and a.format == "safetensors" for a in whatifs)
+    fp8, awq = whatifs
+    assert shape.weight_bytes() > fp8.size_bytes > awq.size_bytes > 0
+    assert fp8.size_bytes == shape.weight_bytes("fp8")
+    gptq = what_if_artifacts(shape, ("int4-gptq", "bf16"))
+    assert [a.quant for a in gptq] == ["int4 GPTQ g128"] and gptq[0].size_bytes > awq.size_bytes  # g_idx costs
+    v3 = shape_of("deepseek-ai__DeepSeek-V3")  # an fp8 checkpoint: bf16 is a what-if, fp8 is not
+    assert [a.quant for a in what_if_artifacts(v3)] == ["bf16", "int4 AWQ g128"]
