@@ -52,7 +52,7 @@ def parse_size(text: str) -> int:
     if not m:
         raise ValueError(f"not a size with a unit (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB): {text!r}")
     number, unit = m.groups()
-    return int(round(float(number) * _UNITS[unit.lower()]))
+    return round(float(number) * _UNITS[unit.lower()])
 
 
 def gib(n_bytes: int, digits: int = 1) -> str:

@@ -14,19 +14,19 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer.ui import charts
-    from explorer.ui import plan_rows as nd
-    from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.engines.common import PlanRequest
     from explorer.errors import ExplorerError
-    from explorer.plan.planner import plan
-    from explorer.speed.settings import SpeedSettings
-    from explorer.ui.presets import PRESETS, AppDefaults, app_defaults, preset_by_name, preset_from_spec, spec_for
-    from explorer.sources.resolve import resolve_model
-    from explorer.sources.snapshot.read import load_snapshot
+    from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
-    from explorer.units import gib
+    from explorer.plan.planner import plan
+    from explorer.sources.resolve import resolve_model
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
+    from explorer.sources.snapshot.read import load_snapshot
+    from explorer.speed.settings import SpeedSettings
+    from explorer.ui import charts
+    from explorer.ui import plan_rows as nd
+    from explorer.ui.presets import PRESETS, AppDefaults, app_defaults, preset_by_name, preset_from_spec, spec_for
+    from explorer.units import gib
 
 
 @app.cell(hide_code=True)
@@ -69,11 +69,17 @@ def _(defaults):
     )
     hub_token = mo.ui.text(kind="password", placeholder="hf_… (only for gated or private repos)", label="Hub token")
     fetch = mo.ui.run_button(label="Fetch", tooltip="Read the model from the cache, the Hub or the disk")
-    mo.vstack([
-        mo.md("## 1 · Model"),
-        mo.hstack([popular, mo.vstack([hub_text, mo.hstack([hub_token, fetch], justify="start")])],
-                  justify="start", gap=2, widths=[1, 2]),
-    ])
+    mo.vstack(
+        [
+            mo.md("## 1 · Model"),
+            mo.hstack(
+                [popular, mo.vstack([hub_text, mo.hstack([hub_token, fetch], justify="start")])],
+                justify="start",
+                gap=2,
+                widths=[1, 2],
+            ),
+        ]
+    )
     return fetch, get_fetched, hub_text, hub_token, popular, set_fetched
 
 
@@ -96,13 +102,16 @@ def _(fetch, hub_text, hub_token, set_fetched):
             try:
                 _fetched = resolve_model(_text, token=_token, progress=_progress)
                 set_fetched(_fetched)
-                fetch_note = mo.callout(mo.md(f"Read **{html.escape(_fetched.repo or _fetched.shape.name)}** "
-                                              f"from the {_fetched.origin}."), kind="success")
+                fetch_note = mo.callout(
+                    mo.md(f"Read **{html.escape(_fetched.repo or _fetched.shape.name)}** from the {_fetched.origin}."),
+                    kind="success",
+                )
             except Exception as _e:  # ExplorerError says what to do; anything else still gets a callout
                 _msg = str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
                 _msg = _msg.replace(_token, "…") if _token else _msg
-                fetch_note = mo.callout(mo.md(f"**Could not read {html.escape(_text)}.** {html.escape(_msg)}"),
-                                        kind="danger")
+                fetch_note = mo.callout(
+                    mo.md(f"**Could not read {html.escape(_text)}.** {html.escape(_msg)}"), kind="danger"
+                )
     fetch_note
     return
 
@@ -116,16 +125,30 @@ def _(get_fetched, popular):
             model = resolve_model(popular.value, offline=True)
         except ExplorerError as _e:
             _error = str(_e)
-    mo.stop(model is None, mo.callout(mo.md(f"**No model.** {html.escape(_error or 'Pick one above.')}"), kind="danger"))
+    mo.stop(
+        model is None, mo.callout(mo.md(f"**No model.** {html.escape(_error or 'Pick one above.')}"), kind="danger")
+    )
     shape = model.shape
     summary = shape_summary(shape)
     _facts = "\n".join(f"| {k} | {html.escape(v)} |" for k, v in shape_rows(summary))
-    mo.hstack([
-        mo.md(f"**{html.escape(model.repo or shape.name)}** · answered from the **{model.origin}**\n\n"
-              f"| | |\n|---|---|\n{_facts}"),
-        mo.accordion({f"How it was resolved ({len(model.notes)} notes)": mo.md(
-            "\n".join(f"- {html.escape(n)}" for n in model.notes) or "nothing to note")}),
-    ], justify="start", gap=2, widths=[2, 1])
+    mo.hstack(
+        [
+            mo.md(
+                f"**{html.escape(model.repo or shape.name)}** · answered from the **{model.origin}**\n\n"
+                f"| | |\n|---|---|\n{_facts}"
+            ),
+            mo.accordion(
+                {
+                    f"How it was resolved ({len(model.notes)} notes)": mo.md(
+                        "\n".join(f"- {html.escape(n)}" for n in model.notes) or "nothing to note"
+                    )
+                }
+            ),
+        ],
+        justify="start",
+        gap=2,
+        widths=[2, 1],
+    )
     return model, shape, summary
 
 
@@ -153,15 +176,24 @@ def _(defaults, model, shape):
 @app.cell(hide_code=True)
 def _(defaults):
     engine = mo.ui.radio(options=list(nd.ENGINE_CHOICES), value=defaults.engine, label="Engine", inline=True)
-    kv_dtype = mo.ui.dropdown(options=list(KV_CACHE_TYPES),
-                              value=defaults.kv_dtype if defaults.kv_dtype in KV_CACHE_TYPES else "auto",
-                              label="KV cache type")
+    kv_dtype = mo.ui.dropdown(
+        options=list(KV_CACHE_TYPES),
+        value=defaults.kv_dtype if defaults.kv_dtype in KV_CACHE_TYPES else "auto",
+        label="KV cache type",
+    )
     _seqs = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
-    concurrency = mo.ui.slider(steps=_seqs, value=nd.nearest_step(_seqs, defaults.concurrency),
-                               label="Concurrent sequences", show_value=True)
-    sort = mo.ui.radio(options={"fewest cards, best precision": "default", "fastest decode": "speed"},
-                       value="fewest cards, best precision", label="Rank by", inline=True)
-    mo.vstack([mo.md("## 3 · Engine and load"), engine, mo.hstack([kv_dtype, concurrency, sort], justify="start", gap=2)])
+    concurrency = mo.ui.slider(
+        steps=_seqs, value=nd.nearest_step(_seqs, defaults.concurrency), label="Concurrent sequences", show_value=True
+    )
+    sort = mo.ui.radio(
+        options={"fewest cards, best precision": "default", "fastest decode": "speed"},
+        value="fewest cards, best precision",
+        label="Rank by",
+        inline=True,
+    )
+    mo.vstack(
+        [mo.md("## 3 · Engine and load"), engine, mo.hstack([kv_dtype, concurrency, sort], justify="start", gap=2)]
+    )
     return concurrency, engine, kv_dtype, sort
 
 
@@ -186,29 +218,44 @@ def _(link_preset, preset_pick):
         preset = replace(preset, gpu_class=_found.name if _found else "h100-80g")
     nodes = mo.ui.number(start=1, stop=4096, value=preset.nodes, label="Nodes")
     gpus = mo.ui.number(start=1, stop=64, value=preset.gpus_per_node, label="GPUs per node")
-    gpu_class = mo.ui.dropdown(options=list(catalogue.names), value=preset.gpu_class, searchable=True, label="GPU class")
-    free = mo.ui.slider(start=0.05, stop=1.0, step=0.05, value=preset.free_fraction, show_value=True,
-                        label="Free share of each card's memory")
+    gpu_class = mo.ui.dropdown(
+        options=list(catalogue.names), value=preset.gpu_class, searchable=True, label="GPU class"
+    )
+    free = mo.ui.slider(
+        start=0.05,
+        stop=1.0,
+        step=0.05,
+        value=preset.free_fraction,
+        show_value=True,
+        label="Free share of each card's memory",
+    )
     return free, gpu_class, gpus, nodes, preset
 
 
 @app.cell(hide_code=True)
 def _(free, gpu_class, gpus, nodes, preset):
-    spec = mo.ui.text(value=spec_for(preset, nodes.value, gpus.value, gpu_class.value, free.value),
-                      label="Cluster spec (the source of truth: edit it freely)", full_width=True)
+    spec = mo.ui.text(
+        value=spec_for(preset, nodes.value, gpus.value, gpu_class.value, free.value),
+        label="Cluster spec (the source of truth: edit it freely)",
+        full_width=True,
+    )
     return (spec,)
 
 
 @app.cell(hide_code=True)
 def _(free, gpu_class, gpus, nodes, preset, preset_pick, spec):
-    mo.vstack([
-        mo.md("## 4 · Cluster"),
-        mo.hstack([preset_pick, mo.md(f"*{html.escape(preset.description)}*")], justify="start", gap=2),
-        mo.hstack([nodes, gpus, gpu_class, free], justify="start", gap=2),
-        spec,
-        mo.md("Grammar: `NODESxGPUSxCLASS[@FABRIC][,free=…]` joined by `+`, e.g. "
-              "`2x8xh100-80g@ib0 + 1x4xl40s-48g + 1xuma-128g` (see docs/cluster_spec.md)."),
-    ])
+    mo.vstack(
+        [
+            mo.md("## 4 · Cluster"),
+            mo.hstack([preset_pick, mo.md(f"*{html.escape(preset.description)}*")], justify="start", gap=2),
+            mo.hstack([nodes, gpus, gpu_class, free], justify="start", gap=2),
+            spec,
+            mo.md(
+                "Grammar: `NODESxGPUSxCLASS[@FABRIC][,free=…]` joined by `+`, e.g. "
+                "`2x8xh100-80g@ib0 + 1x4xl40s-48g + 1xuma-128g` (see docs/cluster_spec.md)."
+            ),
+        ]
+    )
     return
 
 
@@ -219,15 +266,31 @@ def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort,
         cluster, _cluster_error = parse_cluster(spec.value), None
     except ExplorerError as _e:
         cluster, _cluster_error = None, str(_e)
-    mo.stop(cluster is None, mo.callout(mo.md(f"**The cluster spec does not parse.** {html.escape(_cluster_error or '')}"),
-                                        kind="danger"))
+    mo.stop(
+        cluster is None,
+        mo.callout(mo.md(f"**The cluster spec does not parse.** {html.escape(_cluster_error or '')}"), kind="danger"),
+    )
     _chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
-    request = PlanRequest(context_tokens=context.value, concurrency=concurrency.value, kv_dtype=kv_dtype.value,
-                          engines=nd.ENGINE_CHOICES[engine.value])
+    request = PlanRequest(
+        context_tokens=context.value,
+        concurrency=concurrency.value,
+        kv_dtype=kv_dtype.value,
+        engines=nd.ENGINE_CHOICES[engine.value],
+    )
     _t0 = time.perf_counter()
     try:
-        result, _plan_error = plan(shape, cluster, request, artifacts=_chosen, model_ref=model.repo or shape.name,
-                                   sort=sort.value, speed=SpeedSettings(prices=shipped_prices())), None
+        result, _plan_error = (
+            plan(
+                shape,
+                cluster,
+                request,
+                artifacts=_chosen,
+                model_ref=model.repo or shape.name,
+                sort=sort.value,
+                speed=SpeedSettings(prices=shipped_prices()),
+            ),
+            None,
+        )
     except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
         result, _plan_error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000
@@ -241,23 +304,41 @@ def _(cluster, plan_ms, result):
     miss_rows = nd.near_miss_rows(result, limit=3)
     _has_speed = any(o.speed is not None for o in result.options)
     _columns = [c for c in nd.TABLE_COLUMNS if _has_speed or c not in ("decode tok/s", "TTFT (s)", "$ / M tokens")]
-    _head = (f"**{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
-             f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused) · planned in {plan_ms:.0f} ms. "
-             "Per card: what the binding card needs / what the engine may use, GiB. Red rows with ✗ do not fit.")
+    _head = (
+        f"**{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
+        f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused) · planned in {plan_ms:.0f} ms. "
+        "Per card: what the binding card needs / what the engine may use, GiB. Red rows with ✗ do not fit."
+    )
     _notes = []
     if not result.options:
-        _notes.append(mo.callout(mo.md("**Nothing fits.** The closest misses are below in red; the refusals say why."),
-                                 kind="danger"))
+        _notes.append(
+            mo.callout(
+                mo.md("**Nothing fits.** The closest misses are below in red; the refusals say why."), kind="danger"
+            )
+        )
     _groups = nd.refusal_groups(result)
-    _refusals = mo.accordion({
-        f"{rule}: {n:,} ways": mo.Html(nd.rows_html(rows[:40], ("way", "artifact", "reason"), table_id=f"refused-{rule}"))
-        for rule, n, rows in _groups
-    }) if _groups else mo.md("Nothing was refused.")
-    mo.vstack([
-        mo.md("## 5 · Ways it fits, best first"), *_notes, mo.md(_head),
-        mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
-        mo.md("### Why the other ways were refused"), _refusals,
-    ])
+    _refusals = (
+        mo.accordion(
+            {
+                f"{rule}: {n:,} ways": mo.Html(
+                    nd.rows_html(rows[:40], ("way", "artifact", "reason"), table_id=f"refused-{rule}")
+                )
+                for rule, n, rows in _groups
+            }
+        )
+        if _groups
+        else mo.md("Nothing was refused.")
+    )
+    mo.vstack(
+        [
+            mo.md("## 5 · Ways it fits, best first"),
+            *_notes,
+            mo.md(_head),
+            mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
+            mo.md("### Why the other ways were refused"),
+            _refusals,
+        ]
+    )
     return miss_rows, option_rows
 
 
@@ -288,15 +369,23 @@ def _(option_pick, pickable):
     mo.stop(picked is None, mo.md(""))
     _card = picked.per_card
     _tps, _ttft, _cost = nd.speed_of_option(picked)
-    _speed = (f" · about **{_tps:,.1f} tokens/s** a sequence (estimate, {picked.speed.bound_by}-bound)"
-              if _tps is not None else "")
-    mo.vstack([
-        mo.md("## 6 · What each card holds"), option_pick,
-        mo.md(f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs **{gib(_card.total)}** of "
-              f"**{gib(_card.usable)}** usable ({gib(_card.capacity)} on the card){_speed}."),
-        charts.VegaLite(charts.card_memory_chart(nd.card_parts(picked), title=picked.label)),
-        mo.md(f"Launch: `{picked.evaluation.command}`"),
-    ])
+    _speed = (
+        f" · about **{_tps:,.1f} tokens/s** a sequence (estimate, {picked.speed.bound_by}-bound)"
+        if _tps is not None
+        else ""
+    )
+    mo.vstack(
+        [
+            mo.md("## 6 · What each card holds"),
+            option_pick,
+            mo.md(
+                f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs **{gib(_card.total)}** of "
+                f"**{gib(_card.usable)}** usable ({gib(_card.capacity)} on the card){_speed}."
+            ),
+            charts.VegaLite(charts.card_memory_chart(nd.card_parts(picked), title=picked.label)),
+            mo.md(f"Launch: `{picked.evaluation.command}`"),
+        ]
+    )
     return (picked,)
 
 
@@ -308,11 +397,15 @@ def _(context, context_steps, request, result, shape):
     _tabs = {"Memory vs context": charts.VegaLite(charts.memory_context_chart(sweep, context=context.value))}
     if any(r["tokens_per_s"] is not None for r in sweep):
         _tabs["Tokens/s vs context"] = charts.VegaLite(charts.speed_context_chart(sweep, context=context.value))
-    mo.vstack([
-        mo.md("## 7 · As the context grows\nEach line is one of the top options re-checked at every context "
-              "(weights stay, the KV cache grows); a red cross marks a context it no longer holds."),
-        mo.ui.tabs(_tabs) if sweep else mo.md("No option to draw."),
-    ])
+    mo.vstack(
+        [
+            mo.md(
+                "## 7 · As the context grows\nEach line is one of the top options re-checked at every context "
+                "(weights stay, the KV cache grows); a red cross marks a context it no longer holds."
+            ),
+            mo.ui.tabs(_tabs) if sweep else mo.md("No option to draw."),
+        ]
+    )
     return (sweep,)
 
 

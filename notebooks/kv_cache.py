@@ -12,28 +12,28 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
+    from explorer.model.dtypes import KV_CACHE_TYPES
+    from explorer.sources.snapshot.read import load_snapshot
     from explorer.ui import charts
     from explorer.ui import plan_rows as nd
-    from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.ui.kv_lesson import LESSON_MODELS, kv_curve, kv_table, total_formula
-    from explorer.sources.snapshot.read import load_snapshot
     from explorer.units import gib
 
     #: one sentence per attention design, shown beside its model
     WHY = {
         "MHA": "Multi-head attention: every query head has its own key and value head, so each layer keeps "
-               "K and V for all of them, for every token.",
+        "K and V for all of them, for every token.",
         "GQA": "Grouped-query attention: query heads share key/value heads in groups, so fewer K/V rows "
-               "are kept (here 8 for 32 query heads: a quarter of MHA's).",
+        "are kept (here 8 for 32 query heads: a quarter of MHA's).",
         "MQA": "Multi-query attention: one key/value head serves every query head; the smallest full cache.",
         "MLA": "Multi-head latent attention: one compressed latent a token (plus a small rotary key), "
-               "expanded into heads on the fly; not doubled for K and V.",
+        "expanded into heads on the fly; not doubled for K and V.",
         "sliding + full": "Sliding window: some layers attend to the last W tokens only, so their share stops "
-                          "growing at W; the full-attention layers keep growing.",
+        "growing at W; the full-attention layers keep growing.",
         "hybrid linear": "Hybrid linear attention: most layers are gated delta nets with a fixed-size state a "
-                         "sequence; only the few full-attention layers grow with the context.",
+        "sequence; only the few full-attention layers grow with the context.",
         "hybrid Mamba": "Hybrid Mamba: most layers are state-space (Mamba) blocks with a fixed state a "
-                        "sequence; a handful of attention layers keep K and V.",
+        "sequence; a handful of attention layers keep K and V.",
     }
 
 
@@ -54,9 +54,12 @@ def _():
 @app.cell(hide_code=True)
 def _():
     _steps = nd.context_steps(1_048_576)
-    context = mo.ui.slider(steps=_steps, value=32_768, show_value=True, full_width=True,
-                           label="Context (tokens, log scale)")
-    kv_dtype = mo.ui.dropdown(options=list(KV_CACHE_TYPES), value="auto", label="KV cache type (auto: the model's dtype)")
+    context = mo.ui.slider(
+        steps=_steps, value=32_768, show_value=True, full_width=True, label="Context (tokens, log scale)"
+    )
+    kv_dtype = mo.ui.dropdown(
+        options=list(KV_CACHE_TYPES), value="auto", label="KV cache type (auto: the model's dtype)"
+    )
     sequences = mo.ui.slider(steps=[1, 2, 4, 8, 16, 32, 64, 128], value=1, show_value=True, label="Sequences at once")
     mo.vstack([context, mo.hstack([kv_dtype, sequences], justify="start", gap=2)])
     return context, kv_dtype, sequences
@@ -73,9 +76,12 @@ def _():
 def _(context, kv_dtype, lesson, sequences):
     # Every figure below is the shape's own (explorer.model.kv_cache); the rows only group layers and write the arithmetic.
     per_token = {name: shape.kv_bytes_per_token(kv_dtype.value) for name, (_d, shape) in lesson.items()}
-    at_context = {name: shape.kv_bytes(context.value, kv_dtype.value, sequences.value)
-                  for name, (_d, shape) in lesson.items()}
-    tables = {name: kv_table(shape, kv_dtype.value, context.value, sequences.value) for name, (_d, shape) in lesson.items()}
+    at_context = {
+        name: shape.kv_bytes(context.value, kv_dtype.value, sequences.value) for name, (_d, shape) in lesson.items()
+    }
+    tables = {
+        name: kv_table(shape, kv_dtype.value, context.value, sequences.value) for name, (_d, shape) in lesson.items()
+    }
     _shapes = {name: shape for name, (_d, shape) in lesson.items()}
     curve = kv_curve(_shapes, nd.context_steps(1_048_576, floor=1024)[::2], kv_dtype.value, sequences.value)
     stack = kv_curve(_shapes, [context.value], kv_dtype.value, sequences.value)
@@ -87,25 +93,34 @@ def _(at_context, context, lesson, per_token, sequences):
     _rows = "\n".join(
         f"| {html.escape(name)} | {shape.attention} | {per_token[name]:,} | {gib(shape.weight_bytes(), 1)} | "
         f"**{gib(at_context[name], 2)}** | {shape.max_context_tokens:,} |"
-        for name, (_d, shape) in lesson.items())
-    mo.md("\n".join([
-        f"## At {context.value:,} tokens × {sequences.value} sequence(s)",
-        "",
-        "| model | attention | bytes a token | weights | KV cache | model's limit (tokens) |",
-        "|---|---|---:|---:|---:|---:|",
-        _rows,
-    ]))
+        for name, (_d, shape) in lesson.items()
+    )
+    mo.md(
+        "\n".join(
+            [
+                f"## At {context.value:,} tokens × {sequences.value} sequence(s)",
+                "",
+                "| model | attention | bytes a token | weights | KV cache | model's limit (tokens) |",
+                "|---|---|---:|---:|---:|---:|",
+                _rows,
+            ]
+        )
+    )
     return
 
 
 @app.cell(hide_code=True)
 def _(context, curve, stack):
-    mo.vstack([
-        charts.kv_context_chart(curve, context=context.value),
-        charts.kv_stack_chart(stack),
-        mo.md("Lines are dashed past a model's own context limit: what it *would* keep. Recurrent layers "
-              "(linear attention, Mamba) are flat: a fixed state a sequence, whatever the context."),
-    ])
+    mo.vstack(
+        [
+            charts.kv_context_chart(curve, context=context.value),
+            charts.kv_stack_chart(stack),
+            mo.md(
+                "Lines are dashed past a model's own context limit: what it *would* keep. Recurrent layers "
+                "(linear attention, Mamba) are flat: a fixed state a sequence, whatever the context."
+            ),
+        ]
+    )
     return
 
 
@@ -119,24 +134,36 @@ def _(at_context, context, kv_dtype, lesson, per_token, sequences, tables):
 
     def _section(name):
         design, shape = lesson[name]
-        lines = "\n".join(f"- **{row['kind']}** ({row['layers']} layers): {html.escape(row['formula'])} "
-                          f"→ {_kept(row)} = **{gib(row['bytes'], 3)}**" for row in tables[name])
-        return mo.md("\n\n".join([
-            f"### {html.escape(name)}",
-            WHY.get(design, ""),
-            lines,
-            f"In all: {total_formula(shape, kv_dtype.value)}; at {context.value:,} tokens × {sequences.value} "
-            f"sequence(s): **{at_context[name]:,} bytes = {gib(at_context[name], 2)}**.",
-        ]))
+        lines = "\n".join(
+            f"- **{row['kind']}** ({row['layers']} layers): {html.escape(row['formula'])} "
+            f"→ {_kept(row)} = **{gib(row['bytes'], 3)}**"
+            for row in tables[name]
+        )
+        return mo.md(
+            "\n\n".join(
+                [
+                    f"### {html.escape(name)}",
+                    WHY.get(design, ""),
+                    lines,
+                    f"In all: {total_formula(shape, kv_dtype.value)}; at {context.value:,} tokens × {sequences.value} "
+                    f"sequence(s): **{at_context[name]:,} bytes = {gib(at_context[name], 2)}**.",
+                ]
+            )
+        )
 
-    mo.vstack([
-        mo.md("## The formulas, with each model's numbers\n"
-              "Per token, full attention keeps a K and a V row in every layer: "
-              "`2 × layers × kv_heads × head_dim × bytes a value`; times the tokens kept, times the sequences. "
-              f"The KV cache type is **{kv_dtype.value}**; per-token figures: "
-              + ", ".join(f"{html.escape(n.split(' (')[0])} {b:,} B" for n, b in per_token.items()) + "."),
-        *[_section(name) for name in lesson],
-    ])
+    mo.vstack(
+        [
+            mo.md(
+                "## The formulas, with each model's numbers\n"
+                "Per token, full attention keeps a K and a V row in every layer: "
+                "`2 × layers × kv_heads × head_dim × bytes a value`; times the tokens kept, times the sequences. "
+                f"The KV cache type is **{kv_dtype.value}**; per-token figures: "
+                + ", ".join(f"{html.escape(n.split(' (')[0])} {b:,} B" for n, b in per_token.items())
+                + "."
+            ),
+            *[_section(name) for name in lesson],
+        ]
+    )
     return
 
 

@@ -13,15 +13,14 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer.ui import charts
-    from explorer.ui import plan_rows as nd
-    from explorer.ui import fleet_rows as nf
-    
     from explorer.errors import ExplorerError
     from explorer.fleet.footprints import fleet_cards
     from explorer.fleet.place import place
-    from explorer.sources.snapshot.read import load_snapshot
     from explorer.sources.shipped import parse_cluster
+    from explorer.sources.snapshot.read import load_snapshot
+    from explorer.ui import charts
+    from explorer.ui import fleet_rows as nf
+    from explorer.ui import plan_rows as nd
 
 
 @app.cell(hide_code=True)
@@ -46,58 +45,101 @@ def _():
     _repos = sorted(snapshot.repos, key=str.lower)
     _label = {tokens: label for label, tokens in nf.CONTEXT_CHOICES.items()}
     _rows = [*nf.DEFAULT_FLEET, nf.FleetRow(name="", repo="")]
-    model_rows = mo.ui.array([
-        mo.ui.dictionary({
-            "name": mo.ui.text(value=_r.name, placeholder="name (default: the id)"),
-            "model": mo.ui.dropdown(options=_repos, value=_r.repo or None, searchable=True, full_width=True),
-            "context": mo.ui.dropdown(options=list(nf.CONTEXT_CHOICES), value=_label.get(_r.context_tokens, "default")),
-            "replicas": mo.ui.number(start=1, stop=16, value=_r.replicas),
-            "phases": mo.ui.text(value=_r.phases, placeholder="always"),
-        })
-        for _r in _rows
-    ])
+    model_rows = mo.ui.array(
+        [
+            mo.ui.dictionary(
+                {
+                    "name": mo.ui.text(value=_r.name, placeholder="name (default: the id)"),
+                    "model": mo.ui.dropdown(options=_repos, value=_r.repo or None, searchable=True, full_width=True),
+                    "context": mo.ui.dropdown(
+                        options=list(nf.CONTEXT_CHOICES), value=_label.get(_r.context_tokens, "default")
+                    ),
+                    "replicas": mo.ui.number(start=1, stop=16, value=_r.replicas),
+                    "phases": mo.ui.text(value=_r.phases, placeholder="always"),
+                }
+            )
+            for _r in _rows
+        ]
+    )
     extra_terms = mo.ui.text_area(
         placeholder="more models, one a line: name = ID[:context][xREPLICAS][@phase,...]  e.g.  "
-                    "small = Qwen/Qwen3-1.7B:16kx2@query",
-        rows=2, full_width=True)
+        "small = Qwen/Qwen3-1.7B:16kx2@query",
+        rows=2,
+        full_width=True,
+    )
     return extra_terms, model_rows, snapshot
 
 
 @app.cell(hide_code=True)
 def _(extra_terms, model_rows):
     _widths = [2, 5, 1.2, 1, 2]
-    _head = mo.hstack([mo.md(f"**{h}**") for h in ("name", "model (the shipped snapshot)", "context", "replicas",
-                                                    "phases (comma-separated; empty: always)")],
-                      widths=_widths, gap=1)
+    _head = mo.hstack(
+        [
+            mo.md(f"**{h}**")
+            for h in (
+                "name",
+                "model (the shipped snapshot)",
+                "context",
+                "replicas",
+                "phases (comma-separated; empty: always)",
+            )
+        ],
+        widths=_widths,
+        gap=1,
+    )
     _story = "\n".join(f"- **{r.name}** ({r.repo}): {html.escape(r.why)}" for r in nf.DEFAULT_FLEET)
-    mo.vstack([
-        mo.md("## 1 · Models\nRow order is placement priority, as on the command line: earlier rows are charged "
-              "first. Clear a row's model to leave it out."),
-        _head,
-        *[mo.hstack([_row[k] for k in ("name", "model", "context", "replicas", "phases")], widths=_widths, gap=1)
-          for _row in model_rows],
-        extra_terms,
-        mo.accordion({"The default fleet, and why": mo.md(
-            "A document-search service on three 48 GB cards. The two 32B models never run in the same phase "
-            "(vision reads documents at **ingest**, chat answers at **query**) and cannot both be resident, so "
-            "they form a swap group on two cards; the small models share the third card; the embedder runs in "
-            "both phases and spreads its two replicas over two cards. The snapshot has no embedder or reranker, "
-            "so the models they are built on stand in (same layers, same footprint).\n\n" + _story)}),
-    ])
+    mo.vstack(
+        [
+            mo.md(
+                "## 1 · Models\nRow order is placement priority, as on the command line: earlier rows are charged "
+                "first. Clear a row's model to leave it out."
+            ),
+            _head,
+            *[
+                mo.hstack([_row[k] for k in ("name", "model", "context", "replicas", "phases")], widths=_widths, gap=1)
+                for _row in model_rows
+            ],
+            extra_terms,
+            mo.accordion(
+                {
+                    "The default fleet, and why": mo.md(
+                        "A document-search service on three 48 GB cards. The two 32B models never run in the same phase "
+                        "(vision reads documents at **ingest**, chat answers at **query**) and cannot both be resident, so "
+                        "they form a swap group on two cards; the small models share the third card; the embedder runs in "
+                        "both phases and spreads its two replicas over two cards. The snapshot has no embedder or reranker, "
+                        "so the models they are built on stand in (same layers, same footprint).\n\n" + _story
+                    )
+                }
+            ),
+        ]
+    )
     return
 
 
 @app.cell(hide_code=True)
 def _():
-    preset_pick = mo.ui.dropdown(options=[p.name for p in nf.FLEET_PRESETS], value=nf.FLEET_PRESETS[0].name,
-                                 label="Cluster preset")
-    engine = mo.ui.radio(options={"vLLM": "vllm", "llama.cpp": "llamacpp"}, value="vLLM", inline=True,
-                         label="Footprints by the accounting of")
-    precision = mo.ui.dropdown(options={"as published": None, "bf16": "bf16", "fp8": "fp8", "int4-awq": "int4-awq",
-                                        "Q8_0 (GGUF)": "Q8_0", "Q4_K_M (GGUF)": "Q4_K_M"},
-                               value="as published", label="Weights of every model")
-    usable = mo.ui.slider(start=0.5, stop=1.0, step=0.05, value=0.9, show_value=True,
-                          label="Usable share of each card")
+    preset_pick = mo.ui.dropdown(
+        options=[p.name for p in nf.FLEET_PRESETS], value=nf.FLEET_PRESETS[0].name, label="Cluster preset"
+    )
+    engine = mo.ui.radio(
+        options={"vLLM": "vllm", "llama.cpp": "llamacpp"},
+        value="vLLM",
+        inline=True,
+        label="Footprints by the accounting of",
+    )
+    precision = mo.ui.dropdown(
+        options={
+            "as published": None,
+            "bf16": "bf16",
+            "fp8": "fp8",
+            "int4-awq": "int4-awq",
+            "Q8_0 (GGUF)": "Q8_0",
+            "Q4_K_M (GGUF)": "Q4_K_M",
+        },
+        value="as published",
+        label="Weights of every model",
+    )
+    usable = mo.ui.slider(start=0.5, stop=1.0, step=0.05, value=0.9, show_value=True, label="Usable share of each card")
     return engine, precision, preset_pick, usable
 
 
@@ -110,14 +152,18 @@ def _(preset_pick):
 
 @app.cell(hide_code=True)
 def _(engine, precision, preset, preset_pick, spec, usable):
-    mo.vstack([
-        mo.md("## 2 · Cluster and accounting"),
-        mo.hstack([preset_pick, mo.md(f"*{html.escape(preset.description)}*")], justify="start", gap=2),
-        spec,
-        mo.md("Grammar: `NODESxGPUSxCLASS[@FABRIC][,free=…]` joined by `+` (see docs/cluster_spec.md). Every GPU "
-              "becomes a card, numbered in node order; a cluster without GPUs gives one unified-memory pool."),
-        mo.hstack([engine, precision, usable], justify="start", gap=2),
-    ])
+    mo.vstack(
+        [
+            mo.md("## 2 · Cluster and accounting"),
+            mo.hstack([preset_pick, mo.md(f"*{html.escape(preset.description)}*")], justify="start", gap=2),
+            spec,
+            mo.md(
+                "Grammar: `NODESxGPUSxCLASS[@FABRIC][,free=…]` joined by `+` (see docs/cluster_spec.md). Every GPU "
+                "becomes a card, numbered in node order; a cluster without GPUs gives one unified-memory pool."
+            ),
+            mo.hstack([engine, precision, usable], justify="start", gap=2),
+        ]
+    )
     return
 
 
@@ -128,26 +174,52 @@ def _(engine, extra_terms, model_rows, precision, snapshot, spec, usable):
         offer, _error = fleet_cards(parse_cluster(spec.value), usable_fraction=usable.value), None
     except ExplorerError as _e:
         offer, _error = None, str(_e)
-    mo.stop(offer is None, mo.callout(mo.md(f"**The cluster spec does not work here.** {html.escape(_error or '')}"),
-                                      kind="danger"))
+    mo.stop(
+        offer is None,
+        mo.callout(mo.md(f"**The cluster spec does not work here.** {html.escape(_error or '')}"), kind="danger"),
+    )
     terms, term_errors = nf.terms_from_rows(model_rows.value, extra_terms.value)
     models, term_notes, _errors = nf.fleet_demands(
-        terms, lambda repo: snapshot.shape(repo) if snapshot.get(repo) else None,
-        gpu=offer.gpu, engine=engine.value, precision=precision.value)
+        terms,
+        lambda repo: snapshot.shape(repo) if snapshot.get(repo) else None,
+        gpu=offer.gpu,
+        engine=engine.value,
+        precision=precision.value,
+    )
     term_errors = term_errors + _errors
     _t0 = time.perf_counter()
     try:
-        placement, _error = (place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)
-                             if models else None), None
+        placement, _error = (
+            (place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes) if models else None),
+            None,
+        )
     except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
         placement, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     place_ms = (time.perf_counter() - _t0) * 1000
-    _problems = [mo.callout(mo.md("**Some models were left out.**\n\n" + "\n".join(
-        f"- {html.escape(e)}" for e in term_errors)), kind="warn")] if term_errors else []
+    _problems = (
+        [
+            mo.callout(
+                mo.md("**Some models were left out.**\n\n" + "\n".join(f"- {html.escape(e)}" for e in term_errors)),
+                kind="warn",
+            )
+        ]
+        if term_errors
+        else []
+    )
     if term_notes:
         _problems.append(mo.callout(mo.md("\n".join(f"- {html.escape(n)}" for n in term_notes)), kind="info"))
-    mo.stop(placement is None, mo.vstack([*_problems, mo.callout(mo.md(
-        f"**Nothing was placed.** {html.escape(_error or 'Pick at least one model above.')}"), kind="danger")]))
+    mo.stop(
+        placement is None,
+        mo.vstack(
+            [
+                *_problems,
+                mo.callout(
+                    mo.md(f"**Nothing was placed.** {html.escape(_error or 'Pick at least one model above.')}"),
+                    kind="danger",
+                ),
+            ]
+        ),
+    )
     mo.vstack(_problems)
     return models, offer, place_ms, placement, term_errors, term_notes, terms
 
@@ -157,13 +229,17 @@ def _(models, offer, place_ms, placement):
     notes = nf.placement_notes(placement)
     segments = nf.card_segments(placement, offer.labels)
     _count = {k: len(v) for k, v in notes.items()}
-    mo.vstack([
-        mo.md(f"## 3 · The placement\n**{len(placement.instances)} instances of {len(models)} models** on "
-              f"{nf.fleet_text(offer.labels, offer.unified_budget_bytes)}: "
-              f"{_count['swap groups']} swap group(s), {_count['tight']} tight, {_count['refused']} refused, "
-              f"{_count['missing replicas']} short of replicas · placed in {place_ms:.1f} ms."),
-        charts.VegaLite(charts.placement_chart(segments)),
-    ])
+    mo.vstack(
+        [
+            mo.md(
+                f"## 3 · The placement\n**{len(placement.instances)} instances of {len(models)} models** on "
+                f"{nf.fleet_text(offer.labels, offer.unified_budget_bytes)}: "
+                f"{_count['swap groups']} swap group(s), {_count['tight']} tight, {_count['refused']} refused, "
+                f"{_count['missing replicas']} short of replicas · placed in {place_ms:.1f} ms."
+            ),
+            charts.VegaLite(charts.placement_chart(segments)),
+        ]
+    )
     return notes, segments
 
 
@@ -174,8 +250,9 @@ def _(notes):
 
     _out = []
     if notes["swap groups"]:
-        _out.append(_callout("swap groups", "info",
-                             "Swap groups: phase-disjoint models taking turns in the same memory"))
+        _out.append(
+            _callout("swap groups", "info", "Swap groups: phase-disjoint models taking turns in the same memory")
+        )
     if notes["tight"]:
         _out.append(_callout("tight", "danger", "Tight: placed although they fit nowhere (expect a failed load)"))
     if notes["refused"]:
@@ -192,55 +269,96 @@ def _(notes):
 def _(engine, offer, placement, precision, spec, terms, usable):
     instance_rows = nf.instance_rows(placement)
     card_rows = nf.card_rows(placement, offer.labels)
-    _cli = nf.cli_command(spec.value, terms, engine=engine.value, usable_fraction=usable.value,
-                          precision=precision.value)
-    mo.vstack([
-        mo.md("### Instances\nPer card: what each of its cards is charged (weights + KV cache at its context + the "
-              "engine's fixed cost per card), GiB. Red rows with ✗ are tight."),
-        mo.Html(nd.rows_html(instance_rows, nf.INSTANCE_COLUMNS, table_id="placement-instances")),
-        mo.md("### Cards"),
-        mo.Html(nd.rows_html(card_rows, nf.CARD_COLUMNS, table_id="placement-cards")),
-        mo.accordion({"The same from the command line": mo.md(
-            f"```\n{_cli}\n```\nThe command line names each model by its id rather than by the rows' names.")}),
-    ])
+    _cli = nf.cli_command(
+        spec.value, terms, engine=engine.value, usable_fraction=usable.value, precision=precision.value
+    )
+    mo.vstack(
+        [
+            mo.md(
+                "### Instances\nPer card: what each of its cards is charged (weights + KV cache at its context + the "
+                "engine's fixed cost per card), GiB. Red rows with ✗ are tight."
+            ),
+            mo.Html(nd.rows_html(instance_rows, nf.INSTANCE_COLUMNS, table_id="placement-instances")),
+            mo.md("### Cards"),
+            mo.Html(nd.rows_html(card_rows, nf.CARD_COLUMNS, table_id="placement-cards")),
+            mo.accordion(
+                {
+                    "The same from the command line": mo.md(
+                        f"```\n{_cli}\n```\nThe command line names each model by its id rather than by the rows' names."
+                    )
+                }
+            ),
+        ]
+    )
     return card_rows, instance_rows
 
 
 @app.cell(hide_code=True)
 def _(placement):
     plan_editor = mo.ui.text_area(
-        value=nf.plan_text(placement), rows=12, full_width=True, disabled=placement.unified,
+        value=nf.plan_text(placement),
+        rows=12,
+        full_width=True,
+        disabled=placement.unified,
         label="The planner's placement as a plan: move a model to other cards, change a context or a ratio, "
-              "add a replica entry (a list of entries), or a swap group")
+        "add a replica entry (a list of entries), or a swap group",
+    )
     return (plan_editor,)
 
 
 @app.cell(hide_code=True)
 def _(models, offer, placement, plan_editor):
-    mo.stop(placement.unified, mo.vstack([mo.md("## 4 · Your own plan"), mo.callout(
-        mo.md("A unified-memory pool has no cards to pin models to, so there is no plan to edit."), kind="info")]))
+    mo.stop(
+        placement.unified,
+        mo.vstack(
+            [
+                mo.md("## 4 · Your own plan"),
+                mo.callout(
+                    mo.md("A unified-memory pool has no cards to pin models to, so there is no plan to edit."),
+                    kind="info",
+                ),
+            ]
+        ),
+    )
     plan_check = nf.check_plan_text(plan_editor.value, models, offer.cards)
     if plan_check.error:
         _verdict = mo.callout(mo.md(f"**The plan does not read.** {html.escape(plan_check.error)}"), kind="danger")
     elif plan_check.violations:
-        _verdict = mo.callout(mo.md(f"**The plan does not fit** ({len(plan_check.violations)} problem(s)):\n\n"
-                                    + "\n".join(f"- {html.escape(v.message)}" for v in plan_check.violations)),
-                              kind="danger")
+        _verdict = mo.callout(
+            mo.md(
+                f"**The plan does not fit** ({len(plan_check.violations)} problem(s)):\n\n"
+                + "\n".join(f"- {html.escape(v.message)}" for v in plan_check.violations)
+            ),
+            kind="danger",
+        )
     else:
-        _verdict = mo.vstack([
-            mo.callout(mo.md("**The plan fits.** Its charges per card:"), kind="success"),
-            mo.Html(nd.rows_html(nf.card_rows(plan_check.placement, offer.labels), nf.CARD_COLUMNS,
-                                 table_id="plan-cards")),
-            charts.VegaLite(charts.placement_chart(nf.card_segments(plan_check.placement, offer.labels),
-                                                   title="What each card holds under your plan")),
-        ])
-    mo.vstack([
-        mo.md("## 4 · Your own plan\nJSON, checked as you type by the planner's own charges: `models` maps a name "
-              "to `{\"cards\": [...], \"ratio\": [...], \"context\": N, \"replicas\": N}` (or a list of them); "
-              "`swap_groups` lists names that take turns. Changing the models or the cluster above refills it."),
-        plan_editor,
-        _verdict,
-    ])
+        _verdict = mo.vstack(
+            [
+                mo.callout(mo.md("**The plan fits.** Its charges per card:"), kind="success"),
+                mo.Html(
+                    nd.rows_html(
+                        nf.card_rows(plan_check.placement, offer.labels), nf.CARD_COLUMNS, table_id="plan-cards"
+                    )
+                ),
+                charts.VegaLite(
+                    charts.placement_chart(
+                        nf.card_segments(plan_check.placement, offer.labels),
+                        title="What each card holds under your plan",
+                    )
+                ),
+            ]
+        )
+    mo.vstack(
+        [
+            mo.md(
+                "## 4 · Your own plan\nJSON, checked as you type by the planner's own charges: `models` maps a name "
+                'to `{"cards": [...], "ratio": [...], "context": N, "replicas": N}` (or a list of them); '
+                "`swap_groups` lists names that take turns. Changing the models or the cluster above refills it."
+            ),
+            plan_editor,
+            _verdict,
+        ]
+    )
     return (plan_check,)
 
 

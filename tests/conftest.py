@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
 import pytest
-
 from support.corpus import load_config
 
 #: the local test Hub and its repos (tests/support/hub_fixtures.py), for every test module
 pytest_plugins = ["support.hub_fixtures"]
+
 
 @pytest.fixture
 def config():

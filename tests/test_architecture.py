@@ -34,10 +34,28 @@ SHARED = frozenset({"explorer.errors", "explorer.units", "explorer.memo"})
 #: third-party packages the core may import
 CORE_THIRD_PARTY = frozenset({"gguf"})
 #: standard-library modules the core may not use: they reach the disk, the network, or hide imports
-CORE_FORBIDDEN_STDLIB = frozenset({
-    "importlib", "socket", "http", "urllib", "ssl", "subprocess", "sqlite3", "shutil", "tempfile", "asyncio",
-    "multiprocessing", "threading", "concurrent", "io_open", "glob", "webbrowser", "ftplib", "smtplib",
-})  # fmt: skip
+CORE_FORBIDDEN_STDLIB = frozenset(
+    {
+        "importlib",
+        "socket",
+        "http",
+        "urllib",
+        "ssl",
+        "subprocess",
+        "sqlite3",
+        "shutil",
+        "tempfile",
+        "asyncio",
+        "multiprocessing",
+        "threading",
+        "concurrent",
+        "io_open",
+        "glob",
+        "webbrowser",
+        "ftplib",
+        "smtplib",
+    }
+)
 EDGES = frozenset({"sources", "ui", "cli", "bench"})
 
 
@@ -111,7 +129,9 @@ def _core_paths() -> list[Path]:
 def test_core_module_imports_only_what_its_layer_allows(path):
     name = module_name(path)
     bad = violations(name, imports_of(path.read_text(), name, path.name == "__init__.py"))
-    assert not bad, f"{name} may not import {bad} (allowed: stdlib, gguf, errors, units, {sorted(CORE_LAYERS[name.split('.')[1]])})"
+    assert not bad, (
+        f"{name} may not import {bad} (allowed: stdlib, gguf, errors, units, {sorted(CORE_LAYERS[name.split('.')[1]])})"
+    )
 
 
 def test_the_checker_catches_every_import_form():
@@ -122,16 +142,25 @@ def test_the_checker_catches_every_import_form():
                    "from explorer.plan.planner import plan"):  # fmt: skip
         found = imports_of(source, "explorer.engines.vllm", False)
         assert violations("explorer.engines.vllm", found), source
-    assert not violations("explorer.engines.vllm", imports_of("from explorer.model.shapes import ModelShape\nimport math",
-                                                               "explorer.engines.vllm", False))
-    assert violations("explorer.model.shapes", imports_of("from explorer.engines import vllm", "explorer.model.shapes", False))
+    assert not violations(
+        "explorer.engines.vllm",
+        imports_of("from explorer.model.shapes import ModelShape\nimport math", "explorer.engines.vllm", False),
+    )
+    assert violations(
+        "explorer.model.shapes", imports_of("from explorer.engines import vllm", "explorer.model.shapes", False)
+    )
 
 
 def test_every_core_and_edge_package_exists():
     tops = {n.split(".")[1] for n in all_modules() if n.count(".") >= 1}
     assert set(CORE_LAYERS) | EDGES <= tops
-    assert not {t for t in tops if t.count("_") and t.split("_")[0] in ("gguf", "llamacpp", "placement", "speed", "hub",
-                                                                        "cache", "resolve", "snapshot", "bench")}
+    assert not {
+        t
+        for t in tops
+        if t.count("_")
+        and t.split("_")[0]
+        in ("gguf", "llamacpp", "placement", "speed", "hub", "cache", "resolve", "snapshot", "bench")
+    }
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -63,11 +63,14 @@ def bench_gguf(server, fx) -> None:
             return header_bytes
 
         server.reset_stats()
-        got, stats = fetch_gguf_header_bytes(fx.GGUF, listing.sha, f.path, size_bytes=f.size_bytes, parse=parse,
-                                             endpoint=server.endpoint)  # fmt: skip
+        got, stats = fetch_gguf_header_bytes(
+            fx.GGUF, listing.sha, f.path, size_bytes=f.size_bytes, parse=parse, endpoint=server.endpoint
+        )
         moved = server.stats.total_bytes(f.path)
-        print(f"  {f.path:28s} header {got:>10,} B  file {f.size_bytes:>14,} B  read {moved:>10,} B"
-              f" in {stats.requests} requests  = {100 * moved / f.size_bytes:.3f} % of the file")  # fmt: skip
+        print(
+            f"  {f.path:28s} header {got:>10,} B  file {f.size_bytes:>14,} B  read {moved:>10,} B"
+            f" in {stats.requests} requests  = {100 * moved / f.size_bytes:.3f} % of the file"
+        )
 
 
 def bench_cache(reads: int) -> None:
@@ -81,12 +84,16 @@ def bench_cache(reads: int) -> None:
         with Cache.open(path) as cache:
             for i in range(reads):
                 sha = f"{i:040x}"
-                files = tuple(RepoFile(path=f"model-{j:05d}.safetensors", size_bytes=5 * 10**9, lfs=True)
-                              for j in range(30))  # fmt: skip
+                files = tuple(
+                    RepoFile(path=f"model-{j:05d}.safetensors", size_bytes=5 * 10**9, lfs=True) for j in range(30)
+                )
                 cache.put_listing(RepoListing(repo_id=f"org/m{i}", revision="main", sha=sha, files=files))
                 cache.put_config(f"org/m{i}", sha, "config.json", {"hidden_size": 4096, "num_hidden_layers": 32})
-                cache.put_safetensors(f"org/m{i}", sha, SafetensorsParams(
-                    total_params=8 * 10**9, params_by_dtype={"BF16": 8 * 10**9}, files={"a": 1}))  # fmt: skip
+                cache.put_safetensors(
+                    f"org/m{i}",
+                    sha,
+                    SafetensorsParams(total_params=8 * 10**9, params_by_dtype={"BF16": 8 * 10**9}, files={"a": 1}),
+                )
         print(f"cache hits: {reads} repos cached (30 files each), each read once cold then once warm")
         with Cache.open(path) as cache:  # a fresh object: nothing remembered yet
             calls = [
@@ -134,8 +141,10 @@ def bench_many(server, fx, root: Path, repos: int) -> None:
         result = fetch_many(ids, max_workers=workers, endpoint=server.endpoint, progress=lambda *a: None)
         walls[workers] = time.perf_counter() - t0
         assert not result.errors, result.errors
-        print(f"  pool {workers}: {walls[workers]:6.2f} s for {repos} repos,"
-              f" {server.stats.total_requests()} requests, at most {server.stats.max_in_flight} in flight")  # fmt: skip
+        print(
+            f"  pool {workers}: {walls[workers]:6.2f} s for {repos} repos,"
+            f" {server.stats.total_requests()} requests, at most {server.stats.max_in_flight} in flight"
+        )
     print(f"  speed-up pool 4 / pool 1: {walls[1] / walls[4]:.2f}x")
 
 

@@ -42,7 +42,7 @@ from explorer.bench.timing import Runs, run_once, timing_table
 
 REPO = "bench-org/Llama-3.1-8B"
 #: Llama 3.1 8B's tensor shapes (8,030,261,248 parameters at BF16)
-LLAMA_8B = dict(layers=32, hidden=4096, intermediate=14336, vocab=128256, heads=32, kv_heads=8)
+LLAMA_8B = {"layers": 32, "hidden": 4096, "intermediate": 14336, "vocab": 128256, "heads": 32, "kv_heads": 8}
 
 # hf-mem hard-codes https://huggingface.co: send its requests to the local server instead.
 _HF_MEM_BOOT = """
@@ -78,8 +78,15 @@ class HubRuns(Runs):
 
 def build_repo(root: Path, fx, shards: int) -> None:
     """The benchmark repo under ``root``: Llama 3.1 8B's config and ``shards`` sparse safetensors files."""
-    d = fx.make_repo(root, REPO, {"config.json": fx.config_fixture("meta-llama__Meta-Llama-3.1-8B"),
-                                  "README.md": "# bench\n", "generation_config.json": {"do_sample": True}})  # fmt: skip
+    d = fx.make_repo(
+        root,
+        REPO,
+        {
+            "config.json": fx.config_fixture("meta-llama__Meta-Llama-3.1-8B"),
+            "README.md": "# bench\n",
+            "generation_config.json": {"do_sample": True},
+        },
+    )
     tensors = fx.llama_tensors(**LLAMA_8B)
     if shards <= 1:
         fx.write_safetensors(d / "model.safetensors", tensors)
@@ -101,13 +108,15 @@ def report(results: list[HubRuns]) -> None:
     lines = timing_table(results)
     print("\n" + lines[0])
     print(lines[1].replace(" " * 10, f"{'tool':<10}", 1) + "  requests/fetch")
-    for r, line in zip(results, lines[2:]):
+    for r, line in zip(results, lines[2:], strict=True):
         print(f"{line}  {'/'.join(map(str, sorted(set(r.request_counts))))}")
     med = statistics.median
     a = results[0]
     for b in results[1:]:
-        print(f"\nratio of medians {a.label} / {b.label}: wall {med(a.wall_s) / med(b.wall_s):.2f}x,"
-              f" CPU {med(a.cpu_s) / med(b.cpu_s):.2f}x, peak RSS {med(a.rss_kib) / med(b.rss_kib):.2f}x")  # fmt: skip
+        print(
+            f"\nratio of medians {a.label} / {b.label}: wall {med(a.wall_s) / med(b.wall_s):.2f}x,"
+            f" CPU {med(a.cpu_s) / med(b.cpu_s):.2f}x, peak RSS {med(a.rss_kib) / med(b.rss_kib):.2f}x"
+        )
     for r in results:
         print(f"\nrequests of one {r.label} fetch:")
         for method, path, rng in r.requests:
@@ -120,8 +129,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--shards", type=int, default=4, help="safetensors files of the repo (1: model.safetensors)")
     ap.add_argument("--rtt-ms", type=float, default=0.0, help="latency the server adds to each answer")
     ap.add_argument("--hf-mem", default=None, metavar="PATH", help="the hf-mem script (default: hf-mem on PATH)")
-    ap.add_argument("--baseline", default=None, metavar="PYTHON",
-                    help="also time `PYTHON -m explorer shape` (another install, e.g. an older commit's venv)")
+    ap.add_argument(
+        "--baseline",
+        default=None,
+        metavar="PYTHON",
+        help="also time `PYTHON -m explorer shape` (another install, e.g. an older commit's venv)",
+    )
     a = ap.parse_args(argv)
     hubserver, fx = import_test_hub()
     tmp = Path(tempfile.mkdtemp(prefix="bench-hfmem-"))
@@ -129,9 +142,11 @@ def main(argv: list[str] | None = None) -> None:
         build_repo(tmp / "hub", fx, a.shards)
         hf_mem = find_hf_mem(a.hf_mem)
         if hf_mem is None:
-            print("hf-mem is not installed (or --hf-mem PATH is wrong): timing explorer alone.\n"
-                  "  install it apart from the project: python -m venv /tmp/hfmem && /tmp/hfmem/bin/pip install hf-mem,"
-                  " then pass --hf-mem /tmp/hfmem/bin/hf-mem")  # fmt: skip
+            print(
+                "hf-mem is not installed (or --hf-mem PATH is wrong): timing explorer alone.\n"
+                "  install it apart from the project: python -m venv /tmp/hfmem && /tmp/hfmem/bin/pip install hf-mem,"
+                " then pass --hf-mem /tmp/hfmem/bin/hf-mem"
+            )
         with hubserver.HubServer(tmp / "hub") as server:
             server.set_slow(a.rtt_ms / 1000)
             env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_HUB_OFFLINE", "EXPLORER_CACHE")}
@@ -141,8 +156,10 @@ def main(argv: list[str] | None = None) -> None:
                 tools.append((HubRuns("baseline"), [a.baseline, "-m", "explorer", "shape", REPO]))
             if hf_mem is not None:
                 tools.append((HubRuns("hf-mem"), [*hf_mem, str(server.port), "--model-id", REPO, "--experimental"]))
-            print(f"repo {REPO}: {a.shards} safetensors file(s), server {server.endpoint}"
-                  f" (+{a.rtt_ms:g} ms per answer), {a.runs} runs each")  # fmt: skip
+            print(
+                f"repo {REPO}: {a.shards} safetensors file(s), server {server.endpoint}"
+                f" (+{a.rtt_ms:g} ms per answer), {a.runs} runs each"
+            )
             for i in range(a.runs):
                 for runs, cmd in tools if i % 2 == 0 else tools[::-1]:  # alternate who goes first
                     server.reset_stats()

@@ -24,8 +24,8 @@ from pathlib import Path
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaLayer, LlamaModel
-from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
+from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.units import GiB
 
 CONFIG = Path(__file__).resolve().parents[2] / "tests" / "data" / "configs" / "meta-llama__Meta-Llama-3.1-405B.json"
@@ -43,11 +43,36 @@ def exact_405b() -> LlamaModel:
     E, H, KV, D, F, V, L = 16384, 128, 8, 128, 53248, 128256, 126
     block = q4k(H * D, E) + 2 * q4k(KV * D, E) + q4k(E, H * D) + 3 * q4k(F, E) + 2 * E * 4
     repack = block - 2 * E * 4
-    layers = tuple(LlamaLayer(attn="full", n_head=H, n_head_kv=KV, k_row=KV * D, v_row=KV * D, weight_bytes=block,
-                              repack_bytes=repack, n_ff=F, span=(i * block, (i + 1) * block)) for i in range(L))  # fmt: skip
-    return LlamaModel(name="synthetic-405B-Q4_K", arch="llama", exact=True, n_embd=E, n_vocab=V, n_head=H,
-                      n_embd_head_k=D, n_ctx_train=131072, layers=layers, token_embd_bytes=q4k(V, E),
-                      output_bytes=V * E // 256 * 210, output_norm_bytes=E * 4, n_rot=D, n_tensors=L * 11 + 3)  # fmt: skip
+    layers = tuple(
+        LlamaLayer(
+            attn="full",
+            n_head=H,
+            n_head_kv=KV,
+            k_row=KV * D,
+            v_row=KV * D,
+            weight_bytes=block,
+            repack_bytes=repack,
+            n_ff=F,
+            span=(i * block, (i + 1) * block),
+        )
+        for i in range(L)
+    )
+    return LlamaModel(
+        name="synthetic-405B-Q4_K",
+        arch="llama",
+        exact=True,
+        n_embd=E,
+        n_vocab=V,
+        n_head=H,
+        n_embd_head_k=D,
+        n_ctx_train=131072,
+        layers=layers,
+        token_embd_bytes=q4k(V, E),
+        output_bytes=V * E // 256 * 210,
+        output_norm_bytes=E * 4,
+        n_rot=D,
+        n_tensors=L * 11 + 3,
+    )
 
 
 def shape_405b() -> LlamaModel:
@@ -77,10 +102,14 @@ def report(label: str, model: LlamaModel, sweeps: int) -> None:
     t1 = time.perf_counter()
     ctx = max_context(model, SETTINGS, DEVICES, host_bytes=512 * GiB)
     t2 = time.perf_counter()
-    print(f"{label}: {model.name}, {model.n_layer} layers, {model.weight_bytes / GiB:.1f} GiB, {sweeps} sweeps of {calls} calls")
+    print(
+        f"{label}: {model.name}, {model.n_layer} layers, {model.weight_bytes / GiB:.1f} GiB, {sweeps} sweeps of {calls} calls"
+    )
     print(f"  sweep  median {median * 1e3:.2f} ms  p95 {p95 * 1e3:.2f} ms")
     print(f"  call   median {median / calls * 1e6:.0f} us  p95 {p95 / calls * 1e6:.0f} us")
-    print(f"  max_gpu_layers = {ngl} in {(t1 - t0) * 1e3:.2f} ms; max_context = {ctx} tokens in {(t2 - t1) * 1e3:.2f} ms")
+    print(
+        f"  max_gpu_layers = {ngl} in {(t1 - t0) * 1e3:.2f} ms; max_context = {ctx} tokens in {(t2 - t1) * 1e3:.2f} ms"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,8 +12,8 @@ import statistics
 import time
 
 from explorer.fleet.place import Card, ModelDemand, Placement, place
-from explorer.units import GiB, KiB, MiB
 from explorer.fleet.text import describe_placement
+from explorer.units import GiB, KiB, MiB
 
 BUDGET_S = 1.0
 
@@ -24,9 +24,7 @@ _CARD_CLASSES = [(141, 0.9), (80, 0.9), (48, 0.9), (24, 0.85)]
 def fleet() -> list[Card]:
     """64 cards, interleaved so that equal cards are not adjacent by index."""
     return [
-        Card.from_total(
-            index=i, total_bytes=_CARD_CLASSES[i % 4][0] * GiB, usable_fraction=_CARD_CLASSES[i % 4][1]
-        )
+        Card.from_total(index=i, total_bytes=_CARD_CLASSES[i % 4][0] * GiB, usable_fraction=_CARD_CLASSES[i % 4][1])
         for i in range(64)
     ]
 

@@ -15,18 +15,17 @@ import statistics
 import time
 from dataclasses import replace
 
-
 from explorer.engines.common import PlanRequest
-from explorer.plan.planner import plan
 from explorer.model.shapes import shape_from_config
-from explorer.sources.snapshot.read import load_snapshot
+from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
+from explorer.sources.snapshot.read import load_snapshot
 
 CLUSTERS = {
     8: "1x8xh100-80g",
     64: "4x8xh100-80g@ib0 + 2x8xa100-80g@ib1 + 1x8xl40s-48g + 1x8xrtx4090-24g + 1xcpu-512g",
     1000: "60x8xh100-80g@ib0 + 40x8xa100-40g@ib1 + 20x8xl40s-48g@eth0 + 4x8xh200-141g@ib2 + 1x8xrtx4090-24g "
-          "+ 2xcpu-1024g",
+    "+ 2xcpu-1024g",
 }
 TARGET_1000_MS = 20.0
 
@@ -50,7 +49,7 @@ def _time(fn, runs: int) -> list[float]:
 
 
 def _p95(values: list[float]) -> float:
-    return sorted(values)[max(0, int(round(0.95 * len(values))) - 1)]
+    return sorted(values)[max(0, round(0.95 * len(values)) - 1)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,13 +66,21 @@ def main(argv: list[str] | None = None) -> int:
         cluster = parse_cluster(spec)
         result = plan(shape, cluster, request)
         # each run moves the context by 256 tokens, as a slider does, so no answer is reused
-        times = _time(lambda i: plan(shape, cluster, replace(request, context_tokens=32768 + 256 * (i + 1))), args.runs)
+        times = _time(
+            lambda i, c=cluster: plan(shape, c, replace(request, context_tokens=32768 + 256 * (i + 1))), args.runs
+        )
         medians[gpus] = statistics.median(times)
-        print(f"  {cluster.total_gpus:>5} GPUs: median {medians[gpus]:7.2f} ms  p95 {_p95(times):7.2f} ms  "
-              f"({len(result.options)} options, {result.considered:,} ways considered)")
+        print(
+            f"  {cluster.total_gpus:>5} GPUs: median {medians[gpus]:7.2f} ms  p95 {_p95(times):7.2f} ms  "
+            f"({len(result.options)} options, {result.considered:,} ways considered)"
+        )
     cluster = parse_cluster(CLUSTERS[64])
-    grid = [PlanRequest(context_tokens=c, concurrency=n, precision=p)
-            for c in (2048, 8192, 32768, 131072) for n in (1, 8) for p in (None, "fp8", "int4-awq")]
+    grid = [
+        PlanRequest(context_tokens=c, concurrency=n, precision=p)
+        for c in (2048, 8192, 32768, 131072)
+        for n in (1, 8)
+        for p in (None, "fp8", "int4-awq")
+    ]
     start = time.perf_counter()
     for req in grid:
         plan(shape, cluster, req)

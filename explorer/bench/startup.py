@@ -40,8 +40,10 @@ def _cli(python: str) -> list[str]:
 
 
 def _has_bytecode(python: str) -> bool:
-    code = ("import importlib.util, os, explorer.cli as c; "
-            "print(os.path.exists(importlib.util.cache_from_source(c.__file__)))")  # fmt: skip
+    code = (
+        "import importlib.util, os, explorer.cli as c; "
+        "print(os.path.exists(importlib.util.cache_from_source(c.__file__)))"
+    )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd=tempfile.gettempdir())
     return out.stdout.strip() == "True"
 
@@ -51,8 +53,9 @@ def import_profile(python: str, argv: tuple[str, ...], runs: int, env: dict[str,
     best: dict[str, int] = {}
     for i in range(runs):
         run_env = {**env, "EXPLORER_CACHE": str(cwd / f"profile-{i}" / "cache.duckdb")}
-        err = subprocess.run([python, "-X", "importtime", "-m", "explorer", *argv], capture_output=True, text=True,
-                             env=run_env, cwd=cwd).stderr  # fmt: skip
+        err = subprocess.run(
+            [python, "-X", "importtime", "-m", "explorer", *argv], capture_output=True, text=True, env=run_env, cwd=cwd
+        ).stderr
         for m in re.finditer(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", err):
             best[m[2]] = min(best.get(m[2], 1 << 62), int(m[1]))
     return best
@@ -77,9 +80,11 @@ def main(argv: list[str] | None = None) -> None:
     installs = [("", sys.executable)] + ([("baseline ", a.baseline)] if a.baseline else [])
     for label, python in installs:
         if not _has_bytecode(python):
-            print(f"note: {label or 'this '}install has no bytecode for explorer (PYTHONDONTWRITEBYTECODE="
-                  f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')}): each start compiles it; "
-                  "python -m compileall on its package folder gives an installed wheel's figures")  # fmt: skip
+            print(
+                f"note: {label or 'this '}install has no bytecode for explorer (PYTHONDONTWRITEBYTECODE="
+                f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')}): each start compiles it; "
+                "python -m compileall on its package folder gives an installed wheel's figures"
+            )
     tmp = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     env = {k: v for k, v in os.environ.items() if k not in ("EXPLORER_SNAPSHOT", "HF_TOKEN", "HF_HUB_OFFLINE")}
     try:
@@ -104,8 +109,10 @@ def main(argv: list[str] | None = None) -> None:
             for label, python in installs:
                 prof = import_profile(python, cmd, a.profile, env, tmp)
                 total = sum(prof.values())
-                print(f"\nimport profile of {label}explorer {' '.join(cmd)}: {len(prof)} modules, "
-                      f"{total / 1000:.1f} ms self time (least of {a.profile} runs each)")  # fmt: skip
+                print(
+                    f"\nimport profile of {label}explorer {' '.join(cmd)}: {len(prof)} modules, "
+                    f"{total / 1000:.1f} ms self time (least of {a.profile} runs each)"
+                )
                 for pkg, us in by_package(prof).most_common(a.top):
                     print(f"  {us / 1000:7.1f} ms  {pkg}")
     finally:

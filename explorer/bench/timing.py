@@ -60,9 +60,13 @@ def dist(xs: list[float], fmt: str = "{:7.3f}") -> str:
 
 def timing_table(results: list[Runs], width: int = 10) -> list[str]:
     """Lines of a table: wall and CPU (median, p90, min, max) and median peak RSS of each command."""
-    lines = [f"{'':<{width}} {'wall s':^31}   {'CPU s (user+sys)':^31}",
-             f"{'':<{width}} {'median':>7} {'p90':>7} {'min':>7} {'max':>7}   {'median':>7} {'p90':>7} {'min':>7} {'max':>7}"
-             f"   {'RSS MiB':>7}"]  # fmt: skip
+    lines = [
+        f"{'':<{width}} {'wall s':^31}   {'CPU s (user+sys)':^31}",
+        f"{'':<{width}} {'median':>7} {'p90':>7} {'min':>7} {'max':>7}   {'median':>7} {'p90':>7} {'min':>7} {'max':>7}"
+        f"   {'RSS MiB':>7}",
+    ]
     for r in results:
-        lines.append(f"{r.label:<{width}} {dist(r.wall_s)}   {dist(r.cpu_s)}   {statistics.median(r.rss_kib) / 1024:7.1f}")
+        lines.append(
+            f"{r.label:<{width}} {dist(r.wall_s)}   {dist(r.cpu_s)}   {statistics.median(r.rss_kib) / 1024:7.1f}"
+        )
     return lines

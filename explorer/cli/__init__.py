@@ -41,21 +41,36 @@ class Command:
 
 #: the subcommands, in the order ``explorer --help`` lists them
 COMMANDS: tuple[Command, ...] = (
-    Command(name="shape", help="show a model's shape, parameters and KV cache per token",
-            description="Show a model's shape: parameters, layers, attention, experts, context limit, "
-                        "weight bytes and KV cache bytes per token."),
-    Command(name="plan", help="list every way a model can run on a cluster, best first",
-            description="List every way a model can run on a cluster with vLLM, SGLang and llama.cpp, "
-                        "best first, with what each card holds and why other ways do not work."),
-    Command(name="place", help="place several models on one fleet (swap groups, replicas, manual plans)",
-            description="Place several models on a cluster's cards: co-location, splits, swap groups for "
-                        "models that never run in the same phase, replicas, and checks of a manual plan."),
-    Command(name="cache", help="show, clear or export the local cache of Hub facts",
-            description="The local DuckDB cache of Hub listings, configs and weight headers."),
-    Command(name="snapshot", help="list or refresh the shipped snapshot of popular models",
-            description="The snapshot lets explorer plan popular models with no network."),
+    Command(
+        name="shape",
+        help="show a model's shape, parameters and KV cache per token",
+        description="Show a model's shape: parameters, layers, attention, experts, context limit, "
+        "weight bytes and KV cache bytes per token.",
+    ),
+    Command(
+        name="plan",
+        help="list every way a model can run on a cluster, best first",
+        description="List every way a model can run on a cluster with vLLM, SGLang and llama.cpp, "
+        "best first, with what each card holds and why other ways do not work.",
+    ),
+    Command(
+        name="place",
+        help="place several models on one fleet (swap groups, replicas, manual plans)",
+        description="Place several models on a cluster's cards: co-location, splits, swap groups for "
+        "models that never run in the same phase, replicas, and checks of a manual plan.",
+    ),
+    Command(
+        name="cache",
+        help="show, clear or export the local cache of Hub facts",
+        description="The local DuckDB cache of Hub listings, configs and weight headers.",
+    ),
+    Command(
+        name="snapshot",
+        help="list or refresh the shipped snapshot of popular models",
+        description="The snapshot lets explorer plan popular models with no network.",
+    ),
     Command(name="bench", help="time plan() on 8-, 64- and 1,000-GPU clusters"),
-)  # fmt: skip
+)
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -17,8 +17,12 @@ from explorer.units import mib
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``cache`` subcommand's arguments and actions."""
-    p.add_argument("--cache", default=None, metavar="PATH", help="the cache file (default: $EXPLORER_CACHE or "
-                   "~/.cache/explorer/cache.duckdb)")  # fmt: skip
+    p.add_argument(
+        "--cache",
+        default=None,
+        metavar="PATH",
+        help="the cache file (default: $EXPLORER_CACHE or ~/.cache/explorer/cache.duckdb)",
+    )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     info = actions.add_parser("info", help="path, mode, size and rows per table")
     info.add_argument("--json", action="store_true", help="print one JSON object")
@@ -62,8 +66,10 @@ def run(args: argparse.Namespace) -> int:
         if not cache.clear():
             from explorer.errors import CacheError
 
-            raise CacheError(f"the cache at {cache.path} is {cache.mode}: nothing removed",
-                             hint="close the other explorer process using it, then try again")  # fmt: skip
+            raise CacheError(
+                f"the cache at {cache.path} is {cache.mode}: nothing removed",
+                hint="close the other explorer process using it, then try again",
+            )
         print(f"removed {sum(before.values()):,} rows ({_counts(before)}) from {cache.path}")
     return 0
 

@@ -10,13 +10,25 @@ from explorer.sources.hub.settings import HubSettings
 def add_hub_options(p: argparse.ArgumentParser) -> None:
     """``--offline``, ``--token``, ``--revision``, ``--timeout`` for commands that take a Hub id."""
     g = p.add_argument_group("Hub")
-    g.add_argument("--offline", action="store_true",
-                   help="never ask the Hub: answer from the cache or the shipped snapshot (also HF_HUB_OFFLINE=1)")
-    g.add_argument("--token", default=None, metavar="TOKEN",
-                   help="Hub token for gated or private repos (default: HF_TOKEN); never printed or stored")
+    g.add_argument(
+        "--offline",
+        action="store_true",
+        help="never ask the Hub: answer from the cache or the shipped snapshot (also HF_HUB_OFFLINE=1)",
+    )
+    g.add_argument(
+        "--token",
+        default=None,
+        metavar="TOKEN",
+        help="Hub token for gated or private repos (default: HF_TOKEN); never printed or stored",
+    )
     g.add_argument("--revision", default=None, metavar="REV", help="branch, tag or commit (default: main)")
-    g.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="seconds to wait for each Hub answer (default: 10)")
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds to wait for each Hub answer (default: 10)",
+    )
 
 
 def hub_kwargs(args: argparse.Namespace) -> dict:

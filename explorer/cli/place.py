@@ -12,15 +12,20 @@ from explorer.cli.plan import read_cluster
 from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
-from explorer.sources.resolve import load_shape
 from explorer.fleet.text import describe_placement
+from explorer.sources.resolve import load_shape
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``place`` subcommand's arguments."""
     p.add_argument("--cluster", required=True, metavar="SPEC", help="cluster spec or a .json/.toml file")
-    p.add_argument("--model", action="append", required=True, metavar="TERM",
-                   help="ID[:context][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k x2@query (repeatable; order = rank)")
+    p.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        metavar="TERM",
+        help="ID[:context][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k x2@query (repeatable; order = rank)",
+    )
     p.add_argument("--plan", default=None, metavar="FILE", help="a manual plan (.json or .toml) to check instead")
     p.add_argument("--engine", choices=("vllm", "llamacpp"), default="vllm", help="whose accounting sizes each model")
     p.add_argument("--usable-fraction", type=float, default=0.9, help="share of each card a placement may use")
@@ -42,9 +47,19 @@ def run(args: argparse.Namespace) -> int:
     offer = fleet_cards(cluster, usable_fraction=args.usable_fraction)
     terms = [parse_model_term(t) for t in args.model]
     names = unique_names([t.model_id for t in terms])
-    models = [demand_for(_shape(t.model_id, args.offline), t, gpu=offer.gpu, engine=args.engine, rank=rank,
-                         kv_dtype=args.kv_dtype, precision=args.quant, name=name)
-              for rank, (t, name) in enumerate(zip(terms, names))]
+    models = [
+        demand_for(
+            _shape(t.model_id, args.offline),
+            t,
+            gpu=offer.gpu,
+            engine=args.engine,
+            rank=rank,
+            kv_dtype=args.kv_dtype,
+            precision=args.quant,
+            name=name,
+        )
+        for rank, (t, name) in enumerate(zip(terms, names, strict=True))
+    ]
     if args.plan:
         path = Path(args.plan)
         manual = parse_plan_text(path.read_text(), fmt="toml" if path.suffix == ".toml" else "json")
@@ -55,8 +70,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(placement_dict(placement, offer.labels, models), indent=2))
     else:
         if offer.labels:
-            print("cards: " + ", ".join(f"{i}={label}" for i, label in enumerate(offer.labels[:16]))
-                  + (" …" if len(offer.labels) > 16 else ""))
+            print(
+                "cards: "
+                + ", ".join(f"{i}={label}" for i, label in enumerate(offer.labels[:16]))
+                + (" …" if len(offer.labels) > 16 else "")
+            )
         print(describe_placement(placement))
     return 0 if not placement.tight and not placement.refused else 3
 

@@ -7,33 +7,40 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from explorer.engines.common import ENGINES, PlanRequest
+from explorer.engines.options import PlanResult
+from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import Cluster
 from explorer.model.dtypes import KV_CACHE_TYPES
-from explorer.engines.common import ENGINES, PlanRequest
-from explorer.errors import ClusterSpecError
-from explorer.engines.options import PlanResult
+from explorer.plan.offer import plan_artifacts
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
-from explorer.plan.offer import plan_artifacts
 from explorer.sources.resolve import load_model
+from explorer.sources.shipped import load_cluster_file, parse_cluster, read_prices, shipped_prices
 from explorer.sources.spec import parse_model_spec
 from explorer.speed.estimate import SpeedSettings
-
 from explorer.units import gib
-from explorer.sources.shipped import load_cluster_file, parse_cluster, read_prices, shipped_prices
 
 
 def add_request_arguments(p: argparse.ArgumentParser) -> None:
     """The options that shape a plan request (shared with other subcommands)."""
-    p.add_argument("--cluster", required=True, metavar="SPEC",
-                   help="cluster spec (2x8xh100-80g@ib0 + 1xcpu-256g) or a .json/.toml file")
+    p.add_argument(
+        "--cluster",
+        required=True,
+        metavar="SPEC",
+        help="cluster spec (2x8xh100-80g@ib0 + 1xcpu-256g) or a .json/.toml file",
+    )
     p.add_argument("--context", type=int, default=4096, help="context tokens per sequence (default 4096)")
     p.add_argument("--concurrency", type=int, default=1, help="sequences that must fit at that context")
     p.add_argument("--engine", action="append", choices=ENGINES, help="engine(s) to consider (default: all)")
-    p.add_argument("--quant", default=None, help="what-if precision (bf16, fp8, int8, int4-awq, int4-gptq, nf4) or a GGUF quant")
+    p.add_argument(
+        "--quant", default=None, help="what-if precision (bf16, fp8, int8, int4-awq, int4-gptq, nf4) or a GGUF quant"
+    )
     p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type")
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM's share of each card")
-    p.add_argument("--mem-fraction-static", type=float, default=None, help="SGLang's static share (default: its own rule)")
+    p.add_argument(
+        "--mem-fraction-static", type=float, default=None, help="SGLang's static share (default: its own rule)"
+    )
     p.add_argument("--dp-attention", action="store_true", help="SGLang --enable-dp-attention")
     p.add_argument("--speculative", default=None, metavar="ALGO", help="SGLang speculative algorithm (EAGLE, NGRAM…)")
     p.add_argument("--flash-attn", default="auto", choices=("on", "off", "auto"), help="llama.cpp flash attention")
@@ -100,25 +107,46 @@ def resolve_for_plan(args: argparse.Namespace):
     spec = parse_model_spec(args.model)
     resolved = load_model(args.model, **kw)
     named = spec.filename or spec.kind == "gguf"
-    artifacts = plan_artifacts(resolved.shape, resolved.artifacts, quant=args.quant,
-                               selected=resolved.selected if named else None)
+    artifacts = plan_artifacts(
+        resolved.shape, resolved.artifacts, quant=args.quant, selected=resolved.selected if named else None
+    )
     return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``plan`` subcommand's arguments."""
-    p.add_argument("model", metavar="MODEL", help="config.json, a model folder, a .gguf file, or a Hub id "
-                                                  "(org/name, org/name@revision, org/name:FILE.gguf)")
+    p.add_argument(
+        "model",
+        metavar="MODEL",
+        help="config.json, a model folder, a .gguf file, or a Hub id (org/name, org/name@revision, org/name:FILE.gguf)",
+    )
     add_request_arguments(p)
     add_source_arguments(p)
-    p.add_argument("--gpus", default=None, metavar="NODE:IDX,...",
-                   help="pin these GPUs (vllm or sglang, first --engine given) and report any overcommit")
-    p.add_argument("--sort", choices=("default", "speed"), default="default",
-                   help="ranking (speed: the highest decode estimate first)")
-    p.add_argument("--efficiency", type=float, default=None, metavar="F",
-                   help="share of the speed-of-light bound the engines reach, 0 < F <= 1 (default 0.6)")
-    p.add_argument("--price-table", default=None, metavar="FILE",
-                   help="CSV of gpu_class,usd_per_gpu_hour,... for cost per million tokens (default: data/prices.csv)")
+    p.add_argument(
+        "--gpus",
+        default=None,
+        metavar="NODE:IDX,...",
+        help="pin these GPUs (vllm or sglang, first --engine given) and report any overcommit",
+    )
+    p.add_argument(
+        "--sort",
+        choices=("default", "speed"),
+        default="default",
+        help="ranking (speed: the highest decode estimate first)",
+    )
+    p.add_argument(
+        "--efficiency",
+        type=float,
+        default=None,
+        metavar="F",
+        help="share of the speed-of-light bound the engines reach, 0 < F <= 1 (default 0.6)",
+    )
+    p.add_argument(
+        "--price-table",
+        default=None,
+        metavar="FILE",
+        help="CSV of gpu_class,usd_per_gpu_hour,... for cost per million tokens (default: data/prices.csv)",
+    )
     p.add_argument("--top", type=int, default=15, help="options to print (human form)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -129,8 +157,15 @@ def run(args: argparse.Namespace) -> int:
     cluster = read_cluster(args.cluster)
     if args.gpus:
         return run_pinned(args, shape, cluster, artifacts, model_ref)
-    result = plan(shape, cluster, request_from_args(args), artifacts=artifacts, model_ref=model_ref, sort=args.sort,
-                  speed=speed_settings(args))
+    result = plan(
+        shape,
+        cluster,
+        request_from_args(args),
+        artifacts=artifacts,
+        model_ref=model_ref,
+        sort=args.sort,
+        speed=speed_settings(args),
+    )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -142,17 +177,35 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
     """Check user-pinned GPUs: the layout on exactly them, and by how much it overcommits."""
     engine = next((e for e in (args.engine or ["vllm"]) if e in ("vllm", "sglang")), "vllm")
     safetensors = [a for a in artifacts if a.format == "safetensors"]
-    result = check_pinned(shape, cluster, [g.strip() for g in args.gpus.split(",") if g.strip()], engine=engine,
-                          request=request_from_args(args), artifact=safetensors[0] if safetensors else None,
-                          model_ref=model_ref)
+    result = check_pinned(
+        shape,
+        cluster,
+        [g.strip() for g in args.gpus.split(",") if g.strip()],
+        engine=engine,
+        request=request_from_args(args),
+        artifact=safetensors[0] if safetensors else None,
+        model_ref=model_ref,
+    )
     if args.json:
-        print(json.dumps({"model": model_ref, "option": result.option.to_dict(), "overcommit_bytes": result.overcommit_bytes,
-                          "short_now_bytes": result.short_now_bytes, "message": result.message}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "model": model_ref,
+                    "option": result.option.to_dict(),
+                    "overcommit_bytes": result.overcommit_bytes,
+                    "short_now_bytes": result.short_now_bytes,
+                    "message": result.message,
+                },
+                indent=2,
+            )
+        )
     else:
         card = result.option.per_card
-        print(f"{result.option.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
-              f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
-              f"of {gib(card.usable)} usable\n  {result.message}\n  {result.option.evaluation.command}")
+        print(
+            f"{result.option.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
+            f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
+            f"of {gib(card.usable)} usable\n  {result.message}\n  {result.option.evaluation.command}"
+        )
     return 3 if result.overcommitted else 0
 
 
@@ -181,15 +234,31 @@ def print_speed(o) -> None:
     if sp is None:
         print("  speed: unknown (the card class has no bandwidth figure)")
         return
-    agg = (f"; {sp.concurrency} sequences: {sp.decode_aggregate_estimate_tokens_per_s:,.0f} tokens/s estimate "
-           f"(bound {sp.decode_aggregate_bound_tokens_per_s:,.0f})") if sp.concurrency > 1 else ""
-    ttft = (f"; time to first token {sp.time_to_first_token_estimate_s:.2f} s estimate "
-            f"(bound {sp.time_to_first_token_bound_s:.2f} s)") if sp.time_to_first_token_bound_s is not None else ""
-    print(f"  decode {sp.decode_estimate_tokens_per_s:,.1f} tokens/s a sequence estimate "
-          f"(bound {sp.decode_bound_tokens_per_s:,.1f}, {sp.bound_by}){agg}{ttft}")
+    agg = (
+        (
+            f"; {sp.concurrency} sequences: {sp.decode_aggregate_estimate_tokens_per_s:,.0f} tokens/s estimate "
+            f"(bound {sp.decode_aggregate_bound_tokens_per_s:,.0f})"
+        )
+        if sp.concurrency > 1
+        else ""
+    )
+    ttft = (
+        (
+            f"; time to first token {sp.time_to_first_token_estimate_s:.2f} s estimate "
+            f"(bound {sp.time_to_first_token_bound_s:.2f} s)"
+        )
+        if sp.time_to_first_token_bound_s is not None
+        else ""
+    )
+    print(
+        f"  decode {sp.decode_estimate_tokens_per_s:,.1f} tokens/s a sequence estimate "
+        f"(bound {sp.decode_bound_tokens_per_s:,.1f}, {sp.bound_by}){agg}{ttft}"
+    )
     if sp.cost_per_million_tokens is not None:
-        print(f"  cost ${sp.cost_per_million_tokens:,.3f} per million output tokens estimate "
-              f"(${sp.usd_per_gpu_hour:g} per GPU-hour)")
+        print(
+            f"  cost ${sp.cost_per_million_tokens:,.3f} per million output tokens estimate "
+            f"(${sp.usd_per_gpu_hour:g} per GPU-hour)"
+        )
     print(f"  {sp.breakdown}")
 
 
@@ -200,25 +269,33 @@ def print_result(result: PlanResult, *, top: int = 15) -> None:
     if not result.options:
         print("no way fits.")
     else:
-        header = (f"{'#':>2}  {'option':<84} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4} "
-                  f"{'tok/s est':>9} {'$/Mtok':>8}")
+        header = (
+            f"{'#':>2}  {'option':<84} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4} "
+            f"{'tok/s est':>9} {'$/Mtok':>8}"
+        )
         print(header)
         print("-" * len(header))
         for i, o in enumerate(result.options[:top], 1):
             card = o.per_card
             use = f"{card.total / 2**30:6.1f} / {card.usable / 2**30:6.1f}"
-            print(f"{i:>2}  {o.label[:84]:<84} {use:>17} {o.evaluation.max_context_tokens:>9,} "
-                  f"{o.evaluation.max_concurrency:>8,} {'yes' if o.free_now else 'no':>4} {_speed_cells(o)}")
+            print(
+                f"{i:>2}  {o.label[:84]:<84} {use:>17} {o.evaluation.max_context_tokens:>9,} "
+                f"{o.evaluation.max_concurrency:>8,} {'yes' if o.free_now else 'no':>4} {_speed_cells(o)}"
+            )
         if len(result.options) > top:
             print(f"    … and {len(result.options) - top} more (--top N)")
         best = result.options[0]
         card = best.per_card
-        print(f"\nbest: {best.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
-              f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
-              f"of {gib(card.usable)} usable\n  {best.evaluation.command}")
+        print(
+            f"\nbest: {best.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
+            f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
+            f"of {gib(card.usable)} usable\n  {best.evaluation.command}"
+        )
         print_speed(best)
-        print("  (tok/s est: one sequence's decode rate at the asked concurrency, bound × efficiency; "
-              "$/Mtok: USD per million output tokens at that estimate; bounds in --json)")
+        print(
+            "  (tok/s est: one sequence's decode rate at the asked concurrency, bound × efficiency; "
+            "$/Mtok: USD per million output tokens at that estimate; bounds in --json)"
+        )
     print_refusals(result)
 
 

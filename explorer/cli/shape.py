@@ -7,16 +7,20 @@ import json
 
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.model.dtypes import KV_CACHE_TYPES
-from explorer.sources.resolve import load_model
 from explorer.model.summary import shape_rows, shape_summary
+from explorer.sources.resolve import load_model
 from explorer.units import gib
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``shape`` subcommand's arguments."""
     p.add_argument("model", metavar="MODEL", help="config.json, a model folder, a .gguf file, or a Hub id org/name")
-    p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type (default: the model's dtype)")
-    p.add_argument("--context", type=int, default=None, help="context length for the KV figure (default: the model's limit)")
+    p.add_argument(
+        "--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type (default: the model's dtype)"
+    )
+    p.add_argument(
+        "--context", type=int, default=None, help="context length for the KV figure (default: the model's limit)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_hub_options(p)
 
@@ -28,8 +32,16 @@ def run(args: argparse.Namespace) -> int:
     summary = shape_summary(shape, kv_dtype=args.kv_dtype, context_tokens=args.context)
     source = resolved.summary()
     if args.json:
-        print(json.dumps({**summary, "source": {k: v for k, v in source.items() if k != "artifacts"},
-                          "artifacts": source["artifacts"]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    **summary,
+                    "source": {k: v for k, v in source.items() if k != "artifacts"},
+                    "artifacts": source["artifacts"],
+                },
+                indent=2,
+            )
+        )
         return 0
     rows = shape_rows(summary)
     width = max(len(label) for label, _ in rows)

@@ -24,17 +24,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ls.add_argument("--limit", type=int, default=1000, help="show at most this many")
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     ref = actions.add_parser("refresh", help="re-read repositories from the Hub and write the snapshot")
-    ref.add_argument("--repos", type=Path, default=None, metavar="FILE",
-                     help="repo ids, one a line (# comments); default: every repo in the snapshot")  # fmt: skip
-    ref.add_argument("--out", type=Path, default=None, metavar="PATH",
-                     help="where to write (default: over the snapshot)")
+    ref.add_argument(
+        "--repos",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="repo ids, one a line (# comments); default: every repo in the snapshot",
+    )
+    ref.add_argument(
+        "--out", type=Path, default=None, metavar="PATH", help="where to write (default: over the snapshot)"
+    )
     ref.add_argument("--workers", type=int, default=4, metavar="N", help="repositories fetched at once (default 4)")
     add_hub_options(ref)
     seed = actions.add_parser("seed", help="rebuild the snapshot from a folder of config.json files")
     seed.add_argument("--configs", type=Path, required=True, metavar="DIR", help="org__name.json config files")
     seed.add_argument("--provenance", type=Path, required=True, metavar="CSV", help="file -> hf_model_id, source")
-    seed.add_argument("--indexes", type=Path, default=None, metavar="DIR",
-                      help="org__name.model.safetensors.index.json files (total_size sizes the weights)")
+    seed.add_argument(
+        "--indexes",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="org__name.model.safetensors.index.json files (total_size sizes the weights)",
+    )
     seed.add_argument("--out", type=Path, required=True, metavar="PATH", help="the snapshot file to write")
 
 
@@ -49,9 +60,27 @@ def _list(args: argparse.Namespace) -> int:
     snap = load_snapshot()
     entries = snap.search(args.search, args.limit) if args.search else list(snap.entries.values())[: args.limit]
     if args.json:
-        print(json.dumps({"path": snap.path, "count": len(entries), "entries": [
-            {"repo": e.repo, "family": e.family, "model_type": e.model_type, "params": e.params, "source": e.source,
-             "base_model": e.base_model, "artifacts": list(e.artifacts)} for e in entries]}, indent=2))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "path": snap.path,
+                    "count": len(entries),
+                    "entries": [
+                        {
+                            "repo": e.repo,
+                            "family": e.family,
+                            "model_type": e.model_type,
+                            "params": e.params,
+                            "source": e.source,
+                            "base_model": e.base_model,
+                            "artifacts": list(e.artifacts),
+                        }
+                        for e in entries
+                    ],
+                },
+                indent=2,
+            )
+        )
         return 0
     width = max((len(e.repo) for e in entries), default=0)
     for e in entries:
@@ -62,8 +91,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _refresh(args: argparse.Namespace) -> int:
-    from explorer.sources.snapshot.read import load_snapshot
     from explorer.sources.snapshot.build import refresh
+    from explorer.sources.snapshot.read import load_snapshot
 
     if args.repos is not None:
         lines = args.repos.read_text().splitlines()
@@ -71,8 +100,10 @@ def _refresh(args: argparse.Namespace) -> int:
     else:
         repos = list(load_snapshot().repos)
     report = refresh(repos, settings=hub_kwargs(args)["settings"], max_workers=args.workers, out=args.out)
-    print(f"refreshed {len(report['refreshed'])} of {len(repos)} repositories; "
-          f"{report['entries']} entries written to {report['path']}")  # fmt: skip
+    print(
+        f"refreshed {len(report['refreshed'])} of {len(repos)} repositories; "
+        f"{report['entries']} entries written to {report['path']}"
+    )
     for repo, why in sorted(report["errors"].items()):
         print(f"  {repo}: kept the old entry: {why}")
     return 0 if not report["errors"] else 1

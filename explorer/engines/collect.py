@@ -36,13 +36,22 @@ class Collector:
         """Ways considered: every one accepted or refused."""
         return len(self.options) + sum(self.pruned.values())
 
-    def refuse(self, engine: str, layout: Layout | None, artifact: str, rule: str, reason: str,
-               option: Option | None = None, count: int = 1) -> None:
+    def refuse(
+        self,
+        engine: str,
+        layout: Layout | None,
+        artifact: str,
+        rule: str,
+        reason: str,
+        option: Option | None = None,
+        count: int = 1,
+    ) -> None:
         """Count ``count`` ways refused under ``rule``; keep the first few with the reason."""
         self.pruned[rule] += count
         if len(self.rejected) < MAX_REJECTIONS:
-            self.rejected.append(Rejection(engine=engine, layout=layout, artifact=artifact, rule=rule,
-                                           reason=reason, option=option))
+            self.rejected.append(
+                Rejection(engine=engine, layout=layout, artifact=artifact, rule=rule, reason=reason, option=option)
+            )
 
     def accept(self, option: Option) -> None:
         """Keep a way that fits."""

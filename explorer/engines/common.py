@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from explorer.engines.fit_search import largest_fitting
+from explorer.model.dtypes import ElementType
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     FullAttention,
@@ -21,8 +23,6 @@ from explorer.model.kv_cache import (
     RecurrentState,
     SlidingWindowAttention,
 )
-from explorer.model.dtypes import ElementType
-from explorer.engines.fit_search import largest_fitting
 from explorer.units import cdiv
 
 EngineName = Literal["vllm", "sglang", "llamacpp"]
@@ -255,7 +255,9 @@ def card_kv_bytes(cache: LayerCache, kv: ElementType, tp: int, context: int, blo
         return tokens * cache.bytes_per_token(kv)
     if isinstance(cache, FullAttention):
         heads = max(1, cache.kv_heads // tp)
-        per_token = kv.row_bytes(heads * cache.head_dim) + (kv.row_bytes(heads * cache.v_head_dim) if cache.v_head_dim else 0)
+        per_token = kv.row_bytes(heads * cache.head_dim) + (
+            kv.row_bytes(heads * cache.v_head_dim) if cache.v_head_dim else 0
+        )
         if isinstance(cache, (SlidingWindowAttention, ChunkedLocalAttention)):
             span = cache.window if isinstance(cache, SlidingWindowAttention) else cache.chunk
             held = min(context, span + window_extra)
@@ -275,10 +277,13 @@ def stage_caches(shape, first: int, end: int) -> tuple[tuple[LayerCache, int], .
     return tuple((cache, n) for cache, n in counts.values())
 
 
-def stage_kv_bytes(shape, first: int, end: int, kv: ElementType, tp: int, context: int, block: int,
-                   window_extra: int = 0) -> int:
+def stage_kv_bytes(
+    shape, first: int, end: int, kv: ElementType, tp: int, context: int, block: int, window_extra: int = 0
+) -> int:
     """One sequence's KV bytes on one card of the pipeline stage holding layers ``first``..``end - 1``."""
-    return sum(n * card_kv_bytes(cache, kv, tp, context, block, window_extra) for cache, n in stage_caches(shape, first, end))
+    return sum(
+        n * card_kv_bytes(cache, kv, tp, context, block, window_extra) for cache, n in stage_caches(shape, first, end)
+    )
 
 
 def largest_context(slack, upper: int, step: int = 1) -> int:

@@ -63,8 +63,15 @@ class Engine(Protocol):
         """The engine's name in requests and layouts: ``vllm``, ``sglang``, ``llamacpp``."""
         ...
 
-    def walk(self, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
-             model_ref: str, out: Collector) -> None:
+    def walk(
+        self,
+        shape: ModelShape,
+        cluster: Cluster,
+        artifacts: Sequence[Artifact],
+        request: PlanRequest,
+        model_ref: str,
+        out: Collector,
+    ) -> None:
         """Every way this engine runs each artifact on the cluster: fits into ``out.accept``, the rest refused."""
         ...
 
@@ -84,8 +91,9 @@ class SplitEngine(Engine, Protocol):
         """(tp, pp) splits of ``nodes × width`` cards the engine runs, the best first."""
         ...
 
-    def make_layout(self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape,
-                    request: PlanRequest) -> Layout:
+    def make_layout(
+        self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
+    ) -> Layout:
         """The layout of one split on ``nodes × width`` cards of a pool (with the engine's dp and ep)."""
         ...
 
@@ -97,7 +105,14 @@ class SplitEngine(Engine, Protocol):
         """The most of a card's memory the engine fills, weights included: a bound that refuses early."""
         ...
 
-    def evaluate(self, shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass,
-                 request: PlanRequest, model_ref: str) -> Evaluation:
+    def evaluate(
+        self,
+        shape: ModelShape,
+        precision: Precision,
+        layout: Layout,
+        gpu: GPUClass,
+        request: PlanRequest,
+        model_ref: str,
+    ) -> Evaluation:
         """Per-card memory, longest context, concurrency and launch command of one layout."""
         ...

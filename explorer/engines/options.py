@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from explorer.model.artifacts import Artifact
+from explorer.engines.common import ENGINE_LABELS, CardMemory, Evaluation, Layout, PlanRequest
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
-from explorer.engines.common import ENGINE_LABELS, CardMemory, Evaluation, Layout, PlanRequest
+from explorer.model.artifacts import Artifact
 from explorer.units import gib
 
 
@@ -82,7 +82,7 @@ class Option:
         total = sum(c.total * c.count for c in self.evaluation.cards)
         return total + (self.evaluation.host.total if self.evaluation.host else 0)
 
-    def with_evaluation(self, evaluation: Evaluation) -> "Option":
+    def with_evaluation(self, evaluation: Evaluation) -> Option:
         """The same option with another evaluation (a longer context, say)."""
         return replace(self, evaluation=evaluation)
 
@@ -101,8 +101,13 @@ class Option:
             "nodes": lay.nodes,
             "gpus_per_node": lay.gpus_per_node,
             "cards": lay.cards,
-            "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep,
-            "cpu": lay.cpu, "unified": lay.unified, "rpc": lay.rpc,
+            "tp": lay.tp,
+            "pp": lay.pp,
+            "dp": lay.dp,
+            "ep": lay.ep,
+            "cpu": lay.cpu,
+            "unified": lay.unified,
+            "rpc": lay.rpc,
             "fits": self.fits,
             "free_now": self.free_now,
             "hosts": self.hosts,
@@ -163,8 +168,13 @@ class Rejection:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        out: dict[str, Any] = {"engine": self.engine, "label": self.label, "artifact": self.artifact,
-                               "rule": self.rule, "reason": self.reason}
+        out: dict[str, Any] = {
+            "engine": self.engine,
+            "label": self.label,
+            "artifact": self.artifact,
+            "rule": self.rule,
+            "reason": self.reason,
+        }
         if self.option is not None:
             out["per_card"] = _card_dict(self.option.per_card)
         return out
@@ -201,9 +211,14 @@ class PlanResult:
         r = self.request
         return {
             "model": self.model,
-            "request": {"context": r.context_tokens, "concurrency": r.concurrency, "kv_dtype": r.kv_dtype,
-                        "precision": r.precision, "engines": list(r.engines),
-                        "gpu_memory_utilization": r.gpu_memory_utilization},
+            "request": {
+                "context": r.context_tokens,
+                "concurrency": r.concurrency,
+                "kv_dtype": r.kv_dtype,
+                "precision": r.precision,
+                "engines": list(r.engines),
+                "gpu_memory_utilization": r.gpu_memory_utilization,
+            },
             "options": [o.to_dict() for o in self.options],
             "rejected": [x.to_dict() for x in self.rejected],
             "pruned": dict(self.pruned),

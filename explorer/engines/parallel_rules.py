@@ -26,7 +26,11 @@ Refusal = tuple[str, str]
 
 def kv_head_counts(shape: ModelShape) -> set[int]:
     """The distinct KV-head counts of the model's attention layers (MLA excluded)."""
-    return {layer.cache.kv_heads for layer in shape.decoder if isinstance(layer.cache, FullAttention) and layer.cache.kv_heads}
+    return {
+        layer.cache.kv_heads
+        for layer in shape.decoder
+        if isinstance(layer.cache, FullAttention) and layer.cache.kv_heads
+    }
 
 
 def tp_refusals(shape: ModelShape, tp: int, *, check_vision: bool = True) -> list[Refusal]:
@@ -40,18 +44,33 @@ def _tp_refusals(shape: ModelShape, tp: int, check_vision: bool) -> tuple[Refusa
         return ()
     out: list[Refusal] = []
     if shape.attention_heads % tp:
-        out.append(("attention-heads", f"Total attention heads ({shape.attention_heads}) must be divisible by "
-                                       f"tensor parallel size ({tp})"))
+        out.append(
+            (
+                "attention-heads",
+                f"Total attention heads ({shape.attention_heads}) must be divisible by tensor parallel size ({tp})",
+            )
+        )
     vision = shape.vision_tower
     if check_vision and vision is not None and vision.heads % tp:
-        out.append(("vision-heads", f"Vision tower attention heads ({vision.heads}) must be divisible by "
-                                    f"tensor parallel size ({tp})"))
+        out.append(
+            (
+                "vision-heads",
+                f"Vision tower attention heads ({vision.heads}) must be divisible by tensor parallel size ({tp})",
+            )
+        )
     for kv in sorted(kv_head_counts(shape)):
         if (tp >= kv and tp % kv) or (tp < kv and kv % tp):
-            out.append(("kv-heads", f"KV heads ({kv}) and tensor parallel size ({tp}) must divide one another: "
-                                    f"{kv} % {tp} or {tp} % {kv} must be 0"))
+            out.append(
+                (
+                    "kv-heads",
+                    f"KV heads ({kv}) and tensor parallel size ({tp}) must divide one another: "
+                    f"{kv} % {tp} or {tp} % {kv} must be 0",
+                )
+            )
             break
-    states = {(c.family, c.heads, c.groups) for c in (layer.cache for layer in shape.decoder) if isinstance(c, RecurrentState)}
+    states = {
+        (c.family, c.heads, c.groups) for c in (layer.cache for layer in shape.decoder) if isinstance(c, RecurrentState)
+    }
     for family, heads, groups in sorted(states):
         name = "linear-attention" if family == "linear" else "Mamba"
         for count, what in ((heads, "heads"), (groups, "key heads" if family == "linear" else "groups")):

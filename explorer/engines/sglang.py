@@ -27,23 +27,31 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from explorer.hardware.catalogue import GPUClass
-from explorer.hardware.cluster import Cluster
-from explorer.hardware.pools import Pool
 from explorer.engines import vllm
 from explorer.engines.collect import Collector
 from explorer.engines.common import (
-    CardMemory, EngineName, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
+    CardMemory,
+    EngineName,
+    Evaluation,
+    Layout,
+    PlanRequest,
+    card_role,
+    largest_context,
+    pp_partition,
+    stage_kv_bytes,
 )
 from explorer.engines.interface import Footprint
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.split_walk import recheck_split, split_layout, tp_pp_splits, walk_splits
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster
+from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
-from explorer.units import MiB, cdiv
 from explorer.model.weights import weight_breakdown
+from explorer.units import MiB, cdiv
 
 #: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
 CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (
@@ -116,12 +124,15 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     if request.speculative and request.enable_mixed_chunk:
         out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
     if (layout.tp * layout.pp) % layout.nodes:
-        out.append(("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})"))
+        out.append(
+            ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
+        )
     return out
 
 
-def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest,
-             model_ref: str) -> Evaluation:
+def evaluate(
+    shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest, model_ref: str
+) -> Evaluation:
     """Per-card memory of an SGLang layout."""
     capacity = gpu.memory_bytes
     mfs = mem_fraction_static(shape, gpu, layout, request)
@@ -142,21 +153,42 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
     for s, (a, b) in enumerate(stages):
         w = weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1)
         per_seq = seq_kv(a, b, request.context_tokens)
-        cards.append(CardMemory(role=card_role(layout, s, a, b), weights=w, kv_cache=per_seq * seqs_per_card, activations=activations, overhead=overhead,
-                                usable=capacity, capacity=capacity, count=layout.tp))
+        cards.append(
+            CardMemory(
+                role=card_role(layout, s, a, b),
+                weights=w,
+                kv_cache=per_seq * seqs_per_card,
+                activations=activations,
+                overhead=overhead,
+                usable=capacity,
+                capacity=capacity,
+                count=layout.tp,
+            )
+        )
         pools.append((a, b, static - w, per_seq))
-    max_context = largest_context(lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool, _ in pools),
-                                  shape.max_context_tokens) if min(p[2] for p in pools) > 0 else 0
+    max_context = (
+        largest_context(lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool, _ in pools), shape.max_context_tokens)
+        if min(p[2] for p in pools) > 0
+        else 0
+    )
     conc = min((pool // kv if kv else request.concurrency) for _, _, pool, kv in pools)
     if request.dp_attention:
         conc *= layout.dp
     notes = (f"mem_fraction_static {mfs:g}",)
-    return Evaluation(cards=tuple(cards), host=None, max_context_tokens=max_context, max_concurrency=max(0, conc),
-                      command=command(model_ref, shape, precision, layout, request, mfs), notes=notes,
-                      free_needed_bytes=static)
+    return Evaluation(
+        cards=tuple(cards),
+        host=None,
+        max_context_tokens=max_context,
+        max_concurrency=max(0, conc),
+        command=command(model_ref, shape, precision, layout, request, mfs),
+        notes=notes,
+        free_needed_bytes=static,
+    )
 
 
-def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest, mfs: float) -> str:
+def command(
+    model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest, mfs: float
+) -> str:
     """The ``sglang.launch_server`` line for this layout."""
     parts = ["python -m sglang.launch_server", f"--model-path {model_ref}"]
     if layout.tp > 1:
@@ -198,8 +230,9 @@ class SGLang:
             yield nodes * width, 1
         yield from tp_pp_splits(nodes, width)
 
-    def make_layout(self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape,
-                    request: PlanRequest) -> Layout:
+    def make_layout(
+        self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
+    ) -> Layout:
         """The split, with dp = tp under ``--enable-dp-attention``."""
         return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1)
 
@@ -212,13 +245,27 @@ class SGLang:
         depends on the layout; the bound only refuses weights that cannot fit at any)."""
         return max(DEFAULT_SHARE_BOUND, request.mem_fraction_static or 0.0)
 
-    def evaluate(self, shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass,
-                 request: PlanRequest, model_ref: str) -> Evaluation:
+    def evaluate(
+        self,
+        shape: ModelShape,
+        precision: Precision,
+        layout: Layout,
+        gpu: GPUClass,
+        request: PlanRequest,
+        model_ref: str,
+    ) -> Evaluation:
         """SGLang's accounting of one layout (:func:`evaluate`)."""
         return evaluate(shape, precision, layout, gpu, request, model_ref)
 
-    def walk(self, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
-             model_ref: str, out: Collector) -> None:
+    def walk(
+        self,
+        shape: ModelShape,
+        cluster: Cluster,
+        artifacts: Sequence[Artifact],
+        request: PlanRequest,
+        model_ref: str,
+        out: Collector,
+    ) -> None:
         """The tensor × pipeline walk (:func:`explorer.engines.split_walk.walk_splits`)."""
         walk_splits(self, shape, cluster, artifacts, request, model_ref, out)
 

@@ -55,15 +55,32 @@ def tp_pp_splits(nodes: int, width: int) -> Iterator[tuple[int, int]]:
             yield tp, cards // tp
 
 
-def split_layout(engine: SplitEngine, pool: Pool, nodes: int, width: int, tp: int, pp: int, *,
-                 dp: int = 1, ep: int = 1) -> Layout:
+def split_layout(
+    engine: SplitEngine, pool: Pool, nodes: int, width: int, tp: int, pp: int, *, dp: int = 1, ep: int = 1
+) -> Layout:
     """The layout of one split on ``nodes × width`` cards of ``pool`` (the fabric named only across nodes)."""
-    return Layout(engine=engine.name, gpu_class=pool.gpu.name, fabric=pool.fabric if nodes > 1 else None,
-                  nodes=nodes, gpus_per_node=width, tp=tp, pp=pp, dp=dp, ep=ep)
+    return Layout(
+        engine=engine.name,
+        gpu_class=pool.gpu.name,
+        fabric=pool.fabric if nodes > 1 else None,
+        nodes=nodes,
+        gpus_per_node=width,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+    )
 
 
-def walk_splits(engine: SplitEngine, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact],
-                request: PlanRequest, model_ref: str, out: Collector) -> None:
+def walk_splits(
+    engine: SplitEngine,
+    shape: ModelShape,
+    cluster: Cluster,
+    artifacts: Sequence[Artifact],
+    request: PlanRequest,
+    model_ref: str,
+    out: Collector,
+) -> None:
     """Every way ``engine`` runs each artifact on the cluster's GPU pools, into ``out``."""
     name = engine.name
     for artifact in artifacts:
@@ -72,33 +89,64 @@ def walk_splits(engine: SplitEngine, shape: ModelShape, cluster: Cluster, artifa
             continue
         precision = shape.precision_of(artifact)
         if request.context_tokens > shape.max_context_tokens:
-            out.refuse(name, None, artifact.name, "context-limit",
-                       f"context {request.context_tokens:,} exceeds the model's limit of {shape.max_context_tokens:,} tokens")
+            out.refuse(
+                name,
+                None,
+                artifact.name,
+                "context-limit",
+                f"context {request.context_tokens:,} exceeds the model's limit of {shape.max_context_tokens:,} tokens",
+            )
             continue
         for node in cluster.unified_nodes:
-            out.refuse(name, None, artifact.name, "platform",
-                       f"{name} does not run on unified-memory host {node.name} (use llama.cpp)")
-        weights = _Weights(bits=shape.bits_per_weight(precision), total_bytes=weight_breakdown(shape, precision).total_bytes)
+            out.refuse(
+                name,
+                None,
+                artifact.name,
+                "platform",
+                f"{name} does not run on unified-memory host {node.name} (use llama.cpp)",
+            )
+        weights = _Weights(
+            bits=shape.bits_per_weight(precision), total_bytes=weight_breakdown(shape, precision).total_bytes
+        )
         for pool in gpu_pools(cluster):
             _walk_pool(engine, shape, artifact, precision, weights, pool, request, model_ref, out)
 
 
-def _walk_pool(engine: SplitEngine, shape: ModelShape, artifact: Artifact, precision: Precision, weights: _Weights,
-               pool: Pool, request: PlanRequest, model_ref: str, out: Collector) -> None:
+def _walk_pool(
+    engine: SplitEngine,
+    shape: ModelShape,
+    artifact: Artifact,
+    precision: Precision,
+    weights: _Weights,
+    pool: Pool,
+    request: PlanRequest,
+    model_ref: str,
+    out: Collector,
+) -> None:
     name = engine.name
     max_width = 1 if pool.gpu.is_mig else pool.width()
     if pool.gpu.is_mig and pool.width() > 1:
-        out.refuse(name, None, artifact.name, "mig-single-slice",
-                   f"{pool.gpu.name}: a replica takes exactly one MIG slice; slices are never joined",
-                   count=pool.width() - 1)
+        out.refuse(
+            name,
+            None,
+            artifact.name,
+            "mig-single-slice",
+            f"{pool.gpu.name}: a replica takes exactly one MIG slice; slices are never joined",
+            count=pool.width() - 1,
+        )
     max_nodes = len(pool.nodes) if pool.spannable else 1
     best: Option | None = None  # fewest cards, then fewest nodes, of the ways that fit so far
     for nodes in range(1, max_nodes + 1):
         if nodes > 1 and best is not None and nodes >= best.layout.cards:
             layout = engine.make_layout(pool, nodes, max_width, max_width, nodes, shape, request)
-            out.refuse(name, layout, artifact.name, "more-than-needed",
-                       f"{nodes} or more nodes are more than needed: {best.layout.label} holds it",
-                       count=(max_nodes - nodes + 1) * max_width)
+            out.refuse(
+                name,
+                layout,
+                artifact.name,
+                "more-than-needed",
+                f"{nodes} or more nodes are more than needed: {best.layout.label} holds it",
+                count=(max_nodes - nodes + 1) * max_width,
+            )
             break
         for width in range(1, max_width + 1):
             hosts = pool.hosts(width)
@@ -106,12 +154,18 @@ def _walk_pool(engine: SplitEngine, shape: ModelShape, artifact: Artifact, preci
                 continue
             if nodes > 1 and best is not None and nodes * width >= best.layout.cards:
                 layout = engine.make_layout(pool, nodes, width, width, nodes, shape, request)
-                out.refuse(name, layout, artifact.name, "more-than-needed",
-                           f"{layout.label} is more than needed: {best.layout.label} holds it",
-                           count=max_width - width + 1)
+                out.refuse(
+                    name,
+                    layout,
+                    artifact.name,
+                    "more-than-needed",
+                    f"{layout.label} is more than needed: {best.layout.label} holds it",
+                    count=max_width - width + 1,
+                )
                 break
-            option = _try_split(engine, shape, artifact, precision, weights, pool, nodes, width, hosts, request,
-                                model_ref, out)
+            option = _try_split(
+                engine, shape, artifact, precision, weights, pool, nodes, width, hosts, request, model_ref, out
+            )
             if option is None:
                 continue
             out.accept(option)
@@ -121,16 +175,29 @@ def _walk_pool(engine: SplitEngine, shape: ModelShape, artifact: Artifact, preci
                 break  # wider widths on as many nodes take more cards
 
 
-def _try_split(engine: SplitEngine, shape: ModelShape, artifact: Artifact, precision: Precision, weights: _Weights,
-               pool: Pool, nodes: int, width: int, hosts: int, request: PlanRequest, model_ref: str,
-               out: Collector) -> Option | None:
+def _try_split(
+    engine: SplitEngine,
+    shape: ModelShape,
+    artifact: Artifact,
+    precision: Precision,
+    weights: _Weights,
+    pool: Pool,
+    nodes: int,
+    width: int,
+    hosts: int,
+    request: PlanRequest,
+    model_ref: str,
+    out: Collector,
+) -> Option | None:
     """The best (tp, pp) split of ``nodes × width`` cards that fits, refusing the others."""
     name, cards = engine.name, nodes * width
     accepted = None
     for tp, pp in engine.decompositions(nodes, width, request):
         layout = engine.make_layout(pool, nodes, width, tp, pp, shape, request)
         if accepted is not None:
-            out.refuse(name, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards")
+            out.refuse(
+                name, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards"
+            )
             continue
         reasons = engine.refusals(shape, layout, request)
         if reasons:
@@ -138,14 +205,26 @@ def _try_split(engine: SplitEngine, shape: ModelShape, artifact: Artifact, preci
             out.refuse(name, layout, artifact.name, rule, reason)
             continue
         if weights.total_bytes > pool.gpu.memory_bytes * engine.usable_share(request) * cards:
-            out.refuse(name, layout, artifact.name, "memory-lower-bound",
-                       f"the weights alone ({weights.total_bytes / 2**30:.1f} GiB) exceed {cards} × {pool.gpu.name}")
+            out.refuse(
+                name,
+                layout,
+                artifact.name,
+                "memory-lower-bound",
+                f"the weights alone ({weights.total_bytes / 2**30:.1f} GiB) exceed {cards} × {pool.gpu.name}",
+            )
             break
         evaluation = engine.evaluate(shape, precision, layout, pool.gpu, request, model_ref)
-        option = Option(layout=layout, artifact=artifact, precision=precision.name,
-                        bits_per_weight=weights.bits, evaluation=evaluation,
-                        free_now=pool.free_now(nodes, width, evaluation.free_needed_bytes),
-                        hosts=hosts, gpu=pool.gpu, node=pool.nodes[0])
+        option = Option(
+            layout=layout,
+            artifact=artifact,
+            precision=precision.name,
+            bits_per_weight=weights.bits,
+            evaluation=evaluation,
+            free_now=pool.free_now(nodes, width, evaluation.free_needed_bytes),
+            hosts=hosts,
+            gpu=pool.gpu,
+            node=pool.nodes[0],
+        )
         if not evaluation.fits:
             out.refuse(name, layout, artifact.name, "memory", memory_reason(option.per_card), option=option)
             continue
@@ -153,8 +232,9 @@ def _try_split(engine: SplitEngine, shape: ModelShape, artifact: Artifact, preci
     return accepted
 
 
-def recheck_split(engine: SplitEngine, shape: ModelShape, option: Option, request: PlanRequest,
-                  model_ref: str) -> Option:
+def recheck_split(
+    engine: SplitEngine, shape: ModelShape, option: Option, request: PlanRequest, model_ref: str
+) -> Option:
     """The same split at another context or concurrency: weights and overhead stay, the KV cache changes."""
     precision = shape.precision_of(option.artifact)
     return option.with_evaluation(engine.evaluate(shape, precision, option.layout, option.gpu, request, model_ref))

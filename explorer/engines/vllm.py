@@ -30,23 +30,31 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from explorer.hardware.catalogue import GPUClass
-from explorer.hardware.cluster import Cluster
-from explorer.hardware.pools import Pool
 from explorer.engines.collect import Collector
 from explorer.engines.common import (
-    CardMemory, EngineName, Evaluation, Layout, PlanRequest, card_role, largest_context, pp_partition, stage_kv_bytes,
+    CardMemory,
+    EngineName,
+    Evaluation,
+    Layout,
+    PlanRequest,
+    card_role,
+    largest_context,
+    pp_partition,
+    stage_kv_bytes,
 )
 from explorer.engines.interface import Footprint
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.split_walk import recheck_split, split_layout, tp_pp_splits, walk_splits
 from explorer.errors import PlanError
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster
+from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
-from explorer.units import GiB, MiB, cdiv, round_up
 from explorer.model.weights import weight_breakdown
+from explorer.units import GiB, MiB, cdiv, round_up
 
 BLOCK_TOKENS = 16
 GRAPH_BASE_BYTES = GiB // 10
@@ -98,8 +106,9 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     return tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
 
 
-def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest,
-             model_ref: str) -> Evaluation:
+def evaluate(
+    shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest, model_ref: str
+) -> Evaluation:
     """Per-card memory of a vLLM layout at the request's context and concurrency."""
     capacity = gpu.memory_bytes
     usable = int(capacity * request.gpu_memory_utilization)
@@ -119,13 +128,25 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
         act = activation_bytes(shape, layout.tp, tokens, seqs, last)
         per_seq = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra)
         kv = per_seq * conc
-        cards.append(CardMemory(role=card_role(layout, s, a, b), weights=w, kv_cache=kv, activations=act, overhead=overhead,
-                                usable=usable, capacity=capacity, count=layout.tp))
+        cards.append(
+            CardMemory(
+                role=card_role(layout, s, a, b),
+                weights=w,
+                kv_cache=kv,
+                activations=act,
+                overhead=overhead,
+                usable=usable,
+                capacity=capacity,
+                count=layout.tp,
+            )
+        )
         rooms.append((a, b, usable - w - act - overhead, per_seq))
 
     def slack(ctx: int) -> int:
-        return min(room - stage_kv_bytes(shape, a, b, kv_type, layout.tp, ctx, BLOCK_TOKENS, window_extra)
-                   for a, b, room, _ in rooms)
+        return min(
+            room - stage_kv_bytes(shape, a, b, kv_type, layout.tp, ctx, BLOCK_TOKENS, window_extra)
+            for a, b, room, _ in rooms
+        )
 
     limit = shape.max_context_tokens
     max_context = largest_context(slack, limit, step=BLOCK_TOKENS) if rooms and min(r[2] for r in rooms) > 0 else 0
@@ -134,9 +155,15 @@ def evaluate(shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUCl
     notes = [f"max_num_batched_tokens {tokens}, max_num_seqs {seqs}"]
     if max_conc == seqs and request.concurrency <= seqs:
         notes.append(f"concurrency capped by max_num_seqs ({seqs})")
-    return Evaluation(cards=tuple(cards), host=None, max_context_tokens=max_context, max_concurrency=max_conc,
-                      command=command(model_ref, shape, precision, layout, request), notes=tuple(notes),
-                      free_needed_bytes=usable)
+    return Evaluation(
+        cards=tuple(cards),
+        host=None,
+        max_context_tokens=max_context,
+        max_concurrency=max_conc,
+        command=command(model_ref, shape, precision, layout, request),
+        notes=tuple(notes),
+        free_needed_bytes=usable,
+    )
 
 
 def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest) -> str:
@@ -185,8 +212,9 @@ class VLLM:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""
         return tp_pp_splits(nodes, width)
 
-    def make_layout(self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape,
-                    request: PlanRequest) -> Layout:
+    def make_layout(
+        self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
+    ) -> Layout:
         """The split, its experts expert-parallel over tp (``--enable-expert-parallel``)."""
         ep = tp if shape.moe is not None and tp > 1 else 1
         return split_layout(self, pool, nodes, width, tp, pp, ep=ep)
@@ -199,13 +227,27 @@ class VLLM:
         """``gpu_memory_utilization``: vLLM asks each card for that share."""
         return request.gpu_memory_utilization
 
-    def evaluate(self, shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass,
-                 request: PlanRequest, model_ref: str) -> Evaluation:
+    def evaluate(
+        self,
+        shape: ModelShape,
+        precision: Precision,
+        layout: Layout,
+        gpu: GPUClass,
+        request: PlanRequest,
+        model_ref: str,
+    ) -> Evaluation:
         """vLLM's accounting of one layout (:func:`evaluate`)."""
         return evaluate(shape, precision, layout, gpu, request, model_ref)
 
-    def walk(self, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
-             model_ref: str, out: Collector) -> None:
+    def walk(
+        self,
+        shape: ModelShape,
+        cluster: Cluster,
+        artifacts: Sequence[Artifact],
+        request: PlanRequest,
+        model_ref: str,
+        out: Collector,
+    ) -> None:
         """The tensor × pipeline walk (:func:`explorer.engines.split_walk.walk_splits`)."""
         walk_splits(self, shape, cluster, artifacts, request, model_ref, out)
 
@@ -219,8 +261,12 @@ class VLLM:
             raise PlanError("vLLM's footprint needs a GPU class; a host without GPUs is sized by llama.cpp")
         precision = shape.precision_of(artifact)
         layout = Layout(engine=self.name, gpu_class=gpu.name)
-        small, large = (evaluate(shape, precision, layout, gpu, PlanRequest(context_tokens=c, kv_dtype=kv_dtype),
-                                 shape.name).cards[0] for c in FOOTPRINT_PROBE_TOKENS)
+        small, large = (
+            evaluate(shape, precision, layout, gpu, PlanRequest(context_tokens=c, kv_dtype=kv_dtype), shape.name).cards[
+                0
+            ]
+            for c in FOOTPRINT_PROBE_TOKENS
+        )
         low, high = FOOTPRINT_PROBE_TOKENS
         per_token = (large.kv_cache - small.kv_cache) // (high - low)
         fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * low)

@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from explorer.hardware.catalogue import GPUClass
-from explorer.hardware.cluster import Cluster
 from explorer.engines.registry import CPU_ENGINE, engine_named
 from explorer.errors import PlacementError
-from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.fleet.place import Card, ModelDemand, ModelTerm
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster
 from explorer.model.shapes import ModelShape
+from explorer.plan.offer import original_artifact, what_if_artifact
 
 #: context a model is charged at when its term names none
 DEFAULT_CONTEXT_TOKENS = 8192
@@ -75,18 +75,33 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
     raise PlacementError("the cluster has no nodes")
 
 
-def demand_for(shape: ModelShape, term: ModelTerm, *, gpu: GPUClass | None, engine: str = "vllm", rank: int = 0,
-               kv_dtype: str = "auto", precision: str | None = None, name: str | None = None) -> ModelDemand:
+def demand_for(
+    shape: ModelShape,
+    term: ModelTerm,
+    *,
+    gpu: GPUClass | None,
+    engine: str = "vllm",
+    rank: int = 0,
+    kv_dtype: str = "auto",
+    precision: str | None = None,
+    name: str | None = None,
+) -> ModelDemand:
     """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
     (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's."""
     context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
     artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
     sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
-    return ModelDemand(name=name or term.model_id, weights_bytes=footprint.weights_bytes,
-                       fixed_bytes_per_card=footprint.fixed_bytes_per_card,
-                       kv_bytes_per_token=footprint.kv_bytes_per_token, context_tokens=context,
-                       replicas=term.replicas, phases=term.phases, rank=rank)
+    return ModelDemand(
+        name=name or term.model_id,
+        weights_bytes=footprint.weights_bytes,
+        fixed_bytes_per_card=footprint.fixed_bytes_per_card,
+        kv_bytes_per_token=footprint.kv_bytes_per_token,
+        context_tokens=context,
+        replicas=term.replicas,
+        phases=term.phases,
+        rank=rank,
+    )
 
 
 def unique_names(ids: Sequence[str]) -> list[str]:

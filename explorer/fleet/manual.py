@@ -58,9 +58,7 @@ class PlanEntry:
             raise ManualPlanError(f"a plan entry needs a model name, got {self.model!r}")
         cards = tuple(self.cards) if isinstance(self.cards, list | tuple) else ()
         if not cards or not all(_is_count(c) for c in cards) or len(set(cards)) != len(cards):
-            raise ManualPlanError(
-                f"{self.model}: cards must be distinct card indices >= 0, got {self.cards!r}"
-            )
+            raise ManualPlanError(f"{self.model}: cards must be distinct card indices >= 0, got {self.cards!r}")
         object.__setattr__(self, "cards", cards)
         if self.ratio is not None:
             ratio = tuple(self.ratio) if isinstance(self.ratio, list | tuple) else ()
@@ -73,9 +71,7 @@ class PlanEntry:
         if not _is_count(self.replicas, 1):
             raise ManualPlanError(f"{self.model}: replicas must be an int >= 1, got {self.replicas!r}")
         if self.context_tokens is not None and not _is_count(self.context_tokens):
-            raise ManualPlanError(
-                f"{self.model}: context_tokens must be an int >= 0, got {self.context_tokens!r}"
-            )
+            raise ManualPlanError(f"{self.model}: context_tokens must be an int >= 0, got {self.context_tokens!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,9 +98,7 @@ class ManualPlan:
             if len(group) < 2:
                 raise ManualPlanError(f"a swap group needs at least two models, got {sorted(group)}")
             if group & seen:
-                raise ManualPlanError(
-                    f"{', '.join(sorted(group & seen))} appear(s) in more than one swap group"
-                )
+                raise ManualPlanError(f"{', '.join(sorted(group & seen))} appear(s) in more than one swap group")
             seen |= group
         object.__setattr__(self, "entries", entries)
         object.__setattr__(self, "swap_groups", groups)
@@ -141,9 +135,7 @@ def _structure(plan: ManualPlan, by_name: dict[str, ModelDemand], fleet: list[in
         text = f"the plan names {name}, which is not among the models ({known})"
         out.append(PlanViolation(kind="unknown_model", model=name, message=text))
     for name in sorted(set(by_name) - set(planned)):
-        out.append(
-            PlanViolation(kind="missing_model", model=name, message=f"{name} has no entry in the plan")
-        )
+        out.append(PlanViolation(kind="missing_model", model=name, message=f"{name} has no entry in the plan"))
     for e in plan.entries:
         for card in (c for c in e.cards if c not in fleet):
             text = f"{e.model} pinned to card {card} but the fleet has cards {capped_list(fleet)}"
@@ -236,9 +228,7 @@ def _charge(
                 split, rule = _split(demand, entry, room, context)
                 bad = [(c, b) for c, b in zip(entry.cards, split, strict=True) if b > room[c]]
                 violations += [
-                    _overflow(
-                        demand.name, replica, c, b, room[c], sheet.usable[c], sheet.others(demand.name, c)
-                    )
+                    _overflow(demand.name, replica, c, b, room[c], sheet.usable[c], sheet.others(demand.name, c))
                     for c, b in bad
                 ]
                 inst = Instance(
@@ -279,9 +269,7 @@ def _overflow(
     text = f"{who} pinned to card {card} needs {gib(need)} but card {card} has {gib(room)} usable"
     if others:
         text += f" left after {capped_list(others, 4)} (of {gib(usable)})"
-    return PlanViolation(
-        kind="overflow", model=model, card=card, need_bytes=need, room_bytes=room, message=text
-    )
+    return PlanViolation(kind="overflow", model=model, card=card, need_bytes=need, room_bytes=room, message=text)
 
 
 def check_plan(plan: ManualPlan, models: Sequence[ModelDemand], cards: Sequence[Card]) -> list[PlanViolation]:

@@ -116,9 +116,7 @@ def place(
                 grouped = Tenancy(members=[(demand, make_instance(demand, layout))]), short
             tenancy, short = grouped
             if short:
-                tight.append(
-                    TightModel(model=demand.name, cards=tenancy.members[-1][1].cards, shortfall_bytes=short)
-                )
+                tight.append(TightModel(model=demand.name, cards=tenancy.members[-1][1].cards, shortfall_bytes=short))
         ledger.debit(tenancy)
         ledger.tenancies.append(tenancy)
         for member, _ in tenancy.members:
@@ -151,9 +149,7 @@ def _fill_replicas(
         else:
             placed, reason = 1 + add_replicas(demand, tenancy, ledger), "no room left for another instance"
         if placed < demand.replicas:
-            missing.append(
-                ReplicaShortfall(model=demand.name, requested=demand.replicas, placed=placed, reason=reason)
-            )
+            missing.append(ReplicaShortfall(model=demand.name, requested=demand.replicas, placed=placed, reason=reason))
     return missing
 
 

@@ -43,9 +43,7 @@ def _entry(model: str, spec: object) -> PlanEntry:
     if isinstance(spec, int | list) and not isinstance(spec, bool):
         spec = {"cards": spec}
     if not isinstance(spec, Mapping):
-        raise ManualPlanError(
-            f"{model}: a plan entry is a card index, a list of cards or a table, got {spec!r}"
-        )
+        raise ManualPlanError(f"{model}: a plan entry is a card index, a list of cards or a table, got {spec!r}")
     unknown = sorted(set(spec) - set(_SPELLING))
     if unknown:
         raise ManualPlanError(f"{model}: unknown plan key(s) {unknown}; use {sorted(_SPELLING)}")
@@ -75,9 +73,7 @@ def parse_plan(data: Mapping[str, Any]) -> ManualPlan:
             raise ManualPlanError(f"unknown top-level plan key(s) {extra}; use models and swap_groups")
         models = data["models"]
         if not isinstance(models, Mapping):
-            raise ManualPlanError(
-                f"plan 'models' must be a table of model -> entry, got {type(models).__name__}"
-            )
+            raise ManualPlanError(f"plan 'models' must be a table of model -> entry, got {type(models).__name__}")
     else:
         models = {k: v for k, v in data.items() if k != "swap_groups"}
     if not isinstance(groups, list) or not all(
@@ -86,9 +82,7 @@ def parse_plan(data: Mapping[str, Any]) -> ManualPlan:
         raise ManualPlanError(f"swap_groups must be a list of lists of model names, got {groups!r}")
     entries: list[PlanEntry] = []
     for model, spec in models.items():
-        specs = (
-            spec if isinstance(spec, list) and spec and all(isinstance(s, Mapping) for s in spec) else [spec]
-        )
+        specs = spec if isinstance(spec, list) and spec and all(isinstance(s, Mapping) for s in spec) else [spec]
         entries += [_entry(str(model), s) for s in specs]
     return ManualPlan(entries=tuple(entries), swap_groups=tuple(frozenset(g) for g in groups))
 

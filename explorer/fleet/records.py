@@ -131,9 +131,7 @@ class Card:
             or not isinstance(usable_fraction, int | float)
             or not 0 < usable_fraction <= 1
         ):
-            raise PlacementInputError(
-                f"card {index}: usable_fraction must be in (0, 1], got {usable_fraction!r}"
-            )
+            raise PlacementInputError(f"card {index}: usable_fraction must be in (0, 1], got {usable_fraction!r}")
         return cls(index=index, usable_bytes=int(total_bytes * usable_fraction), total_bytes=total_bytes)
 
 

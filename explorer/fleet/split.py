@@ -85,9 +85,7 @@ def ratio_ladder(
     return [(rule, w) for rule, w in rungs if all(x > 0 for x in w)]
 
 
-def split_on(
-    demand: ModelDemand, cards: Sequence[int], room: Mapping[int, int], context_tokens: int
-) -> Layout | None:
+def split_on(demand: ModelDemand, cards: Sequence[int], room: Mapping[int, int], context_tokens: int) -> Layout | None:
     """The first ratio on the ladder that fits every card of ``cards``, or None."""
     shard = demand.shard_bytes_at(context_tokens)
     fixed = demand.fixed_bytes_per_card
@@ -95,15 +93,11 @@ def split_on(
         need = shard + fixed
         if need > room[cards[0]]:
             return None
-        return Layout(
-            cards=tuple(cards), split_bytes=(need,), context_tokens=context_tokens, ratio_rule="single"
-        )
+        return Layout(cards=tuple(cards), split_bytes=(need,), context_tokens=context_tokens, ratio_rule="single")
     for rule, weights in ratio_ladder(cards, room, fixed):
         split = tuple(part + fixed for part in apportion(shard, weights))
         if all(b <= room[c] for c, b in zip(cards, split, strict=True)):
-            return Layout(
-                cards=tuple(cards), split_bytes=split, context_tokens=context_tokens, ratio_rule=rule
-            )
+            return Layout(cards=tuple(cards), split_bytes=split, context_tokens=context_tokens, ratio_rule=rule)
     return None
 
 

@@ -34,9 +34,7 @@ def describe_placement(placement: Placement) -> str:
     if placement.swap_groups:
         lines.append("swap groups (one member resident at a time, charged its largest member per card):")
         for group in placement.swap_groups:
-            slots = ", ".join(
-                f"{_card_name(c)} {gib(b)}" for c, b in zip(group.cards, group.charge_bytes, strict=True)
-            )
+            slots = ", ".join(f"{_card_name(c)} {gib(b)}" for c, b in zip(group.cards, group.charge_bytes, strict=True))
             lines.append(f"  {' / '.join(group.members)}: {slots}")
     if placement.tight:
         lines.append("tight (placed although they fit nowhere):")
@@ -48,7 +46,5 @@ def describe_placement(placement: Placement) -> str:
         lines += [f"  {r.model}: {r.reason}" for r in placement.refused]
     if placement.missing_replicas:
         lines.append("fewer replicas than asked:")
-        lines += [
-            f"  {m.model}: {m.placed} of {m.requested} ({m.reason})" for m in placement.missing_replicas
-        ]
+        lines += [f"  {m.model}: {m.placed} of {m.requested} ({m.reason})" for m in placement.missing_replicas]
     return "\n".join(lines)

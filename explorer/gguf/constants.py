@@ -20,8 +20,6 @@ from enum import IntEnum
 __all__ = [
     "FILE_TYPE_NAMES_BY_VALUE",
     "GGML_QUANT_SIZES",
-    "GGMLQuantizationType",
-    "GGUFValueType",
     "GGUF_DEFAULT_ALIGNMENT",
     "GGUF_MAGIC",
     "KEY_ALIGNMENT",
@@ -29,6 +27,8 @@ __all__ = [
     "KEY_SPLIT_COUNT",
     "KEY_SPLIT_NO",
     "KEY_SPLIT_TENSORS_COUNT",
+    "GGMLQuantizationType",
+    "GGUFValueType",
 ]
 
 GGUF_MAGIC = 0x46554747  # b"GGUF" read as a little-endian uint32
@@ -41,6 +41,8 @@ KEY_SPLIT_COUNT = "split.count"
 KEY_SPLIT_TENSORS_COUNT = "split.tensors.count"
 
 
+# The format tables stay column-aligned, as gguf-py writes them.
+# fmt: off
 class GGUFValueType(IntEnum):
     """The type tag of a metadata value (gguf.h ``enum gguf_type``)."""
 
@@ -136,7 +138,7 @@ GGML_QUANT_SIZES: dict[GGMLQuantizationType, tuple[int, int]] = {
     _Q.MXFP4:   (32, 1 + 16),
     _Q.NVFP4:   (64, 4 + 32),
     _Q.Q1_0:    (128, 2 + 16),
-}  # fmt: skip
+}
 
 #: ``general.file_type`` value -> llama.h's member name (``enum llama_ftype``, gguf-py LlamaFileType);
 #: GUESSED (1024) is not a file type. Values gguf-py comments out are in explorer.gguf.quant.
@@ -176,4 +178,5 @@ FILE_TYPE_NAMES_BY_VALUE: dict[int, str] = {
     38: "MOSTLY_MXFP4_MOE",
     39: "MOSTLY_NVFP4",
     40: "MOSTLY_Q1_0",
-}  # fmt: skip
+}
+# fmt: on

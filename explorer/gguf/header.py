@@ -155,7 +155,7 @@ class GGUFHeader:
 
         The four named keys are always present (0 when there is no such tensor).
         """
-        out: dict[int | str, int] = {key: 0 for key in (*_NAMED_GROUPS, "other")}
+        out: dict[int | str, int] = dict.fromkeys((*_NAMED_GROUPS, "other"), 0)
         for t in self.tensors:
             block = t.block
             if block is not None:

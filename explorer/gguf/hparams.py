@@ -220,7 +220,7 @@ def _recurrent(header: GGUFHeader, arch: str, n_head_kv: tuple[int, ...], n_ff: 
     if arch in RECURRENT_ARCHS or arch in HYBRID_PARALLEL:
         return (True,) * n
     if arch in ("nemotron_h", "nemotron_h_moe"):
-        return tuple(kv == 0 and ff == 0 for kv, ff in zip(n_head_kv, n_ff))
+        return tuple(kv == 0 and ff == 0 for kv, ff in zip(n_head_kv, n_ff, strict=True))
     if arch in HYBRID_BY_KV:
         return tuple(kv == 0 for kv in n_head_kv)
     if arch in HYBRID_BY_INTERVAL:
@@ -262,7 +262,7 @@ def read_hparams(header: GGUFHeader) -> GGUFHParams:
         )
     n_head = _per_layer(header, "attention.head_count", n_layer, 0)
     n_head_kv = _per_layer(header, "attention.head_count_kv", n_layer, -1)
-    n_head_kv = tuple(h if kv < 0 else kv for h, kv in zip(n_head, n_head_kv))
+    n_head_kv = tuple(h if kv < 0 else kv for h, kv in zip(n_head, n_head_kv, strict=True))
     n_ff = _per_layer(header, "feed_forward_length", n_layer, 0)
     head0 = max(n_head) if any(n_head) else 0
     n_embd_head_k = _int(header, "attention.key_length") or (n_embd // head0 if head0 else 0)
@@ -285,7 +285,11 @@ def read_hparams(header: GGUFHeader) -> GGUFHParams:
     k_mla = _int(header, "attention.key_length_mla", 0) or 0
     v_mla = _int(header, "attention.value_length_mla", 0) or 0
     approximate = False
-    known = arch in RECURRENT_ARCHS | HYBRID_BY_KV | HYBRID_BY_INTERVAL | HYBRID_PARALLEL or arch in SWA_ARCHS or arch in _PLAIN
+    known = (
+        arch in RECURRENT_ARCHS | HYBRID_BY_KV | HYBRID_BY_INTERVAL | HYBRID_PARALLEL
+        or arch in SWA_ARCHS
+        or arch in _PLAIN
+    )
     if not known:
         approximate = True
         notes.append(f"architecture {arch!r} is not in explorer's llama.cpp table: read from the generic keys")
@@ -295,34 +299,101 @@ def read_hparams(header: GGUFHeader) -> GGUFHParams:
     n_expert_shared = _int(header, "expert_shared_count", 0) or 0
     n_ff_exp = _int(header, "expert_feed_forward_length", 0) or 0
     shexp = next((t for t in header.tensors if t.name.endswith("ffn_up_shexp.weight")), None)
-    n_ff_shexp = (shexp.shape[1] if shexp is not None and len(shexp.shape) > 1 else
-                  (_int(header, "expert_shared_feed_forward_length", 0) or n_ff_exp * n_expert_shared))
+    n_ff_shexp = (
+        shexp.shape[1]
+        if shexp is not None and len(shexp.shape) > 1
+        else (_int(header, "expert_shared_feed_forward_length", 0) or n_ff_exp * n_expert_shared)
+    )
     return GGUFHParams(
-        arch=arch, n_layer=n_layer, n_embd=n_embd, n_vocab=_vocab(header),
+        arch=arch,
+        n_layer=n_layer,
+        n_embd=n_embd,
+        n_vocab=_vocab(header),
         n_ctx_train=_int(header, "context_length", 0) or 0,
-        n_head=n_head, n_head_kv=n_head_kv, n_ff=n_ff,
-        n_embd_head_k=n_embd_head_k, n_embd_head_v=n_embd_head_v,
+        n_head=n_head,
+        n_head_kv=n_head_kv,
+        n_ff=n_ff,
+        n_embd_head_k=n_embd_head_k,
+        n_embd_head_v=n_embd_head_v,
         n_rot=_int(header, "rope.dimension_count", 0) or n_embd_head_k,
-        swa_layers=swa_layers, n_swa=n_swa, swa_type=swa_type, recurrent_layers=recurrent,
-        n_embd_r=n_embd_r, n_embd_s=n_embd_s,
-        n_expert=_int(header, "expert_count", 0) or 0, n_expert_used=_int(header, "expert_used_count", 0) or 0,
-        n_expert_shared=n_expert_shared, n_ff_exp=n_ff_exp, n_ff_shexp=n_ff_shexp,
+        swa_layers=swa_layers,
+        n_swa=n_swa,
+        swa_type=swa_type,
+        recurrent_layers=recurrent,
+        n_embd_r=n_embd_r,
+        n_embd_s=n_embd_s,
+        n_expert=_int(header, "expert_count", 0) or 0,
+        n_expert_used=_int(header, "expert_used_count", 0) or 0,
+        n_expert_shared=n_expert_shared,
+        n_ff_exp=n_ff_exp,
+        n_ff_shexp=n_ff_shexp,
         n_layer_dense_lead=_int(header, "leading_dense_block_count", 0) or 0,
         n_nextn=min(_int(header, "nextn_predict_layers", 0) or 0, n_layer),
-        is_mla=bool(k_mla and v_mla), kv_lora_rank=_int(header, "attention.kv_lora_rank", 0) or 0,
+        is_mla=bool(k_mla and v_mla),
+        kv_lora_rank=_int(header, "attention.kv_lora_rank", 0) or 0,
         q_lora_rank=_int(header, "attention.q_lora_rank", 0) or 0,
-        n_embd_head_k_mla=k_mla, n_embd_head_v_mla=v_mla,
-        ssm_d_conv=d_conv, ssm_d_inner=d_inner, ssm_d_state=d_state,
-        ssm_dt_rank=_int(header, "ssm.time_step_rank", 0) or 0, ssm_n_group=n_group,
-        rope_scaling=_rope_scaling(header), approximate=approximate, notes=tuple(notes),
-    )  # fmt: skip
+        n_embd_head_k_mla=k_mla,
+        n_embd_head_v_mla=v_mla,
+        ssm_d_conv=d_conv,
+        ssm_d_inner=d_inner,
+        ssm_d_state=d_state,
+        ssm_dt_rank=_int(header, "ssm.time_step_rank", 0) or 0,
+        ssm_n_group=n_group,
+        rope_scaling=_rope_scaling(header),
+        approximate=approximate,
+        notes=tuple(notes),
+    )
 
 
 #: plain decoders llama.cpp reads from the generic keys alone (no SWA, no recurrence)
-_PLAIN = frozenset({
-    "llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "qwen2vl", "qwen3vl", "qwen3vlmoe", "mistral3", "phi2", "phi3",
-    "gemma", "granite", "granitemoe", "deepseek", "deepseek2", "glm4", "glm4moe", "command-r", "starcoder2",
-    "internlm2", "olmo", "olmoe", "stablelm", "minicpm", "minicpm3", "exaone", "falcon", "gpt2", "bloom",
-    "mpt", "refact", "baichuan", "orion", "chatglm", "nemotron", "dots1", "ernie4_5", "ernie4_5-moe",
-    "hunyuan-moe", "hunyuan-dense", "bailingmoe", "bailingmoe2", "arcee", "seed_oss", "apertus", "grovemoe",
-})  # fmt: skip
+_PLAIN = frozenset(
+    {
+        "llama",
+        "qwen2",
+        "qwen2moe",
+        "qwen3",
+        "qwen3moe",
+        "qwen2vl",
+        "qwen3vl",
+        "qwen3vlmoe",
+        "mistral3",
+        "phi2",
+        "phi3",
+        "gemma",
+        "granite",
+        "granitemoe",
+        "deepseek",
+        "deepseek2",
+        "glm4",
+        "glm4moe",
+        "command-r",
+        "starcoder2",
+        "internlm2",
+        "olmo",
+        "olmoe",
+        "stablelm",
+        "minicpm",
+        "minicpm3",
+        "exaone",
+        "falcon",
+        "gpt2",
+        "bloom",
+        "mpt",
+        "refact",
+        "baichuan",
+        "orion",
+        "chatglm",
+        "nemotron",
+        "dots1",
+        "ernie4_5",
+        "ernie4_5-moe",
+        "hunyuan-moe",
+        "hunyuan-dense",
+        "bailingmoe",
+        "bailingmoe2",
+        "arcee",
+        "seed_oss",
+        "apertus",
+        "grovemoe",
+    }
+)

@@ -32,11 +32,11 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from explorer.model.architectures.common import Layer, MoESpec
-from explorer.model.dtypes import element_type
 from explorer.gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 from explorer.gguf.header import GGUFHeader, TensorInfo
 from explorer.gguf.hparams import GGUFHParams, read_hparams
+from explorer.model.architectures.common import Layer, MoESpec
+from explorer.model.dtypes import element_type
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     FullAttention,
@@ -54,11 +54,22 @@ __all__ = ["GGUFPrecision", "ggml_format", "shape_from_gguf", "tensor_from_info"
 
 #: general.architecture → the Hugging Face model_type it was converted from (for display)
 MODEL_TYPES: dict[str, str] = {
-    "qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "qwen3next": "qwen3_next", "gemma3": "gemma3_text",
-    "deepseek2": "deepseek_v2", "command-r": "cohere", "granitehybrid": "granitemoehybrid", "gpt-oss": "gpt_oss",
-    "glm4moe": "glm4_moe", "falcon-h1": "falcon_h1", "qwen2vl": "qwen2_vl", "qwen3vl": "qwen3_vl",
-    "qwen3vlmoe": "qwen3_vl_moe", "ernie4_5-moe": "ernie4_5_moe", "hunyuan-moe": "hunyuan_v1_moe",
-}  # fmt: skip
+    "qwen2moe": "qwen2_moe",
+    "qwen3moe": "qwen3_moe",
+    "qwen3next": "qwen3_next",
+    "gemma3": "gemma3_text",
+    "deepseek2": "deepseek_v2",
+    "command-r": "cohere",
+    "granitehybrid": "granitemoehybrid",
+    "gpt-oss": "gpt_oss",
+    "glm4moe": "glm4_moe",
+    "falcon-h1": "falcon_h1",
+    "qwen2vl": "qwen2_vl",
+    "qwen3vl": "qwen3_vl",
+    "qwen3vlmoe": "qwen3_vl_moe",
+    "ernie4_5-moe": "ernie4_5_moe",
+    "hunyuan-moe": "hunyuan_v1_moe",
+}
 
 
 def ggml_format(ggml_type: int) -> WeightFormat:
@@ -147,9 +158,22 @@ def _cache(hp: GGUFHParams, il: int) -> LayerCache:
     """The vLLM-style cache spec of one layer."""
     kv, hk, hv = hp.n_head_kv[il], hp.n_embd_head_k, hp.n_embd_head_v
     if hp.recurrent_layers[il] and not hp.has_kv(il):
-        family = "rwkv" if hp.arch.startswith(("rwkv", "arwkv")) else "linear" if hp.arch.startswith(("qwen3next", "qwen35", "kimi")) else "mamba"
-        return RecurrentState(family=family, conv_elements=hp.n_embd_r, conv_bytes=4, ssm_elements=hp.n_embd_s,
-                              ssm_bytes=4, heads=hp.ssm_dt_rank, groups=hp.ssm_n_group)  # fmt: skip
+        family = (
+            "rwkv"
+            if hp.arch.startswith(("rwkv", "arwkv"))
+            else "linear"
+            if hp.arch.startswith(("qwen3next", "qwen35", "kimi"))
+            else "mamba"
+        )
+        return RecurrentState(
+            family=family,
+            conv_elements=hp.n_embd_r,
+            conv_bytes=4,
+            ssm_elements=hp.n_embd_s,
+            ssm_bytes=4,
+            heads=hp.ssm_dt_rank,
+            groups=hp.ssm_n_group,
+        )
     if not hp.has_kv(il):
         return NoCache()
     if hp.is_mla:
@@ -171,8 +195,9 @@ def _precision(header: GGUFHeader, name: str) -> GGUFPrecision:
         weight[t.ggml_type] = weight.get(t.ggml_type, 0) + t.n_bytes
     order = sorted(by_type, key=lambda k: -weight[k])  # the dominant type first: its bits are nominal_bits
     groups = tuple(SchemeGroup(targets=tuple(by_type[k]), fmt=ggml_format(k)) for k in order)
-    return GGUFPrecision(name=name, method="gguf", base=element_type("fp16"), groups=groups, source="gguf",
-                         formats=tuple(formats))  # fmt: skip
+    return GGUFPrecision(
+        name=name, method="gguf", base=element_type("fp16"), groups=groups, source="gguf", formats=tuple(formats)
+    )
 
 
 def shape_from_gguf(header: GGUFHeader, *, name: str = "") -> ModelShape:
@@ -216,20 +241,48 @@ def shape_from_gguf(header: GGUFHeader, *, name: str = "") -> ModelShape:
     moe = None
     moe_layers = sum(layer.moe for layer in layers)
     if hp.n_expert and moe_layers:
-        moe = MoESpec(experts=hp.n_expert, shared_experts=hp.n_expert_shared, experts_per_token=hp.n_expert_used,
-                      moe_intermediate_size=hp.n_ff_exp, shared_intermediate_size=hp.n_ff_shexp,
-                      moe_layers=moe_layers, dense_layers=hp.n_layer - moe_layers,
-                      first_dense_layers=hp.n_layer_dense_lead)  # fmt: skip
+        moe = MoESpec(
+            experts=hp.n_expert,
+            shared_experts=hp.n_expert_shared,
+            experts_per_token=hp.n_expert_used,
+            moe_intermediate_size=hp.n_ff_exp,
+            shared_intermediate_size=hp.n_ff_shexp,
+            moe_layers=moe_layers,
+            dense_layers=hp.n_layer - moe_layers,
+            first_dense_layers=hp.n_layer_dense_lead,
+        )
     kv_heads, head_dim = typical_attention(tuple(caches), (max(hp.n_head_kv), hp.n_embd_head_k))
     quant = quant_name(header, name or None).name
-    family = "mla" if hp.is_mla else "hybrid" if any(hp.recurrent_layers) and any(map(hp.has_kv, range(hp.n_layer))) else (
-        "recurrent" if any(hp.recurrent_layers) else "moe" if moe else "llama-like")
+    family = (
+        "mla"
+        if hp.is_mla
+        else "hybrid"
+        if any(hp.recurrent_layers) and any(map(hp.has_kv, range(hp.n_layer)))
+        else ("recurrent" if any(hp.recurrent_layers) else "moe" if moe else "llama-like")
+    )
     model_type = MODEL_TYPES.get(hp.arch, hp.arch.replace("-", "_"))
     return ModelShape(
-        name=name, model_type=model_type, text_model_type=model_type, architecture=hp.arch, family=family,
-        hidden_size=hp.n_embd, layers=hp.n_layer, attention_heads=max(hp.n_head), kv_heads=kv_heads,
-        head_dim=head_dim, vocab_size=hp.n_vocab, tied_embeddings=not any(t.role == "lm_head" for t in head),
-        max_position_embeddings=hp.n_ctx_train, max_context_tokens=hp.n_ctx_train, rope_scaling=hp.rope_scaling,
-        dtype="fp16", precision=_precision(header, quant), decoder=layers, embeddings=tuple(embeddings),
-        head=tuple(head), moe=moe, approximate=hp.approximate, notes=tuple(notes),
-    )  # fmt: skip
+        name=name,
+        model_type=model_type,
+        text_model_type=model_type,
+        architecture=hp.arch,
+        family=family,
+        hidden_size=hp.n_embd,
+        layers=hp.n_layer,
+        attention_heads=max(hp.n_head),
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab_size=hp.n_vocab,
+        tied_embeddings=not any(t.role == "lm_head" for t in head),
+        max_position_embeddings=hp.n_ctx_train,
+        max_context_tokens=hp.n_ctx_train,
+        rope_scaling=hp.rope_scaling,
+        dtype="fp16",
+        precision=_precision(header, quant),
+        decoder=layers,
+        embeddings=tuple(embeddings),
+        head=tuple(head),
+        moe=moe,
+        approximate=hp.approximate,
+        notes=tuple(notes),
+    )

@@ -33,9 +33,19 @@ from explorer.units import GiB, MiB, TiB, parse_size
 
 #: the columns of data/gpus.csv, in order
 COLUMNS = (
-    "name", "vendor", "memory_bytes", "memory_source", "bandwidth_bytes_per_s", "bf16_tflops",
-    "fp8_tflops", "interconnect_bytes_per_s", "unified", "mig_parent", "mig_profile", "notes",
-)  # fmt: skip
+    "name",
+    "vendor",
+    "memory_bytes",
+    "memory_source",
+    "bandwidth_bytes_per_s",
+    "bf16_tflops",
+    "fp8_tflops",
+    "interconnect_bytes_per_s",
+    "unified",
+    "mig_parent",
+    "mig_profile",
+    "notes",
+)
 
 #: labels larger than this are typing mistakes, not devices
 MAX_DEVICE_BYTES = 64 * TiB
@@ -228,8 +238,13 @@ class Catalogue:
         if m:
             parent = self.lookup(m["parent"])
             parent_name = parent.name if parent is not None else m["parent"]
-            return _inferred(f"{parent_name}-mig-{m['profile']}", int(m["gb"]) * GiB, label,
-                             mig_parent=parent_name, mig_profile=m["profile"])  # fmt: skip
+            return _inferred(
+                f"{parent_name}-mig-{m['profile']}",
+                int(m["gb"]) * GiB,
+                label,
+                mig_parent=parent_name,
+                mig_profile=m["profile"],
+            )
         m = _SUFFIX.match(text)
         if m:
             return _inferred(text, int(float(m["n"]) * GiB), label, unified=m["base"] == "uma")
@@ -257,12 +272,18 @@ class Catalogue:
         if known is not None:
             if known.memory_bytes == memory:
                 return known
-            return replace(known, name=f"{known.name}:{_bytes_label(memory)}", memory_bytes=memory,
-                           memory_source=f"stated in the label {label.strip()!r}")  # fmt: skip
+            return replace(
+                known,
+                name=f"{known.name}:{_bytes_label(memory)}",
+                memory_bytes=memory,
+                memory_source=f"stated in the label {label.strip()!r}",
+            )
         text = normalize_label(base) or "gpu"
         if not _NAME.match(text):
-            raise UnknownGPUClassError(f"GPU class {label.strip()!r}: {base!r} is not a class name",
-                                       hint="use letters, digits, '.', '+' and '-'")  # fmt: skip
+            raise UnknownGPUClassError(
+                f"GPU class {label.strip()!r}: {base!r} is not a class name",
+                hint="use letters, digits, '.', '+' and '-'",
+            )
         return _inferred(f"{text}:{_bytes_label(memory)}", memory, label, unified=text.startswith("uma"))
 
     def _near(self, text: str) -> str:
@@ -274,10 +295,18 @@ class Catalogue:
 
 def _inferred(name: str, memory: int, label: str, **extra: object) -> GPUClass:
     if not 0 < memory <= MAX_DEVICE_BYTES:
-        raise UnknownGPUClassError(f"GPU class {label.strip()!r}: memory {memory:,} bytes is not a device size",
-                                   hint="a device has between 1 byte and 64 TiB")  # fmt: skip
-    return GPUClass(name=name, vendor="unknown", memory_bytes=memory, known=False,
-                    memory_source=f"inferred from the label {label.strip()!r}", **extra)  # type: ignore[arg-type]
+        raise UnknownGPUClassError(
+            f"GPU class {label.strip()!r}: memory {memory:,} bytes is not a device size",
+            hint="a device has between 1 byte and 64 TiB",
+        )
+    return GPUClass(
+        name=name,
+        vendor="unknown",
+        memory_bytes=memory,
+        known=False,
+        memory_source=f"inferred from the label {label.strip()!r}",
+        **extra,
+    )  # type: ignore[arg-type]
 
 
 def _parse_row(row: dict[str, str], source: str, line: int) -> GPUClass:
@@ -322,4 +351,3 @@ def _parse_row(row: dict[str, str], source: str, line: int) -> GPUClass:
         mig_profile=profile,
         notes=(row.get("notes") or "").strip(),
     )
-

@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from explorer.hardware.catalogue import GPUClass, metal_working_set_bytes
 from explorer.errors import ClusterSpecError, capped_list
+from explorer.hardware.catalogue import GPUClass, metal_working_set_bytes
 from explorer.units import GiB, TiB
 
 MAX_GPUS = 100_000  # a whole cluster, GPUs and nodes each
@@ -71,8 +71,10 @@ class GPUGroup:
     def __post_init__(self) -> None:
         name = self.gpu.name
         if self.count < 1 or not 0 <= self.free_count <= self.count:
-            raise ClusterSpecError(f"{name}: {self.count} GPUs with {self.free_count} free is impossible",
-                                   hint="count >= 1 and 0 <= free <= count")  # fmt: skip
+            raise ClusterSpecError(
+                f"{name}: {self.count} GPUs with {self.free_count} free is impossible",
+                hint="count >= 1 and 0 <= free <= count",
+            )
         if self.card_free_bytes and len(self.card_free_bytes) != self.count:
             raise ClusterSpecError(f"{name}: {len(self.card_free_bytes)} per-card free figures for {self.count} cards")
         for free in (self.free_bytes, *self.card_free_bytes):
@@ -134,8 +136,10 @@ class Node:
 
     def __post_init__(self) -> None:
         if not 0 < self.host_ram_bytes <= MAX_RAM_BYTES or not 0 <= self.host_free_bytes <= self.host_ram_bytes:
-            raise ClusterSpecError(f"node {self.name}: host RAM {self.host_ram_bytes:,} bytes with "
-                                   f"{self.host_free_bytes:,} free is impossible")  # fmt: skip
+            raise ClusterSpecError(
+                f"node {self.name}: host RAM {self.host_ram_bytes:,} bytes with "
+                f"{self.host_free_bytes:,} free is impossible"
+            )
         if len({g.gpu.name for g in self.gpus}) != len(self.gpus):
             raise ClusterSpecError(f"node {self.name}: a GPU class appears twice; give one group per class")
 
@@ -187,8 +191,9 @@ class Cluster:
         if dupes:
             raise ClusterSpecError(f"node names repeat: {capped_list(dupes)}", hint="name every node once")
         if self.total_gpus > MAX_GPUS or len(self.nodes) > MAX_GPUS:
-            raise ClusterSpecError(f"{self.total_gpus:,} GPUs on {len(self.nodes):,} nodes is beyond "
-                                   f"the {MAX_GPUS:,} explorer plans for")  # fmt: skip
+            raise ClusterSpecError(
+                f"{self.total_gpus:,} GPUs on {len(self.nodes):,} nodes is beyond the {MAX_GPUS:,} explorer plans for"
+            )
 
     @property
     def total_gpus(self) -> int:
@@ -257,5 +262,10 @@ class Cluster:
 
 
 __all__ = [
-    "GRAMMAR", "MAX_GPUS", "Cluster", "GPUGroup", "Node", "default_host_ram_bytes",
+    "GRAMMAR",
+    "MAX_GPUS",
+    "Cluster",
+    "GPUGroup",
+    "Node",
+    "default_host_ram_bytes",
 ]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import tomllib
 
+from explorer.errors import ClusterSpecError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
 from explorer.hardware.cluster_text import FABRIC_NAME, ram_bytes
-from explorer.errors import ClusterSpecError
 from explorer.units import GiB
 
 _NODE_KEYS = {"name", "fabric", "host_ram", "host_ram_bytes", "host_free", "host_free_bytes", "unified", "gpus"}
@@ -47,7 +47,9 @@ def cluster_from_dict(data: object, catalogue: Catalogue, *, where: str = "clust
         raise ClusterSpecError(f"{where}: unknown keys {', '.join(sorted(map(str, extra)))}")
     if len(data["nodes"]) > MAX_GPUS:
         raise ClusterSpecError(f"{where}: {len(data['nodes']):,} nodes is beyond the {MAX_GPUS:,} explorer plans for")
-    return Cluster(nodes=tuple(_node_from_dict(d, f"{where}: nodes[{i}]", i, catalogue) for i, d in enumerate(data["nodes"])))
+    return Cluster(
+        nodes=tuple(_node_from_dict(d, f"{where}: nodes[{i}]", i, catalogue) for i, d in enumerate(data["nodes"]))
+    )
 
 
 def _check_keys(d: object, allowed: set[str], at: str) -> dict:
@@ -55,8 +57,9 @@ def _check_keys(d: object, allowed: set[str], at: str) -> dict:
         raise ClusterSpecError(f"{at}: expected a table/object, got {type(d).__name__}")
     extra = set(d) - allowed
     if extra:
-        raise ClusterSpecError(f"{at}: unknown keys {', '.join(sorted(map(str, extra)))}",
-                               hint=f"allowed: {', '.join(sorted(allowed))}")  # fmt: skip
+        raise ClusterSpecError(
+            f"{at}: unknown keys {', '.join(sorted(map(str, extra)))}", hint=f"allowed: {', '.join(sorted(allowed))}"
+        )
     return d
 
 
@@ -107,8 +110,15 @@ def _node_from_dict(raw: object, at: str, index: int, catalogue: Catalogue) -> N
     assumed = ram is None
     ram = default_host_ram_bytes(sum(g.memory_bytes for g in groups)) if ram is None else ram
     try:
-        return Node(name=name, fabric=fabric, gpus=groups, host_ram_bytes=ram,
-                    host_free_bytes=ram if free is None else free, unified=unified, host_ram_assumed=assumed)  # fmt: skip
+        return Node(
+            name=name,
+            fabric=fabric,
+            gpus=groups,
+            host_ram_bytes=ram,
+            host_free_bytes=ram if free is None else free,
+            unified=unified,
+            host_ram_assumed=assumed,
+        )
     except ClusterSpecError as e:
         raise ClusterSpecError(f"{at}: {e.message}", hint=e.hint or None) from None
 

@@ -16,9 +16,9 @@ import re
 from fractions import Fraction
 from typing import NoReturn
 
+from explorer.errors import ClusterSpecError
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.cluster import GRAMMAR, MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
-from explorer.errors import ClusterSpecError
 from explorer.units import GiB, TiB, parse_size
 
 _SPLIT = re.compile(r"\s*\+(?!\s*[A-Za-z])\s*", re.A)  # "+me" in a MIG profile does not split
@@ -77,8 +77,11 @@ def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Cata
     if not term:
         fail("empty term (two '+' in a row, or one at an end)")
     if m is None:
-        fail("must start with the node count and 'x', as in 2x8xh100-80g" if re.match(r"^\d", term)
-             else "must start with the node count, as in 2x8xh100-80g")  # fmt: skip
+        fail(
+            "must start with the node count and 'x', as in 2x8xh100-80g"
+            if re.match(r"^\d", term)
+            else "must start with the node count, as in 2x8xh100-80g"
+        )
     assert m is not None
     count, fabric, body = int(m["nodes"]), m["fabric"], m["body"]
     if count < 1:
@@ -107,9 +110,13 @@ def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Cata
     host = _HOST.match(body)
     gpus_m = None if host else _GPUS.match(body)
     if host is None and gpus_m is None:
-        fail("missing 'x' between the GPU count and the class" if re.match(r"\d+[^\dx×]", body, re.I | re.A)
-             else "after the node count comes GPUSxCLASS, cpu-RAM or uma-RAM" if body
-             else "no GPUs or class after 'x'")  # fmt: skip
+        fail(
+            "missing 'x' between the GPU count and the class"
+            if re.match(r"\d+[^\dx×]", body, re.I | re.A)
+            else "after the node count comes GPUSxCLASS, cpu-RAM or uma-RAM"
+            if body
+            else "no GPUs or class after 'x'"
+        )
     gpus = 1 if host else int(gpus_m["gpus"])  # type: ignore[index]
     if gpus < 1:
         fail("the GPU count must be at least 1 (write NODESxcpu-RAM for nodes without GPUs)")
@@ -157,9 +164,18 @@ def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Cata
     base = f"{label}@{fabric}" if fabric else label
     first = counters.get(base, 0)
     counters[base] = first + count
-    return [Node(name=f"{base}#{first + i}", fabric=fabric, gpus=groups, host_ram_bytes=host_ram,
-                 host_free_bytes=host_free, unified=bool(gpu and gpu.unified), host_ram_assumed=assumed)
-            for i in range(count)]  # fmt: skip
+    return [
+        Node(
+            name=f"{base}#{first + i}",
+            fabric=fabric,
+            gpus=groups,
+            host_ram_bytes=host_ram,
+            host_free_bytes=host_free,
+            unified=bool(gpu and gpu.unified),
+            host_ram_assumed=assumed,
+        )
+        for i in range(count)
+    ]
 
 
 def format_cluster_spec(cluster: Cluster) -> str:
@@ -174,8 +190,10 @@ def format_cluster_spec(cluster: Cluster) -> str:
     terms: list[list] = []
     for n in cluster.nodes:
         if len(n.gpus) > 1:
-            raise ClusterSpecError(f"node {n.name} has several GPU classes; the text form cannot say that",
-                                   hint="use a JSON or TOML cluster file")  # fmt: skip
+            raise ClusterSpecError(
+                f"node {n.name} has several GPU classes; the text form cannot say that",
+                hint="use a JSON or TOML cluster file",
+            )
         opts = []
         if not n.gpus:
             body = f"cpu-{_ram_text(n.host_ram_bytes)}"

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer.model.config_defaults import with_class_defaults
 from explorer.errors import ConfigError, InvalidConfigValueError, MissingConfigKeysError, NotAModelConfigError
+from explorer.model.config_defaults import with_class_defaults
 
 #: keys under which wrappers keep their language model's config
 TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "text_model_config")
@@ -80,7 +80,7 @@ class ConfigView:
     _missing: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @classmethod
-    def of(cls, config: Mapping[str, Any], where: str = "config.json") -> "ConfigView":
+    def of(cls, config: Mapping[str, Any], where: str = "config.json") -> ConfigView:
         """Build a view, descending into ``text_config``/``llm_config`` when present.
 
         A nested config that names only its overrides is filled from its
@@ -246,4 +246,4 @@ def require_model_config(config: Any, where: str = "config.json") -> ConfigView:
     return ConfigView.of(config, where=where)
 
 
-__all__ = ["ConfigView", "parse_config_text", "require_model_config", "looks_like_model_config", "ConfigError"]
+__all__ = ["ConfigError", "ConfigView", "looks_like_model_config", "parse_config_text", "require_model_config"]

@@ -151,7 +151,9 @@ class Precision:
     all_matrices: bool = False
 
     def __hash__(self) -> int:
-        return hash((self.name, self.method, self.base, self.groups, self.skip, self.roles, self.source, self.all_matrices))
+        return hash(
+            (self.name, self.method, self.base, self.groups, self.skip, self.roles, self.source, self.all_matrices)
+        )
 
     @property
     def nominal_bits(self) -> float:
@@ -179,7 +181,7 @@ class Precision:
         name = _normalise(tensor.module.replace("{i}", str(layer)) if layer is not None else tensor.module)
         if self._skip_regex is not None and self._skip_regex.search(name):
             return None
-        for group, regex in zip(self.groups, self._target_regexes):
+        for group, regex in zip(self.groups, self._target_regexes, strict=True):
             if regex is None or regex.search(name):
                 return group.fmt
         return None
@@ -195,7 +197,7 @@ class Precision:
 def _normalise(name: str) -> str:
     for prefix in _PREFIXES:
         if name.startswith(prefix):
-            return name[len(prefix):]
+            return name[len(prefix) :]
     return name
 
 

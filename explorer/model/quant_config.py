@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from explorer.errors import UnknownPrecisionError
 from explorer.model.config_reader import ConfigView
 from explorer.model.dtypes import ElementType, element_type, model_dtype_name
-from explorer.errors import UnknownPrecisionError
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat, dense
 
 FP8_BLOCK = WeightFormat(kind="fp8", bits=8, block=(128, 128))
@@ -25,11 +25,38 @@ MXFP4 = WeightFormat(kind="mxfp4", bits=4, group_size=32)
 # table; measured on Llama-class models). Only for what-ifs without a
 # GGUF header: a real GGUF file's tensors are sized exactly.
 GGUF_MIX_BITS: dict[str, float] = {
-    "F32": 32.0, "F16": 16.0, "BF16": 16.0, "Q8_0": 8.5, "Q6_K": 6.5625, "Q5_K_M": 5.69, "Q5_K_S": 5.54,
-    "Q5_1": 6.0, "Q5_0": 5.5, "Q4_K_M": 4.89, "Q4_K_S": 4.58, "Q4_1": 5.0, "Q4_0": 4.5, "IQ4_NL": 4.5,
-    "IQ4_XS": 4.25, "Q3_K_L": 4.27, "Q3_K_M": 3.91, "Q3_K_S": 3.5, "IQ3_M": 3.66, "IQ3_S": 3.44,
-    "IQ3_XS": 3.3, "IQ3_XXS": 3.06, "Q2_K": 3.35, "Q2_K_S": 2.97, "IQ2_M": 2.7, "IQ2_S": 2.5,
-    "IQ2_XS": 2.31, "IQ2_XXS": 2.06, "IQ1_M": 1.75, "IQ1_S": 1.56, "TQ2_0": 2.06, "TQ1_0": 1.69,
+    "F32": 32.0,
+    "F16": 16.0,
+    "BF16": 16.0,
+    "Q8_0": 8.5,
+    "Q6_K": 6.5625,
+    "Q5_K_M": 5.69,
+    "Q5_K_S": 5.54,
+    "Q5_1": 6.0,
+    "Q5_0": 5.5,
+    "Q4_K_M": 4.89,
+    "Q4_K_S": 4.58,
+    "Q4_1": 5.0,
+    "Q4_0": 4.5,
+    "IQ4_NL": 4.5,
+    "IQ4_XS": 4.25,
+    "Q3_K_L": 4.27,
+    "Q3_K_M": 3.91,
+    "Q3_K_S": 3.5,
+    "IQ3_M": 3.66,
+    "IQ3_S": 3.44,
+    "IQ3_XS": 3.3,
+    "IQ3_XXS": 3.06,
+    "Q2_K": 3.35,
+    "Q2_K_S": 2.97,
+    "IQ2_M": 2.7,
+    "IQ2_S": 2.5,
+    "IQ2_XS": 2.31,
+    "IQ2_XXS": 2.06,
+    "IQ1_M": 1.75,
+    "IQ1_S": 1.56,
+    "TQ2_0": 2.06,
+    "TQ1_0": 1.69,
 }
 
 #: what-if precisions a user can pick for original weights, by name
@@ -57,8 +84,13 @@ def _fp8(qc: Mapping[str, Any], base: ElementType) -> Precision:
     else:
         fmt = WeightFormat(kind="fp8", bits=8, fp8_scale="tensor")
         name = "fp8 per-tensor"
-    return Precision(name=name, method="fp8", base=base, groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
-                     skip=_names(qc.get("modules_to_not_convert")) + ("lm_head",))
+    return Precision(
+        name=name,
+        method="fp8",
+        base=base,
+        groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+        skip=_names(qc.get("modules_to_not_convert")) + ("lm_head",),
+    )
 
 
 def _int_gptq_awq(qc: Mapping[str, Any], base: ElementType, method: str) -> Precision:
@@ -66,10 +98,17 @@ def _int_gptq_awq(qc: Mapping[str, Any], base: ElementType, method: str) -> Prec
     group = qc.get("group_size", qc.get("q_group_size", 128))
     bits = int(bits) if isinstance(bits, (int, float)) and bits > 0 else 4
     group = int(group) if isinstance(group, (int, float)) and group > 0 else 0
-    fmt = WeightFormat(kind="int", bits=bits, group_size=group, packing=method, zero_points=True, g_idx=method == "gptq")
+    fmt = WeightFormat(
+        kind="int", bits=bits, group_size=group, packing=method, zero_points=True, g_idx=method == "gptq"
+    )
     label = f"int{bits} {method.upper()}" + (f" g{group}" if group else "")
-    return Precision(name=label, method=method, base=base, groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
-                     skip=_names(qc.get("modules_to_not_convert")) + ("lm_head",))
+    return Precision(
+        name=label,
+        method=method,
+        base=base,
+        groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+        skip=_names(qc.get("modules_to_not_convert")) + ("lm_head",),
+    )
 
 
 def _bnb(qc: Mapping[str, Any], base: ElementType) -> Precision:
@@ -77,11 +116,21 @@ def _bnb(qc: Mapping[str, Any], base: ElementType) -> Precision:
     if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
         kind = str(qc.get("bnb_4bit_quant_type") or "nf4")
         fmt = WeightFormat(kind="bnb4", bits=4, group_size=64)
-        return Precision(name=f"bnb {kind}", method="bitsandbytes", base=base,
-                         groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), skip=skip)
+        return Precision(
+            name=f"bnb {kind}",
+            method="bitsandbytes",
+            base=base,
+            groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+            skip=skip,
+        )
     fmt = WeightFormat(kind="bnb8", bits=8)
-    return Precision(name="bnb int8", method="bitsandbytes", base=base,
-                     groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), skip=skip)
+    return Precision(
+        name="bnb int8",
+        method="bitsandbytes",
+        base=base,
+        groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+        skip=skip,
+    )
 
 
 def _ct_format(weights: Mapping[str, Any]) -> WeightFormat | None:
@@ -122,8 +171,14 @@ def _compressed_tensors(qc: Mapping[str, Any], base: ElementType, method: str) -
     label = algo or " + ".join(sorted({_label(g.fmt) for g in groups})) or "compressed-tensors"
     kv = qc.get("kv_cache_scheme")
     hint = "fp8" if isinstance(kv, Mapping) and kv.get("num_bits") == 8 else None
-    return Precision(name=label, method=method, base=base, groups=tuple(groups),
-                     skip=_names(qc.get("ignore")) + ("lm_head",), kv_cache_hint=hint)
+    return Precision(
+        name=label,
+        method=method,
+        base=base,
+        groups=tuple(groups),
+        skip=_names(qc.get("ignore")) + ("lm_head",),
+        kv_cache_hint=hint,
+    )
 
 
 def _label(fmt: WeightFormat) -> str:
@@ -145,10 +200,14 @@ def _modelopt(qc: Mapping[str, Any], base: ElementType) -> Precision:
         groups = (SchemeGroup(targets=("Linear",), fmt=WeightFormat(kind="fp8", bits=8, fp8_scale="tensor")),)
     else:
         raise UnknownPrecisionError(f"ModelOpt quant_algo {algo or '(none)'} is not supported")
-    return Precision(name=f"{algo} (ModelOpt)", method="modelopt", base=base, groups=groups, skip=skip, kv_cache_hint=hint)
+    return Precision(
+        name=f"{algo} (ModelOpt)", method="modelopt", base=base, groups=groups, skip=skip, kv_cache_hint=hint
+    )
 
 
-def precision_from_config(view: ConfigView, companions: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[Precision, list[str]]:
+def precision_from_config(
+    view: ConfigView, companions: Mapping[str, Mapping[str, Any]] | None = None
+) -> tuple[Precision, list[str]]:
     """The checkpoint's precision and notes on anything approximated.
 
     ``companions`` maps companion file names (``hf_quant_config.json``) to
@@ -169,9 +228,13 @@ def precision_from_config(view: ConfigView, companions: Mapping[str, Mapping[str
     if method == "fp8":
         precision = _fp8(qc, base)
         if str(view.raw("expert_dtype") or "") == "fp4":
-            precision = Precision(name=precision.name + " + fp4 experts", method="fp8", base=base,
-                                  groups=(SchemeGroup(targets=("re:.*experts.*",), fmt=MXFP4),) + precision.groups,
-                                  skip=precision.skip)
+            precision = Precision(
+                name=precision.name + " + fp4 experts",
+                method="fp8",
+                base=base,
+                groups=(SchemeGroup(targets=("re:.*experts.*",), fmt=MXFP4),) + precision.groups,
+                skip=precision.skip,
+            )
             notes.append("experts stored as fp4 with one 8-bit scale per 32 weights (expert_dtype)")
     elif method in ("gptq", "awq"):
         precision = _int_gptq_awq(qc, base, method)
@@ -183,15 +246,25 @@ def precision_from_config(view: ConfigView, companions: Mapping[str, Mapping[str
     elif method == "modelopt":
         precision = _modelopt(qc, base)
     elif method == "mxfp4":
-        precision = Precision(name="mxfp4 experts", method="mxfp4", base=base,
-                              groups=(SchemeGroup(targets=("Linear",), fmt=MXFP4),),
-                              skip=_names(qc.get("modules_to_not_convert")), roles=frozenset({"expert"}))
+        precision = Precision(
+            name="mxfp4 experts",
+            method="mxfp4",
+            base=base,
+            groups=(SchemeGroup(targets=("Linear",), fmt=MXFP4),),
+            skip=_names(qc.get("modules_to_not_convert")),
+            roles=frozenset({"expert"}),
+        )
     else:
         bits = qc.get("bits")
         if isinstance(bits, int) and 0 < bits < 16:
             fmt = WeightFormat(kind="int", bits=bits, group_size=128)
-            precision = Precision(name=f"{method or 'unknown'} int{bits}", method=method or "unknown", base=base,
-                                  groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), skip=("lm_head",))
+            precision = Precision(
+                name=f"{method or 'unknown'} int{bits}",
+                method=method or "unknown",
+                base=base,
+                groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+                skip=("lm_head",),
+            )
         else:
             precision = dense(base.name, source="config")
         notes.append(f"quant_method {method or '(none)'} not modelled exactly: sized as {precision.name}")
@@ -208,7 +281,11 @@ def what_if_precision(name: str, base: str = "bf16") -> Precision:
         return dense(low)
     table: dict[str, tuple[str, str, WeightFormat]] = {
         "fp8": ("fp8 block 128×128", "fp8", FP8_BLOCK),
-        "int8": ("int8 per-channel", "compressed-tensors", WeightFormat(kind="int", bits=8, packing="compressed", zero_points=False)),
+        "int8": (
+            "int8 per-channel",
+            "compressed-tensors",
+            WeightFormat(kind="int", bits=8, packing="compressed", zero_points=False),
+        ),
         "int4-awq": ("int4 AWQ g128", "awq", WeightFormat(kind="int", bits=4, group_size=128, packing="awq")),
         "awq": ("int4 AWQ g128", "awq", WeightFormat(kind="int", bits=4, group_size=128, packing="awq")),
         "int4": ("int4 AWQ g128", "awq", WeightFormat(kind="int", bits=4, group_size=128, packing="awq")),
@@ -221,13 +298,25 @@ def what_if_precision(name: str, base: str = "bf16") -> Precision:
     }
     if low in table:
         label, method, fmt = table[low]
-        return Precision(name=label, method=method, base=base_type, groups=(SchemeGroup(targets=linear, fmt=fmt),),
-                         skip=("lm_head",), source="what-if")
+        return Precision(
+            name=label,
+            method=method,
+            base=base_type,
+            groups=(SchemeGroup(targets=linear, fmt=fmt),),
+            skip=("lm_head",),
+            source="what-if",
+        )
     upper = key.upper().replace("-", "_")
     if upper in GGUF_MIX_BITS:
         fmt = WeightFormat(kind="gguf", bits=GGUF_MIX_BITS[upper])
-        return Precision(name=upper, method="gguf", base=base_type, groups=(SchemeGroup(targets=linear, fmt=fmt),),
-                         source="what-if", all_matrices=True)
+        return Precision(
+            name=upper,
+            method="gguf",
+            base=base_type,
+            groups=(SchemeGroup(targets=linear, fmt=fmt),),
+            source="what-if",
+            all_matrices=True,
+        )
     raise UnknownPrecisionError(
         f"unknown precision {name!r}",
         hint=f"use one of {', '.join(WHAT_IF_NAMES)}, or a GGUF quant such as Q4_K_M, Q8_0, IQ4_XS",

@@ -25,12 +25,19 @@ from functools import cached_property
 from typing import Any
 
 from explorer.model.architectures import build_parts
-from explorer.model.artifacts import ORIGINAL, Artifact
 from explorer.model.architectures.common import ArchParts, Layer, MoESpec, VisionSpec
 from explorer.model.architectures.patterns import context_limit
+from explorer.model.artifacts import ORIGINAL, Artifact
 from explorer.model.config_reader import require_model_config
 from explorer.model.dtypes import ElementType, element_type
-from explorer.model.kv_cache import FullAttention, LayerCache, MLAAttention, attention_summary, kv_bytes, kv_bytes_per_token
+from explorer.model.kv_cache import (
+    FullAttention,
+    LayerCache,
+    MLAAttention,
+    attention_summary,
+    kv_bytes,
+    kv_bytes_per_token,
+)
 from explorer.model.precision import Precision
 from explorer.model.quant_config import precision_from_config, precision_from_label
 from explorer.model.tensors import Tensor
@@ -178,7 +185,9 @@ class ModelShape:
         if precision is None or precision == "checkpoint":
             return self.precision
         if isinstance(precision, str):
-            return self.precision if precision == self.precision.name else precision_from_label(precision, base=self.dtype)
+            return (
+                self.precision if precision == self.precision.name else precision_from_label(precision, base=self.dtype)
+            )
         return precision
 
     def precision_of(self, artifact: Artifact) -> Precision:
@@ -247,10 +256,14 @@ def shape_from_config(
     heads = view.alias_int("heads", minimum=1) or 0
     hidden = view.alias_int("hidden_size", minimum=1) or 0
     caches = tuple(layer.cache for layer in parts.layers)
-    kv_heads, head_dim = typical_attention(caches, (view.alias_int("kv_heads") or heads, view.alias_int("head_dim") or (hidden // heads if heads else 0)))
+    kv_heads, head_dim = typical_attention(
+        caches, (view.alias_int("kv_heads") or heads, view.alias_int("head_dim") or (hidden // heads if heads else 0))
+    )
     notes = list(parts.notes) + precision_notes
     if view.defaults_filled:
-        notes.append(f"{view.text_model_type()} text_config filled from transformers defaults: {', '.join(view.defaults_filled)}")
+        notes.append(
+            f"{view.text_model_type()} text_config filled from transformers defaults: {', '.join(view.defaults_filled)}"
+        )
     if limit.note:
         notes.append(limit.note)
     return ModelShape(

@@ -14,8 +14,9 @@ def layer_kinds(shape: ModelShape) -> dict[str, int]:
     return dict(Counter(layer.cache.kind for layer in shape.decoder))
 
 
-def shape_summary(shape: ModelShape, *, kv_dtype: str = "auto", context_tokens: int | None = None,
-                  sequences: int = 1) -> dict[str, Any]:
+def shape_summary(
+    shape: ModelShape, *, kv_dtype: str = "auto", context_tokens: int | None = None, sequences: int = 1
+) -> dict[str, Any]:
     """A JSON-ready dict of a shape's figures; byte counts are ints.
 
     ``context_tokens`` defaults to the model's own limit.
@@ -71,12 +72,17 @@ def shape_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if s["experts"]:
         rows.append(("active / token", f"{human_count(s['active_params'])} ({s['active_params']:,})"))
-        rows.append(("experts", f"{s['experts']} routed, {s['shared_experts']} shared, {s['experts_per_token']} per token"))
+        rows.append(
+            ("experts", f"{s['experts']} routed, {s['shared_experts']} shared, {s['experts_per_token']} per token")
+        )
     kinds = ", ".join(f"{n} {k}" for k, n in s["layer_kinds"].items())
     rows += [
         ("layers", f"{s['layers']} ({kinds})"),
         ("attention", f"{s['attention']}: {s['attention_heads']} heads, {s['kv_heads']} KV heads × {s['head_dim']}"),
-        ("context limit", f"{s['max_context']:,} tokens" + (f" (rope {s['rope_scaling']})" if s["rope_scaling"] else "")),
+        (
+            "context limit",
+            f"{s['max_context']:,} tokens" + (f" (rope {s['rope_scaling']})" if s["rope_scaling"] else ""),
+        ),
         ("weights", f"{gib(s['weight_bytes'], 2)} at {s['precision']} ({s['bits_per_weight']:.2f} bits/weight)"),
         ("KV per token", f"{s['kv_bytes_per_token']:,} bytes ({s['kv_dtype']})"),
         (f"KV at {s['context']:,}", f"{gib(s['kv_bytes'], 2)} for {s['sequences']} sequence(s)"),

@@ -112,7 +112,9 @@ def linear(
     )
 
 
-def vector(module: str, length: int, *, role: Role = "norm", param: str = "weight", split: Split = "replicated") -> Tensor:
+def vector(
+    module: str, length: int, *, role: Role = "norm", param: str = "weight", split: Split = "replicated"
+) -> Tensor:
     """A 1-D parameter (a norm weight, a bias, ``A_log``...)."""
     return Tensor(module=module, param=param, rows=length, role=role, split=split)
 
@@ -130,4 +132,3 @@ def embedding(module: str, vocab: int, hidden: int, *, role: Role = "embedding")
     them in the model dtype (``lm_head`` is on every quantiser's skip list).
     """
     return Tensor(module=module, rows=vocab, cols=hidden, role=role, split="vocab")
-

@@ -18,21 +18,29 @@ headers, the model's shape), artifacts out. No network, no cache.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from explorer.model.artifacts import ORIGINAL, Artifact
 from explorer.errors import NothingToPlanError, capped_list
 from explorer.gguf.header import GGUFHeader, merge_split_headers, split_parts
 from explorer.gguf.quant import quant_from_filename, quant_name
+from explorer.model.artifacts import ORIGINAL, Artifact
 from explorer.model.quant_config import GGUF_MIX_BITS
 from explorer.model.shapes import ModelShape
 
 __all__ = [
-    "DEFAULT_WHAT_IFS", "build_offer", "computed_disk_bytes", "gguf_sets", "is_projector", "original_artifact",
-    "original_weight_files", "plan_artifacts", "what_if_artifact", "what_if_artifacts",
-]  # fmt: skip
+    "DEFAULT_WHAT_IFS",
+    "build_offer",
+    "computed_disk_bytes",
+    "gguf_sets",
+    "is_projector",
+    "original_artifact",
+    "original_weight_files",
+    "plan_artifacts",
+    "what_if_artifact",
+    "what_if_artifacts",
+]
 
 #: the what-if precisions offered next to the original weights by default
 DEFAULT_WHAT_IFS = ("bf16", "fp8", "int4-awq")
@@ -129,8 +137,9 @@ def _gguf_artifact(
         if shape is None or quant.upper() not in GGUF_MIX_BITS:
             return None
         size, source = shape.weight_bytes(quant.upper()), "computed"
-    return Artifact(name=first, format="gguf", quant=quant, size_bytes=size,
-                    size_source=source, files=parts, gguf_header=header)  # type: ignore[arg-type]
+    return Artifact(
+        name=first, format="gguf", quant=quant, size_bytes=size, size_source=source, files=parts, gguf_header=header
+    )  # type: ignore[arg-type]
 
 
 def build_offer(
@@ -193,12 +202,26 @@ def _original(files: Mapping[str, int], weights: list[str], shape: ModelShape | 
         quant = "unknown"
     size = _known(files, weights) if weights else None
     if size is not None:
-        return Artifact(name=ORIGINAL, format="safetensors", quant=quant, size_bytes=size, size_source="fetched",
-                        files=tuple(weights), params_by_dtype=by_dtype)  # fmt: skip
+        return Artifact(
+            name=ORIGINAL,
+            format="safetensors",
+            quant=quant,
+            size_bytes=size,
+            size_source="fetched",
+            files=tuple(weights),
+            params_by_dtype=by_dtype,
+        )
     if shape is None:  # no real size and nothing to compute one from
         return None
-    return Artifact(name=ORIGINAL, format="safetensors", quant=quant, size_bytes=computed_disk_bytes(shape),
-                    size_source="computed", files=tuple(weights), params_by_dtype=by_dtype)  # fmt: skip
+    return Artifact(
+        name=ORIGINAL,
+        format="safetensors",
+        quant=quant,
+        size_bytes=computed_disk_bytes(shape),
+        size_source="computed",
+        files=tuple(weights),
+        params_by_dtype=by_dtype,
+    )
 
 
 def _with(a: Artifact, **changes: Any) -> Artifact:
@@ -207,8 +230,13 @@ def _with(a: Artifact, **changes: Any) -> Artifact:
 
 def original_artifact(shape: ModelShape) -> Artifact:
     """The checkpoint's own weights when no file listing is known: sized from the shape (``computed``)."""
-    return Artifact(name=ORIGINAL, format="safetensors", quant=shape.precision.name,
-                    size_bytes=computed_disk_bytes(shape), size_source="computed")
+    return Artifact(
+        name=ORIGINAL,
+        format="safetensors",
+        quant=shape.precision.name,
+        size_bytes=computed_disk_bytes(shape),
+        size_source="computed",
+    )
 
 
 def what_if_artifact(shape: ModelShape, name: str) -> Artifact:
@@ -220,10 +248,22 @@ def what_if_artifact(shape: ModelShape, name: str) -> Artifact:
     if precision is shape.precision or precision.name == shape.precision.name:
         return original_artifact(shape)
     if precision.method == "gguf":
-        return Artifact(name=precision.name, format="gguf", quant=precision.name,
-                        size_bytes=shape.weight_bytes(precision), size_source="computed", what_if=True)
-    return Artifact(name=ORIGINAL, format="safetensors", quant=precision.name,
-                    size_bytes=computed_disk_bytes(shape, precision), size_source="computed", what_if=True)
+        return Artifact(
+            name=precision.name,
+            format="gguf",
+            quant=precision.name,
+            size_bytes=shape.weight_bytes(precision),
+            size_source="computed",
+            what_if=True,
+        )
+    return Artifact(
+        name=ORIGINAL,
+        format="safetensors",
+        quant=precision.name,
+        size_bytes=computed_disk_bytes(shape, precision),
+        size_source="computed",
+        what_if=True,
+    )
 
 
 def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS) -> tuple[Artifact, ...]:
@@ -244,8 +284,9 @@ def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS
     return tuple(out)
 
 
-def plan_artifacts(shape: ModelShape, offered: Iterable[Artifact], *, quant: str | None = None,
-                   selected: Artifact | None = None) -> list[Artifact]:
+def plan_artifacts(
+    shape: ModelShape, offered: Iterable[Artifact], *, quant: str | None = None, selected: Artifact | None = None
+) -> list[Artifact]:
     """The artifacts a plan considers.
 
     A file the user named (``org/name:FILE.gguf``, a local .gguf) alone; else,

@@ -16,15 +16,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from explorer.model.artifacts import Artifact
-from explorer.hardware.cluster import Cluster
-from explorer.hardware.pools import Pool
 from explorer.engines.common import PlanRequest
+from explorer.engines.options import Option
 from explorer.engines.registry import SPLIT_ENGINES
 from explorer.errors import ManualSelectionError
-from explorer.engines.options import Option
-from explorer.plan.offer import original_artifact
+from explorer.hardware.cluster import Cluster
+from explorer.hardware.pools import Pool
+from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
+from explorer.plan.offer import original_artifact
 from explorer.units import gib
 
 
@@ -57,12 +57,15 @@ def _resolve_gpus(cluster: Cluster, gpus: Sequence[str]) -> list[tuple[str, int]
         node_name, _, index = text.rpartition(":")
         if not node_name:
             if len(gpu_nodes) != 1:
-                raise ManualSelectionError(f"GPU {text!r}: name it NODE:INDEX; the cluster has {len(gpu_nodes)} GPU nodes")
+                raise ManualSelectionError(
+                    f"GPU {text!r}: name it NODE:INDEX; the cluster has {len(gpu_nodes)} GPU nodes"
+                )
             node_name = gpu_nodes[0].name
         node = cluster.node(node_name)
         if node is None:
-            raise ManualSelectionError(f"GPU {text!r}: no node named {node_name!r}",
-                                       hint=f"nodes: {', '.join(n.name for n in gpu_nodes[:6])}")
+            raise ManualSelectionError(
+                f"GPU {text!r}: no node named {node_name!r}", hint=f"nodes: {', '.join(n.name for n in gpu_nodes[:6])}"
+            )
         if not index.isdigit() or not 0 <= int(index) < node.gpu_count:
             raise ManualSelectionError(f"GPU {text!r}: node {node_name} has GPUs 0..{node.gpu_count - 1}")
         out.append((node.name, int(index)))
@@ -71,9 +74,16 @@ def _resolve_gpus(cluster: Cluster, gpus: Sequence[str]) -> list[tuple[str, int]
     return out
 
 
-def check_pinned(shape: ModelShape, cluster: Cluster, gpus: Sequence[str], *, engine: str = "vllm",
-                 request: PlanRequest | None = None, artifact: Artifact | None = None,
-                 model_ref: str | None = None) -> PinnedResult:
+def check_pinned(
+    shape: ModelShape,
+    cluster: Cluster,
+    gpus: Sequence[str],
+    *,
+    engine: str = "vllm",
+    request: PlanRequest | None = None,
+    artifact: Artifact | None = None,
+    model_ref: str | None = None,
+) -> PinnedResult:
     """Lay the model over exactly the pinned GPUs and report any overcommit."""
     request = request or PlanRequest()
     split_engine = SPLIT_ENGINES.get(engine)
@@ -105,9 +115,16 @@ def check_pinned(shape: ModelShape, cluster: Cluster, gpus: Sequence[str], *, en
             reasons.append(refused[0][1])
             continue
         ev = split_engine.evaluate(shape, precision, layout, gpu, request, model_ref or shape.name)
-        option = Option(layout=layout, artifact=artifact, precision=precision.name,
-                        bits_per_weight=shape.bits_per_weight(precision), evaluation=ev, free_now=True, hosts=1,
-                        gpu=gpu)
+        option = Option(
+            layout=layout,
+            artifact=artifact,
+            precision=precision.name,
+            bits_per_weight=shape.bits_per_weight(precision),
+            evaluation=ev,
+            free_now=True,
+            hosts=1,
+            gpu=gpu,
+        )
         return _judge(option, cluster, picked, ev.free_needed_bytes)
     raise ManualSelectionError(f"no split of the {len(picked)} pinned GPUs is allowed: {reasons[0]}")
 
@@ -120,15 +137,21 @@ def _judge(option: Option, cluster: Cluster, picked: list[tuple[str, int]], free
     short = max(0, free_needed - free)
     cards = len(picked)
     if over:
-        message = (f"Manual GPU selection overcommits: {worst.role} needs {gib(worst.total)} but has "
-                   f"{gib(worst.usable)} usable, {gib(over)} over ({cards} pinned GPUs; "
-                   f"{gib(over * worst.count)} over in all)")
+        message = (
+            f"Manual GPU selection overcommits: {worst.role} needs {gib(worst.total)} but has "
+            f"{gib(worst.usable)} usable, {gib(over)} over ({cards} pinned GPUs; "
+            f"{gib(over * worst.count)} over in all)"
+        )
     elif short and index >= groups[name].free_count:
-        message = (f"The pinned GPUs hold the model, but GPU {name}:{index} is busy now: a workload holds it, "
-                   f"and the engine needs {gib(free_needed)} free on it to start")
+        message = (
+            f"The pinned GPUs hold the model, but GPU {name}:{index} is busy now: a workload holds it, "
+            f"and the engine needs {gib(free_needed)} free on it to start"
+        )
     elif short:
-        message = (f"The pinned GPUs hold the model, but GPU {name}:{index} has {gib(short)} less free now than "
-                   f"the engine needs to start ({gib(free_needed)})")
+        message = (
+            f"The pinned GPUs hold the model, but GPU {name}:{index} has {gib(short)} less free now than "
+            f"the engine needs to start ({gib(free_needed)})"
+        )
     else:
         message = f"The {cards} pinned GPUs hold the model: {gib(worst.headroom)} to spare on the fullest card"
     return PinnedResult(option=option, overcommit_bytes=over, short_now_bytes=short, message=message)

@@ -16,21 +16,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from explorer.model.artifacts import Artifact
-from explorer.plan.offer import original_artifact, what_if_artifact
-from explorer.hardware.cluster import Cluster
 from explorer.engines.collect import Collector
 from explorer.engines.common import PlanRequest
+from explorer.engines.options import Option, PlanResult
 from explorer.engines.registry import engine_named, engines_named
 from explorer.errors import PlanError
-from explorer.engines.options import Option, PlanResult
-from explorer.plan.ranking import SortKey, rank
+from explorer.hardware.cluster import Cluster
+from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
+from explorer.plan.offer import original_artifact, what_if_artifact
+from explorer.plan.ranking import SortKey, rank
 from explorer.speed.estimate import SpeedSettings, speed_of
 
 
-def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str | None = None,
-            speed: bool | SpeedSettings = True) -> Option:
+def recheck(
+    shape: ModelShape,
+    option: Option,
+    request: PlanRequest,
+    *,
+    model_ref: str | None = None,
+    speed: bool | SpeedSettings = True,
+) -> Option:
     """The same way at another context or concurrency: weights and overhead stay, the KV cache changes.
 
     The speed estimate is recomputed for the new request (with ``speed``), else dropped.
@@ -40,9 +46,16 @@ def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_re
     return replace(out, speed=speed_of(out, shape, request, settings) if speed else None)
 
 
-def plan(shape: ModelShape, cluster: Cluster, request: PlanRequest | None = None, *,
-         artifacts: Sequence[Artifact] | None = None, model_ref: str | None = None,
-         sort: SortKey = "default", speed: bool | SpeedSettings = True) -> PlanResult:
+def plan(
+    shape: ModelShape,
+    cluster: Cluster,
+    request: PlanRequest | None = None,
+    *,
+    artifacts: Sequence[Artifact] | None = None,
+    model_ref: str | None = None,
+    sort: SortKey = "default",
+    speed: bool | SpeedSettings = True,
+) -> PlanResult:
     """Every way ``shape`` can run on ``cluster``, best first, and the refused ways with reasons.
 
     With ``speed`` (True, or :class:`~explorer.speed.estimate.SpeedSettings`) each option carries its
@@ -65,5 +78,11 @@ def plan(shape: ModelShape, cluster: Cluster, request: PlanRequest | None = None
     if speed:
         settings = speed if isinstance(speed, SpeedSettings) else None
         options = [replace(o, speed=speed_of(o, shape, request, settings)) for o in options]
-    return PlanResult(model=model_ref, request=request, options=tuple(rank(options, sort)),
-                      rejected=tuple(out.rejected), pruned=dict(out.pruned), considered=out.considered)
+    return PlanResult(
+        model=model_ref,
+        request=request,
+        options=tuple(rank(options, sort)),
+        rejected=tuple(out.rejected),
+        pruned=dict(out.pruned),
+        considered=out.considered,
+    )

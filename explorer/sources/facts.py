@@ -23,14 +23,14 @@ from explorer.errors import (
 )
 from explorer.gguf.header import GGUFHeader
 from explorer.gguf.quant import quant_from_filename
+from explorer.plan.offer import gguf_sets
+from explorer.sources.gguf_files import header_from_record, header_record
 from explorer.sources.hub.records import (
     COMPANION_FILES,
     CONFIG_FILE,
     RepoListing,
     SafetensorsParams,
 )
-from explorer.plan.offer import gguf_sets
-from explorer.sources.gguf_files import header_from_record, header_record
 
 __all__ = ["HubFacts", "facts_from_cache", "fetch_facts", "shape_set", "store_facts", "wanted_gguf"]
 
@@ -73,8 +73,10 @@ def wanted_gguf(listing: RepoListing, filename: str | None) -> tuple[list[str], 
         if found is None:
             offered = [s[0] for s in sets]
             choices = capped_list(offered) or "none (the repo has no GGUF model files)"
-            raise HubError(f"{listing.repo_id}@{listing.sha[:12]} has no GGUF model file {filename}",
-                           hint=f"pick one of: {choices}")
+            raise HubError(
+                f"{listing.repo_id}@{listing.sha[:12]} has no GGUF model file {filename}",
+                hint=f"pick one of: {choices}",
+            )
         required = found
     elif sets and not listing.has(CONFIG_FILE):
         required = shape_set(sets)
@@ -105,17 +107,28 @@ def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settin
     from explorer.sources.hub.weights import fetch_gguf_header_bytes
 
     listing, configs, st = fetch_repo_basics(
-        repo, revision, settings=settings, has_gguf=lambda l: bool(gguf_sets(f.path for f in l.files)),
-        progress=progress, cancel=cancel,
+        repo,
+        revision,
+        settings=settings,
+        has_gguf=lambda l: bool(gguf_sets(f.path for f in l.files)),
+        progress=progress,
+        cancel=cancel,
     )
     read, required = wanted_gguf(listing, filename)
     headers, notes = {}, []
     for path in read:
         size = listing.file(path).size_bytes
         try:
-            headers[path], _ = fetch_gguf_header_bytes(repo, listing.sha, path, size_bytes=size,
-                                                       parse=_parse_for(path, size), settings=settings,
-                                                       progress=progress, cancel=cancel)  # fmt: skip
+            headers[path], _ = fetch_gguf_header_bytes(
+                repo,
+                listing.sha,
+                path,
+                size_bytes=size,
+                parse=_parse_for(path, size),
+                settings=settings,
+                progress=progress,
+                cancel=cancel,
+            )
         except GGUFError as e:
             if path in required:
                 raise

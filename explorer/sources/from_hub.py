@@ -35,10 +35,8 @@ from explorer.errors import (
     OfflineMissError,
 )
 from explorer.gguf.header import GGUFHeader, merge_split_headers
-from explorer.sources.hub.records import CONFIG_FILE
-from explorer.sources.hub.settings import HubSettings
+from explorer.model.shapes import ModelShape, shape_from_config
 from explorer.plan.offer import build_offer, gguf_sets
-from explorer.sources.resolved import ResolvedModel
 from explorer.sources.facts import (
     HubFacts,
     facts_from_cache,
@@ -47,7 +45,9 @@ from explorer.sources.facts import (
     store_facts,
 )
 from explorer.sources.gguf_files import shape_from_header
-from explorer.model.shapes import ModelShape, shape_from_config
+from explorer.sources.hub.records import CONFIG_FILE
+from explorer.sources.hub.settings import HubSettings
+from explorer.sources.resolved import ResolvedModel
 from explorer.sources.spec import ModelSpec
 
 __all__ = ["build_model", "from_snapshot", "resolve_hub"]
@@ -82,15 +82,28 @@ def build_model(spec: ModelSpec, facts: HubFacts, origin: str, notes: list[str])
         shape = shape_from_header(_set_header(facts.headers, parts), name=repo)
         notes.append(f"shape read from the GGUF header of {parts[0]}")
     st = facts.safetensors
-    artifacts = build_offer(files, shape=shape, params_by_dtype=st.params_by_dtype if st else None,
-                            shards=list(st.files) if st else None, gguf_headers=facts.headers,
-                            has_config=config is not None, where=f"{repo}@{listing.sha[:12]}")  # fmt: skip
+    artifacts = build_offer(
+        files,
+        shape=shape,
+        params_by_dtype=st.params_by_dtype if st else None,
+        shards=list(st.files) if st else None,
+        gguf_headers=facts.headers,
+        has_config=config is not None,
+        where=f"{repo}@{listing.sha[:12]}",
+    )
     if spec.filename:
         artifacts = tuple(sorted(artifacts, key=lambda a: spec.filename not in a.files))
     notes += list(facts.notes)
     notes += [f"{a.label}: size computed from the shape" for a in artifacts if a.size_source == "computed"]
-    return ResolvedModel(spec=spec, shape=shape, artifacts=artifacts, origin=origin,  # type: ignore[arg-type]
-                         repo=repo, sha=listing.sha, notes=tuple(notes))
+    return ResolvedModel(
+        spec=spec,
+        shape=shape,
+        artifacts=artifacts,
+        origin=origin,  # type: ignore[arg-type]
+        repo=repo,
+        sha=listing.sha,
+        notes=tuple(notes),
+    )
 
 
 def from_snapshot(spec: ModelSpec, revision: str | None, note: str) -> ResolvedModel | None:
@@ -107,13 +120,20 @@ def from_snapshot(spec: ModelSpec, revision: str | None, note: str) -> ResolvedM
             return None
         artifacts = tuple(sorted(artifacts, key=lambda a: spec.filename not in a.files))
     shape = snapshot.shape(entry.repo)
-    return ResolvedModel(spec=spec, shape=shape, artifacts=artifacts, origin="snapshot", repo=entry.repo,
-                         sha=entry.sha, notes=(note, *entry.notes, *entry.size_notes()))  # fmt: skip
+    return ResolvedModel(
+        spec=spec,
+        shape=shape,
+        artifacts=artifacts,
+        origin="snapshot",
+        repo=entry.repo,
+        sha=entry.sha,
+        notes=(note, *entry.notes, *entry.size_notes()),
+    )
 
 
 def _falls_back(e: ExplorerError) -> bool:
     """Whether a Hub failure may be answered from the snapshot: the Hub was unreachable or broken, not definite."""
-    return isinstance(e, (HubTimeoutError, HubConnectionError)) or type(e) is HubError and "HTTP 5" in str(e)
+    return isinstance(e, (HubTimeoutError, HubConnectionError)) or (type(e) is HubError and "HTTP 5" in str(e))
 
 
 def _settings(settings: HubSettings | None, *, offline: bool, token: str | None) -> HubSettings:
@@ -189,8 +209,9 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
         from explorer.sources.hub.many import default_progress
 
         try:
-            facts = fetch_facts(spec.repo, revision, spec.filename, settings=s, progress=default_progress(progress),
-                                cancel=cancel)  # fmt: skip
+            facts = fetch_facts(
+                spec.repo, revision, spec.filename, settings=s, progress=default_progress(progress), cancel=cancel
+            )
         except HubError as e:
             if not _falls_back(e) or (got := from_snapshot(spec, revision, _fallback_note(e))) is None:
                 raise

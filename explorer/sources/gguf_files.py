@@ -39,8 +39,15 @@ from explorer.gguf.header import (
 from explorer.model.shapes import ModelShape
 from explorer.units import MiB
 
-__all__ = ["FIRST_READ_BYTES", "header_from_record", "header_record", "read_header_file", "read_local_set",
-           "shape_from_header", "split_siblings"]  # fmt: skip
+__all__ = [
+    "FIRST_READ_BYTES",
+    "header_from_record",
+    "header_record",
+    "read_header_file",
+    "read_local_set",
+    "shape_from_header",
+    "split_siblings",
+]
 
 #: the first read of a local file; most headers fit (a 128k-token vocabulary takes 2 to 8 MiB)
 FIRST_READ_BYTES = 2 * MiB
@@ -137,10 +144,19 @@ def _decode(value: Any) -> Any:
 def header_record(header: GGUFHeader, *, file_size_bytes: int) -> dict[str, Any]:
     """The cache's ``gguf_headers`` record for a header: metadata, tensors, header and file bytes."""
     table = [[t.name, t.ggml_type, list(t.shape), t.offset, t.split_index] for t in header.tensors]
-    tensors = {"format": RECORD_FORMAT, "version": header.version, "alignment": header.alignment,
-               "data_offset": header.data_offset, "table": json.dumps(table, separators=(",", ":"))}  # fmt: skip
-    return {"metadata": {k: _encode(v) for k, v in header.metadata.items()}, "tensors": tensors,
-            "header_bytes": header.header_bytes, "file_size_bytes": file_size_bytes}  # fmt: skip
+    tensors = {
+        "format": RECORD_FORMAT,
+        "version": header.version,
+        "alignment": header.alignment,
+        "data_offset": header.data_offset,
+        "table": json.dumps(table, separators=(",", ":")),
+    }
+    return {
+        "metadata": {k: _encode(v) for k, v in header.metadata.items()},
+        "tensors": tensors,
+        "header_bytes": header.header_bytes,
+        "file_size_bytes": file_size_bytes,
+    }
 
 
 def header_from_record(record: Mapping[str, Any], *, name: str) -> GGUFHeader | None:
@@ -149,14 +165,26 @@ def header_from_record(record: Mapping[str, Any], *, name: str) -> GGUFHeader | 
     if not isinstance(tensors, dict) or tensors.get("format") != RECORD_FORMAT:
         return None
     infos = tuple(
-        TensorInfo(name=n, ggml_type=t, type_name=GGMLQuantizationType(t).name, shape=tuple(dims), offset=off,
-                   split_index=split)
+        TensorInfo(
+            name=n,
+            ggml_type=t,
+            type_name=GGMLQuantizationType(t).name,
+            shape=tuple(dims),
+            offset=off,
+            split_index=split,
+        )
         for n, t, dims, off, split in json.loads(tensors["table"])
     )
     metadata = {k: _decode(v) for k, v in (record.get("metadata") or {}).items()}
-    return GGUFHeader(version=int(tensors["version"]), metadata=MappingProxyType(metadata), tensors=infos,
-                      alignment=int(tensors["alignment"]), header_bytes=int(record.get("header_bytes") or 0),
-                      data_offset=int(tensors["data_offset"]), name=name)  # fmt: skip
+    return GGUFHeader(
+        version=int(tensors["version"]),
+        metadata=MappingProxyType(metadata),
+        tensors=infos,
+        alignment=int(tensors["alignment"]),
+        header_bytes=int(record.get("header_bytes") or 0),
+        data_offset=int(tensors["data_offset"]),
+        name=name,
+    )
 
 
 # --- shapes -----------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from explorer.model.config_reader import parse_config_text
 from explorer.errors import ConfigError
+from explorer.model.config_reader import parse_config_text
 
 #: files beside config.json that change how the weights are stored
 COMPANIONS = ("hf_quant_config.json", "quantize_config.json")

@@ -72,10 +72,19 @@ def resolve_model(
     if spec.kind == "gguf":
         return _resolve_gguf_file(spec)
     if revision and spec.revision and revision != spec.revision:
-        raise ConfigError(f"{text} names revision {spec.revision!r} but --revision says {revision!r}",
-                          hint="give the revision once")  # fmt: skip
-    return resolve_hub(spec, revision=revision or spec.revision, offline=offline, token=token, cache=cache,
-                       settings=settings, progress=progress, cancel=cancel)  # fmt: skip
+        raise ConfigError(
+            f"{text} names revision {spec.revision!r} but --revision says {revision!r}", hint="give the revision once"
+        )
+    return resolve_hub(
+        spec,
+        revision=revision or spec.revision,
+        offline=offline,
+        token=token,
+        cache=cache,
+        settings=settings,
+        progress=progress,
+        cancel=cancel,
+    )
 
 
 def _folder_files(folder: Path) -> dict[str, int]:
@@ -91,8 +100,11 @@ def _resolve_config(spec: ModelSpec) -> ResolvedModel:
     # only a model folder's files belong to the model (a config.json lying among others does not)
     files = _folder_files(local.path.parent) if local.path.name == "config.json" else {}
     artifacts = build_offer(files, shape=shape, has_config=True, where=str(local.path.parent))
-    notes = tuple(f"{a.label}: size computed from the shape (no weight files beside the config)"
-                  for a in artifacts if a.size_source == "computed")  # fmt: skip
+    notes = tuple(
+        f"{a.label}: size computed from the shape (no weight files beside the config)"
+        for a in artifacts
+        if a.size_source == "computed"
+    )
     return ResolvedModel(spec=spec, shape=shape, artifacts=artifacts, origin="file", notes=notes)
 
 

@@ -45,8 +45,10 @@ class ResolvedModel:
 
     def __repr__(self) -> str:
         labels = ", ".join(a.label for a in self.artifacts)
-        return (f"ResolvedModel(text={self.spec.text!r}, origin={self.origin!r}, repo={self.repo!r}, "
-                f"sha={self.sha!r}, params={self.shape.params:,}, artifacts=[{labels}])")  # fmt: skip
+        return (
+            f"ResolvedModel(text={self.spec.text!r}, origin={self.origin!r}, repo={self.repo!r}, "
+            f"sha={self.sha!r}, params={self.shape.params:,}, artifacts=[{labels}])"
+        )
 
     @property
     def selected(self) -> Artifact | None:
@@ -74,5 +76,13 @@ class ResolvedModel:
 
 
 def _artifact_dict(a: Artifact) -> dict[str, Any]:
-    return {"name": a.name, "format": a.format, "quant": a.quant, "size_bytes": a.size_bytes,
-            "size_source": a.size_source, "files": list(a.files), "projector": a.projector, "what_if": a.what_if}
+    return {
+        "name": a.name,
+        "format": a.format,
+        "quant": a.quant,
+        "size_bytes": a.size_bytes,
+        "size_source": a.size_source,
+        "files": list(a.files),
+        "projector": a.projector,
+        "what_if": a.what_if,
+    }

@@ -66,5 +66,6 @@ def load_cluster_file(path: str | Path, catalogue: Catalogue | None = None) -> C
         ClusterSpecError: the file cannot be read or parsed, or describes an impossible cluster.
     """
     text = _read_text(path, "cluster file", ClusterSpecError)
-    return cluster_from_text(text, catalogue or shipped_catalogue(), source=str(path),
-                             toml_first=str(path).lower().endswith(".toml"))
+    return cluster_from_text(
+        text, catalogue or shipped_catalogue(), source=str(path), toml_first=str(path).lower().endswith(".toml")
+    )

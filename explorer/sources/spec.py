@@ -55,7 +55,9 @@ def parse_model_spec(text: str) -> ModelSpec:
     if path.exists():
         kind: SpecKind = "gguf" if path.suffix.lower() == ".gguf" else "config"
         return ModelSpec(kind=kind, text=text, path=path)
-    looks_like_path = text.startswith((".", "/", "~")) or text.lower().endswith((".json", ".gguf")) and text.count("/") != 1
+    looks_like_path = text.startswith((".", "/", "~")) or (
+        text.lower().endswith((".json", ".gguf")) and text.count("/") != 1
+    )
     if looks_like_path:
         raise ConfigError(f"{text} does not exist", hint="check the path")
     m = _HUB_ID.match(text)

@@ -39,13 +39,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from explorer.memo import memo
-from explorer.model.artifacts import ORIGINAL
 from explorer.engines.common import PlanRequest
 from explorer.errors import UnknownPrecisionError
+from explorer.memo import memo
+from explorer.model.artifacts import ORIGINAL
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat
-from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed.prices import PriceTable
+from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed.settings import SpeedSettings
 from explorer.units import gb
 
@@ -92,17 +92,28 @@ class SpeedEstimate:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, merged into an option's dict."""
         return {
-            "decode_tokens_per_s": {"bound": _r(self.decode_bound_tokens_per_s),
-                                    "estimate": _r(self.decode_estimate_tokens_per_s)},
-            "decode_aggregate_tokens_per_s": {"bound": _r(self.decode_aggregate_bound_tokens_per_s),
-                                              "estimate": _r(self.decode_aggregate_estimate_tokens_per_s),
-                                              "concurrency": self.concurrency},
-            "time_to_first_token_s": {"bound": _r(self.time_to_first_token_bound_s, 4),
-                                      "estimate": _r(self.time_to_first_token_estimate_s, 4)},
+            "decode_tokens_per_s": {
+                "bound": _r(self.decode_bound_tokens_per_s),
+                "estimate": _r(self.decode_estimate_tokens_per_s),
+            },
+            "decode_aggregate_tokens_per_s": {
+                "bound": _r(self.decode_aggregate_bound_tokens_per_s),
+                "estimate": _r(self.decode_aggregate_estimate_tokens_per_s),
+                "concurrency": self.concurrency,
+            },
+            "time_to_first_token_s": {
+                "bound": _r(self.time_to_first_token_bound_s, 4),
+                "estimate": _r(self.time_to_first_token_estimate_s, 4),
+            },
             "cost_per_million_tokens": _r(self.cost_per_million_tokens, 4),
-            "speed": {"bound_by": self.bound_by, "efficiency": self.efficiency, "context": self.context_tokens,
-                      "concurrency": self.concurrency, "usd_per_gpu_hour": self.usd_per_gpu_hour,
-                      "breakdown": self.breakdown},
+            "speed": {
+                "bound_by": self.bound_by,
+                "efficiency": self.efficiency,
+                "context": self.context_tokens,
+                "concurrency": self.concurrency,
+                "usd_per_gpu_hour": self.usd_per_gpu_hour,
+                "breakdown": self.breakdown,
+            },
         }
 
 
@@ -110,8 +121,9 @@ def _r(x: float | None, digits: int = 2) -> float | None:
     return None if x is None else round(x, digits)
 
 
-def precision_for(shape, artifact, *, engine: str = "vllm", loaded: str | None = None,
-                  bits_per_weight: float = 0.0) -> Precision:
+def precision_for(
+    shape, artifact, *, engine: str = "vllm", loaded: str | None = None, bits_per_weight: float = 0.0
+) -> Precision:
     """The precision an option reads its weights at.
 
     vLLM and SGLang: the artifact's (:meth:`~explorer.model.shapes.ModelShape.precision_of`:
@@ -141,12 +153,19 @@ def _what_if(shape, quant: str, bits_per_weight: float) -> Precision:
     if bits_per_weight <= 0:
         return shape.precision
     fmt = WeightFormat(kind="gguf", bits=bits_per_weight)
-    return Precision(name=f"{quant} ({bits_per_weight:g} bits a weight)", method="gguf", base=shape.precision.base,
-                     groups=(SchemeGroup(targets=("Linear",), fmt=fmt),), source="what-if", all_matrices=True)
+    return Precision(
+        name=f"{quant} ({bits_per_weight:g} bits a weight)",
+        method="gguf",
+        base=shape.precision.base,
+        groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+        source="what-if",
+        all_matrices=True,
+    )
 
 
-def speed_of(option, shape, request: PlanRequest | None = None, settings: SpeedSettings | None = None, *,
-             precision=None) -> SpeedEstimate | None:
+def speed_of(
+    option, shape, request: PlanRequest | None = None, settings: SpeedSettings | None = None, *, precision=None
+) -> SpeedEstimate | None:
     """The speed bound and estimate of one option at the request's context and concurrency.
 
     None when the option's card class has no known bandwidth (an inferred
@@ -155,17 +174,46 @@ def speed_of(option, shape, request: PlanRequest | None = None, settings: SpeedS
     request = request or PlanRequest()
     settings = settings or DEFAULT_SETTINGS
     ev = option.evaluation
-    precision = precision or precision_for(shape, option.artifact, engine=option.layout.engine,
-                                           loaded=option.precision, bits_per_weight=option.bits_per_weight)
+    precision = precision or precision_for(
+        shape,
+        option.artifact,
+        engine=option.layout.engine,
+        loaded=option.precision,
+        bits_per_weight=option.bits_per_weight,
+    )
     head_on_host = ev.n_gpu_layers == 0 if getattr(ev, "n_gpu_layers", None) is not None else True
-    return _estimate(shape, precision, option.layout, option.gpu, ev.layers_on_host, head_on_host,
-                     max(1, request.context_tokens), max(1, request.concurrency), request.kv_dtype,
-                     request.ubatch_tokens, settings)
+    return _estimate(
+        shape,
+        precision,
+        option.layout,
+        option.gpu,
+        ev.layers_on_host,
+        head_on_host,
+        max(1, request.context_tokens),
+        max(1, request.concurrency),
+        request.kv_dtype,
+        request.ubatch_tokens,
+        settings,
+    )
 
 
-@memo(8192, keyed_on="shape identity, precision, layout, card class, offload, context, concurrency, KV type, ubatch, settings")
-def _estimate(shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, context: int, concurrency: int,
-              kv_dtype: str, ubatch_tokens: int, settings: SpeedSettings) -> SpeedEstimate | None:
+@memo(
+    8192,
+    keyed_on="shape identity, precision, layout, card class, offload, context, concurrency, KV type, ubatch, settings",
+)
+def _estimate(
+    shape,
+    precision,
+    layout,
+    gpu,
+    layers_on_host: int,
+    head_on_host: bool,
+    context: int,
+    concurrency: int,
+    kv_dtype: str,
+    ubatch_tokens: int,
+    settings: SpeedSettings,
+) -> SpeedEstimate | None:
     ubatch = ubatch_tokens if layout.engine == "llamacpp" else 0
     where = placement(shape, precision, layout, gpu, layers_on_host, head_on_host, ubatch, settings)
     if where is None:
@@ -182,26 +230,42 @@ def _estimate(shape, precision, layout, gpu, layers_on_host: int, head_on_host: 
     price = prices.usd_per_gpu_hour(layout.gpu_class) if priced else None
     cost = None if price is None else layout.cards * price / (aggregate * eff * 3600) * 1e6
     return SpeedEstimate(
-        decode_bound_tokens_per_s=bound, decode_estimate_tokens_per_s=bound * eff,
-        decode_aggregate_bound_tokens_per_s=aggregate, decode_aggregate_estimate_tokens_per_s=aggregate * eff,
-        time_to_first_token_bound_s=prefill, time_to_first_token_estimate_s=None if prefill is None else prefill / eff,
-        cost_per_million_tokens=cost, usd_per_gpu_hour=price, bound_by=tally.bound_by, efficiency=eff,
-        context_tokens=context, concurrency=concurrency, breakdown=_breakdown(tally, cycle, concurrency, context, eff),
+        decode_bound_tokens_per_s=bound,
+        decode_estimate_tokens_per_s=bound * eff,
+        decode_aggregate_bound_tokens_per_s=aggregate,
+        decode_aggregate_estimate_tokens_per_s=aggregate * eff,
+        time_to_first_token_bound_s=prefill,
+        time_to_first_token_estimate_s=None if prefill is None else prefill / eff,
+        cost_per_million_tokens=cost,
+        usd_per_gpu_hour=price,
+        bound_by=tally.bound_by,
+        efficiency=eff,
+        context_tokens=context,
+        concurrency=concurrency,
+        breakdown=_breakdown(tally, cycle, concurrency, context, eff),
     )
 
 
 def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float) -> str:
     parts = [f"{gb(t.weight_bytes, 2)} weights + {gb(t.kv_bytes, 2)} KV read a step (one card a stage)"]
-    for label, s in (("memory", t.memory_s), ("compute", t.compute_s), ("host memory", t.host_s),
-                     ("interconnect", t.interconnect_s)):
+    for label, s in (
+        ("memory", t.memory_s),
+        ("compute", t.compute_s),
+        ("host memory", t.host_s),
+        ("interconnect", t.interconnect_s),
+    ):
         if s > 0:
             parts.append(f"{label} {s * 1e3:.2f} ms")
-    return (f"batch {batch} at {context:,} tokens: " + ", ".join(parts)
-            + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate = bound × {eff:g}")
+    return (
+        f"batch {batch} at {context:,} tokens: "
+        + ", ".join(parts)
+        + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate = bound × {eff:g}"
+    )
 
 
-def tokens_per_s_vs_context(option, shape, contexts: Iterable[int], request: PlanRequest | None = None,
-                            settings: SpeedSettings | None = None) -> list[SpeedEstimate | None]:
+def tokens_per_s_vs_context(
+    option, shape, contexts: Iterable[int], request: PlanRequest | None = None, settings: SpeedSettings | None = None
+) -> list[SpeedEstimate | None]:
     """The option's speed at each context (same concurrency), for a tokens/s-versus-context chart."""
     request = request or PlanRequest()
     return [speed_of(option, shape, replace(request, context_tokens=int(c)), settings) for c in contexts]

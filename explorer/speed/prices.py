@@ -72,8 +72,9 @@ def parse_prices(text: str, *, source: str = "prices.csv") -> PriceTable:
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in COLUMNS[:2] if c not in (reader.fieldnames or ())]
     if missing:
-        raise CatalogueError(f"price table {source} lacks columns: {', '.join(missing)}",
-                             hint=f"columns are {', '.join(COLUMNS)}")
+        raise CatalogueError(
+            f"price table {source} lacks columns: {', '.join(missing)}", hint=f"columns are {', '.join(COLUMNS)}"
+        )
     rows: list[Price] = []
     seen: set[str] = set()
     try:
@@ -85,15 +86,23 @@ def parse_prices(text: str, *, source: str = "prices.csv") -> PriceTable:
             except ValueError:
                 usd = math.nan
             if not name or not (0 < usd < math.inf):
-                raise CatalogueError(f"price table {source} line {line}: {name or '(no class)'} has price "
-                                     f"{text_price!r}, not a positive number of USD per GPU-hour")
+                raise CatalogueError(
+                    f"price table {source} line {line}: {name or '(no class)'} has price "
+                    f"{text_price!r}, not a positive number of USD per GPU-hour"
+                )
             if name in seen:
                 raise CatalogueError(f"price table {source} line {line}: {name} appears twice")
             seen.add(name)
-            rows.append(Price(gpu_class=name, usd_per_gpu_hour=usd, provider=(r.get("provider") or "").strip(),
-                              product=(r.get("product") or "").strip(), source=(r.get("source") or "").strip(),
-                              retrieved=(r.get("retrieved") or "").strip()))
+            rows.append(
+                Price(
+                    gpu_class=name,
+                    usd_per_gpu_hour=usd,
+                    provider=(r.get("provider") or "").strip(),
+                    product=(r.get("product") or "").strip(),
+                    source=(r.get("source") or "").strip(),
+                    retrieved=(r.get("retrieved") or "").strip(),
+                )
+            )
     except csv.Error as e:
         raise CatalogueError(f"price table {source} is not a CSV table: {e}") from None
     return PriceTable(tuple(rows))
-

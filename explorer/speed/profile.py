@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from explorer.memo import memo
 from explorer.engines.common import stage_caches
+from explorer.memo import memo
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     FullAttention,
@@ -39,8 +39,8 @@ from explorer.model.kv_cache import (
 )
 from explorer.model.precision import Precision
 from explorer.model.tensors import Tensor
-from explorer.units import cdiv
 from explorer.model.weights import shard_shape
+from explorer.units import cdiv
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,9 +136,17 @@ def stage_profile(shape, precision: Precision, tp: int, ep: int, first: int, end
             nbytes, params = _shard(t, precision, None, tp, ep)
             dense_b += nbytes
             dense_p += params
-    return StageProfile(first_layer=first, end_layer=end, head=head, tp=tp, dense_bytes=dense_b,
-                        expert_bytes=expert_b, dense_params=dense_p, expert_params=expert_p,
-                        caches=stage_caches(shape, first, end))
+    return StageProfile(
+        first_layer=first,
+        end_layer=end,
+        head=head,
+        tp=tp,
+        dense_bytes=dense_b,
+        expert_bytes=expert_b,
+        dense_params=dense_p,
+        expert_params=expert_p,
+        caches=stage_caches(shape, first, end),
+    )
 
 
 def attention_width(cache: LayerCache, q_heads: int) -> int:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from explorer.memo import memo
 from explorer.engines.common import pp_partition, stage_kv_bytes
+from explorer.memo import memo
 from explorer.speed.profile import (
     StageProfile,
     attention_width,
@@ -92,8 +92,9 @@ class Placement:
 
 
 @memo(1024, keyed_on="shape identity, precision, layout, card class, layers on host, head on host, ubatch, settings")
-def placement(shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, ubatch_tokens: int,
-              settings: SpeedSettings) -> Placement | None:
+def placement(
+    shape, precision, layout, gpu, layers_on_host: int, head_on_host: bool, ubatch_tokens: int, settings: SpeedSettings
+) -> Placement | None:
     """Where the option's layers run; None when the device's bandwidth is unknown.
 
     ``layers_on_host``: llama.cpp's first layers left on the CPU; ``head_on_host``:
@@ -104,8 +105,11 @@ def placement(shape, precision, layout, gpu, layers_on_host: int, head_on_host: 
     host = {"bandwidth_bytes_per_s": host_bw, "flops_per_s": host_flops, "host": True}
     n = shape.layers
     if layout.cpu:
-        return Placement(parts=(Part(profile=stage_profile(shape, precision, 1, 1, 0, n, True), **host),),
-                         activation_bytes=LLAMACPP_ACTIVATION_BYTES, ubatch_tokens=ubatch_tokens)
+        return Placement(
+            parts=(Part(profile=stage_profile(shape, precision, 1, 1, 0, n, True), **host),),
+            activation_bytes=LLAMACPP_ACTIVATION_BYTES,
+            ubatch_tokens=ubatch_tokens,
+        )
     if gpu is None or not (gpu.bandwidth_bytes_per_s or layout.unified):
         return None
     if layout.unified:  # the chip's bandwidth; an unlisted uma host falls back to the host figures
@@ -124,24 +128,44 @@ def placement(shape, precision, layout, gpu, layers_on_host: int, head_on_host: 
         if on_host:  # llama.cpp keeps the first layers on the CPU
             parts.append(Part(profile=stage_profile(shape, precision, 1, 1, 0, on_host, head_host), **host))
         if on_host < n or not head_host:
-            parts.append(Part(profile=stage_profile(shape, precision, 1, 1, on_host, n, not head_host),
-                              bandwidth_bytes_per_s=bw, flops_per_s=flops))
+            parts.append(
+                Part(
+                    profile=stage_profile(shape, precision, 1, 1, on_host, n, not head_host),
+                    bandwidth_bytes_per_s=bw,
+                    flops_per_s=flops,
+                )
+            )
         hops: list[tuple[float, float]] = []
         if len(parts) > 1 and not layout.unified:  # hidden states cross PCIe between the CPU and the first GPU
             hops.append((host_link, PCIE_LATENCY_S))
         network = max(0, layout.nodes - 1)
         hops += [fabric] * network + [(link, latency)] * max(0, layout.cards - 1 - network)
-        return Placement(parts=tuple(parts), hops=tuple(hops), activation_bytes=LLAMACPP_ACTIVATION_BYTES,
-                         ubatch_tokens=ubatch_tokens, host_link_bytes_per_s=host_link)
+        return Placement(
+            parts=tuple(parts),
+            hops=tuple(hops),
+            activation_bytes=LLAMACPP_ACTIVATION_BYTES,
+            ubatch_tokens=ubatch_tokens,
+            host_link_bytes_per_s=host_link,
+        )
     tp_link = (link, latency) if layout.tp <= layout.gpus_per_node else fabric  # SGLang spans tp over nodes
     stages = pp_partition(n, layout.pp)
-    parts = tuple(Part(profile=stage_profile(shape, precision, layout.tp, layout.ep, a, b, i == len(stages) - 1),
-                       bandwidth_bytes_per_s=bw, flops_per_s=flops,
-                       link_bytes_per_s=tp_link[0] if layout.tp > 1 else 0.0, link_latency_s=tp_link[1])
-                  for i, (a, b) in enumerate(stages))
+    parts = tuple(
+        Part(
+            profile=stage_profile(shape, precision, layout.tp, layout.ep, a, b, i == len(stages) - 1),
+            bandwidth_bytes_per_s=bw,
+            flops_per_s=flops,
+            link_bytes_per_s=tp_link[0] if layout.tp > 1 else 0.0,
+            link_latency_s=tp_link[1],
+        )
+        for i, (a, b) in enumerate(stages)
+    )
     network = min(max(0, layout.nodes - 1), layout.pp - 1) if layout.tp <= layout.gpus_per_node else 0
-    return Placement(parts=parts, hops=(fabric,) * network + ((link, latency),) * (layout.pp - 1 - network),
-                     overlap=True, host_link_bytes_per_s=host_link)
+    return Placement(
+        parts=parts,
+        hops=(fabric,) * network + ((link, latency),) * (layout.pp - 1 - network),
+        overlap=True,
+        host_link_bytes_per_s=host_link,
+    )
 
 
 @dataclass(slots=True)
@@ -167,8 +191,12 @@ class Tally:
     @property
     def bound_by(self) -> str:
         """The largest share: ``memory bandwidth``, ``compute``, ``host memory`` or ``interconnect``."""
-        shares = {"memory bandwidth": self.memory_s, "compute": self.compute_s, "host memory": self.host_s,
-                  "interconnect": self.interconnect_s}
+        shares = {
+            "memory bandwidth": self.memory_s,
+            "compute": self.compute_s,
+            "host memory": self.host_s,
+            "interconnect": self.interconnect_s,
+        }
         return max(shares, key=shares.__getitem__)
 
 

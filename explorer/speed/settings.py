@@ -51,7 +51,10 @@ class SpeedSettings:
     """
 
     efficiency: Mapping[str, float] | tuple[tuple[str, float], ...] = (
-        ("llamacpp", 0.6), ("sglang", 0.6), ("vllm", 0.6))
+        ("llamacpp", 0.6),
+        ("sglang", 0.6),
+        ("vllm", 0.6),
+    )
     default_efficiency: float = 0.6
     host_bandwidth_bytes_per_s: int = 100 * GB
     host_tflops: float = 2.0
@@ -63,11 +66,14 @@ class SpeedSettings:
         pairs = tuple(sorted((str(k), float(v)) for k, v in pairs))  # type: ignore[union-attr]
         for engine, value in pairs + (("default", self.default_efficiency),):
             if not 0 < value <= 1:
-                raise PlanError(f"speed efficiency for {engine} is {value}; it must be in (0, 1]",
-                                hint="an efficiency is the share of the bound reached, e.g. 0.6")
+                raise PlanError(
+                    f"speed efficiency for {engine} is {value}; it must be in (0, 1]",
+                    hint="an efficiency is the share of the bound reached, e.g. 0.6",
+                )
         if self.host_bandwidth_bytes_per_s <= 0 or self.host_tflops <= 0:
-            raise PlanError(f"host bandwidth ({self.host_bandwidth_bytes_per_s}) and TFLOPs ({self.host_tflops}) "
-                            "must be positive")
+            raise PlanError(
+                f"host bandwidth ({self.host_bandwidth_bytes_per_s}) and TFLOPs ({self.host_tflops}) must be positive"
+            )
         object.__setattr__(self, "efficiency", pairs)
 
     def efficiency_for(self, engine: str) -> float:
@@ -92,6 +98,8 @@ def fabric_bytes_per_s(fabric: str | None, settings: SpeedSettings) -> float:
 def peak_flops_per_s(gpu, precision) -> float:
     """Peak FLOPs for these weights: fp8 where the weights are 8 bits or fewer as fp8/int8/fp4 and the card has fp8."""
     kinds = {g.fmt.kind for g in precision.groups}
-    low = any(k in FP8_COMPUTE_KINDS for k in kinds) or any(g.fmt.kind == "int" and g.fmt.bits == 8 for g in precision.groups)
+    low = any(k in FP8_COMPUTE_KINDS for k in kinds) or any(
+        g.fmt.kind == "int" and g.fmt.bits == 8 for g in precision.groups
+    )
     tflops = gpu.fp8_tflops if low and gpu.fp8_tflops else gpu.bf16_tflops
     return tflops * 1e12

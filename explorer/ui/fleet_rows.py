@@ -37,10 +37,27 @@ from explorer.ui.presets import PRESETS, Preset
 from explorer.units import GiB, gib
 
 __all__ = [
-    "CARD_COLUMNS", "CONTEXT_CHOICES", "DEFAULT_FLEET", "FLEET_PRESETS", "INSTANCE_COLUMNS", "FleetRow", "PlanCheck",
-    "card_rows", "card_segments", "check_plan_text", "cli_command", "fleet_demands", "fleet_text", "instance_rows",
-    "parse_extra_terms", "placement_notes", "plan_text", "row_term", "term_text", "terms_from_rows",
-]  # fmt: skip
+    "CARD_COLUMNS",
+    "CONTEXT_CHOICES",
+    "DEFAULT_FLEET",
+    "FLEET_PRESETS",
+    "INSTANCE_COLUMNS",
+    "FleetRow",
+    "PlanCheck",
+    "card_rows",
+    "card_segments",
+    "check_plan_text",
+    "cli_command",
+    "fleet_demands",
+    "fleet_text",
+    "instance_rows",
+    "parse_extra_terms",
+    "placement_notes",
+    "plan_text",
+    "row_term",
+    "term_text",
+    "terms_from_rows",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,31 +87,68 @@ class FleetRow:
 #: in both phases and spreads its two replicas over two cards. The snapshot has no embedder or
 #: reranker, so the base models of Qwen3-Embedding-0.6B and Qwen3-Reranker-4B stand in (same layers).
 DEFAULT_FLEET: tuple[FleetRow, ...] = (
-    FleetRow(name="chat", repo="Qwen/Qwen3-32B", context_tokens=32768, phases="query",
-             why="answers questions at query time"),
-    FleetRow(name="vision", repo="Qwen/Qwen3-VL-32B-Instruct", context_tokens=16384, phases="ingest",
-             why="describes figures and scans while documents come in"),
-    FleetRow(name="ocr", repo="allenai/olmOCR-7B-0225-preview", context_tokens=16384, phases="ingest",
-             why="reads page images into text at ingest"),
-    FleetRow(name="rerank", repo="Qwen/Qwen3-4B-Thinking-2507", context_tokens=8192, phases="query",
-             why="stand-in for Qwen3-Reranker-4B (built on Qwen3-4B)"),
-    FleetRow(name="embed", repo="Qwen/Qwen3-0.6B", context_tokens=8192, replicas=2,
-             why="stand-in for Qwen3-Embedding-0.6B; embeds documents and questions, so it always runs"),
-)  # fmt: skip
+    FleetRow(
+        name="chat", repo="Qwen/Qwen3-32B", context_tokens=32768, phases="query", why="answers questions at query time"
+    ),
+    FleetRow(
+        name="vision",
+        repo="Qwen/Qwen3-VL-32B-Instruct",
+        context_tokens=16384,
+        phases="ingest",
+        why="describes figures and scans while documents come in",
+    ),
+    FleetRow(
+        name="ocr",
+        repo="allenai/olmOCR-7B-0225-preview",
+        context_tokens=16384,
+        phases="ingest",
+        why="reads page images into text at ingest",
+    ),
+    FleetRow(
+        name="rerank",
+        repo="Qwen/Qwen3-4B-Thinking-2507",
+        context_tokens=8192,
+        phases="query",
+        why="stand-in for Qwen3-Reranker-4B (built on Qwen3-4B)",
+    ),
+    FleetRow(
+        name="embed",
+        repo="Qwen/Qwen3-0.6B",
+        context_tokens=8192,
+        replicas=2,
+        why="stand-in for Qwen3-Embedding-0.6B; embeds documents and questions, so it always runs",
+    ),
+)
 
 #: the clusters offered: a small box the default fleet needs a swap group on, then the app's presets
 FLEET_PRESETS: tuple[Preset, ...] = (
-    Preset(name="Three L40S (a small box)", spec="1x3xl40s-48g", nodes=1, gpus_per_node=3, gpu_class="l40s-48g",
-           description="Three 48 GB cards: the default fleet fits only with a swap group."),
-    *(p for p in PRESETS if p.name in ("One RTX 4090", "One 8×H100 node", "A mixed fleet",
-                                       "Mac with 128 GB unified memory")),
-)  # fmt: skip
+    Preset(
+        name="Three L40S (a small box)",
+        spec="1x3xl40s-48g",
+        nodes=1,
+        gpus_per_node=3,
+        gpu_class="l40s-48g",
+        description="Three 48 GB cards: the default fleet fits only with a swap group.",
+    ),
+    *(
+        p
+        for p in PRESETS
+        if p.name in ("One RTX 4090", "One 8×H100 node", "A mixed fleet", "Mac with 128 GB unified memory")
+    ),
+)
 
 #: the context menu: label -> tokens (None: the model's default, at most 8,192)
 CONTEXT_CHOICES: dict[str, int | None] = {
-    "default": None, "2k": 2048, "4k": 4096, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536,
-    "128k": 131072, "256k": 262144,
-}  # fmt: skip
+    "default": None,
+    "2k": 2048,
+    "4k": 4096,
+    "8k": 8192,
+    "16k": 16384,
+    "32k": 32768,
+    "64k": 65536,
+    "128k": 131072,
+    "256k": 262144,
+}
 
 
 def term_text(term: ModelTerm) -> str:
@@ -136,8 +190,9 @@ def parse_extra_terms(text: str) -> tuple[list[tuple[str | None, ModelTerm]], li
     return out, errors
 
 
-def terms_from_rows(rows: Sequence[Mapping[str, Any]], extra_text: str = ""
-                    ) -> tuple[list[tuple[str | None, ModelTerm]], list[str]]:
+def terms_from_rows(
+    rows: Sequence[Mapping[str, Any]], extra_text: str = ""
+) -> tuple[list[tuple[str | None, ModelTerm]], list[str]]:
     """The notebook's model rows (dicts of name, model, context label, replicas, phases), then the extra
     terms' lines, as (name or None, term); rows without a model are skipped. Returns (terms, errors)."""
     terms: list[tuple[str | None, ModelTerm]] = []
@@ -146,8 +201,12 @@ def terms_from_rows(rows: Sequence[Mapping[str, Any]], extra_text: str = ""
         if not row.get("model"):
             continue
         try:
-            term = row_term(str(row["model"]), CONTEXT_CHOICES.get(str(row.get("context")), None),
-                            int(row.get("replicas") or 1), str(row.get("phases") or ""))
+            term = row_term(
+                str(row["model"]),
+                CONTEXT_CHOICES.get(str(row.get("context"))),
+                int(row.get("replicas") or 1),
+                str(row.get("phases") or ""),
+            )
         except (ExplorerError, ValueError) as e:
             errors.append(f"row {number}: {e}")
             continue
@@ -156,8 +215,14 @@ def terms_from_rows(rows: Sequence[Mapping[str, Any]], extra_text: str = ""
     return terms + extra, errors + bad
 
 
-def fleet_demands(terms: Sequence[tuple[str | None, ModelTerm]], shape_of: Callable[[str], Any], *, gpu: Any,
-                  engine: str = "vllm", precision: str | None = None) -> tuple[list[ModelDemand], list[str], list[str]]:
+def fleet_demands(
+    terms: Sequence[tuple[str | None, ModelTerm]],
+    shape_of: Callable[[str], Any],
+    *,
+    gpu: Any,
+    engine: str = "vllm",
+    precision: str | None = None,
+) -> tuple[list[ModelDemand], list[str], list[str]]:
     """Each term's footprint (:func:`explorer.fleet.footprints.demand_for`), ranked in row order as the CLI ranks them.
 
     ``shape_of(model_id)`` gives the model's shape, or None when it has none (an error
@@ -176,18 +241,22 @@ def fleet_demands(terms: Sequence[tuple[str | None, ModelTerm]], shape_of: Calla
             asked = term.context_tokens or 0
             charged = shape.clamp_context(asked)
             if charged < asked:
-                notes.append(f"{name}: {asked:,} tokens asked; the model's limit, {charged:,}, "
-                             "is charged")  # fmt: skip
+                notes.append(f"{name}: {asked:,} tokens asked; the model's limit, {charged:,}, is charged")
                 term = replace(term, context_tokens=charged)
-            demands.append(demand_for(shape, term, gpu=gpu, engine=engine, rank=rank, precision=precision,
-                                      name=name))  # fmt: skip
+            demands.append(demand_for(shape, term, gpu=gpu, engine=engine, rank=rank, precision=precision, name=name))
         except ExplorerError as e:
             errors.append(f"{name}: {e}")
     return demands, notes, errors
 
 
-def cli_command(spec: str, terms: Sequence[tuple[str | None, ModelTerm]], *, engine: str = "vllm",
-                usable_fraction: float = 0.9, precision: str | None = None) -> str:
+def cli_command(
+    spec: str,
+    terms: Sequence[tuple[str | None, ModelTerm]],
+    *,
+    engine: str = "vllm",
+    usable_fraction: float = 0.9,
+    precision: str | None = None,
+) -> str:
     """The same placement from the command line (the CLI names each model by its id)."""
     parts = ["explorer place --offline", f"--cluster '{spec}'", *(f"--model '{term_text(t)}'" for _n, t in terms)]
     if engine != "vllm":
@@ -222,8 +291,9 @@ def _cards_text(indices: Sequence[int]) -> str:
     return ("card " if len(indices) == 1 else "cards ") + ", ".join(map(str, indices))
 
 
-def card_segments(placement: Placement, labels: Sequence[str] = (), *,
-                  label_share: float = 0.06) -> list[dict[str, Any]]:
+def card_segments(
+    placement: Placement, labels: Sequence[str] = (), *, label_share: float = 0.06
+) -> list[dict[str, Any]]:
     """Chart rows: what each card holds, stacked in charge order, in GiB.
 
     ``row`` is "segment" (one instance's charge on a card), "slot" (a swap group's
@@ -240,11 +310,25 @@ def card_segments(placement: Placement, labels: Sequence[str] = (), *,
 
     def segment(card: int, order: int, inst: Instance, base: int, nbytes: int, **extra: Any) -> dict[str, Any]:
         t = tight.get(inst.model)
-        return {"row": "segment", "card": _card_name(card), "card_order": order, "model": inst.model,
-                "replica": inst.replica, "context": inst.context_tokens, "y0": base / GiB, "y1": (base + nbytes) / GiB,
-                "gib": nbytes / GiB, "tight": t is not None, "swap": False, "member": 0, "members": 1, "group": "",
-                "label": inst.model if nbytes >= label_share * top else "",
-                "status": f"tight: short by {gib(t.shortfall_bytes)}" if t else "fits", **extra}  # fmt: skip
+        return {
+            "row": "segment",
+            "card": _card_name(card),
+            "card_order": order,
+            "model": inst.model,
+            "replica": inst.replica,
+            "context": inst.context_tokens,
+            "y0": base / GiB,
+            "y1": (base + nbytes) / GiB,
+            "gib": nbytes / GiB,
+            "tight": t is not None,
+            "swap": False,
+            "member": 0,
+            "members": 1,
+            "group": "",
+            "label": inst.model if nbytes >= label_share * top else "",
+            "status": f"tight: short by {gib(t.shortfall_bytes)}" if t else "fits",
+            **extra,
+        }
 
     for order, card in enumerate(placement.cards):
         c, base, done = card.index, 0, set()
@@ -263,16 +347,35 @@ def card_segments(placement: Placement, labels: Sequence[str] = (), *,
             for k, member in enumerate(group.members):
                 for mi in (i for i in placement.instances_of(member) if c in i.cards):
                     mb = mi.split_bytes[mi.cards.index(c)]
-                    rows.append(segment(c, order, mi, base, mb, swap=True, member=k,
-                                        members=len(group.members), group=members))
-            rows.append({"row": "slot", "card": _card_name(c), "card_order": order, "y0": base / GiB,
-                         "y1": (base + slot) / GiB, "mid": (base + slot / 2) / GiB, "gib": slot / GiB,
-                         "group": members})  # fmt: skip
+                    rows.append(
+                        segment(c, order, mi, base, mb, swap=True, member=k, members=len(group.members), group=members)
+                    )
+            rows.append(
+                {
+                    "row": "slot",
+                    "card": _card_name(c),
+                    "card_order": order,
+                    "y0": base / GiB,
+                    "y1": (base + slot) / GiB,
+                    "mid": (base + slot / 2) / GiB,
+                    "gib": slot / GiB,
+                    "group": members,
+                }
+            )
             base += slot
         label = labels[c] if 0 <= c < len(labels) else _card_name(c)
-        rows.append({"row": "card", "card": _card_name(c), "card_order": order, "gpu": label,
-                     "usable_gib": card.usable_bytes / GiB, "charged_gib": card.charged_bytes / GiB,
-                     "stacked_gib": base / GiB, "over": card.overflow_bytes > 0})  # fmt: skip
+        rows.append(
+            {
+                "row": "card",
+                "card": _card_name(c),
+                "card_order": order,
+                "gpu": label,
+                "usable_gib": card.usable_bytes / GiB,
+                "charged_gib": card.charged_bytes / GiB,
+                "stacked_gib": base / GiB,
+                "over": card.overflow_bytes > 0,
+            }
+        )
     return rows
 
 
@@ -291,11 +394,17 @@ def instance_rows(placement: Placement) -> list[dict[str, Any]]:
         fits = f"✗ tight, short by {gib(tight[i.model].shortfall_bytes)}" if i.model in tight else "✓"
         if i.model in group_of:
             fits += f" swap group ({' / '.join(group_of[i.model].members)})"
-        rows.append({"fits": fits, "model": i.model, "replica": str(i.replica),
-                     "cards": _cards_text(i.cards),
-                     "per card (GiB)": ", ".join(f"{b / GiB:,.1f}" for b in i.split_bytes),
-                     "context (tokens)": f"{i.context_tokens:,}",
-                     "split": _split_text(i)})
+        rows.append(
+            {
+                "fits": fits,
+                "model": i.model,
+                "replica": str(i.replica),
+                "cards": _cards_text(i.cards),
+                "per card (GiB)": ", ".join(f"{b / GiB:,.1f}" for b in i.split_bytes),
+                "context (tokens)": f"{i.context_tokens:,}",
+                "split": _split_text(i),
+            }
+        )
     return rows
 
 
@@ -307,25 +416,35 @@ def _split_text(inst: Instance) -> str:
 
 def card_rows(placement: Placement, labels: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Every card's charge as table rows (:data:`CARD_COLUMNS`); an overfull card's ``fits`` starts with ✗."""
-    return [{"fits": f"✗ over by {gib(c.overflow_bytes)}" if c.overflow_bytes else "✓", "card": _card_name(c.index),
-             "GPU": labels[c.index] if 0 <= c.index < len(labels) else "",
-             "usable (GiB)": f"{c.usable_bytes / GiB:,.1f}", "charged (GiB)": f"{c.charged_bytes / GiB:,.1f}",
-             "free (GiB)": f"{c.free_bytes / GiB:,.1f}", "models": ", ".join(c.models) or "—"}
-            for c in placement.cards]  # fmt: skip
+    return [
+        {
+            "fits": f"✗ over by {gib(c.overflow_bytes)}" if c.overflow_bytes else "✓",
+            "card": _card_name(c.index),
+            "GPU": labels[c.index] if 0 <= c.index < len(labels) else "",
+            "usable (GiB)": f"{c.usable_bytes / GiB:,.1f}",
+            "charged (GiB)": f"{c.charged_bytes / GiB:,.1f}",
+            "free (GiB)": f"{c.free_bytes / GiB:,.1f}",
+            "models": ", ".join(c.models) or "—",
+        }
+        for c in placement.cards
+    ]
 
 
 def placement_notes(placement: Placement) -> dict[str, list[str]]:
     """Sentences for the swap groups, the tight and refused models and the missing replicas (keyed so)."""
     return {
-        "swap groups": [f"{' / '.join(g.members)}: one resident at a time on {_cards_text(g.cards)}, charged its "
-                        "largest member per card: " + ", ".join(f"{_card_name(c)} {gib(b)}" for c, b in
-                                                                zip(g.cards, g.charge_bytes, strict=True))
-                        for g in placement.swap_groups],
+        "swap groups": [
+            f"{' / '.join(g.members)}: one resident at a time on {_cards_text(g.cards)}, charged its "
+            "largest member per card: "
+            + ", ".join(f"{_card_name(c)} {gib(b)}" for c, b in zip(g.cards, g.charge_bytes, strict=True))
+            for g in placement.swap_groups
+        ],
         "tight": [f"{t.model}: short by {gib(t.shortfall_bytes)} on {_cards_text(t.cards)}" for t in placement.tight],
         "refused": [r.reason for r in placement.refused],
-        "missing replicas": [f"{m.model}: {m.placed} of {m.requested} replicas ({m.reason})"
-                             for m in placement.missing_replicas],
-    }  # fmt: skip
+        "missing replicas": [
+            f"{m.model}: {m.placed} of {m.requested} replicas ({m.reason})" for m in placement.missing_replicas
+        ],
+    }
 
 
 def plan_text(placement: Placement) -> str:
@@ -348,8 +467,10 @@ def plan_text(placement: Placement) -> str:
     def dump(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
 
-    lines = [f"    {dump(m)}: {dump([reduced(e) for e in v] if isinstance(v, list) else reduced(v))}"
-             for m, v in plan["models"].items()]
+    lines = [
+        f"    {dump(m)}: {dump([reduced(e) for e in v] if isinstance(v, list) else reduced(v))}"
+        for m, v in plan["models"].items()
+    ]
     body = '{\n  "models": {\n' + ",\n".join(lines) + "\n  }"
     if plan.get("swap_groups"):
         body += f',\n  "swap_groups": {dump(plan["swap_groups"])}'

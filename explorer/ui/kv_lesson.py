@@ -79,8 +79,10 @@ def group_formula(cache: LayerCache, layers: int, kv: ElementType) -> str:
             text = f"{layers} × {h} × ({d} + {v}) × {b} = {per_token:,} bytes a token"
         else:
             row = kv.row_bytes(h * d)
-            text = (f"{layers} × (K {row:,} + V {kv.row_bytes(h * v) if v else 0:,}) bytes = {per_token:,} bytes a token "
-                    f"({kv.name}: {kv.block_elements} values in {kv.block_bytes} bytes)")  # fmt: skip
+            text = (
+                f"{layers} × (K {row:,} + V {kv.row_bytes(h * v) if v else 0:,}) bytes = {per_token:,} bytes a token "
+                f"({kv.name}: {kv.block_elements} values in {kv.block_bytes} bytes)"
+            )
         return text + _held(cache)
     if isinstance(cache, MLAAttention):
         width = cache.kv_lora_rank + cache.rope_dim
@@ -89,8 +91,10 @@ def group_formula(cache: LayerCache, layers: int, kv: ElementType) -> str:
         return f"{layers} × {lat}{idx} = {per_token:,} bytes a token (one latent, not K and V)"
     if isinstance(cache, RecurrentState):
         state = cache.state_bytes()
-        return (f"{layers} × (conv {cache.conv_elements:,} × {cache.conv_bytes} + state {cache.ssm_elements:,} × "
-                f"{cache.ssm_bytes}) = {layers * state:,} bytes a sequence, whatever the context")  # fmt: skip
+        return (
+            f"{layers} × (conv {cache.conv_elements:,} × {cache.conv_bytes} + state {cache.ssm_elements:,} × "
+            f"{cache.ssm_bytes}) = {layers * state:,} bytes a sequence, whatever the context"
+        )
     return f"{layers} layers keep nothing"
 
 
@@ -104,26 +108,31 @@ def total_formula(shape: Any, kv_dtype: str = "auto") -> str:
     return " + ".join(f"{p:,}" for p in parts) + f" = {total:,} bytes a token (before windows cap it)"
 
 
-def kv_table(shape: Any, kv_dtype: str = "auto", context_tokens: int = 8192, sequences: int = 1) -> list[dict[str, Any]]:
+def kv_table(
+    shape: Any, kv_dtype: str = "auto", context_tokens: int = 8192, sequences: int = 1
+) -> list[dict[str, Any]]:
     """One row per group of layers: kind, layers, bytes a token, tokens kept, GiB at the context, the formula."""
     kv = shape.kv_type(kv_dtype)
     rows = []
     for cache, n in cache_groups(shape):
         held = cache.tokens_held(context_tokens)
-        rows.append({
-            "kind": cache.kind,
-            "layers": n,
-            "bytes a token": n * cache.bytes_per_token(kv),
-            "tokens kept": held,
-            "bytes": n * cache.bytes_for(context_tokens, kv, sequences),
-            "GiB": round(n * cache.bytes_for(context_tokens, kv, sequences) / GiB, 3),
-            "formula": group_formula(cache, n, kv),
-        })  # fmt: skip
+        rows.append(
+            {
+                "kind": cache.kind,
+                "layers": n,
+                "bytes a token": n * cache.bytes_per_token(kv),
+                "tokens kept": held,
+                "bytes": n * cache.bytes_for(context_tokens, kv, sequences),
+                "GiB": round(n * cache.bytes_for(context_tokens, kv, sequences) / GiB, 3),
+                "formula": group_formula(cache, n, kv),
+            }
+        )
     return rows
 
 
-def kv_curve(shapes: Mapping[str, Any], contexts: Sequence[int], kv_dtype: str = "auto",
-             sequences: int = 1) -> list[dict[str, Any]]:
+def kv_curve(
+    shapes: Mapping[str, Any], contexts: Sequence[int], kv_dtype: str = "auto", sequences: int = 1
+) -> list[dict[str, Any]]:
     """Long-form rows for a chart: model, context, layer kind, GiB the kind holds (stackable per model),
     and ``beyond``: the context is past the model's own limit (a what-if)."""
     rows = []
@@ -134,6 +143,13 @@ def kv_curve(shapes: Mapping[str, Any], contexts: Sequence[int], kv_dtype: str =
             for cache, n in cache_groups(shape):
                 by_kind[cache.kind] = by_kind.get(cache.kind, 0) + n * cache.bytes_for(int(c), kv, sequences)
             for kind, b in by_kind.items():
-                rows.append({"model": name, "context": int(c), "kind": kind, "gib": b / GiB,
-                             "beyond": int(c) > shape.max_context_tokens})
+                rows.append(
+                    {
+                        "model": name,
+                        "context": int(c),
+                        "kind": kind,
+                        "gib": b / GiB,
+                        "beyond": int(c) > shape.max_context_tokens,
+                    }
+                )
     return rows

@@ -16,18 +16,29 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from explorer.model.artifacts import Artifact
 from explorer.engines.common import ENGINE_LABELS, ENGINES, PlanRequest
-from explorer.errors import ExplorerError
 from explorer.engines.options import Option, PlanResult
+from explorer.errors import ExplorerError
+from explorer.model.artifacts import Artifact
 from explorer.ui.sweep_cache import SWEEPS
 from explorer.units import GiB, gib
 
 __all__ = [
-    "ENGINE_CHOICES", "TABLE_COLUMNS", "artifact_choices",
-    "card_parts", "context_steps", "context_sweep", "near_miss_rows", "near_misses", "nearest_step", "option_rows",
-    "refusal_groups", "rows_html", "speed_of_option", "sweep_options",
-]  # fmt: skip
+    "ENGINE_CHOICES",
+    "TABLE_COLUMNS",
+    "artifact_choices",
+    "card_parts",
+    "context_steps",
+    "context_sweep",
+    "near_miss_rows",
+    "near_misses",
+    "nearest_step",
+    "option_rows",
+    "refusal_groups",
+    "rows_html",
+    "speed_of_option",
+    "sweep_options",
+]
 
 #: the engine menu: label -> engines planned
 ENGINE_CHOICES: dict[str, tuple[str, ...]] = {
@@ -36,8 +47,21 @@ ENGINE_CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 #: the ranked table's columns, in order
-TABLE_COLUMNS = ("#", "fits", "option", "engine", "cards", "per card (GiB)", "max context", "max concurrency",
-                 "decode tok/s", "TTFT (s)", "$ / M tokens", "command")  # fmt: skip
+TABLE_COLUMNS = (
+    "#",
+    "fits",
+    "option",
+    "engine",
+    "cards",
+    "per card (GiB)",
+    "max context",
+    "max concurrency",
+    "decode tok/s",
+    "TTFT (s)",
+    "$ / M tokens",
+    "command",
+)
+
 
 def context_steps(limit: int, floor: int = 512) -> list[int]:
     """A geometric list of context lengths from ``floor`` to ``limit``: 512, 768, 1,024, 1,536, 2,048 …
@@ -88,8 +112,11 @@ def speed_of_option(option: Option) -> tuple[float | None, float | None, float |
     s = getattr(option, "speed", None)
     if s is None:
         return None, None, None
-    return (getattr(s, "decode_estimate_tokens_per_s", None), getattr(s, "time_to_first_token_estimate_s", None),
-            getattr(s, "cost_per_million_tokens", None))  # fmt: skip
+    return (
+        getattr(s, "decode_estimate_tokens_per_s", None),
+        getattr(s, "time_to_first_token_estimate_s", None),
+        getattr(s, "cost_per_million_tokens", None),
+    )
 
 
 def _num(x: float | None, fmt: str) -> str:
@@ -149,9 +176,17 @@ def card_parts(option: Option) -> list[dict[str, Any]]:
     for order, card in enumerate(cards):
         role = f"{card.role} (×{card.count})" if card.count > 1 else card.role
         for part_order, part in enumerate(("weights", "kv_cache", "activations", "overhead")):
-            rows.append({"role": role, "order": order, "part": part.replace("_", " "), "part_order": part_order,
-                         "gib": getattr(card, part) / GiB, "usable_gib": card.usable / GiB,
-                         "capacity_gib": card.capacity / GiB})  # fmt: skip
+            rows.append(
+                {
+                    "role": role,
+                    "order": order,
+                    "part": part.replace("_", " "),
+                    "part_order": part_order,
+                    "gib": getattr(card, part) / GiB,
+                    "usable_gib": card.usable / GiB,
+                    "capacity_gib": card.capacity / GiB,
+                }
+            )
     return rows
 
 
@@ -166,8 +201,9 @@ def sweep_options(result: PlanResult, best: int = 4, misses: int = 2) -> list[Op
     return top + near_misses(result, misses)
 
 
-def context_sweep(shape: Any, options: Sequence[Option], request: PlanRequest, contexts: Sequence[int],
-                  *, speed: bool = True) -> list[dict[str, Any]]:
+def context_sweep(
+    shape: Any, options: Sequence[Option], request: PlanRequest, contexts: Sequence[int], *, speed: bool = True
+) -> list[dict[str, Any]]:
     """Each option re-checked at each context: per-card total and usable (GiB), whether it fits, tokens/s.
 
     Weights and overhead stay, the KV cache grows (``planner.recheck``); the
@@ -190,14 +226,22 @@ def context_sweep(shape: Any, options: Sequence[Option], request: PlanRequest, c
             except ExplorerError:
                 continue
             card = o.per_card
-            rows.append({"option": name, "context": int(c), "total_gib": card.total / GiB,
-                         "usable_gib": card.usable / GiB, "fits": o.fits,
-                         "tokens_per_s": speed_of_option(o)[0] if speed else None})  # fmt: skip
+            rows.append(
+                {
+                    "option": name,
+                    "context": int(c),
+                    "total_gib": card.total / GiB,
+                    "usable_gib": card.usable / GiB,
+                    "fits": o.fits,
+                    "tokens_per_s": speed_of_option(o)[0] if speed else None,
+                }
+            )
     return SWEEPS.put(key, rows)
 
 
-def rows_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = TABLE_COLUMNS, *,
-              table_id: str = "explorer-options") -> str:
+def rows_html(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = TABLE_COLUMNS, *, table_id: str = "explorer-options"
+) -> str:
     """A plain HTML table of ``rows``; a row whose ``fits`` starts with ✗ is red.
 
     Plain HTML (not an interactive grid) so that it renders the same in a live
@@ -215,6 +259,8 @@ def rows_html(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = TABLE_
                 text = f"<code style='font-size:11px;white-space:pre-wrap'>{text}</code>"
             cells.append(f"<td style='padding:4px 8px;vertical-align:top'>{text}</td>")
         body.append(f"<tr class='{'misfit' if bad else 'fit'}' style='{style}'>{''.join(cells)}</tr>")
-    return (f"<table id='{table_id}' style='border-collapse:collapse;font-size:13px'>"
-            f"<thead><tr style='border-bottom:1px solid #ccc'>{head}</tr></thead>"
-            f"<tbody>{''.join(body)}</tbody></table>")  # fmt: skip
+    return (
+        f"<table id='{table_id}' style='border-collapse:collapse;font-size:13px'>"
+        f"<thead><tr style='border-bottom:1px solid #ccc'>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )

@@ -17,9 +17,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
-    "DEFAULT_PRESET", "PRESETS", "AppDefaults", "Preset", "app_defaults", "compose_spec", "preset_by_name",
-    "preset_from_spec", "spec_for",
-]  # fmt: skip
+    "DEFAULT_PRESET",
+    "PRESETS",
+    "AppDefaults",
+    "Preset",
+    "app_defaults",
+    "compose_spec",
+    "preset_by_name",
+    "preset_from_spec",
+    "spec_for",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,26 +60,65 @@ class Preset:
 
 
 PRESETS: tuple[Preset, ...] = (
-    Preset(name="One RTX 4090", spec="1x1xrtx4090-24g", nodes=1, gpus_per_node=1, gpu_class="rtx4090-24g",
-           description="A single 24 GB desktop card."),
-    Preset(name="One 8×H100 node", spec="1x8xh100-80g", nodes=1, gpus_per_node=8, gpu_class="h100-80g",
-           description="One HGX H100 server: eight 80 GB cards on NVLink."),
-    Preset(name="Two 8×H100 nodes over InfiniBand", spec="2x8xh100-80g@ib0", nodes=2, gpus_per_node=8,
-           gpu_class="h100-80g", fabric="ib0",
-           description="Two HGX H100 servers a replica may span over InfiniBand (fabric ib0)."),
-    Preset(name="Eight 8×H100 nodes (64 GPUs)", spec="8x8xh100-80g@ib0", nodes=8, gpus_per_node=8,
-           gpu_class="h100-80g", fabric="ib0",
-           description="A 64-GPU pod on one InfiniBand fabric."),
-    Preset(name="A100 MIG box", spec="1x16xa100-80g-mig-3g.40gb", nodes=1, gpus_per_node=16,
-           gpu_class="a100-80g-mig-3g.40gb",
-           description="Eight A100 80 GB cards, each split into two 3g.40gb MIG slices; a replica takes one slice."),
-    Preset(name="Mac with 128 GB unified memory", spec="1x1xm4-max-128g", nodes=1, gpus_per_node=1,
-           gpu_class="m4-max-128g",
-           description="An Apple M4 Max with 128 GB of unified memory; the GPU may use Metal's working set of it."),
-    Preset(name="A mixed fleet",
-           spec="2x8xh100-80g@ib0 + 1x4xl40s-48g + 1x2xrtx4090-24g,free=0.5 + 1xcpu-512g",
-           nodes=2, gpus_per_node=8, gpu_class="h100-80g", fabric="ib0",
-           description="Two H100 nodes on InfiniBand, an L40S box, a half-busy pair of 4090s and a CPU server."),
+    Preset(
+        name="One RTX 4090",
+        spec="1x1xrtx4090-24g",
+        nodes=1,
+        gpus_per_node=1,
+        gpu_class="rtx4090-24g",
+        description="A single 24 GB desktop card.",
+    ),
+    Preset(
+        name="One 8×H100 node",
+        spec="1x8xh100-80g",
+        nodes=1,
+        gpus_per_node=8,
+        gpu_class="h100-80g",
+        description="One HGX H100 server: eight 80 GB cards on NVLink.",
+    ),
+    Preset(
+        name="Two 8×H100 nodes over InfiniBand",
+        spec="2x8xh100-80g@ib0",
+        nodes=2,
+        gpus_per_node=8,
+        gpu_class="h100-80g",
+        fabric="ib0",
+        description="Two HGX H100 servers a replica may span over InfiniBand (fabric ib0).",
+    ),
+    Preset(
+        name="Eight 8×H100 nodes (64 GPUs)",
+        spec="8x8xh100-80g@ib0",
+        nodes=8,
+        gpus_per_node=8,
+        gpu_class="h100-80g",
+        fabric="ib0",
+        description="A 64-GPU pod on one InfiniBand fabric.",
+    ),
+    Preset(
+        name="A100 MIG box",
+        spec="1x16xa100-80g-mig-3g.40gb",
+        nodes=1,
+        gpus_per_node=16,
+        gpu_class="a100-80g-mig-3g.40gb",
+        description="Eight A100 80 GB cards, each split into two 3g.40gb MIG slices; a replica takes one slice.",
+    ),
+    Preset(
+        name="Mac with 128 GB unified memory",
+        spec="1x1xm4-max-128g",
+        nodes=1,
+        gpus_per_node=1,
+        gpu_class="m4-max-128g",
+        description="An Apple M4 Max with 128 GB of unified memory; the GPU may use Metal's working set of it.",
+    ),
+    Preset(
+        name="A mixed fleet",
+        spec="2x8xh100-80g@ib0 + 1x4xl40s-48g + 1x2xrtx4090-24g,free=0.5 + 1xcpu-512g",
+        nodes=2,
+        gpus_per_node=8,
+        gpu_class="h100-80g",
+        fabric="ib0",
+        description="Two H100 nodes on InfiniBand, an L40S box, a half-busy pair of 4090s and a CPU server.",
+    ),
 )
 
 #: the preset the notebook opens with
@@ -84,8 +130,9 @@ def preset_by_name(name: str) -> Preset:
     return next((p for p in PRESETS if p.name == name), DEFAULT_PRESET)
 
 
-def compose_spec(nodes: int, gpus_per_node: int, gpu_class: str, free_fraction: float = 1.0,
-                 fabric: str | None = "ib0") -> str:
+def compose_spec(
+    nodes: int, gpus_per_node: int, gpu_class: str, free_fraction: float = 1.0, fabric: str | None = "ib0"
+) -> str:
     """A one-term spec from the simple controls: ``2x8xh100-80g@ib0,free=0.75``.
 
     Several nodes get ``fabric`` (so a replica may span them); a free fraction
@@ -106,12 +153,18 @@ def spec_for(preset: Preset, nodes: int, gpus_per_node: int, gpu_class: str, fre
     So a mixed-fleet preset keeps all its terms until a control is moved.
     """
     if (int(nodes), int(gpus_per_node), gpu_class, round(float(free_fraction), 2)) == (
-            preset.nodes, preset.gpus_per_node, preset.gpu_class, round(preset.free_fraction, 2)):
+        preset.nodes,
+        preset.gpus_per_node,
+        preset.gpu_class,
+        round(preset.free_fraction, 2),
+    ):
         return preset.spec
     return compose_spec(nodes, gpus_per_node, gpu_class, free_fraction, preset.fabric or "ib0")
 
 
-_FIRST_TERM = re.compile(r"^\s*(\d{1,6})\s*[xX×]\s*(\d{1,6})\s*[xX×]\s*([A-Za-z0-9_.:+-]+?)\s*(?:@([A-Za-z0-9_.-]+))?\s*(?:,|\+|$)")
+_FIRST_TERM = re.compile(
+    r"^\s*(\d{1,6})\s*[xX×]\s*(\d{1,6})\s*[xX×]\s*([A-Za-z0-9_.:+-]+?)\s*(?:@([A-Za-z0-9_.-]+))?\s*(?:,|\+|$)"
+)
 
 
 def preset_from_spec(spec: str, name: str = "from the link") -> Preset:
@@ -119,10 +172,23 @@ def preset_from_spec(spec: str, name: str = "from the link") -> Preset:
     (one H100 when the first term has no GPUs). The spec is not checked here: the planner's parser does that."""
     m = _FIRST_TERM.match(spec)
     if m is None:
-        return Preset(name=name, spec=spec.strip(), description="A cluster given as a spec.", nodes=1,
-                      gpus_per_node=1, gpu_class="h100-80g")
-    return Preset(name=name, spec=spec.strip(), description="A cluster given as a spec.", nodes=int(m[1]),
-                  gpus_per_node=int(m[2]), gpu_class=m[3].lower(), fabric=m[4])
+        return Preset(
+            name=name,
+            spec=spec.strip(),
+            description="A cluster given as a spec.",
+            nodes=1,
+            gpus_per_node=1,
+            gpu_class="h100-80g",
+        )
+    return Preset(
+        name=name,
+        spec=spec.strip(),
+        description="A cluster given as a spec.",
+        nodes=int(m[1]),
+        gpus_per_node=int(m[2]),
+        gpu_class=m[3].lower(),
+        fabric=m[4],
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,8 +214,13 @@ class AppDefaults:
     concurrency: int = 1
 
 
-_ENGINE_KEYS = {"all": "all three, side by side", "vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp",
-                "llama.cpp": "llama.cpp"}  # fmt: skip
+_ENGINE_KEYS = {
+    "all": "all three, side by side",
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "llamacpp": "llama.cpp",
+    "llama.cpp": "llama.cpp",
+}
 
 
 def app_defaults(*sources: Mapping[str, Any]) -> AppDefaults:

@@ -24,15 +24,14 @@ from typing import Any
 
 import ipywidgets as w
 
-from explorer.ui import plan_rows as nd
-
-from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.engines.common import PlanRequest
 from explorer.errors import ExplorerError
+from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.planner import plan
-from explorer.ui.presets import PRESETS
 from explorer.sources.shipped import parse_cluster, shipped_prices
 from explorer.speed.settings import SpeedSettings
+from explorer.ui import plan_rows as nd
+from explorer.ui.presets import PRESETS
 
 __all__ = ["ExplorerWidget"]
 
@@ -61,10 +60,19 @@ class ExplorerWidget(w.VBox):
         resolver: ``resolver(text, offline=, token=)`` -> ResolvedModel (tests pass a fake).
     """
 
-    def __init__(self, model: str = "meta-llama/Meta-Llama-3.1-8B", cluster: str = "1x8xh100-80g", *,
-                 context: int = 8192, engine: str = "all three, side by side", kv_dtype: str = "auto",
-                 concurrency: int = 1, token: str | None = None, offline: bool = False,
-                 resolver: Callable[..., Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: str = "meta-llama/Meta-Llama-3.1-8B",
+        cluster: str = "1x8xh100-80g",
+        *,
+        context: int = 8192,
+        engine: str = "all three, side by side",
+        kv_dtype: str = "auto",
+        concurrency: int = 1,
+        token: str | None = None,
+        offline: bool = False,
+        resolver: Callable[..., Any] | None = None,
+    ) -> None:
         self.offline = offline
         self._resolver = resolver or _resolve
         self.model: Any = None
@@ -74,29 +82,45 @@ class ExplorerWidget(w.VBox):
         self._menu: dict[str, Any] = {}
         self._quiet = True  # no re-plans while controls are being built or rebuilt
 
-        self.model_text = w.Text(value=model, description="Model", layout=w.Layout(width="480px"),
-                                 placeholder="org/name, org/name:FILE.gguf, or a path")
+        self.model_text = w.Text(
+            value=model,
+            description="Model",
+            layout=w.Layout(width="480px"),
+            placeholder="org/name, org/name:FILE.gguf, or a path",
+        )
         self.token = w.Password(value=token or "", description="Hub token", placeholder="only for gated repos")
         self.fetch_button = w.Button(description="Fetch", button_style="primary", tooltip="Read the model")
         self.weights = w.SelectMultiple(description="Weights", rows=5, layout=w.Layout(width="640px"))
         self.engine = w.Dropdown(options=list(nd.ENGINE_CHOICES), value=engine, description="Engine")
-        self.context = w.SelectionSlider(options=[("512", 512)], description="Context", continuous_update=False,
-                                         layout=w.Layout(width="640px"))
+        self.context = w.SelectionSlider(
+            options=[("512", 512)], description="Context", continuous_update=False, layout=w.Layout(width="640px")
+        )
         self.kv_dtype = w.Dropdown(options=list(KV_CACHE_TYPES), value=kv_dtype, description="KV cache")
-        self.concurrency = w.SelectionSlider(options=[(str(n), n) for n in _SEQUENCES],
-                                             value=nd.nearest_step(_SEQUENCES, concurrency),
-                                             description="Sequences", continuous_update=False)
-        self.preset = w.Dropdown(options=["(as typed)"] + [p.name for p in PRESETS], value="(as typed)",
-                                 description="Preset")
-        self.cluster = w.Text(value=cluster, description="Cluster", continuous_update=False,
-                              layout=w.Layout(width="640px"))
+        self.concurrency = w.SelectionSlider(
+            options=[(str(n), n) for n in _SEQUENCES],
+            value=nd.nearest_step(_SEQUENCES, concurrency),
+            description="Sequences",
+            continuous_update=False,
+        )
+        self.preset = w.Dropdown(
+            options=["(as typed)"] + [p.name for p in PRESETS], value="(as typed)", description="Preset"
+        )
+        self.cluster = w.Text(
+            value=cluster, description="Cluster", continuous_update=False, layout=w.Layout(width="640px")
+        )
         self.status = w.HTML()
         self.table = w.HTML()
-        super().__init__(children=[
-            w.HBox([self.model_text, self.token, self.fetch_button]), self.weights,
-            w.HBox([self.engine, self.kv_dtype, self.concurrency]), self.context,
-            w.HBox([self.preset, self.cluster]), self.status, self.table,
-        ])
+        super().__init__(
+            children=[
+                w.HBox([self.model_text, self.token, self.fetch_button]),
+                self.weights,
+                w.HBox([self.engine, self.kv_dtype, self.concurrency]),
+                self.context,
+                w.HBox([self.preset, self.cluster]),
+                self.status,
+                self.table,
+            ]
+        )
 
         self.fetch_button.on_click(lambda _b: self.fetch())
         self.preset.observe(self._on_preset, names="value")
@@ -138,19 +162,31 @@ class ExplorerWidget(w.VBox):
         try:
             cluster = parse_cluster(self.cluster.value)
             chosen = [self._menu[k] for k in self.weights.value] or [next(iter(self._menu.values()))]
-            request = PlanRequest(context_tokens=int(self.context.value), concurrency=int(self.concurrency.value),
-                                  kv_dtype=self.kv_dtype.value, engines=nd.ENGINE_CHOICES[self.engine.value])  # fmt: skip
-            self.result = plan(shape, cluster, request, artifacts=chosen, model_ref=self.model.repo or shape.name,
-                               speed=SpeedSettings(prices=shipped_prices()))
+            request = PlanRequest(
+                context_tokens=int(self.context.value),
+                concurrency=int(self.concurrency.value),
+                kv_dtype=self.kv_dtype.value,
+                engines=nd.ENGINE_CHOICES[self.engine.value],
+            )
+            self.result = plan(
+                shape,
+                cluster,
+                request,
+                artifacts=chosen,
+                model_ref=self.model.repo or shape.name,
+                speed=SpeedSettings(prices=shipped_prices()),
+            )
         except ExplorerError as e:
             self._show_error(str(e))
             return
         self.error = None
         self.rows = nd.option_rows(self.result, limit=25) + nd.near_miss_rows(self.result, limit=3)
         r = self.result
-        self.status.value = (f"<b>{html.escape(self.model.repo or shape.name)}</b> ({self.model.origin}): "
-                             f"<b>{len(r.options)} ways fit</b> on {cluster.total_gpus:,} GPUs; "
-                             f"{sum(r.pruned.values()):,} refused. Per card: needs / usable, GiB.")  # fmt: skip
+        self.status.value = (
+            f"<b>{html.escape(self.model.repo or shape.name)}</b> ({self.model.origin}): "
+            f"<b>{len(r.options)} ways fit</b> on {cluster.total_gpus:,} GPUs; "
+            f"{sum(r.pruned.values()):,} refused. Per card: needs / usable, GiB."
+        )
         self.table.value = nd.rows_html(self.rows)
 
     def _on_preset(self, change: dict) -> None:

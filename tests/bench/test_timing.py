@@ -15,7 +15,7 @@ def test_run_once_times_one_child(tmp_path):
 
 
 def test_run_once_reports_a_failure(tmp_path):
-    _, _, _, status, out = run_once([sys.executable, "-c", "raise SystemExit(3)"], {}, tmp_path)
+    _, _, _, status, _out = run_once([sys.executable, "-c", "raise SystemExit(3)"], {}, tmp_path)
     assert status == 3
 
 

@@ -17,11 +17,10 @@ import time
 from pathlib import Path
 
 import duckdb
-from support.hub_fixtures import SINGLE, TINY, llama_tensors, make_repo, write_safetensors
 from support.cache_checks import check_consistent, run_script
+from support.hub_fixtures import SINGLE, TINY, llama_tensors, make_repo, write_safetensors
 
 from explorer.cli import main
-
 
 
 def test_info_clear_export_and_where_the_file_is(hub_endpoint, tmp_path, monkeypatch, capsys):
@@ -68,39 +67,56 @@ RESOLVER = """
 def test_kill_9_while_resolving_leaves_a_readable_cache(tmp_path, new_hub_server):
     root = tmp_path / "hub"
     for i in range(12):
-        config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
-                  "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-                  "num_key_value_heads": 2, "vocab_size": 256 + i}  # fmt: skip
+        config = {
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "vocab_size": 256 + i,
+        }
         d = make_repo(root, f"kill-org/m{i}", {"config.json": config}, branches=[f"b{k}" for k in range(10)])
         write_safetensors(d / "model.safetensors", llama_tensors(**TINY))
     server = new_hub_server(root)
     path = tmp_path / "cache.duckdb"
     env = {**os.environ, "EXPLORER_CACHE": str(path)}
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(RESOLVER), server.endpoint, "12"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(RESOLVER), server.endpoint, "12"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "resolving", proc.stderr.read() if proc.poll() is not None else ""
     time.sleep(0.3)  # in the middle of resolving (and writing) more repos
     assert proc.poll() is None, "the resolver finished before the kill"
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     explorer = [sys.executable, "-m", "explorer"]
-    info = subprocess.run([*explorer, "cache", "info", "--json"], env=env, capture_output=True, text=True, timeout=60,
-                          check=False)  # fmt: skip
+    info = subprocess.run(
+        [*explorer, "cache", "info", "--json"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert info.returncode == 0, info.stderr
     counts = json.loads(info.stdout)["counts"]
     assert counts["repos"] >= 6 and counts["revisions"] >= 6
     assert check_consistent(path) == counts["repos"]  # whole listings, no orphans, counts add up
     con = duckdb.connect(str(path), read_only=True)
-    half = con.execute("SELECT r.repo FROM repos r ANTI JOIN configs c ON r.repo = c.repo AND r.sha = c.sha"
-                       " UNION ALL SELECT r.repo FROM repos r ANTI JOIN safetensors s"
-                       " ON r.repo = s.repo AND r.sha = s.sha").fetchall()  # fmt: skip
+    half = con.execute(
+        "SELECT r.repo FROM repos r ANTI JOIN configs c ON r.repo = c.repo AND r.sha = c.sha"
+        " UNION ALL SELECT r.repo FROM repos r ANTI JOIN safetensors s"
+        " ON r.repo = s.repo AND r.sha = s.sha"
+    ).fetchall()
     con.close()
     assert half == []  # the listing is written last: a listed repo has everything
 
 
 def test_cache_info_reads_a_file_another_process_holds(tmp_path):
     path = tmp_path / "cache.duckdb"
-    holder = run_script(tmp_path, """
+    holder = run_script(
+        tmp_path,
+        """
         import sys
         from explorer.sources.cache.store import Cache
         from explorer.sources.hub.records import RepoFile, RepoListing
@@ -109,7 +125,9 @@ def test_cache_info_reads_a_file_another_process_holds(tmp_path):
                                       files=(RepoFile(path="config.json", size_bytes=1, lfs=False),)))
         print("ready", flush=True)
         sys.stdin.read()
-    """, str(path))  # fmt: skip
+    """,
+        str(path),
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         argv = [sys.executable, "-m", "explorer", "cache", "--cache", str(path), "info"]

@@ -18,7 +18,6 @@ from support.hub_fixtures import GATED, GATED_TOKEN, GGUF, GGUF_FILES, SINGLE, w
 from explorer.cli import main
 
 
-
 @pytest.fixture(autouse=True)
 def own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "cache.duckdb"))
@@ -63,8 +62,16 @@ def test_gated_repo_and_a_token_that_is_never_shown(hub_server, own_cache, tmp_p
     as_json = explorer("shape", GATED, "--json", "--token", GATED_TOKEN)  # now from the cache
     assert json.loads(as_json.stdout)["source"]["origin"] == "cache"
     exported = explorer("cache", "export", str(tmp_path / "export.json"))
-    texts = [denied.stdout, denied.stderr, ok.stdout, ok.stderr, as_json.stdout, as_json.stderr, exported.stdout,
-             (tmp_path / "export.json").read_text()]  # fmt: skip
+    texts = [
+        denied.stdout,
+        denied.stderr,
+        ok.stdout,
+        ok.stderr,
+        as_json.stdout,
+        as_json.stderr,
+        exported.stdout,
+        (tmp_path / "export.json").read_text(),
+    ]
     assert exported.returncode == 0 and not [t for t in texts if GATED_TOKEN in t]
     assert GATED_TOKEN.encode() not in own_cache.read_bytes()
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
-
+from support import llamacpp_models
 from support.corpus import CONFIGS
-from explorer.cli import main
 
-from support import llamacpp_models  # noqa: E402
+from explorer.cli import main
 
 
 def _json(capsys, *argv):
@@ -19,12 +17,36 @@ def _json(capsys, *argv):
 
 
 def test_json_has_the_promised_fields(capsys):
-    status, out = _json(capsys, str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"), "--cluster", "1x2xh100-80g",
-                        "--context", "8192", "--engine", "vllm")
+    status, out = _json(
+        capsys,
+        str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"),
+        "--cluster",
+        "1x2xh100-80g",
+        "--context",
+        "8192",
+        "--engine",
+        "vllm",
+    )
     assert status == 0 and set(out) >= {"model", "options", "rejected"}
     opt = out["options"][0]
-    for key in ("engine", "gpu_class", "nodes", "gpus_per_node", "tp", "pp", "dp", "ep", "fits", "free_now", "hosts",
-                "max_context", "max_concurrency", "command", "decode_tokens_per_s", "time_to_first_token_s"):
+    for key in (
+        "engine",
+        "gpu_class",
+        "nodes",
+        "gpus_per_node",
+        "tp",
+        "pp",
+        "dp",
+        "ep",
+        "fits",
+        "free_now",
+        "hosts",
+        "max_context",
+        "max_concurrency",
+        "command",
+        "decode_tokens_per_s",
+        "time_to_first_token_s",
+    ):
         assert key in opt
     card = opt["per_card"]
     assert {"weights", "kv_cache", "activations", "overhead", "total", "usable"} <= set(card)
@@ -45,15 +67,24 @@ def test_a_local_gguf_plans_with_llamacpp_only(capsys, tmp_path):
 
 
 def test_snapshot_id_offline_and_sort_by_speed(capsys):
-    status, out = _json(capsys, "Qwen/Qwen3-8B", "--offline", "--cluster", "1x8xh100-80g", "--engine", "vllm",
-                        "--sort", "speed")
+    status, out = _json(
+        capsys, "Qwen/Qwen3-8B", "--offline", "--cluster", "1x8xh100-80g", "--engine", "vllm", "--sort", "speed"
+    )
     speeds = [o["decode_tokens_per_s"]["estimate"] for o in out["options"]]
     assert status == 0 and speeds == sorted(speeds, reverse=True)
 
 
 def test_nothing_fits_exits_3_and_says_why(capsys):
-    status = main(["plan", str(CONFIGS / "meta-llama__Meta-Llama-3.1-405B.json"), "--cluster", "1x1xrtx4090-24g",
-                   "--engine", "vllm"])
+    status = main(
+        [
+            "plan",
+            str(CONFIGS / "meta-llama__Meta-Llama-3.1-405B.json"),
+            "--cluster",
+            "1x1xrtx4090-24g",
+            "--engine",
+            "vllm",
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 3 and "no way fits" in out and "memory-lower-bound" in out
 
@@ -65,8 +96,17 @@ def test_bad_cluster_specs_exit_2(spec, capsys):
 
 
 def test_pinned_gpus_report_the_overcommit(capsys):
-    status = main(["plan", str(CONFIGS / "meta-llama__Meta-Llama-3.1-70B.json"), "--cluster", "1x8xl40s-48g",
-                   "--gpus", "0,1", "--json"])
+    status = main(
+        [
+            "plan",
+            str(CONFIGS / "meta-llama__Meta-Llama-3.1-70B.json"),
+            "--cluster",
+            "1x8xl40s-48g",
+            "--gpus",
+            "0,1",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     card = out["option"]["per_card"]
     assert status == 3 and out["overcommit_bytes"] == card["total"] - card["usable"] > 0

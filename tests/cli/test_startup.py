@@ -48,8 +48,15 @@ def run_cli(argv: list[str], tmp_path: Path) -> dict:
     """The CLI's status, output, loaded modules and heavy imports' culprits, from a fresh interpreter."""
     env = {k: v for k, v in os.environ.items() if k not in ("EXPLORER_SNAPSHOT", "HF_TOKEN")}
     env["EXPLORER_CACHE"] = str(tmp_path / "no-cache-yet" / "cache.duckdb")  # no cache file: nothing to open
-    proc = subprocess.run([sys.executable, "-c", _RUN.format(heavy=HEAVY, argv=argv)], capture_output=True,
-                          text=True, env=env, cwd=tmp_path, timeout=120, check=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN.format(heavy=HEAVY, argv=argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=True,
+    )
     return json.loads(proc.stdout.splitlines()[-1])
 
 
@@ -88,7 +95,8 @@ def test_the_tracer_names_the_line_that_imported_a_library(tmp_path):
     # the snapshot reader stands in for a heavy library: from_hub imports it inside a function
     code = _RUN.format(heavy=("explorer.sources.snapshot.read",), argv=["shape", "Qwen/Qwen3-8B", "--offline"])
     env = {**os.environ, "EXPLORER_CACHE": str(tmp_path / "none.duckdb")}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
-                          check=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True
+    )
     culprits = json.loads(proc.stdout.splitlines()[-1])["culprits"]
     assert re.fullmatch(r"sources/from_hub\.py:\d+", culprits["explorer.sources.snapshot.read"][-1])

@@ -9,11 +9,15 @@ from explorer.engines.fit_search import largest_fitting
 
 
 @settings(max_examples=300, deadline=None)
-@given(room=st.integers(-10**6, 10**9), slopes=st.lists(st.integers(0, 10**6), min_size=1, max_size=4),
-       caps=st.lists(st.integers(1, 5000), min_size=1, max_size=4), hi=st.integers(1, 5000))
+@given(
+    room=st.integers(-(10**6), 10**9),
+    slopes=st.lists(st.integers(0, 10**6), min_size=1, max_size=4),
+    caps=st.lists(st.integers(1, 5000), min_size=1, max_size=4),
+    hi=st.integers(1, 5000),
+)
 def test_matches_brute_force_on_monotone_slack(room, slopes, caps, hi):
     def slack(k: int) -> int:  # a room minus capped linear terms, like full and sliding-window layers
-        return room - sum(s * min(k, c) for s, c in zip(slopes, caps))
+        return room - sum(s * min(k, c) for s, c in zip(slopes, caps, strict=False))  # lists of any lengths
 
     brute = max((k for k in range(1, hi + 1) if slack(k) >= 0), default=None)
     assert largest_fitting(slack, 1, hi) == brute

@@ -6,14 +6,12 @@ import ast
 from pathlib import Path
 
 import pytest
+from support.corpus import ROOT, shape_of
 
-from support.corpus import ROOT
-from support.corpus import shape_of
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.engines.interface import Engine, SplitEngine
 from explorer.engines.registry import CPU_ENGINE, ENGINES_BY_NAME, SPLIT_ENGINES, engine_named, engines_named
 from explorer.errors import PlanError
-
 from explorer.hardware.pools import gpu_pools
 from explorer.sources.shipped import parse_cluster
 
@@ -88,7 +86,10 @@ def _name_comparisons(path: Path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("path", sorted([*(PACKAGE / "plan").rglob("*.py"), *(PACKAGE / "fleet").rglob("*.py")]),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    sorted([*(PACKAGE / "plan").rglob("*.py"), *(PACKAGE / "fleet").rglob("*.py")]),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_plan_and_fleet_never_compare_an_engine_name(path):
     assert _name_comparisons(path) == []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from support.corpus import shape_of
 
 from explorer.engines import sglang
@@ -41,7 +40,9 @@ def test_vision_models_get_a_smaller_fraction():
 def test_kv_pool_is_static_share_minus_weights():
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
     g = CAT.resolve("h100-80g")
-    ev = sglang.evaluate(shape, shape.precision, Layout(engine="sglang", gpu_class=g.name), g, PlanRequest(context_tokens=1000), "m")
+    ev = sglang.evaluate(
+        shape, shape.precision, Layout(engine="sglang", gpu_class=g.name), g, PlanRequest(context_tokens=1000), "m"
+    )
     static = int(g.memory_bytes * 0.835)
     card = ev.cards[0]
     assert card.kv_cache == 1000 * 131072  # no block rounding

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
-
 from support.corpus import shape_of
 
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest, pp_partition
-from explorer.units import GiB, MiB
 from explorer.sources.shipped import shipped_catalogue
+from explorer.units import GiB, MiB
 
 CAT = shipped_catalogue()
 
@@ -23,7 +22,9 @@ def _eval(name, gpu, request, **layout):
 def test_kvplan_case_llama_8b_on_one_l4():
     # L4: 23,034 MiB; gmu 0.92 → 20.69 GiB usable. One 131,072-token request needs
     # 131,072 × 131,072 B = 16.00 GiB of KV: it cannot fit beside 14.96 GiB of weights.
-    ev = _eval("meta-llama__Meta-Llama-3.1-8B", "l4-24g", PlanRequest(context_tokens=131072, gpu_memory_utilization=0.92))
+    ev = _eval(
+        "meta-llama__Meta-Llama-3.1-8B", "l4-24g", PlanRequest(context_tokens=131072, gpu_memory_utilization=0.92)
+    )
     card = ev.cards[0]
     assert card.kv_cache == 16 * GiB
     assert card.usable == int(23034 * MiB * 0.92)

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 
-
 from support.corpus import shape_of
 
 from explorer.cli import main
-
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import parse_model_term, place
-from explorer.units import GiB
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
+from explorer.units import GiB
 
 H100 = shipped_catalogue().resolve("h100-80g")
 
@@ -24,8 +22,9 @@ def test_vllm_footprint_matches_the_engine():
     demand = demand_for(shape, parse_model_term("llama:16k"), gpu=H100)
     assert demand.weights_bytes == shape.weight_bytes()
     assert demand.kv_bytes_per_token == 131_072 and demand.context_tokens == 16384
-    card = vllm.evaluate(shape, shape.precision, Layout(engine="vllm", gpu_class=H100.name), H100,
-                         PlanRequest(context_tokens=16384), "m").cards[0]
+    card = vllm.evaluate(
+        shape, shape.precision, Layout(engine="vllm", gpu_class=H100.name), H100, PlanRequest(context_tokens=16384), "m"
+    ).cards[0]
     # weights + KV + fixed per card = what vLLM charges one card at that context
     assert demand.weights_bytes + demand.kv_bytes_per_token * 16384 + demand.fixed_bytes_per_card == card.total
 
@@ -61,8 +60,19 @@ def test_unique_names():
 
 
 def test_place_cli_json_and_refusal_on_a_mac(capsys, tmp_path):
-    status = main(["place", "--cluster", "1xuma-64g", "--offline", "--json",
-                   "--model", "meta-llama/Meta-Llama-3.1-8B:8k", "--model", "meta-llama/Meta-Llama-3.1-70B:8k"])
+    status = main(
+        [
+            "place",
+            "--cluster",
+            "1xuma-64g",
+            "--offline",
+            "--json",
+            "--model",
+            "meta-llama/Meta-Llama-3.1-8B:8k",
+            "--model",
+            "meta-llama/Meta-Llama-3.1-70B:8k",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert status == 3
     assert [i["model"] for i in out["instances"]] == ["meta-llama/Meta-Llama-3.1-8B"]
@@ -71,17 +81,32 @@ def test_place_cli_json_and_refusal_on_a_mac(capsys, tmp_path):
 
 def test_place_cli_checks_a_manual_plan(capsys, tmp_path):
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"models": {"meta-llama/Meta-Llama-3.1-8B": {"cards": [0]},
-                                           "Qwen/Qwen3-32B": {"cards": [0]}}}))
-    status = main(["place", "--cluster", "1x2xl40s-48g", "--offline", "--plan", str(plan),
-                   "--model", "meta-llama/Meta-Llama-3.1-8B", "--model", "Qwen/Qwen3-32B"])
+    plan.write_text(
+        json.dumps({"models": {"meta-llama/Meta-Llama-3.1-8B": {"cards": [0]}, "Qwen/Qwen3-32B": {"cards": [0]}}})
+    )
+    status = main(
+        [
+            "place",
+            "--cluster",
+            "1x2xl40s-48g",
+            "--offline",
+            "--plan",
+            str(plan),
+            "--model",
+            "meta-llama/Meta-Llama-3.1-8B",
+            "--model",
+            "Qwen/Qwen3-32B",
+        ]
+    )
     err = capsys.readouterr().err
     assert status == 2 and "pinned to card 0 needs" in err and "GiB" in err
 
 
 def test_place_direct_on_real_footprints():
     shapes = {name: shape_of(name) for name in ("meta-llama__Meta-Llama-3.1-8B", "Qwen__Qwen3-0.6B")}
-    demands = [demand_for(s, parse_model_term(f"{n}:4096"), gpu=H100, rank=i) for i, (n, s) in enumerate(shapes.items())]
+    demands = [
+        demand_for(s, parse_model_term(f"{n}:4096"), gpu=H100, rank=i) for i, (n, s) in enumerate(shapes.items())
+    ]
     result = place(demands, fleet_cards(parse_cluster("1x1xh100-80g")).cards)
     assert len(result.instances) == 2 and {i.cards for i in result.instances} == {(0,)}  # they share the card
 

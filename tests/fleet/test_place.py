@@ -35,8 +35,8 @@ from explorer.fleet.place import (
     validate_plan,
 )
 from explorer.fleet.split import apportion
-from explorer.units import GiB, KiB
 from explorer.fleet.text import describe_placement
+from explorer.units import GiB, KiB
 
 
 def model(name: str, weights_gib: float = 1, **over) -> ModelDemand:
@@ -339,9 +339,7 @@ def test_replicas_stop_when_room_runs_out():
 
 
 def test_swap_group_members_run_one_instance():
-    p = place(
-        [model("chat", 16, phases={"query"}), model("ocr", 14, phases={"ingest"}, replicas=2)], cards(24)
-    )
+    p = place([model("chat", 16, phases={"query"}), model("ocr", 14, phases={"ingest"}, replicas=2)], cards(24))
     assert len(p.instances_of("ocr")) == 1 and "swap group" in p.missing_replicas[0].reason
 
 
@@ -357,9 +355,7 @@ def fleet_for_plans() -> list[Card]:
 
 
 def test_card_from_total_rounds_down():
-    assert (
-        fleet_for_plans()[1].usable_bytes == 21_260_088_115 and fleet_for_plans()[1].total_bytes == 22 * GiB
-    )
+    assert fleet_for_plans()[1].usable_bytes == 21_260_088_115 and fleet_for_plans()[1].total_bytes == 22 * GiB
 
 
 def test_manual_plan_overflow_message_is_exact():
@@ -381,9 +377,7 @@ def test_manual_plan_collects_every_violation():
         model("ocr", 1),
         model("vision", 1),
     ]
-    plan = parse_plan(
-        {"models": {"chat": 1, "rerank": [1], "embed": {"cards": [1]}, "ocr": {"card": 7}, "tts": 0}}
-    )
+    plan = parse_plan({"models": {"chat": 1, "rerank": [1], "embed": {"cards": [1]}, "ocr": {"card": 7}, "tts": 0}})
     messages = [v.message for v in check_plan(plan, models, fleet_for_plans())]
     assert messages == [
         "the plan names tts, which is not among the models (chat, embed, ocr, rerank, vision)",
@@ -410,9 +404,7 @@ def test_manual_split_with_and_without_ratio():
     # 30 GiB + 2 GiB fixed on cards 0 (24) and 1 (19.8).
     m = model("m", 30, fixed_bytes_per_card=2 * GiB)
     # ratio 3:1 -> 22.5 + 2 = 24.5 > 24 on card 0
-    (v,) = check_plan(
-        ManualPlan(entries=(PlanEntry(model="m", cards=(0, 1), ratio=(3, 1)),)), [m], fleet_for_plans()
-    )
+    (v,) = check_plan(ManualPlan(entries=(PlanEntry(model="m", cards=(0, 1), ratio=(3, 1)),)), [m], fleet_for_plans())
     assert v.message == "m pinned to card 0 needs 24.5 GiB but card 0 has 24.0 GiB usable"
     # no ratio: split like the planner (proportional to room) -> fits
     p = validate_plan(ManualPlan(entries=(PlanEntry(model="m", cards=(0, 1)),)), [m], fleet_for_plans())

@@ -87,9 +87,7 @@ def crowded(draw) -> tuple[list[ModelDemand], list[Card]]:
         )
         for i in range(draw(st.integers(2, 9)))
     ]
-    cards = [
-        Card(index=i, usable_bytes=draw(st.integers(0, 24)) * GiB) for i in range(draw(st.integers(1, 4)))
-    ]
+    cards = [Card(index=i, usable_bytes=draw(st.integers(0, 24)) * GiB) for i in range(draw(st.integers(1, 4)))]
     return models, cards
 
 

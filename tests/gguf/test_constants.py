@@ -30,7 +30,7 @@ def test_worked_sizes():
 
 def test_file_types_match_gguf_py():
     want = {int(m): m.name for m in gguf.LlamaFileType if m is not gguf.LlamaFileType.GUESSED}
-    assert c.FILE_TYPE_NAMES_BY_VALUE == want
+    assert want == c.FILE_TYPE_NAMES_BY_VALUE
 
 
 def test_magic_alignment_and_keys_match_gguf_py():

@@ -6,9 +6,10 @@ import json
 import random
 import struct
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support.corpus import DATA as TEST_DATA
 from support.gguf_factory import (
     F16,
@@ -28,8 +29,6 @@ from support.gguf_factory import (
     pack_string,
     pack_tensor_info,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from explorer.errors import (
     GGUFError,
@@ -126,11 +125,19 @@ def test_alignment_key_moves_data_offset_and_offsets():
 
 def test_scalar_types_round_trip():
     md = {
-        "u8": Typed(255, VT.UINT8), "i8": Typed(-1, VT.INT8), "u16": Typed(65535, VT.UINT16),
-        "i16": Typed(-2, VT.INT16), "u32": Typed(7, VT.UINT32), "i32": Typed(-3, VT.INT32),
-        "f32": Typed(0.5, VT.FLOAT32), "b": True, "u64": Typed(2**64 - 1, VT.UINT64),
-        "i64": Typed(-(2**63), VT.INT64), "f64": Typed(0.1, VT.FLOAT64), "s": "héllo",
-    }  # fmt: skip
+        "u8": Typed(255, VT.UINT8),
+        "i8": Typed(-1, VT.INT8),
+        "u16": Typed(65535, VT.UINT16),
+        "i16": Typed(-2, VT.INT16),
+        "u32": Typed(7, VT.UINT32),
+        "i32": Typed(-3, VT.INT32),
+        "f32": Typed(0.5, VT.FLOAT32),
+        "b": True,
+        "u64": Typed(2**64 - 1, VT.UINT64),
+        "i64": Typed(-(2**63), VT.INT64),
+        "f64": Typed(0.1, VT.FLOAT64),
+        "s": "héllo",
+    }
     h = parse(build_gguf(md))
     assert {k: h.get(k) for k in md} == {k: (v.value if isinstance(v, Typed) else v) for k, v in md.items()}
 
@@ -185,20 +192,44 @@ HOSTILE = {
     "kv cap": (pack_preamble(0, 2**62), GGUFLimitError, "key/value count"),
     "kvs past file": (pack_preamble(0, 1000) + bytes(100), GGUFLimitError, "1,000 key/values"),
     "tensors past file": (pack_preamble(100, 0) + bytes(100), GGUFLimitError, "100 tensors"),
-    "key too long": (pack_preamble(0, 1) + struct.pack("<Q", 10**6) + bytes(64), GGUFLimitError, "key of 1,000,000 bytes"),
+    "key too long": (
+        pack_preamble(0, 1) + struct.pack("<Q", 10**6) + bytes(64),
+        GGUFLimitError,
+        "key of 1,000,000 bytes",
+    ),
     "empty key": (one_kv(pack_kv(b"", 1)), GGUFValueError, "empty key"),
     "key not utf-8": (one_kv(pack_kv(b"\xff\xfe", 1)), GGUFValueError, "not UTF-8"),
-    "string over cap": (one_kv(pack_string(b"s") + struct.pack("<IQ", VT.STRING, 2**40)), GGUFLimitError, "1,099,511,627,776"),
-    "string past file": (one_kv(pack_string(b"s") + struct.pack("<IQ", VT.STRING, 1000)), GGUFLimitError, "past the end of the file"),
+    "string over cap": (
+        one_kv(pack_string(b"s") + struct.pack("<IQ", VT.STRING, 2**40)),
+        GGUFLimitError,
+        "1,099,511,627,776",
+    ),
+    "string past file": (
+        one_kv(pack_string(b"s") + struct.pack("<IQ", VT.STRING, 1000)),
+        GGUFLimitError,
+        "past the end of the file",
+    ),
     "unknown value type": (one_kv(pack_string(b"k") + struct.pack("<I", 13)), GGUFValueError, "unknown value type 13"),
     "unknown item type": (one_kv(raw_array(b"k", 99, 1)), GGUFValueError, "unknown value type 99"),
     "array over cap": (one_kv(raw_array(b"k", VT.UINT8, 2**31)), GGUFLimitError, "2,147,483,648 items"),
     # gguf-py's case: 5,000,000 FLOAT64 need 40 MB; the file has ~5 MB
-    "array past file": (one_kv(raw_array(b"k", VT.FLOAT64, 5_000_000)) + bytes(5_200_008), GGUFLimitError, "5,000,000 items"),
+    "array past file": (
+        one_kv(raw_array(b"k", VT.FLOAT64, 5_000_000)) + bytes(5_200_008),
+        GGUFLimitError,
+        "5,000,000 items",
+    ),
     "strings past file": (one_kv(raw_array(b"k", VT.STRING, 10**6)), GGUFLimitError, "1,000,000 items"),
     "too deep": (
-        one_kv(raw_array(b"k", VT.ARRAY, 1, struct.pack("<IQ", VT.ARRAY, 1) + struct.pack("<IQ", VT.ARRAY, 1) + struct.pack("<IQ", VT.UINT8, 0))),
-        GGUFValueError, "deeper than 3",
+        one_kv(
+            raw_array(
+                b"k",
+                VT.ARRAY,
+                1,
+                struct.pack("<IQ", VT.ARRAY, 1) + struct.pack("<IQ", VT.ARRAY, 1) + struct.pack("<IQ", VT.UINT8, 0),
+            )
+        ),
+        GGUFValueError,
+        "deeper than 3",
     ),
     "duplicate key": (pack_preamble(0, 2) + pack_kv("k", 1) + pack_kv("k", 2), GGUFValueError, "duplicate key 'k'"),
     "alignment 48": (one_kv(pack_kv("general.alignment", 48)), GGUFValueError, "48; it must be a power of two"),
@@ -211,24 +242,41 @@ HOSTILE = {
     # np.prod of these wraps to 4 in uint64 (gguf-py's wraparound case)
     "dims overflow": (one_tensor(dims=(4194305, 4194305, 211106198978564)), GGUFTensorError, "more than int64"),
     "unknown ggml type": (one_tensor(ggml_type=31), GGUFTensorError, "unknown ggml type 31"),
-    "block size": (one_tensor(dims=(100, 2), ggml_type=Q4_K), GGUFTensorError, r"row size \(100\) is not a multiple of Q4_K block size \(256\)"),
+    "block size": (
+        one_tensor(dims=(100, 2), ggml_type=Q4_K),
+        GGUFTensorError,
+        r"row size \(100\) is not a multiple of Q4_K block size \(256\)",
+    ),
     "unaligned offset": (one_tensor(offset=8), GGUFTensorError, "offset 8, not a multiple of the alignment"),
     "empty name": (one_tensor(name=b""), GGUFTensorError, "name of 0 bytes"),
     "long name": (one_tensor(name=b"x" * 64), GGUFTensorError, "name of 64 bytes"),
     "duplicate tensor": (
-        pack_preamble(2, 0) + pack_tensor_info("t", (32,), F32, 0) + pack_tensor_info("t", (32,), F32, 128) + bytes(512),
-        GGUFTensorError, "duplicate tensor name 't'",
+        pack_preamble(2, 0)
+        + pack_tensor_info("t", (32,), F32, 0)
+        + pack_tensor_info("t", (32,), F32, 128)
+        + bytes(512),
+        GGUFTensorError,
+        "duplicate tensor name 't'",
     ),
     "overlap": (
-        pack_preamble(2, 0) + pack_tensor_info("a", (64,), F32, 0) + pack_tensor_info("b", (64,), F32, 128) + bytes(512),
-        GGUFTensorError, "'a' .* overlaps tensor 'b'",
+        pack_preamble(2, 0)
+        + pack_tensor_info("a", (64,), F32, 0)
+        + pack_tensor_info("b", (64,), F32, 128)
+        + bytes(512),
+        GGUFTensorError,
+        "'a' .* overlaps tensor 'b'",
     ),
-    "data past file": (pack_preamble(1, 0) + pack_tensor_info("t", (64, 64), F32, 0) + bytes(64), GGUFTruncatedError, "'t' ends at byte"),
+    "data past file": (
+        pack_preamble(1, 0) + pack_tensor_info("t", (64, 64), F32, 0) + bytes(64),
+        GGUFTruncatedError,
+        "'t' ends at byte",
+    ),
     "truncated file": (
         pack_preamble(0, 1) + pack_string("key") + struct.pack("<I", VT.STRING) + bytes(4),
-        GGUFTruncatedError, "needs at least 47 bytes but the file has 43",
+        GGUFTruncatedError,
+        "needs at least 47 bytes but the file has 43",
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", HOSTILE, ids=list(HOSTILE))
@@ -453,5 +501,3 @@ def test_qwen_dump_key_values_parse_back():
     assert h.architecture == "qwen2" and h.arch_get("block_count") == 24
     assert h.arch_get("attention.head_count_kv") == 2 and h.get("general.file_type") == 1
     assert h.tensors[0].n_bytes == 896 * 151936 * 2
-
-

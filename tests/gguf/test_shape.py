@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import gguf
 import pytest
-
-from support.corpus import CONFIGS, DATA
 from support import llamacpp_models as models
+from support.corpus import CONFIGS, DATA
 from support.gguf_factory import Typed, build_gguf, data_file_size, dump_scalar_metadata, llama_like, llama_metadata
 from support.llamacpp_headers import header_for
 
@@ -60,9 +57,19 @@ def test_params_and_weight_bytes_are_exact(name):
 
 def test_llama_gqa_matches_the_config_path():
     spec = models.SPECS["llama_gqa"]
-    config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_hidden_layers": 4,
-              "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 1536,
-              "vocab_size": 32000, "max_position_embeddings": 8192, "torch_dtype": "float16"}  # fmt: skip
+    config = {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "hidden_size": 512,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 64,
+        "intermediate_size": 1536,
+        "vocab_size": 32000,
+        "max_position_embeddings": 8192,
+        "torch_dtype": "float16",
+    }
     from_config = shape_from_config(config)
     shape = shape_from_gguf(header_for("llama_gqa"))
     assert shape.kv_bytes_per_token() == from_config.kv_bytes_per_token() == 4 * 2 * 2 * 64 * 2
@@ -107,11 +114,18 @@ def _loader_dump():
             dims.pop()
         tensors.append((m.group(1), tuple(dims), gguf.GGMLQuantizationType[m.group(2).upper()]))
     info = dict(re.findall(r"llm_load_print_meta: (\w+)\s+= (\S+)", text))
-    md = {"general.architecture": "llama", "llama.block_count": int(info["n_layer"]),
-          "llama.context_length": int(info["n_ctx_train"]), "llama.embedding_length": int(info["n_embd"]),
-          "llama.feed_forward_length": int(info["n_ff"]), "llama.attention.head_count": int(info["n_head"]),
-          "llama.attention.head_count_kv": int(info["n_head_kv"]), "llama.rope.dimension_count": int(info["n_rot"]),
-          "general.file_type": 1, "tokenizer.ggml.tokens": Typed(["t"] * int(info["n_vocab"]), VT.ARRAY, VT.STRING)}  # fmt: skip
+    md = {
+        "general.architecture": "llama",
+        "llama.block_count": int(info["n_layer"]),
+        "llama.context_length": int(info["n_ctx_train"]),
+        "llama.embedding_length": int(info["n_embd"]),
+        "llama.feed_forward_length": int(info["n_ff"]),
+        "llama.attention.head_count": int(info["n_head"]),
+        "llama.attention.head_count_kv": int(info["n_head_kv"]),
+        "llama.rope.dimension_count": int(info["n_rot"]),
+        "general.file_type": 1,
+        "tokenizer.ggml.tokens": Typed(["t"] * int(info["n_vocab"]), VT.ARRAY, VT.STRING),
+    }
     return md, tensors
 
 
@@ -140,26 +154,41 @@ def test_kv_per_token_agrees_with_the_config_path(dump, config):
     shape = shape_from_gguf(parse(_dump_metadata(dump), []), name=dump)
     from_config = shape_from_config(json.loads((CONFIGS / f"{config}.json").read_text()), name=config)
     assert shape.kv_bytes_per_token() == from_config.kv_bytes_per_token()
-    assert (shape.layers, shape.kv_heads, shape.head_dim) == (from_config.layers, from_config.kv_heads, from_config.head_dim)
+    assert (shape.layers, shape.kv_heads, shape.head_dim) == (
+        from_config.layers,
+        from_config.kv_heads,
+        from_config.head_dim,
+    )
 
 
 def test_window_patterns_of_real_key_values():
     gemma2 = read_hparams(parse(_dump_metadata("google__gemma-2-2b-it.ollama_convert_expected.json"), []))
     assert gemma2.swa_layers[:4] == (True, False, True, False) and gemma2.n_swa == 4096  # pattern 2, default window
-    cohere = read_hparams(parse(_dump_metadata("CohereForAI__c4ai-command-r7b-12-2024.ollama_convert_expected.json"), []))
+    cohere = read_hparams(
+        parse(_dump_metadata("CohereForAI__c4ai-command-r7b-12-2024.ollama_convert_expected.json"), [])
+    )
     assert cohere.swa_layers[:8] == (True, True, True, False) * 2 and cohere.n_swa == 4096
     phi3 = read_hparams(parse(_dump_metadata("microsoft__Phi-3-mini-128k-instruct.ollama_convert_expected.json"), []))
     assert not any(phi3.swa_layers) and any("disables" in n for n in phi3.notes)
-    mixtral = read_hparams(parse(_dump_metadata("mistralai__Mixtral-8x7B-Instruct-v0.1.ollama_convert_expected.json"), []))
+    mixtral = read_hparams(
+        parse(_dump_metadata("mistralai__Mixtral-8x7B-Instruct-v0.1.ollama_convert_expected.json"), [])
+    )
     assert (mixtral.n_expert, mixtral.n_expert_used) == (8, 2)
 
 
 def test_per_layer_arrays_and_bool_patterns():
-    md = llama_metadata(blocks=4, **{"general.architecture": "gemma3", "gemma3.block_count": 4,
-                                     "gemma3.embedding_length": 256, "gemma3.attention.head_count": 8,
-                                     "gemma3.attention.head_count_kv": Typed([2, 2, 4, 2], VT.ARRAY, VT.INT32),
-                                     "gemma3.attention.sliding_window": 512,
-                                     "gemma3.attention.sliding_window_pattern": [True, False, True, False]})  # fmt: skip
+    md = llama_metadata(
+        blocks=4,
+        **{
+            "general.architecture": "gemma3",
+            "gemma3.block_count": 4,
+            "gemma3.embedding_length": 256,
+            "gemma3.attention.head_count": 8,
+            "gemma3.attention.head_count_kv": Typed([2, 2, 4, 2], VT.ARRAY, VT.INT32),
+            "gemma3.attention.sliding_window": 512,
+            "gemma3.attention.sliding_window_pattern": [True, False, True, False],
+        },
+    )
     hp = read_hparams(parse(md, []))
     assert hp.swa_layers == (True, False, True, False) and hp.n_head_kv == (2, 2, 4, 2)
     bad = dict(md, **{"gemma3.attention.head_count_kv": Typed([2, 2], VT.ARRAY, VT.INT32)})
@@ -174,8 +203,9 @@ def test_unknown_architecture_is_best_effort():
     tensors = [(n, s, t) for n, s, t in llama_like(blocks=2)]
     shape = shape_from_gguf(parse(md, tensors))
     assert shape.approximate and any("futurenet" in n for n in shape.notes)
-    assert shape.weight_bytes() == sum(gguf.GGML_QUANT_SIZES[t][1] * __import__("math").prod(s) // gguf.GGML_QUANT_SIZES[t][0]
-                                       for _, s, t in tensors)  # fmt: skip
+    assert shape.weight_bytes() == sum(
+        gguf.GGML_QUANT_SIZES[t][1] * __import__("math").prod(s) // gguf.GGML_QUANT_SIZES[t][0] for _, s, t in tensors
+    )
     assert isinstance(shape.caches[0], FullAttention) and shape.caches[0].kv_heads == 2
 
 

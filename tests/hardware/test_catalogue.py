@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from explorer.hardware.catalogue import COLUMNS, Catalogue, GPUClass, metal_working_set_bytes
 from explorer.errors import CatalogueError, UnknownGPUClassError
+from explorer.hardware.catalogue import COLUMNS, Catalogue, GPUClass, metal_working_set_bytes
+from explorer.sources.shipped import read_catalogue, shipped_catalogue
 from explorer.units import GiB, MiB
-from explorer.sources.shipped import shipped_catalogue, read_catalogue
 
 HEADER = ",".join(COLUMNS)
 
@@ -50,13 +50,45 @@ def test_driver_figures(cat, name, mib):
 
 def test_required_classes_are_present(cat):
     wanted = [
-        "h100-80g", "h100-pcie-80g", "h100-nvl-94g", "h200-141g", "h20-96g", "b200-180g", "b300-288g",
-        "gb200-186g", "a100-80g", "a100-40g", "a10-24g", "a10g-24g", "l4-24g", "l40-48g", "l40s-48g",
-        "t4-16g", "v100-16g", "v100-32g", "rtx3060-12g", "rtx3090-24g", "rtx4060ti-16g", "rtx4080-16g",
-        "rtx4090-24g", "rtx5090-32g", "rtx6000ada-48g", "rtxa6000-48g", "rtxpro6000-96g", "mi210-64g",
-        "mi250x-64g", "mi300x-192g", "mi325x-256g", "mi355x-288g", "m1-max-64g", "m1-ultra-128g",
-        "m2-ultra-192g", "m3-max-128g", "m3-ultra-512g", "m4-max-128g",
-    ]  # fmt: skip
+        "h100-80g",
+        "h100-pcie-80g",
+        "h100-nvl-94g",
+        "h200-141g",
+        "h20-96g",
+        "b200-180g",
+        "b300-288g",
+        "gb200-186g",
+        "a100-80g",
+        "a100-40g",
+        "a10-24g",
+        "a10g-24g",
+        "l4-24g",
+        "l40-48g",
+        "l40s-48g",
+        "t4-16g",
+        "v100-16g",
+        "v100-32g",
+        "rtx3060-12g",
+        "rtx3090-24g",
+        "rtx4060ti-16g",
+        "rtx4080-16g",
+        "rtx4090-24g",
+        "rtx5090-32g",
+        "rtx6000ada-48g",
+        "rtxa6000-48g",
+        "rtxpro6000-96g",
+        "mi210-64g",
+        "mi250x-64g",
+        "mi300x-192g",
+        "mi325x-256g",
+        "mi355x-288g",
+        "m1-max-64g",
+        "m1-ultra-128g",
+        "m2-ultra-192g",
+        "m3-max-128g",
+        "m3-ultra-512g",
+        "m4-max-128g",
+    ]
     assert [n for n in wanted if n not in cat] == []
     for parent in ("a100-40g", "a100-80g", "h100-80g", "h200-141g"):
         assert len(cat.mig_profiles(parent)) >= 5
@@ -203,17 +235,29 @@ def test_usable_memory(cat):
 
 
 def _row(**kw: str) -> str:
-    base = dict(name="x-1g", vendor="nvidia", memory_bytes="1073741824", memory_source="test",
-                bandwidth_bytes_per_s="1", bf16_tflops="1", fp8_tflops="", interconnect_bytes_per_s="",
-                unified="false", mig_parent="", mig_profile="", notes="")  # fmt: skip
+    base = {
+        "name": "x-1g",
+        "vendor": "nvidia",
+        "memory_bytes": "1073741824",
+        "memory_source": "test",
+        "bandwidth_bytes_per_s": "1",
+        "bf16_tflops": "1",
+        "fp8_tflops": "",
+        "interconnect_bytes_per_s": "",
+        "unified": "false",
+        "mig_parent": "",
+        "mig_profile": "",
+        "notes": "",
+    }
     base.update(kw)
     return ",".join(base[c] for c in COLUMNS)
 
 
 def test_small_table_parses():
     cat = Catalogue.from_csv_text(HEADER + "\n" + _row() + "\n")
-    assert cat.get("x-1g") == GPUClass(name="x-1g", vendor="nvidia", memory_bytes=GiB, memory_source="test",
-                                       bandwidth_bytes_per_s=1, bf16_tflops=1.0)  # fmt: skip
+    assert cat.get("x-1g") == GPUClass(
+        name="x-1g", vendor="nvidia", memory_bytes=GiB, memory_source="test", bandwidth_bytes_per_s=1, bf16_tflops=1.0
+    )
     assert cat.resolve("x") is cat.get("x-1g") and len(cat) == 1 and cat.names == ("x-1g",)
 
 

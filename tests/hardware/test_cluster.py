@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from support.corpus import DATA
+
+from explorer.errors import ClusterSpecError, UnknownGPUClassError
 from explorer.hardware.cluster import MAX_GPUS, Cluster, GPUGroup, Node, default_host_ram_bytes
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.hardware.cluster_text import format_cluster_spec
-from explorer.errors import ClusterSpecError, UnknownGPUClassError
+from explorer.sources.shipped import load_cluster_file, parse_cluster, shipped_catalogue
 from explorer.units import GiB, MiB, TiB
-from explorer.sources.shipped import parse_cluster, shipped_catalogue, load_cluster_file
-from explorer.sources.shipped import parse_cluster, shipped_catalogue, load_cluster_file
 
 CLUSTERS = DATA / "clusters"
 H100 = 85_520_809_984  # 81,559 MiB
@@ -155,9 +153,25 @@ def test_unknown_class_error_keeps_its_type():
 
 
 _PIECES = st.sampled_from(
-    list("0123456789xX×@,+=.:-_ gtGTcpuma") + ["h100-80g", "cpu-", "uma-", "free=", "ram=", "mig-1g.10gb", "MiB",
-                                                "0.5", "a100", "1e9", "\u0663", "\u00b2", "\x00", "+me", "ib0"]
-)  # fmt: skip
+    list("0123456789xX×@,+=.:-_ gtGTcpuma")
+    + [
+        "h100-80g",
+        "cpu-",
+        "uma-",
+        "free=",
+        "ram=",
+        "mig-1g.10gb",
+        "MiB",
+        "0.5",
+        "a100",
+        "1e9",
+        "\u0663",
+        "\u00b2",
+        "\x00",
+        "+me",
+        "ib0",
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
@@ -230,7 +244,9 @@ def test_free_bytes_for_width():
 def test_free_bytes_on_a_card():
     g = load_cluster_file(CLUSTERS / "lab.json").node("gpu-a").gpus[0]
     assert [g.free_bytes_on(k) for k in (0, 5, 6, 7, 8, -1)] == [H100, H100, 0, 0, 0, 0]  # 6, 7: busy
-    none_free = cluster_from_dict({"nodes": [{"gpus": [{"class": "h100-80g", "count": 2, "free_bytes": 0}]}]}, shipped_catalogue())
+    none_free = cluster_from_dict(
+        {"nodes": [{"gpus": [{"class": "h100-80g", "count": 2, "free_bytes": 0}]}]}, shipped_catalogue()
+    )
     assert [none_free.nodes[0].gpus[0].free_bytes_on(k) for k in (0, 1)] == [0, 0]  # 0 bytes, not "unknown"
     half = parse_cluster("1x4xh100-80g,free=2,free=0.5").nodes[0].gpus[0]
     assert [half.free_bytes_on(k) for k in range(4)] == [H100 // 2, H100 // 2, 0, 0]

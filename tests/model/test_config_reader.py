@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from support.corpus import load_config
-from explorer.model.config_reader import ConfigView, parse_config_text, require_model_config
+
 from explorer.errors import ConfigError, InvalidConfigValueError, NotAModelConfigError
+from explorer.model.config_reader import ConfigView, parse_config_text, require_model_config
 
 
 def test_aliases_of_legacy_configs():

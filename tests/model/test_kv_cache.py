@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.model.dtypes import element_type
 from explorer.errors import UnknownPrecisionError
+from explorer.model.dtypes import element_type
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     CompressedAttention,
@@ -50,7 +50,10 @@ def test_windows_cap_what_is_held():
 def test_mla_latent_is_not_doubled():
     mla = MLAAttention(kv_lora_rank=512, rope_dim=64)
     assert mla.bytes_per_token(BF16) == 576 * 2
-    assert MLAAttention(kv_lora_rank=512, rope_dim=64, indexer_bytes_per_token=132).bytes_per_token(element_type("fp8")) == 576 + 132
+    assert (
+        MLAAttention(kv_lora_rank=512, rope_dim=64, indexer_bytes_per_token=132).bytes_per_token(element_type("fp8"))
+        == 576 + 132
+    )
 
 
 def test_recurrent_state_is_fixed_per_sequence():

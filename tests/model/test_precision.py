@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from support.corpus import shape_of
+
 from explorer.errors import UnknownPrecisionError
 from explorer.model.precision import WeightFormat
 from explorer.model.quant_config import what_if_precision
@@ -48,8 +48,15 @@ def test_skip_lists_keep_modules_in_base_dtype():
 
 def test_compressed_tensors_ignore_regexes():
     p = shape_of("moonshotai__Kimi-K2.5").precision  # int4 g32 experts; attention and shared experts ignored
-    expert = Tensor(module="model.layers.{i}.mlp.experts.*.gate_proj", rows=2048, cols=7168, count=384, role="expert",
-                    split="expert_column", linear=True)
+    expert = Tensor(
+        module="model.layers.{i}.mlp.experts.*.gate_proj",
+        rows=2048,
+        cols=7168,
+        count=384,
+        role="expert",
+        split="expert_column",
+        linear=True,
+    )
     attn = Tensor(module="model.layers.{i}.self_attn.q_b_proj", rows=64 * 192, cols=1536, role="attention", linear=True)
     assert p.format_for(expert, 5).kind == "int" and p.format_for(expert, 5).group_size == 32
     assert p.format_for(attn, 5) is None

@@ -6,10 +6,10 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from support.corpus import CONFIGS, all_config_names, load_config, shape_of
-from explorer.model.config_reader import parse_config_text
+
 from explorer.errors import ExplorerError
+from explorer.model.config_reader import parse_config_text
 from explorer.model.shapes import shape_from_config
 
 NAMES = all_config_names()
@@ -17,8 +17,13 @@ KV_TYPES = ["auto", "bf16", "fp8", "q8_0", "q4_0"]
 
 
 @settings(max_examples=200, deadline=None)
-@given(name=st.sampled_from(NAMES), a=st.integers(0, 2_000_000), b=st.integers(0, 2_000_000),
-       seqs=st.integers(1, 64), kv=st.sampled_from(KV_TYPES))
+@given(
+    name=st.sampled_from(NAMES),
+    a=st.integers(0, 2_000_000),
+    b=st.integers(0, 2_000_000),
+    seqs=st.integers(1, 64),
+    kv=st.sampled_from(KV_TYPES),
+)
 def test_kv_bytes_never_shrink_as_context_grows(name, a, b, seqs, kv):
     s = shape_of(name)
     lo, hi = sorted((a, b))
@@ -28,7 +33,9 @@ def test_kv_bytes_never_shrink_as_context_grows(name, a, b, seqs, kv):
 
 
 @settings(max_examples=100, deadline=None)
-@given(name=st.sampled_from(NAMES), precision=st.sampled_from([None, "bf16", "fp8", "int8", "int4-awq", "nf4", "Q4_K_M"]))
+@given(
+    name=st.sampled_from(NAMES), precision=st.sampled_from([None, "bf16", "fp8", "int8", "int4-awq", "nf4", "Q4_K_M"])
+)
 def test_sizes_are_non_negative_ints(name, precision):
     s = shape_of(name)
     for value in (s.params, s.active_params, s.weight_bytes(precision), s.kv_bytes_per_token()):

@@ -6,8 +6,8 @@ import csv
 import json
 
 import pytest
-
 from support.corpus import DATA, all_config_names, load_config, shape_of
+
 from explorer.errors import ExplorerError, MissingConfigKeysError, NotAModelConfigError
 from explorer.model.shapes import shape_from_config
 from explorer.plan.offer import original_artifact, what_if_artifact
@@ -71,19 +71,35 @@ def test_qwen3_235b_kv_per_token():
         ("openai-community__gpt2-large", 36 * (12 * 1280**2 + 13 * 1280) + 50257 * 1280 + 1024 * 1280 + 2 * 1280),
         # Phi-2: per layer LN 2h, q/k/v/dense with bias 4(h²+h), fc1/fc2 with bias 2·h·i + i + h;
         # embeddings, untied head with bias, final LN.
-        ("microsoft__phi-2", 32 * (2 * 2560 + 4 * (2560**2 + 2560) + 2 * 2560 * 10240 + 10240 + 2560)
-         + 51200 * 2560 * 2 + 51200 + 2 * 2560),
+        (
+            "microsoft__phi-2",
+            32 * (2 * 2560 + 4 * (2560**2 + 2560) + 2 * 2560 * 10240 + 10240 + 2560)
+            + 51200 * 2560 * 2
+            + 51200
+            + 2 * 2560,
+        ),
         # Falcon-7B (old RefinedWeb): one LN, fused qkv of 71 q heads + 1 k + 1 v of 64, dense, 4h MLP, tied.
-        ("tiiuae__falcon-7b.RefinedWeb-early", 32 * (2 * 4544 + (71 + 2) * 64 * 4544 + 4544**2 + 8 * 4544**2)
-         + 65024 * 4544 + 2 * 4544),
+        (
+            "tiiuae__falcon-7b.RefinedWeb-early",
+            32 * (2 * 4544 + (71 + 2) * 64 * 4544 + 4544**2 + 8 * 4544**2) + 65024 * 4544 + 2 * 4544,
+        ),
         # ChatGLM2-6B: fused qkv (32 + 2·2 groups)·128 with bias, dense, SwiGLU 2·13696, RMS norms, untied.
-        ("THUDM__chatglm2-6b", 28 * (2 * 4096 + (32 + 4) * 128 * (4096 + 1) + 4096**2 + 3 * 4096 * 13696)
-         + 2 * 65024 * 4096 + 4096),
+        (
+            "THUDM__chatglm2-6b",
+            28 * (2 * 4096 + (32 + 4) * 128 * (4096 + 1) + 4096**2 + 3 * 4096 * 13696) + 2 * 65024 * 4096 + 4096,
+        ),
         # Qwen-72B (v1): fused c_attn with bias, c_proj, MLP of two 24,576 halves, RMS norms, untied.
-        ("Qwen__Qwen-72B", 80 * (2 * 8192 + 3 * 8192 * (8192 + 1) + 8192**2 + 3 * 8192 * 24576) + 2 * 152064 * 8192 + 8192),
+        (
+            "Qwen__Qwen-72B",
+            80 * (2 * 8192 + 3 * 8192 * (8192 + 1) + 8192**2 + 3 * 8192 * 24576) + 2 * 152064 * 8192 + 8192,
+        ),
         # GPT-NeoX (RedPajama-7B): 2 LNs, biased qkv, dense and 4h MLP, untied embed_out.
-        ("togethercomputer__RedPajama-INCITE-7B-Base", 32 * (4 * 4096 + 3 * 4096 * 4097 + 4096 * 4097 + 2 * 4096 * 16384
-         + 16384 + 4096) + 2 * 50432 * 4096 + 2 * 4096),
+        (
+            "togethercomputer__RedPajama-INCITE-7B-Base",
+            32 * (4 * 4096 + 3 * 4096 * 4097 + 4096 * 4097 + 2 * 4096 * 16384 + 16384 + 4096)
+            + 2 * 50432 * 4096
+            + 2 * 4096,
+        ),
         # Gemma-2-9B: 4 RMS norms a layer, GQA 16/8 × 256, tied: the published 9,241,705,984.
         ("google__gemma-2-9b-it", 9_241_705_984),
         # Mistral-7B-v0.1: the published 7,241,732,096.
@@ -97,8 +113,24 @@ def test_qwen3_235b_kv_per_token():
         # Falcon-180B: index total_size / 2 bytes, less the copy of the tied head the checkpoint also stores.
         ("tiiuae__falcon-180B-chat", 359_045_130_240 // 2 - 65024 * 14848),
         # gpt-oss-20b: q/k/v/o with biases, sinks, router with bias, 32 fused biased experts, 2 norms, untied.
-        ("openai__gpt-oss-20b", 24 * (64 * 64 * 2880 * 2 + 2 * 8 * 64 * 2880 + 64 * 64 + 2 * 8 * 64 + 2880 + 64
-         + 2 * 2880 + 32 * 2880 + 32 + 32 * (2 * 2880 * 2880 + 2 * 2880 + 2880 * 2880 + 2880)) + 2 * 201088 * 2880 + 2880),
+        (
+            "openai__gpt-oss-20b",
+            24
+            * (
+                64 * 64 * 2880 * 2
+                + 2 * 8 * 64 * 2880
+                + 64 * 64
+                + 2 * 8 * 64
+                + 2880
+                + 64
+                + 2 * 2880
+                + 32 * 2880
+                + 32
+                + 32 * (2 * 2880 * 2880 + 2 * 2880 + 2880 * 2880 + 2880)
+            )
+            + 2 * 201088 * 2880
+            + 2880,
+        ),
     ],
 )
 def test_params_by_hand_for_other_families(name, expected):

@@ -34,9 +34,12 @@ def _move(page, slider, key: str, before: str, timeout_ms: int = 30_000) -> floa
     """Press ``key`` on the slider; seconds until the table's text differs from ``before``."""
     t0 = time.perf_counter()
     slider.press(key)
-    page.wait_for_function("([sel, old]) => { const t = document.querySelector(sel);"
-                           " return t !== null && t.innerText !== old; }",
-                           arg=[TABLE, before], timeout=timeout_ms, polling=10)  # fmt: skip
+    page.wait_for_function(
+        "([sel, old]) => { const t = document.querySelector(sel); return t !== null && t.innerText !== old; }",
+        arg=[TABLE, before],
+        timeout=timeout_ms,
+        polling=10,
+    )
     return time.perf_counter() - t0
 
 
@@ -62,10 +65,11 @@ def test_slider_moves_update_the_table(tmp_path):
         page.wait_for_timeout(1500)  # let the charts finish drawing before the picture
 
         shots = _shots_dir(tmp_path)
-        page.screenshot(path=str(shots / "screenshot.png"),
-                        clip=_clip(page, "h1", TABLE))
-        page.screenshot(path=str(shots / "screenshot-charts.png"),
-                        clip=_clip(page, "h2:has-text('What each card holds')", ".vega-embed"))
+        page.screenshot(path=str(shots / "screenshot.png"), clip=_clip(page, "h1", TABLE))
+        page.screenshot(
+            path=str(shots / "screenshot-charts.png"),
+            clip=_clip(page, "h2:has-text('What each card holds')", ".vega-embed"),
+        )
 
         page.set_viewport_size({"width": 1400, "height": 1000})  # a laptop's window for the timing
         first = _table_text(page)
@@ -83,8 +87,10 @@ def test_slider_moves_update_the_table(tmp_path):
         assert texts[1] != texts[0] and texts[2] != texts[1]
         assert texts[-1] == texts[0]  # same context, same table: the numbers follow the slider
         median = statistics.median(times)
-        print(f"\nslider -> table update in the browser: median {median * 1000:.0f} ms over {len(times)} moves "
-              f"({', '.join(f'{t * 1000:.0f}' for t in times)} ms)")
+        print(
+            f"\nslider -> table update in the browser: median {median * 1000:.0f} ms over {len(times)} moves "
+            f"({', '.join(f'{t * 1000:.0f}' for t in times)} ms)"
+        )
         assert median < 5, "a slider move should redraw the table within seconds"
 
 
@@ -107,8 +113,9 @@ def test_fetch_button_reads_the_hub_and_errors_are_callouts(tmp_path, hub_server
         page.locator(TABLE).wait_for(timeout=90_000)
         _fetch(page, SINGLE)
         page.get_by_text(f"Read {SINGLE} from the hub").wait_for(timeout=60_000)
-        page.wait_for_function("s => document.querySelector('#explorer-options').innerText.includes(s)",
-                               arg="original", timeout=30_000)
+        page.wait_for_function(
+            "s => document.querySelector('#explorer-options').innerText.includes(s)", arg="original", timeout=30_000
+        )
         assert f"{SINGLE} · answered from the hub" in page.inner_text("body")
 
         wrong = "hf_wrongTOKENnotallowed0123456789"
@@ -137,8 +144,9 @@ def test_placement_notebook_draws_and_checks_an_edited_plan(tmp_path):
         editor.fill(planned.replace('"ocr": {"cards": [2]', '"ocr": {"cards": [0]'))
         editor.press("Tab")  # the text area sends its value on blur
         # the callout sits in a shadow root, which locators see into (inner_text of the body does not)
-        page.get_by_text("ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, "
-                         "vision (of 40.5 GiB)").wait_for(timeout=30_000)
+        page.get_by_text(
+            "ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, vision (of 40.5 GiB)"
+        ).wait_for(timeout=30_000)
         print(f"\nplan edit -> planner's verdict in the browser: {(time.perf_counter() - t0) * 1000:.0f} ms")
         assert page.get_by_text("The plan does not fit").count() == 1
         assert page.get_by_text("Traceback").count() == 0

@@ -42,23 +42,43 @@ def exported(tmp_path_factory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("export")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "EXPLORER_CACHE": str(out / "cache.duckdb")}
     page = out / "explorer.html"
-    done = subprocess.run([sys.executable, "-m", "marimo", "-q", "export", "html", "notebooks/app.py",
-                           "-o", str(page), "--no-include-code", "-f"],
-                          cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "marimo",
+            "-q",
+            "export",
+            "html",
+            "notebooks/app.py",
+            "-o",
+            str(page),
+            "--no-include-code",
+            "-f",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    from explorer.ui import plan_rows as nd
-    
     from explorer.engines.common import PlanRequest
     from explorer.plan.planner import plan
-    from explorer.ui.presets import AppDefaults
-    from explorer.sources.snapshot.read import load_snapshot
     from explorer.sources.shipped import parse_cluster
+    from explorer.sources.snapshot.read import load_snapshot
+    from explorer.ui import plan_rows as nd
+    from explorer.ui.presets import AppDefaults
 
     d = AppDefaults()
     shape = load_snapshot().shape(d.model)
-    best = plan(shape, parse_cluster("1x8xh100-80g"),
-                PlanRequest(context_tokens=d.context_tokens, engines=nd.ENGINE_CHOICES[d.engine]),
-                model_ref=d.model).options[0]  # fmt: skip
+    best = plan(
+        shape,
+        parse_cluster("1x8xh100-80g"),
+        PlanRequest(context_tokens=d.context_tokens, engines=nd.ENGINE_CHOICES[d.engine]),
+        model_ref=d.model,
+    ).options[0]
     return page, best.label
 
 

@@ -14,15 +14,14 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
-
 
 from support.corpus import ROOT
+
 from explorer.plan.planner import plan
-from explorer.ui.presets import AppDefaults
-from explorer.sources.snapshot.read import load_snapshot
-from explorer.units import GiB
 from explorer.sources.shipped import parse_cluster
+from explorer.sources.snapshot.read import load_snapshot
+from explorer.ui.presets import AppDefaults
+from explorer.units import GiB
 
 NOTEBOOKS = ROOT / "notebooks"
 MINE = ("app.py", "kv_cache.py")
@@ -52,8 +51,9 @@ def test_explorer_default_plan(offline):
     best = result.options[0]
     assert best.fits
     # the notebook's plan is the planner's own: the same request on the same cluster gives the same best option
-    again = plan(model.shape, parse_cluster("1x8xh100-80g"), defs["request"],
-                 artifacts=model.artifacts, model_ref=model.repo)
+    again = plan(
+        model.shape, parse_cluster("1x8xh100-80g"), defs["request"], artifacts=model.artifacts, model_ref=model.repo
+    )
     assert again.options[0].label == best.label
     assert again.options[0].per_card.total == best.per_card.total
     # and the table shows it, in GiB: "70.9 / 79.1"
@@ -82,8 +82,9 @@ def test_explorer_engines_side_by_side(offline):
 
 
 def test_explorer_linked_cluster_and_engine(offline):
-    defs = run_explorer(model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xrtx4090-24g", engine="vLLM",
-                        context_tokens=131072)
+    defs = run_explorer(
+        model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xrtx4090-24g", engine="vLLM", context_tokens=131072
+    )
     assert defs["spec"].value == "1x1xrtx4090-24g"
     assert defs["result"].options == ()  # 16 GiB of KV does not fit a 24 GB card next to 15 GiB of weights
     miss = defs["miss_rows"][0]
@@ -137,8 +138,13 @@ def test_kv_notebook_shows_the_shapes_figures(offline):
 
 def test_notebooks_pass_marimo_check():
     files = [str(NOTEBOOKS / f) for f in MINE]
-    done = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", *files],
-                          check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "marimo", "check", "--strict", *files],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "error" not in (done.stdout + done.stderr).lower()
 
@@ -200,11 +206,14 @@ def test_placement_edited_plan_shows_the_planners_violation(offline):
     outputs, defs = run_placement(plan_editor=mo.ui.text_area(value=json.dumps(plan)))
     ocr = next(m for m in defs["models"] if m.name == "ocr")
     card0, group = defs["placement"].cards[0], defs["placement"].swap_groups[0]
-    expected = (f"ocr pinned to card 0 needs {gib(ocr.footprint_bytes)} but card 0 has "
-                f"{gib(card0.usable_bytes - group.charge_bytes[0])} usable left after chat, vision "
-                f"(of {gib(card0.usable_bytes)})")
-    assert expected == ("ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, vision "
-                        "(of 40.5 GiB)")
+    expected = (
+        f"ocr pinned to card 0 needs {gib(ocr.footprint_bytes)} but card 0 has "
+        f"{gib(card0.usable_bytes - group.charge_bytes[0])} usable left after chat, vision "
+        f"(of {gib(card0.usable_bytes)})"
+    )
+    assert expected == (
+        "ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, vision (of 40.5 GiB)"
+    )
     assert [v.message for v in defs["plan_check"].violations] == [expected]
     assert "The plan does not fit" in _texts(outputs) and expected in _texts(outputs)
 
@@ -236,7 +245,12 @@ def test_placement_tight_on_one_card_and_a_bad_spec(offline):
 
 
 def test_placement_notebook_passes_marimo_check():
-    done = subprocess.run([sys.executable, "-m", "marimo", "check", "--strict", str(NOTEBOOKS / "placement.py")],
-                          check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "marimo", "check", "--strict", str(NOTEBOOKS / "placement.py")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "error" not in (done.stdout + done.stderr).lower()

@@ -34,9 +34,14 @@ def header(name: str, *, file_type: int = 15, split: tuple[int, int] | None = No
 
 def test_split_sets_are_grouped_and_projectors_attached():
     files = {
-        "m-Q4_K_M-00001-of-00003.gguf": 10, "m-Q4_K_M-00002-of-00003.gguf": 20, "m-Q4_K_M-00003-of-00003.gguf": 30,
-        "m-Q8_0.gguf": 100, "mmproj-m-f32.gguf": 9, "mmproj-m-f16.gguf": 5, "README.md": 1,
-    }  # fmt: skip
+        "m-Q4_K_M-00001-of-00003.gguf": 10,
+        "m-Q4_K_M-00002-of-00003.gguf": 20,
+        "m-Q4_K_M-00003-of-00003.gguf": 30,
+        "m-Q8_0.gguf": 100,
+        "mmproj-m-f32.gguf": 9,
+        "mmproj-m-f16.gguf": 5,
+        "README.md": 1,
+    }
     offer = build_offer(files)
     assert [a.name for a in offer] == ["m-Q8_0.gguf", "m-Q4_K_M-00001-of-00003.gguf"]  # largest first
     q8, q4 = offer
@@ -50,9 +55,13 @@ def test_split_sets_are_grouped_and_projectors_attached():
 
 def test_original_weights_sum_the_checkpoint_files_only():
     shape = shape_of(LLAMA_8B)
-    files = {"config.json": 800, "model-00001-of-00002.safetensors": 4_976_698_672,
-             "model-00002-of-00002.safetensors": 1_050_673_280, "consolidated.safetensors": 16_060_522_368,
-             "original/consolidated.00.pth": 16_060_617_592}  # fmt: skip
+    files = {
+        "config.json": 800,
+        "model-00001-of-00002.safetensors": 4_976_698_672,
+        "model-00002-of-00002.safetensors": 1_050_673_280,
+        "consolidated.safetensors": 16_060_522_368,
+        "original/consolidated.00.pth": 16_060_617_592,
+    }
     (original,) = build_offer(files, shape=shape, params_by_dtype={"BF16": 8_030_261_248})
     assert original.files == ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
     assert (original.size_bytes, original.size_source) == (4_976_698_672 + 1_050_673_280, "fetched")
@@ -94,7 +103,7 @@ def test_split_set_headers_merge_only_when_every_part_was_read():
     names = ("s-00001-of-00002.gguf", "s-00002-of-00002.gguf")
     parts = [header(names[0], split=(0, 2), tensors=tensors[:10]), header(names[1], split=(1, 2), tensors=tensors[10:])]
     files = dict.fromkeys(names, 1 << 20)
-    (whole,) = build_offer(files, gguf_headers=dict(zip(names, parts)))
+    (whole,) = build_offer(files, gguf_headers=dict(zip(names, parts, strict=True)))
     assert whole.gguf_header is not None and len(whole.gguf_header.tensors) == len(tensors)
     (first_only,) = build_offer(files, gguf_headers={names[0]: parts[0]})
     assert first_only.gguf_header is None and first_only.quant == "Q4_K_M"  # named by the first part's header

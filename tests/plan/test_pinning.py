@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from support.corpus import shape_of
+
 from explorer.engines.common import PlanRequest
 from explorer.errors import ManualSelectionError
 from explorer.fleet.footprints import fleet_cards
@@ -48,7 +48,9 @@ def test_bad_pins_are_typed_errors():
 
 
 def _one_node(**group) -> Cluster:
-    return cluster_from_dict({"nodes": [{"name": "box", "gpus": [{"class": "h100-80g", **group}]}]}, shipped_catalogue())
+    return cluster_from_dict(
+        {"nodes": [{"name": "box", "gpus": [{"class": "h100-80g", **group}]}]}, shipped_catalogue()
+    )
 
 
 def test_a_card_with_no_free_bytes_does_not_hold_it_now():

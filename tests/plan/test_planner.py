@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from support.corpus import shape_of
 
 from explorer.engines.common import PlanRequest
@@ -108,7 +107,9 @@ def test_sglang_lower_bound_follows_a_static_share_above_its_default():
     static share holds them and 1,024 tokens of KV (128 MiB); a 0.95 bound refused it unevaluated.
     """
     spec = "1x1xh100:15955MiB"
-    roomy = _plan("meta-llama__Meta-Llama-3.1-8B", spec, context_tokens=1024, engines=("sglang",), mem_fraction_static=0.97)
+    roomy = _plan(
+        "meta-llama__Meta-Llama-3.1-8B", spec, context_tokens=1024, engines=("sglang",), mem_fraction_static=0.97
+    )
     assert roomy.options and "--mem-fraction-static 0.97" in roomy.options[0].evaluation.command
     default = _plan("meta-llama__Meta-Llama-3.1-8B", spec, context_tokens=1024, engines=("sglang",))
     assert not default.options and default.pruned == {"memory-lower-bound": 1}

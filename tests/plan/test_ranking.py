@@ -6,7 +6,6 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from support.corpus import shape_of
 
 from explorer.engines.common import PlanRequest
@@ -23,9 +22,11 @@ def test_quality_rises_to_the_cap_then_falls():
     assert quality(16, cpu=True) == 5.8 - (16 - 5.8) * 0.25 < quality(5.0, cpu=True)
 
 
-OPTIONS = plan(shape_of("meta-llama__Meta-Llama-3.1-70B"),
-               parse_cluster("2x8xh100-80g@ib0 + 1x4xl40s-48g + 1x8xa100-80g"),
-               PlanRequest(context_tokens=8192, engines=("vllm", "sglang"))).options
+OPTIONS = plan(
+    shape_of("meta-llama__Meta-Llama-3.1-70B"),
+    parse_cluster("2x8xh100-80g@ib0 + 1x4xl40s-48g + 1x8xa100-80g"),
+    PlanRequest(context_tokens=8192, engines=("vllm", "sglang")),
+).options
 
 
 @settings(max_examples=50, deadline=None)

@@ -9,21 +9,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 import warnings
-from pathlib import Path
 
 import pytest
-
 from support.cache_checks import check_consistent, run_script
 
-from explorer.sources.cache.store import Cache, CacheWarning, default_cache_path
-from explorer.sources.cache.schema import json_safe
 from explorer.errors import CacheError
+from explorer.sources.cache.schema import json_safe
+from explorer.sources.cache.store import Cache, CacheWarning, default_cache_path
 from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -32,8 +27,13 @@ SHA2 = "89abcdef0123456789abcdef0123456789abcdef"
 
 def make_listing(repo: str = "org/model", sha: str = SHA, n: int = 3, **kw) -> RepoListing:
     files = tuple(RepoFile(path=f"model-{i:05d}.safetensors", size_bytes=10**9 + i, lfs=True) for i in range(n))
-    return RepoListing(repo_id=repo, revision=kw.pop("revision", "main"), sha=sha,
-                       files=(RepoFile(path="config.json", size_bytes=700, lfs=False), *files), **kw)  # fmt: skip
+    return RepoListing(
+        repo_id=repo,
+        revision=kw.pop("revision", "main"),
+        sha=sha,
+        files=(RepoFile(path="config.json", size_bytes=700, lfs=False), *files),
+        **kw,
+    )
 
 
 class Clock:
@@ -76,14 +76,20 @@ def test_config_safetensors_and_gguf_round_trips(cache):
     assert cache.get_config("org/model", SHA, "hf_quant_config.json")["quantization"]["quant_algo"] == "FP8"
     assert cache.get_config("org/model", SHA, "nope.json") is None
 
-    params = SafetensorsParams(total_params=8_030_261_248, params_by_dtype={"BF16": 8_030_261_248},
-                               files={"model-00001-of-00004.safetensors": 4_976_698_672})  # fmt: skip
+    params = SafetensorsParams(
+        total_params=8_030_261_248,
+        params_by_dtype={"BF16": 8_030_261_248},
+        files={"model-00001-of-00004.safetensors": 4_976_698_672},
+    )
     cache.put_safetensors("org/model", SHA, params)
     assert cache.get_safetensors("org/model", SHA) == params
 
-    record = {"metadata": {"general.architecture": "llama", "tokenizer.ggml.tokens": [f"t{i}" for i in range(128_256)]},
-              "tensors": [{"name": "token_embd.weight", "type": "Q4_K", "shape": [4096, 128256]}],
-              "header_bytes": 7_800_000, "file_size": 4_920_000_000}  # fmt: skip
+    record = {
+        "metadata": {"general.architecture": "llama", "tokenizer.ggml.tokens": [f"t{i}" for i in range(128_256)]},
+        "tensors": [{"name": "token_embd.weight", "type": "Q4_K", "shape": [4096, 128256]}],
+        "header_bytes": 7_800_000,
+        "file_size": 4_920_000_000,
+    }
     cache.put_gguf_header("org/model", SHA, "m.gguf", record)
     got = cache.get_gguf_header("org/model", SHA, "m.gguf")
     assert got["metadata"]["general.architecture"] == "llama"

@@ -11,8 +11,21 @@ import threading
 import time
 
 import pytest
+from support.hub_fixtures import (
+    BAD_CONFIG,
+    FP8,
+    GATED,
+    GATED_TOKEN,
+    GGUF,
+    GGUF_FILES,
+    NAN_CONFIG,
+    NOTHING,
+    PRIVATE,
+    PRIVATE_TOKEN,
+    SHARDED,
+    SINGLE,
+)
 
-from explorer.sources.cache.store import Cache
 from explorer.errors import (
     ConfigError,
     FetchCancelled,
@@ -26,15 +39,12 @@ from explorer.errors import (
     RepoNotFoundError,
     RevisionNotFoundError,
 )
+from explorer.sources.cache.store import Cache
 from explorer.sources.hub.client import fetch_config, fetch_repo_listing
-from explorer.sources.hub.settings import HubSettings
 from explorer.sources.hub.many import default_gguf_files, fetch_many, fetch_model
+from explorer.sources.hub.settings import HubSettings
 from explorer.sources.hub.weights import fetch_gguf_header_bytes, fetch_safetensors_params
 from explorer.units import MiB
-from support.hub_fixtures import (
-    BAD_CONFIG, FP8, GATED, GATED_TOKEN, GGUF, GGUF_FILES, NAN_CONFIG, NOTHING, PRIVATE, PRIVATE_TOKEN, SHARDED, SINGLE,
-)  # fmt: skip
-
 
 LLAMA_8B_PARAMS = 8_030_261_248  # Meta-Llama-3.1-8B, as published
 
@@ -124,10 +134,12 @@ def test_gguf_header_read_moves_under_one_percent(hub_endpoint, new_hub_server):
 def test_gguf_reads_grow_geometrically_and_stop_at_the_file_end(hub_endpoint):
     size = GGUF_FILES["split-00001-of-00002.gguf"][1]  # 256 MiB
     with pytest.raises(GGUFError, match="ends at"):
-        fetch_gguf_header_bytes(GGUF, "main", "split-00001-of-00002.gguf", size_bytes=1 * MiB, parse=always_more,
-                                first_range=64 * 1024)  # fmt: skip
-    got, stats = fetch_gguf_header_bytes(GGUF, "main", "split-00001-of-00002.gguf", size_bytes=size,
-                                         parse=needs(3 * MiB), first_range=256 * 1024)  # fmt: skip
+        fetch_gguf_header_bytes(
+            GGUF, "main", "split-00001-of-00002.gguf", size_bytes=1 * MiB, parse=always_more, first_range=64 * 1024
+        )
+    got, stats = fetch_gguf_header_bytes(
+        GGUF, "main", "split-00001-of-00002.gguf", size_bytes=size, parse=needs(3 * MiB), first_range=256 * 1024
+    )
     # 256 KiB -> 3 MiB (the parser's bound beats doubling): 2 requests
     assert (got, stats.requests) == (3 * MiB, 2)
 
@@ -139,8 +151,9 @@ def test_small_gguf_file_is_read_whole_in_one_request(tmp_path, new_hub_server):
     header, size = write_gguf(tmp_path / "tmp-org/small-gguf/s.gguf", llama_metadata(), llama_like(blocks=1, hidden=32))
     server = new_hub_server(tmp_path)
     assert size < 2 * MiB
-    got, stats = fetch_gguf_header_bytes("tmp-org/small-gguf", "main", "s.gguf", size_bytes=size,
-                                         parse=needs(header), endpoint=server.endpoint)  # fmt: skip
+    _got, stats = fetch_gguf_header_bytes(
+        "tmp-org/small-gguf", "main", "s.gguf", size_bytes=size, parse=needs(header), endpoint=server.endpoint
+    )
     assert (stats.requests, stats.bytes_read) == (1, size)
 
 
@@ -218,8 +231,16 @@ def test_cancel_between_gguf_reads(hub_endpoint, new_hub_server):
 
     header, size = GGUF_FILES["big-vocab-Q8_0.gguf"]
     with pytest.raises(FetchCancelled):
-        fetch_gguf_header_bytes(GGUF, "main", "big-vocab-Q8_0.gguf", size_bytes=size, parse=needs(header),
-                                endpoint=server.endpoint, progress=progress, cancel=cancel)  # fmt: skip
+        fetch_gguf_header_bytes(
+            GGUF,
+            "main",
+            "big-vocab-Q8_0.gguf",
+            size_bytes=size,
+            parse=needs(header),
+            endpoint=server.endpoint,
+            progress=progress,
+            cancel=cancel,
+        )
     assert server.stats.total_requests("big-vocab") == 1
     assert seen == [("GGUF header big-vocab-Q8_0.gguf", 2 * MiB, 2 * MiB)]
     cancel = threading.Event()
@@ -244,12 +265,16 @@ def test_fetch_many_is_bounded_and_collects_errors(new_hub_server):
     bad = ["nobody/nothing", NOTHING, BAD_CONFIG]
     with server.slow(0.2, "/api/models/"):
         t0 = time.monotonic()
-        result = fetch_many(ok + bad, max_workers=2, endpoint=server.endpoint, gguf_parse=needs(100),
-                            progress=lambda *a: None)  # fmt: skip
+        result = fetch_many(
+            ok + bad, max_workers=2, endpoint=server.endpoint, gguf_parse=needs(100), progress=lambda *a: None
+        )
         elapsed = time.monotonic() - t0
     assert sorted(result.results) == sorted(ok)
     assert {k: type(v) for k, v in result.errors.items()} == {
-        "nobody/nothing": RepoNotFoundError, NOTHING: NothingToPlanError, BAD_CONFIG: ConfigError}
+        "nobody/nothing": RepoNotFoundError,
+        NOTHING: NothingToPlanError,
+        BAD_CONFIG: ConfigError,
+    }
     assert result.results[SHARDED].safetensors.total_params == 106_816
     assert not result.cancelled
     # 8 listings at 0.2 s each, two at a time: about 0.8 s, never more than two listings in flight
@@ -331,14 +356,22 @@ def test_real_gguf_parser_reads_little_and_its_header_caches(hub_endpoint, new_h
     header_bytes, size = GGUF_FILES["big-vocab-Q8_0.gguf"]
     name = "big-vocab-Q8_0.gguf"
     header, stats = fetch_gguf_header_bytes(
-        GGUF, "main", name, size_bytes=size, endpoint=server.endpoint,
+        GGUF,
+        "main",
+        name,
+        size_bytes=size,
+        endpoint=server.endpoint,
         parse=lambda b: gguf_header.parse_gguf_header(b, file_size=size, name=name),
-    )  # fmt: skip
+    )
     assert header.header_bytes == header_bytes and header.architecture == "llama"
     assert server.stats.total_bytes(name) == stats.bytes_read < size / 100
     with Cache.open(tmp_path / "c.duckdb") as cache:
-        record = {"metadata": header.metadata, "tensors": header.tensors, "header_bytes": header.header_bytes,
-                  "file_size": size}  # fmt: skip
+        record = {
+            "metadata": header.metadata,
+            "tensors": header.tensors,
+            "header_bytes": header.header_bytes,
+            "file_size": size,
+        }
         cache.put_gguf_header(GGUF, "f" * 40, name, record)
         got = cache.get_gguf_header(GGUF, "f" * 40, name)
     assert got["metadata"]["general.architecture"] == "llama" and len(got["tensors"]) == len(header.tensors)

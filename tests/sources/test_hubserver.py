@@ -18,12 +18,9 @@ from pathlib import Path
 import pytest
 from huggingface_hub import HfApi, HfFileSystem, hf_hub_download
 from huggingface_hub import errors as hfe
-
 from support.corpus import TESTS
 from support.hub_fixtures import GATED, GATED_TOKEN, GGUF, GGUF_FILES, PRIVATE, PRIVATE_TOKEN, SHARDED, SINGLE
 from support.hubserver import HubServer
-
-
 
 
 def _get(url: str, headers: dict | None = None) -> tuple[int, dict, bytes]:
@@ -146,8 +143,10 @@ def test_slow_mode_and_counters(new_hub_server):
 def test_script_mode(hub_root, tmp_path):
     port_file = tmp_path / "port"
     script = TESTS / "support" / "hubserver.py"
-    proc = subprocess.Popen([sys.executable, str(script), "--root", str(hub_root), "--port", "0",
-                             "--port-file", str(port_file)], stdout=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--root", str(hub_root), "--port", "0", "--port-file", str(port_file)],
+        stdout=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 10
         while not port_file.exists() and time.monotonic() < deadline:

@@ -26,9 +26,8 @@ from support.hub_fixtures import (
     make_repo,
     write_gguf,
     write_safetensors,
-)  # fmt: skip
+)
 
-from explorer.sources.cache.store import Cache
 from explorer.errors import (
     GatedRepoError,
     GGUFSplitError,
@@ -39,8 +38,7 @@ from explorer.errors import (
     OfflineMissError,
     RepoNotFoundError,
 )
-from explorer.sources.hub.settings import HubSettings
-from explorer.sources.resolve import resolve_model
+from explorer.sources.cache.store import Cache
 from explorer.sources.facts import facts_from_cache
 from explorer.sources.gguf_files import (
     header_from_record,
@@ -48,8 +46,8 @@ from explorer.sources.gguf_files import (
     read_header_file,
     read_local_set,
 )
-from explorer.sources.resolve import load_model, load_shape
-
+from explorer.sources.hub.settings import HubSettings
+from explorer.sources.resolve import load_model, load_shape, resolve_model
 
 QUIET = {"progress": lambda *a: None}
 SPLIT_REPO = "tmp-org/split-GGUF"
@@ -71,7 +69,7 @@ def write_split_set(folder: Path, *, file_size: int = 64 << 20) -> list[int]:
     """A real 2-part split set (distinct tensors per part) and a projector; returns the header sizes."""
     tensors = llama_like()
     sizes = []
-    for i, (name, chunk) in enumerate(zip(SPLIT_NAMES, (tensors[:10], tensors[10:]))):
+    for i, (name, chunk) in enumerate(zip(SPLIT_NAMES, (tensors[:10], tensors[10:]), strict=True)):
         keys = {"split.no": Typed(i, VT.UINT16), "split.count": Typed(2, VT.UINT16)}
         md = llama_metadata(**keys) if i == 0 else {"general.architecture": "llama", **keys}
         sizes.append(write_gguf(folder / name, md, chunk, file_size=file_size)[0])
@@ -93,8 +91,9 @@ def test_local_config_folder_offers_its_weight_files(tmp_path):
 
 
 def test_local_gguf_reads_only_the_header(tmp_path):
-    header_bytes, size = write_gguf(tmp_path / "tiny-Q4_K_M.gguf", llama_metadata(vocab=200_000), llama_like(),
-                                    file_size=1 << 30)  # fmt: skip
+    header_bytes, size = write_gguf(
+        tmp_path / "tiny-Q4_K_M.gguf", llama_metadata(vocab=200_000), llama_like(), file_size=1 << 30
+    )
     header, read = read_header_file(tmp_path / "tiny-Q4_K_M.gguf", first_read=64 * 1024)
     assert header.header_bytes == header_bytes and header_bytes < read < size / 100  # grown, not the whole file
     got = load_model(str(tmp_path / "tiny-Q4_K_M.gguf"))
@@ -132,8 +131,11 @@ def test_hub_then_cache_with_the_server_stopped(new_hub_server, own_cache):
     first = resolve_model(SHARDED, settings=settings, **QUIET)
     assert first.origin == "hub" and first.shape.params == 106_816 and len(first.sha) == 40
     (original,) = first.artifacts
-    assert original.size_source == "fetched" and len(original.files) == 3 and dict(original.params_by_dtype) == {
-        "BF16": 106_816}
+    assert (
+        original.size_source == "fetched"
+        and len(original.files) == 3
+        and dict(original.params_by_dtype) == {"BF16": 106_816}
+    )
     server.stop()
     asked = server.stats.total_requests()
     again = resolve_model(SHARDED, settings=settings, **QUIET)

@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
-from support.corpus import ROOT
-from support.corpus import CONFIGS, DATA, all_config_names, shape_of
+from support.corpus import CONFIGS, DATA, ROOT, all_config_names, shape_of
 from support.hub_fixtures import FP8, GGUF, SINGLE
 
 from explorer.cli import main
 from explorer.errors import OfflineMissError, SnapshotError
-from explorer.sources.hub.settings import HubSettings
 from explorer.plan.offer import computed_disk_bytes
+from explorer.sources.hub.settings import HubSettings
 from explorer.sources.resolve import resolve_model
-from explorer.sources.snapshot.read import default_snapshot_path, load_snapshot, parse_snapshot
 from explorer.sources.snapshot.build import refresh, seed
-
+from explorer.sources.snapshot.read import default_snapshot_path, load_snapshot, parse_snapshot
 
 SHIPPED = ROOT / "data" / "snapshot.json"
 
@@ -50,8 +47,11 @@ def test_it_covers_every_family_of_the_config_corpus_and_every_shape_builds(snap
 def test_sizes_say_where_they_came_from(snap):
     fetched = {e.repo: e.artifacts[0] for e in snap.entries.values() if e.artifacts[0]["size_source"] == "fetched"}
     # exactly the models whose model.safetensors.index.json is in the corpus: metadata.total_size
-    assert set(fetched) == {"mistralai/Devstral-Small-2507", "tiiuae/falcon-180B-chat",
-                            "ibm-granite/granite-3.1-1b-a400m-instruct"}  # fmt: skip
+    assert set(fetched) == {
+        "mistralai/Devstral-Small-2507",
+        "tiiuae/falcon-180B-chat",
+        "ibm-granite/granite-3.1-1b-a400m-instruct",
+    }
     assert fetched["mistralai/Devstral-Small-2507"]["size_bytes"] == 47_144_806_400
     assert all(a["how"].startswith("fetched: metadata.total_size") for a in fetched.values())
     for e in snap.entries.values():
@@ -104,8 +104,14 @@ def test_refresh_from_the_hub_keeps_old_entries_and_reports_errors(hub_server, t
     shutil.copy(SHIPPED, base)
     out = tmp_path / "fresh.json.gz"
     settings = HubSettings.resolve(endpoint=hub_server.endpoint, timeout_s=5)
-    report = refresh([SINGLE, FP8, GGUF, "nobody/nothing"], settings=settings, max_workers=2, out=out, base=base,
-                     progress=lambda *a: None)  # fmt: skip
+    report = refresh(
+        [SINGLE, FP8, GGUF, "nobody/nothing"],
+        settings=settings,
+        max_workers=2,
+        out=out,
+        base=base,
+        progress=lambda *a: None,
+    )
     assert report["refreshed"] == sorted([SINGLE, FP8, GGUF]) and list(report["errors"]) == ["nobody/nothing"]
     fresh = load_snapshot(out)
     old = load_snapshot(base)
@@ -138,6 +144,19 @@ def test_snapshot_cli(hub_server, tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert code == 1 and "refreshed 1 of 2" in out and "nobody/nothing: kept the old entry" in out
     assert load_snapshot(tmp_path / "s.json").repos == (SINGLE,)
-    assert main(["snapshot", "seed", "--configs", str(CONFIGS), "--provenance", str(DATA / "provenance.csv"),
-                 "--out", str(tmp_path / "seed.json")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "snapshot",
+                "seed",
+                "--configs",
+                str(CONFIGS),
+                "--provenance",
+                str(DATA / "provenance.csv"),
+                "--out",
+                str(tmp_path / "seed.json"),
+            ]
+        )
+        == 0
+    )
     assert len(load_snapshot(tmp_path / "seed.json")) == len(load_snapshot(SHIPPED))

@@ -7,24 +7,22 @@ import json
 import math
 
 import pytest
-from support.corpus import CONFIGS, shape_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from explorer.plan.offer import original_artifact, what_if_artifact
-from explorer.model.artifacts import Artifact
+from support.corpus import CONFIGS, shape_of
 
 from explorer.cli import main
-
 from explorer.engines.common import ENGINES, Evaluation, Layout, PlanRequest
-from explorer.errors import CatalogueError, PlanError
 from explorer.engines.options import Option
+from explorer.errors import CatalogueError, PlanError
+from explorer.model.artifacts import Artifact
+from explorer.model.weights import weight_breakdown
+from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.plan.planner import plan, recheck
+from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_context
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
-from explorer.model.weights import weight_breakdown
-from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 
 GPU_ENGINES = ("vllm", "sglang")
 
@@ -42,16 +40,26 @@ def artifact_for(shape, quant: str | None) -> Artifact:
     return what_if_artifact(shape, quant) if quant else original_artifact(shape)
 
 
-def hand_option(name: str, layout: Layout, gpu_class: str | None, *, quant: str | None = None,
-                layers_on_host: int = 0) -> tuple:
+def hand_option(
+    name: str, layout: Layout, gpu_class: str | None, *, quant: str | None = None, layers_on_host: int = 0
+) -> tuple:
     """An option built by hand (any engine, any layout), and its shape."""
     shape = shape_of(name)
     artifact = artifact_for(shape, quant)
-    evaluation = Evaluation(cards=(), host=None, max_context_tokens=0, max_concurrency=0, command="",
-                            layers_on_host=layers_on_host)
+    evaluation = Evaluation(
+        cards=(), host=None, max_context_tokens=0, max_concurrency=0, command="", layers_on_host=layers_on_host
+    )
     gpu = shipped_catalogue().get(gpu_class) if gpu_class else None
-    option = Option(layout=layout, artifact=artifact, precision=artifact.quant, bits_per_weight=0.0,
-                    evaluation=evaluation, free_now=True, hosts=1, gpu=gpu)
+    option = Option(
+        layout=layout,
+        artifact=artifact,
+        precision=artifact.quant,
+        bits_per_weight=0.0,
+        evaluation=evaluation,
+        free_now=True,
+        hosts=1,
+        gpu=gpu,
+    )
     return option, shape
 
 
@@ -110,7 +118,9 @@ def test_a_batch_touches_more_experts():
 
 def test_sliding_windows_stop_the_kv_read_growing():
     option, shape = hand_option("mistralai__Mistral-7B-v0.1", one_card(), "h100-80g")
-    at = {c: speed_of(option, shape, PlanRequest(context_tokens=c)).decode_bound_tokens_per_s for c in (2048, 4096, 8192)}
+    at = {
+        c: speed_of(option, shape, PlanRequest(context_tokens=c)).decode_bound_tokens_per_s for c in (2048, 4096, 8192)
+    }
     assert at[2048] > at[4096] == at[8192]  # every layer keeps a 4,096-token window
 
 
@@ -135,7 +145,9 @@ def test_pipeline_stages_add_up_for_one_sequence_and_overlap_for_many():
     pp2, _ = hand_option(LLAMA70B, one_card(gpus_per_node=2, pp=2), "h100-80g")
     tp2, _ = hand_option(LLAMA70B, one_card(gpus_per_node=2, tp=2), "h100-80g")
     one = speed_of(pp2, shape, PlanRequest(context_tokens=2048))
-    assert one.decode_bound_tokens_per_s < speed_of(tp2, shape, PlanRequest(context_tokens=2048)).decode_bound_tokens_per_s
+    assert (
+        one.decode_bound_tokens_per_s < speed_of(tp2, shape, PlanRequest(context_tokens=2048)).decode_bound_tokens_per_s
+    )
     # 16 sequences in two micro-batches of 8: the stages work at once, so nearly twice the one-batch rate
     many = speed_of(pp2, shape, PlanRequest(context_tokens=2048, concurrency=16))
     assert many.decode_aggregate_bound_tokens_per_s > 1.8 * 8 * one.decode_bound_tokens_per_s
@@ -144,7 +156,9 @@ def test_pipeline_stages_add_up_for_one_sequence_and_overlap_for_many():
 def test_across_nodes_the_fabric_carries_the_hand_off():
     shape = shape_of(LLAMA70B)
     near, _ = hand_option(LLAMA70B, Layout(engine="vllm", gpu_class="h100-80g", gpus_per_node=2, pp=2), "h100-80g")
-    far, _ = hand_option(LLAMA70B, Layout(engine="vllm", gpu_class="h100-80g", fabric="eth10g", nodes=2, pp=2), "h100-80g")
+    far, _ = hand_option(
+        LLAMA70B, Layout(engine="vllm", gpu_class="h100-80g", fabric="eth10g", nodes=2, pp=2), "h100-80g"
+    )
     a, b = (speed_of(o, shape, PlanRequest(context_tokens=2048)).decode_bound_tokens_per_s for o in (near, far))
     # one hand-off of 8,192 × 2 bytes: 1.25 GB/s (10 Gb/s) + 10 µs against 450 GB/s + 5 µs
     assert 1 / b - 1 / a == pytest.approx((10e-6 + 16384 / 1.25e9) - (5e-6 + 16384 / 450e9), rel=1e-6)
@@ -175,7 +189,9 @@ def test_partial_offload_slows_in_proportion_to_the_layers_on_the_host():
     slow = speed_of(option, shape, PlanRequest(context_tokens=4096))
     assert slow.decode_bound_tokens_per_s < 100e9 / (48 * _layer_bytes_q4_k_m(4096)) < 4
     assert slow.bound_by == "host memory"
-    faster = speed_of(option, shape, PlanRequest(context_tokens=4096), SpeedSettings(host_bandwidth_bytes_per_s=400 * 10**9))
+    faster = speed_of(
+        option, shape, PlanRequest(context_tokens=4096), SpeedSettings(host_bandwidth_bytes_per_s=400 * 10**9)
+    )
     assert faster.decode_bound_tokens_per_s > 3 * slow.decode_bound_tokens_per_s
 
 
@@ -208,8 +224,10 @@ def test_fp8_weights_prefill_at_the_fp8_peak_where_the_card_has_one():
     bf16, _ = hand_option(LLAMA8B, one_card(), "h100-80g")
     fp8, _ = hand_option(LLAMA8B, one_card(), "h100-80g", quant="fp8")
     a100, _ = hand_option(LLAMA8B, one_card(gpu="a100-80g"), "a100-80g", quant="fp8")  # no fp8: bf16 peak
-    t = {k: speed_of(o, shape, PlanRequest(context_tokens=8192)).time_to_first_token_bound_s
-         for k, o in (("bf16", bf16), ("fp8", fp8), ("a100", a100))}
+    t = {
+        k: speed_of(o, shape, PlanRequest(context_tokens=8192)).time_to_first_token_bound_s
+        for k, o in (("bf16", bf16), ("fp8", fp8), ("a100", a100))
+    }
     assert t["fp8"] == pytest.approx(t["bf16"] * 989.4 / 1978.9, rel=1e-6)
     assert t["a100"] == pytest.approx(t["bf16"] * 989.4 / 312.0, rel=1e-6)
 
@@ -218,8 +236,12 @@ def test_efficiency_scales_the_estimate_and_nothing_else():
     option, shape = hand_option(LLAMA8B, one_card(), "h100-80g")
     priced = SpeedSettings(prices=shipped_prices())
     base = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=4), priced)
-    low = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=4),
-                   SpeedSettings(efficiency={"vllm": 0.3}, prices=shipped_prices()))
+    low = speed_of(
+        option,
+        shape,
+        PlanRequest(context_tokens=4096, concurrency=4),
+        SpeedSettings(efficiency={"vllm": 0.3}, prices=shipped_prices()),
+    )
     assert low.decode_bound_tokens_per_s == base.decode_bound_tokens_per_s
     assert low.decode_estimate_tokens_per_s == pytest.approx(0.3 * base.decode_bound_tokens_per_s)
     assert low.decode_aggregate_estimate_tokens_per_s == pytest.approx(0.3 * base.decode_aggregate_bound_tokens_per_s)
@@ -235,10 +257,14 @@ def test_cost_per_million_tokens_from_a_price():
     prices = PriceTable((parse_prices("gpu_class,usd_per_gpu_hour\nh100-80g,2.0\n").rows[0],))
     got = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=8), SpeedSettings(prices=prices))
     # 2 cards × $2 / (aggregate estimate tokens/s × 3,600 s) × 10⁶
-    assert got.cost_per_million_tokens == pytest.approx(2 * 2.0 / (got.decode_aggregate_estimate_tokens_per_s * 3600) * 1e6)
+    assert got.cost_per_million_tokens == pytest.approx(
+        2 * 2.0 / (got.decode_aggregate_estimate_tokens_per_s * 3600) * 1e6
+    )
     assert got.usd_per_gpu_hour == 2.0
     assert speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=8)).cost_per_million_tokens is None
-    shipped = speed_of(option, shape, PlanRequest(context_tokens=4096, concurrency=8), SpeedSettings(prices=shipped_prices()))
+    shipped = speed_of(
+        option, shape, PlanRequest(context_tokens=4096, concurrency=8), SpeedSettings(prices=shipped_prices())
+    )
     assert shipped.usd_per_gpu_hour == shipped_prices().usd_per_gpu_hour("h100-80g") == 3.49
     unpriced, _ = hand_option(LLAMA8B, one_card(gpu="rtx3090-24g"), "rtx3090-24g")
     assert speed_of(unpriced, shape, settings=SpeedSettings(prices=shipped_prices())).cost_per_million_tokens is None
@@ -257,8 +283,9 @@ def test_price_tables_are_checked():
 
 
 def test_an_unknown_card_has_no_speed_and_sorts_last():
-    result = plan(shape_of(LLAMA8B), parse_cluster("1x1xfoo-80g + 1x1xh100-80g"),
-                  PlanRequest(engines=("vllm",)), sort="speed")
+    result = plan(
+        shape_of(LLAMA8B), parse_cluster("1x1xfoo-80g + 1x1xh100-80g"), PlanRequest(engines=("vllm",)), sort="speed"
+    )
     assert result.options[0].gpu.name == "h100-80g" and result.options[0].speed is not None
     unknown = [o for o in result.options if o.gpu.name == "foo-80g"]
     assert unknown and all(o.speed is None for o in unknown) and result.options[-1] in unknown
@@ -269,14 +296,23 @@ def test_an_unknown_card_has_no_speed_and_sorts_last():
 
 def test_plan_attaches_speed_and_sorts_fastest_first():
     shape = shape_of(LLAMA8B)
-    result = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(engines=GPU_ENGINES), sort="speed",
-                  speed=SpeedSettings(prices=shipped_prices()))
+    result = plan(
+        shape,
+        parse_cluster("1x8xh100-80g"),
+        PlanRequest(engines=GPU_ENGINES),
+        sort="speed",
+        speed=SpeedSettings(prices=shipped_prices()),
+    )
     rates = [o.speed.decode_estimate_tokens_per_s for o in result.options]
     assert rates == sorted(rates, reverse=True) and result.options[0].layout.tp == 8
     default = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(engines=GPU_ENGINES))
     assert default.options[0].layout.cards == 1  # the default ranking is unchanged
-    assert all(o.speed is None for o in plan(shape, parse_cluster("1x1xh100-80g"), speed=False,
-                                             request=PlanRequest(engines=GPU_ENGINES)).options)
+    assert all(
+        o.speed is None
+        for o in plan(
+            shape, parse_cluster("1x1xh100-80g"), speed=False, request=PlanRequest(engines=GPU_ENGINES)
+        ).options
+    )
     d = result.options[0].to_dict()
     assert set(d["decode_tokens_per_s"]) == {"bound", "estimate"}
     assert d["decode_aggregate_tokens_per_s"]["concurrency"] == 1
@@ -301,7 +337,9 @@ def test_cli_prints_and_emits_speed(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     best = out["options"][0]
     assert best["tp"] == 2 and best["speed"]["efficiency"] == 0.5 and best["speed"]["usd_per_gpu_hour"] == 1.0
-    assert best["decode_tokens_per_s"]["estimate"] == pytest.approx(0.5 * best["decode_tokens_per_s"]["bound"], abs=0.01)
+    assert best["decode_tokens_per_s"]["estimate"] == pytest.approx(
+        0.5 * best["decode_tokens_per_s"]["bound"], abs=0.01
+    )
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "tok/s est" in text and "tokens/s a sequence estimate (bound" in text and "per million output tokens" in text
@@ -309,21 +347,39 @@ def test_cli_prints_and_emits_speed(capsys, tmp_path):
 
 # --- invariants ------------------------------------------------------------------------------
 
-MODELS = ["meta-llama__Meta-Llama-3.1-8B", "Qwen__Qwen3-30B-A3B", "google__gemma-2-9b-it", "Qwen__Qwen3-0.6B",
-          "mistralai__Mixtral-8x7B-v0.1", "Qwen__Qwen3-Next-80B-A3B-Thinking", "openai__gpt-oss-20b",
-          "meta-llama__Llama-2-7b-hf"]
-CLUSTERS = ["1x8xh100-80g", "2x4xa100-40g@ib0", "1x2xrtx4090-24g,ram=128g + 1xcpu-256g", "1x1xm2-ultra-192g",
-            "1x4xl40s-48g", "3x2xl4-24g@eth25g"]
+MODELS = [
+    "meta-llama__Meta-Llama-3.1-8B",
+    "Qwen__Qwen3-30B-A3B",
+    "google__gemma-2-9b-it",
+    "Qwen__Qwen3-0.6B",
+    "mistralai__Mixtral-8x7B-v0.1",
+    "Qwen__Qwen3-Next-80B-A3B-Thinking",
+    "openai__gpt-oss-20b",
+    "meta-llama__Llama-2-7b-hf",
+]
+CLUSTERS = [
+    "1x8xh100-80g",
+    "2x4xa100-40g@ib0",
+    "1x2xrtx4090-24g,ram=128g + 1xcpu-256g",
+    "1x1xm2-ultra-192g",
+    "1x4xl40s-48g",
+    "3x2xl4-24g@eth25g",
+]
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(model=st.sampled_from(MODELS), spec=st.sampled_from(CLUSTERS),
-       context=st.sampled_from([128, 1024, 4096, 16384]), concurrency=st.integers(1, 64),
-       quant=st.sampled_from([None, "fp8", "int4-awq", "Q4_K_M"]))
+@given(
+    model=st.sampled_from(MODELS),
+    spec=st.sampled_from(CLUSTERS),
+    context=st.sampled_from([128, 1024, 4096, 16384]),
+    concurrency=st.integers(1, 64),
+    quant=st.sampled_from([None, "fp8", "int4-awq", "Q4_K_M"]),
+)
 def test_every_option_has_bound_at_least_estimate_above_zero(model, spec, context, concurrency, quant):
     shape = shape_of(model)
-    request = PlanRequest(context_tokens=min(context, shape.max_context_tokens), concurrency=concurrency,
-                          engines=ENGINES, precision=quant)
+    request = PlanRequest(
+        context_tokens=min(context, shape.max_context_tokens), concurrency=concurrency, engines=ENGINES, precision=quant
+    )
     for o in plan(shape, parse_cluster(spec), request).options:
         sp = o.speed
         assert sp is not None, o.label
@@ -370,7 +426,9 @@ def test_llamacpp_cpu_and_unified_options_carry_speed():
 
 def test_llamacpp_rpc_options_cross_the_fabric():
     shape = shape_of(LLAMA70B)
-    result = plan(shape, parse_cluster("2x1xrtx4090-24g@eth10g"), PlanRequest(engines=("llamacpp",), precision="Q4_K_M"))
+    result = plan(
+        shape, parse_cluster("2x1xrtx4090-24g@eth10g"), PlanRequest(engines=("llamacpp",), precision="Q4_K_M")
+    )
     rpc = [o for o in result.options if o.layout.rpc]
     for o in rpc:
         assert o.speed is not None and o.speed.decode_bound_tokens_per_s > 0

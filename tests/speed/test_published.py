@@ -34,20 +34,17 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from support.corpus import ROOT
-from support.corpus import DATA, shape_of
-
-from explorer.plan.offer import original_artifact, what_if_artifact
-from explorer.model.artifacts import Artifact
+from support.corpus import DATA, ROOT, shape_of
 
 from explorer.engines.common import Evaluation, Layout, PlanRequest
 from explorer.engines.options import Option
+from explorer.model.artifacts import Artifact
+from explorer.plan.offer import original_artifact, what_if_artifact
+from explorer.sources.shipped import shipped_catalogue
 from explorer.speed.estimate import DEFAULT_SETTINGS, precision_for, speed_of
 from explorer.speed.roofline import decode_cycle_s, placement, prefill_s
-from explorer.sources.shipped import shipped_catalogue
 
 NOTE = ROOT / "docs" / "notes" / "speed_model.md"
 FACTOR = 1.5
@@ -64,28 +61,46 @@ MODELS = {
     "Llama-3.3-70B-Instruct": "meta-llama__Llama-3.3-70B-Instruct",
     "Llama-3.1-8B": "meta-llama__Meta-Llama-3.1-8B",
 }
-QUANTS = {"Q4_K_M": "Q4_K_M", "Q4_0": "Q4_0", "F16": "fp16", "FP16": "fp16", "BF16": "bf16", "FP8": "fp8",
-          "q4f16_1 (int4)": "Q4_0", "GPTQ int4": "int4-gptq"}
+QUANTS = {
+    "Q4_K_M": "Q4_K_M",
+    "Q4_0": "Q4_0",
+    "F16": "fp16",
+    "FP16": "fp16",
+    "BF16": "bf16",
+    "FP8": "fp8",
+    "q4f16_1 (int4)": "Q4_0",
+    "GPTQ int4": "int4-gptq",
+}
 GPUS = {
-    "RTX 3090 24GB": "rtx3090-24g", "RTX 4080 16GB": "rtx4080-16g", "RTX 4090 24GB": "rtx4090-24g",
-    "RTX 4090": "rtx4090-24g", "A100 80GB": "a100-80g", "H100 PCIe 80GB": "h100-pcie-80g", "H100 80GB": "h100-80g",
-    "H200": "h200-141g", "Apple M1 Max 32-core GPU 64GB": "m1-max-64g",
-    "Apple M2 Ultra 76-core GPU 192GB": "m2-ultra-192g", "Apple M3 Max 40-core GPU 64GB": "m3-max-64g",
+    "RTX 3090 24GB": "rtx3090-24g",
+    "RTX 4080 16GB": "rtx4080-16g",
+    "RTX 4090 24GB": "rtx4090-24g",
+    "RTX 4090": "rtx4090-24g",
+    "A100 80GB": "a100-80g",
+    "H100 PCIe 80GB": "h100-pcie-80g",
+    "H100 80GB": "h100-80g",
+    "H200": "h200-141g",
+    "Apple M1 Max 32-core GPU 64GB": "m1-max-64g",
+    "Apple M2 Ultra 76-core GPU 192GB": "m2-ultra-192g",
+    "Apple M3 Max 40-core GPU 64GB": "m3-max-64g",
 }
 ENGINES = {"llama.cpp": "llamacpp"}
 #: rows measured over whole requests: (input tokens, output tokens) each
 REQUESTS = {
-    "nim-l33-70b-fp8-tp2-c25": (5000, 500), "nim-l33-70b-fp8-tp2-c100": (5000, 500),
-    "trtllm-h100-llama7b-bs768": (128, 128), "trtllm-h100-llama7b-bs112-longout": (128, 2048),
-    "trtllm-h100-llama70b-tp2-bs1024": (128, 128), "trtllm-a100-llama7b-bs384": (128, 128),
+    "nim-l33-70b-fp8-tp2-c25": (5000, 500),
+    "nim-l33-70b-fp8-tp2-c100": (5000, 500),
+    "trtllm-h100-llama7b-bs768": (128, 128),
+    "trtllm-h100-llama7b-bs112-longout": (128, 2048),
+    "trtllm-h100-llama70b-tp2-bs1024": (128, 128),
+    "trtllm-a100-llama7b-bs384": (128, 128),
     "vllm-ci-h200-llama8b-bs8": (32, 128),
 }
 FP8_KV = ("trtllm-h100", "nim-")
 #: rows whose estimate is known to miss by more than 1.5×, and why (docs/notes/speed_model.md)
 OUTLIERS = {
     "xd-l2-a100-7b-q4_0": "llama.cpp (Dec 2023) took about 7 ms a token for a 7B Q4_0 whatever the card — 7.3 ms "
-                          "on the A100, 7.5 on the H100 PCIe — against a 2.1 ms read of weights and KV: a fixed "
-                          "per-token cost (kernel launches, inferred), not bandwidth",
+    "on the A100, 7.5 on the H100 PCIe — against a 2.1 ms read of weights and KV: a fixed "
+    "per-token cost (kernel launches, inferred), not bandwidth",
     "xd-l2-h100pcie-7b-q4_0": "the same fixed per-token cost as on the A100 (7.5 ms a token against a 2.1 ms read)",
 }
 
@@ -138,12 +153,21 @@ def compare(row: dict) -> Compared:
     shape = shape_of(config)
     n_gpus, tp, conc = int(row["n_gpus"]), int(row["tp"]), int(row["concurrency"])
     engine = ENGINES.get(row["engine"], "vllm")  # MLC, exllama, NIM, TensorRT-LLM: a GPU serving engine
-    layout = Layout(engine=engine, gpu_class=gpu.name, gpus_per_node=n_gpus, tp=tp, pp=n_gpus // tp,
-                    unified=gpu.unified)
+    layout = Layout(
+        engine=engine, gpu_class=gpu.name, gpus_per_node=n_gpus, tp=tp, pp=n_gpus // tp, unified=gpu.unified
+    )
     artifact = artifact_for(shape, QUANTS[row["quant"]])
     evaluation = Evaluation(cards=(), host=None, max_context_tokens=0, max_concurrency=0, command="")
-    option = Option(layout=layout, artifact=artifact, precision=artifact.quant, bits_per_weight=0.0,
-                    evaluation=evaluation, free_now=True, hosts=1, gpu=gpu)
+    option = Option(
+        layout=layout,
+        artifact=artifact,
+        precision=artifact.quant,
+        bits_per_weight=0.0,
+        evaluation=evaluation,
+        free_now=True,
+        hosts=1,
+        gpu=gpu,
+    )
     kv = "fp8" if row["source_id"].startswith(FP8_KV) else "auto"
     measured = float(row["measured_decode_tokens_per_s"])
     if row["source_id"] in REQUESTS:
@@ -153,12 +177,26 @@ def compare(row: dict) -> Compared:
         decode = n_out * decode_cycle_s(shape, where, conc, p_in + n_out // 2, shape.kv_type(kv))
         prefill = prefill_s(shape, where, p_in, sequences=conc)
         eff = DEFAULT_SETTINGS.efficiency_for(engine)
-        return Compared(row, config, gpu.name, measured, conc * n_out / max(decode, prefill),
-                        eff * conc * n_out / (decode + prefill), f"{conc} × ({p_in} in + {n_out} out)")
+        return Compared(
+            row,
+            config,
+            gpu.name,
+            measured,
+            conc * n_out / max(decode, prefill),
+            eff * conc * n_out / (decode + prefill),
+            f"{conc} × ({p_in} in + {n_out} out)",
+        )
     context = int(row["context_tokens"] or 1024)
     speed = speed_of(option, shape, PlanRequest(context_tokens=context, concurrency=conc, kv_dtype=kv))
-    return Compared(row, config, gpu.name, measured, speed.decode_bound_tokens_per_s,
-                    speed.decode_estimate_tokens_per_s, f"decode at {context:,}")
+    return Compared(
+        row,
+        config,
+        gpu.name,
+        measured,
+        speed.decode_bound_tokens_per_s,
+        speed.decode_estimate_tokens_per_s,
+        f"decode at {context:,}",
+    )
 
 
 def compared() -> list[Compared]:
@@ -193,13 +231,19 @@ def test_the_estimate_lands_within_a_factor_of_1_5(row):
 
 def table() -> str:
     """The comparison as a markdown table."""
-    lines = ["| source | setup | metric | measured tok/s | bound | estimate | estimate / measured | bound / measured |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| source | setup | metric | measured tok/s | bound | estimate | estimate / measured | bound / measured |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
     for c in compared():
         r = c.row
-        setup = f"{r['engine']} · {r['model']} {r['quant']} · {r['n_gpus']}× {c.gpu}" + (f" tp{r['tp']}" if r["tp"] != "1" else "")
-        lines.append(f"| {r['source_id']} | {setup} | {c.metric} | {c.measured:,.2f} | {c.bound:,.1f} | "
-                     f"{c.estimate:,.1f} | {c.estimate_ratio:.2f} | {c.bound_ratio:.2f} |")
+        setup = f"{r['engine']} · {r['model']} {r['quant']} · {r['n_gpus']}× {c.gpu}" + (
+            f" tp{r['tp']}" if r["tp"] != "1" else ""
+        )
+        lines.append(
+            f"| {r['source_id']} | {setup} | {c.metric} | {c.measured:,.2f} | {c.bound:,.1f} | "
+            f"{c.estimate:,.1f} | {c.estimate_ratio:.2f} | {c.bound_ratio:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -207,8 +251,9 @@ def test_the_note_carries_the_current_table():
     text = NOTE.read_text()
     m = re.search(r"<!-- table:start -->\n(.*?)\n<!-- table:end -->", text, re.DOTALL)
     assert m, "docs/notes/speed_model.md lacks the table markers"
-    assert m[1].strip() == table().strip(), \
+    assert m[1].strip() == table().strip(), (
         "the comparison table changed: run `python tests/speed/test_published.py` and paste it into the note"
+    )
 
 
 if __name__ == "__main__":

@@ -13,8 +13,13 @@ from pathlib import Path
 def run_script(tmp_path: Path, body: str, *args: str) -> subprocess.Popen:
     script = tmp_path / f"script{time.monotonic_ns()}.py"
     script.write_text(textwrap.dedent(body))
-    return subprocess.Popen([sys.executable, str(script), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def check_consistent(path: Path) -> int:

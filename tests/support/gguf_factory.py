@@ -31,9 +31,18 @@ F32, F16, Q8_0, Q4_K, Q6_K = QT.F32, QT.F16, QT.Q8_0, QT.Q4_K, QT.Q6_K
 
 #: struct format of each scalar value type, little-endian
 SCALAR_FORMATS = {
-    VT.UINT8: "<B", VT.INT8: "<b", VT.UINT16: "<H", VT.INT16: "<h", VT.UINT32: "<I", VT.INT32: "<i",
-    VT.FLOAT32: "<f", VT.BOOL: "<?", VT.UINT64: "<Q", VT.INT64: "<q", VT.FLOAT64: "<d",
-}  # fmt: skip
+    VT.UINT8: "<B",
+    VT.INT8: "<b",
+    VT.UINT16: "<H",
+    VT.INT16: "<h",
+    VT.UINT32: "<I",
+    VT.INT32: "<i",
+    VT.FLOAT32: "<f",
+    VT.BOOL: "<?",
+    VT.UINT64: "<Q",
+    VT.INT64: "<q",
+    VT.FLOAT64: "<d",
+}
 
 TensorSpec = tuple[str, Sequence[int], int]
 
@@ -153,7 +162,7 @@ def build_gguf(
     out = bytearray(pack_preamble(len(tensors), len(kvs), version=version))
     for key, value in kvs.items():
         out += pack_kv(key, value)
-    for (name, shape, t), offset in zip(tensors, offsets):
+    for (name, shape, t), offset in zip(tensors, offsets, strict=True):
         out += pack_tensor_info(name, shape, t, offset)
     if with_data:
         out += bytes(_pad(len(out), alignment) - len(out)) + bytes(data_size)

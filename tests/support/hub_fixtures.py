@@ -23,20 +23,33 @@ import json
 import shutil
 import socket
 import struct
-import sys
 from pathlib import Path
 
 import pytest
 
 from support.corpus import CONFIGS
-from support.gguf_factory import Typed, VT, build_gguf, data_file_size, llama_like, llama_metadata  # noqa: E402
-from support.hubserver import HubServer  # noqa: E402
+from support.gguf_factory import VT, Typed, build_gguf, data_file_size, llama_like, llama_metadata
+from support.hubserver import HubServer
 
 __all__ = [
-    "hub_root", "hub_server", "hub_endpoint", "new_hub_server", "closed_port_endpoint",
-    "GATED", "SINGLE", "SHARDED", "FP8", "GGUF", "NOTHING", "BAD_CONFIG", "NAN_CONFIG", "PRIVATE",
-    "GATED_TOKEN", "PRIVATE_TOKEN", "GGUF_FILES",
-]  # fmt: skip
+    "BAD_CONFIG",
+    "FP8",
+    "GATED",
+    "GATED_TOKEN",
+    "GGUF",
+    "GGUF_FILES",
+    "NAN_CONFIG",
+    "NOTHING",
+    "PRIVATE",
+    "PRIVATE_TOKEN",
+    "SHARDED",
+    "SINGLE",
+    "closed_port_endpoint",
+    "hub_endpoint",
+    "hub_root",
+    "hub_server",
+    "new_hub_server",
+]
 
 GATED = "meta-llama/Meta-Llama-3.1-8B"
 SINGLE = "fake-org/llama-tiny-single"
@@ -51,14 +64,26 @@ GATED_TOKEN = "hf_GATEDtestTOKEN0123456789abcdef"
 PRIVATE_TOKEN = "hf_PRIVATEtestTOKEN0123456789abcd"
 #: file name -> (header bytes, file size in bytes) of the GGUF repo, filled by build_standard_repos
 GGUF_FILES: dict[str, tuple[int, int]] = {}
-TINY = dict(layers=2, hidden=64, intermediate=128, vocab=256, heads=4, kv_heads=2)
+TINY = {"layers": 2, "hidden": 64, "intermediate": 128, "vocab": 256, "heads": 4, "kv_heads": 2}
 
 
 # ---- test content: safetensors, GGUF, repo folders ------------------------------------------
 
 # bytes per element; safetensors dtype names (safetensors/src/tensor.rs Dtype)
-SAFETENSORS_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
-                           "I8": 1, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+SAFETENSORS_DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+}
 
 
 def write_safetensors(path: Path, tensors: dict, *, metadata: dict | None = None) -> int:
@@ -95,7 +120,7 @@ def write_sharded_safetensors(folder: Path, tensors: dict, shards: int) -> dict[
     sizes, weight_map, total = {}, {}, 0
     for i in range(shards):
         fn = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
-        part = {k: tensors[k] for k in names[i * per:(i + 1) * per]}
+        part = {k: tensors[k] for k in names[i * per : (i + 1) * per]}
         sizes[fn] = write_safetensors(folder / fn, part)
         weight_map.update(dict.fromkeys(part, fn))
         total += sum(SAFETENSORS_DTYPE_BYTES[dt] * _prod(shape) for dt, shape in part.values())
@@ -104,8 +129,17 @@ def write_sharded_safetensors(folder: Path, tensors: dict, shards: int) -> dict[
     return sizes
 
 
-def llama_tensors(*, layers: int, hidden: int, intermediate: int, vocab: int, heads: int, kv_heads: int,
-                  dtype: str = "BF16", tied: bool = False) -> dict:
+def llama_tensors(
+    *,
+    layers: int,
+    hidden: int,
+    intermediate: int,
+    vocab: int,
+    heads: int,
+    kv_heads: int,
+    dtype: str = "BF16",
+    tied: bool = False,
+) -> dict:
     """Tensor names and shapes of a Llama-style model, as HF checkpoints name them."""
     hd = hidden // heads
     t = {"model.embed_tokens.weight": (dtype, (vocab, hidden)), "model.norm.weight": (dtype, (hidden,))}
@@ -113,17 +147,19 @@ def llama_tensors(*, layers: int, hidden: int, intermediate: int, vocab: int, he
         t["lm_head.weight"] = (dtype, (vocab, hidden))
     for i in range(layers):
         p = f"model.layers.{i}."
-        t.update({
-            p + "input_layernorm.weight": (dtype, (hidden,)),
-            p + "post_attention_layernorm.weight": (dtype, (hidden,)),
-            p + "self_attn.q_proj.weight": (dtype, (heads * hd, hidden)),
-            p + "self_attn.k_proj.weight": (dtype, (kv_heads * hd, hidden)),
-            p + "self_attn.v_proj.weight": (dtype, (kv_heads * hd, hidden)),
-            p + "self_attn.o_proj.weight": (dtype, (hidden, heads * hd)),
-            p + "mlp.gate_proj.weight": (dtype, (intermediate, hidden)),
-            p + "mlp.up_proj.weight": (dtype, (intermediate, hidden)),
-            p + "mlp.down_proj.weight": (dtype, (hidden, intermediate)),
-        })
+        t.update(
+            {
+                p + "input_layernorm.weight": (dtype, (hidden,)),
+                p + "post_attention_layernorm.weight": (dtype, (hidden,)),
+                p + "self_attn.q_proj.weight": (dtype, (heads * hd, hidden)),
+                p + "self_attn.k_proj.weight": (dtype, (kv_heads * hd, hidden)),
+                p + "self_attn.v_proj.weight": (dtype, (kv_heads * hd, hidden)),
+                p + "self_attn.o_proj.weight": (dtype, (hidden, heads * hd)),
+                p + "mlp.gate_proj.weight": (dtype, (intermediate, hidden)),
+                p + "mlp.up_proj.weight": (dtype, (intermediate, hidden)),
+                p + "mlp.down_proj.weight": (dtype, (hidden, intermediate)),
+            }
+        )
     return t
 
 
@@ -134,8 +170,9 @@ def _prod(shape) -> int:
     return n
 
 
-def make_repo(root: Path, repo_id: str, files: dict | None = None, *, gated_tokens=None,
-              private_tokens=None, branches=()) -> Path:
+def make_repo(
+    root: Path, repo_id: str, files: dict | None = None, *, gated_tokens=None, private_tokens=None, branches=()
+) -> Path:
     """Create ``root/repo_id`` with ``files`` (path -> bytes, str, or a dict written as JSON).
 
     ``gated_tokens`` / ``private_tokens`` (iterables) write ``.gated`` / ``.private``;
@@ -153,7 +190,6 @@ def make_repo(root: Path, repo_id: str, files: dict | None = None, *, gated_toke
         if toks is not None:
             (folder / name).write_text("".join(f"{t}\n" for t in toks))
     return folder
-
 
 
 def write_gguf(path: Path, metadata: dict, tensors: list, *, file_size: int | None = None) -> tuple[int, int]:
@@ -177,22 +213,38 @@ def config_fixture(name: str) -> dict:
 
 def build_standard_repos(root: Path) -> Path:
     """Write the standard tree described in the module docstring under ``root``."""
-    d = make_repo(root, GATED, {"config.json": config_fixture("meta-llama__Meta-Llama-3.1-8B"), "README.md": "# 8B\n"},
-                  gated_tokens=[GATED_TOKEN])  # fmt: skip
+    d = make_repo(
+        root,
+        GATED,
+        {"config.json": config_fixture("meta-llama__Meta-Llama-3.1-8B"), "README.md": "# 8B\n"},
+        gated_tokens=[GATED_TOKEN],
+    )
     write_sharded_safetensors(
         d, llama_tensors(layers=32, hidden=4096, intermediate=14336, vocab=128256, heads=32, kv_heads=8), 4
     )
-    tiny_cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
-                "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-                "num_key_value_heads": 2, "vocab_size": 256, "torch_dtype": "bfloat16"}  # fmt: skip
+    tiny_cfg = {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 256,
+        "torch_dtype": "bfloat16",
+    }
     d = make_repo(root, SINGLE, {"config.json": tiny_cfg})
     write_safetensors(d / "model.safetensors", llama_tensors(**TINY))
     d = make_repo(root, SHARDED, {"config.json": tiny_cfg})
     write_sharded_safetensors(d, llama_tensors(**TINY), 3)
-    make_repo(root, FP8, {
-        "config.json": config_fixture("nvidia__Llama-3.1-70B-Instruct-FP8"),
-        "hf_quant_config.json": config_fixture("nvidia__Llama-3.1-70B-Instruct-FP8.hf_quant_config"),
-    })  # fmt: skip
+    make_repo(
+        root,
+        FP8,
+        {
+            "config.json": config_fixture("nvidia__Llama-3.1-70B-Instruct-FP8"),
+            "hf_quant_config.json": config_fixture("nvidia__Llama-3.1-70B-Instruct-FP8.hf_quant_config"),
+        },
+    )
     d = make_repo(root, GGUF, {"README.md": "# GGUF\n"})
     GGUF_FILES["tiny-Q4_K_M.gguf"] = write_gguf(
         d / "tiny-Q4_K_M.gguf", llama_metadata(vocab=20_000), llama_like(vocab=20_000), file_size=1 << 30
@@ -201,8 +253,9 @@ def build_standard_repos(root: Path) -> Path:
     GGUF_FILES["big-vocab-Q8_0.gguf"] = write_gguf(d / "big-vocab-Q8_0.gguf", big, llama_like(), file_size=3 << 30)
     for k in (1, 2):
         name = f"split-{k:05d}-of-00002.gguf"
-        GGUF_FILES[name] = write_gguf(d / name, llama_metadata(**{"split.no": Typed(k - 1, VT.UINT16)}), llama_like(),
-                                      file_size=256 << 20)  # fmt: skip
+        GGUF_FILES[name] = write_gguf(
+            d / name, llama_metadata(**{"split.no": Typed(k - 1, VT.UINT16)}), llama_like(), file_size=256 << 20
+        )
     make_repo(root, NOTHING, {"README.md": "nothing to see\n", ".gitattributes": "*.bin filter=lfs\n"})
     make_repo(root, BAD_CONFIG, {"config.json": "this is not JSON {"})
     make_repo(root, NAN_CONFIG, {"config.json": '{"model_type": "llama", "rope_theta": NaN, "max": Infinity}'})

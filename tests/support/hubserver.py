@@ -138,11 +138,20 @@ class Repo:
 
     def model_info(self, blobs: bool) -> dict:
         info = {
-            "_id": self.sha[:24], "id": self.repo_id, "modelId": self.repo_id,
-            "author": self.repo_id.split("/")[0], "sha": self.sha,
-            "lastModified": "2024-01-01T00:00:00.000Z", "createdAt": "2024-01-01T00:00:00.000Z",
-            "private": self.private is not None, "gated": "manual" if self.gated is not None else False,
-            "disabled": False, "downloads": 0, "likes": 0, "tags": [], "library_name": None,
+            "_id": self.sha[:24],
+            "id": self.repo_id,
+            "modelId": self.repo_id,
+            "author": self.repo_id.split("/")[0],
+            "sha": self.sha,
+            "lastModified": "2024-01-01T00:00:00.000Z",
+            "createdAt": "2024-01-01T00:00:00.000Z",
+            "private": self.private is not None,
+            "gated": "manual" if self.gated is not None else False,
+            "disabled": False,
+            "downloads": 0,
+            "likes": 0,
+            "tags": [],
+            "library_name": None,
             "siblings": [e.sibling(blobs) for e in self.entries.values()],
             "usedStorage": sum(e.size for e in self.entries.values()),
         }
@@ -176,8 +185,12 @@ class Stats:
         return sum(n for p, n in self.bytes_sent.items() if contains in p)
 
     def as_json(self) -> dict:
-        return {"requests": dict(self.requests), "bytes_sent": dict(self.bytes_sent), "log": self.log,
-                "max_in_flight": self.max_in_flight}
+        return {
+            "requests": dict(self.requests),
+            "bytes_sent": dict(self.bytes_sent),
+            "log": self.log,
+            "max_in_flight": self.max_in_flight,
+        }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -271,8 +284,16 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if m := re.fullmatch(rf"/api/models/{_REPO}/refs", raw):
             if repo := self._repo(m.group(1), None):
-                self._json({"branches": [{"name": b, "ref": f"refs/heads/{b}", "targetCommit": repo.sha}
-                                         for b in sorted(repo.branches)], "tags": [], "converts": []})
+                self._json(
+                    {
+                        "branches": [
+                            {"name": b, "ref": f"refs/heads/{b}", "targetCommit": repo.sha}
+                            for b in sorted(repo.branches)
+                        ],
+                        "tags": [],
+                        "converts": [],
+                    }
+                )
             return
         if m := re.fullmatch(rf"/api/models/{_REPO}/tree/([^/]+)(?:/(.*))?", raw):
             if repo := self._repo(m.group(1), m.group(2)):
@@ -290,13 +311,15 @@ class _Handler(BaseHTTPRequestHandler):
         for path, e in repo.entries.items():
             if not path.startswith(prefix):
                 continue
-            parts = path[len(prefix):].split("/")
+            parts = path[len(prefix) :].split("/")
             for i in range(1, len(parts) if recursive else min(2, len(parts))):
                 dirs.add(prefix + "/".join(parts[:i]))
             if recursive or len(parts) == 1:
                 out.append(e.tree())
-        out += [{"type": "directory", "path": d, "oid": hashlib.sha1(d.encode()).hexdigest(), "size": 0}
-                for d in sorted(dirs)]
+        out += [
+            {"type": "directory", "path": d, "oid": hashlib.sha1(d.encode()).hexdigest(), "size": 0}
+            for d in sorted(dirs)
+        ]
         self._json(sorted(out, key=lambda e: e["path"]))
 
     def _post(self, raw: str):
@@ -326,8 +349,10 @@ class _Handler(BaseHTTPRequestHandler):
         if repo.gated is not None:
             token = self._token()
             if token is None:
-                msg = (f"Access to model {repo_id} is restricted. You must have access to it"
-                       " and be authenticated to access it. Please log in.")
+                msg = (
+                    f"Access to model {repo_id} is restricted. You must have access to it"
+                    " and be authenticated to access it. Please log in."
+                )
                 return self._err(401, "GatedRepo", msg)
             if token not in repo.gated:
                 msg = f"Access to model {repo_id} is restricted and you are not in the authorized list."

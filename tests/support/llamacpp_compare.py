@@ -37,12 +37,21 @@ def model_for(name: str) -> LlamaModel:
 def settings_for(p: dict) -> LlamaCppSettings:
     """A case's parameters as settings (swa_full None is the C API default, true)."""
     return LlamaCppSettings(
-        n_ctx=p["n_ctx"], n_batch=p["n_batch"], n_ubatch=p["n_ubatch"], n_seq=p["n_seq_max"],
-        kv_unified=p["kv_unified"], type_k=p["type_k"], type_v=p["type_v"], flash_attn=p["flash_attn"],
-        mmap=p["use_mmap"], swa_full=True if p["swa_full"] is None else p["swa_full"],
-        n_gpu_layers=p["n_gpu_layers"], repack=p["use_extra_bufts"], n_outputs_max=p["n_outputs_max"],
+        n_ctx=p["n_ctx"],
+        n_batch=p["n_batch"],
+        n_ubatch=p["n_ubatch"],
+        n_seq=p["n_seq_max"],
+        kv_unified=p["kv_unified"],
+        type_k=p["type_k"],
+        type_v=p["type_v"],
+        flash_attn=p["flash_attn"],
+        mmap=p["use_mmap"],
+        swa_full=True if p["swa_full"] is None else p["swa_full"],
+        n_gpu_layers=p["n_gpu_layers"],
+        repack=p["use_extra_bufts"],
+        n_outputs_max=p["n_outputs_max"],
         embeddings=p["embeddings"],
-    )  # fmt: skip
+    )
 
 
 def memory_for(case: dict) -> LlamaCppMemory:
@@ -68,5 +77,3 @@ def compute_error(case: dict, mem: LlamaCppMemory) -> float:
     """(estimate - llama.cpp) / llama.cpp for the compute buffer."""
     truth = float(case["figures"]["compute_exact"][0]["mib_str"]) * MiB
     return (mem.host.compute_bytes - truth) / truth
-
-

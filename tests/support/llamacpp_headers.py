@@ -9,16 +9,13 @@ milliseconds; writing the files takes seconds and 150 MB.
 
 from __future__ import annotations
 
-import sys
 from functools import cache
-from pathlib import Path
 
 import gguf
 
+from explorer.gguf.header import GGUFHeader, parse_gguf_header
 from support import llamacpp_models as models
 from support.gguf_factory import Typed, build_gguf, data_file_size
-
-from explorer.gguf.header import GGUFHeader, parse_gguf_header
 
 VT = gguf.GGUFValueType
 _KINDS = {"u32": VT.UINT32, "f32": VT.FLOAT32, "str": VT.STRING, "bool": VT.BOOL}

@@ -49,6 +49,7 @@ KNOWN_COMMITS = {"0.3.36": "0c1e57098"}
 # log parsing (pure, standard library only)
 # ---------------------------------------------------------------------------
 
+
 def _num(name: str) -> str:
     """A named decimal-number group."""
     return rf"(?P<{name}>\d+(?:\.\d+)?)"
@@ -73,19 +74,32 @@ COMPUTE_EXACT_RE = re.compile(
 # older: "... (  512 cells,  4 layers,  1 seqs), K (f16): ..."
 KV_SUMMARY_RE = re.compile(
     r"size\s*=\s*" + _num("mib") + r" MiB \(\s*(?P<cells>\d+) cells,\s*(?P<layers>\d+) layers,\s*"
-    r"(?P<seqs>\d+)(?:/(?P<streams>\d+))? seqs\),\s*K \((?P<type_k>\w+)\):\s*" + _num("k")
-    + r" MiB,\s*V \((?P<type_v>\w+)\):\s*" + _num("v") + r" MiB"
+    r"(?P<seqs>\d+)(?:/(?P<streams>\d+))? seqs\),\s*K \((?P<type_k>\w+)\):\s*"
+    + _num("k")
+    + r" MiB,\s*V \((?P<type_v>\w+)\):\s*"
+    + _num("v")
+    + r" MiB"
 )
 # older builds: "llama_new_context_with_model: KV self size  =  256.00 MiB, K (f16):  128.00 MiB, V (f16):  128.00 MiB"
 KV_SELF_RE = re.compile(
-    r"KV self size\s*=\s*" + _num("mib") + r" MiB,\s*K \((?P<type_k>\w+)\):\s*" + _num("k")
-    + r" MiB,\s*V \((?P<type_v>\w+)\):\s*" + _num("v") + r" MiB"
+    r"KV self size\s*=\s*"
+    + _num("mib")
+    + r" MiB,\s*K \((?P<type_k>\w+)\):\s*"
+    + _num("k")
+    + r" MiB,\s*V \((?P<type_v>\w+)\):\s*"
+    + _num("v")
+    + r" MiB"
 )
 # "llama_memory_recurrent: size =    1.05 MiB (     1 cells,   4 layers,  1 seqs  0 rs_seq), R (f32):    0.05 MiB, S (f32):    1.00 MiB, P (f32):    0.00 MiB"
 RS_SUMMARY_RE = re.compile(
     r"size\s*=\s*" + _num("mib") + r" MiB \(\s*(?P<cells>\d+) cells,\s*(?P<layers>\d+) layers,\s*"
-    r"(?P<seqs>\d+) seqs(?:\s+(?P<rs_seq>\d+) rs_seq)?\),\s*R \((?P<type_r>\w+)\):\s*" + _num("r")
-    + r" MiB,\s*S \((?P<type_s>\w+)\):\s*" + _num("s") + r" MiB(?:,\s*P \((?P<type_p>\w+)\):\s*" + _num("p") + r" MiB)?"
+    r"(?P<seqs>\d+) seqs(?:\s+(?P<rs_seq>\d+) rs_seq)?\),\s*R \((?P<type_r>\w+)\):\s*"
+    + _num("r")
+    + r" MiB,\s*S \((?P<type_s>\w+)\):\s*"
+    + _num("s")
+    + r" MiB(?:,\s*P \((?P<type_p>\w+)\):\s*"
+    + _num("p")
+    + r" MiB)?"
 )
 # "llama_kv_cache_iswa: creating     SWA KV cache, size = 768 cells"
 ISWA_RE = re.compile(r"creating\s+(?P<which>non-SWA|SWA) KV cache, size = (?P<cells>\d+) cells")
@@ -94,18 +108,38 @@ CONTEXT_RE = re.compile(r"^llama_(?:context|new_context_with_model):\s+(?P<key>[
 # "sched_reserve: graph: nodes = 150, splits = 1, input objects = 4, input tensors = 6"
 # "sched_reserve: graph (pp bs=512, tg bs=1): nodes = 150 / 140, splits = 1 / 1, ..."
 # older: "llama_context: graph nodes  = 150" / "graph splits = 1"
-GRAPH_RE = re.compile(r"graph(?P<pp> \(pp bs=\d+, tg bs=\d+\))?: nodes = (?P<nodes>[\d /]+), splits = (?P<splits>[\d /]+)")
+GRAPH_RE = re.compile(
+    r"graph(?P<pp> \(pp bs=\d+, tg bs=\d+\))?: nodes = (?P<nodes>[\d /]+), splits = (?P<splits>[\d /]+)"
+)
 GRAPH_OLD_RE = re.compile(r"graph (?P<key>nodes|splits)\s*=\s*(?P<value>\d+)")
 PRINT_INFO_RE = re.compile(r"^print_info:\s+(?P<key>[^=]+?)\s*=\s*(?P<value>.*?)\s*$")
 SCHED_COPIES_RE = re.compile(r"sched copies = (?P<n>\d+)")
 # the llama_context block keys a memory model needs (older builds: n_ctx_per_seq)
-CONTEXT_KEYS = ("n_seq_max", "n_ctx", "n_ctx_seq", "n_ctx_per_seq", "n_batch", "n_ubatch",
-                "flash_attn", "kv_unified", "n_outputs_max", "causal_attn")
+CONTEXT_KEYS = (
+    "n_seq_max",
+    "n_ctx",
+    "n_ctx_seq",
+    "n_ctx_per_seq",
+    "n_batch",
+    "n_ubatch",
+    "flash_attn",
+    "kv_unified",
+    "n_outputs_max",
+    "causal_attn",
+)
 # lines worth keeping verbatim even though they carry no size
 NOTE_PATTERNS = (
-    "rounding down", "padding V cache", "full-size SWA", "not supported", "Flash Attention",
-    "cannot be used with preferred buffer type", "requires Flash Attention", "failed", "error",
-    "n_ctx_seq (", "pipeline parallelism",
+    "rounding down",
+    "padding V cache",
+    "full-size SWA",
+    "not supported",
+    "Flash Attention",
+    "cannot be used with preferred buffer type",
+    "requires Flash Attention",
+    "failed",
+    "error",
+    "n_ctx_seq (",
+    "pipeline parallelism",
 )
 
 
@@ -131,13 +165,29 @@ def parse_log(text: str) -> dict[str, Any]:
     with ``size =``/``size is``) and ``notes`` (warnings worth keeping).
     """
     out: dict[str, Any] = {
-        "model_buffers": [], "kv_buffers": [], "rs_buffers": [], "output_buffers": [],
-        "compute_buffers": [], "other_buffers": [], "compute_exact": [], "kv_summaries": [],
-        "rs_summaries": [], "iswa_cells": {}, "context": {}, "graph": {}, "print_info": {},
-        "size_lines": [], "notes": [],
+        "model_buffers": [],
+        "kv_buffers": [],
+        "rs_buffers": [],
+        "output_buffers": [],
+        "compute_buffers": [],
+        "other_buffers": [],
+        "compute_exact": [],
+        "kv_summaries": [],
+        "rs_summaries": [],
+        "iswa_cells": {},
+        "context": {},
+        "graph": {},
+        "print_info": {},
+        "size_lines": [],
+        "notes": [],
     }
-    kind_key = {"model": "model_buffers", "KV": "kv_buffers", "RS": "rs_buffers",
-                "output": "output_buffers", "compute": "compute_buffers"}
+    kind_key = {
+        "model": "model_buffers",
+        "KV": "kv_buffers",
+        "RS": "rs_buffers",
+        "output": "output_buffers",
+        "compute": "compute_buffers",
+    }
     for raw in text.splitlines():
         line = raw.rstrip()
         used = False
@@ -153,25 +203,48 @@ def parse_log(text: str) -> dict[str, Any]:
             out[key].append({"buffer": m["buffer"], **_mib(m["mib"]), "source": m["src"], "line": line})
             used = True
         if m := KV_SUMMARY_RE.search(line):
-            out["kv_summaries"].append({
-                **_mib(m["mib"]), "cells": int(m["cells"]), "layers": int(m["layers"]),
-                "seqs": int(m["seqs"]), "streams": int(m["streams"]) if m["streams"] else None,
-                "type_k": m["type_k"], "k": _mib(m["k"]), "type_v": m["type_v"], "v": _mib(m["v"]),
-                "line": line,
-            })
+            out["kv_summaries"].append(
+                {
+                    **_mib(m["mib"]),
+                    "cells": int(m["cells"]),
+                    "layers": int(m["layers"]),
+                    "seqs": int(m["seqs"]),
+                    "streams": int(m["streams"]) if m["streams"] else None,
+                    "type_k": m["type_k"],
+                    "k": _mib(m["k"]),
+                    "type_v": m["type_v"],
+                    "v": _mib(m["v"]),
+                    "line": line,
+                }
+            )
             used = True
         elif m := KV_SELF_RE.search(line):
-            out["kv_summaries"].append({
-                **_mib(m["mib"]), "cells": None, "layers": None, "seqs": None, "streams": None,
-                "type_k": m["type_k"], "k": _mib(m["k"]), "type_v": m["type_v"], "v": _mib(m["v"]),
-                "line": line,
-            })
+            out["kv_summaries"].append(
+                {
+                    **_mib(m["mib"]),
+                    "cells": None,
+                    "layers": None,
+                    "seqs": None,
+                    "streams": None,
+                    "type_k": m["type_k"],
+                    "k": _mib(m["k"]),
+                    "type_v": m["type_v"],
+                    "v": _mib(m["v"]),
+                    "line": line,
+                }
+            )
             used = True
         elif m := RS_SUMMARY_RE.search(line):
             rec = {
-                **_mib(m["mib"]), "cells": int(m["cells"]), "layers": int(m["layers"]),
-                "seqs": int(m["seqs"]), "rs_seq": int(m["rs_seq"]) if m["rs_seq"] else None,
-                "type_r": m["type_r"], "r": _mib(m["r"]), "type_s": m["type_s"], "s": _mib(m["s"]),
+                **_mib(m["mib"]),
+                "cells": int(m["cells"]),
+                "layers": int(m["layers"]),
+                "seqs": int(m["seqs"]),
+                "rs_seq": int(m["rs_seq"]) if m["rs_seq"] else None,
+                "type_r": m["type_r"],
+                "r": _mib(m["r"]),
+                "type_s": m["type_s"],
+                "s": _mib(m["s"]),
                 "line": line,
             }
             if m["type_p"]:
@@ -219,7 +292,8 @@ def relevant_lines(text: str) -> list[str]:
         if ln.startswith(("print_info:", "load:", "llama_model_loader:")) or "llama_graph_n_input_tensors" in ln:
             continue
         if any(r.search(ln) for r in keep) or (
-                any(p in ln for p in NOTE_PATTERNS) and "n_ctx_seq (" not in ln and "resolve_fused_ops: fused" not in ln):
+            any(p in ln for p in NOTE_PATTERNS) and "n_ctx_seq (" not in ln and "resolve_fused_ops: fused" not in ln
+        ):
             out.append(ln)
     return out
 
@@ -229,9 +303,18 @@ def relevant_lines(text: str) -> list[str]:
 # ---------------------------------------------------------------------------
 
 BASE: dict[str, Any] = {
-    "n_ctx": 512, "n_batch": 512, "n_ubatch": 512, "n_seq_max": 1, "kv_unified": False,
-    "type_k": "f16", "type_v": "f16", "flash_attn": "off", "use_mmap": True,
-    "swa_full": None, "n_gpu_layers": 0, "api": "lowlevel",
+    "n_ctx": 512,
+    "n_batch": 512,
+    "n_ubatch": 512,
+    "n_seq_max": 1,
+    "kv_unified": False,
+    "type_k": "f16",
+    "type_v": "f16",
+    "flash_attn": "off",
+    "use_mmap": True,
+    "swa_full": None,
+    "n_gpu_layers": 0,
+    "api": "lowlevel",
     # 0 = n_batch (llama_context_default_params); 1 isolates the non-logits part
     # of the compute buffer, since the reserve graph has min(n_ubatch, n_outputs_max) outputs
     "n_outputs_max": 0,
@@ -318,7 +401,14 @@ def build_cases(model_names: list[str], specs: dict[str, dict]) -> list[dict[str
             for n_ctx in (512, 2048, 8192):
                 for ub in (512, 128):
                     add(name, f"ctx{n_ctx}_swafull0_ub{ub}", n_ctx=n_ctx, swa_full=False, n_ubatch=ub)
-                    add(name, f"ctx{n_ctx}_swafull0_ub{ub}_faon", n_ctx=n_ctx, swa_full=False, n_ubatch=ub, flash_attn="on")
+                    add(
+                        name,
+                        f"ctx{n_ctx}_swafull0_ub{ub}_faon",
+                        n_ctx=n_ctx,
+                        swa_full=False,
+                        n_ubatch=ub,
+                        flash_attn="on",
+                    )
             for unified in (False, True):
                 u = "unified" if unified else "streams"
                 add(name, f"ctx4096_swafull0_seq4_{u}", n_ctx=4096, swa_full=False, n_seq_max=4, kv_unified=unified)
@@ -335,30 +425,56 @@ def build_cases(model_names: list[str], specs: dict[str, dict]) -> list[dict[str
 # child: one load, one context
 # ---------------------------------------------------------------------------
 
+
 def _child(case_json: str) -> int:
     import llama_cpp as L  # only the child needs llama_cpp
 
     case = json.loads(case_json)
     p = case["params"]
-    ggml_type = {"f16": L.GGML_TYPE_F16, "f32": L.GGML_TYPE_F32, "q8_0": L.GGML_TYPE_Q8_0,
-                 "q4_0": L.GGML_TYPE_Q4_0, "q4_1": L.GGML_TYPE_Q4_1, "q5_0": L.GGML_TYPE_Q5_0,
-                 "q5_1": L.GGML_TYPE_Q5_1, "iq4_nl": L.GGML_TYPE_IQ4_NL}
-    fa = {"off": L.LLAMA_FLASH_ATTN_TYPE_DISABLED, "on": L.LLAMA_FLASH_ATTN_TYPE_ENABLED,
-          "auto": L.LLAMA_FLASH_ATTN_TYPE_AUTO}[p["flash_attn"]]
+    ggml_type = {
+        "f16": L.GGML_TYPE_F16,
+        "f32": L.GGML_TYPE_F32,
+        "q8_0": L.GGML_TYPE_Q8_0,
+        "q4_0": L.GGML_TYPE_Q4_0,
+        "q4_1": L.GGML_TYPE_Q4_1,
+        "q5_0": L.GGML_TYPE_Q5_0,
+        "q5_1": L.GGML_TYPE_Q5_1,
+        "iq4_nl": L.GGML_TYPE_IQ4_NL,
+    }
+    fa = {
+        "off": L.LLAMA_FLASH_ATTN_TYPE_DISABLED,
+        "on": L.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+        "auto": L.LLAMA_FLASH_ATTN_TYPE_AUTO,
+    }[p["flash_attn"]]
     result: dict[str, Any] = {"ok": False}
     if p["api"] == "Llama":
         try:
-            llm = L.Llama(case["model_path"], n_gpu_layers=p["n_gpu_layers"], n_ctx=p["n_ctx"],
-                          n_batch=p["n_batch"], n_ubatch=p["n_ubatch"], type_k=ggml_type[p["type_k"]],
-                          type_v=ggml_type[p["type_v"]], flash_attn=p["flash_attn"] == "on",
-                          use_mmap=p["use_mmap"], swa_full=p["swa_full"], n_threads=1, verbose=True)
+            llm = L.Llama(
+                case["model_path"],
+                n_gpu_layers=p["n_gpu_layers"],
+                n_ctx=p["n_ctx"],
+                n_batch=p["n_batch"],
+                n_ubatch=p["n_ubatch"],
+                type_k=ggml_type[p["type_k"]],
+                type_v=ggml_type[p["type_v"]],
+                flash_attn=p["flash_attn"] == "on",
+                use_mmap=p["use_mmap"],
+                swa_full=p["swa_full"],
+                n_threads=1,
+                verbose=True,
+            )
             c = llm._ctx.ctx
-            result.update(ok=True, n_ctx=L.llama_n_ctx(c), n_batch=L.llama_n_batch(c),
-                          n_ubatch=L.llama_n_ubatch(c), n_seq_max=L.llama_n_seq_max(c),
-                          model_size_bytes=L.llama_model_size(llm._model.model),
-                          n_params=L.llama_model_n_params(llm._model.model))
+            result.update(
+                ok=True,
+                n_ctx=L.llama_n_ctx(c),
+                n_batch=L.llama_n_batch(c),
+                n_ubatch=L.llama_n_ubatch(c),
+                n_seq_max=L.llama_n_seq_max(c),
+                model_size_bytes=L.llama_model_size(llm._model.model),
+                n_params=L.llama_model_n_params(llm._model.model),
+            )
             llm.close()
-        except Exception as e:  # noqa: BLE001 -- recorded, not raised: failures are data too
+        except Exception as e:
             result["error"] = f"{type(e).__name__}: {e}"
         print(RESULT_TAG + json.dumps(result), flush=True)
         return 0
@@ -389,9 +505,14 @@ def _child(case_json: str) -> int:
     if not ctx:
         result["error"] = "llama_init_from_model returned NULL"
     else:
-        result.update(ok=True, n_ctx=L.llama_n_ctx(ctx), n_ctx_seq=L.llama_n_ctx_seq(ctx),
-                      n_batch=L.llama_n_batch(ctx), n_ubatch=L.llama_n_ubatch(ctx),
-                      n_seq_max=L.llama_n_seq_max(ctx))
+        result.update(
+            ok=True,
+            n_ctx=L.llama_n_ctx(ctx),
+            n_ctx_seq=L.llama_n_ctx_seq(ctx),
+            n_batch=L.llama_n_batch(ctx),
+            n_ubatch=L.llama_n_ubatch(ctx),
+            n_seq_max=L.llama_n_seq_max(ctx),
+        )
         L.llama_free(ctx)  # its destructor prints the 4-decimal compute buffer sizes
     L.llama_model_free(model)
     print(RESULT_TAG + json.dumps(result), flush=True)
@@ -401,6 +522,7 @@ def _child(case_json: str) -> int:
 # ---------------------------------------------------------------------------
 # parent: run the matrix
 # ---------------------------------------------------------------------------
+
 
 def _drop_lines(parsed: dict[str, Any]) -> dict[str, Any]:
     """The parsed figures without the per-entry copy of the raw line."""
@@ -425,13 +547,19 @@ def dump_json(doc: dict[str, Any]) -> str:
 def run_case(case: dict[str, Any], timeout_s: float = 300) -> dict[str, Any]:
     """Run one case in a subprocess and return it with its parsed figures."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(case)],
-                          capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", json.dumps(case)],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env=env,
+        check=False,
+    )
     log = proc.stderr
     result: dict[str, Any] = {}
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_TAG):
-            result = json.loads(line[len(RESULT_TAG):])
+            result = json.loads(line[len(RESULT_TAG) :])
     if not result:
         result = {"ok": False, "error": f"child exited with {proc.returncode} and no result"}
     # keep the tail of the log for cases that failed inside llama.cpp
@@ -456,8 +584,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(TESTS / "data" / "llamacpp_measured.json"))
     ap.add_argument("--models", nargs="*", help="spec names (default: all)")
     ap.add_argument("--models-dir", help="where to write the GGUFs (default: a temp dir)")
-    ap.add_argument("--logs-dir", default=None,
-                    help="write the raw log of each model's base case here (default: <out dir>/llamacpp_logs)")
+    ap.add_argument(
+        "--logs-dir",
+        default=None,
+        help="write the raw log of each model's base case here (default: <out dir>/llamacpp_logs)",
+    )
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -478,11 +609,14 @@ def main(argv: list[str] | None = None) -> int:
     paths = gen.write_all(models_dir, names)
     models: dict[str, Any] = {}
     for n in names:
-        models[n] = {"spec": gen.SPECS[n], "file_bytes": paths[n].stat().st_size,
-                     "sha256": gen.sha256_of(paths[n]),
-                     "tensor_bytes": sum(gen.tensor_nbytes(s, ty) for _, s, ty in gen.tensor_plan(gen.SPECS[n])),
-                     # "name type [ne0,ne1,...]" in file order (ggml shape order)
-                     "tensors": [f"{t} {ty} [{','.join(map(str, s))}]" for t, s, ty in gen.tensor_plan(gen.SPECS[n])]}
+        models[n] = {
+            "spec": gen.SPECS[n],
+            "file_bytes": paths[n].stat().st_size,
+            "sha256": gen.sha256_of(paths[n]),
+            "tensor_bytes": sum(gen.tensor_nbytes(s, ty) for _, s, ty in gen.tensor_plan(gen.SPECS[n])),
+            # "name type [ne0,ne1,...]" in file order (ggml shape order)
+            "tensors": [f"{t} {ty} [{','.join(map(str, s))}]" for t, s, ty in gen.tensor_plan(gen.SPECS[n])],
+        }
     cases = build_cases(names, gen.SPECS)
     for c in cases:
         c["model_path"] = str(paths[c["model"]])

@@ -29,11 +29,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from support.corpus import ROOT
 
 CHROMIUM = os.environ.get("EXPLORER_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: the CDN prefix `marimo export html` writes before every asset
 CDN_PREFIX = re.compile(r"https://cdn\.jsdelivr\.net/npm/@marimo-team/frontend@[^/\"']+/dist/")
 
@@ -57,8 +65,20 @@ def _answers(url: str) -> bool:
 def marimo_app(notebook: Path, *, timeout_s: float = 60, env: dict | None = None) -> Iterator[str]:
     """``marimo run`` the notebook headless without token auth; yields its URL."""
     port = free_port()
-    cmd = [sys.executable, "-m", "marimo", "-q", "run", str(notebook), "--headless", "--host", "127.0.0.1",
-           "--port", str(port), "--no-token"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "marimo",
+        "-q",
+        "run",
+        str(notebook),
+        "--headless",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-token",
+    ]
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
     log = open(os.devnull, "wb")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
+from explorer.engines.common import PlanRequest
+from explorer.plan.planner import plan
+from explorer.sources.shipped import parse_cluster
+from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import charts
 from explorer.ui import plan_rows as nd
-
-from explorer.engines.common import PlanRequest
 from explorer.ui.kv_lesson import kv_curve
-from explorer.plan.planner import plan
-from explorer.sources.snapshot.read import load_snapshot
-from explorer.sources.shipped import parse_cluster
 
 
 def _plan():
@@ -23,9 +22,11 @@ def _plan():
 def test_plan_charts_validate():
     shape, request, result = _plan()
     sweep = nd.context_sweep(shape, nd.sweep_options(result), request, [4096, 32768, 131072])
-    for chart in (charts.card_memory_chart(nd.card_parts(result.options[0]), title="x"),
-                  charts.memory_context_chart(sweep, context=32768),
-                  charts.speed_context_chart(sweep, context=32768)):
+    for chart in (
+        charts.card_memory_chart(nd.card_parts(result.options[0]), title="x"),
+        charts.memory_context_chart(sweep, context=32768),
+        charts.speed_context_chart(sweep, context=32768),
+    ):
         spec = chart.to_dict()  # validates against the vega-lite schema
         assert "GiB" in json.dumps(spec) or "tokens" in json.dumps(spec)
 
@@ -45,9 +46,9 @@ def test_vegalite_wrapper_carries_the_spec():
 
 
 def _placement_rows(spec: str):
-    from explorer.ui import fleet_rows as nf
     from explorer.fleet.footprints import fleet_cards
     from explorer.fleet.place import place
+    from explorer.ui import fleet_rows as nf
 
     snapshot = load_snapshot()
     offer = fleet_cards(parse_cluster(spec))

@@ -10,22 +10,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.ui import fleet_rows as nf
 from explorer.cli import main
-
 from explorer.fleet.footprints import fleet_cards
 from explorer.fleet.place import ModelTerm, parse_model_term, place
-from explorer.sources.snapshot.read import load_snapshot
-from explorer.units import GiB, gib
 from explorer.sources.shipped import parse_cluster
+from explorer.sources.snapshot.read import load_snapshot
+from explorer.ui import fleet_rows as nf
+from explorer.units import GiB, gib
 
 LABEL = {tokens: label for label, tokens in nf.CONTEXT_CHOICES.items()}
 
 
 def default_rows() -> list[dict]:
     """The notebook's rows as the controls give them (context as its menu label)."""
-    return [{"name": r.name, "model": r.repo, "context": LABEL[r.context_tokens], "replicas": r.replicas,
-             "phases": r.phases} for r in nf.DEFAULT_FLEET]  # fmt: skip
+    return [
+        {
+            "name": r.name,
+            "model": r.repo,
+            "context": LABEL[r.context_tokens],
+            "replicas": r.replicas,
+            "phases": r.phases,
+        }
+        for r in nf.DEFAULT_FLEET
+    ]
 
 
 def shape_of(repo: str):
@@ -48,27 +55,39 @@ def test_rows_become_cli_terms():
     assert errors == []
     assert [name for name, _t in terms] == ["chat", "vision", "ocr", "rerank", "embed"]
     assert [nf.term_text(t) for _n, t in terms] == [
-        "Qwen/Qwen3-32B:32k@query", "Qwen/Qwen3-VL-32B-Instruct:16k@ingest",
-        "allenai/olmOCR-7B-0225-preview:16k@ingest", "Qwen/Qwen3-4B-Thinking-2507:8k@query", "Qwen/Qwen3-0.6B:8kx2"]
+        "Qwen/Qwen3-32B:32k@query",
+        "Qwen/Qwen3-VL-32B-Instruct:16k@ingest",
+        "allenai/olmOCR-7B-0225-preview:16k@ingest",
+        "Qwen/Qwen3-4B-Thinking-2507:8k@query",
+        "Qwen/Qwen3-0.6B:8kx2",
+    ]
     assert nf.row_term("Qwen/Qwen3-8B", None, 3, " ingest , query ") == ModelTerm(
-        model_id="Qwen/Qwen3-8B", replicas=3, phases=frozenset({"ingest", "query"}))
+        model_id="Qwen/Qwen3-8B", replicas=3, phases=frozenset({"ingest", "query"})
+    )
 
 
 def test_bad_rows_and_lines_are_reported_not_raised():
-    rows = [{"name": "a", "model": "Qwen/Qwen3-8B", "context": "8k", "replicas": 1, "phases": "in gest"},
-            {"name": "blank", "model": None, "context": "default", "replicas": 1, "phases": ""},
-            {"name": "", "model": "Qwen/Qwen3-1.7B", "context": "default", "replicas": None, "phases": ""}]
+    rows = [
+        {"name": "a", "model": "Qwen/Qwen3-8B", "context": "8k", "replicas": 1, "phases": "in gest"},
+        {"name": "blank", "model": None, "context": "default", "replicas": 1, "phases": ""},
+        {"name": "", "model": "Qwen/Qwen3-1.7B", "context": "default", "replicas": None, "phases": ""},
+    ]
     extra = "# a comment\nsmall = Qwen/Qwen3-0.6B:4kx2@query\n\nQwen/Qwen3-8B:8k  # unnamed\n = @x"
     terms, errors = nf.terms_from_rows(rows, extra)
     assert [(n, nf.term_text(t)) for n, t in terms] == [
-        (None, "Qwen/Qwen3-1.7B"), ("small", "Qwen/Qwen3-0.6B:4kx2@query"), (None, "Qwen/Qwen3-8B:8k")]
+        (None, "Qwen/Qwen3-1.7B"),
+        ("small", "Qwen/Qwen3-0.6B:4kx2@query"),
+        (None, "Qwen/Qwen3-8B:8k"),
+    ]
     assert len(errors) == 2
     assert errors[0].startswith("row 1: model term") and "in gest" in errors[0]
     assert errors[1].startswith("line 5: model term")
 
 
-@pytest.mark.parametrize("text", ["Qwen/Qwen3-8B", "org/model-x2x1", "repo:Q4_K_M:8192", "m:12345x3@a,b",
-                                  "BAAI/bge-m3:512@ingest,query", "a:1k"])
+@pytest.mark.parametrize(
+    "text",
+    ["Qwen/Qwen3-8B", "org/model-x2x1", "repo:Q4_K_M:8192", "m:12345x3@a,b", "BAAI/bge-m3:512@ingest,query", "a:1k"],
+)
 def test_term_text_reads_back_as_the_same_term(text):
     term = parse_model_term(text)
     assert parse_model_term(nf.term_text(term)) == term
@@ -76,14 +95,18 @@ def test_term_text_reads_back_as_the_same_term(text):
 
 def test_demands_name_rank_clamp_and_refuse_unknown_ids():
     offer = fleet_cards(parse_cluster("1x1xh100-80g"))
-    terms = [("ocr", parse_model_term("allenai/olmOCR-7B-0225-preview:128k")),
-             (None, parse_model_term("Qwen/Qwen3-0.6B")), (None, parse_model_term("Qwen/Qwen3-0.6B@query")),
-             ("x", parse_model_term("no/such-model"))]
+    terms = [
+        ("ocr", parse_model_term("allenai/olmOCR-7B-0225-preview:128k")),
+        (None, parse_model_term("Qwen/Qwen3-0.6B")),
+        (None, parse_model_term("Qwen/Qwen3-0.6B@query")),
+        ("x", parse_model_term("no/such-model")),
+    ]
     models, notes, errors = nf.fleet_demands(terms, shape_of, gpu=offer.gpu)
     assert [(m.name, m.rank) for m in models] == [("ocr", 0), ("Qwen/Qwen3-0.6B", 1), ("Qwen/Qwen3-0.6B#2", 2)]
     # olmOCR's limit is 32,768 tokens: 131,072 asked, the limit charged
     assert models[0].context_tokens == 32768 and notes == [
-        "ocr: 131,072 tokens asked; the model's limit, 32,768, is charged"]
+        "ocr: 131,072 tokens asked; the model's limit, 32,768, is charged"
+    ]
     assert models[1].context_tokens == 8192  # the default: min(limit, 8,192)
     assert errors == ["x: no/such-model is not in the shipped snapshot (pick one from the menu)"]
 
@@ -96,8 +119,9 @@ def test_default_fleet_forms_a_swap_group_spreads_replicas_and_shares_a_card():
     assert group.members == ("chat", "vision") and group.cards == (0, 1)
     assert by_name["chat"].never_runs_with(by_name["vision"])
     for card, charge in zip(group.cards, group.charge_bytes, strict=True):  # its largest member, per card
-        assert charge == max(i.split_bytes[i.cards.index(card)] for m in group.members
-                             for i in placement.instances_of(m))  # fmt: skip
+        assert charge == max(
+            i.split_bytes[i.cards.index(card)] for m in group.members for i in placement.instances_of(m)
+        )
     assert {i.cards for i in placement.instances_of("embed")} == {(0,), (2,)}  # spread, not stacked
     assert placement.cards[2].models == ("ocr", "rerank", "embed")  # the small ones share card 2
 
@@ -129,8 +153,11 @@ def test_tables_and_notes_mark_tight_models_and_swap_groups():
     _offer, _models, good = fleet()
     charge = good.swap_groups[0].charge_bytes
     assert nf.placement_notes(good)["swap groups"] == [
-        ("chat / vision: one resident at a time on cards 0, 1, charged its largest member per card: "
-         f"card 0 {gib(charge[0])}, card 1 {gib(charge[1])}")]
+        (
+            "chat / vision: one resident at a time on cards 0, 1, charged its largest member per card: "
+            f"card 0 {gib(charge[0])}, card 1 {gib(charge[1])}"
+        )
+    ]
     assert nf.instance_rows(good)[0]["fits"] == "✓ swap group (chat / vision)"
 
 
@@ -155,8 +182,11 @@ def test_an_impossible_pin_gives_the_planners_message():
     need = ocr.shard_bytes_at(ocr.context_tokens) + ocr.fixed_bytes_per_card
     room = placement.cards[0].usable_bytes - placement.swap_groups[0].charge_bytes[0]
     assert not check.fits and [v.message for v in check.violations] == [
-        (f"ocr pinned to card 0 needs {gib(need)} but card 0 has {gib(room)} usable left after chat, vision "
-         f"(of {gib(placement.cards[0].usable_bytes)})")]
+        (
+            f"ocr pinned to card 0 needs {gib(need)} but card 0 has {gib(room)} usable left after chat, vision "
+            f"(of {gib(placement.cards[0].usable_bytes)})"
+        )
+    ]
 
 
 def test_text_that_is_not_a_plan_is_an_error_not_a_raise():
@@ -167,9 +197,11 @@ def test_text_that_is_not_a_plan_is_an_error_not_a_raise():
     assert {v.kind for v in missing.violations} == {"missing_model"}
 
 
-_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=6),
-                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
-                     max_leaves=12)  # fmt: skip
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 5) | st.text(max_size=6),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids, max_size=3),
+    max_leaves=12,
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -199,5 +231,6 @@ def test_the_cli_command_places_the_same(capsys):
     out = json.loads(capsys.readouterr().out)
     # the CLI names models by their ids; the cards and charges are the same
     assert [(i["cards"], i["split_bytes"]) for i in out["instances"]] == [
-        (list(i.cards), list(i.split_bytes)) for i in placement.instances]
+        (list(i.cards), list(i.split_bytes)) for i in placement.instances
+    ]
     assert [c["charged_bytes"] for c in out["cards"]] == [c.charged_bytes for c in placement.cards]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui.kv_lesson import (
     LESSON_MODELS,
     cache_groups,
@@ -11,7 +12,6 @@ from explorer.ui.kv_lesson import (
     kv_table,
     total_formula,
 )
-from explorer.sources.snapshot.read import load_snapshot
 
 
 @pytest.mark.parametrize("kv", ["auto", "fp8", "q8_0"])

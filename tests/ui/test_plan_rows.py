@@ -8,13 +8,12 @@ from functools import cache
 from hypothesis import given
 from hypothesis import strategies as st
 
-from explorer.ui import plan_rows as nd
-
 from explorer.engines.common import PlanRequest
 from explorer.plan.planner import plan
-from explorer.sources.snapshot.read import load_snapshot
-from explorer.units import GiB
 from explorer.sources.shipped import parse_cluster
+from explorer.sources.snapshot.read import load_snapshot
+from explorer.ui import plan_rows as nd
+from explorer.units import GiB
 
 
 @cache
@@ -82,5 +81,9 @@ def test_html_escapes():
 
 
 def test_engine_choices_name_every_engine():
-    assert nd.ENGINE_CHOICES == {"all three, side by side": ("vllm", "sglang", "llamacpp"), "vLLM": ("vllm",),
-                                 "SGLang": ("sglang",), "llama.cpp": ("llamacpp",)}
+    assert nd.ENGINE_CHOICES == {
+        "all three, side by side": ("vllm", "sglang", "llamacpp"),
+        "vLLM": ("vllm",),
+        "SGLang": ("sglang",),
+        "llama.cpp": ("llamacpp",),
+    }

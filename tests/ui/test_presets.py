@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-
+from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.ui.presets import (
     DEFAULT_PRESET,
     PRESETS,
@@ -15,7 +15,6 @@ from explorer.ui.presets import (
     preset_from_spec,
     spec_for,
 )
-from explorer.sources.shipped import parse_cluster, shipped_catalogue
 
 
 @pytest.mark.parametrize("preset", PRESETS, ids=lambda p: p.name)
@@ -59,8 +58,15 @@ def test_preset_from_a_linked_spec():
 
 
 def test_defaults_from_a_link():
-    d = app_defaults({"model": "Qwen/Qwen3-8B", "context": "16384"}, {"cluster": ["2x8xh100-80g@ib0"],
-                                                                        "engine": "vllm", "concurrency": "x"})
+    d = app_defaults(
+        {"model": "Qwen/Qwen3-8B", "context": "16384"},
+        {"cluster": ["2x8xh100-80g@ib0"], "engine": "vllm", "concurrency": "x"},
+    )
     assert (d.model, d.context_tokens, d.spec, d.engine, d.concurrency) == (
-        "Qwen/Qwen3-8B", 16384, "2x8xh100-80g@ib0", "vLLM", 1)
+        "Qwen/Qwen3-8B",
+        16384,
+        "2x8xh100-80g@ib0",
+        "vLLM",
+        1,
+    )
     assert app_defaults({}) == AppDefaults()

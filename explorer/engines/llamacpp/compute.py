@@ -64,7 +64,9 @@ class ComputeEstimate:
     copies_bytes: int = 0
 
 
-def _inputs(model: LlamaModel, ctx: ContextSizes, caches: Sequence[CacheAlloc], layers: set[int]) -> tuple[int, dict[int, int]]:
+def _inputs(
+    model: LlamaModel, ctx: ContextSizes, caches: Sequence[CacheAlloc], layers: set[int]
+) -> tuple[int, dict[int, int]]:
     """Bytes of the inputs a device's layers need, and each layer's cache cells (per stream)."""
     T = ctx.n_tokens
     total = 2 * T * F32  # tokens (or the embeddings copy) and positions

@@ -21,21 +21,21 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import ClassVar
 
-from explorer.model.artifacts import Artifact
-from explorer.hardware.catalogue import GPUClass
-from explorer.hardware.cluster import Cluster, Node
-from explorer.hardware.pools import Pool, gpu_pools
 from explorer.engines.collect import Collector
 from explorer.engines.common import CardMemory, EngineName, Evaluation, Layout, PlanRequest
 from explorer.engines.interface import Footprint
-from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, max_sequences
+from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
-from explorer.engines.llamacpp.whatif import llama_model_from_shape
-from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
+from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.options import Option, memory_reason
+from explorer.errors import LlamaCppConfigError, LlamaCppFitError
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Cluster, Node
+from explorer.hardware.pools import Pool, gpu_pools
+from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.units import MiB
 
@@ -91,17 +91,29 @@ def settings_for(request: PlanRequest, *, ngl: int | None = None, split: tuple[f
     if kv == "fp8":
         kv = "q8_0"
     return LlamaCppSettings(
-        n_ctx=request.context_tokens * request.concurrency, n_batch=request.batch_tokens,
-        n_ubatch=request.ubatch_tokens, n_seq=request.concurrency, type_k=kv, type_v=kv,
-        flash_attn=request.flash_attn, mmap=request.mmap,
+        n_ctx=request.context_tokens * request.concurrency,
+        n_batch=request.batch_tokens,
+        n_ubatch=request.ubatch_tokens,
+        n_seq=request.concurrency,
+        type_k=kv,
+        type_v=kv,
+        flash_attn=request.flash_attn,
+        mmap=request.mmap,
         n_gpu_layers=request.n_gpu_layers if ngl is None else ngl,
         tensor_split=request.tensor_split or split,
     )
 
 
 def _card(role: str, d, usable: int, capacity: int) -> CardMemory:
-    return CardMemory(role=role, weights=d.model_bytes, kv_cache=d.kv_bytes, activations=d.compute_bytes,
-                      overhead=d.output_bytes + d.other_bytes, usable=usable, capacity=capacity)
+    return CardMemory(
+        role=role,
+        weights=d.model_bytes,
+        kv_cache=d.kv_bytes,
+        activations=d.compute_bytes,
+        overhead=d.output_bytes + d.other_bytes,
+        usable=usable,
+        capacity=capacity,
+    )
 
 
 def _host_card(mem: LlamaCppMemory, node: Node, request: PlanRequest, unified_bytes: int = 0) -> CardMemory:
@@ -109,12 +121,26 @@ def _host_card(mem: LlamaCppMemory, node: Node, request: PlanRequest, unified_by
     h = mem.host
     usable = max(0, int(node.host_ram_bytes * request.host_fraction) - unified_bytes)
     role = "host (RAM left beside the GPU's share)" if unified_bytes else "host"
-    return CardMemory(role=role, weights=h.model_bytes, kv_cache=h.kv_bytes, activations=h.compute_bytes,
-                      overhead=h.output_bytes + h.other_bytes, usable=usable, capacity=node.host_ram_bytes)
+    return CardMemory(
+        role=role,
+        weights=h.model_bytes,
+        kv_cache=h.kv_bytes,
+        activations=h.compute_bytes,
+        overhead=h.output_bytes + h.other_bytes,
+        usable=usable,
+        capacity=node.host_ram_bytes,
+    )
 
 
-def command(model_ref: str, artifact: Artifact, quant: str, layout: Layout, request: PlanRequest,
-            mem: LlamaCppMemory, split: tuple[float, ...]) -> str:
+def command(
+    model_ref: str,
+    artifact: Artifact,
+    quant: str,
+    layout: Layout,
+    request: PlanRequest,
+    mem: LlamaCppMemory,
+    split: tuple[float, ...],
+) -> str:
     """The ``llama-server`` line; ``quant`` names the converted file when the artifact is not a GGUF."""
     target = artifact.files[0] if artifact.files else f"{model_ref.rsplit('/', 1)[-1]}-{quant}.gguf"
     parts = ["llama-server", f"-m {target}", f"-c {mem.settings.n_ctx}"]
@@ -135,14 +161,26 @@ def command(model_ref: str, artifact: Artifact, quant: str, layout: Layout, requ
     return " ".join(parts)
 
 
-def evaluate(model: LlamaModel, artifact: Artifact, layout: Layout, gpu: GPUClass | None, node: Node,
-             request: PlanRequest, model_ref: str, *, quant: str, rpc_nodes: int = 1) -> tuple[Evaluation, LlamaCppMemory]:
+def evaluate(
+    model: LlamaModel,
+    artifact: Artifact,
+    layout: Layout,
+    gpu: GPUClass | None,
+    node: Node,
+    request: PlanRequest,
+    model_ref: str,
+    *,
+    quant: str,
+    rpc_nodes: int = 1,
+) -> tuple[Evaluation, LlamaCppMemory]:
     """Memory of one llama.cpp layout: devices, host, longest context, and the launch command.
 
     ``quant`` is the GGUF it loads (:func:`gguf_quant_for`).
     """
     devices, usable = _devices(layout, gpu, node, rpc_nodes)
-    split = request.tensor_split or (proportional_tensor_split([d.memory_bytes for d in devices]) if len(devices) > 1 else ())
+    split = request.tensor_split or (
+        proportional_tensor_split([d.memory_bytes for d in devices]) if len(devices) > 1 else ()
+    )
     host_bytes = int(node.host_ram_bytes * request.host_fraction)
     settings = settings_for(request, split=split)
     if layout.cpu:
@@ -156,16 +194,27 @@ def evaluate(model: LlamaModel, artifact: Artifact, layout: Layout, gpu: GPUClas
     host = _host_card(mem, node, request, unified_bytes=unified)
     fits = mem.fits(host_bytes)
     longest = _longest(model, settings, tuple(devices), host_bytes) if fits else 0
-    conc = max_sequences(model, settings, devices, host_bytes, context_tokens=request.context_tokens, known=mem) if fits else 0
+    conc = (
+        max_sequences(model, settings, devices, host_bytes, context_tokens=request.context_tokens, known=mem)
+        if fits
+        else 0
+    )
     notes = [f"n_ctx {mem.n_ctx_padded:,} cells (padded to 256)"]
     if not model.exact:
         notes.append(f"sized from the shape at {model.name or 'the quant'}'s average bits (no GGUF header)")
     if mem.layers_on_host:
         notes.append(f"{mem.layers_on_host} of {model.n_layer} layers run on the CPU")
-    ev = Evaluation(cards=cards, host=host, max_context_tokens=longest, max_concurrency=conc,
-                    command=command(model_ref, artifact, quant, layout, request, mem, split), layers_on_host=mem.layers_on_host,
-                    notes=tuple(notes), free_needed_bytes=max((c.total for c in cards), default=0),
-                    n_gpu_layers=mem.n_gpu_layers)
+    ev = Evaluation(
+        cards=cards,
+        host=host,
+        max_context_tokens=longest,
+        max_concurrency=conc,
+        command=command(model_ref, artifact, quant, layout, request, mem, split),
+        layers_on_host=mem.layers_on_host,
+        notes=tuple(notes),
+        free_needed_bytes=max((c.total for c in cards), default=0),
+        n_gpu_layers=mem.n_gpu_layers,
+    )
     return ev, mem
 
 
@@ -173,8 +222,9 @@ def evaluate(model: LlamaModel, artifact: Artifact, layout: Layout, gpu: GPUClas
 def _longest(model: LlamaModel, settings: LlamaCppSettings, devices: tuple[Device, ...], host_bytes: int) -> int:
     """The longest single-sequence context that fits with these devices and ``-ngl``."""
     try:
-        return max_context(model, replace(settings, n_seq=1, n_ctx=0), devices, host_bytes,
-                           limit_tokens=max(model.n_ctx_train, 1))
+        return max_context(
+            model, replace(settings, n_seq=1, n_ctx=0), devices, host_bytes, limit_tokens=max(model.n_ctx_train, 1)
+        )
     except LlamaCppFitError:
         return 0
 
@@ -188,7 +238,9 @@ def _devices(layout: Layout, gpu: GPUClass | None, node: Node, rpc_nodes: int) -
     usable = gpu.memory_bytes - CUDA_CONTEXT_BYTES
     devices = [Device(name=f"GPU {i}", kind="gpu", memory_bytes=usable) for i in range(layout.gpus_per_node)]
     for k in range(1, rpc_nodes):
-        devices += [Device(name=f"RPC node {k} GPU {i}", kind="rpc", memory_bytes=usable) for i in range(layout.gpus_per_node)]
+        devices += [
+            Device(name=f"RPC node {k} GPU {i}", kind="rpc", memory_bytes=usable) for i in range(layout.gpus_per_node)
+        ]
     return devices, usable
 
 
@@ -199,8 +251,14 @@ def _ngl(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device
         return model.n_layer + 1
 
 
-def walk(shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
-         model_ref: str, out: Collector) -> None:
+def walk(
+    shape: ModelShape,
+    cluster: Cluster,
+    artifacts: Sequence[Artifact],
+    request: PlanRequest,
+    model_ref: str,
+    out: Collector,
+) -> None:
     """Every llama.cpp way to run each artifact on the cluster, into ``out``."""
     served = shape.params - sum(t.elements for t in shape.mtp)
     for artifact in artifacts:
@@ -242,11 +300,23 @@ def _distinct(nodes: Sequence[Node]) -> list[Node]:
 
 
 def _count(nodes: Sequence[Node], like: Node) -> int:
-    return sum(1 for n in nodes if n.host_ram_bytes >= like.host_ram_bytes and [g.gpu.name for g in n.gpus] == [g.gpu.name for g in like.gpus])
+    return sum(
+        1
+        for n in nodes
+        if n.host_ram_bytes >= like.host_ram_bytes and [g.gpu.name for g in n.gpus] == [g.gpu.name for g in like.gpus]
+    )
 
 
-def _try(ctx: _Ctx, layout: Layout, gpu: GPUClass | None, node: Node, *, hosts: int, free_now: bool = True,
-         rpc_nodes: int = 1) -> Option | None:
+def _try(
+    ctx: _Ctx,
+    layout: Layout,
+    gpu: GPUClass | None,
+    node: Node,
+    *,
+    hosts: int,
+    free_now: bool = True,
+    rpc_nodes: int = 1,
+) -> Option | None:
     """Evaluate a layout; accept it if it fits, refuse it with the reason if not.
 
     Pools of the same class and node size give the same answer: it is computed once per plan.
@@ -254,15 +324,32 @@ def _try(ctx: _Ctx, layout: Layout, gpu: GPUClass | None, node: Node, *, hosts: 
     key = (layout, gpu.name if gpu else None, node.host_ram_bytes, node.gpu_usable_limit_bytes, rpc_nodes)
     try:
         if key not in ctx.memo:
-            ctx.memo[key] = evaluate(ctx.model, ctx.artifact, layout, gpu, node, ctx.request, ctx.model_ref,
-                                     quant=ctx.quant, rpc_nodes=rpc_nodes)[0]
+            ctx.memo[key] = evaluate(
+                ctx.model,
+                ctx.artifact,
+                layout,
+                gpu,
+                node,
+                ctx.request,
+                ctx.model_ref,
+                quant=ctx.quant,
+                rpc_nodes=rpc_nodes,
+            )[0]
         ev = ctx.memo[key]
     except LlamaCppConfigError as err:
         ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-config", err.message)
         return None
-    option = Option(layout=layout, artifact=ctx.artifact, precision=ctx.quant, bits_per_weight=ctx.bits, evaluation=ev,
-                    free_now=free_now and node.host_free_bytes >= (ev.host.total if ev.host else 0), hosts=hosts, gpu=gpu,
-                    node=node)
+    option = Option(
+        layout=layout,
+        artifact=ctx.artifact,
+        precision=ctx.quant,
+        bits_per_weight=ctx.bits,
+        evaluation=ev,
+        free_now=free_now and node.host_free_bytes >= (ev.host.total if ev.host else 0),
+        hosts=hosts,
+        gpu=gpu,
+        node=node,
+    )
     if not ev.fits:
         ctx.out.refuse(NAME, layout, ctx.artifact.name, "memory", memory_reason(option.per_card), option=option)
         return None
@@ -277,10 +364,19 @@ def _walk_gpu_pool(ctx: _Ctx, pool: Pool) -> None:
     offloadable = ctx.model.weight_bytes - ctx.model.token_embd_bytes
     for width in range(1, max_width + 1):
         layout = Layout(engine=NAME, gpu_class=pool.gpu.name, gpus_per_node=width, pp=width)
-        if width < max_width and ctx.request.n_gpu_layers is None and offloadable > width * (pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES):
-            ctx.out.refuse(NAME, layout, ctx.artifact.name, "memory-lower-bound",
-                           f"the offloaded weights alone ({offloadable / 2**30:.1f} GiB) exceed {layout.label}; "
-                           f"partial offload is planned on all {max_width} cards")
+        if (
+            width < max_width
+            and ctx.request.n_gpu_layers is None
+            and offloadable > width * (pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES)
+        ):
+            ctx.out.refuse(
+                NAME,
+                layout,
+                ctx.artifact.name,
+                "memory-lower-bound",
+                f"the offloaded weights alone ({offloadable / 2**30:.1f} GiB) exceed {layout.label}; "
+                f"partial offload is planned on all {max_width} cards",
+            )
             continue
         free = any(g.free_count >= width for g in pool.groups)
         option = _try(ctx, layout, pool.gpu, node, hosts=pool.hosts(width), free_now=free)
@@ -289,16 +385,26 @@ def _walk_gpu_pool(ctx: _Ctx, pool: Pool) -> None:
         if option.evaluation.layers_on_host == 0:
             full = option
             if width < max_width:
-                ctx.out.refuse(NAME, replace(layout, gpus_per_node=max_width, pp=max_width), ctx.artifact.name,
-                               "more-than-needed", f"{layout.label} holds every layer: more cards only split them",
-                               count=max_width - width)
+                ctx.out.refuse(
+                    NAME,
+                    replace(layout, gpus_per_node=max_width, pp=max_width),
+                    ctx.artifact.name,
+                    "more-than-needed",
+                    f"{layout.label} holds every layer: more cards only split them",
+                    count=max_width - width,
+                )
             break
         if ctx.request.n_gpu_layers is not None or width == max_width:
             partial = option
         else:
-            ctx.out.refuse(NAME, layout, ctx.artifact.name, "partial-offload",
-                           f"{option.evaluation.layers_on_host} layers would stay on the CPU: the node's "
-                           f"{max_width} cards take more")
+            ctx.out.refuse(
+                NAME,
+                layout,
+                ctx.artifact.name,
+                "partial-offload",
+                f"{option.evaluation.layers_on_host} layers would stay on the CPU: the node's "
+                f"{max_width} cards take more",
+            )
     chosen = full or partial
     if chosen is not None:
         ctx.out.accept(chosen)
@@ -310,15 +416,35 @@ def _walk_rpc(ctx: _Ctx, pool: Pool, width: int) -> None:
     """Across nodes: the first node's cards locally, the others' through RPC servers."""
     nodes = [n for n in pool.nodes if n.group(pool.gpu.name).count >= width]
     for count in range(2, len(nodes) + 1):
-        layout = Layout(engine=NAME, gpu_class=pool.gpu.name, fabric=pool.fabric, nodes=count, gpus_per_node=width,
-                        pp=count * width, rpc=True)
-        option = _try(ctx, layout, pool.gpu, nodes[0], hosts=len(nodes), rpc_nodes=count,
-                      free_now=sum(1 for g in pool.groups if g.free_count >= width) >= count)
+        layout = Layout(
+            engine=NAME,
+            gpu_class=pool.gpu.name,
+            fabric=pool.fabric,
+            nodes=count,
+            gpus_per_node=width,
+            pp=count * width,
+            rpc=True,
+        )
+        option = _try(
+            ctx,
+            layout,
+            pool.gpu,
+            nodes[0],
+            hosts=len(nodes),
+            rpc_nodes=count,
+            free_now=sum(1 for g in pool.groups if g.free_count >= width) >= count,
+        )
         if option is not None and option.evaluation.layers_on_host == 0:
             ctx.out.accept(option)
             if count < len(nodes):
-                ctx.out.refuse(NAME, replace(layout, nodes=count + 1, pp=(count + 1) * width), ctx.artifact.name,
-                               "more-than-needed", f"{layout.label} holds every layer", count=len(nodes) - count)
+                ctx.out.refuse(
+                    NAME,
+                    replace(layout, nodes=count + 1, pp=(count + 1) * width),
+                    ctx.artifact.name,
+                    "more-than-needed",
+                    f"{layout.label} holds every layer",
+                    count=len(nodes) - count,
+                )
             return
 
 
@@ -341,8 +467,17 @@ def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_re
     """The same llama.cpp layout at another context or concurrency: same node, same cards, same ``-ngl``."""
     fixed = replace(request, n_gpu_layers=option.evaluation.n_gpu_layers)
     model = llama_model(shape, option.artifact)
-    ev, _ = evaluate(model, option.artifact, option.layout, option.gpu, option.node, fixed, model_ref or shape.name,
-                     quant=gguf_quant_for(shape, option.artifact), rpc_nodes=option.layout.nodes if option.layout.rpc else 1)
+    ev, _ = evaluate(
+        model,
+        option.artifact,
+        option.layout,
+        option.gpu,
+        option.node,
+        fixed,
+        model_ref or shape.name,
+        quant=gguf_quant_for(shape, option.artifact),
+        rpc_nodes=option.layout.nodes if option.layout.rpc else 1,
+    )
     return option.with_evaluation(ev)
 
 
@@ -353,12 +488,19 @@ FOOTPRINT_PROBE_TOKENS = (4096, 8192)
 def footprint(shape: ModelShape, artifact: Artifact, kv_dtype: str) -> Footprint:
     """A llama.cpp instance's footprint: every layer's buffers at two contexts on the host, plus the CUDA context."""
     model = llama_model(shape, artifact)
-    small, large = (llamacpp_memory(model, settings_for(PlanRequest(context_tokens=c, kv_dtype=kv_dtype)), ()).host
-                    for c in FOOTPRINT_PROBE_TOKENS)
+    small, large = (
+        llamacpp_memory(model, settings_for(PlanRequest(context_tokens=c, kv_dtype=kv_dtype)), ()).host
+        for c in FOOTPRINT_PROBE_TOKENS
+    )
     low, high = FOOTPRINT_PROBE_TOKENS
     per_token = (large.kv_bytes - small.kv_bytes) // (high - low)
-    fixed = (small.compute_bytes + small.output_bytes + small.other_bytes + CUDA_CONTEXT_BYTES
-             + max(0, small.kv_bytes - per_token * low))
+    fixed = (
+        small.compute_bytes
+        + small.output_bytes
+        + small.other_bytes
+        + CUDA_CONTEXT_BYTES
+        + max(0, small.kv_bytes - per_token * low)
+    )
     return Footprint(weights_bytes=small.model_bytes, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token)
 
 
@@ -369,8 +511,15 @@ class LlamaCpp:
 
     name: ClassVar[EngineName] = NAME
 
-    def walk(self, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], request: PlanRequest,
-             model_ref: str, out: Collector) -> None:
+    def walk(
+        self,
+        shape: ModelShape,
+        cluster: Cluster,
+        artifacts: Sequence[Artifact],
+        request: PlanRequest,
+        model_ref: str,
+        out: Collector,
+    ) -> None:
         """Every llama.cpp way (:func:`walk`)."""
         walk(shape, cluster, artifacts, request, model_ref, out)
 

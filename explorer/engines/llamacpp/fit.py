@@ -13,20 +13,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from explorer.errors import LlamaCppFitError
 from explorer.engines.fit_search import largest_fitting
+from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaModel
-from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.settings import CTX_PAD, Device, LlamaCppSettings
+from explorer.errors import LlamaCppFitError
 from explorer.units import MiB
 
 __all__ = ["max_context", "max_gpu_layers", "max_sequences", "proportional_tensor_split"]
 
 
 def _shortfall(mem: LlamaCppMemory, host_bytes: int | None) -> str:
-    parts = [f"{d.device.name} needs {d.total_bytes / MiB:,.0f} of {d.device.memory_bytes / MiB:,.0f} MiB"
-             for d in mem.devices if d.total_bytes > d.device.memory_bytes]  # fmt: skip
+    parts = [
+        f"{d.device.name} needs {d.total_bytes / MiB:,.0f} of {d.device.memory_bytes / MiB:,.0f} MiB"
+        for d in mem.devices
+        if d.total_bytes > d.device.memory_bytes
+    ]
     if host_bytes is not None:
         unified = sum(d.total_bytes for d in mem.devices if d.device.unified)
         parts.append(f"host needs {(mem.host.total_bytes + unified) / MiB:,.0f} of {host_bytes / MiB:,.0f} MiB")
@@ -59,7 +62,9 @@ def max_gpu_layers(model: LlamaModel, settings: LlamaCppSettings, devices: Seque
     mem = memory(best or 0)
     if mem.fits(host_bytes):
         return best or 0
-    raise LlamaCppFitError(f"{model.name or model.arch}: no -ngl fits ({_shortfall(mem, host_bytes)} at -ngl {best or 0})")
+    raise LlamaCppFitError(
+        f"{model.name or model.arch}: no -ngl fits ({_shortfall(mem, host_bytes)} at -ngl {best or 0})"
+    )
 
 
 def _slack(mem: LlamaCppMemory, host_bytes: int | None) -> int:

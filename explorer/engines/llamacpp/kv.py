@@ -94,16 +94,34 @@ def cache_layout(model: LlamaModel, ctx: ContextSizes, *, swa_full: bool, unifie
             v_width = la.v_row if (ctx.flash_attn or la.attn == "mla") else (v_max if la.v_row else 0)
             ks.append(ctx.n_stream * cells * ctx.type_k.row_bytes(la.k_row))
             vs.append(ctx.n_stream * cells * ctx.type_v.row_bytes(v_width) if v_width else 0)
-        out.append(CacheAlloc(name=name, cells=cells, streams=ctx.n_stream, layers=tuple(layers),
-                              layer_bytes=tuple(k + v for k, v in zip(ks, vs)), k_bytes=sum(ks), v_bytes=sum(vs),
-                              v_row_max=max((model.layers[il].v_row for il in layers), default=0),
-                              layer_set=frozenset(layers)))  # fmt: skip
+        out.append(
+            CacheAlloc(
+                name=name,
+                cells=cells,
+                streams=ctx.n_stream,
+                layers=tuple(layers),
+                layer_bytes=tuple(k + v for k, v in zip(ks, vs, strict=True)),
+                k_bytes=sum(ks),
+                v_bytes=sum(vs),
+                v_row_max=max((model.layers[il].v_row for il in layers), default=0),
+                layer_set=frozenset(layers),
+            )
+        )
     rec = [il for il, la in enumerate(model.layers) if la.recurrent]
     if rec:
         seqs = max(1, ctx.n_seq)
         rs = [seqs * model.layers[il].r_row * STATE_BYTES for il in rec]
         ss = [seqs * model.layers[il].s_row * STATE_BYTES for il in rec]
-        out.append(CacheAlloc(name="rs", cells=seqs, streams=1, layers=tuple(rec),
-                              layer_bytes=tuple(r + s for r, s in zip(rs, ss)), k_bytes=sum(rs), v_bytes=sum(ss),
-                              layer_set=frozenset(rec)))  # fmt: skip
+        out.append(
+            CacheAlloc(
+                name="rs",
+                cells=seqs,
+                streams=1,
+                layers=tuple(rec),
+                layer_bytes=tuple(r + s for r, s in zip(rs, ss, strict=True)),
+                k_bytes=sum(rs),
+                v_bytes=sum(ss),
+                layer_set=frozenset(rec),
+            )
+        )
     return tuple(out)

@@ -23,8 +23,8 @@ import struct
 from collections.abc import Sequence
 from functools import lru_cache
 
-from explorer.errors import LlamaCppConfigError
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
+from explorer.errors import LlamaCppConfigError
 
 HOST = -1
 
@@ -90,8 +90,9 @@ def resolve_ngl(n_gpu_layers: int | None, n_layer: int) -> int:
 
 def layer_devices(n_layer: int, ngl: int, devices: Sequence[Device], settings: LlamaCppSettings) -> tuple[int, ...]:
     """The device index of layers ``0 … n_layer`` (``n_layer`` is the output); :data:`HOST` for the CPU."""
-    placement = LlamaCppSettings(split_mode=settings.split_mode, main_gpu=settings.main_gpu,
-                                 tensor_split=settings.tensor_split)  # only what placement reads: a small cache key
+    placement = LlamaCppSettings(
+        split_mode=settings.split_mode, main_gpu=settings.main_gpu, tensor_split=settings.tensor_split
+    )  # only what placement reads: a small cache key
     return _layer_devices(n_layer, ngl, tuple(devices), placement)
 
 

@@ -31,13 +31,13 @@ from functools import lru_cache
 
 from explorer.engines.llamacpp.compute import estimate_compute
 from explorer.engines.llamacpp.kv import CacheAlloc, cache_layout
-from explorer.engines.llamacpp.model import LlamaModel
 from explorer.engines.llamacpp.layers import (
     HOST,
     layer_devices,
     offload_devices,
     resolve_ngl,
 )
+from explorer.engines.llamacpp.model import LlamaModel
 from explorer.engines.llamacpp.settings import (
     ContextSizes,
     Device,
@@ -177,7 +177,7 @@ def _caches(model: LlamaModel, ctx: ContextSizes, swa_full: bool, unified: bool)
 def _layer_kv(caches: tuple[CacheAlloc, ...], n_layer: int) -> list[int]:
     per = [0] * n_layer
     for c in caches:
-        for il, size in zip(c.layers, c.layer_bytes):
+        for il, size in zip(c.layers, c.layer_bytes, strict=True):
             per[il] += size
     return per
 
@@ -213,8 +213,13 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
     layer_kv = _layer_kv(caches, n_layer)
     kv_dev = where if s.offload_kqv else (HOST,) * (n_layer + 1)
     out_dev = where[n_layer]
-    pipeline = (len(used) > 1 and ngl > n_layer and s.split_mode == "layer" and s.offload_kqv
-                and all(devices[i].kind == "gpu" for i in used))  # fmt: skip
+    pipeline = (
+        len(used) > 1
+        and ngl > n_layer
+        and s.split_mode == "layer"
+        and s.offload_kqv
+        and all(devices[i].kind == "gpu" for i in used)
+    )
     copies = s.pipeline_copies if pipeline else 1
     # --- host weights
     host_layers = [il for il in range(n_layer) if where[il] == HOST]
@@ -247,30 +252,54 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
         mine = by_device[i]
         weights = sum(model.layers[il].weight_bytes for il in mine)
         if out_dev == i:
-            weights += model.output_bytes + model.output_norm_bytes + (model.token_embd_bytes if model.tied_output else 0)
+            weights += (
+                model.output_bytes + model.output_norm_bytes + (model.token_embd_bytes if model.tied_output else 0)
+            )
         est = estimate_compute(model, ctx, caches, mine, output=out_dev == i, input_layer=False, copies=copies)
         compute = est.total_bytes + (op_offload if i == first_gpu else 0)
-        out_devices.append(DeviceMemory(
-            device=devices[i], model_bytes=weights, kv_bytes=sum(layer_kv[il] for il in mine) if s.offload_kqv else 0,
-            compute_bytes=compute, layers=tuple(mine) + ((n_layer,) if out_dev == i else ()), phase=est.phase,
-        ))  # fmt: skip
-    host_est = estimate_compute(model, ctx, caches, host_layers, output=out_dev == HOST, input_layer=True,
-                                copies=copies)  # fmt: skip
+        out_devices.append(
+            DeviceMemory(
+                device=devices[i],
+                model_bytes=weights,
+                kv_bytes=sum(layer_kv[il] for il in mine) if s.offload_kqv else 0,
+                compute_bytes=compute,
+                layers=tuple(mine) + ((n_layer,) if out_dev == i else ()),
+                phase=est.phase,
+            )
+        )
+    host_est = estimate_compute(
+        model, ctx, caches, host_layers, output=out_dev == HOST, input_layer=True, copies=copies
+    )
     rows = max(s.n_outputs or s.n_seq, s.n_seq)
     host = HostMemory(
-        model_bytes=plain + repack, mapped_bytes=mapped, loaded_bytes=0 if s.mmap else plain, repack_bytes=repack,
-        kv_bytes=sum(layer_kv[il] for il in range(n_layer) if kv_dev[il] == HOST), compute_bytes=host_est.total_bytes,
+        model_bytes=plain + repack,
+        mapped_bytes=mapped,
+        loaded_bytes=0 if s.mmap else plain,
+        repack_bytes=repack,
+        kv_bytes=sum(layer_kv[il] for il in range(n_layer) if kv_dev[il] == HOST),
+        compute_bytes=host_est.total_bytes,
         output_bytes=(model.n_vocab + (model.n_embd if s.embeddings else 0)) * rows * 4,
-        other_bytes=_other_bytes(model, ctx), layers=tuple(host_layers) + ((n_layer,) if out_dev == HOST else ()),
+        other_bytes=_other_bytes(model, ctx),
+        layers=tuple(host_layers) + ((n_layer,) if out_dev == HOST else ()),
         phase=host_est.phase,
-    )  # fmt: skip
+    )
     notes = list(model.notes)
     if op_offload:
-        notes.append(f"op offload: {op_offload / MiB:.0f} MiB of CPU weights copied into the first GPU's compute buffer")
+        notes.append(
+            f"op offload: {op_offload / MiB:.0f} MiB of CPU weights copied into the first GPU's compute buffer"
+        )
     if s.flash_attn == "auto":
         notes.append("flash attention auto: resolved to on")
     return LlamaCppMemory(
-        model=model, settings=s, context=ctx, devices=tuple(out_devices), host=host, caches=caches,
-        n_gpu_layers=min(ngl, n_layer + 1) if used else 0, layers_on_host=len(host_layers),
-        output_on_host=out_dev == HOST, pipeline_parallel=pipeline, notes=tuple(notes),
-    )  # fmt: skip
+        model=model,
+        settings=s,
+        context=ctx,
+        devices=tuple(out_devices),
+        host=host,
+        caches=caches,
+        n_gpu_layers=min(ngl, n_layer + 1) if used else 0,
+        layers_on_host=len(host_layers),
+        output_on_host=out_dev == HOST,
+        pipeline_parallel=pipeline,
+        notes=tuple(notes),
+    )

@@ -160,8 +160,14 @@ class LlamaModel:
         # asked on every allocation: computed once here rather than walking the layers each time
         object.__setattr__(self, "_mla", any(layer.attn == "mla" for layer in self.layers))
         attn = [la for la in self.layers if la.n_head_kv]
-        object.__setattr__(self, "_head_dims", (max((la.k_row // la.n_head_kv for la in attn), default=0),
-                                                max((la.v_row // la.n_head_kv for la in attn), default=0)))
+        object.__setattr__(
+            self,
+            "_head_dims",
+            (
+                max((la.k_row // la.n_head_kv for la in attn), default=0),
+                max((la.v_row // la.n_head_kv for la in attn), default=0),
+            ),
+        )
 
     @property
     def attention_head_dims(self) -> tuple[int, int]:
@@ -193,7 +199,12 @@ class LlamaModel:
     @property
     def weight_bytes(self) -> int:
         """Every tensor once (``llama_model_size``): a tied output is not counted twice."""
-        return self.token_embd_bytes + sum(la.weight_bytes for la in self.layers) + self.output_bytes + self.output_norm_bytes
+        return (
+            self.token_embd_bytes
+            + sum(la.weight_bytes for la in self.layers)
+            + self.output_bytes
+            + self.output_norm_bytes
+        )
 
 
 def _repackable(t: TensorInfo) -> bool:
@@ -242,33 +253,69 @@ def llama_model_from_gguf(header: GGUFHeader) -> LlamaModel:
         attn: AttnKind = "none"
         k_row = v_row = 0
         if kv:
-            attn = "mla" if hp.is_mla else ("chunked" if hp.swa_type == "chunked" else "swa") if hp.swa_layers[il] else "full"
+            attn = (
+                "mla"
+                if hp.is_mla
+                else ("chunked" if hp.swa_type == "chunked" else "swa")
+                if hp.swa_layers[il]
+                else "full"
+            )
             k_row = hp.n_embd_head_k * kv
             v_row = 0 if hp.is_mla else hp.n_embd_head_v * kv
         rec = hp.recurrent_layers[il]
         moe = any("_exps" in t.name for t in blocks[il])
-        layers.append(LlamaLayer(
-            attn=attn, n_head=hp.n_head[il], n_head_kv=kv, k_row=k_row, v_row=v_row,
-            window=hp.n_swa if attn in ("swa", "chunked") else 0,
-            r_row=hp.n_embd_r if rec else 0, s_row=hp.n_embd_s if rec else 0,
-            weight_bytes=sum(t.n_bytes for t in blocks[il]),
-            repack_bytes=sum(t.n_bytes for t in blocks[il] if _repackable(t)),
-            n_ff=_dense_ffn(blocks[il]), moe=moe, span=_span(blocks[il]),
-        ))  # fmt: skip
+        layers.append(
+            LlamaLayer(
+                attn=attn,
+                n_head=hp.n_head[il],
+                n_head_kv=kv,
+                k_row=k_row,
+                v_row=v_row,
+                window=hp.n_swa if attn in ("swa", "chunked") else 0,
+                r_row=hp.n_embd_r if rec else 0,
+                s_row=hp.n_embd_s if rec else 0,
+                weight_bytes=sum(t.n_bytes for t in blocks[il]),
+                repack_bytes=sum(t.n_bytes for t in blocks[il] if _repackable(t)),
+                n_ff=_dense_ffn(blocks[il]),
+                moe=moe,
+                span=_span(blocks[il]),
+            )
+        )
     token_embd = next((t for t in embd if t.name == "token_embd.weight"), None)
     return LlamaModel(
-        name=header.name, arch=hp.arch, exact=True, n_embd=hp.n_embd, n_vocab=hp.n_vocab, n_head=max(hp.n_head),
-        n_embd_head_k=hp.n_embd_head_k_mla if hp.is_mla else hp.n_embd_head_k, n_ctx_train=hp.n_ctx_train,
-        layers=tuple(layers), token_embd_bytes=sum(t.n_bytes for t in embd),
-        output_bytes=sum(t.n_bytes for t in out), output_repack_bytes=sum(t.n_bytes for t in out if _repackable(t)),
-        output_norm_bytes=sum(t.n_bytes for t in rest), tied_output=not out,
-        token_embd_repackable=token_embd is not None and token_embd.type_name in REPACK_TYPES
-        and len(token_embd.shape) > 1 and token_embd.shape[1] % 8 == 0,
-        token_embd_span=_span(embd), output_span=_span(out + rest),
-        n_expert=hp.n_expert, n_expert_used=hp.n_expert_used, n_ff_exp=hp.n_ff_exp, n_ff_shexp=hp.n_ff_shexp,
-        kv_lora_rank=hp.kv_lora_rank if hp.is_mla else 0, q_lora_rank=hp.q_lora_rank, n_rot=hp.n_rot,
-        n_embd_head_v_mla=hp.n_embd_head_v_mla, ssm_d_inner=hp.ssm_d_inner, ssm_d_state=hp.ssm_d_state,
-        ssm_d_conv=hp.ssm_d_conv, ssm_n_group=hp.ssm_n_group, ssm_dt_rank=hp.ssm_dt_rank,
-        n_tensors=len(header.tensors), notes=hp.notes,
-    )  # fmt: skip
-
+        name=header.name,
+        arch=hp.arch,
+        exact=True,
+        n_embd=hp.n_embd,
+        n_vocab=hp.n_vocab,
+        n_head=max(hp.n_head),
+        n_embd_head_k=hp.n_embd_head_k_mla if hp.is_mla else hp.n_embd_head_k,
+        n_ctx_train=hp.n_ctx_train,
+        layers=tuple(layers),
+        token_embd_bytes=sum(t.n_bytes for t in embd),
+        output_bytes=sum(t.n_bytes for t in out),
+        output_repack_bytes=sum(t.n_bytes for t in out if _repackable(t)),
+        output_norm_bytes=sum(t.n_bytes for t in rest),
+        tied_output=not out,
+        token_embd_repackable=token_embd is not None
+        and token_embd.type_name in REPACK_TYPES
+        and len(token_embd.shape) > 1
+        and token_embd.shape[1] % 8 == 0,
+        token_embd_span=_span(embd),
+        output_span=_span(out + rest),
+        n_expert=hp.n_expert,
+        n_expert_used=hp.n_expert_used,
+        n_ff_exp=hp.n_ff_exp,
+        n_ff_shexp=hp.n_ff_shexp,
+        kv_lora_rank=hp.kv_lora_rank if hp.is_mla else 0,
+        q_lora_rank=hp.q_lora_rank,
+        n_rot=hp.n_rot,
+        n_embd_head_v_mla=hp.n_embd_head_v_mla,
+        ssm_d_inner=hp.ssm_d_inner,
+        ssm_d_state=hp.ssm_d_state,
+        ssm_d_conv=hp.ssm_d_conv,
+        ssm_n_group=hp.ssm_n_group,
+        ssm_dt_rank=hp.ssm_dt_rank,
+        n_tensors=len(header.tensors),
+        notes=hp.notes,
+    )

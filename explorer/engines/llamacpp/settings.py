@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from explorer.model.dtypes import ElementType, element_type
 from explorer.errors import LlamaCppConfigError, UnknownPrecisionError
+from explorer.model.dtypes import ElementType, element_type
 from explorer.units import round_up
 
 FlashAttn = Literal["on", "off", "auto"]
@@ -175,11 +175,15 @@ def resolve_context(settings: LlamaCppSettings, *, n_ctx_train: int, mla: bool =
     tk, tv = cache_type(s.type_k), cache_type(s.type_v)
     quant_v = tv.block_elements > 1
     if s.flash_attn == "off" and quant_v:
-        raise LlamaCppConfigError("quantized V cache requires flash_attn to be enabled",
-                                  hint="turn flash attention on (-fa on) or use an f16 V cache")  # fmt: skip
+        raise LlamaCppConfigError(
+            "quantized V cache requires flash_attn to be enabled",
+            hint="turn flash attention on (-fa on) or use an f16 V cache",
+        )
     if mla and tk.name != tv.name:
-        raise LlamaCppConfigError(f"model does not support different K ({s.type_k}) and V ({s.type_v}) cache types",
-                                  hint="MLA keeps one latent for K and V: give both the same type")  # fmt: skip
+        raise LlamaCppConfigError(
+            f"model does not support different K ({s.type_k}) and V ({s.type_v}) cache types",
+            hint="MLA keeps one latent for K and V: give both the same type",
+        )
     flash = s.flash_attn != "off"
     if flash:
         for t, width, which in ((tk, head_k, "K"), (tv, head_v, "V")):
@@ -198,7 +202,15 @@ def resolve_context(settings: LlamaCppSettings, *, n_ctx_train: int, mla: bool =
     n_ubatch = min(n_batch, s.n_ubatch)
     n_tokens = min(n_ctx, n_ubatch)
     return ContextSizes(
-        n_ctx=n_ctx, n_ctx_seq=n_ctx_seq, n_stream=n_stream, n_seq=s.n_seq, n_batch=n_batch, n_ubatch=n_ubatch,
-        n_tokens=n_tokens, n_outputs=min(n_tokens, s.n_outputs_max or n_batch), flash_attn=flash, type_k=tk,
+        n_ctx=n_ctx,
+        n_ctx_seq=n_ctx_seq,
+        n_stream=n_stream,
+        n_seq=s.n_seq,
+        n_batch=n_batch,
+        n_ubatch=n_ubatch,
+        n_tokens=n_tokens,
+        n_outputs=min(n_tokens, s.n_outputs_max or n_batch),
+        flash_attn=flash,
+        type_k=tk,
         type_v=tv,
-    )  # fmt: skip
+    )

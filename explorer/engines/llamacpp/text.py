@@ -24,16 +24,24 @@ def memory_text(mem) -> str:
         f"{'where':24s}{'model':>10s}{'KV+state':>10s}{'compute':>10s}{'output':>10s}{'other':>10s}{'total':>10s}  MiB",
     ]
     for d in mem.devices:
-        lines.append(f"{d.device.name[:24]:24s}{_mib(d.model_bytes)}{_mib(d.kv_bytes)}{_mib(d.compute_bytes)}"
-                     f"{_mib(d.output_bytes)}{_mib(d.other_bytes)}{_mib(d.total_bytes)}  ({len(d.layers)} layers, compute: {d.phase})")
+        lines.append(
+            f"{d.device.name[:24]:24s}{_mib(d.model_bytes)}{_mib(d.kv_bytes)}{_mib(d.compute_bytes)}"
+            f"{_mib(d.output_bytes)}{_mib(d.other_bytes)}{_mib(d.total_bytes)}  ({len(d.layers)} layers, compute: {d.phase})"
+        )
     h = mem.host
-    lines.append(f"{'host':24s}{_mib(h.model_bytes)}{_mib(h.kv_bytes)}{_mib(h.compute_bytes)}"
-                 f"{_mib(h.output_bytes)}{_mib(h.other_bytes)}{_mib(h.total_bytes)}  (compute: {h.phase})")
-    lines.append(f"host weights: CPU_Mapped {h.mapped_bytes / MiB:.2f} MiB, CPU {h.loaded_bytes / MiB:.2f} MiB,"
-                 f" CPU_REPACK {h.repack_bytes / MiB:.2f} MiB")
+    lines.append(
+        f"{'host':24s}{_mib(h.model_bytes)}{_mib(h.kv_bytes)}{_mib(h.compute_bytes)}"
+        f"{_mib(h.output_bytes)}{_mib(h.other_bytes)}{_mib(h.total_bytes)}  (compute: {h.phase})"
+    )
+    lines.append(
+        f"host weights: CPU_Mapped {h.mapped_bytes / MiB:.2f} MiB, CPU {h.loaded_bytes / MiB:.2f} MiB,"
+        f" CPU_REPACK {h.repack_bytes / MiB:.2f} MiB"
+    )
     for cache in mem.caches:
         what = "recurrent state" if cache.name == "rs" else f"{cache.name} cache"
-        lines.append(f"{what}: {cache.cells} cells x {cache.streams} stream(s), {len(cache.layers)} layers,"
-                     f" {cache.k_bytes / MiB:.2f} + {cache.v_bytes / MiB:.2f} MiB")
+        lines.append(
+            f"{what}: {cache.cells} cells x {cache.streams} stream(s), {len(cache.layers)} layers,"
+            f" {cache.k_bytes / MiB:.2f} + {cache.v_bytes / MiB:.2f} MiB"
+        )
     lines += [f"note: {n}" for n in mem.notes]
     return "\n".join(lines)

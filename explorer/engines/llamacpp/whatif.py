@@ -11,6 +11,7 @@ Repackable bytes are the quant's share of repack types (:data:`REPACK_SHARE`).
 
 from __future__ import annotations
 
+from explorer.engines.llamacpp.model import REPACK_SHARE, AttnKind, LlamaLayer, LlamaModel
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     FullAttention,
@@ -18,7 +19,6 @@ from explorer.model.kv_cache import (
     RecurrentState,
     SlidingWindowAttention,
 )
-from explorer.engines.llamacpp.model import REPACK_SHARE, AttnKind, LlamaLayer, LlamaModel
 from explorer.model.weights import weight_breakdown
 
 
@@ -58,11 +58,23 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         size = wb.layer_bytes[i]
         matrices = sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1)
         mlp = next((t.rows for t in layer.tensors if t.role == "mlp" and t.cols == hidden), 0)
-        layers.append(LlamaLayer(
-            attn=attn, n_head=shape.attention_heads, n_head_kv=kv, k_row=k_row, v_row=v_row, window=window,
-            r_row=r_row, s_row=s_row, weight_bytes=size, repack_bytes=int(matrices * share),
-            n_ff=mlp, moe=layer.moe, span=(offset, offset + size),
-        ))  # fmt: skip
+        layers.append(
+            LlamaLayer(
+                attn=attn,
+                n_head=shape.attention_heads,
+                n_head_kv=kv,
+                k_row=k_row,
+                v_row=v_row,
+                window=window,
+                r_row=r_row,
+                s_row=s_row,
+                weight_bytes=size,
+                repack_bytes=int(matrices * share),
+                n_ff=mlp,
+                moe=layer.moe,
+                span=(offset, offset + size),
+            )
+        )
         offset += size
     head = {t.role: precision.tensor_bytes(t) for t in shape.head}
     output = head.get("lm_head", 0)
@@ -70,20 +82,39 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
     moe = shape.moe
     ssm = _ssm_dims(shape)
     return LlamaModel(
-        name=shape.name, arch=shape.model_type, exact=False, n_embd=hidden, n_vocab=shape.vocab_size,
-        n_head=shape.attention_heads, n_embd_head_k=shape.head_dim if mla is None else _mla_qk(shape, mla),
-        n_ctx_train=shape.max_context_tokens, layers=tuple(layers), token_embd_bytes=wb.embedding_bytes,
-        output_bytes=output, output_repack_bytes=int(output * share), output_norm_bytes=wb.head_bytes - output,
-        tied_output=shape.tied_embeddings, token_embd_repackable=share >= 1.0,
-        token_embd_span=(0, wb.embedding_bytes), output_span=(offset, offset + wb.head_bytes),
-        n_expert=moe.experts if moe else 0, n_expert_used=moe.experts_per_token if moe else 0,
-        n_ff_exp=moe.moe_intermediate_size if moe else 0, n_ff_shexp=moe.shared_intermediate_size if moe else 0,
-        kv_lora_rank=mla.kv_lora_rank if mla else 0, q_lora_rank=_rows(shape, "q_a_proj"),
-        n_rot=mla.rope_dim if mla else shape.head_dim, n_embd_head_v_mla=_mla_v(shape),
-        ssm_d_inner=ssm[0], ssm_d_state=ssm[1], ssm_d_conv=ssm[2], ssm_n_group=ssm[3], ssm_dt_rank=ssm[4],
+        name=shape.name,
+        arch=shape.model_type,
+        exact=False,
+        n_embd=hidden,
+        n_vocab=shape.vocab_size,
+        n_head=shape.attention_heads,
+        n_embd_head_k=shape.head_dim if mla is None else _mla_qk(shape, mla),
+        n_ctx_train=shape.max_context_tokens,
+        layers=tuple(layers),
+        token_embd_bytes=wb.embedding_bytes,
+        output_bytes=output,
+        output_repack_bytes=int(output * share),
+        output_norm_bytes=wb.head_bytes - output,
+        tied_output=shape.tied_embeddings,
+        token_embd_repackable=share >= 1.0,
+        token_embd_span=(0, wb.embedding_bytes),
+        output_span=(offset, offset + wb.head_bytes),
+        n_expert=moe.experts if moe else 0,
+        n_expert_used=moe.experts_per_token if moe else 0,
+        n_ff_exp=moe.moe_intermediate_size if moe else 0,
+        n_ff_shexp=moe.shared_intermediate_size if moe else 0,
+        kv_lora_rank=mla.kv_lora_rank if mla else 0,
+        q_lora_rank=_rows(shape, "q_a_proj"),
+        n_rot=mla.rope_dim if mla else shape.head_dim,
+        n_embd_head_v_mla=_mla_v(shape),
+        ssm_d_inner=ssm[0],
+        ssm_d_state=ssm[1],
+        ssm_d_conv=ssm[2],
+        ssm_n_group=ssm[3],
+        ssm_dt_rank=ssm[4],
         n_tensors=sum(len(la.tensors) for la in shape.decoder) + len(shape.embeddings) + len(shape.head),
         notes=tuple(notes) + tuple(shape.notes),
-    )  # fmt: skip
+    )
 
 
 def _rows(shape, suffix: str) -> int:

@@ -21,20 +21,43 @@ Builder = Callable[[ConfigView], ArchParts]
 
 #: model types the Llama-like builder reads exactly
 LLAMA_LIKE = {
-    "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "internlm", "internlm2",
-    "smollm3", "granite", "granitemoe", "exaone4", "phi3", "gemma", "gemma2", "gemma3", "gemma3_text",
-    "qwen2_vl", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_vl_text", "qwen3_vl", "qwen3_vl_text", "olmo",
-    "yi", "aquila", "starcoder2_llama", "ministral", "mistral3",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen3",
+    "qwen2_moe",
+    "qwen3_moe",
+    "internlm",
+    "internlm2",
+    "smollm3",
+    "granite",
+    "granitemoe",
+    "exaone4",
+    "phi3",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen2_5_vl_text",
+    "qwen2_vl_text",
+    "qwen3_vl",
+    "qwen3_vl_text",
+    "olmo",
+    "yi",
+    "aquila",
+    "starcoder2_llama",
+    "ministral",
+    "mistral3",
 }
 
 
 def _registry() -> dict[str, Builder]:
-    from explorer.model.architectures import hybrid
-    from explorer.model.architectures import legacy
-    from explorer.model.architectures import mla
-    from explorer.model.architectures import special
+    from explorer.model.architectures import hybrid, legacy, mla, special
 
-    table: dict[str, Builder] = {mt: build_llama_like for mt in LLAMA_LIKE}
+    table: dict[str, Builder] = dict.fromkeys(LLAMA_LIKE, build_llama_like)
     table.update(mla.BUILDERS)
     table.update(hybrid.BUILDERS)
     table.update(legacy.BUILDERS)

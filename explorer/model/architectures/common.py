@@ -188,7 +188,9 @@ def attention(
     hd = head_dim or d.head_dim
     q, k, v, o = names
     out: list[Tensor] = []
-    out += linear(f"{prefix}.{q}", d.heads * hd * (2 if q_gate else 1), d.hidden, role="attention", split="column", bias=qkv_bias)
+    out += linear(
+        f"{prefix}.{q}", d.heads * hd * (2 if q_gate else 1), d.hidden, role="attention", split="column", bias=qkv_bias
+    )
     out += linear(f"{prefix}.{k}", kv * hd, d.hidden, role="attention", split="kv", bias=qkv_bias, heads=kv)
     out += linear(f"{prefix}.{v}", kv * hd, d.hidden, role="attention", split="kv", bias=qkv_bias, heads=kv)
     out += linear(f"{prefix}.{o}", d.hidden, d.heads * hd, role="attention", split="row", bias=o_bias)
@@ -236,7 +238,9 @@ def plain_mlp(
     )
 
 
-def router(prefix: str, hidden: int, experts: int, *, bias: bool = False, score_bias: bool = False) -> tuple[Tensor, ...]:
+def router(
+    prefix: str, hidden: int, experts: int, *, bias: bool = False, score_bias: bool = False
+) -> tuple[Tensor, ...]:
     """An MoE gate (replicated on every card) and its optional score-correction bias."""
     out = [Tensor(module=prefix, rows=experts, cols=hidden, role="router")]
     if bias:

@@ -13,7 +13,19 @@ state_size`` for Mamba-2).
 
 from __future__ import annotations
 
-from explorer.model.architectures.common import ArchParts, Dims, Layer, MoESpec, attention, final_head, gated_mlp, plain_mlp, read_dims, router, token_embeddings
+from explorer.model.architectures.common import (
+    ArchParts,
+    Dims,
+    Layer,
+    MoESpec,
+    attention,
+    final_head,
+    gated_mlp,
+    plain_mlp,
+    read_dims,
+    router,
+    token_embeddings,
+)
 from explorer.model.architectures.llama import EXPERT_KEYS, TOPK_KEYS, moe_block, moe_layer_mask
 from explorer.model.architectures.patterns import FULL, LINEAR, attention_layout
 from explorer.model.config_reader import ConfigView
@@ -51,8 +63,15 @@ def delta_net(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...
         + linear(f"{prefix}.out_proj", d.hidden, value_dim, role="linear_attention", split="row")
     )
     conv_bytes, ssm_bytes = _state_bytes(view)
-    state = RecurrentState(family="linear", conv_elements=conv_dim * (kernel - 1), conv_bytes=conv_bytes,
-                           ssm_elements=v_heads * k_dim * v_dim, ssm_bytes=ssm_bytes, heads=v_heads, groups=k_heads)
+    state = RecurrentState(
+        family="linear",
+        conv_elements=conv_dim * (kernel - 1),
+        conv_bytes=conv_bytes,
+        ssm_elements=v_heads * k_dim * v_dim,
+        ssm_bytes=ssm_bytes,
+        heads=v_heads,
+        groups=k_heads,
+    )
     return tensors, state
 
 
@@ -61,7 +80,9 @@ def build_qwen_next(view: ConfigView) -> ArchParts:
     d = read_dims(view)
     layout = attention_layout(view, d.layers)
     if LINEAR not in layout.kinds:
-        layout = type(layout)(tuple(FULL if (i + 1) % 4 == 0 else LINEAR for i in range(d.layers)), 0, "default interval 4")
+        layout = type(layout)(
+            tuple(FULL if (i + 1) % 4 == 0 else LINEAR for i in range(d.layers)), 0, "default interval 4"
+        )
     experts = view.get_int(*EXPERT_KEYS, default=0) or 0
     moe_inter = view.get_int("moe_intermediate_size", default=d.intermediate) or d.intermediate
     mask, _ = moe_layer_mask(view, d.layers) if experts else ([False] * d.layers, 0)
@@ -88,14 +109,27 @@ def build_qwen_next(view: ConfigView) -> ArchParts:
     mtp = _qwen_mtp(view, d, memo.get((FULL, bool(experts))))
     moe = None
     if experts:
-        moe = MoESpec(experts=experts, shared_experts=1 if shared else 0,
-                      experts_per_token=view.get_int(*TOPK_KEYS, default=10) or 10, moe_intermediate_size=moe_inter,
-                      shared_intermediate_size=shared, moe_layers=sum(mask), dense_layers=d.layers - sum(mask))
+        moe = MoESpec(
+            experts=experts,
+            shared_experts=1 if shared else 0,
+            experts_per_token=view.get_int(*TOPK_KEYS, default=10) or 10,
+            moe_intermediate_size=moe_inter,
+            shared_intermediate_size=shared,
+            moe_layers=sum(mask),
+            dense_layers=d.layers - sum(mask),
+        )
     notes = list(d.notes) + [f"{layout.kinds.count(LINEAR)} gated-delta-net layers keep a fixed state per sequence"]
     if mtp:
         notes.append("multi-token-prediction layer counted in params, not loaded for plain serving")
-    return ArchParts(family="hybrid", layers=tuple(layers), embeddings=token_embeddings(d), head=final_head(d),
-                     mtp=mtp, moe=moe, notes=tuple(notes))
+    return ArchParts(
+        family="hybrid",
+        layers=tuple(layers),
+        embeddings=token_embeddings(d),
+        head=final_head(d),
+        mtp=mtp,
+        moe=moe,
+        notes=tuple(notes),
+    )
 
 
 def _qwen_mtp(view: ConfigView, d: Dims, full_layer) -> tuple[Tensor, ...]:
@@ -106,9 +140,24 @@ def _qwen_mtp(view: ConfigView, d: Dims, full_layer) -> tuple[Tensor, ...]:
     for _ in range(count):
         out += full_layer[0]
         out += linear("mtp.fc", d.hidden, 2 * d.hidden, role="mtp", split="replicated")
-        out += [vector("mtp.pre_fc_norm_embedding", d.hidden), vector("mtp.pre_fc_norm_hidden", d.hidden), vector("mtp.norm", d.hidden)]
-    return tuple(Tensor(module=t.module, param=t.param, rows=t.rows, cols=t.cols, count=t.count, role="mtp",
-                        split=t.split, heads=t.heads) for t in out)
+        out += [
+            vector("mtp.pre_fc_norm_embedding", d.hidden),
+            vector("mtp.pre_fc_norm_hidden", d.hidden),
+            vector("mtp.norm", d.hidden),
+        ]
+    return tuple(
+        Tensor(
+            module=t.module,
+            param=t.param,
+            rows=t.rows,
+            cols=t.cols,
+            count=t.count,
+            role="mtp",
+            split=t.split,
+            heads=t.heads,
+        )
+        for t in out
+    )
 
 
 def mamba2(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...], RecurrentState]:
@@ -121,16 +170,34 @@ def mamba2(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...], 
     inner = heads * head_dim
     conv_dim = inner + 2 * groups * state
     tensors = (
-        linear(f"{prefix}.in_proj", inner + conv_dim + heads, d.hidden, role="ssm", split="column", bias=view.get_bool("use_bias"))
+        linear(
+            f"{prefix}.in_proj",
+            inner + conv_dim + heads,
+            d.hidden,
+            role="ssm",
+            split="column",
+            bias=view.get_bool("use_bias"),
+        )
         + (Tensor(module=f"{prefix}.conv1d", rows=conv_dim, cols=kernel, role="ssm", split="column"),)
-        + ((vector(f"{prefix}.conv1d", conv_dim, role="ssm", param="bias", split="column"),) if view.get_bool("use_conv_bias", default=True) else ())
+        + (
+            (vector(f"{prefix}.conv1d", conv_dim, role="ssm", param="bias", split="column"),)
+            if view.get_bool("use_conv_bias", default=True)
+            else ()
+        )
         + tuple(vector(prefix, heads, role="ssm", param=p, split="column") for p in ("dt_bias", "A_log", "D"))
         + (vector(f"{prefix}.norm", inner, role="ssm", split="column"),)
         + linear(f"{prefix}.out_proj", d.hidden, inner, role="ssm", split="row", bias=view.get_bool("use_bias"))
     )
     conv_bytes, ssm_bytes = _state_bytes(view)
-    cache = RecurrentState(family="mamba", conv_elements=conv_dim * (kernel - 1), conv_bytes=conv_bytes,
-                           ssm_elements=heads * head_dim * state, ssm_bytes=ssm_bytes, heads=heads, groups=groups)
+    cache = RecurrentState(
+        family="mamba",
+        conv_elements=conv_dim * (kernel - 1),
+        conv_bytes=conv_bytes,
+        ssm_elements=heads * head_dim * state,
+        ssm_bytes=ssm_bytes,
+        heads=heads,
+        groups=groups,
+    )
     return tensors, cache
 
 
@@ -138,8 +205,12 @@ def _nemotron_moe(prefix: str, view: ConfigView, d: Dims, experts: int) -> tuple
     moe_inter = view.get_int("moe_intermediate_size", minimum=1) or d.intermediate
     shared = view.get_int("moe_shared_expert_intermediate_size", default=0) or 0
     out = list(router(f"{prefix}.gate", d.hidden, experts, score_bias=True))
-    out += linear(f"{prefix}.experts.*.up_proj", moe_inter, d.hidden, role="expert", split="expert_column", count=experts)
-    out += linear(f"{prefix}.experts.*.down_proj", d.hidden, moe_inter, role="expert", split="expert_row", count=experts)
+    out += linear(
+        f"{prefix}.experts.*.up_proj", moe_inter, d.hidden, role="expert", split="expert_column", count=experts
+    )
+    out += linear(
+        f"{prefix}.experts.*.down_proj", d.hidden, moe_inter, role="expert", split="expert_row", count=experts
+    )
     if shared:
         out += plain_mlp(f"{prefix}.shared_experts", d.hidden, shared, role="shared_expert")
     return tuple(out)
@@ -166,22 +237,37 @@ def build_nemotron_h(view: ConfigView) -> ArchParts:
             elif ch == "E":
                 mixer, cache = _nemotron_moe(f"{p}.mixer", view, d, experts), NoCache()
             else:
-                mixer, cache = plain_mlp(f"{p}.mixer", d.hidden, d.intermediate, bias=view.get_bool("mlp_bias")), NoCache()
+                mixer, cache = (
+                    plain_mlp(f"{p}.mixer", d.hidden, d.intermediate, bias=view.get_bool("mlp_bias")),
+                    NoCache(),
+                )
             memo[ch] = (mixer + norm(f"{p}.norm", d.hidden), cache)
         tensors, cache = memo[ch]
         layers.append(Layer(cache=cache, tensors=tensors, moe=ch == "E"))
     moe = None
     if experts and "E" in pattern:
-        moe = MoESpec(experts=experts, shared_experts=view.get_int("n_shared_experts", default=0) or 0,
-                      experts_per_token=view.get_int(*TOPK_KEYS, default=6) or 6,
-                      moe_intermediate_size=view.get_int("moe_intermediate_size", default=0) or 0,
-                      shared_intermediate_size=view.get_int("moe_shared_expert_intermediate_size", default=0) or 0,
-                      moe_layers=pattern.count("E"), dense_layers=d.layers - pattern.count("E"))
-    counts = ", ".join(f"{pattern.count(c)} {n}" for c, n in (("M", "Mamba-2"), ("*", "attention"), ("-", "MLP"), ("E", "MoE")) if c in pattern)
-    return ArchParts(family="hybrid", layers=tuple(layers),
-                     embeddings=token_embeddings(d, "backbone.embeddings"),
-                     head=final_head(d, norm_module="backbone.norm_f"), moe=moe,
-                     notes=tuple(d.notes) + (f"layers: {counts}",))
+        moe = MoESpec(
+            experts=experts,
+            shared_experts=view.get_int("n_shared_experts", default=0) or 0,
+            experts_per_token=view.get_int(*TOPK_KEYS, default=6) or 6,
+            moe_intermediate_size=view.get_int("moe_intermediate_size", default=0) or 0,
+            shared_intermediate_size=view.get_int("moe_shared_expert_intermediate_size", default=0) or 0,
+            moe_layers=pattern.count("E"),
+            dense_layers=d.layers - pattern.count("E"),
+        )
+    counts = ", ".join(
+        f"{pattern.count(c)} {n}"
+        for c, n in (("M", "Mamba-2"), ("*", "attention"), ("-", "MLP"), ("E", "MoE"))
+        if c in pattern
+    )
+    return ArchParts(
+        family="hybrid",
+        layers=tuple(layers),
+        embeddings=token_embeddings(d, "backbone.embeddings"),
+        head=final_head(d, norm_module="backbone.norm_f"),
+        moe=moe,
+        notes=tuple(d.notes) + (f"layers: {counts}",),
+    )
 
 
 BUILDERS = {

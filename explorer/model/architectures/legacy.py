@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from explorer.model.architectures.common import ArchParts, Dims, Layer, attention, full_attention_cache, gated_mlp, plain_mlp, read_dims
+from explorer.model.architectures.common import (
+    ArchParts,
+    Dims,
+    Layer,
+    attention,
+    full_attention_cache,
+    gated_mlp,
+    plain_mlp,
+    read_dims,
+)
 from explorer.model.config_reader import ConfigView
 from explorer.model.tensors import Tensor, embedding, linear, norm
 
@@ -24,8 +33,15 @@ def _fused_qkv(module: str, d: Dims, bias: bool) -> tuple[Tensor, ...]:
     )
 
 
-def _assemble(d: Dims, layer: tuple[Tensor, ...], *, embed: tuple[Tensor, ...], head: tuple[Tensor, ...],
-              family: str, notes: tuple[str, ...] = ()) -> ArchParts:
+def _assemble(
+    d: Dims,
+    layer: tuple[Tensor, ...],
+    *,
+    embed: tuple[Tensor, ...],
+    head: tuple[Tensor, ...],
+    family: str,
+    notes: tuple[str, ...] = (),
+) -> ArchParts:
     cache = full_attention_cache(d)
     return ArchParts(
         family=family,
@@ -58,8 +74,10 @@ def build_gpt2(view: ConfigView) -> ArchParts:
         + norm(f"{p}.ln_2", d.hidden, bias=True)
         + plain_mlp(f"{p}.mlp", d.hidden, inner, bias=True, names=("c_fc", "c_proj"))
     )
-    embed = (embedding("transformer.wte", d.vocab, d.hidden),
-             Tensor(module="transformer.wpe", rows=positions, cols=d.hidden, role="position"))
+    embed = (
+        embedding("transformer.wte", d.vocab, d.hidden),
+        Tensor(module="transformer.wpe", rows=positions, cols=d.hidden, role="position"),
+    )
     head = norm("transformer.ln_f", d.hidden, bias=True) + _lm_head(d)
     return _assemble(d, layer, embed=embed, head=head, family="gpt2")
 
@@ -74,13 +92,18 @@ def build_falcon(view: ConfigView) -> ArchParts:
     new = view.get_bool("new_decoder_architecture") or view.raw("n_head_kv") is not None
     bias = view.get_bool("bias")
     p = "transformer.h.{i}"
-    norms = norm(f"{p}.ln_attn", d.hidden, bias=True) + norm(f"{p}.ln_mlp", d.hidden, bias=True) if new else norm(
-        f"{p}.input_layernorm", d.hidden, bias=True)
+    norms = (
+        norm(f"{p}.ln_attn", d.hidden, bias=True) + norm(f"{p}.ln_mlp", d.hidden, bias=True)
+        if new
+        else norm(f"{p}.input_layernorm", d.hidden, bias=True)
+    )
     layer = (
         norms
         + _fused_qkv(f"{p}.self_attention.query_key_value", d, bias=bias)
         + linear(f"{p}.self_attention.dense", d.hidden, d.hidden, role="attention", split="row", bias=bias)
-        + plain_mlp(f"{p}.mlp", d.hidden, d.intermediate or 4 * d.hidden, bias=bias, names=("dense_h_to_4h", "dense_4h_to_h"))
+        + plain_mlp(
+            f"{p}.mlp", d.hidden, d.intermediate or 4 * d.hidden, bias=bias, names=("dense_h_to_4h", "dense_4h_to_h")
+        )
     )
     embed = (embedding("transformer.word_embeddings", d.vocab, d.hidden),)
     head = norm("transformer.ln_f", d.hidden, bias=True) + _lm_head(d)
@@ -102,8 +125,14 @@ def build_chatglm(view: ConfigView) -> ArchParts:
     )
     embed = (embedding("transformer.embedding.word_embeddings", d.vocab, d.hidden),)
     head = norm("transformer.encoder.final_layernorm", d.hidden) + _lm_head(d, "transformer.output_layer")
-    return _assemble(d, layer, embed=embed, head=head, family="chatglm",
-                     notes=("the rotary inv_freq buffer some checkpoints store (64 values) is not counted",))
+    return _assemble(
+        d,
+        layer,
+        embed=embed,
+        head=head,
+        family="chatglm",
+        notes=("the rotary inv_freq buffer some checkpoints store (64 values) is not counted",),
+    )
 
 
 def build_qwen_v1(view: ConfigView) -> ArchParts:
@@ -146,7 +175,9 @@ def build_gpt_neox(view: ConfigView) -> ArchParts:
         + norm(f"{p}.post_attention_layernorm", d.hidden, bias=True)
         + _fused_qkv(f"{p}.attention.query_key_value", d, bias=True)
         + linear(f"{p}.attention.dense", d.hidden, d.hidden, role="attention", split="row", bias=True)
-        + plain_mlp(f"{p}.mlp", d.hidden, d.intermediate or 4 * d.hidden, bias=True, names=("dense_h_to_4h", "dense_4h_to_h"))
+        + plain_mlp(
+            f"{p}.mlp", d.hidden, d.intermediate or 4 * d.hidden, bias=True, names=("dense_h_to_4h", "dense_4h_to_h")
+        )
     )
     embed = (embedding("gpt_neox.embed_in", d.vocab, d.hidden),)
     head = norm("gpt_neox.final_layer_norm", d.hidden, bias=True) + _lm_head(d, "embed_out")
@@ -157,7 +188,9 @@ def build_persimmon(view: ConfigView) -> ArchParts:
     """Persimmon and Fuyu: biased fused q/k/v, LayerNorms on q and k, ReLU² MLP; Fuyu's patch projection."""
     d = read_dims(view)
     p = "language_model.model.layers.{i}"
-    qk = norm(f"{p}.self_attn.q_layernorm", d.head_dim, bias=True) + norm(f"{p}.self_attn.k_layernorm", d.head_dim, bias=True)
+    qk = norm(f"{p}.self_attn.q_layernorm", d.head_dim, bias=True) + norm(
+        f"{p}.self_attn.k_layernorm", d.head_dim, bias=True
+    )
     layer = (
         norm(f"{p}.input_layernorm", d.hidden, bias=True)
         + norm(f"{p}.post_attention_layernorm", d.hidden, bias=True)
@@ -172,7 +205,9 @@ def build_persimmon(view: ConfigView) -> ArchParts:
     patch = view.get_int("patch_size", default=0) or 0
     if patch:
         channels = view.get_int("num_channels", default=3) or 3
-        vision = linear("vision_embed_tokens", d.hidden, patch * patch * channels, role="vision", split="replicated", bias=True)
+        vision = linear(
+            "vision_embed_tokens", d.hidden, patch * patch * channels, role="vision", split="replicated", bias=True
+        )
         parts = replace(parts, vision=vision)
     return parts
 

@@ -32,7 +32,13 @@ from explorer.model.tensors import Tensor, linear, norm
 QKV_BIAS = {"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_vl_text"}
 #: model types with a norm over each query and key head
 QK_HEAD_NORM = {
-    "qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text", "gemma3_text", "gemma3", "exaone4",
+    "qwen3",
+    "qwen3_moe",
+    "qwen3_vl_text",
+    "qwen3_vl_moe_text",
+    "gemma3_text",
+    "gemma3",
+    "exaone4",
 }
 #: model types with four norms a layer (pre/post attention, pre/post feed-forward)
 FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
@@ -43,13 +49,19 @@ EXPERT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_
 TOPK_KEYS = ("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "moe_top_k", "top_k_experts")
 
 
-def layer_cache(kind: str, d: Dims, window: int, *, kv_heads: int | None = None, head_dim: int | None = None) -> LayerCache:
+def layer_cache(
+    kind: str, d: Dims, window: int, *, kv_heads: int | None = None, head_dim: int | None = None
+) -> LayerCache:
     """The cache spec of one attention layer of a given kind."""
     full = full_attention_cache(d, kv_heads=kv_heads, head_dim=head_dim)
     if kind == SLIDING:
-        return SlidingWindowAttention(kv_heads=full.kv_heads, head_dim=full.head_dim, v_head_dim=full.v_head_dim, window=window)
+        return SlidingWindowAttention(
+            kv_heads=full.kv_heads, head_dim=full.head_dim, v_head_dim=full.v_head_dim, window=window
+        )
     if kind == CHUNKED:
-        return ChunkedLocalAttention(kv_heads=full.kv_heads, head_dim=full.head_dim, v_head_dim=full.v_head_dim, chunk=window)
+        return ChunkedLocalAttention(
+            kv_heads=full.kv_heads, head_dim=full.head_dim, v_head_dim=full.v_head_dim, chunk=window
+        )
     return full
 
 
@@ -72,7 +84,9 @@ def moe_block(prefix: str, view: ConfigView, d: Dims, experts: int, moe_inter: i
     gate = f"{prefix}.gate"
     out = list(router(gate, d.hidden, experts, score_bias=view.get_str("topk_method") == "noaux_tc"))
     out += gated_mlp(f"{prefix}.experts.*", d.hidden, moe_inter, role="expert", count=experts, names=names)
-    shared_width = view.get_int("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", default=0) or 0
+    shared_width = (
+        view.get_int("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", default=0) or 0
+    )
     n_shared = view.get_int("n_shared_experts", "num_shared_experts", default=0) or 0
     if shared_width and not view.raw("n_shared_experts", "num_shared_experts"):
         # Qwen-style: one shared expert of its own width, scaled by a sigmoid gate.
@@ -86,8 +100,16 @@ def moe_block(prefix: str, view: ConfigView, d: Dims, experts: int, moe_inter: i
     return tuple(out), 0
 
 
-def moe_spec(view: ConfigView, experts: int, mask: list[bool], moe_inter: int, shared_width: int,
-             first_dense: int, *, default_topk: int) -> MoESpec:
+def moe_spec(
+    view: ConfigView,
+    experts: int,
+    mask: list[bool],
+    moe_inter: int,
+    shared_width: int,
+    first_dense: int,
+    *,
+    default_topk: int,
+) -> MoESpec:
     """The routing record of a model whose layers ``mask`` says route to experts."""
     return MoESpec(
         experts=experts,

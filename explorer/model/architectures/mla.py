@@ -15,7 +15,15 @@ head; they count in ``params`` but not in served weights.
 
 from __future__ import annotations
 
-from explorer.model.architectures.common import ArchParts, Dims, Layer, final_head, gated_mlp, read_dims, token_embeddings
+from explorer.model.architectures.common import (
+    ArchParts,
+    Dims,
+    Layer,
+    final_head,
+    gated_mlp,
+    read_dims,
+    token_embeddings,
+)
 from explorer.model.architectures.llama import EXPERT_KEYS, moe_block, moe_layer_mask, moe_spec
 from explorer.model.config_reader import ConfigView
 from explorer.model.kv_cache import MLAAttention
@@ -66,7 +74,9 @@ def mla_cache(view: ConfigView) -> MLAAttention:
     )
 
 
-def _decoder_layer(prefix: str, view: ConfigView, d: Dims, moe: bool, experts: int, moe_inter: int) -> tuple[tuple[Tensor, ...], int]:
+def _decoder_layer(
+    prefix: str, view: ConfigView, d: Dims, moe: bool, experts: int, moe_inter: int
+) -> tuple[tuple[Tensor, ...], int]:
     tensors = list(mla_attention(f"{prefix}.self_attn", view, d))
     tensors += norm(f"{prefix}.input_layernorm", d.hidden) + norm(f"{prefix}.post_attention_layernorm", d.hidden)
     shared = 0
@@ -84,14 +94,29 @@ def _mtp_layers(view: ConfigView, d: Dims, experts: int, moe_inter: int) -> tupl
     for n in range(count):
         p = f"model.layers.{d.layers + n}"
         layer, _ = _decoder_layer(p, view, d, bool(experts), experts, moe_inter)
-        out += [t for t in layer]
+        out += list(layer)
         out += [vector(f"{p}.enorm", d.hidden), vector(f"{p}.hnorm", d.hidden)]
         out += linear(f"{p}.eh_proj", d.hidden, 2 * d.hidden, role="mtp", split="replicated")
         out += [vector(f"{p}.shared_head.norm", d.hidden)]
-        out += [embedding(f"{p}.embed_tokens", d.vocab, d.hidden), embedding(f"{p}.shared_head.head", d.vocab, d.hidden)]
+        out += [
+            embedding(f"{p}.embed_tokens", d.vocab, d.hidden),
+            embedding(f"{p}.shared_head.head", d.vocab, d.hidden),
+        ]
     # re-label as MTP so they are counted but not served
-    return tuple(Tensor(module=t.module, param=t.param, rows=t.rows, cols=t.cols, count=t.count, role="mtp",
-                        split=t.split, linear=False, heads=t.heads) for t in out)
+    return tuple(
+        Tensor(
+            module=t.module,
+            param=t.param,
+            rows=t.rows,
+            cols=t.cols,
+            count=t.count,
+            role="mtp",
+            split=t.split,
+            linear=False,
+            heads=t.heads,
+        )
+        for t in out
+    )
 
 
 def build_mla(view: ConfigView) -> ArchParts:
@@ -115,7 +140,9 @@ def build_mla(view: ConfigView) -> ArchParts:
     if mtp:
         notes.append("multi-token-prediction layers counted in params, not loaded for plain serving")
     if cache.indexer_bytes_per_token:
-        notes.append(f"sparse-attention indexer keys: {cache.indexer_bytes_per_token} bytes a token a layer (fp8 + scale)")
+        notes.append(
+            f"sparse-attention indexer keys: {cache.indexer_bytes_per_token} bytes a token a layer (fp8 + scale)"
+        )
     return ArchParts(
         family="mla",
         layers=tuple(layers),

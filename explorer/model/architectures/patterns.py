@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from explorer.model.config_reader import ConfigView
 from explorer.errors import InvalidConfigValueError
+from explorer.model.config_reader import ConfigView
 
 FULL = "full"
 SLIDING = "sliding"

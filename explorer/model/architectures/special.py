@@ -16,7 +16,18 @@
 
 from __future__ import annotations
 
-from explorer.model.architectures.common import ArchParts, Dims, Layer, MoESpec, attention, final_head, gated_mlp, read_dims, router, token_embeddings
+from explorer.model.architectures.common import (
+    ArchParts,
+    Dims,
+    Layer,
+    MoESpec,
+    attention,
+    final_head,
+    gated_mlp,
+    read_dims,
+    router,
+    token_embeddings,
+)
 from explorer.model.architectures.llama import TOPK_KEYS, build_llama_like, layer_cache, moe_layer_mask
 from explorer.model.architectures.patterns import FULL, SLIDING, attention_layout
 from explorer.model.config_reader import ConfigView
@@ -40,15 +51,46 @@ def build_gpt_oss(view: ConfigView) -> ArchParts:
         + (vector(f"{p}.self_attn", d.heads, role="attention", param="sinks", split="column"),)
         + _two_norms(p, d.hidden)
         + router(f"{p}.mlp.router", d.hidden, experts, bias=True)
-        + linear(f"{p}.mlp.experts.gate_up_proj", 2 * d.intermediate, d.hidden, role="expert", split="expert_column", bias=True, count=experts)
-        + linear(f"{p}.mlp.experts.down_proj", d.hidden, d.intermediate, role="expert", split="expert_row", bias=True, count=experts)
+        + linear(
+            f"{p}.mlp.experts.gate_up_proj",
+            2 * d.intermediate,
+            d.hidden,
+            role="expert",
+            split="expert_column",
+            bias=True,
+            count=experts,
+        )
+        + linear(
+            f"{p}.mlp.experts.down_proj",
+            d.hidden,
+            d.intermediate,
+            role="expert",
+            split="expert_row",
+            bias=True,
+            count=experts,
+        )
     )
     memo: dict[str, LayerCache] = {}
-    layers = tuple(Layer(cache=memo.setdefault(k, layer_cache(k, d, layout.window)), tensors=layer, moe=True) for k in layout.kinds)
-    moe = MoESpec(experts=experts, shared_experts=0, experts_per_token=view.get_int(*TOPK_KEYS, default=4) or 4,
-                  moe_intermediate_size=d.intermediate, shared_intermediate_size=0, moe_layers=d.layers, dense_layers=0)
-    return ArchParts(family="gpt-oss", layers=layers, embeddings=token_embeddings(d), head=final_head(d), moe=moe,
-                     notes=tuple(d.notes) + (f"sliding window of {layout.window} tokens on {layout.kinds.count(SLIDING)} layers",))
+    layers = tuple(
+        Layer(cache=memo.setdefault(k, layer_cache(k, d, layout.window)), tensors=layer, moe=True) for k in layout.kinds
+    )
+    moe = MoESpec(
+        experts=experts,
+        shared_experts=0,
+        experts_per_token=view.get_int(*TOPK_KEYS, default=4) or 4,
+        moe_intermediate_size=d.intermediate,
+        shared_intermediate_size=0,
+        moe_layers=d.layers,
+        dense_layers=0,
+    )
+    return ArchParts(
+        family="gpt-oss",
+        layers=layers,
+        embeddings=token_embeddings(d),
+        head=final_head(d),
+        moe=moe,
+        notes=tuple(d.notes) + (f"sliding window of {layout.window} tokens on {layout.kinds.count(SLIDING)} layers",),
+    )
 
 
 def build_llama4(view: ConfigView) -> ArchParts:
@@ -63,23 +105,50 @@ def build_llama4(view: ConfigView) -> ArchParts:
     moe_layer = (
         base
         + router(f"{p}.feed_forward.router", d.hidden, experts)
-        + linear(f"{p}.feed_forward.experts.gate_up_proj", 2 * d.intermediate, d.hidden, role="expert", split="expert_column", count=experts)
-        + linear(f"{p}.feed_forward.experts.down_proj", d.hidden, d.intermediate, role="expert", split="expert_row", count=experts)
+        + linear(
+            f"{p}.feed_forward.experts.gate_up_proj",
+            2 * d.intermediate,
+            d.hidden,
+            role="expert",
+            split="expert_column",
+            count=experts,
+        )
+        + linear(
+            f"{p}.feed_forward.experts.down_proj",
+            d.hidden,
+            d.intermediate,
+            role="expert",
+            split="expert_row",
+            count=experts,
+        )
         + gated_mlp(f"{p}.feed_forward.shared_expert", d.hidden, d.intermediate, role="shared_expert")
     )
     dense_layer = base + gated_mlp(f"{p}.feed_forward", d.hidden, dense_width)
     memo: dict[str, LayerCache] = {}
     layers = tuple(
-        Layer(cache=memo.setdefault(k, layer_cache(k, d, layout.window)), tensors=moe_layer if m else dense_layer, moe=m)
-        for k, m in zip(layout.kinds, mask)
+        Layer(
+            cache=memo.setdefault(k, layer_cache(k, d, layout.window)), tensors=moe_layer if m else dense_layer, moe=m
+        )
+        for k, m in zip(layout.kinds, mask, strict=True)
     )
-    moe = MoESpec(experts=experts, shared_experts=1, experts_per_token=view.get_int(*TOPK_KEYS, default=1) or 1,
-                  moe_intermediate_size=d.intermediate, shared_intermediate_size=d.intermediate,
-                  moe_layers=sum(mask), dense_layers=d.layers - sum(mask))
+    moe = MoESpec(
+        experts=experts,
+        shared_experts=1,
+        experts_per_token=view.get_int(*TOPK_KEYS, default=1) or 1,
+        moe_intermediate_size=d.intermediate,
+        shared_intermediate_size=d.intermediate,
+        moe_layers=sum(mask),
+        dense_layers=d.layers - sum(mask),
+    )
     head = final_head(d, norm_module="language_model.model.norm", head_module="language_model.lm_head")
-    return ArchParts(family="llama4", layers=layers, embeddings=token_embeddings(d, "language_model.model.embed_tokens"),
-                     head=head, moe=moe,
-                     notes=tuple(d.notes) + (f"chunked attention of {layout.window:,} tokens, a global layer every 4th",))
+    return ArchParts(
+        family="llama4",
+        layers=layers,
+        embeddings=token_embeddings(d, "language_model.model.embed_tokens"),
+        head=head,
+        moe=moe,
+        notes=tuple(d.notes) + (f"chunked attention of {layout.window:,} tokens, a global layer every 4th",),
+    )
 
 
 def ffn_mult_to_width(ffn_mult: float, hidden: int) -> int:
@@ -93,16 +162,24 @@ def _deci_block(p: str, block: dict, d: Dims) -> tuple[tuple[Tensor, ...], Layer
     tensors: tuple[Tensor, ...] = ()
     cache: LayerCache = NoCache()
     if attn_cfg.get("replace_with_linear"):
-        tensors += norm(f"{p}.input_layernorm", d.hidden) + linear(f"{p}.self_attn.linear_attn", d.hidden, d.hidden, role="attention", split="column")
+        tensors += norm(f"{p}.input_layernorm", d.hidden) + linear(
+            f"{p}.self_attn.linear_attn", d.hidden, d.hidden, role="attention", split="column"
+        )
     elif not attn_cfg.get("no_op"):
         group = attn_cfg.get("n_heads_in_group") or 1
         kv = max(1, d.heads // int(group))
         tensors += norm(f"{p}.input_layernorm", d.hidden) + attention(f"{p}.self_attn", d, kv_heads=kv)
         window = attn_cfg.get("window_length")
         full = FullAttention(kv_heads=kv, head_dim=d.head_dim, v_head_dim=d.head_dim)
-        cache = SlidingWindowAttention(kv_heads=kv, head_dim=d.head_dim, v_head_dim=d.head_dim, window=int(window)) if window else full
+        cache = (
+            SlidingWindowAttention(kv_heads=kv, head_dim=d.head_dim, v_head_dim=d.head_dim, window=int(window))
+            if window
+            else full
+        )
     if ffn_cfg.get("replace_with_linear"):
-        tensors += norm(f"{p}.post_attention_layernorm", d.hidden) + linear(f"{p}.mlp.linear_mlp", d.hidden, d.hidden, role="mlp", split="column")
+        tensors += norm(f"{p}.post_attention_layernorm", d.hidden) + linear(
+            f"{p}.mlp.linear_mlp", d.hidden, d.hidden, role="mlp", split="column"
+        )
     elif not ffn_cfg.get("no_op"):
         width = ffn_mult_to_width(float(ffn_cfg.get("ffn_mult") or 1.0), d.hidden)
         tensors += norm(f"{p}.post_attention_layernorm", d.hidden) + gated_mlp(f"{p}.mlp", d.hidden, width)
@@ -123,8 +200,13 @@ def build_deci(view: ConfigView) -> ArchParts:
         tensors, cache = memo[key]
         layers.append(Layer(cache=cache, tensors=tensors))
     no_attention = sum(1 for layer in layers if isinstance(layer.cache, NoCache))
-    return ArchParts(family="deci", layers=tuple(layers), embeddings=token_embeddings(d), head=final_head(d),
-                     notes=tuple(d.notes) + (f"{no_attention} of {d.layers} layers have no attention (no KV cache)",))
+    return ArchParts(
+        family="deci",
+        layers=tuple(layers),
+        embeddings=token_embeddings(d),
+        head=final_head(d),
+        notes=tuple(d.notes) + (f"{no_attention} of {d.layers} layers have no attention (no KV cache)",),
+    )
 
 
 def build_gemma4(view: ConfigView) -> ArchParts:
@@ -151,21 +233,37 @@ def build_gemma4(view: ConfigView) -> ArchParts:
                 tensors += router(f"{p}.router", d.hidden, experts)
                 tensors += gated_mlp(f"{p}.experts.*", d.hidden, moe_inter, role="expert", count=experts)
             v_dim = 0 if (kind == FULL and k_eq_v) else hd
-            cache = (SlidingWindowAttention(kv_heads=kv, head_dim=hd, v_head_dim=v_dim, window=layout.window)
-                     if kind == SLIDING else FullAttention(kv_heads=kv, head_dim=hd, v_head_dim=v_dim))
+            cache = (
+                SlidingWindowAttention(kv_heads=kv, head_dim=hd, v_head_dim=v_dim, window=layout.window)
+                if kind == SLIDING
+                else FullAttention(kv_heads=kv, head_dim=hd, v_head_dim=v_dim)
+            )
             memo[kind] = (tensors, cache)
         tensors, cache = memo[kind]
         layers.append(Layer(cache=cache, tensors=tensors, moe=bool(experts)))
     moe = None
     if experts:
-        moe = MoESpec(experts=experts, shared_experts=0, experts_per_token=view.get_int(*TOPK_KEYS, default=8) or 8,
-                      moe_intermediate_size=moe_inter, shared_intermediate_size=d.intermediate,
-                      moe_layers=d.layers, dense_layers=0)
+        moe = MoESpec(
+            experts=experts,
+            shared_experts=0,
+            experts_per_token=view.get_int(*TOPK_KEYS, default=8) or 8,
+            moe_intermediate_size=moe_inter,
+            shared_intermediate_size=d.intermediate,
+            moe_layers=d.layers,
+            dense_layers=0,
+        )
     notes = tuple(d.notes) + (
         "Gemma 4 layout read from its config keys (global heads, K reused as V, dense MLP beside experts): approximate",
     )
-    return ArchParts(family="gemma4", layers=tuple(layers), embeddings=token_embeddings(d, "model.language_model.embed_tokens"),
-                     head=final_head(d), moe=moe, exact=False, notes=notes)
+    return ArchParts(
+        family="gemma4",
+        layers=tuple(layers),
+        embeddings=token_embeddings(d, "model.language_model.embed_tokens"),
+        head=final_head(d),
+        moe=moe,
+        exact=False,
+        notes=notes,
+    )
 
 
 def build_deepseek_v4(view: ConfigView) -> ArchParts:
@@ -185,28 +283,59 @@ def build_deepseek_v4(view: ConfigView) -> ArchParts:
         + linear(f"{p}.attn.wq_b", d.heads * d.head_dim, q_lora, role="attention", split="column")
         + linear(f"{p}.attn.wkv", d.kv_heads * d.head_dim, d.hidden, role="attention", split="replicated")
         + norm(f"{p}.attn.kv_norm", d.head_dim)
-        + linear(f"{p}.attn.wo_a", o_groups * o_lora, d.heads * d.head_dim // o_groups, role="attention", split="column")
+        + linear(
+            f"{p}.attn.wo_a", o_groups * o_lora, d.heads * d.head_dim // o_groups, role="attention", split="column"
+        )
         + linear(f"{p}.attn.wo_b", d.hidden, o_groups * o_lora, role="attention", split="row")
     )
-    mlp = router(f"{p}.ffn.gate", d.hidden, experts, score_bias=True) + gated_mlp(
-        f"{p}.ffn.experts.*", d.hidden, moe_inter, role="expert", count=experts) + gated_mlp(
-        f"{p}.ffn.shared_experts", d.hidden, moe_inter * (view.get_int("n_shared_experts", default=1) or 1), role="shared_expert")
+    mlp = (
+        router(f"{p}.ffn.gate", d.hidden, experts, score_bias=True)
+        + gated_mlp(f"{p}.ffn.experts.*", d.hidden, moe_inter, role="expert", count=experts)
+        + gated_mlp(
+            f"{p}.ffn.shared_experts",
+            d.hidden,
+            moe_inter * (view.get_int("n_shared_experts", default=1) or 1),
+            role="shared_expert",
+        )
+    )
     tensors = attn + mlp + _two_norms(p, d.hidden)
     layers = tuple(
-        Layer(cache=CompressedAttention(kv_heads=d.kv_heads, head_dim=d.head_dim, v_head_dim=0, window=window,
-                                        ratio=ratios[i] if i < len(ratios) else 0),
-              tensors=tensors, moe=True)
+        Layer(
+            cache=CompressedAttention(
+                kv_heads=d.kv_heads,
+                head_dim=d.head_dim,
+                v_head_dim=0,
+                window=window,
+                ratio=ratios[i] if i < len(ratios) else 0,
+            ),
+            tensors=tensors,
+            moe=True,
+        )
         for i in range(d.layers)
     )
-    moe = MoESpec(experts=experts, shared_experts=1, experts_per_token=view.get_int(*TOPK_KEYS, default=6) or 6,
-                  moe_intermediate_size=moe_inter, shared_intermediate_size=moe_inter, moe_layers=d.layers, dense_layers=0)
+    moe = MoESpec(
+        experts=experts,
+        shared_experts=1,
+        experts_per_token=view.get_int(*TOPK_KEYS, default=6) or 6,
+        moe_intermediate_size=moe_inter,
+        shared_intermediate_size=moe_inter,
+        moe_layers=d.layers,
+        dense_layers=0,
+    )
     notes = tuple(d.notes) + (
         "DeepSeek-V4 layout (compressed attention, hyper-connections, hash routing, indexer) sized from its main "
         "projections only: approximate",
         f"KV per layer: the last {window} tokens plus one entry per compress ratio (compress_ratios)",
     )
-    return ArchParts(family="deepseek-v4", layers=layers, embeddings=token_embeddings(d), head=final_head(d), moe=moe,
-                     exact=False, notes=notes)
+    return ArchParts(
+        family="deepseek-v4",
+        layers=layers,
+        embeddings=token_embeddings(d),
+        head=final_head(d),
+        moe=moe,
+        exact=False,
+        notes=notes,
+    )
 
 
 def build_molmo(view: ConfigView) -> ArchParts:
@@ -214,8 +343,14 @@ def build_molmo(view: ConfigView) -> ArchParts:
     fused = dict(view.text)
     fused["intermediate_size"] = (view.alias_int("intermediate") or 0) // 2
     parts = build_llama_like(ConfigView.of(fused, view.where), family="qwen2")
-    return ArchParts(family="molmo", layers=parts.layers, embeddings=parts.embeddings, head=parts.head, exact=False,
-                     notes=parts.notes + ("Molmo's vision backbone is not described in config.json: not counted",))
+    return ArchParts(
+        family="molmo",
+        layers=parts.layers,
+        embeddings=parts.embeddings,
+        head=parts.head,
+        exact=False,
+        notes=parts.notes + ("Molmo's vision backbone is not described in config.json: not counted",),
+    )
 
 
 BUILDERS = {

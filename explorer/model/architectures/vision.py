@@ -18,7 +18,13 @@ from explorer.model.tensors import Tensor
 
 HEAD_KEYS = ("num_attention_heads", "num_heads", "heads", "vt_num_attention_heads", "n_heads")
 LAYER_KEYS = ("num_hidden_layers", "depth", "layers", "vt_num_hidden_layers", "n_layers")
-HIDDEN_KEYS = ("embed_dim", "width", "vt_hidden_size", "hidden_size", "d_model")  # Qwen2-VL: hidden_size is the merger output
+HIDDEN_KEYS = (
+    "embed_dim",
+    "width",
+    "vt_hidden_size",
+    "hidden_size",
+    "d_model",
+)  # Qwen2-VL: hidden_size is the merger output
 INTER_KEYS = ("intermediate_size", "vt_intermediate_size", "mlp_dim")
 
 
@@ -50,10 +56,20 @@ def vision_tower(cfg: Mapping[str, Any] | None, text_hidden: int) -> tuple[tuple
     out_hidden = _first_int(cfg, ("out_hidden_size", "projector_output_dim", "output_dim")) or text_hidden
     p = "vision.layers.{i}"
     per_layer = (
-        Tensor(module=f"{p}.qkv", rows=3 * hidden, cols=hidden, count=layers, role="vision", split="column", linear=True),
+        Tensor(
+            module=f"{p}.qkv", rows=3 * hidden, cols=hidden, count=layers, role="vision", split="column", linear=True
+        ),
         Tensor(module=f"{p}.qkv", param="bias", rows=3 * hidden, count=layers, role="vision", split="column"),
         Tensor(module=f"{p}.proj", rows=hidden, cols=hidden, count=layers, role="vision", split="row", linear=True),
-        Tensor(module=f"{p}.mlp", rows=inter * (3 if gated else 2), cols=hidden, count=layers, role="vision", split="column", linear=True),
+        Tensor(
+            module=f"{p}.mlp",
+            rows=inter * (3 if gated else 2),
+            cols=hidden,
+            count=layers,
+            role="vision",
+            split="column",
+            linear=True,
+        ),
         Tensor(module=f"{p}.norms", rows=6 * hidden + inter * (2 if gated else 1), count=layers, role="vision"),
     )
     stem = (

@@ -18,15 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, TABLES
 from explorer.errors import CacheError
+from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, TABLES
 
 LOCK_WAIT_S = 2.0
 #: DuckDB's words when another process (or, with other settings, this one) holds the file
 _LOCKED = ("could not set lock", "conflicting lock", "different configuration than existing connections")
 #: DuckDB's words for a damaged file; anything else (a directory, no permission) is not moved aside
-_CORRUPT = ("not a valid duckdb database file", "corrupt", "checksum", "could not read enough bytes",
-            "serializ", "wal")  # fmt: skip
+_CORRUPT = ("not a valid duckdb database file", "corrupt", "checksum", "could not read enough bytes", "serializ", "wal")
 
 Mode = Literal["read-write", "read-only", "snapshot", "disabled"]
 

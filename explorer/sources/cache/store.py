@@ -40,12 +40,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from explorer.errors import CacheError
 from explorer.sources.cache.file import LOCK_WAIT_S, CacheWarning, Mode, default_cache_path, open_connection
 from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, dumps, loads
-from explorer.errors import CacheError
 from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams, frozen
 
-__all__ = ["Cache", "CacheWarning", "default_cache_path", "DEFAULT_TTL_S"]
+__all__ = ["DEFAULT_TTL_S", "Cache", "CacheWarning", "default_cache_path"]
 
 DEFAULT_TTL_S = 24 * 3600.0
 CHECKPOINT_EVERY_S = 1.0
@@ -207,24 +207,28 @@ class Cache:
             ("INSERT INTO repos VALUES (?, ?, ?, ?, ?, ?)", [r, sha, listing.gated, listing.private, len(f), now]),
         ]
         if f:
-            stmts.append((
-                "INSERT INTO files SELECT ?, ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
-                " unnest(?::BOOLEAN[])",
-                [r, sha, list(range(len(f))), [x.path for x in f], [x.size_bytes for x in f], [x.lfs for x in f]],
-            ))  # fmt: skip
+            stmts.append(
+                (
+                    "INSERT INTO files SELECT ?, ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
+                    " unnest(?::BOOLEAN[])",
+                    [r, sha, list(range(len(f))), [x.path for x in f], [x.size_bytes for x in f], [x.lfs for x in f]],
+                )
+            )
         if listing.revision and listing.revision != sha:
             stmts += _revision_stmts(r, listing.revision, sha, now)
         return self._write(f"the listing of {r}", stmts)
 
     def get_listing(self, repo: str, sha: str, *, revision: str | None = None) -> RepoListing | None:
         """The listing stored for (repo, sha), or None (also when its rows are incomplete)."""
-        head = self._memo_rows(("repos", repo, sha), "SELECT gated, private, file_count FROM repos"
-                               " WHERE repo = ? AND sha = ?", [repo, sha])  # fmt: skip
+        head = self._memo_rows(
+            ("repos", repo, sha), "SELECT gated, private, file_count FROM repos WHERE repo = ? AND sha = ?", [repo, sha]
+        )
         if not head:
             return None
         gated, private, count = head[0]
-        rows = self._memo_rows(("files", repo, sha), "SELECT idx, path, size_bytes, lfs FROM files"
-                               " WHERE repo = ? AND sha = ?", [repo, sha])  # fmt: skip
+        rows = self._memo_rows(
+            ("files", repo, sha), "SELECT idx, path, size_bytes, lfs FROM files WHERE repo = ? AND sha = ?", [repo, sha]
+        )
         if len(rows) != count:  # cannot happen with whole transactions; a miss rather than half a listing
             return None
         files = tuple(RepoFile(path=p, size_bytes=s, lfs=lfs) for _, p, s, lfs in sorted(rows))
@@ -235,28 +239,42 @@ class Cache:
         if isinstance(config, bytes):
             config = config.decode("utf-8-sig")
         text = config if isinstance(config, str) else json.dumps(config, allow_nan=True)
-        return self._write(f"{filename} of {repo}", [
-            ("DELETE FROM configs WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename]),
-            ("INSERT INTO configs VALUES (?, ?, ?, ?, ?)", [repo, sha, filename, text, self._clock()]),
-        ])  # fmt: skip
+        return self._write(
+            f"{filename} of {repo}",
+            [
+                ("DELETE FROM configs WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename]),
+                ("INSERT INTO configs VALUES (?, ?, ?, ?, ?)", [repo, sha, filename, text, self._clock()]),
+            ],
+        )
 
     def get_config(self, repo: str, sha: str, filename: str = "config.json") -> dict | None:
         """The parsed JSON file, or None."""
-        rows = self._memo_rows(("configs", repo, sha, filename), "SELECT text FROM configs"
-                               " WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename])  # fmt: skip
+        rows = self._memo_rows(
+            ("configs", repo, sha, filename),
+            "SELECT text FROM configs WHERE repo = ? AND sha = ? AND filename = ?",
+            [repo, sha, filename],
+        )
         return json.loads(rows[0][0]) if rows else None
 
     def put_safetensors(self, repo: str, sha: str, params: SafetensorsParams) -> bool:
         by_dtype, files = dumps(dict(params.params_by_dtype)), dumps(dict(params.files))
-        return self._write(f"the safetensors counts of {repo}", [
-            ("DELETE FROM safetensors WHERE repo = ? AND sha = ?", [repo, sha]),
-            ("INSERT INTO safetensors VALUES (?, ?, ?, ?, ?, ?)",
-             [repo, sha, params.total_params, by_dtype, files, self._clock()]),
-        ])  # fmt: skip
+        return self._write(
+            f"the safetensors counts of {repo}",
+            [
+                ("DELETE FROM safetensors WHERE repo = ? AND sha = ?", [repo, sha]),
+                (
+                    "INSERT INTO safetensors VALUES (?, ?, ?, ?, ?, ?)",
+                    [repo, sha, params.total_params, by_dtype, files, self._clock()],
+                ),
+            ],
+        )
 
     def get_safetensors(self, repo: str, sha: str) -> SafetensorsParams | None:
-        rows = self._memo_rows(("safetensors", repo, sha), "SELECT total_params, params_by_dtype, files"
-                               " FROM safetensors WHERE repo = ? AND sha = ?", [repo, sha])  # fmt: skip
+        rows = self._memo_rows(
+            ("safetensors", repo, sha),
+            "SELECT total_params, params_by_dtype, files FROM safetensors WHERE repo = ? AND sha = ?",
+            [repo, sha],
+        )
         if not rows:
             return None
         total, by_dtype, files = rows[0]
@@ -267,12 +285,23 @@ class Cache:
         """Store a GGUF header record: ``metadata``, ``tensors`` (made JSON-safe, long arrays
         summarised), ``header_bytes`` and ``file_size_bytes`` (or ``file_size``)."""
         size = record.get("file_size_bytes", record.get("file_size"))
-        row = [repo, sha, filename, dumps(record.get("metadata", {})), dumps(record.get("tensors", [])),
-               int(record.get("header_bytes") or 0), None if size is None else int(size), self._clock()]  # fmt: skip
-        return self._write(f"the GGUF header of {filename}", [
-            ("DELETE FROM gguf_headers WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename]),
-            ("INSERT INTO gguf_headers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row),
-        ])  # fmt: skip
+        row = [
+            repo,
+            sha,
+            filename,
+            dumps(record.get("metadata", {})),
+            dumps(record.get("tensors", [])),
+            int(record.get("header_bytes") or 0),
+            None if size is None else int(size),
+            self._clock(),
+        ]
+        return self._write(
+            f"the GGUF header of {filename}",
+            [
+                ("DELETE FROM gguf_headers WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename]),
+                ("INSERT INTO gguf_headers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row),
+            ],
+        )
 
     def get_gguf_header(self, repo: str, sha: str, filename: str) -> dict | None:
         """``{"metadata", "tensors", "header_bytes", "file_size_bytes", "fetched_at"}`` or None."""
@@ -285,8 +314,13 @@ class Cache:
         if not rows:
             return None
         md, tensors, header_bytes, size, at = rows[0]
-        return {"metadata": loads(md), "tensors": loads(tensors), "header_bytes": header_bytes,
-                "file_size_bytes": size, "fetched_at": at}  # fmt: skip
+        return {
+            "metadata": loads(md),
+            "tensors": loads(tensors),
+            "header_bytes": header_bytes,
+            "file_size_bytes": size,
+            "fetched_at": at,
+        }
 
     # --- housekeeping -----------------------------------------------------------------------
 
@@ -294,8 +328,13 @@ class Cache:
         """``{"path", "mode", "size_bytes", "schema_version", "counts": {table: rows}}``."""
         counts = {t: (self._rows(f"SELECT count(*) FROM {t}", []) or [(0,)])[0][0] for t in DATA_TABLES}
         size = sum(os.path.getsize(self.path + s) for s in ("", ".wal") if os.path.exists(self.path + s))
-        return {"path": self.path, "mode": self.mode, "size_bytes": size, "schema_version": SCHEMA_VERSION,
-                "counts": counts}  # fmt: skip
+        return {
+            "path": self.path,
+            "mode": self.mode,
+            "size_bytes": size,
+            "schema_version": SCHEMA_VERSION,
+            "counts": counts,
+        }
 
     def clear(self) -> bool:
         """Delete every cached row (one transaction)."""
@@ -320,8 +359,12 @@ class Cache:
                         r[k] = json.loads(r[k])
             tables[t] = rows
         out = Path(path)
-        doc = {"format": "explorer-cache", "schema_version": SCHEMA_VERSION, "exported_at": self._clock(),
-               "tables": tables}  # fmt: skip
+        doc = {
+            "format": "explorer-cache",
+            "schema_version": SCHEMA_VERSION,
+            "exported_at": self._clock(),
+            "tables": tables,
+        }
         out.write_text(json.dumps(doc, indent=1, allow_nan=True))
         return out
 
@@ -331,4 +374,3 @@ def _revision_stmts(repo: str, revision: str, sha: str, now: float) -> list[tupl
         ("DELETE FROM revisions WHERE repo = ? AND revision = ?", [repo, revision]),
         ("INSERT INTO revisions VALUES (?, ?, ?, ?)", [repo, revision, sha, now]),
     ]
-

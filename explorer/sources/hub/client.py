@@ -26,8 +26,14 @@ from explorer.sources.hub.http import client, file_url, headers, model_info_url,
 from explorer.sources.hub.records import COMPANION_FILES, CONFIG_FILE, RepoFile, RepoListing
 from explorer.sources.hub.settings import HubSettings
 
-__all__ = ["MAX_SMALL_FILE_BYTES", "fetch_companions", "fetch_config", "fetch_repo_listing", "get_file",
-           "parse_json_file"]  # fmt: skip
+__all__ = [
+    "MAX_SMALL_FILE_BYTES",
+    "fetch_companions",
+    "fetch_config",
+    "fetch_repo_listing",
+    "get_file",
+    "parse_json_file",
+]
 
 #: the most read of a JSON file (a 405B model's safetensors index is about 2 MB)
 MAX_SMALL_FILE_BYTES = 64 * 1024 * 1024
@@ -67,8 +73,9 @@ def fetch_repo_listing(
     s = settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)
     with hub_errors(s, repo_id, "the file listing", revision):
         validate_repo_id(repo_id)
-        r = client().get(model_info_url(s, repo_id, revision), params={"blobs": True}, headers=headers(s),
-                         timeout=s.timeout_s)  # fmt: skip
+        r = client().get(
+            model_info_url(s, repo_id, revision), params={"blobs": True}, headers=headers(s), timeout=s.timeout_s
+        )
         raise_for_status(r)
         info = r.json()
     files = tuple(
@@ -129,5 +136,3 @@ def fetch_companions(listing: RepoListing, *, settings: HubSettings) -> dict[str
             data = get_file(settings, listing.repo_id, listing.sha, name)
             out[name] = parse_json_file(data, where=f"{name} of {listing.repo_id}@{listing.sha[:12]}")
     return out
-
-

@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
 from explorer.errors import (
     ExplorerError,
     FetchCancelled,

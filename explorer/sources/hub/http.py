@@ -62,7 +62,9 @@ def _token_file_exists() -> bool:
     else ``$XDG_CACHE_HOME/huggingface/token``, ``~/.cache`` by default)."""
     cache = os.getenv("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
     home = os.path.expandvars(os.path.expanduser(os.getenv("HF_HOME", os.path.join(cache, "huggingface"))))
-    return os.path.exists(os.path.expandvars(os.path.expanduser(os.getenv("HF_TOKEN_PATH", os.path.join(home, "token")))))
+    return os.path.exists(
+        os.path.expandvars(os.path.expanduser(os.getenv("HF_TOKEN_PATH", os.path.join(home, "token"))))
+    )
 
 
 def headers(s: HubSettings, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -78,7 +80,10 @@ def headers(s: HubSettings, extra: dict[str, str] | None = None) -> dict[str, st
         if os.environ.get("HF_OIDC_RESOURCE") or _token_file_exists():
             from huggingface_hub.utils import build_hf_headers  # finds a saved login exactly as it always has
 
-            return {**build_hf_headers(token=None, library_name="explorer", library_version=__version__), **(extra or {})}
+            return {
+                **build_hf_headers(token=None, library_name="explorer", library_version=__version__),
+                **(extra or {}),
+            }
         token = (os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or "").strip() or None
     base = {"user-agent": f"explorer/{__version__}"}
     if token:
@@ -109,7 +114,13 @@ def raise_for_status(response: httpx2.Response) -> None:
 
 def validate_repo_id(repo_id: Any) -> None:
     """Raise RepoNotFoundError for an id the Hub cannot hold (huggingface_hub's ``validate_repo_id`` rules)."""
-    valid = (isinstance(repo_id, str) and repo_id.count("/") <= 1 and _REPO_ID.fullmatch(repo_id) is not None
-             and "--" not in repo_id and ".." not in repo_id and not repo_id.endswith(".git"))  # fmt: skip
+    valid = (
+        isinstance(repo_id, str)
+        and repo_id.count("/") <= 1
+        and _REPO_ID.fullmatch(repo_id) is not None
+        and "--" not in repo_id
+        and ".." not in repo_id
+        and not repo_id.endswith(".git")
+    )
     if not valid:
         raise RepoNotFoundError(f"{repo_id!r} is not a valid repo id", hint="write it as org/name")

@@ -125,9 +125,15 @@ def default_gguf_parse() -> Callable[[bytes], object] | None:
     return parse_gguf_header
 
 
-def fetch_repo_basics(repo_id: str, revision: str | None, *, settings: HubSettings,
-                      has_gguf: Callable[[RepoListing], bool], progress: Progress | None = None,
-                      cancel: threading.Event | None = None) -> tuple[RepoListing, dict[str, dict], SafetensorsParams | None]:
+def fetch_repo_basics(
+    repo_id: str,
+    revision: str | None,
+    *,
+    settings: HubSettings,
+    has_gguf: Callable[[RepoListing], bool],
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> tuple[RepoListing, dict[str, dict], SafetensorsParams | None]:
     """A repo's listing, then at once its config.json and companions and its safetensors counts.
 
     Raises NothingToPlanError when it has neither a config.json nor (``has_gguf``) a GGUF model file.
@@ -146,8 +152,15 @@ def fetch_repo_basics(repo_id: str, revision: str | None, *, settings: HubSettin
     check_cancel(cancel, f"the weights of {repo_id}")
     # the safetensors headers on a thread of their own, the configs here: one round trip instead of two
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="weights")
-    weights = pool.submit(fetch_safetensors_params, repo_id, listing.sha, listing=listing, settings=settings,
-                          progress=progress, cancel=cancel)  # fmt: skip
+    weights = pool.submit(
+        fetch_safetensors_params,
+        repo_id,
+        listing.sha,
+        listing=listing,
+        settings=settings,
+        progress=progress,
+        cancel=cancel,
+    )
     try:
         configs = _configs(listing, settings) if listing.has(CONFIG_FILE) else {}
     except BaseException:
@@ -187,16 +200,23 @@ def fetch_model(
     """
     s = settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)
     progress = default_progress(progress) or _quiet
-    listing, configs, st = fetch_repo_basics(repo_id, revision, settings=s, has_gguf=lambda l: bool(gguf_select(l)),
-                                             progress=progress, cancel=cancel)
+    listing, configs, st = fetch_repo_basics(
+        repo_id, revision, settings=s, has_gguf=lambda l: bool(gguf_select(l)), progress=progress, cancel=cancel
+    )
     ggufs = gguf_select(listing)
     headers, stats = {}, {}
     parse = gguf_parse or default_gguf_parse()
     for f in ggufs if parse is not None else ():
         headers[f.path], stats[f.path] = fetch_gguf_header_bytes(
-            repo_id, listing.sha, f.path, size_bytes=f.size_bytes, parse=parse,
-            settings=s, progress=progress, cancel=cancel,
-        )  # fmt: skip
+            repo_id,
+            listing.sha,
+            f.path,
+            size_bytes=f.size_bytes,
+            parse=parse,
+            settings=s,
+            progress=progress,
+            cancel=cancel,
+        )
     return RepoFetch(
         listing=listing, configs=frozen(configs), safetensors=st, gguf_headers=frozen(headers), gguf_stats=frozen(stats)
     )
@@ -229,11 +249,16 @@ def fetch_many(
     with ThreadPoolExecutor(max_workers=max(1, max_workers), thread_name_prefix="fetch_many") as pool:
         futures = {
             pool.submit(
-                fetch_model, rid, (revisions or {}).get(rid), gguf_parse=gguf_parse, settings=s, progress=_quiet,
+                fetch_model,
+                rid,
+                (revisions or {}).get(rid),
+                gguf_parse=gguf_parse,
+                settings=s,
+                progress=_quiet,
                 cancel=cancel,
             ): rid
             for rid in ids
-        }  # fmt: skip
+        }
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)

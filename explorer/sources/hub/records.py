@@ -14,9 +14,17 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = [
-    "COMPANION_FILES", "CONFIG_FILE", "SAFETENSORS_INDEX", "SAFETENSORS_SINGLE", "FetchStats", "Progress",
-    "RepoFile", "RepoListing", "SafetensorsParams", "frozen",
-]  # fmt: skip
+    "COMPANION_FILES",
+    "CONFIG_FILE",
+    "SAFETENSORS_INDEX",
+    "SAFETENSORS_SINGLE",
+    "FetchStats",
+    "Progress",
+    "RepoFile",
+    "RepoListing",
+    "SafetensorsParams",
+    "frozen",
+]
 
 CONFIG_FILE = "config.json"
 #: quantisation companions read next to config.json when the repo lists them

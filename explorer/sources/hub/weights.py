@@ -118,7 +118,9 @@ def read_safetensors_counts(s: HubSettings, repo_id: str, sha: str, filename: st
     """Parameters per dtype in one safetensors file's header: a ranged GET of its first 100 kB, a second if longer."""
     validate_repo_id(repo_id)
     url = file_url(s, repo_id, sha, filename)
-    r = client().get(url, headers=headers(s, {"range": f"bytes=0-{SAFETENSORS_FIRST_RANGE_BYTES}"}), timeout=s.timeout_s)
+    r = client().get(
+        url, headers=headers(s, {"range": f"bytes=0-{SAFETENSORS_FIRST_RANGE_BYTES}"}), timeout=s.timeout_s
+    )
     raise_for_status(r)
     context = f"repo '{repo_id}', revision '{sha}'"
     length = safetensors_header_length(r.content[:8], repo_id, filename, context)
@@ -133,8 +135,10 @@ def read_safetensors_counts(s: HubSettings, repo_id: str, sha: str, filename: st
 
 def _unreadable(repo_id: str, filename: str, context: str, why: str) -> HubError:
     # huggingface_hub's SafetensorsParsingError text, inside the message hub_errors gave it
-    return HubError(f"the safetensors headers of {repo_id} could not be read: "
-                    f"Failed to parse safetensors header for '{filename}' ({context}): {why}")  # fmt: skip
+    return HubError(
+        f"the safetensors headers of {repo_id} could not be read: "
+        f"Failed to parse safetensors header for '{filename}' ({context}): {why}"
+    )
 
 
 def safetensors_header_length(first: bytes, repo_id: str, filename: str, context: str) -> int:
@@ -143,8 +147,13 @@ def safetensors_header_length(first: bytes, repo_id: str, filename: str, context
         raise _unreadable(repo_id, filename, context, "file is too small to be a valid safetensors file.")
     length = struct.unpack("<Q", first[:8])[0]
     if length > SAFETENSORS_MAX_HEADER_BYTES:
-        raise _unreadable(repo_id, filename, context, "safetensors header is too big. Maximum supported size is "
-                          f"{SAFETENSORS_MAX_HEADER_BYTES} bytes (got {length}).")  # fmt: skip
+        raise _unreadable(
+            repo_id,
+            filename,
+            context,
+            "safetensors header is too big. Maximum supported size is "
+            f"{SAFETENSORS_MAX_HEADER_BYTES} bytes (got {length}).",
+        )
     return length
 
 
@@ -153,8 +162,12 @@ def parameter_counts(header: bytes, repo_id: str, filename: str, context: str) -
     try:
         doc = json.loads(header.decode(errors="ignore"))
     except json.JSONDecodeError:
-        raise _unreadable(repo_id, filename, context, "header is not json-encoded string. "
-                          "Please make sure this is a correctly formatted safetensors file.") from None  # fmt: skip
+        raise _unreadable(
+            repo_id,
+            filename,
+            context,
+            "header is not json-encoded string. Please make sure this is a correctly formatted safetensors file.",
+        ) from None
     counts: dict[str, int] = {}
     try:
         for key, tensor in doc.items():
@@ -164,8 +177,12 @@ def parameter_counts(header: bytes, repo_id: str, filename: str, context: str) -
             tuple(tensor["data_offsets"])  # required, as huggingface_hub requires it
             counts[dtype] = counts.get(dtype, 0) + (math.prod(shape) if shape else 1)
     except (KeyError, IndexError, TypeError, AttributeError):
-        raise _unreadable(repo_id, filename, context, "header format not recognized. "
-                          "Please make sure this is a correctly formatted safetensors file.") from None  # fmt: skip
+        raise _unreadable(
+            repo_id,
+            filename,
+            context,
+            "header format not recognized. Please make sure this is a correctly formatted safetensors file.",
+        ) from None
     return counts
 
 

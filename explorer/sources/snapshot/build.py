@@ -24,11 +24,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from explorer.model.artifacts import Artifact
 from explorer.errors import ExplorerError
-from explorer.plan.offer import build_offer, computed_disk_bytes
+from explorer.model.artifacts import Artifact
 from explorer.model.quant_config import GGUF_MIX_BITS
 from explorer.model.shapes import ModelShape, shape_from_config
+from explorer.plan.offer import build_offer, computed_disk_bytes
 from explorer.sources.snapshot.read import (
     SNAPSHOT_FORMAT,
     SNAPSHOT_VERSION,
@@ -49,8 +49,11 @@ SEED_UNQUANTISE = {"derived__Molmo-7B-D-bnb-nf4"}
 
 #: GGUF repositories seeded without ever seeing them: (repo, base model in the snapshot, file name pattern)
 GGUF_SEEDS = (
-    ("bartowski/Meta-Llama-3.1-8B-Instruct-GGUF", "meta-llama/Meta-Llama-3.1-8B",
-     "Meta-Llama-3.1-8B-Instruct-{q}.gguf"),
+    (
+        "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF",
+        "meta-llama/Meta-Llama-3.1-8B",
+        "Meta-Llama-3.1-8B-Instruct-{q}.gguf",
+    ),
     ("bartowski/Qwen2.5-7B-Instruct-GGUF", "Qwen/Qwen2.5-7B", "Qwen2.5-7B-Instruct-{q}.gguf"),
     ("Qwen/Qwen3-8B-GGUF", "Qwen/Qwen3-8B", "Qwen3-8B-{q}.gguf"),
     ("TheBloke/Mistral-7B-v0.1-GGUF", "mistralai/Mistral-7B-v0.1", "mistral-7b-v0.1.{q}.gguf"),
@@ -62,8 +65,15 @@ SEED_QUANTS = ("Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0")
 
 
 def _artifact_dict(a: Artifact, how: str) -> dict[str, Any]:
-    d = {"name": a.name, "format": a.format, "quant": a.quant, "size_bytes": a.size_bytes,
-         "size_source": a.size_source, "files": list(a.files), "how": how}  # fmt: skip
+    d = {
+        "name": a.name,
+        "format": a.format,
+        "quant": a.quant,
+        "size_bytes": a.size_bytes,
+        "size_source": a.size_source,
+        "files": list(a.files),
+        "how": how,
+    }
     if a.projector:
         d["projector"] = a.projector
     return d
@@ -120,21 +130,60 @@ def seed(configs: Path, provenance: Path, *, indexes: Path | None = None,
         repo = _repo_id(row["hf_model_id"])
         shape = shapes[repo] = shape_from_config(config, name=repo, companions=companions)
         artifact = _seed_original(shape, indexes, path.stem, rows)
-        entries.append({"repo": repo, **_shape_fields(shape), "source": "seed", "sha": None, "config": config,
-                        "companions": companions, "files": {}, "artifacts": [artifact], "notes": notes})  # fmt: skip
+        entries.append(
+            {
+                "repo": repo,
+                **_shape_fields(shape),
+                "source": "seed",
+                "sha": None,
+                "config": config,
+                "companions": companions,
+                "files": {},
+                "artifacts": [artifact],
+                "notes": notes,
+            }
+        )
     for repo, base, pattern in gguf_seeds:
         shape = shapes[base]
-        artifacts = [{"name": pattern.format(q=q), "format": "gguf", "quant": q, "size_bytes": shape.weight_bytes(q),
-                      "size_source": "computed", "files": [pattern.format(q=q)],
-                      "how": (f"computed: {shape.params:,} parameters at {GGUF_MIX_BITS[q]} bits a weight on average"
-                              " (explorer.model.quant_config.GGUF_MIX_BITS); the file itself not seen")}
-                     for q in SEED_QUANTS]  # fmt: skip
-        entries.append({"repo": repo, **_shape_fields(shape), "source": "seed", "sha": None, "config": None,
-                        "base_model": base, "files": {}, "artifacts": artifacts,
-                        "notes": [(f"GGUF repository: architecture from {base}'s config.json; file names follow"
-                                   " the publisher's naming and were not checked against the Hub")]})  # fmt: skip
-    return {"format": SNAPSHOT_FORMAT, "version": SNAPSHOT_VERSION, "built_by": "explorer snapshot seed",
-            "entries": entries}  # fmt: skip
+        artifacts = [
+            {
+                "name": pattern.format(q=q),
+                "format": "gguf",
+                "quant": q,
+                "size_bytes": shape.weight_bytes(q),
+                "size_source": "computed",
+                "files": [pattern.format(q=q)],
+                "how": (
+                    f"computed: {shape.params:,} parameters at {GGUF_MIX_BITS[q]} bits a weight on average"
+                    " (explorer.model.quant_config.GGUF_MIX_BITS); the file itself not seen"
+                ),
+            }
+            for q in SEED_QUANTS
+        ]
+        entries.append(
+            {
+                "repo": repo,
+                **_shape_fields(shape),
+                "source": "seed",
+                "sha": None,
+                "config": None,
+                "base_model": base,
+                "files": {},
+                "artifacts": artifacts,
+                "notes": [
+                    (
+                        f"GGUF repository: architecture from {base}'s config.json; file names follow"
+                        " the publisher's naming and were not checked against the Hub"
+                    )
+                ],
+            }
+        )
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "version": SNAPSHOT_VERSION,
+        "built_by": "explorer snapshot seed",
+        "entries": entries,
+    }
 
 
 def _seed_original(shape: ModelShape, indexes: Path | None, stem: str, rows: Mapping[str, Mapping[str, str]]) -> dict:
@@ -143,14 +192,27 @@ def _seed_original(shape: ModelShape, indexes: Path | None, stem: str, rows: Map
         doc = json.loads(index.read_text())
         row = rows.get(f"safetensors_index/{index.name}", {})
         shards = sorted(set(doc["weight_map"].values()))
-        how = (f"fetched: metadata.total_size of model.safetensors.index.json from {row.get('source_repo', '?')}"
-               f"@{row.get('commit', '?')[:12]} (tensor bytes; each shard's header adds a few kB)")  # fmt: skip
+        how = (
+            f"fetched: metadata.total_size of model.safetensors.index.json from {row.get('source_repo', '?')}"
+            f"@{row.get('commit', '?')[:12]} (tensor bytes; each shard's header adds a few kB)"
+        )
         size = int(doc["metadata"]["total_size"])
-        a = Artifact(name="original", format="safetensors", quant=shape.precision.name, size_bytes=size,
-                     size_source="fetched", files=tuple(shards))
+        a = Artifact(
+            name="original",
+            format="safetensors",
+            quant=shape.precision.name,
+            size_bytes=size,
+            size_source="fetched",
+            files=tuple(shards),
+        )
         return _artifact_dict(a, how)
-    a = Artifact(name="original", format="safetensors", quant=shape.precision.name,
-                 size_bytes=computed_disk_bytes(shape), size_source="computed")  # fmt: skip
+    a = Artifact(
+        name="original",
+        format="safetensors",
+        quant=shape.precision.name,
+        size_bytes=computed_disk_bytes(shape),
+        size_source="computed",
+    )
     return _artifact_dict(a, _computed_how(shape))
 
 
@@ -166,8 +228,15 @@ def entry_from_fetch(fetch: Any) -> dict[str, Any]:
     files = {f.path: f.size_bytes for f in listing.files}
     headers = {p: dataclasses.replace(h, name=p) for p, h in fetch.gguf_headers.items()}
     companions = {k: v for k, v in fetch.configs.items() if k != "config.json"}
-    entry: dict[str, Any] = {"repo": listing.repo_id, "source": "hub", "sha": listing.sha, "config": fetch.config,
-                             "companions": companions, "files": files, "notes": []}  # fmt: skip
+    entry: dict[str, Any] = {
+        "repo": listing.repo_id,
+        "source": "hub",
+        "sha": listing.sha,
+        "config": fetch.config,
+        "companions": companions,
+        "files": files,
+        "notes": [],
+    }
     shape = None
     if fetch.config is not None:
         shape = shape_from_config(fetch.config, name=listing.repo_id, companions=companions)
@@ -186,11 +255,20 @@ def entry_from_fetch(fetch: Any) -> dict[str, Any]:
     if shape is not None:
         entry.update(_shape_fields(shape))
     st = fetch.safetensors
-    artifacts = build_offer(files, shape=shape, params_by_dtype=st.params_by_dtype if st else None,
-                            shards=list(st.files) if st else None, gguf_headers=headers,
-                            has_config=fetch.config is not None, where=listing.repo_id)  # fmt: skip
-    how = {"fetched": f"fetched: file sizes from the Hub listing at {listing.sha[:12]}",
-           "header": "header: tensor bytes of the GGUF header", "computed": "computed: from the shape"}  # fmt: skip
+    artifacts = build_offer(
+        files,
+        shape=shape,
+        params_by_dtype=st.params_by_dtype if st else None,
+        shards=list(st.files) if st else None,
+        gguf_headers=headers,
+        has_config=fetch.config is not None,
+        where=listing.repo_id,
+    )
+    how = {
+        "fetched": f"fetched: file sizes from the Hub listing at {listing.sha[:12]}",
+        "header": "header: tensor bytes of the GGUF header",
+        "computed": "computed: from the shape",
+    }
     entry["artifacts"] = [_artifact_dict(a, how[a.size_source]) for a in artifacts]
     return entry
 
@@ -220,8 +298,13 @@ def refresh(repo_ids: Iterable[str], *, settings: Any = None, max_workers: int =
     entries = [fresh.pop(e["repo"].lower(), e) for e in doc.get("entries", [])] + list(fresh.values())
     path = write_snapshot({**doc, "entries": entries}, Path(out) if out is not None else base_path)
     refreshed = sorted(r for r in result.results if r not in errors)
-    return {"path": str(path), "refreshed": refreshed, "errors": errors, "entries": len(entries),
-            "cancelled": result.cancelled}  # fmt: skip
+    return {
+        "path": str(path),
+        "refreshed": refreshed,
+        "errors": errors,
+        "entries": len(entries),
+        "cancelled": result.cancelled,
+    }
 
 
 def write_snapshot(doc: Mapping[str, Any], path: Path) -> Path:

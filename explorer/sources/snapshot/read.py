@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from explorer.errors import ExplorerError, SnapshotError
 from explorer.memo import memo
 from explorer.model.artifacts import Artifact
-from explorer.errors import ExplorerError, SnapshotError
 from explorer.model.shapes import ModelShape, shape_from_config
 
 __all__ = ["SNAPSHOT_FORMAT", "Snapshot", "SnapshotEntry", "default_snapshot_path", "load_snapshot", "parse_snapshot"]
@@ -172,12 +172,20 @@ class Snapshot:
 def _entry(raw: Mapping[str, Any], where: str) -> SnapshotEntry:
     try:
         return SnapshotEntry(
-            repo=str(raw["repo"]), family=str(raw.get("family", "")), model_type=str(raw.get("model_type", "")),
-            params=int(raw.get("params", 0)), config=raw.get("config"), companions=dict(raw.get("companions") or {}),
-            base_model=raw.get("base_model"), gguf_header=raw.get("gguf_header"), sha=raw.get("sha"),
-            source=str(raw.get("source", "seed")), files={str(k): int(v) for k, v in (raw.get("files") or {}).items()},
-            artifacts=tuple(dict(a) for a in raw.get("artifacts") or ()), notes=tuple(raw.get("notes") or ()),
-        )  # fmt: skip
+            repo=str(raw["repo"]),
+            family=str(raw.get("family", "")),
+            model_type=str(raw.get("model_type", "")),
+            params=int(raw.get("params", 0)),
+            config=raw.get("config"),
+            companions=dict(raw.get("companions") or {}),
+            base_model=raw.get("base_model"),
+            gguf_header=raw.get("gguf_header"),
+            sha=raw.get("sha"),
+            source=str(raw.get("source", "seed")),
+            files={str(k): int(v) for k, v in (raw.get("files") or {}).items()},
+            artifacts=tuple(dict(a) for a in raw.get("artifacts") or ()),
+            notes=tuple(raw.get("notes") or ()),
+        )
     except (KeyError, TypeError, ValueError) as e:
         raise SnapshotError(f"{where}: a malformed entry {str(raw)[:80]!r} ({type(e).__name__}: {e})") from None
 
@@ -213,8 +221,9 @@ def read_snapshot_file(path: Path) -> dict[str, Any]:
             raw = gzip.decompress(raw)
         return json.loads(raw)
     except (OSError, ValueError, EOFError) as e:
-        raise SnapshotError(f"cannot read the snapshot {path}: {e}",
-                            hint="reinstall explorer, or unset EXPLORER_SNAPSHOT") from None  # fmt: skip
+        raise SnapshotError(
+            f"cannot read the snapshot {path}: {e}", hint="reinstall explorer, or unset EXPLORER_SNAPSHOT"
+        ) from None
 
 
 @memo(8, keyed_on="the snapshot file's path and modification time (a rewritten file is read again)")

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import pytest
-
 from support.corpus import shape_of
 from support.llamacpp_headers import header_for
-from explorer.model.artifacts import Artifact
 
-from explorer.engines.llamacpp import engine as llamacpp
 from explorer.engines.common import PlanRequest
-from explorer.gguf.shape import shape_from_gguf
+from explorer.engines.llamacpp import engine as llamacpp
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
+from explorer.gguf.shape import shape_from_gguf
+from explorer.model.artifacts import Artifact
 from explorer.plan.planner import plan, recheck
-from explorer.units import GiB
 from explorer.sources.shipped import parse_cluster
+from explorer.units import GiB
 
 LLAMA = ("llamacpp",)
 
@@ -26,7 +25,9 @@ def _plan(name, spec, **req):
 
 
 def test_partial_offload_finds_the_largest_ngl_and_charges_ram():
-    result = _plan("meta-llama__Meta-Llama-3.1-70B", "1x1xrtx4090-24g,ram=128g", context_tokens=8192, precision="Q4_K_M")
+    result = _plan(
+        "meta-llama__Meta-Llama-3.1-70B", "1x1xrtx4090-24g,ram=128g", context_tokens=8192, precision="Q4_K_M"
+    )
     gpu = next(o for o in result.options if not o.layout.cpu)
     ev = gpu.evaluation
     assert 0 < ev.layers_on_host < 80 and ev.n_gpu_layers == 81 - ev.layers_on_host
@@ -58,7 +59,9 @@ def test_unified_memory_mac():
 
 
 def test_rpc_across_nodes_when_one_node_is_too_small():
-    result = _plan("meta-llama__Meta-Llama-3.1-70B", "3x1xrtx4090-24g@lan,ram=64g", context_tokens=8192, precision="Q4_K_M")
+    result = _plan(
+        "meta-llama__Meta-Llama-3.1-70B", "3x1xrtx4090-24g@lan,ram=64g", context_tokens=8192, precision="Q4_K_M"
+    )
     rpc = next(o for o in result.options if o.layout.rpc)
     assert rpc.layout.nodes == 2 and "--rpc" in rpc.evaluation.command
     assert any(x.rule == "more-than-needed" and x.layout.nodes == 3 for x in result.rejected)
@@ -73,8 +76,15 @@ def test_quantised_v_without_flash_attention_is_refused():
 def test_exact_gguf_artifact_per_card_is_llamacpp_buffers():
     header = header_for("llama_gqa")
     shape = shape_from_gguf(header, name="llama_gqa")
-    artifact = Artifact(name="llama_gqa.gguf", format="gguf", quant="mixed", size_bytes=header.tensor_bytes_total,
-                        size_source="header", files=("llama_gqa.gguf",), gguf_header=header)
+    artifact = Artifact(
+        name="llama_gqa.gguf",
+        format="gguf",
+        quant="mixed",
+        size_bytes=header.tensor_bytes_total,
+        size_source="header",
+        files=("llama_gqa.gguf",),
+        gguf_header=header,
+    )
     request = PlanRequest(context_tokens=2048, engines=LLAMA)
     result = plan(shape, parse_cluster("1xcpu-8g"), request, artifacts=[artifact])
     (cpu,) = result.options
@@ -96,8 +106,16 @@ def test_recheck_keeps_ngl_and_grows_kv():
     assert longer.per_card.kv_cache == 4 * opt.per_card.kv_cache
 
 
-@pytest.mark.parametrize("name", ["Qwen__Qwen3-30B-A3B", "google__gemma-2-9b-it", "nvidia__Nemotron-H-56B-Base-8K",
-                                  "deepseek-ai__DeepSeek-V3", "openai__gpt-oss-20b"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Qwen__Qwen3-30B-A3B",
+        "google__gemma-2-9b-it",
+        "nvidia__Nemotron-H-56B-Base-8K",
+        "deepseek-ai__DeepSeek-V3",
+        "openai__gpt-oss-20b",
+    ],
+)
 def test_architectures_plan_without_crashing(name):
     result = _plan(name, "1x8xh100-80g + 1xcpu-512g", context_tokens=4096, precision="Q4_K_M")
     for o in result.options:
@@ -106,8 +124,9 @@ def test_architectures_plan_without_crashing(name):
 
 def test_max_concurrency_is_the_most_parallel_sequences_that_fit():
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
-    result = plan(shape, parse_cluster("1x1xrtx4090-24g"),
-                  PlanRequest(context_tokens=8192, precision="Q4_K_M", engines=LLAMA))
+    result = plan(
+        shape, parse_cluster("1x1xrtx4090-24g"), PlanRequest(context_tokens=8192, precision="Q4_K_M", engines=LLAMA)
+    )
     gpu = next(o for o in result.options if not o.layout.cpu)
     n = gpu.evaluation.max_concurrency
     assert n > 1

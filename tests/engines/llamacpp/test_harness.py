@@ -10,14 +10,12 @@ Nothing here needs llama_cpp; generation needs gguf-py (a project dependency).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-from support.corpus import DATA
 from support import llamacpp_measure as measure
 from support import llamacpp_models as models
+from support.corpus import DATA
 
 MEASURED = DATA / "llamacpp_measured.json"
 MiB = 1024 * 1024
@@ -78,9 +76,13 @@ sched_reserve: graph (pp bs=512, tg bs=4): nodes = 1030 / 1020, splits = 3 / 2, 
 
 # -- log parser ----------------------------------------------------------------
 
+
 def test_parse_buffers_in_log_order():
     p = measure.parse_log(GEMMA3_LOG)
-    assert [(b["buffer"], b["mib_str"]) for b in p["model_buffers"]] == [("CPU_Mapped", "36.83"), ("CPU_REPACK", "10.12")]
+    assert [(b["buffer"], b["mib_str"]) for b in p["model_buffers"]] == [
+        ("CPU_Mapped", "36.83"),
+        ("CPU_REPACK", "10.12"),
+    ]
     assert [b["mib"] for b in p["kv_buffers"]] == [2.0, 14.0]
     assert p["output_buffers"][0]["mib_str"] == "0.25"
     assert p["compute_buffers"][0]["mib"] == 34.0
@@ -131,7 +133,9 @@ def test_relevant_lines_leave_out_timing_and_context_block():
     lines = measure.relevant_lines(GEMMA3_LOG)
     assert not any("reserve took" in ln for ln in lines)
     assert not any(ln.startswith("llama_context: n_ctx ") for ln in lines)
-    assert "~llama_context:        CPU compute buffer size is  34.0020 MiB, matches expectation of  34.0020 MiB" in lines
+    assert (
+        "~llama_context:        CPU compute buffer size is  34.0020 MiB, matches expectation of  34.0020 MiB" in lines
+    )
 
 
 def test_parse_log_of_garbage_is_empty():
@@ -141,6 +145,7 @@ def test_parse_log_of_garbage_is_empty():
 
 
 # -- case matrix -----------------------------------------------------------------
+
 
 def test_case_ids_unique_and_constraints_hold():
     cases = measure.build_cases(list(models.SPECS), models.SPECS)
@@ -156,6 +161,7 @@ def test_case_ids_unique_and_constraints_hold():
 
 
 # -- generator ----------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> dict[str, Path]:
@@ -190,6 +196,7 @@ def test_tensor_nbytes_checks_block_size():
 
 
 # -- the checked-in measurements ---------------------------------------------------
+
 
 def _measured() -> dict:
     if not MEASURED.exists():
@@ -241,8 +248,11 @@ def _expected_memory(spec: dict, p: dict) -> tuple[int, int, list[tuple[int, int
             pat = spec["swa_pattern"]
             swa = [il for il in attn if il % pat < pat - 1]
             swa_full = True if p["swa_full"] is None else p["swa_full"]  # C API default: true
-            size_swa = n_ctx_seq if swa_full else _pad(
-                min(n_ctx_seq, spec["window"] * (n_seq if p["kv_unified"] else 1) + n_ubatch), 256)
+            size_swa = (
+                n_ctx_seq
+                if swa_full
+                else _pad(min(n_ctx_seq, spec["window"] * (n_seq if p["kv_unified"] else 1) + n_ubatch), 256)
+            )
             groups = [([il for il in attn if il not in swa], n_ctx_seq), (swa, size_swa)]
         for layers, cells in groups:
             k = sum(_ROW[p["type_k"]](width[il]) for il in layers)
@@ -294,7 +304,10 @@ def test_measured_model_buffers_match_tensor_plan():
             return {b["buffer"]: b["mib_str"] for b in cases[tag]["figures"]["model_buffers"]}
 
         # with mmap the mapped range covers every tensor, repacked ones included
-        assert bufs("ctx512_faoff_kf16_vf16") == {"CPU_Mapped": f"{total / MiB:.2f}", "CPU_REPACK": f"{repack / MiB:.2f}"}
+        assert bufs("ctx512_faoff_kf16_vf16") == {
+            "CPU_Mapped": f"{total / MiB:.2f}",
+            "CPU_REPACK": f"{repack / MiB:.2f}",
+        }
         assert bufs("ctx512_nommap") == {"CPU": f"{in_cpu / MiB:.2f}", "CPU_REPACK": f"{repack / MiB:.2f}"}
         assert bufs("ctx512_nommap_norepack") == {"CPU": f"{total / MiB:.2f}"}
         assert m["model_size_bytes"] == total

@@ -11,28 +11,33 @@ weights nor shrinks the devices'.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
 from support.corpus import CONFIGS
 from support.llamacpp_headers import header_for
 
-from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, proportional_tensor_split
+from explorer.engines.llamacpp.layers import HOST, cumulative_splits, layer_devices
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
-from explorer.engines.llamacpp.whatif import llama_model_from_shape
-from explorer.engines.llamacpp.layers import HOST, cumulative_splits, layer_devices
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
+from explorer.engines.llamacpp.whatif import llama_model_from_shape
+from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.model.shapes import shape_from_config
 from explorer.units import GiB, MiB
 
-NAMES = ["llama_gqa", "llama_tied_q4_0", "qwen3moe_moe", "gemma3_swa", "deepseek2_mla", "mamba2_ssm", "granitehybrid_hybrid"]
+NAMES = [
+    "llama_gqa",
+    "llama_tied_q4_0",
+    "qwen3moe_moe",
+    "gemma3_swa",
+    "deepseek2_mla",
+    "mamba2_ssm",
+    "granitehybrid_hybrid",
+]
 GPU = Device(name="gpu0", kind="gpu", memory_bytes=24 * GiB)
 TWO = (Device(name="gpu0", memory_bytes=24 * GiB), Device(name="gpu1", memory_bytes=8 * GiB))
 
@@ -140,7 +145,9 @@ def test_max_gpu_layers_and_context():
     with pytest.raises(LlamaCppFitError):
         max_gpu_layers(m, s, [small], host_bytes=1 * MiB)
     ctx = max_context(m, s, [Device(name="d", memory_bytes=120 * MiB)], limit_tokens=65536)
-    assert ctx % 256 == 0 and llamacpp_memory(m, replace(s, n_ctx=ctx), [Device(name="d", memory_bytes=120 * MiB)]).fits()
+    assert (
+        ctx % 256 == 0 and llamacpp_memory(m, replace(s, n_ctx=ctx), [Device(name="d", memory_bytes=120 * MiB)]).fits()
+    )
     assert not llamacpp_memory(m, replace(s, n_ctx=ctx + 256), [Device(name="d", memory_bytes=120 * MiB)]).fits()
 
 
@@ -164,10 +171,16 @@ def test_what_if_from_a_config_shape():
 
 SETTINGS = st.builds(
     LlamaCppSettings,
-    n_ctx=st.integers(1, 20000), n_batch=st.sampled_from([256, 512, 2048]), n_ubatch=st.sampled_from([32, 128, 512]),
-    n_seq=st.integers(1, 4), kv_unified=st.booleans(), flash_attn=st.sampled_from(["on", "off", "auto"]),
-    type_k=st.sampled_from(["f16", "q8_0"]), mmap=st.booleans(), swa_full=st.booleans(),
-)  # fmt: skip
+    n_ctx=st.integers(1, 20000),
+    n_batch=st.sampled_from([256, 512, 2048]),
+    n_ubatch=st.sampled_from([32, 128, 512]),
+    n_seq=st.integers(1, 4),
+    kv_unified=st.booleans(),
+    flash_attn=st.sampled_from(["on", "off", "auto"]),
+    type_k=st.sampled_from(["f16", "q8_0"]),
+    mmap=st.booleans(),
+    swa_full=st.booleans(),
+)
 
 
 def _mem(m, s, devices=()):
@@ -179,8 +192,19 @@ def _mem(m, s, devices=()):
 
 
 def _ints(mem) -> list[int]:
-    out = [getattr(mem.host, f) for f in ("model_bytes", "mapped_bytes", "loaded_bytes", "repack_bytes", "kv_bytes",
-                                          "compute_bytes", "output_bytes", "other_bytes")]  # fmt: skip
+    out = [
+        getattr(mem.host, f)
+        for f in (
+            "model_bytes",
+            "mapped_bytes",
+            "loaded_bytes",
+            "repack_bytes",
+            "kv_bytes",
+            "compute_bytes",
+            "output_bytes",
+            "other_bytes",
+        )
+    ]
     for d in mem.devices:
         out += [d.model_bytes, d.kv_bytes, d.compute_bytes, d.output_bytes, d.other_bytes]
     return out

@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
-
 pytestmark = [
     pytest.mark.llamacpp,
-    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
-                       reason="llama_cpp is not installed: pip install llama-cpp-python to compare against llama.cpp live"),
-]  # fmt: skip
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None,
+        reason="llama_cpp is not installed: pip install llama-cpp-python to compare against llama.cpp live",
+    ),
+]
 
 MODELS = ("llama_gqa", "gemma3_swa", "deepseek2_mla", "granitehybrid_hybrid")
 CONTEXTS = (1024, 4096)
@@ -42,8 +41,14 @@ def live(tmp_path_factory) -> dict[str, dict]:
         for n_ctx in CONTEXTS:
             for fa, tk, tv in CACHES:
                 params = {**measure.BASE, "n_ctx": n_ctx, "flash_attn": fa, "type_k": tk, "type_v": tv}
-                todo.append({"id": f"{name}/live_ctx{n_ctx}_fa{fa}_k{tk}", "model": name, "params": params,
-                             "model_path": str(paths[name])})  # fmt: skip
+                todo.append(
+                    {
+                        "id": f"{name}/live_ctx{n_ctx}_fa{fa}_k{tk}",
+                        "model": name,
+                        "params": params,
+                        "model_path": str(paths[name]),
+                    }
+                )
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda c: measure.run_case(c, timeout_s=120), todo))
     return {c["id"]: c for c in done}

@@ -22,32 +22,18 @@ No llama_cpp needed.
 
 from __future__ import annotations
 
-import json
-import sys
-from functools import cache, lru_cache
-from pathlib import Path
-
 import pytest
-
-from support.corpus import DATA
 from support.llamacpp_compare import (
-    MiB,
     TOLERANCE,
     cases,
     compute_error,
-    measured,
     memory_for,
     mib,
     model_buffers,
     model_for,
-    settings_for,
 )
 
 from explorer.errors import LlamaCppConfigError
-from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
-from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
-from explorer.engines.llamacpp.settings import LlamaCppSettings
-
 
 #: compute figures the phase estimate misses by more than 5 %, and why (all ggml-alloc placement)
 KNOWN_OUTLIERS: dict[str, str] = {
@@ -137,9 +123,9 @@ def validation_rows() -> list[tuple[str, str, int, int, float]]:
         got = {"CPU_Mapped": h.mapped_bytes, "CPU": h.loaded_bytes, "CPU_REPACK": h.repack_bytes}
         for buf, want in printed.items():
             add(m, "model", got[buf], want)
-        for kv, s in zip([x for x in mem.caches if x.name != "rs"], f["kv_summaries"]):
+        for kv, s in zip([x for x in mem.caches if x.name != "rs"], f["kv_summaries"], strict=True):
             add(m, "KV", kv.total_bytes, s["mib_str"])
-        for rs, b in zip([x for x in mem.caches if x.name == "rs"], f["rs_buffers"]):
+        for rs, b in zip([x for x in mem.caches if x.name == "rs"], f["rs_buffers"], strict=True):
             add(m, "RS", rs.total_bytes, b["mib_str"])
         add(m, "output", h.output_bytes, f["output_buffers"][0]["mib_str"])
         err = compute_error(c, mem)
