@@ -60,23 +60,6 @@ def test_sglang_spans_nodes_with_tensor_parallelism_and_vllm_with_a_pipeline():
     assert next(SPLIT_ENGINES["vllm"].decompositions(2, 8, request)) == (8, 2)
 
 
-def _imports(path: Path) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):  # function-level imports included
-        if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-    return names
-
-
-@pytest.mark.parametrize("path", sorted((PACKAGE / "engines").rglob("*.py")), ids=lambda p: p.name)
-def test_engines_import_nothing_above_them(path):
-    above = ("plan", "fleet", "speed", "sources", "ui", "cli", "bench")
-    bad = {n for n in _imports(path) if n.split(".")[:2] in [["explorer", a] for a in above]}
-    assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
-
-
 def _name_comparisons(path: Path) -> list[str]:
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
