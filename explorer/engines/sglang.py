@@ -23,12 +23,11 @@ a token (an MLA latent whole on every card), with no block rounding.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
 from explorer.engines import vllm
-from explorer.engines.collect import Collector
 from explorer.engines.common import (
     CardMemory,
     EngineName,
@@ -41,11 +40,9 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.interface import Footprint
-from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
-from explorer.engines.split_walk import recheck_split, split_layout, tp_pp_splits, walk_splits
+from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
-from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
@@ -214,7 +211,7 @@ def command(
 
 
 @dataclass(frozen=True, slots=True)
-class SGLang:
+class SGLang(SplitWalk):
     """SGLang for the planner (a :class:`~explorer.engines.interface.SplitEngine`).
 
     Across nodes it spans tensor parallelism itself (``--nnodes``), so that
@@ -256,22 +253,6 @@ class SGLang:
     ) -> Evaluation:
         """SGLang's accounting of one layout (:func:`evaluate`)."""
         return evaluate(shape, precision, layout, gpu, request, model_ref)
-
-    def walk(
-        self,
-        shape: ModelShape,
-        cluster: Cluster,
-        artifacts: Sequence[Artifact],
-        request: PlanRequest,
-        model_ref: str,
-        out: Collector,
-    ) -> None:
-        """The tensor × pipeline walk (:func:`explorer.engines.split_walk.walk_splits`)."""
-        walk_splits(self, shape, cluster, artifacts, request, model_ref, out)
-
-    def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
-        """The same layout re-evaluated for the new request."""
-        return recheck_split(self, shape, option, request, model_ref)
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """vLLM's footprint: a fleet offers each card a share of its memory, which is vLLM's budget rule,

@@ -238,3 +238,29 @@ def recheck_split(
     """The same split at another context or concurrency: weights and overhead stay, the KV cache changes."""
     precision = shape.precision_of(option.artifact)
     return option.with_evaluation(engine.evaluate(shape, precision, option.layout, option.gpu, request, model_ref))
+
+
+class SplitWalk:
+    """The walk and recheck every tensor × pipeline engine shares: a base class for vLLM and SGLang.
+
+    The subclass supplies the rest of :class:`~explorer.engines.interface.SplitEngine`
+    (its splits, layouts, refusals, usable share and evaluation).
+    """
+
+    __slots__ = ()
+
+    def walk(
+        self,
+        shape: ModelShape,
+        cluster: Cluster,
+        artifacts: Sequence[Artifact],
+        request: PlanRequest,
+        model_ref: str,
+        out: Collector,
+    ) -> None:
+        """The tensor × pipeline walk (:func:`walk_splits`)."""
+        walk_splits(self, shape, cluster, artifacts, request, model_ref, out)  # type: ignore[arg-type]
+
+    def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
+        """The same layout re-evaluated for the new request."""
+        return recheck_split(self, shape, option, request, model_ref)  # type: ignore[arg-type]

@@ -25,12 +25,11 @@ prefill chunk; an MLA latent is whole on every card.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from explorer.engines.collect import Collector
 from explorer.engines.common import (
     CardMemory,
     EngineName,
@@ -43,12 +42,10 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.interface import Footprint
-from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
-from explorer.engines.split_walk import recheck_split, split_layout, tp_pp_splits, walk_splits
+from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import GPUClass
-from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
@@ -198,7 +195,7 @@ FOOTPRINT_PROBE_TOKENS = (4096, 8192)
 
 
 @dataclass(frozen=True, slots=True)
-class VLLM:
+class VLLM(SplitWalk):
     """vLLM for the planner (a :class:`~explorer.engines.interface.SplitEngine`).
 
     Splits are tp × pp with tp within a node; a mixture of experts runs
@@ -238,22 +235,6 @@ class VLLM:
     ) -> Evaluation:
         """vLLM's accounting of one layout (:func:`evaluate`)."""
         return evaluate(shape, precision, layout, gpu, request, model_ref)
-
-    def walk(
-        self,
-        shape: ModelShape,
-        cluster: Cluster,
-        artifacts: Sequence[Artifact],
-        request: PlanRequest,
-        model_ref: str,
-        out: Collector,
-    ) -> None:
-        """The tensor × pipeline walk (:func:`explorer.engines.split_walk.walk_splits`)."""
-        walk_splits(self, shape, cluster, artifacts, request, model_ref, out)
-
-    def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
-        """The same layout re-evaluated for the new request."""
-        return recheck_split(self, shape, option, request, model_ref)
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """One card of ``gpu`` at two contexts: the KV slope between them, the rest fixed."""
