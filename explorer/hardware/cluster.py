@@ -30,12 +30,13 @@ from dataclasses import dataclass
 
 from explorer.errors import ClusterSpecError, capped_list
 from explorer.hardware.catalogue import GPUClass, metal_working_set_bytes
+from explorer.hardware.host_cpu import DEFAULT_CPU, HostCPU
 from explorer.units import GiB, TiB
 
 MAX_GPUS = 100_000  # a whole cluster, GPUs and nodes each
 MAX_RAM_BYTES = 1024 * TiB
 GRAMMAR = (
-    "grammar: NODESxGPUSxCLASS[@FABRIC][,ram=RAM][,free=N|FRACTION|SIZE] joined by '+', "
+    "grammar: NODESxGPUSxCLASS[@FABRIC][,ram=RAM][,free=N|FRACTION|SIZE][,cpu=avx2|avx512|amx] joined by '+', "
     "or NODESxcpu-RAM / NODESxuma-RAM; e.g. 2x8xh100-80g@ib0 + 1x4xl40s-48g,free=2 + 1xcpu-256g"
 )
 
@@ -124,6 +125,7 @@ class Node:
         host_free_bytes: RAM no workload holds now.
         unified: GPU memory is the host RAM (Apple M-series and other UMA hosts).
         host_ram_assumed: the RAM was not stated but set by :func:`default_host_ram_bytes`.
+        cpu: its host CPU (:mod:`explorer.hardware.host_cpu`); x86-64 with AVX2 when not stated.
     """
 
     name: str
@@ -133,6 +135,7 @@ class Node:
     host_free_bytes: int
     unified: bool = False
     host_ram_assumed: bool = False
+    cpu: HostCPU = DEFAULT_CPU
 
     def __post_init__(self) -> None:
         if not 0 < self.host_ram_bytes <= MAX_RAM_BYTES or not 0 <= self.host_free_bytes <= self.host_ram_bytes:

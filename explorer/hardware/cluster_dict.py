@@ -9,9 +9,10 @@ from explorer.errors import ClusterSpecError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
 from explorer.hardware.cluster_text import FABRIC_NAME, ram_bytes
+from explorer.hardware.host_cpu import DEFAULT_CPU, cpu_from_label
 from explorer.units import GiB
 
-_NODE_KEYS = {"name", "fabric", "host_ram", "host_ram_bytes", "host_free", "host_free_bytes", "unified", "gpus"}
+_NODE_KEYS = {"name", "fabric", "host_ram", "host_ram_bytes", "host_free", "host_free_bytes", "unified", "gpus", "cpu"}
 _GROUP_KEYS = {"class", "count", "free_count", "free_bytes", "card_free_bytes"}
 
 
@@ -93,6 +94,13 @@ def _node_from_dict(raw: object, at: str, index: int, catalogue: Catalogue) -> N
     if not isinstance(unified, bool):
         raise ClusterSpecError(f"{at}: unified {unified!r} is not true or false")
     ram, free = _size_key(d, "host_ram", at), _size_key(d, "host_free", at)
+    cpu_label = d.get("cpu", DEFAULT_CPU.name)
+    if not isinstance(cpu_label, str):
+        raise ClusterSpecError(f'{at}: cpu {cpu_label!r} is not a CPU name such as "amx"')
+    try:
+        cpu = cpu_from_label(cpu_label)
+    except ClusterSpecError as e:
+        raise ClusterSpecError(f"{at}: {e.message}", hint=e.hint or None) from None
     raw_groups = d.get("gpus", [])
     if not isinstance(raw_groups, list):
         raise ClusterSpecError(f"{at}: gpus must be a list of groups")
@@ -118,6 +126,7 @@ def _node_from_dict(raw: object, at: str, index: int, catalogue: Catalogue) -> N
             host_free_bytes=ram if free is None else free,
             unified=unified,
             host_ram_assumed=assumed,
+            cpu=cpu,
         )
     except ClusterSpecError as e:
         raise ClusterSpecError(f"{at}: {e.message}", hint=e.hint or None) from None

@@ -5,7 +5,7 @@ Grammar (the full reference, with examples, is ``docs/cluster_spec.md``)::
     spec    := term ( "+" term )*                  spaces around "+" allowed
     term    := NODES "x" body [ "@" FABRIC ] ( "," option )*
     body    := GPUS "x" CLASS | "cpu-" RAM | "uma-" RAM
-    option  := "ram=" RAM | "free=" INT | "free=" FRACTION | "free=" SIZE
+    option  := "ram=" RAM | "free=" INT | "free=" FRACTION | "free=" SIZE | "cpu=" CPU
 
 Every malformed spec raises :class:`ClusterSpecError` naming the term.
 """
@@ -19,6 +19,7 @@ from typing import NoReturn
 from explorer.errors import ClusterSpecError
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.cluster import GRAMMAR, MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
+from explorer.hardware.host_cpu import DEFAULT_CPU, cpu_from_label
 from explorer.units import GiB, TiB, parse_size
 
 _SPLIT = re.compile(r"\s*\+(?!\s*[A-Za-z])\s*", re.A)  # "+me" in a MIG profile does not split
@@ -88,12 +89,17 @@ def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Cata
         fail("the node count must be at least 1")
     if fabric is not None and not FABRIC_NAME.match(fabric):
         fail(f"fabric {fabric!r} must be letters, digits, '_', '.' or '-'")
-    ram, free_n, free_mem = None, None, None
+    ram, free_n, free_mem, cpu = None, None, None, DEFAULT_CPU
     for opt in (m["opts"] or "").split(",")[1:]:
         key, _, value = (part.strip() for part in opt.partition("="))
-        if key.lower() not in ("ram", "free") or not value:
-            fail(f"option {opt.strip()!r} is not ram=RAM or free=N|FRACTION|SIZE")
-        if key.lower() == "ram":
+        if key.lower() not in ("ram", "free", "cpu") or not value:
+            fail(f"option {opt.strip()!r} is not ram=RAM, free=N|FRACTION|SIZE or cpu=CPU")
+        if key.lower() == "cpu":
+            try:
+                cpu = cpu_from_label(value)
+            except ClusterSpecError as e:
+                fail(e.message)
+        elif key.lower() == "ram":
             if ram is not None or (ram := ram_bytes(value)) is None:
                 fail(f"ram={value} is not a size (write 512g, 2t or 512GiB), or ram= is given twice")
         elif re.fullmatch(r"\d+", value, re.A):
@@ -173,6 +179,7 @@ def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Cata
             host_free_bytes=host_free,
             unified=bool(gpu and gpu.unified),
             host_ram_assumed=assumed,
+            cpu=cpu,
         )
         for i in range(count)
     ]
@@ -209,6 +216,8 @@ def format_cluster_spec(cluster: Cluster) -> str:
                 opts.append(f"free={g.free_count}")
             if g.free_bytes is not None:
                 opts.append(f"free={_free_text(g.free_bytes, g.gpu.memory_bytes)}")
+        if n.cpu != DEFAULT_CPU:
+            opts.append(f"cpu={n.cpu.name}")
         text = body + (f"@{n.fabric}" if n.fabric else "") + "".join("," + o for o in opts)
         if terms and terms[-1][1] == text:
             terms[-1][0] += 1

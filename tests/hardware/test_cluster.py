@@ -14,6 +14,7 @@ from explorer.errors import ClusterSpecError, UnknownGPUClassError
 from explorer.hardware.cluster import MAX_GPUS, Cluster, GPUGroup, Node, default_host_ram_bytes
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.hardware.cluster_text import format_cluster_spec
+from explorer.hardware.host_cpu import DEFAULT_CPU
 from explorer.sources.shipped import load_cluster_file, parse_cluster, shipped_catalogue
 from explorer.units import GiB, MiB, TiB
 
@@ -335,3 +336,18 @@ def test_file_errors(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ClusterSpecError, match="cannot read"):
         load_cluster_file(binary)
+
+
+def test_host_cpu_from_the_spec_and_the_file():
+    # unstated: AVX2, as llama.cpp's reference builds assume; amx implies avx512 implies avx2
+    plain, amx = parse_cluster("1x8xh100-80g + 1xcpu-256g,cpu=AMX").nodes
+    assert plain.cpu == DEFAULT_CPU and not plain.cpu.has_amx
+    assert amx.cpu.name == "amx" and amx.cpu.features == {"avx2", "avx512", "amx"} and amx.cpu.has_amx
+    again = parse_cluster(format_cluster_spec(parse_cluster("2x4xl40s-48g,cpu=avx512 + 1xcpu-64g")))
+    assert [n.cpu.name for n in again.nodes] == ["avx512", "avx512", "avx2"]
+    node = cluster_from_dict({"nodes": [{"host_ram": "512g", "cpu": "amx"}]}, shipped_catalogue()).nodes[0]
+    assert node.cpu.has_amx
+    with pytest.raises(ClusterSpecError, match="cpu='zen9' is not a CPU"):
+        parse_cluster("1x1xh100-80g,cpu=zen9")
+    with pytest.raises(ClusterSpecError, match="cpu 7 is not a CPU name"):
+        cluster_from_dict({"nodes": [{"host_ram": "64g", "cpu": 7}]}, shipped_catalogue())
