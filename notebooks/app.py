@@ -14,37 +14,61 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer.engines.common import PlanRequest
+    from explorer.engines.common import ENGINE_LABELS, PlanRequest
     from explorer.errors import ExplorerError
+    from explorer.hardware.cluster_dict import cluster_from_text
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
     from explorer.plan.planner import plan
-    from explorer.sources.resolve import resolve_model
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.speed.settings import SpeedSettings
-    from explorer.ui import charts
     from explorer.ui import plan_rows as nd
-    from explorer.ui.presets import PRESETS, AppDefaults, app_defaults, preset_by_name, preset_from_spec, spec_for
+    from explorer.ui import vega
+    from explorer.ui.app_state import ENGINE_KEYS, GOALS, QUERY_KEYS, AppDefaults, app_defaults, to_query
+    from explorer.ui.cluster_form import (
+        cluster_file_json,
+        describe_cluster,
+        edit_first_gpu_term,
+        first_gpu_term,
+        host_ram_note,
+    )
+    from explorer.ui.engine_settings import SETTINGS, engine_groups, request_changes, settings_text
+    from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
+    from explorer.ui.presets import PRESETS, preset_by_name
     from explorer.units import gib
+
+    #: in a browser page (marimo's html-wasm export, Pyodide): the snapshot and a pasted config.json only
+    IN_BROWSER = in_browser()
+    WHAT_IFS = ("bf16", "fp8", "int4-awq", "int4-gptq")
+    SEQUENCES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+    SIDEBAR = "340px"
+    #: the answer beside the controls: marimo's side padding narrowed, and the cells that only fill the
+    #: sidebar take no room in the page (their outputs are drawn in the sidebar)
+    LAYOUT_CSS = (
+        'div[class~="sm:px-16"] { padding-left: 1rem !important; padding-right: 1rem !important; }'
+        ".marimo-cell:has(> .output-area > .output > marimo-sidebar) { display: none; }"
+    )
 
 
 @app.cell(hide_code=True)
 def _():
-    mo.md("""
-    # Will it fit?
-
-    Pick a **model**, the **weights** to serve, an **engine**, a **context length** and a **cluster**:
-    *explorer* lists every way the model can be served, best first, with what each card holds,
-    and says why every other way was refused. Sizes are GiB (1024³ bytes).
-    Popular models answer offline from the shipped snapshot; any other Hub id is fetched when you press **Fetch**.
-    """)
+    mo.vstack(
+        [
+            mo.Html(f"<style>{LAYOUT_CSS}</style>"),
+            mo.md(
+                "**Will it fit?** Every way to serve the model on the cluster, best first, and what each card "
+                "holds; the controls are on the left. Sizes are GiB (1024³ bytes)."
+            ),
+        ],
+        gap=0,
+    )
     return
 
 
 @app.cell(hide_code=True)
 def _():
-    # --model, --cluster, --context, --engine, --kv, --concurrency after `--`, or the same URL query parameters
+    # the starting point: URL query parameters (a shared link) over `--` arguments; read once
     defaults = app_defaults(mo.cli_args().to_dict(), mo.query_params().to_dict())
     return (defaults,)
 
@@ -52,272 +76,532 @@ def _():
 @app.cell(hide_code=True)
 def _(defaults):
     snapshot = load_snapshot()
+    get_model_text, set_model_text = mo.state(defaults.model)
+    get_context, set_context = mo.state(defaults.context_tokens)
+    get_spec, set_spec = mo.state(defaults.spec or preset_by_name(defaults.preset).spec)
     get_fetched, set_fetched = mo.state(None)
-    _known = snapshot.get(defaults.model)
-    popular = mo.ui.dropdown(
-        options=sorted(snapshot.repos, key=str.lower),
-        value=_known.repo if _known else AppDefaults().model,
-        searchable=True,
-        label="Popular models (ready offline)",
-        on_change=lambda _v: set_fetched(None),
+    return (
+        get_context,
+        get_fetched,
+        get_model_text,
+        get_spec,
+        set_context,
+        set_fetched,
+        set_model_text,
+        set_spec,
+        snapshot,
     )
-    hub_text = mo.ui.text(
-        value="" if _known else defaults.model,
-        placeholder="org/name, org/name:FILE.gguf, /path/to/config.json or model.gguf",
-        label="…or any Hub id or local path",
-        full_width=True,
-    )
-    hub_token = mo.ui.text(kind="password", placeholder="hf_… (only for gated or private repos)", label="Hub token")
-    fetch = mo.ui.run_button(label="Fetch", tooltip="Read the model from the cache, the Hub or the disk")
-    mo.vstack(
-        [
-            mo.md("## 1 · Model"),
-            mo.hstack(
-                [popular, mo.vstack([hub_text, mo.hstack([hub_token, fetch], justify="start")])],
-                justify="start",
-                gap=2,
-                widths=[1, 2],
-            ),
-        ]
-    )
-    return fetch, get_fetched, hub_text, hub_token, popular, set_fetched
 
 
 @app.cell(hide_code=True)
-def _(fetch, hub_text, hub_token, set_fetched):
+def _(get_model_text, set_model_text, snapshot):
+    _entry = snapshot.get(get_model_text())
+    popular = mo.ui.dropdown(
+        options=sorted(snapshot.repos, key=str.lower),
+        value=_entry.repo if _entry else None,
+        searchable=True,
+        label="Model (the shipped snapshot: ready offline)",
+        on_change=lambda v: set_model_text(v) if v else None,
+        full_width=True,
+    )
+    mo.sidebar([popular], width=SIDEBAR)
+    return (popular,)
+
+
+@app.cell(hide_code=True)
+def _(get_model_text, set_model_text):
+    # outside the browser: any Hub id or path, read from the Hub only when Fetch is pressed
+    model_box = mo.ui.text(
+        value=get_model_text(),
+        placeholder="org/name, org/name:FILE.gguf or a path",
+        label="…or any model id",
+        on_change=lambda v: set_model_text(v.strip()) if v.strip() else None,
+        full_width=True,
+    )
+    hub_token = mo.ui.text(kind="password", placeholder="hf_… (gated repos only)", label="Hub token")
+    fetch = mo.ui.run_button(label="Fetch", tooltip="Read the model from the Hub (or the disk)")
+    # in the browser page there is no Hub client, cache or disk: the box and Fetch are not shown
+    _shown = None if IN_BROWSER else [model_box, mo.hstack([hub_token, fetch], justify="start", align="end")]
+    mo.sidebar(_shown, width=SIDEBAR) if _shown else None
+    return fetch, hub_token, model_box
+
+
+@app.cell(hide_code=True)
+def _():
+    # any model whose config.json is at hand: in the browser page the only way past the snapshot
+    pasted = mo.ui.text_area(
+        placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
+        rows=2,
+        full_width=True,
+        label="…or paste a config.json",
+    )
+    mo.sidebar([pasted], width=SIDEBAR)
+    return (pasted,)
+
+
+@app.cell(hide_code=True)
+def _(fetch, get_model_text, hub_token, set_fetched):
     # Runs only when Fetch is pressed: typing never reaches the network.
-    _text, _token = hub_text.value.strip(), hub_token.value.strip() or None
-    fetch_note = None
-    if fetch.value and not _text:
-        fetch_note = mo.callout(mo.md("Type a Hub id or a path first."), kind="warn")
-    elif fetch.value:
-        with mo.status.spinner(title=f"Fetching {_text} …", subtitle="cache, then the Hub") as _spinner:
-
-            def _progress(stage, done, total):
-                try:
-                    _spinner.update(subtitle=f"{stage}: {done:,} of {total:,}")
-                except Exception:  # progress may come from a worker thread
-                    pass
-
-            try:
-                _fetched = resolve_model(_text, token=_token, progress=_progress)
-                set_fetched(_fetched)
-                fetch_note = mo.callout(
-                    mo.md(f"Read **{html.escape(_fetched.repo or _fetched.shape.name)}** from the {_fetched.origin}."),
-                    kind="success",
-                )
-            except Exception as _e:  # ExplorerError says what to do; anything else still gets a callout
-                _msg = str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
-                _msg = _msg.replace(_token, "…") if _token else _msg
-                fetch_note = mo.callout(
-                    mo.md(f"**Could not read {html.escape(_text)}.** {html.escape(_msg)}"), kind="danger"
-                )
-    fetch_note
+    mo.stop(not fetch.value)
+    _text, _token = get_model_text(), hub_token.value.strip() or None
+    with mo.status.spinner(title=f"Fetching {_text} …", subtitle="the cache, then the Hub"):
+        try:
+            set_fetched((_text, pick_model(_text, fetch=True, token=_token), None))
+        except Exception as _e:  # ExplorerError says what to do; anything else still gets a callout
+            _msg = str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
+            set_fetched((_text, None, _msg.replace(_token, "…") if _token else _msg))
     return
 
 
 @app.cell(hide_code=True)
-def _(get_fetched, popular):
-    # The resolution result: a fetched model, else the popular pick (snapshot or cache, never the network).
-    model, _error = get_fetched(), None
-    if model is None and popular.value:
-        try:
-            model = resolve_model(popular.value, offline=True)
-        except ExplorerError as _e:
-            _error = str(_e)
-    mo.stop(
-        model is None, mo.callout(mo.md(f"**No model.** {html.escape(_error or 'Pick one above.')}"), kind="danger")
-    )
-    shape = model.shape
-    summary = shape_summary(shape)
-    _facts = "\n".join(f"| {k} | {html.escape(v)} |" for k, v in shape_rows(summary))
-    mo.hstack(
-        [
-            mo.md(
-                f"**{html.escape(model.repo or shape.name)}** · answered from the **{model.origin}**\n\n"
-                f"| | |\n|---|---|\n{_facts}"
-            ),
-            mo.accordion(
-                {
-                    f"How it was resolved ({len(model.notes)} notes)": mo.md(
-                        "\n".join(f"- {html.escape(n)}" for n in model.notes) or "nothing to note"
-                    )
-                }
-            ),
-        ],
-        justify="start",
-        gap=2,
-        widths=[2, 1],
-    )
-    return model, shape, summary
+def _(get_fetched, get_model_text, pasted):
+    # The model: a pasted config.json, a fetched model, else the snapshot (or the cache), never the network.
+    resolved, model_problem, _text = None, None, get_model_text()
+    _fetched = get_fetched()
+    try:
+        if pasted.value.strip():
+            from explorer.sources.resolve import resolve_config_text
+
+            resolved = resolve_config_text(pasted.value)
+        elif _fetched is not None and _fetched[0] == _text and _fetched[1] is not None:
+            resolved = _fetched[1]
+        else:
+            resolved = pick_model(_text)
+    except UnknownModelError as _e:
+        model_problem = _e
+    except ExplorerError as _e:
+        model_problem = str(_e)
+    fetch_failure = _fetched[2] if _fetched is not None and _fetched[0] == _text else None
+    return fetch_failure, model_problem, resolved
 
 
 @app.cell(hide_code=True)
-def _(defaults, model, shape):
-    artifact_menu = nd.artifact_choices(model.artifacts, model.what_ifs(("bf16", "fp8", "int4-awq", "int4-gptq")))
+def _(fetch_failure, get_model_text, model_problem, set_model_text):
+    # what the app says about a model it cannot read, with the nearest snapshot ids as buttons
+    suggestions = mo.ui.array(
+        [
+            mo.ui.button(label=s, on_click=lambda _v, s=s: set_model_text(s))
+            for s in getattr(model_problem, "suggestions", [])
+        ]
+    )
+    _failed = (
+        f"**Could not fetch `{html.escape(get_model_text())}`:** {html.escape(fetch_failure)}\n\n"
+        if fetch_failure
+        else ""
+    )
+    if isinstance(model_problem, UnknownModelError):
+        _note = mo.callout(
+            mo.vstack(
+                [
+                    mo.md(_failed + unknown_model_advice(model_problem, can_fetch=not IN_BROWSER)),
+                    suggestions.hstack(justify="start", wrap=True),
+                ]
+            ),
+            kind="warn",
+        )
+    elif model_problem is not None:
+        _note = mo.callout(mo.md(f"**Could not read the model.** {html.escape(model_problem)}"), kind="danger")
+    else:
+        _note = mo.callout(mo.md(_failed), kind="danger") if _failed else None
+    _note
+    return (suggestions,)
+
+
+@app.cell(hide_code=True)
+def _(resolved):
+    mo.stop(resolved is None)
+    model = resolved
+    shape = model.shape
+    model_name = model.repo or shape.name
+    return model, model_name, shape
+
+
+@app.cell(hide_code=True)
+def _(defaults, get_model_text, model):
+    artifact_menu = nd.artifact_choices(model.artifacts, model.what_ifs(WHAT_IFS))
+    _asked = set(defaults.weights) if get_model_text() == defaults.model else set()
+    _keys = [k for k, a in artifact_menu.items() if nd.artifact_key(a) in _asked]
     weights = mo.ui.multiselect(
         options=list(artifact_menu),
-        value=[k for k, a in artifact_menu.items() if not a.what_if],
-        label="Weights to plan: the repository's offer, then what-if precisions of the original weights",
+        value=_keys or [k for k, a in artifact_menu.items() if not a.what_if],
+        label="Weights: the repository's offer, then what-if precisions",
         full_width=True,
     )
+    mo.sidebar([weights], width=SIDEBAR)
+    return artifact_menu, weights
+
+
+@app.cell(hide_code=True)
+def _(get_context, set_context, shape):
     context_steps = nd.context_steps(shape.max_context_tokens)
     context = mo.ui.slider(
         steps=context_steps,
-        value=nd.nearest_step(context_steps, shape.clamp_context(defaults.context_tokens)),
-        label=f"Context per sequence (tokens, log scale, up to the model's {shape.max_context_tokens:,})",
+        value=nd.nearest_step(context_steps, shape.clamp_context(get_context())),
+        label=f"Context a sequence (tokens; up to {shape.max_context_tokens:,})",
         show_value=True,
         full_width=True,
+        on_change=set_context,
     )
-    mo.vstack([mo.md("## 2 · Weights and context"), weights, context])
-    return artifact_menu, context, context_steps, weights
+    mo.sidebar([context], width=SIDEBAR)
+    return context, context_steps
 
 
 @app.cell(hide_code=True)
 def _(defaults):
-    engine = mo.ui.radio(options=list(nd.ENGINE_CHOICES), value=defaults.engine, label="Engine", inline=True)
+    concurrency = mo.ui.slider(
+        steps=SEQUENCES,
+        value=nd.nearest_step(SEQUENCES, defaults.concurrency),
+        label="Concurrent sequences",
+        show_value=True,
+        full_width=True,
+    )
     kv_dtype = mo.ui.dropdown(
         options=list(KV_CACHE_TYPES),
         value=defaults.kv_dtype if defaults.kv_dtype in KV_CACHE_TYPES else "auto",
         label="KV cache type",
     )
-    _seqs = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
-    concurrency = mo.ui.slider(
-        steps=_seqs, value=nd.nearest_step(_seqs, defaults.concurrency), label="Concurrent sequences", show_value=True
+    _engines = {"all three": "all", **{label: key for key, label in ENGINE_LABELS.items()}}
+    engine = mo.ui.dropdown(
+        options=_engines,
+        value=next(k for k, v in _engines.items() if v == defaults.engine),
+        label="Engine",
     )
-    sort = mo.ui.radio(
-        options={"fewest cards, best precision": "default", "fastest decode": "speed"},
-        value="fewest cards, best precision",
-        label="Rank by",
-        inline=True,
+    goal = mo.ui.dropdown(
+        options={label: key for key, (label, _sort) in GOALS.items()},
+        value=GOALS[defaults.goal][0],
+        label="Goal",
     )
-    mo.vstack(
-        [mo.md("## 3 · Engine and load"), engine, mo.hstack([kv_dtype, concurrency, sort], justify="start", gap=2)]
-    )
-    return concurrency, engine, kv_dtype, sort
+    mo.sidebar([concurrency, mo.hstack([engine, kv_dtype], justify="start", wrap=True), goal], width=SIDEBAR)
+    return concurrency, engine, goal, kv_dtype
 
 
 @app.cell(hide_code=True)
-def _(defaults):
-    _names = [p.name for p in PRESETS]
-    link_preset = preset_from_spec(defaults.spec) if defaults.spec else None
+def _(get_spec, set_spec):
+    # the cluster: the spec text is the state; the preset menu and the simple controls write into it
+    _names = {p.spec: p.name for p in PRESETS}
     preset_pick = mo.ui.dropdown(
-        options=([link_preset.name] if link_preset else []) + _names,
-        value=link_preset.name if link_preset else (defaults.preset if defaults.preset in _names else _names[1]),
+        options=["(as typed)"] + [p.name for p in PRESETS],
+        value=_names.get(get_spec().strip(), "(as typed)"),
         label="Cluster preset",
-    )
-    return link_preset, preset_pick
-
-
-@app.cell(hide_code=True)
-def _(link_preset, preset_pick):
-    catalogue = shipped_catalogue()
-    preset = link_preset if link_preset and preset_pick.value == link_preset.name else preset_by_name(preset_pick.value)
-    if preset.gpu_class not in catalogue:  # an alias in a linked spec: show the catalogue's name
-        _found = catalogue.lookup(preset.gpu_class)
-        preset = replace(preset, gpu_class=_found.name if _found else "h100-80g")
-    nodes = mo.ui.number(start=1, stop=4096, value=preset.nodes, label="Nodes")
-    gpus = mo.ui.number(start=1, stop=64, value=preset.gpus_per_node, label="GPUs per node")
-    gpu_class = mo.ui.dropdown(
-        options=list(catalogue.names), value=preset.gpu_class, searchable=True, label="GPU class"
-    )
-    free = mo.ui.slider(
-        start=0.05,
-        stop=1.0,
-        step=0.05,
-        value=preset.free_fraction,
-        show_value=True,
-        label="Free share of each card's memory",
-    )
-    return free, gpu_class, gpus, nodes, preset
-
-
-@app.cell(hide_code=True)
-def _(free, gpu_class, gpus, nodes, preset):
-    spec = mo.ui.text(
-        value=spec_for(preset, nodes.value, gpus.value, gpu_class.value, free.value),
-        label="Cluster spec (the source of truth: edit it freely)",
+        on_change=lambda name: set_spec(preset_by_name(name).spec) if name != "(as typed)" else None,
         full_width=True,
     )
-    return (spec,)
+    return (preset_pick,)
 
 
 @app.cell(hide_code=True)
-def _(free, gpu_class, gpus, nodes, preset, preset_pick, spec):
-    mo.vstack(
+def _(get_spec, set_spec):
+    # typed text is never replaced by this cell re-running: it runs only when something else sets the spec
+    spec_box = mo.ui.text(
+        value=get_spec(),
+        label="Cluster spec (the source of truth; the controls below edit its first GPU term)",
+        on_change=set_spec,
+        full_width=True,
+    )
+    return (spec_box,)
+
+
+@app.cell(hide_code=True)
+def _(get_spec, set_spec):
+    # the simple controls show the spec's first GPU term and, moved, edit only that part of it
+    _term = first_gpu_term(get_spec())
+
+    def _edit(key, read=lambda v: v):
+        return lambda value: set_spec(edit_first_gpu_term(get_spec(), **{key: read(value)}))
+
+    if _term is None:
+        term_nodes = term_gpus = term_class = term_fabric = term_free = term_ram = None
+    else:
+        term_nodes = mo.ui.number(start=1, stop=100_000, value=_term.nodes, label="Nodes", on_change=_edit("nodes"))
+        term_gpus = mo.ui.number(
+            start=1, stop=4096, value=_term.gpus_per_node, label="GPUs a node", on_change=_edit("gpus_per_node")
+        )
+        term_class = mo.ui.dropdown(
+            options=sorted({*shipped_catalogue().names, _term.gpu_class}),
+            value=_term.gpu_class,
+            searchable=True,
+            label="GPU class",
+            on_change=_edit("gpu_class"),
+        )
+        term_fabric = mo.ui.text(
+            value=_term.fabric or "", placeholder="none", label="Fabric", on_change=_edit("fabric")
+        )
+        term_free = mo.ui.slider(
+            start=0.05,
+            stop=1.0,
+            step=0.05,
+            value=min(1.0, max(0.05, _term.free_fraction)),
+            show_value=True,
+            label="Free share of each card",
+            on_change=_edit("free_fraction"),
+        )
+        term_ram = mo.ui.text(
+            value=str(_term.ram_gib or ""),
+            placeholder="assumed",
+            label="Host RAM a node (GiB)",
+            on_change=_edit("ram_gib", lambda v: int(v) if v.strip().isdigit() else None),
+        )
+    return term_class, term_fabric, term_free, term_gpus, term_nodes, term_ram
+
+
+@app.cell(hide_code=True)
+def _():
+    cluster_file = mo.ui.file(filetypes=[".json", ".toml"], label="Cluster file (JSON/TOML)")
+    return (cluster_file,)
+
+
+@app.cell(hide_code=True)
+def _(cluster_file, defaults, get_spec):
+    # The cluster planned on: an uploaded (or linked) cluster file wins over the spec while "use it" is on.
+    cluster, cluster_error, cluster_source = None, None, "spec"
+    _json = defaults.cluster_file
+    try:
+        if cluster_file.value:
+            _json = cluster_file_json(cluster_file.contents().decode("utf-8", "replace"), cluster_file.name())
+        if _json:
+            cluster = cluster_from_text(_json, shipped_catalogue(), source=cluster_file.name() or "the linked file")
+            cluster_source = _json
+        else:
+            cluster = parse_cluster(get_spec())
+    except ExplorerError as _e:
+        cluster_error = str(_e)
+    return cluster, cluster_error, cluster_source
+
+
+@app.cell(hide_code=True)
+def _(
+    cluster,
+    cluster_error,
+    cluster_file,
+    cluster_source,
+    preset_pick,
+    spec_box,
+    term_class,
+    term_fabric,
+    term_free,
+    term_gpus,
+    term_nodes,
+    term_ram,
+):
+    _about = (
+        [mo.md("\n".join(f"- {html.escape(line)}" for line in describe_cluster(cluster)))]
+        + ([mo.md(f"*{html.escape(_note)}*")] if (_note := host_ram_note(cluster)) else [])
+        if cluster is not None
+        else [mo.callout(mo.md(f"**The cluster does not parse.** {html.escape(cluster_error or '')}"), kind="danger")]
+    )
+    _controls = (
         [
-            mo.md("## 4 · Cluster"),
-            mo.hstack([preset_pick, mo.md(f"*{html.escape(preset.description)}*")], justify="start", gap=2),
-            mo.hstack([nodes, gpus, gpu_class, free], justify="start", gap=2),
-            spec,
-            mo.md(
-                "Grammar: `NODESxGPUSxCLASS[@FABRIC][,free=…]` joined by `+`, e.g. "
-                "`2x8xh100-80g@ib0 + 1x4xl40s-48g + 1xuma-128g` (see docs/cluster_spec.md)."
-            ),
+            mo.hstack([term_nodes, term_gpus], justify="start"),
+            term_class,
+            mo.hstack([term_fabric, term_ram], justify="start"),
+            term_free,
         ]
+        if term_nodes is not None
+        else [mo.md("*The spec has no `NODESxGPUSxCLASS` term for the simple controls to edit.*")]
+    )
+    _file = (
+        [
+            mo.callout(
+                mo.md("Planning on the **uploaded cluster file**; reload the page to go back to the spec."), "info"
+            )
+        ]
+        if cluster_source != "spec"
+        else []
+    )
+    mo.sidebar(
+        [mo.md("**Cluster**"), preset_pick, spec_box, *_file, *_controls, *_about, cluster_file],
+        width=SIDEBAR,
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort, spec, weights):
+def _(defaults):
+    # Engine settings: one box per PlanRequest field the controls above do not set (explorer.ui.engine_settings)
+    def _control(s):
+        text = defaults.settings.get(s.key, "")
+        if s.kind == "bool":
+            return mo.ui.checkbox(value=text == "on", label=f"`{s.flag}` {s.label}")
+        if s.kind == "choice":
+            options = {"(default)" if s.optional else str(s.default): ""} | {c: c for c in s.choices if c != s.default}
+            return mo.ui.dropdown(
+                options=options,
+                value=next((k for k, v in options.items() if v == text), next(iter(options))),
+                label=f"`{s.flag}` {s.label}",
+            )
+        return mo.ui.text(value=text, placeholder=s.placeholder, label=f"`{s.flag}` {s.label}", full_width=True)
+
+    settings = mo.ui.dictionary({s.key: _control(s) for s in SETTINGS})
+    pin = mo.ui.text(
+        value=defaults.pinned,
+        placeholder="0,1,2,3 or NODE:IDX,…",
+        label="Pin GPUs (vLLM or SGLang): checks exactly these cards",
+        full_width=True,
+    )
+    _groups = {title: mo.vstack([settings[s.key] for s in group], gap=0.25) for title, group in engine_groups().items()}
+    mo.sidebar(
+        [mo.accordion({**{f"{t} settings": g for t, g in _groups.items()}, "Pin GPUs": pin}, lazy=True)], width=SIDEBAR
+    )
+    return pin, settings
+
+
+@app.cell(hide_code=True)
+def _(settings):
+    # the settings' text as the URL carries it: a bool is "on" when its flag is given
+    settings_values = {
+        k: ("on" if v is True else "" if v is False else str(v or "")) for k, v in settings.value.items()
+    }
+    request_settings, settings_errors = request_changes(settings_values)
+    return request_settings, settings_errors, settings_values
+
+
+@app.cell(hide_code=True)
+def _(concurrency, context, engine, kv_dtype, request_settings):
+    request = replace(
+        PlanRequest(
+            context_tokens=context.value,
+            concurrency=concurrency.value,
+            kv_dtype=kv_dtype.value,
+            engines=ENGINE_KEYS[engine.value],
+        ),
+        **request_settings,
+    )
+    return (request,)
+
+
+@app.cell(hide_code=True)
+def _(artifact_menu, cluster, goal, model_name, request, shape, weights):
     # The planner call: everything below reads `result`; nothing here touches the network.
-    try:
-        cluster, _cluster_error = parse_cluster(spec.value), None
-    except ExplorerError as _e:
-        cluster, _cluster_error = None, str(_e)
-    mo.stop(
-        cluster is None,
-        mo.callout(mo.md(f"**The cluster spec does not parse.** {html.escape(_cluster_error or '')}"), kind="danger"),
-    )
-    _chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
-    request = PlanRequest(
-        context_tokens=context.value,
-        concurrency=concurrency.value,
-        kv_dtype=kv_dtype.value,
-        engines=nd.ENGINE_CHOICES[engine.value],
-    )
+    mo.stop(cluster is None)
+    chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
     _t0 = time.perf_counter()
     try:
-        result, _plan_error = (
+        result, _error = (
             plan(
                 shape,
                 cluster,
                 request,
-                artifacts=_chosen,
-                model_ref=model.repo or shape.name,
-                sort=sort.value,
+                artifacts=chosen,
+                model_ref=model_name,
+                sort=GOALS[goal.value][1],
                 speed=SpeedSettings(prices=shipped_prices()),
             ),
             None,
         )
     except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
-        result, _plan_error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
+        result, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000
-    mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {html.escape(_plan_error or '')}"), kind="danger"))
-    return cluster, plan_ms, request, result
+    mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {html.escape(_error or '')}"), kind="danger"))
+    return chosen, plan_ms, result
 
 
 @app.cell(hide_code=True)
-def _(cluster, plan_ms, result):
-    option_rows = nd.option_rows(result, limit=25)
-    miss_rows = nd.near_miss_rows(result, limit=3)
-    _has_speed = any(o.speed is not None for o in result.options)
-    _columns = [c for c in nd.TABLE_COLUMNS if _has_speed or c not in ("decode tok/s", "TTFT (s)", "$ / M tokens")]
-    _head = (
-        f"**{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
-        f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused) · planned in {plan_ms:.0f} ms. "
-        "Per card: what the binding card needs / what the engine may use, GiB. Red rows with ✗ do not fit."
+def _():
+    more_columns = mo.ui.multiselect(
+        options=[c for c in nd.TABLE_COLUMNS if c not in nd.ESSENTIAL_COLUMNS],
+        value=[],
+        label="More columns",
     )
-    _notes = []
+    table_rows = mo.ui.number(start=1, stop=100, value=10, label="Rows")
+    return more_columns, table_rows
+
+
+@app.cell(hide_code=True)
+def _(cluster, model_name, more_columns, plan_ms, result, settings_errors, table_rows):
+    option_rows = nd.option_rows(result, limit=table_rows.value)
+    miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5)
+    _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
+    _strip = " · ".join(
+        f"**{html.escape(ENGINE_LABELS.get(o.engine, o.engine))}**: {o.layout.cards or 'CPU'} card(s), "
+        f"{gib(o.per_card.total)} of {gib(o.per_card.usable)}"
+        for o in nd.best_per_engine(result)
+    )
+    _head = (
+        f"**{html.escape(model_name)}**: **{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
+        f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused; planned in {plan_ms:.0f} ms)"
+        + (f"  \nBest of each engine: {_strip}" if _strip else "")
+    )
+    _notes = [mo.callout(mo.md("**Some settings are ignored:** " + "; ".join(settings_errors)), kind="warn")]
     if not result.options:
         _notes.append(
             mo.callout(
-                mo.md("**Nothing fits.** The closest misses are below in red; the refusals say why."), kind="danger"
+                mo.md("**Nothing fits.** The closest misses are in red; *Why not* below says why."), kind="danger"
             )
         )
+    mo.vstack(
+        [
+            mo.md(_head),
+            *(_notes if settings_errors else _notes[1:]),
+            mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
+            mo.hstack([table_rows, more_columns], justify="start"),
+        ],
+        gap=0.5,
+    )
+    return miss_rows, option_rows
+
+
+@app.cell(hide_code=True)
+def _():
+    draw = mo.ui.number(start=1, stop=100, value=1, label="Draw option #")
+    return (draw,)
+
+
+@app.cell(hide_code=True)
+def _(draw, result):
+    # what each card of the option the table ranks #N holds (the nearest miss when nothing fits)
+    _drawable = list(result.options) or nd.near_misses(result, 1)
+    picked = _drawable[min(draw.value, len(_drawable)) - 1] if _drawable else None
+    mo.stop(picked is None)
+    _card = picked.per_card
+    _tps, _ttft, _cost = nd.speed_of_option(picked)
+    _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
+    _host = nd.host_note(picked)
+    mo.vstack(
+        [
+            mo.hstack(
+                [
+                    draw,
+                    mo.md(
+                        f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs "
+                        f"**{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
+                    ),
+                ],
+                justify="start",
+                align="center",
+            ),
+            vega.VegaLiteSpec(vega.card_memory_spec(nd.card_parts(picked), title=picked.label)),
+            mo.md((f"*{html.escape(_host)}* · " if _host else "") + f"Launch: `{picked.evaluation.command}`"),
+        ],
+        gap=0.25,
+    )
+    return (picked,)
+
+
+@app.cell(hide_code=True)
+def _(
+    chosen,
+    cluster,
+    context,
+    context_steps,
+    engine,
+    model,
+    model_name,
+    pin,
+    request,
+    result,
+    settings_values,
+    shape,
+):
+    # Below the answer: the curves against context, why the other ways were refused, pinning, the model.
+    _drawn = nd.sweep_options(result, best=4, misses=2)
+    sweep = nd.context_sweep(shape, _drawn, request, context_steps, names=nd.option_names(result, _drawn))
+    _tabs = {}
+    if sweep:
+        _tabs["Memory vs context"] = vega.VegaLiteSpec(vega.memory_context_spec(sweep, context=context.value))
+    if any(r["tokens_per_s"] is not None for r in sweep):
+        _tabs["Speed vs context"] = vega.VegaLiteSpec(vega.speed_context_spec(sweep, context=context.value))
     _groups = nd.refusal_groups(result)
-    _refusals = (
+    _tabs["Why not"] = (
         mo.accordion(
             {
                 f"{rule}: {n:,} ways": mo.Html(
@@ -329,84 +613,81 @@ def _(cluster, plan_ms, result):
         if _groups
         else mo.md("Nothing was refused.")
     )
-    mo.vstack(
-        [
-            mo.md("## 5 · Ways it fits, best first"),
-            *_notes,
-            mo.md(_head),
-            mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
-            mo.md("### Why the other ways were refused"),
-            _refusals,
-        ]
+    if pin.value.strip():
+        from explorer.plan.pinning import check_pinned
+
+        _engine = next((e for e in ENGINE_KEYS[engine.value] if e in ("vllm", "sglang")), "vllm")
+        try:
+            _pinned = check_pinned(
+                shape,
+                cluster,
+                [g.strip() for g in pin.value.split(",") if g.strip()],
+                engine=_engine,
+                request=request,
+                artifact=next((a for a in chosen if a.format == "safetensors"), None),
+                model_ref=model_name,
+            )
+            _o = _pinned.option
+            _tabs["Pinned GPUs"] = mo.callout(
+                mo.md(
+                    f"**{html.escape(_o.label)}**: the worst card needs {gib(_o.per_card.total)} of "
+                    f"{gib(_o.per_card.usable)} usable. {html.escape(_pinned.message)}\n\n"
+                    f"`{html.escape(_o.evaluation.command)}`"
+                ),
+                kind="danger" if _pinned.overcommitted else "success",
+            )
+        except ExplorerError as _e:
+            _tabs["Pinned GPUs"] = mo.callout(mo.md(f"**Cannot pin:** {html.escape(str(_e))}"), kind="danger")
+    _facts = "\n".join(f"| {k} | {html.escape(v)} |" for k, v in shape_rows(shape_summary(shape)))
+    _flags = settings_text(settings_values)
+    _tabs["Model"] = mo.md(
+        f"**{html.escape(model_name)}**, answered from the **{model.origin}**\n\n| | |\n|---|---|\n{_facts}\n\n"
+        + "\n".join(f"- {html.escape(n)}" for n in model.notes)
+        + (f"\n\nEngine settings in force: `{html.escape(_flags)}`" if _flags else "")
     )
-    return miss_rows, option_rows
-
-
-@app.cell(hide_code=True)
-def _():
-    get_pick, set_pick = mo.state(None)
-    return get_pick, set_pick
-
-
-@app.cell(hide_code=True)
-def _(get_pick, result, set_pick):
-    pickable = {o.label: o for o in result.options[:25]}
-    pickable |= {f"✗ {o.label}": o for o in nd.near_misses(result, 3)}
-    _want = get_pick()
-    option_pick = mo.ui.dropdown(
-        options=list(pickable),
-        value=_want if _want in pickable else next(iter(pickable), None),
-        label="Option to draw",
-        on_change=set_pick,
-        full_width=True,
-    )
-    return option_pick, pickable
-
-
-@app.cell(hide_code=True)
-def _(option_pick, pickable):
-    picked = pickable.get(option_pick.value)
-    mo.stop(picked is None, mo.md(""))
-    _card = picked.per_card
-    _tps, _ttft, _cost = nd.speed_of_option(picked)
-    _speed = (
-        f" · about **{_tps:,.1f} tokens/s** a sequence (estimate, {picked.speed.bound_by}-bound)"
-        if _tps is not None
-        else ""
-    )
-    mo.vstack(
-        [
-            mo.md("## 6 · What each card holds"),
-            option_pick,
-            mo.md(
-                f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs **{gib(_card.total)}** of "
-                f"**{gib(_card.usable)}** usable ({gib(_card.capacity)} on the card){_speed}."
-            ),
-            charts.VegaLite(charts.card_memory_chart(nd.card_parts(picked), title=picked.label)),
-            mo.md(f"Launch: `{picked.evaluation.command}`"),
-        ]
-    )
-    return (picked,)
-
-
-@app.cell(hide_code=True)
-def _(context, context_steps, request, result, shape):
-    # the best option of each engine and weights (up to four), and the two ways that just missed
-    sweep = nd.context_sweep(shape, nd.sweep_options(result, best=4, misses=2), request, context_steps)
-    # VegaLite: shown without a second schema validation (a slider move redraws these)
-    _tabs = {"Memory vs context": charts.VegaLite(charts.memory_context_chart(sweep, context=context.value))}
-    if any(r["tokens_per_s"] is not None for r in sweep):
-        _tabs["Tokens/s vs context"] = charts.VegaLite(charts.speed_context_chart(sweep, context=context.value))
-    mo.vstack(
-        [
-            mo.md(
-                "## 7 · As the context grows\nEach line is one of the top options re-checked at every context "
-                "(weights stay, the KV cache grows); a red cross marks a context it no longer holds."
-            ),
-            mo.ui.tabs(_tabs) if sweep else mo.md("No option to draw."),
-        ]
-    )
+    mo.ui.tabs(_tabs)
     return (sweep,)
+
+
+@app.cell(hide_code=True)
+def _(
+    artifact_menu,
+    cluster_source,
+    concurrency,
+    context,
+    engine,
+    get_model_text,
+    get_spec,
+    goal,
+    kv_dtype,
+    model,
+    pin,
+    settings_values,
+    weights,
+):
+    # The URL carries the whole state: a link restores it (marimo run and the WASM page alike).
+    _offer = tuple(nd.artifact_key(a) for a in artifact_menu.values() if not a.what_if)
+    _weights = tuple(nd.artifact_key(artifact_menu[k]) for k in weights.value)
+    app_state = AppDefaults(
+        model=get_model_text() if model.origin != "pasted" else AppDefaults().model,
+        weights=() if _weights == _offer else _weights,
+        spec=get_spec() if get_spec() != preset_by_name(AppDefaults().preset).spec else None,
+        cluster_file=cluster_source if cluster_source != "spec" else None,
+        context_tokens=context.value,
+        engine=engine.value,
+        kv_dtype=kv_dtype.value,
+        concurrency=concurrency.value,
+        goal=goal.value,
+        pinned=pin.value.strip(),
+        settings={k: v for k, v in settings_values.items() if v},
+    )
+    _want, _params = to_query(app_state), mo.query_params()
+    for _key in [k for k in _params if k in QUERY_KEYS and k not in _want]:
+        del _params[_key]
+    for _key, _value in _want.items():
+        if _params.get(_key) != _value:
+            _params[_key] = _value
+    return (app_state,)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ with app.setup(hide_code=True):
 
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.sources.snapshot.read import load_snapshot
-    from explorer.ui import charts
     from explorer.ui import plan_rows as nd
+    from explorer.ui import vega
     from explorer.ui.kv_lesson import LESSON_MODELS, kv_curve, kv_table, total_formula
     from explorer.units import gib
 
@@ -90,10 +90,20 @@ def _(context, kv_dtype, lesson, sequences):
 
 @app.cell(hide_code=True)
 def _(at_context, context, lesson, per_token, sequences):
+    # a context past a model's own limit is a what-if: marked with † and said once below the table
+    _past = {name for name, (_d, shape) in lesson.items() if context.value > shape.max_context_tokens}
     _rows = "\n".join(
         f"| {html.escape(name)} | {shape.attention} | {per_token[name]:,} | {gib(shape.weight_bytes(), 1)} | "
-        f"**{gib(at_context[name], 2)}** | {shape.max_context_tokens:,} |"
+        f"**{gib(at_context[name], 2)}**{' †' if name in _past else ''} | "
+        f"{shape.max_context_tokens:,}{' †' if name in _past else ''} |"
         for name, (_d, shape) in lesson.items()
+    )
+    _note = (
+        f"† past the model's own limit: {context.value:,} tokens is more than "
+        + ", ".join(html.escape(n.split(" (")[0]) for n in sorted(_past))
+        + " can read; the figure is what it *would* keep."
+        if _past
+        else ""
     )
     mo.md(
         "\n".join(
@@ -103,6 +113,8 @@ def _(at_context, context, lesson, per_token, sequences):
                 "| model | attention | bytes a token | weights | KV cache | model's limit (tokens) |",
                 "|---|---|---:|---:|---:|---:|",
                 _rows,
+                "",
+                _note,
             ]
         )
     )
@@ -113,8 +125,8 @@ def _(at_context, context, lesson, per_token, sequences):
 def _(context, curve, stack):
     mo.vstack(
         [
-            charts.kv_context_chart(curve, context=context.value),
-            charts.kv_stack_chart(stack),
+            vega.VegaLiteSpec(vega.kv_context_spec(curve, context=context.value)),
+            vega.VegaLiteSpec(vega.kv_stack_spec(stack)),
             mo.md(
                 "Lines are dashed past a model's own context limit: what it *would* keep. Recurrent layers "
                 "(linear attention, Mamba) are flat: a fixed state a sequence, whatever the context."

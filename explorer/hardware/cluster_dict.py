@@ -16,21 +16,29 @@ _NODE_KEYS = {"name", "fabric", "host_ram", "host_ram_bytes", "host_free", "host
 _GROUP_KEYS = {"class", "count", "free_count", "free_bytes", "card_free_bytes"}
 
 
+def cluster_data_from_text(text: str, *, source: str = "cluster", toml_first: bool = False) -> object:
+    """The parsed JSON or TOML of a cluster file (not yet checked as a cluster).
+
+    Raises:
+        ClusterSpecError: the text is neither JSON nor TOML.
+    """
+    errors = []
+    for kind in ("toml", "json") if toml_first else ("json", "toml"):
+        try:
+            return tomllib.loads(text) if kind == "toml" else json.loads(text)
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as e:
+            errors.append(f"{kind}: {e}")
+    raise ClusterSpecError(f"cluster file {source} is neither JSON nor TOML ({errors[0]})")
+
+
 def cluster_from_text(text: str, catalogue: Catalogue, *, source: str = "cluster", toml_first: bool = False) -> Cluster:
     """A cluster from the JSON or TOML text of a cluster file (layout in docs/cluster_spec.md).
 
     Raises:
         ClusterSpecError: the text is neither JSON nor TOML, or describes an impossible cluster.
     """
-    errors = []
-    for kind in ("toml", "json") if toml_first else ("json", "toml"):
-        try:
-            data = tomllib.loads(text) if kind == "toml" else json.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as e:
-            errors.append(f"{kind}: {e}")
-            continue
-        return cluster_from_dict(data, catalogue, where=source)
-    raise ClusterSpecError(f"cluster file {source} is neither JSON nor TOML ({errors[0]})")
+    data = cluster_data_from_text(text, source=source, toml_first=toml_first)
+    return cluster_from_dict(data, catalogue, where=source)
 
 
 def cluster_from_dict(data: object, catalogue: Catalogue, *, where: str = "cluster") -> Cluster:

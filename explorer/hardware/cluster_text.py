@@ -55,6 +55,11 @@ def _free_text(free: int, whole: int) -> str:
     return f"{free}B"
 
 
+def split_terms(text: str) -> list[str]:
+    """The terms of a spec as written (``"2x8xh100-80g@ib0 + 1xcpu-256g"`` -> two terms); a MIG ``+me`` stays whole."""
+    return _SPLIT.split(text.strip())
+
+
 def parse_cluster_spec(text: str, catalogue: Catalogue) -> Cluster:
     """Parse the text form (grammar in the module docstring) into a cluster, with classes from ``catalogue``.
 
@@ -65,7 +70,7 @@ def parse_cluster_spec(text: str, catalogue: Catalogue) -> Cluster:
         raise ClusterSpecError("empty cluster spec", hint=GRAMMAR)
     counters: dict[str, int] = {"#gpus": 0, "#nodes": 0}
     nodes: list[Node] = []
-    for index, term in enumerate(_SPLIT.split(text.strip())):
+    for index, term in enumerate(split_terms(text)):
         nodes.extend(_parse_term(term, index, counters, catalogue))
     return Cluster(nodes=tuple(nodes))
 

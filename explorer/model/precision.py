@@ -207,7 +207,9 @@ def _pattern_regex(pattern: str) -> str:
         return pattern[3:]
     pattern = _normalise(pattern)
     if any(ch in pattern for ch in "*?["):
-        glob = fnmatch.translate(pattern).removesuffix(r"\Z").removeprefix("(?s:").removesuffix(")")
+        # fnmatch ends its regex with \Z up to Python 3.13 and \z from 3.14 (the browser's Pyodide runs 3.14)
+        glob = fnmatch.translate(pattern).removesuffix(r"\Z").removesuffix(r"\z")
+        glob = glob.removeprefix("(?s:").removesuffix(")")
         return rf"(?:^|\.)(?:{glob})(?:\.|$)"
     # a plain name matches that module or any module under it, anywhere in the path
     return rf"(?:^|\.){re.escape(pattern)}(?:\.|$)"

@@ -108,10 +108,14 @@ def build_model(spec: ModelSpec, facts: HubFacts, origin: str, notes: list[str])
 
 def from_snapshot(spec: ModelSpec, revision: str | None, note: str) -> ResolvedModel | None:
     """The snapshot's answer for a Hub id, or None when it has no entry for it (or another revision)."""
+    from explorer.sources.snapshot.names import snapshot_name
     from explorer.sources.snapshot.read import try_load_snapshot
 
     snapshot, _ = try_load_snapshot()
     entry = snapshot.get(spec.repo) if snapshot is not None else None
+    if entry is None and snapshot is not None and (former := snapshot_name(spec.repo, snapshot.repos)) is not None:
+        entry = snapshot.get(former)
+        note += f"; the snapshot knows {spec.repo} by another name, {former} (the Hub renamed it)"
     if entry is None or revision not in (None, "main", entry.sha):
         return None
     artifacts = entry.offered()

@@ -35,7 +35,7 @@ from explorer.sources.local_files import read_local_config
 from explorer.sources.resolved import ResolvedModel
 from explorer.sources.spec import ModelSpec, parse_model_spec
 
-__all__ = ["load_model", "load_shape", "resolve_model"]
+__all__ = ["load_model", "load_shape", "resolve_config_text", "resolve_model"]
 
 
 def resolve_model(
@@ -106,6 +106,27 @@ def _resolve_config(spec: ModelSpec) -> ResolvedModel:
         if a.size_source == "computed"
     )
     return ResolvedModel(spec=spec, shape=shape, artifacts=artifacts, origin="file", notes=notes)
+
+
+def resolve_config_text(text: str, name: str = "pasted config.json") -> ResolvedModel:
+    """A model from a config.json's text (pasted into the app): its shape, and original weights sized from it.
+
+    Raises:
+        ConfigError: the text is not JSON, or not a model's config.
+    """
+    import json
+
+    try:
+        config = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ConfigError(f"{name} is not JSON ({e})", hint="paste the whole config.json, braces included") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{name} is not a JSON object", hint="paste the whole config.json, braces included")
+    shape = shape_from_config(config, name=str(config.get("_name_or_path") or name))
+    artifacts = build_offer({}, shape=shape, has_config=True, where=name)
+    notes = tuple(f"{a.label}: size computed from the shape (no weight files)" for a in artifacts)
+    spec = ModelSpec(kind="config", text=name)
+    return ResolvedModel(spec=spec, shape=shape, artifacts=artifacts, origin="pasted", notes=notes)
 
 
 def _resolve_gguf_file(spec: ModelSpec) -> ResolvedModel:

@@ -18,7 +18,7 @@ from explorer.sources.spec import ModelSpec
 
 __all__ = ["Origin", "ResolvedModel"]
 
-Origin = Literal["file", "cache", "hub", "snapshot"]
+Origin = Literal["file", "pasted", "cache", "hub", "snapshot"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,7 +29,7 @@ class ResolvedModel:
         spec: the parsed MODEL argument.
         shape: the model's shape.
         artifacts: what it offers (original weights, GGUF files), the chosen GGUF first.
-        origin: ``file`` (local disk), ``cache``, ``hub`` or ``snapshot``.
+        origin: ``file`` (local disk), ``pasted`` (a config.json's text), ``cache``, ``hub`` or ``snapshot``.
         repo: the Hub repository, None for local files.
         sha: the commit the facts belong to, when known.
         notes: how it was resolved: fallbacks, approximations, where sizes came from.

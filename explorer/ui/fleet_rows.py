@@ -125,9 +125,6 @@ FLEET_PRESETS: tuple[Preset, ...] = (
     Preset(
         name="Three L40S (a small box)",
         spec="1x3xl40s-48g",
-        nodes=1,
-        gpus_per_node=3,
-        gpu_class="l40s-48g",
         description="Three 48 GB cards: the default fleet fits only with a swap group.",
     ),
     *(

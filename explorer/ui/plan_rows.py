@@ -25,14 +25,19 @@ from explorer.units import GiB, gib
 
 __all__ = [
     "ENGINE_CHOICES",
+    "ESSENTIAL_COLUMNS",
     "TABLE_COLUMNS",
     "artifact_choices",
+    "artifact_key",
+    "best_per_engine",
     "card_parts",
     "context_steps",
     "context_sweep",
+    "host_note",
     "near_miss_rows",
     "near_misses",
     "nearest_step",
+    "option_names",
     "option_rows",
     "refusal_groups",
     "rows_html",
@@ -61,6 +66,8 @@ TABLE_COLUMNS = (
     "$ / M tokens",
     "command",
 )
+#: the columns the app shows unless asked for more: they fit 1,024 px (the option's text wraps)
+ESSENTIAL_COLUMNS = ("#", "fits", "option", "cards", "per card (GiB)", "max context", "decode tok/s")
 
 
 def context_steps(limit: int, floor: int = 512) -> list[int]:
@@ -86,6 +93,12 @@ def nearest_step(steps: Sequence[int], want: int) -> int:
     """The step closest to ``want`` on a log scale (ties go to the smaller): 1,400 → 1,024, 1,500 → 2,048."""
     want = max(int(want), 1)
     return min(steps, key=lambda s: (abs(math.log(max(s, 1) / want)), s))
+
+
+def artifact_key(artifact: Artifact) -> str:
+    """A short key for an artifact that a URL carries: its label (``original (bf16)``, ``Q4_K_M``), or
+    ``what-if fp8`` for a what-if precision."""
+    return f"what-if {artifact.quant}" if artifact.what_if else artifact.label
 
 
 def artifact_choices(artifacts: Sequence[Artifact], what_ifs: Sequence[Artifact] = ()) -> dict[str, Artifact]:
@@ -168,10 +181,18 @@ def refusal_groups(result: PlanResult) -> list[tuple[str, int, list[dict[str, st
     return sorted(((rule, n, kept.get(rule, [])) for rule, n in counts.items()), key=lambda t: (-t[1], t[0]))
 
 
+def _host_counts(option: Option) -> bool:
+    """Whether the host holds part of the model itself (layers offloaded, a CPU or unified run), not only the
+    few buffers a GPU run keeps there: only then is the host drawn beside the cards."""
+    ev, layout = option.evaluation, option.layout
+    return ev.host is not None and (ev.layers_on_host > 0 or layout.cpu or layout.unified)
+
+
 def card_parts(option: Option) -> list[dict[str, Any]]:
-    """Long-form rows of what each card role (and the host) holds: role, part, GiB, usable GiB."""
+    """Long-form rows of what each card role (and the host, when it holds layers) holds: role, part, GiB,
+    usable and capacity GiB. A GPU run's host buffers are :func:`host_note`, not a near-empty row."""
     ev = option.evaluation
-    cards = list(ev.cards) + ([ev.host] if ev.host is not None else [])
+    cards = list(ev.cards) + ([ev.host] if ev.host is not None and _host_counts(option) else [])
     rows = []
     for order, card in enumerate(cards):
         role = f"{card.role} (×{card.count})" if card.count > 1 else card.role
@@ -190,36 +211,69 @@ def card_parts(option: Option) -> list[dict[str, Any]]:
     return rows
 
 
-def sweep_options(result: PlanResult, best: int = 4, misses: int = 2) -> list[Option]:
-    """Options worth drawing against context: the best of each (engine, weights), then the nearest misses."""
-    top: list[Option] = []
-    seen: set[tuple[str, str]] = set()
+def host_note(option: Option) -> str | None:
+    """What a GPU run keeps in host RAM when the chart leaves the host out (``host RAM: 2.0 GiB …``), else None."""
+    host = option.evaluation.host
+    if host is None or _host_counts(option) or host.total == 0:
+        return None
+    return (
+        f"host RAM: {gib(host.total)} ({gib(host.weights)} of weights kept on the host, "
+        f"{gib(host.total - host.weights)} of buffers) of {gib(host.usable)} usable"
+    )
+
+
+def best_per_engine(result: PlanResult) -> list[Option]:
+    """The best-ranked option of each engine that has one, in ranking order.
+
+    The app's strip above the table; issue 13's per-engine recommendation may replace the body.
+    """
+    best: dict[str, Option] = {}
     for o in result.options:
-        if (o.engine, o.artifact.label) not in seen and len(top) < best:
-            seen.add((o.engine, o.artifact.label))
-            top.append(o)
-    return top + near_misses(result, misses)
+        best.setdefault(o.engine, o)
+    return list(best.values())
+
+
+def sweep_options(result: PlanResult, best: int = 4, misses: int = 2) -> list[Option]:
+    """Options worth drawing against context: the table's first ``best`` (the options it ranks first),
+    then the nearest misses."""
+    return list(result.options[:best]) + near_misses(result, misses)
+
+
+def option_names(result: PlanResult, options: Sequence[Option]) -> dict[str, str]:
+    """Each option's name in the charts, as the table numbers it: ``#1 vLLM · 4 × h100-80g (tp4) · …``;
+    a miss is ``✗ …``."""
+    rank = {o.label: i for i, o in enumerate(result.options, 1)}
+    return {o.label: f"#{rank[o.label]} {o.label}" if o.label in rank else f"✗ {o.label}" for o in options}
 
 
 def context_sweep(
-    shape: Any, options: Sequence[Option], request: PlanRequest, contexts: Sequence[int], *, speed: bool = True
+    shape: Any,
+    options: Sequence[Option],
+    request: PlanRequest,
+    contexts: Sequence[int],
+    *,
+    speed: bool = True,
+    names: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Each option re-checked at each context: per-card total and usable (GiB), whether it fits, tokens/s.
 
     Weights and overhead stay, the KV cache grows (``planner.recheck``); the
-    speed estimate is recomputed too when ``speed`` (None where unknown). The
+    speed estimate is recomputed too when ``speed`` (None where unknown). Each
+    row's ``option`` is ``names[label]`` when given (:func:`option_names`). The
     asked context does not change the curves, so the last few sweeps are kept
     (:data:`explorer.ui.sweep_cache.SWEEPS`).
     """
     from explorer.plan.planner import recheck
 
-    key = (shape, tuple(o.label for o in options), replace(request, context_tokens=1), tuple(contexts), speed)
+    names = dict(names or {})
+    labels = tuple(names.get(o.label, o.label) for o in options)
+    key = (shape, tuple(o.label for o in options), labels, replace(request, context_tokens=1), tuple(contexts), speed)
     kept = SWEEPS.get(key)
     if kept is not None:
         return kept
     rows = []
     for option in options:
-        name = option.label if option.fits else f"✗ {option.label}"
+        name = names.get(option.label) or (option.label if option.fits else f"✗ {option.label}")
         for c in contexts:
             try:
                 o = recheck(shape, option, replace(request, context_tokens=int(c)), speed=speed)
@@ -239,15 +293,26 @@ def context_sweep(
     return SWEEPS.put(key, rows)
 
 
+#: columns whose figures are right-aligned and never wrap
+_NUMERIC = frozenset({"#", "cards", "per card (GiB)", "max context", "max concurrency", "decode tok/s", "TTFT (s)",
+                      "$ / M tokens"})  # fmt: skip
+
+
 def rows_html(
     rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = TABLE_COLUMNS, *, table_id: str = "explorer-options"
 ) -> str:
     """A plain HTML table of ``rows``; a row whose ``fits`` starts with ✗ is red.
 
     Plain HTML (not an interactive grid) so that it renders the same in a live
-    app, a static HTML export and a Jupyter output.
+    app, an exported page and a Jupyter output. It takes its container's width:
+    text columns wrap (the option, the command), figures do not, and a
+    horizontal scroll inside the table's own box is the last resort.
     """
-    head = "".join(f"<th style='text-align:left;padding:4px 8px'>{html.escape(c)}</th>" for c in columns)
+    cell = "padding:3px 6px;vertical-align:top;"
+    head = "".join(
+        f"<th style='{cell}text-align:{'right' if c in _NUMERIC else 'left'};white-space:nowrap'>{html.escape(c)}</th>"
+        for c in columns
+    )
     body = []
     for r in rows:
         bad = str(r.get("fits", "")).startswith("✗")
@@ -256,11 +321,13 @@ def rows_html(
         for c in columns:
             text = html.escape(str(r.get(c, "")))
             if c == "command" and text:
-                text = f"<code style='font-size:11px;white-space:pre-wrap'>{text}</code>"
-            cells.append(f"<td style='padding:4px 8px;vertical-align:top'>{text}</td>")
+                text = f"<code style='font-size:11px;white-space:pre-wrap;overflow-wrap:anywhere'>{text}</code>"
+            how = "text-align:right;white-space:nowrap" if c in _NUMERIC else "overflow-wrap:anywhere"
+            cells.append(f"<td style='{cell}{how}'>{text}</td>")
         body.append(f"<tr class='{'misfit' if bad else 'fit'}' style='{style}'>{''.join(cells)}</tr>")
     return (
-        f"<table id='{table_id}' style='border-collapse:collapse;font-size:13px'>"
+        f"<div class='explorer-table' style='max-width:100%;overflow-x:auto'>"
+        f"<table id='{table_id}' style='border-collapse:collapse;font-size:13px;width:100%'>"
         f"<thead><tr style='border-bottom:1px solid #ccc'>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
     )

@@ -20,7 +20,7 @@ from support.corpus import ROOT
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot
-from explorer.ui.presets import AppDefaults
+from explorer.ui.app_state import AppDefaults, to_query
 from explorer.units import GiB
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -64,11 +64,15 @@ def test_explorer_default_plan(offline):
     # 70B at 32k on 2 cards just misses for vLLM/SGLang: shown in red with ✗
     assert defs["miss_rows"] and all(r["fits"].startswith("✗") for r in defs["miss_rows"])
     # KV per token: 80 layers × 2 × 8 KV heads × 128 × 2 bytes
-    assert defs["summary"]["kv_bytes_per_token"] == model.shape.kv_bytes_per_token() == 327_680
-    # the context chart's data: every drawn option at every slider step, misses among them
+    assert model.shape.kv_bytes_per_token() == 327_680
+    # the drawn card is the table's first, and the cluster's description is the parsed cluster's
+    assert defs["picked"] is best and defs["cluster"].total_gpus == 8
+    # the context chart's data: the table's first four at every slider step, then the misses
     steps = defs["context_steps"]
     assert steps[0] == 512 and steps[-1] == model.shape.max_context_tokens
     assert {r["context"] for r in defs["sweep"]} == set(steps)
+    drawn = list(dict.fromkeys(r["option"] for r in defs["sweep"]))
+    assert drawn[:4] == [f"#{i} {o.label}" for i, o in enumerate(result.options[:4], 1)]
     assert any(not r["fits"] for r in defs["sweep"])
 
 
@@ -83,9 +87,9 @@ def test_explorer_engines_side_by_side(offline):
 
 def test_explorer_linked_cluster_and_engine(offline):
     defs = run_explorer(
-        model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xrtx4090-24g", engine="vLLM", context_tokens=131072
+        model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xrtx4090-24g", engine="vllm", context_tokens=131072
     )
-    assert defs["spec"].value == "1x1xrtx4090-24g"
+    assert defs["spec_box"].value == "1x1xrtx4090-24g" and defs["cluster"].total_gpus == 1
     assert defs["result"].options == ()  # 16 GiB of KV does not fit a 24 GB card next to 15 GiB of weights
     miss = defs["miss_rows"][0]
     assert miss["engine"] == "vLLM" and miss["fits"].startswith("✗ short by")
@@ -94,14 +98,64 @@ def test_explorer_linked_cluster_and_engine(offline):
 def test_explorer_bad_spec_is_a_callout(offline):
     outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(spec="1x8xnosuchgpu")})
     assert "result" not in defs  # the plan cell stopped
-    texts = [getattr(o, "text", "") for o in outputs if o is not None]
-    assert any("does not parse" in t and "nosuchgpu" in t for t in texts)
-    assert not any("Traceback" in t for t in texts)
+    assert "nosuchgpu" in defs["cluster_error"]
+    assert not any("Traceback" in getattr(o, "text", "") for o in outputs if o is not None)
+
+
+def test_explorer_engine_settings_reach_the_request(offline):
+    """The settings section is PlanRequest's fields: a link's values land in the request the planner gets."""
+    defs = run_explorer(
+        model="meta-llama/Meta-Llama-3.1-8B",
+        spec="1x1xrtx4090-24g",
+        context_tokens=8192,
+        settings={"gpu-memory-utilization": "0.8", "ngl": "20", "no-mmap": "on", "max-num-seqs": "oops"},
+    )
+    request = defs["request"]
+    assert (request.gpu_memory_utilization, request.n_gpu_layers, request.mmap) == (0.8, 20, False)
+    assert request.max_num_seqs is None and defs["settings_errors"] == ["--max-num-seqs: 'oops' is not an integer"]
+    vllm = next(o for o in defs["result"].options if o.engine == "vllm")
+    # vLLM may use 0.8 of the 24 GB card: 0.8 × 24,564 MiB
+    assert vllm.per_card.usable == int(0.8 * 24564 * 1024**2)
+
+
+def test_explorer_state_round_trips_through_the_url(offline):
+    state = AppDefaults(
+        model="Qwen/Qwen3-8B",
+        spec="1x4xl40s-48g",
+        context_tokens=16384,
+        engine="vllm",
+        kv_dtype="fp8",
+        concurrency=8,
+        goal="speed",
+        settings={"gpu-memory-utilization": "0.85"},
+    )
+    defs = run_explorer(**{f: getattr(state, f) for f in state.__dataclass_fields__})
+    assert defs["app_state"] == state  # what the URL cell writes is what the link opened with
+    assert to_query(defs["app_state"])["cluster"] == "1x4xl40s-48g"
+
+
+def test_explorer_unknown_id_suggests_snapshot_ids(offline):
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(model="Qwen/Qwen3-14B")})
+    assert "result" not in defs and defs["model_problem"].suggestions[:2] == ["Qwen/Qwen3-1.7B", "Qwen/Qwen3-8B"]
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert "Did you mean" in texts and "Qwen/Qwen3-8B" in texts and "--offline" not in texts
+
+
+def test_explorer_pasted_config(offline):
+    import json
+
+    import marimo as mo
+
+    config = json.dumps(load_snapshot().get("Qwen/Qwen3-8B").config)
+    _outputs, defs = load_notebook("app.py").run(defs={"pasted": mo.ui.text_area(value=config)})
+    assert defs["model"].origin == "pasted" and defs["result"].options
+    assert defs["app_state"].model == AppDefaults().model  # a pasted config is not a link
 
 
 def test_planner_update_is_fast_on_64_gpus(offline):
     """A slider move re-plans only: under 50 ms (median) on eight 8×H100 nodes."""
     defs = run_explorer(spec="8x8xh100-80g@ib0")
+    assert defs["cluster"].total_gpus == 64
     model, request = defs["model"], defs["request"]
     cluster = parse_cluster("8x8xh100-80g@ib0")
     assert cluster.total_gpus == 64

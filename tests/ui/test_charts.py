@@ -1,48 +1,12 @@
-"""explorer.ui.charts: each builder turns plain rows into a vega-lite spec (validated here, once)."""
+"""explorer.ui.charts: the placement chart (altair) turns plain rows into a vega-lite spec (validated here, once)."""
 
 from __future__ import annotations
 
 import json
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import charts
-from explorer.ui import plan_rows as nd
-from explorer.ui.kv_lesson import kv_curve
-
-
-def _plan():
-    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-70B")
-    request = PlanRequest(context_tokens=32768, engines=("vllm",))
-    return shape, request, plan(shape, parse_cluster("1x8xh100-80g"), request)
-
-
-def test_plan_charts_validate():
-    shape, request, result = _plan()
-    sweep = nd.context_sweep(shape, nd.sweep_options(result), request, [4096, 32768, 131072])
-    for chart in (
-        charts.card_memory_chart(nd.card_parts(result.options[0]), title="x"),
-        charts.memory_context_chart(sweep, context=32768),
-        charts.speed_context_chart(sweep, context=32768),
-    ):
-        spec = chart.to_dict()  # validates against the vega-lite schema
-        assert "GiB" in json.dumps(spec) or "tokens" in json.dumps(spec)
-
-
-def test_kv_charts_validate():
-    shapes = {r: load_snapshot().shape(r) for r in ("meta-llama/Meta-Llama-3.1-8B", "deepseek-ai/DeepSeek-V3")}
-    rows = kv_curve(shapes, [1024, 8192])
-    charts.kv_context_chart(rows, context=8192).to_dict()
-    charts.kv_stack_chart(kv_curve(shapes, [8192])).to_dict()
-
-
-def test_vegalite_wrapper_carries_the_spec():
-    _shape, _request, result = _plan()
-    chart = charts.card_memory_chart(nd.card_parts(result.options[0]))
-    mime, text = charts.VegaLite(chart)._mime_()
-    assert mime.startswith("application/vnd.vegalite.v") and json.loads(text) == chart.to_dict(validate=False)
 
 
 def _placement_rows(spec: str):
@@ -69,3 +33,9 @@ def test_placement_chart_validates():
         assert axis["labelExpr"] == f"{json.dumps(cards)}[datum.value]"  # the x axis labels the cards by name
         colours = spec["layer"][0]["encoding"]["color"]["scale"]["range"]
         assert charts.MISFIT not in colours  # red is kept for tight models and overfull cards
+
+
+def test_vegalite_wrapper_carries_the_spec():
+    chart = charts.placement_chart(_placement_rows("1x3xl40s-48g"))
+    mime, text = charts.VegaLite(chart)._mime_()
+    assert mime.startswith("application/vnd.vegalite.v") and json.loads(text) == chart.to_dict(validate=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from functools import cache
 
 from hypothesis import given
@@ -87,3 +88,42 @@ def test_engine_choices_name_every_engine():
         "SGLang": ("sglang",),
         "llama.cpp": ("llamacpp",),
     }
+
+
+@cache
+def llama70b_on_an_h100_node():
+    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-70B")
+    request = PlanRequest(context_tokens=32768)
+    return shape, request, plan(shape, parse_cluster("1x8xh100-80g"), request)
+
+
+def test_a_gpu_run_draws_no_host_row_but_says_what_the_host_keeps():
+    _shape, _request, result = llama70b_on_an_h100_node()
+    gguf = next(o for o in result.options if o.engine == "llamacpp" and not o.layout.cpu)
+    host = gguf.evaluation.host
+    assert host is not None and gguf.evaluation.layers_on_host == 0
+    assert {p["role"] for p in nd.card_parts(gguf)} == {c.role for c in gguf.evaluation.cards}  # no "host" row
+    # llama.cpp keeps the token embeddings on the host: 128,256 × 8,192 × 2 bytes = 2.0 GiB
+    assert host.weights == 128_256 * 8192 * 2
+    assert nd.host_note(gguf).startswith("host RAM: 2.0 GiB (2.0 GiB of weights kept on the host")
+    cpu = next(o for o in result.options if o.layout.cpu)
+    assert "host" in {p["role"] for p in nd.card_parts(cpu)} and nd.host_note(cpu) is None
+
+
+def test_best_per_engine_and_keys():
+    _shape, _request, result = llama70b_on_an_h100_node()
+    best = nd.best_per_engine(result)
+    assert [o.engine for o in best] == list(dict.fromkeys(o.engine for o in result.options))
+    assert all(o is next(p for p in result.options if p.engine == o.engine) for o in best)
+    what_if = replace(result.options[0].artifact, what_if=True, quant="fp8")
+    assert (
+        nd.artifact_key(result.options[1].artifact) == "original (bf16)" and nd.artifact_key(what_if) == "what-if fp8"
+    )
+
+
+def test_the_table_wraps_text_and_keeps_figures_whole():
+    _shape, _request, result = llama70b_on_an_h100_node()
+    html = nd.rows_html(nd.option_rows(result), nd.ESSENTIAL_COLUMNS)
+    assert html.startswith("<div class='explorer-table' style='max-width:100%;overflow-x:auto'>")
+    assert "overflow-wrap:anywhere" in html and "text-align:right;white-space:nowrap" in html
+    assert set(nd.ESSENTIAL_COLUMNS) < set(nd.TABLE_COLUMNS) and "command" not in nd.ESSENTIAL_COLUMNS

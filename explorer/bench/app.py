@@ -1,0 +1,251 @@
+"""How fast the app answers in a real browser: open to first table, and each control to table and charts.
+
+    python -m explorer.bench.app [--notebook notebooks/app.py] [--root DIR] [--moves 12] [--opens 3]
+                                 [--scenario default --scenario "1,000 GPUs" ...] [--json FILE]
+
+For each scenario (a URL query the app reads) a fresh ``marimo run`` server is
+started. The first tab is the **cold** open: the server process has not run the
+notebook yet. Each further tab is a **warm** open: a new session in a server
+that has. Each open is timed from ``page.goto`` until the ranked table
+(``#explorer-options``) is in the page.
+
+On the last tab every control is moved in turn: the context slider (``--moves``
+times), the concurrency slider, the engine menu, the KV cache menu and the
+cluster spec. Each move is timed in the page, from the first key, click or input
+event to:
+
+- **table**: the table's text differs from before;
+- **charts**: the last change inside any chart (``.vega-embed``, in marimo's
+  shadow roots), once no chart has changed for 0.6 s.
+
+The report gives the median and the maximum of each, in milliseconds.
+``--root`` runs another checkout (``PYTHONPATH=ROOT``, notebook under it), so
+an older commit can be measured with the same script: ``git archive COMMIT |
+tar x -C /tmp/before`` then ``--root /tmp/before``. This is a benchmark, not a
+test: the figures move with the machine's load, which the report states.
+
+Needs playwright (the test extra) and chromium (``/usr/bin/chromium``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from explorer.bench.browser import DEEP_QUERY, launch_chromium, marimo_server, missing_browser
+
+TABLE = "#explorer-options"
+
+#: name -> the URL query the app opens with
+SCENARIOS: dict[str, str] = {
+    "default": "",
+    "405B on 2 × 8 H100": "?model=meta-llama/Meta-Llama-3.1-405B&cluster=2x8xh100-80g@ib0",
+    "1,000 GPUs": "?cluster=125x8xh100-80g@ib0",
+}
+
+#: installed in the page before each move: observers on every chart (and on the cell outputs that hold
+#: them, which may replace a chart with a new one), a watch on the table, and the time of the first key,
+#: click or input event
+_ARM = f"""() => {{
+  const w = window;
+  (w.__benchObservers || []).forEach((o) => o.disconnect());
+  w.__benchObservers = [];
+  w.__bench = {{ t0: null, table: null, chart: null }};
+  const b = w.__bench;
+  const start = () => {{ if (b.t0 === null) b.t0 = performance.now(); }};
+  for (const kind of ['keydown', 'pointerdown', 'input']) document.addEventListener(kind, start, {{capture: true, once: true}});
+  const seen = new Set();
+  const watch = (node) => {{
+    const o = new MutationObserver(() => {{
+      if (b.t0 === null) return;
+      b.chart = performance.now();
+      ({DEEP_QUERY})('.vega-embed').forEach((e) => {{ if (!seen.has(e)) {{ seen.add(e); watch(e); }} }});
+    }});
+    o.observe(node, {{subtree: true, childList: true, attributes: true}});
+    w.__benchObservers.push(o);
+  }};
+  for (const e of ({DEEP_QUERY})('.vega-embed')) {{
+    seen.add(e);
+    watch(e);
+    const area = e.getRootNode().host?.closest('.output-area');
+    if (area && !seen.has(area)) {{ seen.add(area); watch(area); }}
+  }}
+  const old = document.querySelector('{TABLE}')?.innerText;
+  const poll = () => {{
+    const t = document.querySelector('{TABLE}');
+    if (b.t0 !== null && t && t.innerText !== old) {{ b.table = performance.now(); return; }}
+    setTimeout(poll, 4);
+  }};
+  poll();
+}}"""
+
+
+@dataclass
+class Timings:
+    """One control's moves.
+
+    Attributes:
+        table_ms: event to changed table, per move.
+        charts_ms: event to the last chart change, per move that changed a chart.
+        missed: moves whose table did not change within the timeout.
+    """
+
+    table_ms: list[float] = field(default_factory=list)
+    charts_ms: list[float] = field(default_factory=list)
+    missed: int = 0
+
+
+def _settle(page, timeout_s: float, quiet_s: float = 0.6) -> dict:
+    """Wait for the table to change, then for the charts to be still for ``quiet_s``; the page's timings."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        b = page.evaluate("() => window.__bench")
+        if b["table"] is not None:
+            break
+        page.wait_for_timeout(20)
+    last = None
+    while time.monotonic() < deadline:
+        b = page.evaluate("() => window.__bench")
+        if b["chart"] == last and (last is not None or b["table"] is not None):
+            break
+        last = b["chart"]
+        page.wait_for_timeout(quiet_s * 1000)
+    return page.evaluate("() => window.__bench")
+
+
+def _timed(page, action, into: Timings, timeout_s: float) -> None:
+    page.evaluate(_ARM)
+    action()
+    b = _settle(page, timeout_s)
+    if b["t0"] is None or b["table"] is None:
+        into.missed += 1
+        return
+    into.table_ms.append(b["table"] - b["t0"])
+    if b["chart"] is not None:
+        into.charts_ms.append(b["chart"] - b["t0"])
+
+
+def _control(page, tag: str, label: str, inner: str):
+    """The visible ``inner`` element (``input``, ``select``, ``slider``) of the marimo element ``tag`` whose label
+    contains ``label`` (labels live in shadow roots; a sidebar's elements are also in the page hidden)."""
+    part = page.get_by_role("slider") if inner == "slider" else page.locator(inner)
+    return page.locator(tag, has_text=label).locator(part).locator("visible=true").first
+
+
+def measure_controls(page, moves: int, timeout_s: float) -> dict[str, Timings]:
+    """Move each control in turn; their timings by name."""
+    out: dict[str, Timings] = {}
+    context = _control(page, "marimo-slider", "Context", "slider")
+    context.focus()
+    keys = (["ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight"] * moves)[:moves]
+    out["context slider"] = t = Timings()
+    for key in keys:
+        _timed(page, lambda k=key: context.press(k), t, timeout_s)
+    concurrency = _control(page, "marimo-slider", "Concurrent", "slider")
+    concurrency.focus()
+    out["concurrency slider"] = t = Timings()
+    for key in ("ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft"):
+        _timed(page, lambda k=key: concurrency.press(k), t, timeout_s)
+    out["engine menu"] = t = Timings()
+    menu = _control(page, "marimo-dropdown", "Engine", "select")
+    for name in ("vLLM", "SGLang", "llama.cpp", "all three"):
+        radio = page.get_by_role("radio", name=name)  # an older app offers the engines as a radio
+        if radio.count():
+            _timed(page, lambda r=radio: r.first.click(), t, timeout_s)
+        elif menu.count():
+            _timed(page, lambda n=name: menu.select_option(label=n), t, timeout_s)
+    out["KV cache menu"] = t = Timings()
+    kv = _control(page, "marimo-dropdown", "KV cache", "select")
+    for value in ("fp8", "auto"):
+        _timed(page, lambda v=value: kv.select_option(v), t, timeout_s)
+    out["cluster spec edit"] = t = Timings()
+    spec = _control(page, "marimo-text", "Cluster spec", "input")
+    before = spec.input_value()
+    for text in ("2x8xh100-80g@ib0 + 1x4xl40s-48g", before):
+        _timed(page, lambda s=text: (spec.fill(s), spec.press("Enter")), t, timeout_s)
+    return out
+
+
+def run_scenario(browser, url: str, opens: int, moves: int, timeout_s: float) -> dict:
+    """Open the app ``opens`` times (the first cold), then move every control on the last tab."""
+    open_s: list[float] = []
+    page = None
+    for _ in range(opens):
+        if page is not None:
+            page.close()
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        t0 = time.perf_counter()
+        page.goto(url)
+        page.locator(TABLE).wait_for(timeout=int(timeout_s * 1000))
+        open_s.append(time.perf_counter() - t0)
+    page.locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
+    page.wait_for_timeout(1500)  # the charts below the table finish before the first move
+    controls = measure_controls(page, moves, timeout_s)
+    page.close()
+    return {"open_cold_s": open_s[0], "open_warm_s": open_s[1:], "controls": controls}
+
+
+def _ms(xs: list[float]) -> str:
+    return f"{statistics.median(xs):,.0f} / {max(xs):,.0f}" if xs else "—"
+
+
+def report(results: dict[str, dict], load: tuple[float, float, float]) -> str:
+    """The results as markdown tables (median / max, ms)."""
+    lines = [f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs", ""]
+    lines += ["| scenario | open, cold (s) | open, warm (s, median / max) |", "|---|---:|---:|"]
+    for name, r in results.items():
+        warm = r["open_warm_s"]
+        warm_text = f"{statistics.median(warm):.2f} / {max(warm):.2f}" if warm else "—"
+        lines.append(f"| {name} | {r['open_cold_s']:.2f} | {warm_text} |")
+    lines += ["", "| scenario | control | moves | → table (ms, median / max) | → charts (ms, median / max) |"]
+    lines.append("|---|---|---:|---:|---:|")
+    for name, r in results.items():
+        for control, t in r["controls"].items():
+            missed = f" ({t.missed} missed)" if t.missed else ""
+            lines.append(f"| {name} | {control} | {len(t.table_ms)}{missed} | {_ms(t.table_ms)} | {_ms(t.charts_ms)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the report."""
+    ap = argparse.ArgumentParser(prog="python -m explorer.bench.app", description=__doc__.split("\n")[0])
+    ap.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout to run (default: here)")
+    ap.add_argument("--notebook", default="notebooks/app.py", help="the app, relative to --root")
+    ap.add_argument("--python", default=sys.executable, help="the interpreter that runs marimo")
+    ap.add_argument("--scenario", action="append", choices=list(SCENARIOS), help="default: all")
+    ap.add_argument("--opens", type=int, default=3, help="tabs opened per scenario (the first cold)")
+    ap.add_argument("--moves", type=int, default=12, help="context slider moves")
+    ap.add_argument("--timeout-s", type=float, default=90)
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = ap.parse_args(argv)
+    if why := missing_browser():
+        print(f"cannot run the app benchmark: {why}", file=sys.stderr)
+        return 2
+    from playwright.sync_api import sync_playwright
+
+    root = args.root.resolve()
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        browser = launch_chromium(p)
+        for name in args.scenario or list(SCENARIOS):
+            env = {"PYTHONPATH": str(root), "EXPLORER_CACHE": str(Path(tmp) / f"{len(results)}.duckdb")}
+            with marimo_server(root / args.notebook, cwd=root, env=env, python=args.python) as url:
+                results[name] = run_scenario(browser, url + SCENARIOS[name], args.opens, args.moves, args.timeout_s)
+            print(f"{name}: done", file=sys.stderr)
+        browser.close()
+    print(report(results, os.getloadavg()))
+    if args.json:
+        plain = {name: {**r, "controls": {c: vars(t) for c, t in r["controls"].items()}} for name, r in results.items()}
+        args.json.write_text(json.dumps({"root": str(root), "results": plain}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

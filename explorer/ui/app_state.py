@@ -1,0 +1,163 @@
+"""The app's whole state as a URL query, and back: what a shared link opens.
+
+:class:`AppDefaults` is what ``notebooks/app.py`` opens with: the model, the
+weights, the engine, the context, the KV cache type, the concurrency, the
+cluster (a spec, or a cluster file's JSON), the goal, pinned GPUs and every
+engine setting (:mod:`explorer.ui.engine_settings`). :func:`app_defaults`
+reads it from CLI arguments after ``--`` and URL query parameters (later
+sources win; values that do not parse are ignored, so a stale link still
+opens); :func:`to_query` writes the parts that differ from the defaults, so a
+link stays short. Pure data: no marimo.
+
+The keys are the CLI's words: ``model``, ``weights`` (comma-separated
+artifact keys), ``engine`` (``all``, ``vllm``, ``sglang``, ``llamacpp``),
+``context``, ``kv``, ``concurrency``, ``cluster``, ``cluster_file`` (compact
+JSON), ``preset``, ``goal``, ``gpus`` (pinned, ``NODE:IDX,...``) and each
+engine setting under its flag without dashes (``gpu-memory-utilization``,
+``ngl``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from explorer.ui.engine_settings import SETTINGS_BY_KEY
+
+__all__ = ["ENGINE_KEYS", "GOALS", "QUERY_KEYS", "AppDefaults", "app_defaults", "to_query"]
+
+#: the engine menu: URL key -> the engines planned
+ENGINE_KEYS: dict[str, tuple[str, ...]] = {
+    "all": ("vllm", "sglang", "llamacpp"),
+    "vllm": ("vllm",),
+    "sglang": ("sglang",),
+    "llamacpp": ("llamacpp",),
+}
+_ENGINE_ALIASES = {"llama.cpp": "llamacpp", "all three, side by side": "all", "vLLM": "vllm", "SGLang": "sglang"}
+
+#: the goal menu: URL key -> (what the menu says, the planner's ranking). Issue 13's goals add rows here.
+GOALS: dict[str, tuple[str, str]] = {
+    "default": ("fewest cards, best precision", "default"),
+    "speed": ("fastest decode", "speed"),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppDefaults:
+    """What the app opens with.
+
+    Attributes:
+        model: a snapshot repo, any Hub id, ``org/name:FILE.gguf`` or a local path.
+        weights: the artifact keys planned (:func:`explorer.ui.plan_rows.artifact_key`); empty: the repo's offer.
+        preset: a cluster preset's name (:mod:`explorer.ui.presets`).
+        spec: a cluster spec that overrides the preset's (None: the preset's).
+        cluster_file: a cluster file's JSON (compact), which overrides the spec.
+        context_tokens: the context asked for, tokens a sequence.
+        engine: a key of :data:`ENGINE_KEYS`.
+        kv_dtype: the KV cache type.
+        concurrency: sequences at once.
+        goal: a key of :data:`GOALS`.
+        pinned: GPUs to pin, ``NODE:IDX,...`` (empty: none).
+        settings: engine settings as typed, by URL key (:data:`explorer.ui.engine_settings.SETTINGS_BY_KEY`).
+    """
+
+    model: str = "meta-llama/Meta-Llama-3.1-70B"
+    weights: tuple[str, ...] = ()
+    preset: str = "One 8×H100 node"
+    spec: str | None = None
+    cluster_file: str | None = None
+    context_tokens: int = 32768
+    engine: str = "all"
+    kv_dtype: str = "auto"
+    concurrency: int = 1
+    goal: str = "default"
+    pinned: str = ""
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, (list, tuple)) and value else value
+
+
+def _text(src: Mapping[str, Any], key: str) -> str | None:
+    v = src.get(key)
+    return v.strip() if isinstance(v, str) and v.strip() else None
+
+
+def _positive(src: Mapping[str, Any], key: str) -> int | None:
+    try:
+        n = int(str(src.get(key, "")).replace(",", "").replace("_", ""))
+    except ValueError:
+        return None
+    return n if n >= 1 else None
+
+
+def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, name in (("model", "model"), ("cluster", "spec"), ("cluster_file", "cluster_file"), ("preset", "preset")):
+        if (v := _text(src, key)) is not None:
+            out[name] = v
+    if (v := _text(src, "weights")) is not None:
+        out["weights"] = tuple(w.strip() for w in v.split(",") if w.strip())
+    for key, name in (("context", "context_tokens"), ("concurrency", "concurrency")):
+        if (n := _positive(src, key)) is not None:
+            out[name] = n
+    engine = str(src.get("engine", "")).strip()
+    engine = _ENGINE_ALIASES.get(engine, engine.lower())
+    if engine in ENGINE_KEYS:
+        out["engine"] = engine
+    if (v := _text(src, "kv")) is not None:
+        out["kv_dtype"] = v
+    if (v := _text(src, "goal")) in GOALS:
+        out["goal"] = v
+    if (v := _text(src, "gpus")) is not None:
+        out["pinned"] = v
+    settings = {k: str(_first(src[k])).strip() for k in SETTINGS_BY_KEY if k in src and str(_first(src[k])).strip()}
+    if settings:
+        out["settings"] = settings
+    return out
+
+
+def app_defaults(*sources: Mapping[str, Any] | None) -> AppDefaults:
+    """Defaults from CLI arguments (``--model X --cluster SPEC --context N --engine vllm --kv fp8 ...``)
+    or URL query parameters with the same keys; later sources win; values that do not parse are ignored."""
+    d = AppDefaults()
+    for src in sources:
+        plain = {str(k).lstrip("-"): _first(v) for k, v in dict(src or {}).items()}
+        changes = _changes(plain)
+        if "settings" in changes:
+            changes["settings"] = {**d.settings, **changes["settings"]}
+        d = replace(d, **changes)
+    return d
+
+
+#: AppDefaults field -> its URL key (the engine settings add theirs)
+_FIELD_KEYS = {
+    "model": "model",
+    "weights": "weights",
+    "preset": "preset",
+    "spec": "cluster",
+    "cluster_file": "cluster_file",
+    "context_tokens": "context",
+    "engine": "engine",
+    "kv_dtype": "kv",
+    "concurrency": "concurrency",
+    "goal": "goal",
+    "pinned": "gpus",
+}
+#: every URL key the app reads and writes
+QUERY_KEYS: frozenset[str] = frozenset(_FIELD_KEYS.values()) | frozenset(SETTINGS_BY_KEY)
+
+
+def to_query(state: AppDefaults) -> dict[str, str]:
+    """The URL query of ``state``: only what differs from :class:`AppDefaults` (``app_defaults(to_query(s)) == s``)."""
+    base = AppDefaults()
+    out: dict[str, str] = {}
+    for f in fields(AppDefaults):
+        value = getattr(state, f.name)
+        if f.name == "settings" or value == getattr(base, f.name) or value is None:
+            continue
+        out[_FIELD_KEYS[f.name]] = ",".join(value) if isinstance(value, tuple) else str(value)
+    out.update({k: v for k, v in state.settings.items() if k in SETTINGS_BY_KEY and v != ""})
+    return out

@@ -1,0 +1,99 @@
+"""explorer.ui.engine_settings: the app's settings come from PlanRequest's own fields."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from explorer.engines.common import PlanRequest
+from explorer.errors import PlanError
+from explorer.ui import engine_settings as es
+
+
+def test_every_request_field_but_the_main_controls_is_a_setting():
+    fields = {f.name for f in dataclasses.fields(PlanRequest)}
+    assert {s.field for s in es.SETTINGS} == fields - {
+        "context_tokens",
+        "concurrency",
+        "kv_dtype",
+        "precision",
+        "engines",
+    }
+    keys = [s.key for s in es.SETTINGS]
+    assert len(keys) == len(set(keys))  # one URL key each
+
+
+def test_the_flags_the_issue_lists():
+    by_flag = {s.flag: s for s in es.SETTINGS}
+    for flag in ("--gpu-memory-utilization", "--mem-fraction-static", "--max-num-seqs", "--max-num-batched-tokens",
+                 "--chunked-prefill-size", "-fa", "-ngl", "--tensor-split", "-b", "-ub", "--no-mmap"):  # fmt: skip
+        assert flag in by_flag
+    assert by_flag["-ngl"].engine == "llamacpp" and by_flag["--gpu-memory-utilization"].engine == "vllm"
+    assert (
+        by_flag["--mem-fraction-static"].optional and by_flag["--mem-fraction-static"].placeholder == "engine's default"
+    )
+
+
+def test_texts_become_request_changes():
+    changes, errors = es.request_changes(
+        {
+            "gpu-memory-utilization": "0.85",
+            "ngl": "20",
+            "tensor-split": "3,1",
+            "no-mmap": "on",
+            "flash-attn": "off",
+            "max-num-seqs": "",
+            "batch": "2048",
+        }
+    )
+    assert changes == {
+        "gpu_memory_utilization": 0.85,
+        "n_gpu_layers": 20,
+        "tensor_split": (3.0, 1.0),
+        "mmap": False,  # --no-mmap on
+        "flash_attn": "off",
+    }  # an empty box and the default batch change nothing
+    assert errors == []
+    request = dataclasses.replace(PlanRequest(), **changes)
+    assert request.n_gpu_layers == 20 and request.mmap is False
+
+
+def test_bad_texts_are_named_not_applied():
+    changes, errors = es.request_changes(
+        {"gpu-memory-utilization": "1.5", "ngl": "many", "flash-attn": "maybe", "enable-dp-attention": "perhaps"}
+    )
+    assert changes == {}
+    assert errors == [
+        "--gpu-memory-utilization: 1.5 is outside 0.01 to 1",
+        "-ngl: 'many' is not an integer",
+        "-fa: 'maybe' is not one of auto, on, off",
+        "--enable-dp-attention: 'perhaps' is not on or off",
+    ]
+    with pytest.raises(PlanError, match="not a finite number"):
+        es.SETTINGS_BY_KEY["host-fraction"].read("nan")
+
+
+def test_flags_text_and_groups():
+    assert es.settings_text(
+        {"ngl": "20", "no-mmap": "on", "gpu-memory-utilization": "0.85", "tensor-split": "3,1"}
+    ) == ("--gpu-memory-utilization 0.85 -ngl 20 --tensor-split 3,1 --no-mmap")
+    groups = es.engine_groups()
+    assert list(groups) == ["vLLM", "SGLang", "vLLM and SGLang", "llama.cpp"]
+    assert [s.key for s in groups["vLLM"]] == ["gpu-memory-utilization", "max-num-batched-tokens", "max-num-seqs"]
+
+
+def test_a_new_request_field_appears_by_itself():
+    """A flag another issue adds to PlanRequest is settable and carried in the URL with no app change."""
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Wider(PlanRequest):
+        no_cpu_offload: bool = False
+        tp: int | None = None
+
+    made = [es._setting(f) for f in dataclasses.fields(Wider) if f.name in ("no_cpu_offload", "tp")]
+    assert [(s.key, s.engine, s.kind, s.optional) for s in made] == [
+        ("no-cpu-offload", "other", "bool", False),
+        ("tp", "other", "int", True),
+    ]
+    assert made[1].read("4") == 4 and made[1].read("") is None

@@ -1,0 +1,82 @@
+"""explorer.ui.vega: every builder's spec is valid vega-lite (checked here, once), labelled, and needs no altair."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from explorer.engines.common import PlanRequest
+from explorer.plan.planner import plan
+from explorer.sources.shipped import parse_cluster
+from explorer.sources.snapshot.read import load_snapshot
+from explorer.ui import plan_rows as nd
+from explorer.ui import vega
+from explorer.ui.kv_lesson import kv_curve
+
+
+@pytest.fixture(scope="module")
+def validator():
+    jsonschema = pytest.importorskip("jsonschema")
+    from altair.vegalite.v6.schema import core
+
+    return jsonschema.Draft7Validator(core.load_schema())
+
+
+def _errors(validator, spec) -> list[str]:
+    return [e.message[:200] for e in validator.iter_errors(spec)]
+
+
+@pytest.fixture(scope="module")
+def planned():
+    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-70B")
+    request = PlanRequest(context_tokens=32768)
+    return shape, request, plan(shape, parse_cluster("1x8xh100-80g"), request)
+
+
+def test_plan_charts_are_valid_and_labelled(validator, planned):
+    shape, request, result = planned
+    drawn = nd.sweep_options(result)
+    sweep = nd.context_sweep(shape, drawn, request, [4096, 32768, 131072], names=nd.option_names(result, drawn))
+    card = vega.card_memory_spec(nd.card_parts(result.options[0]), title="x")
+    memory = vega.memory_context_spec(sweep, context=32768)
+    speed = vega.speed_context_spec(sweep, context=32768)
+    for spec in (card, memory, speed):
+        assert _errors(validator, spec) == []
+        assert spec["width"] == "container"  # the chart takes its column's width, never more
+    text = json.dumps(memory, ensure_ascii=False)
+    # the usable line is labelled in the legend, the axes carry their units, the asked context is marked
+    assert "what the engine may use" in text and "GiB a card (1024³ bytes)" in text and "asked: 32,768" in text
+    assert "tokens, log scale" in text
+    assert "usable " in json.dumps(card) and "GiB (1024³ bytes)" in json.dumps(card, ensure_ascii=False)
+
+
+def test_the_memory_chart_draws_the_options_the_table_ranks_first(planned):
+    shape, request, result = planned
+    drawn = nd.sweep_options(result, best=4, misses=2)
+    assert drawn[:4] == list(result.options[:4])
+    names = nd.option_names(result, drawn)
+    sweep = nd.context_sweep(shape, drawn, request, [32768], names=names)
+    assert [r["option"] for r in sweep][:4] == [f"#{i} {o.label}" for i, o in enumerate(result.options[:4], 1)]
+    assert all(r["option"].startswith("✗ ") for r in sweep[4:])  # then the nearest misses
+
+
+def test_kv_charts_are_valid(validator):
+    shapes = {r: load_snapshot().shape(r) for r in ("meta-llama/Meta-Llama-3.1-8B", "deepseek-ai/DeepSeek-V3")}
+    curve = vega.kv_context_spec(kv_curve(shapes, [1024, 8192, 262144]), context=8192)
+    assert _errors(validator, curve) == [] and "past the model's limit" in json.dumps(curve)
+    assert _errors(validator, vega.kv_stack_spec(kv_curve(shapes, [8192]))) == []
+
+
+def test_the_wrapper_carries_the_spec():
+    spec = vega.kv_stack_spec([{"model": "m", "kind": "full", "gib": 1.5}])
+    mime, text = vega.VegaLiteSpec(spec)._mime_()
+    assert mime == vega.MIME == "application/vnd.vegalite.v6+json" and json.loads(text) == spec
+    assert vega.VegaLiteSpec(spec)._repr_mimebundle_()[vega.MIME] == spec
+
+
+def test_no_altair_is_imported():
+    code = "import sys, explorer.ui.vega, explorer.ui.plan_rows; print('altair' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
