@@ -507,7 +507,7 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(cluster, model_name, more_columns, plan_ms, result, settings_errors, table_rows):
+def _(cluster, model_name, more_columns, plan_ms, request, result, settings_errors, table_rows):
     option_rows = nd.option_rows(result, limit=table_rows.value)
     miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5)
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
@@ -518,6 +518,7 @@ def _(cluster, model_name, more_columns, plan_ms, result, settings_errors, table
     )
     _head = (
         f"**{html.escape(model_name)}**: **{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
+        f"at {request.context_tokens:,} tokens × {request.concurrency} sequence{'s' if request.concurrency > 1 else ''} "
         f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused; planned in {plan_ms:.0f} ms)"
         + (f"  \nBest of each engine: {_strip}" if _strip else "")
     )

@@ -13,14 +13,15 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer.errors import ExplorerError
-    from explorer.fleet.footprints import fleet_cards
+    from explorer.errors import ExplorerError, OfflineMissError
+    from explorer.fleet.footprints import fleet_cards, unique_names
     from explorer.fleet.place import place
     from explorer.sources.shipped import parse_cluster
-    from explorer.sources.snapshot.read import load_snapshot
     from explorer.ui import charts
     from explorer.ui import fleet_rows as nf
     from explorer.ui import plan_rows as nd
+    from explorer.ui.fleet_launch import LAUNCH_COLUMNS, launch_rows
+    from explorer.ui.model_pick import UnknownModelError, pick_model
 
 
 @app.cell(hide_code=True)
@@ -41,8 +42,6 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    snapshot = load_snapshot()
-    _repos = sorted(snapshot.repos, key=str.lower)
     _label = {tokens: label for label, tokens in nf.CONTEXT_CHOICES.items()}
     _rows = [*nf.DEFAULT_FLEET, nf.FleetRow(name="", repo="")]
     model_rows = mo.ui.array(
@@ -50,7 +49,9 @@ def _():
             mo.ui.dictionary(
                 {
                     "name": mo.ui.text(value=_r.name, placeholder="name (default: the id)"),
-                    "model": mo.ui.dropdown(options=_repos, value=_r.repo or None, searchable=True, full_width=True),
+                    "model": mo.ui.text(
+                        value=_r.repo, placeholder="org/name, org/name:FILE.gguf or a path", full_width=True
+                    ),
                     "context": mo.ui.dropdown(
                         options=list(nf.CONTEXT_CHOICES), value=_label.get(_r.context_tokens, "default")
                     ),
@@ -61,24 +62,37 @@ def _():
             for _r in _rows
         ]
     )
+    return (model_rows,)
+
+
+@app.cell(hide_code=True)
+def _():
     extra_terms = mo.ui.text_area(
         placeholder="more models, one a line: name = ID[:context][xREPLICAS][@phase,...]  e.g.  "
         "small = Qwen/Qwen3-1.7B:16kx2@query",
         rows=2,
         full_width=True,
     )
-    return extra_terms, model_rows, snapshot
+    return (extra_terms,)
 
 
 @app.cell(hide_code=True)
-def _(extra_terms, model_rows):
+def _():
+    # models the snapshot and the cache do not know are read from the Hub only when Fetch is pressed
+    fetch = mo.ui.run_button(label="Fetch", tooltip="Read the models the snapshot does not know from the Hub")
+    get_fetched, set_fetched = mo.state({})
+    return fetch, get_fetched, set_fetched
+
+
+@app.cell(hide_code=True)
+def _(extra_terms, fetch, model_rows):
     _widths = [2, 5, 1.2, 1, 2]
     _head = mo.hstack(
         [
             mo.md(f"**{h}**")
             for h in (
                 "name",
-                "model (the shipped snapshot)",
+                "model (any id: the snapshot, a .gguf, a path; Hub ids after Fetch)",
                 "context",
                 "replicas",
                 "phases (comma-separated; empty: always)",
@@ -100,6 +114,9 @@ def _(extra_terms, model_rows):
                 for _row in model_rows
             ],
             extra_terms,
+            mo.hstack(
+                [fetch, mo.md("the models the snapshot and the cache do not know, from the Hub")], justify="start"
+            ),
             mo.accordion(
                 {
                     "The default fleet, and why": mo.md(
@@ -168,7 +185,36 @@ def _(engine, precision, preset, preset_pick, spec, usable):
 
 
 @app.cell(hide_code=True)
-def _(engine, extra_terms, model_rows, precision, snapshot, spec, usable):
+def _(extra_terms, fetch, get_fetched, model_rows, set_fetched):
+    # Each model id as the resolver reads it: the snapshot, a local config.json or .gguf, the cache;
+    # the Hub only for the ids Fetch was pressed for (kept for the session).
+    def shape_of(model_id):
+        if model_id in get_fetched():
+            return get_fetched()[model_id]
+        try:
+            return pick_model(model_id).shape
+        except UnknownModelError as e:
+            near = f" (did you mean {', '.join(e.suggestions[:3])}?)" if e.suggestions else ""
+            raise OfflineMissError(
+                f"{model_id} is neither in the snapshot nor in the cache: press Fetch to read it from the Hub{near}",
+                hint="",
+            ) from None
+
+    if fetch.value:
+        _terms, _ = nf.terms_from_rows(model_rows.value, extra_terms.value)
+        _got = dict(get_fetched())
+        with mo.status.spinner(title="Fetching from the Hub …"):
+            for _name, _term in _terms:
+                try:
+                    _got.setdefault(_term.model_id, pick_model(_term.model_id, fetch=True).shape)
+                except ExplorerError:
+                    pass  # the model's row says why below
+        set_fetched(_got)
+    return (shape_of,)
+
+
+@app.cell(hide_code=True)
+def _(engine, extra_terms, model_rows, precision, shape_of, spec, usable):
     # Library calls only: rows -> model terms -> footprints (the engine's accounting) -> a placement.
     try:
         offer, _error = fleet_cards(parse_cluster(spec.value), usable_fraction=usable.value), None
@@ -181,7 +227,7 @@ def _(engine, extra_terms, model_rows, precision, snapshot, spec, usable):
     terms, term_errors = nf.terms_from_rows(model_rows.value, extra_terms.value)
     models, term_notes, _errors = nf.fleet_demands(
         terms,
-        lambda repo: snapshot.shape(repo) if snapshot.get(repo) else None,
+        shape_of,
         gpu=offer.gpu,
         engine=engine.value,
         precision=precision.value,
@@ -269,6 +315,8 @@ def _(notes):
 def _(engine, offer, placement, precision, spec, terms, usable):
     instance_rows = nf.instance_rows(placement)
     card_rows = nf.card_rows(placement, offer.labels)
+    _ids = dict(zip(unique_names([n or t.model_id for n, t in terms]), [t.model_id for _n, t in terms], strict=True))
+    launches = launch_rows(placement, offer, _ids, engine=engine.value)
     _cli = nf.cli_command(
         spec.value, terms, engine=engine.value, usable_fraction=usable.value, precision=precision.value
     )
@@ -281,6 +329,11 @@ def _(engine, offer, placement, precision, spec, terms, usable):
             mo.Html(nd.rows_html(instance_rows, nf.INSTANCE_COLUMNS, table_id="placement-instances")),
             mo.md("### Cards"),
             mo.Html(nd.rows_html(card_rows, nf.CARD_COLUMNS, table_id="placement-cards")),
+            mo.md(
+                "### Starting each instance\nIts node and GPUs, and the engine's command with the memory the "
+                "placement charged it (vLLM: the largest share of a card, rounded up; llama.cpp: the split)."
+            ),
+            mo.Html(nd.rows_html(launches, LAUNCH_COLUMNS, table_id="placement-launch")),
             mo.accordion(
                 {
                     "The same from the command line": mo.md(
@@ -290,7 +343,7 @@ def _(engine, offer, placement, precision, spec, terms, usable):
             ),
         ]
     )
-    return card_rows, instance_rows
+    return card_rows, instance_rows, launches
 
 
 @app.cell(hide_code=True)

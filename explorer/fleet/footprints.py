@@ -41,17 +41,19 @@ class FleetCards:
         labels: ``node:index (class)`` for each card, by card index.
         unified_budget_bytes: a unified-memory or CPU budget when there are no discrete GPUs.
         gpu: the class footprints are measured on (the first card's), or None.
+        places: ``(node name, index on the node)`` for each card, by card index: where to launch it.
     """
 
     cards: tuple[Card, ...]
     labels: tuple[str, ...]
     unified_budget_bytes: int | None
     gpu: GPUClass | None
+    places: tuple[tuple[str, int], ...] = ()
 
 
 def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: float = 0.85) -> FleetCards:
     """Every discrete GPU as a card; or, without any, a unified budget (Mac working set, else CPU RAM)."""
-    cards, labels = [], []
+    cards, labels, places = [], [], []
     for node in cluster.nodes:
         if node.unified:
             continue
@@ -62,10 +64,13 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
                 usable = min(int(total * usable_fraction), group.free_bytes_on(k))
                 cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total))
                 labels.append(f"{node.name}:{index_on_node} ({group.gpu.name})" + ("" if usable else ", busy"))
+                places.append((node.name, index_on_node))
                 index_on_node += 1
     if cards:
         first = next(g.gpu for n in cluster.nodes if not n.unified for g in n.gpus)
-        return FleetCards(cards=tuple(cards), labels=tuple(labels), unified_budget_bytes=None, gpu=first)
+        return FleetCards(
+            cards=tuple(cards), labels=tuple(labels), unified_budget_bytes=None, gpu=first, places=tuple(places)
+        )
     if cluster.unified_nodes:
         node = max(cluster.unified_nodes, key=lambda n: n.gpu_usable_limit_bytes)
         return FleetCards(cards=(), labels=(), unified_budget_bytes=node.gpu_usable_limit_bytes, gpu=node.gpus[0].gpu)

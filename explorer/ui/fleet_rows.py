@@ -233,7 +233,7 @@ def fleet_demands(
         try:
             shape = shape_of(term.model_id)
             if shape is None:
-                errors.append(f"{name}: {term.model_id} is not in the shipped snapshot (pick one from the menu)")
+                errors.append(f"{name}: no model is known as {term.model_id}")
                 continue
             asked = term.context_tokens or 0
             charged = shape.clamp_context(asked)

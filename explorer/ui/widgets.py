@@ -1,4 +1,4 @@
-"""explorer in Jupyter: the app's controls and live table as ipywidgets.
+"""explorer in Jupyter: the app's controls, live table, charts and refusals as ipywidgets.
 
 >>> from explorer.ui.widgets import ExplorerWidget
 >>> ExplorerWidget(model="meta-llama/Meta-Llama-3.1-8B", cluster="1x8xh100-80g")   # doctest: +SKIP
@@ -6,14 +6,19 @@
 The widget is an ``ipywidgets.VBox``: a model box with a **Fetch** button
 (and a password box for a Hub token), the weights to plan, the engine, a
 log-scale context slider, the KV cache type, concurrent sequences, a
-cluster preset and the editable cluster spec, then the ranked table. Every
-control but the model box re-plans at once; the model is read only when
-Fetch is pressed (or when the widget is built). Errors show as a red line
-with the message, never a traceback; a token never appears in them.
+cluster preset and the editable cluster spec, then the ranked table, the
+app's charts (what each card of the best option holds; memory against
+context for the options the table ranks first), drawn by altair's renderer,
+and the refusals grouped by rule. Every control but the model box re-plans
+at once; the model is read only when Fetch is pressed (or when the widget is
+built). Errors show as a red line with the message, never a traceback; a
+token never appears in them.
 
 For scripts and tests the state is plain attributes: :attr:`model` (the
 resolved model), :attr:`result` (the last ``PlanResult``), :attr:`rows`
-(the table's rows) and :attr:`error` (the last message, or None).
+(the table's rows), :attr:`chart_specs` (the charts' vega-lite specs, by
+name), :attr:`refusals` (the refusal groups) and :attr:`error` (the last
+message, or None).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_prices
 from explorer.speed.settings import SpeedSettings
 from explorer.ui import plan_rows as nd
+from explorer.ui import vega
 from explorer.ui.presets import PRESETS
 
 __all__ = ["ExplorerWidget"]
@@ -78,6 +84,8 @@ class ExplorerWidget(w.VBox):
         self.model: Any = None
         self.result: Any = None
         self.rows: list[dict[str, Any]] = []
+        self.chart_specs: dict[str, dict[str, Any]] = {}
+        self.refusals: list[tuple[str, int, list[dict[str, str]]]] = []
         self.error: str | None = None
         self._menu: dict[str, Any] = {}
         self._quiet = True  # no re-plans while controls are being built or rebuilt
@@ -110,6 +118,8 @@ class ExplorerWidget(w.VBox):
         )
         self.status = w.HTML()
         self.table = w.HTML()
+        self.charts = w.Output(layout=w.Layout(width="100%"))
+        self.why_not = w.HTML()
         super().__init__(
             children=[
                 w.HBox([self.model_text, self.token, self.fetch_button]),
@@ -119,6 +129,8 @@ class ExplorerWidget(w.VBox):
                 w.HBox([self.preset, self.cluster]),
                 self.status,
                 self.table,
+                self.charts,
+                self.why_not,
             ]
         )
 
@@ -188,6 +200,30 @@ class ExplorerWidget(w.VBox):
             f"{sum(r.pruned.values()):,} refused. Per card: needs / usable, GiB."
         )
         self.table.value = nd.rows_html(self.rows)
+        self._draw(shape, request)
+
+    def _draw(self, shape: Any, request: PlanRequest) -> None:
+        """The charts (altair's renderer picks what this front end shows) and the refusals, from ``result``."""
+        r = self.result
+        drawn = nd.sweep_options(r, best=4, misses=2)
+        first = r.options[0] if r.options else (drawn[0] if drawn else None)
+        steps = nd.context_steps(shape.max_context_tokens)
+        sweep = nd.context_sweep(shape, drawn, request, steps, names=nd.option_names(r, drawn))
+        self.chart_specs = {}
+        if first is not None:
+            self.chart_specs["cards"] = vega.card_memory_spec(nd.card_parts(first), title=first.label)
+        if sweep:
+            self.chart_specs["memory"] = vega.memory_context_spec(sweep, context=request.context_tokens)
+        self.charts.clear_output(wait=True)
+        with self.charts:
+            for spec in self.chart_specs.values():
+                _show_chart(spec)
+        self.refusals = nd.refusal_groups(r)
+        self.why_not.value = "".join(
+            f"<details><summary>{html.escape(rule)}: {n:,} ways</summary>"
+            f"{nd.rows_html(rows[:40], ('way', 'artifact', 'reason'), table_id=f'refused-{rule}')}</details>"
+            for rule, n, rows in self.refusals
+        )
 
     def _on_preset(self, change: dict) -> None:
         preset = next((p for p in PRESETS if p.name == change["new"]), None)
@@ -197,3 +233,13 @@ class ExplorerWidget(w.VBox):
     def _show_error(self, message: str) -> None:
         self.error = message
         self.status.value = f"<span style='color:#b91c1c'><b>Error:</b> {html.escape(message)}</span>"
+
+
+def _show_chart(spec: dict[str, Any]) -> None:
+    """Display a vega-lite spec through altair's active renderer (JupyterLab draws the vega-lite MIME type;
+    other front ends get what altair gives them)."""
+    import altair as alt
+    from IPython.display import display
+
+    bundle = alt.renderers.get()(spec)
+    display(bundle[0] if isinstance(bundle, tuple) else bundle, raw=True)

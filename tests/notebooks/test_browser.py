@@ -25,10 +25,21 @@ import pytest
 from support.hub_fixtures import GATED, SINGLE
 from support.notebook_server import ROOT, chromium, in_viewport, marimo_app, too_wide
 
+from explorer.bench.browser import missing_browser
+
 pytestmark = pytest.mark.browser
 
 TABLE = "#explorer-options"
 APP = ROOT / "notebooks" / "app.py"
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """One `marimo run` of the app, offline, for the tests that need nothing else (each opens its own tabs)."""
+    if why := missing_browser():
+        pytest.skip(why)
+    with marimo_app(APP, env=_env(tmp_path_factory.mktemp("app"))) as url:
+        yield url
 
 
 def _shots_dir(tmp_path: Path) -> Path:
@@ -72,8 +83,9 @@ def _card_chart(page):
     return page.locator(".vega-embed").first
 
 
-def test_answer_stays_in_view_while_sliding_at_1440(tmp_path):
-    with marimo_app(APP, env=_env(tmp_path)) as url, chromium() as browser:
+def test_answer_stays_in_view_while_sliding_at_1440(app_url, tmp_path):
+    url = app_url
+    with chromium() as browser:
         page = _open(browser, url, 1440, 900)
         _card_chart(page).wait_for(timeout=60_000)
         context = _control(page, "marimo-slider", "Context", "slider")
@@ -93,9 +105,10 @@ def test_answer_stays_in_view_while_sliding_at_1440(tmp_path):
         page.screenshot(path=str(_shots_dir(tmp_path) / "screenshot-1440.png"))
 
 
-def test_nothing_wider_than_the_viewport_at_1024(tmp_path):
+def test_nothing_wider_than_the_viewport_at_1024(app_url, tmp_path):
     """The default scenario and the widest tables (DeepSeek-V3 and Qwen3-235B on two nodes) fit 1,024 px."""
-    with marimo_app(APP, env=_env(tmp_path)) as url, chromium() as browser:
+    url = app_url
+    with chromium() as browser:
         for query, shot in (
             ("", "screenshot-1024.png"),
             ("?model=deepseek-ai/DeepSeek-V3&cluster=2x8xh100-80g@ib0", None),
@@ -124,10 +137,11 @@ def _wait_value(locator, value: str, timeout_s: float = 30) -> None:
         time.sleep(0.1)
 
 
-def test_typed_spec_and_controls_are_one_source_of_truth(tmp_path):
+def test_typed_spec_and_controls_are_one_source_of_truth(app_url):
     """Type a spec: the controls follow it; move a control: only that part of the typed spec changes;
     the description is the parsed cluster's; host RAM says assumed until it is given."""
-    with marimo_app(APP, env=_env(tmp_path)) as url, chromium() as browser:
+    url = app_url
+    with chromium() as browser:
         page = _open(browser, url, 1440, 1200)
         spec = _spec_box(page)
         spec.fill("1x4xl40s-48g")
@@ -152,8 +166,9 @@ def test_typed_spec_and_controls_are_one_source_of_truth(tmp_path):
         page.get_by_text("host RAM 512 GiB a node, as given").first.wait_for(timeout=30_000)
 
 
-def test_the_url_carries_the_state_and_restores_it(tmp_path):
-    with marimo_app(APP, env=_env(tmp_path)) as url, chromium() as browser:
+def test_the_url_carries_the_state_and_restores_it(app_url):
+    url = app_url
+    with chromium() as browser:
         page = _open(browser, url, 1440, 1000)
         before = _table(page)
         spec = _spec_box(page)
@@ -184,8 +199,9 @@ def test_the_url_carries_the_state_and_restores_it(tmp_path):
         ) == context.get_attribute("aria-valuenow")
 
 
-def test_unknown_id_offline_offers_the_nearest_snapshot_ids(tmp_path):
-    with marimo_app(APP, env=_env(tmp_path)) as url, chromium() as browser:
+def test_unknown_id_offline_offers_the_nearest_snapshot_ids(app_url):
+    url = app_url
+    with chromium() as browser:
         page = _open(browser, url, 1440, 1000)
         box = _control(page, "marimo-text", "any model id", "input")
         box.fill("Qwen/Qwen3-14B")

@@ -308,3 +308,33 @@ def test_placement_notebook_passes_marimo_check():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "error" not in (done.stdout + done.stderr).lower()
+
+
+def test_placement_takes_any_id_the_resolver_takes_and_gives_launch_commands(offline):
+    """A local config.json path and a Hub rename are placed like snapshot ids; an id nobody knows offline
+    says to press Fetch; every instance gets its GPUs and a command."""
+    import marimo as mo
+    from support.corpus import CONFIGS
+
+    extra = mo.ui.text_area(
+        value=f"local = {CONFIGS / 'Qwen__Qwen2.5-1.5B.json'}:4k\nrenamed = meta-llama/Llama-3.1-8B:4k\n"
+        "missing = nosuch/model-7b"
+    )
+    from explorer.ui.fleet_rows import FLEET_PRESETS
+
+    outputs, defs = run_placement(extra_terms=extra, preset=FLEET_PRESETS[0], spec=mo.ui.text(value="1x4xl40s-48g"))
+    names = [m.name for m in defs["models"]]
+    assert names[-2:] == ["local", "renamed"]
+    assert any(
+        e.startswith("missing: nosuch/model-7b is neither in the snapshot nor in the cache: press Fetch")
+        for e in defs["term_errors"]
+    )
+    launches = {(r["model"], r["replica"]): r for r in defs["launches"]}
+    local = launches[("local", "0")]
+    assert (
+        local["where"].startswith("l40s-48g#0 GPUs ") and str(CONFIGS / "Qwen__Qwen2.5-1.5B.json") in local["command"]
+    )
+    gpus = local["where"].split("GPUs ")[1]
+    assert local["command"].startswith(f"CUDA_VISIBLE_DEVICES={gpus} vllm serve ")
+    assert launches[("renamed", "0")]["command"].split()[3] == "meta-llama/Llama-3.1-8B"  # launched by the asked id
+    assert "Traceback" not in _texts(outputs)

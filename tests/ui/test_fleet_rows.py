@@ -108,7 +108,7 @@ def test_demands_name_rank_clamp_and_refuse_unknown_ids():
         "ocr: 131,072 tokens asked; the model's limit, 32,768, is charged"
     ]
     assert models[1].context_tokens == 8192  # the default: min(limit, 8,192)
-    assert errors == ["x: no/such-model is not in the shipped snapshot (pick one from the menu)"]
+    assert errors == ["x: no model is known as no/such-model"]
 
 
 def test_default_fleet_forms_a_swap_group_spreads_replicas_and_shares_a_card():

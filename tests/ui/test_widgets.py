@@ -68,3 +68,43 @@ def test_fetch_error_never_shows_the_token(widget):
     assert widget.error and "nobody/nothing-here" in widget.error
     assert "hf_notARealTokenButSecret" not in widget.error + widget.status.value
     assert widget.model.repo == "meta-llama/Meta-Llama-3.1-8B"  # the last good model stays
+
+
+def test_charts_and_refusals(widget):
+    """The widget draws the app's charts (the first option's cards, memory against context) and the refusals."""
+    assert list(widget.chart_specs) == ["cards", "memory"]
+    best = widget.result.options[0]
+    cards = widget.chart_specs["cards"]
+    assert cards["title"]["text"] == best.label
+    assert {r["role"] for r in cards["data"]["values"]} == {c.role for c in best.evaluation.cards}
+    drawn = {r["option"] for r in widget.chart_specs["memory"]["data"]["values"]}
+    assert f"#1 {best.label}" in drawn
+    rules = {rule for rule, _n, _rows in widget.refusals}
+    assert rules == set(widget.result.pruned) and "<details><summary>" in widget.why_not.value
+    widget.context.value = 131072
+    assert widget.chart_specs["memory"]["layer"][-1]["data"]["values"][0]["context"] == 131072  # the asked context
+
+
+def test_renders_in_a_real_jupyter_kernel(tmp_path):
+    """A notebook that shows the widget runs in a real IPython kernel (nbclient); the kernel's widget state
+    holds the charts in the Output widget and the table and refusals in the HTML widgets."""
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("ipykernel")
+    cells = [
+        "import os\nos.environ['HF_HUB_OFFLINE'] = '1'\n"
+        f"os.environ['EXPLORER_CACHE'] = {str(tmp_path / 'cache.duckdb')!r}\n"
+        "from explorer.ui.widgets import ExplorerWidget\n"
+        "w = ExplorerWidget(model='meta-llama/Meta-Llama-3.1-8B', cluster='1x8xh100-80g', offline=True)\nw",
+        "print(sorted(w.chart_specs), len(w.refusals), w.error)",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=240, kernel_name="python3", store_widget_state=True).execute()
+    outputs = nb.cells[1].outputs
+    assert outputs[0]["text"].strip() == "['cards', 'memory'] 3 None"
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in nb.cells[0].outputs)
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    shown = [o for m in state.values() if m["model_name"] == "OutputModel" for o in m["state"].get("outputs", [])]
+    assert len(shown) == 2 and all("vega" in str(o.get("data", {})) for o in shown)  # the two charts
+    html = [m["state"].get("value", "") for m in state.values() if m["model_name"] == "HTMLModel"]
+    assert any("id='explorer-options'" in h for h in html) and any("<details><summary>" in h for h in html)

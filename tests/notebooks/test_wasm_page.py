@@ -1,0 +1,153 @@
+"""The published page (``marimo export html-wasm``, built by ``.ci/wasm/run``) in chromium with no network.
+
+Every request off 127.0.0.1 is refused (a playwright route, DNS mapped to nothing, service workers
+blocked): the page must carry Pyodide, marimo, explorer's wheel and the snapshot itself. The app plans in
+the browser: the ranked table shows, a context slider move changes it, the URL carries the state and a
+reload restores it, a pasted config.json is planned, and Fetch (no Hub client in a browser) is not offered.
+The teaching page opens too. Prints the export's size and the time to the first table.
+
+Marked ``wasm``: ``.ci/wasm/run`` exports the site and runs this with ``EXPLORER_WASM_SITE`` set; elsewhere it
+skips, saying why. A cold page takes 20 s (an idle machine) to over a minute (a loaded one) to start Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+from support.notebook_server import static_server
+
+from explorer.bench.browser import launch_chromium, missing_browser
+from explorer.sources.snapshot.read import load_snapshot
+
+pytestmark = pytest.mark.wasm
+
+TABLE = "#explorer-options"
+START_S = 600  # Pyodide's start on a loaded 2-core machine
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    if "EXPLORER_WASM_SITE" not in os.environ:
+        pytest.skip("EXPLORER_WASM_SITE is not set: .ci/wasm/run exports the site and sets it")
+    folder = Path(os.environ["EXPLORER_WASM_SITE"])
+    if not (folder / "index.html").exists():
+        pytest.skip(f"no WASM export at {folder} (.ci/wasm/run builds one)")
+    if why := missing_browser():
+        pytest.skip(why)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def offline_browser(site):
+    """(a browser context that reaches only 127.0.0.1, the site's URL, the requests it refused)."""
+    from playwright.sync_api import sync_playwright
+
+    refused: list[str] = []
+    with static_server(site) as url, sync_playwright() as p:
+        browser = launch_chromium(p, extra_args=("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",))
+        context = browser.new_context(viewport={"width": 1440, "height": 900}, service_workers="block")
+
+        def local_only(route) -> None:
+            if route.request.url.startswith((url, "data:", "blob:")):
+                route.continue_()
+            else:
+                refused.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", local_only)
+        yield context, url, refused
+        browser.close()
+
+
+def _slider(page):
+    return page.locator("marimo-slider", has_text="Context").get_by_role("slider").locator("visible=true").first
+
+
+def _changed(page, before: str) -> float:
+    t0 = time.perf_counter()
+    page.wait_for_function(
+        "([sel, old]) => { const t = document.querySelector(sel); return t !== null && t.innerText !== old; }",
+        arg=[TABLE, before],
+        timeout=120_000,
+        polling=20,
+    )
+    return time.perf_counter() - t0
+
+
+def test_the_app_plans_in_the_browser_with_no_network(site, offline_browser):
+    context, url, refused = offline_browser
+    page = context.new_page()
+    t0 = time.perf_counter()
+    page.goto(url)
+    page.locator(TABLE).wait_for(timeout=START_S * 1000)
+    first_table_s = time.perf_counter() - t0
+    assert "meta-llama/Meta-Llama-3.1-70B: " in page.inner_text("body")
+    # no Hub client in a browser: no Fetch, no model box; a config.json can be pasted instead
+    assert page.get_by_role("button", name="Fetch").count() == 0
+    assert page.get_by_placeholder("org/name, org/name:FILE.gguf or a path").count() == 0
+    page.wait_for_timeout(3000)  # the charts below the table finish before the moves are timed
+
+    slider = _slider(page)
+    slider.focus()
+    start = slider.get_attribute("aria-valuenow")
+    times, before = [], page.locator(TABLE).inner_text()
+    for key in ("ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowRight"):
+        slider.press(key)
+        times.append(_changed(page, before))
+        before = page.locator(TABLE).inner_text()
+        page.wait_for_timeout(800)
+    assert slider.get_attribute("aria-valuenow") == start
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
+    print(
+        f"\nwasm page: {size / 1e6:,.1f} MB ({size:,} bytes); first table {first_table_s:.1f} s after opening; "
+        f"slider -> table median {statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms"
+    )
+    assert refused == [], f"the page asked the network for {refused[:5]}"
+
+
+def test_a_link_restores_the_state_in_the_browser(site, offline_browser):
+    context, url, refused = offline_browser
+    page = context.new_page()
+    page.goto(url + "?context=8192&engine=vllm&cluster=1x4xl40s-48g")
+    page.locator(TABLE).wait_for(timeout=START_S * 1000)
+    assert "at 8,192 tokens × 1 sequence" in page.inner_text("body")
+    table = page.locator(TABLE).inner_text()
+    assert "vLLM" in table and "SGLang" not in table and "l40s-48g" in table
+    slider = _slider(page)
+    slider.focus()
+    slider.press("ArrowRight")
+    _changed(page, table)
+    page.wait_for_function("() => location.search.includes('context=12288')", timeout=60_000)
+    assert "cluster=1x4xl40s-48g" in page.url and "engine=vllm" in page.url
+    assert refused == []
+
+
+def test_a_pasted_config_is_planned(site, offline_browser):
+    context, url, refused = offline_browser
+    page = context.new_page()
+    page.goto(url)
+    page.locator(TABLE).wait_for(timeout=START_S * 1000)
+    config = json.dumps(load_snapshot().get("Qwen/Qwen3-8B").config)
+    box = page.get_by_placeholder('{"model_type": "llama", "hidden_size": 4096, ...}').locator("visible=true").first
+    box.fill(config)
+    box.press("Tab")  # a text area sends its value on blur
+    page.wait_for_function(
+        "() => document.body.innerText.includes('pasted config.json: ')", timeout=120_000, polling=100
+    )
+    assert refused == []
+
+
+def test_the_teaching_page_opens(site, offline_browser):
+    context, url, refused = offline_browser
+    if not (site / "kv-cache" / "index.html").exists():
+        pytest.skip("the site has no kv-cache page")
+    page = context.new_page()
+    page.goto(url + "kv-cache/")
+    page.get_by_text("Why long context eats memory").first.wait_for(timeout=START_S * 1000)
+    page.get_by_text("At 32,768 tokens").first.wait_for(timeout=START_S * 1000)
+    assert refused == []
