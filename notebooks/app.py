@@ -34,6 +34,7 @@ with app.setup(hide_code=True):
         host_ram_note,
     )
     from explorer.ui.engine_settings import SETTINGS, engine_groups, request_changes, settings_text
+    from explorer.ui.fit_view import FIT_COLUMNS, fit_rows
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
     from explorer.units import gib
@@ -648,6 +649,46 @@ def _(
     )
     mo.ui.tabs(_tabs)
     return (sweep,)
+
+
+@app.cell(hide_code=True)
+def _():
+    fit_button = mo.ui.run_button(label="What runs on this cluster?")
+    return (fit_button,)
+
+
+@app.cell(hide_code=True)
+def _(cluster, fit_button, request, snapshot):
+    # Hardware first: every snapshot model on this cluster with this request (its original weights), on demand.
+    fit_list = None
+    if fit_button.value and cluster is not None:
+        with mo.status.spinner(title=f"Planning the {len(snapshot)} snapshot models on this cluster …"):
+            _t0 = time.perf_counter()
+            fit_list = fit_rows(
+                cluster,
+                request,
+                ((r, lambda r=r: pick_model(r)) for r in snapshot.repos),
+                speed=SpeedSettings(prices=shipped_prices()),
+            )
+            _ms = (time.perf_counter() - _t0) * 1000
+    mo.vstack(
+        [
+            mo.md(
+                "**Hardware first.** Which of the snapshot's models run on this cluster, with the context and "
+                "engines above, biggest first, and the best way for each."
+            ),
+            fit_button,
+            *(
+                [
+                    mo.md(f"{len(fit_list)} of {len(snapshot)} models fit (planned in {_ms / 1000:.1f} s)."),
+                    mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
+                ]
+                if fit_list is not None
+                else []
+            ),
+        ]
+    )
+    return (fit_list,)
 
 
 @app.cell(hide_code=True)

@@ -1,4 +1,4 @@
-"""marimo's CLI with playwright's chromium pointed at a system chromium ($CHROMIUM, default /usr/bin/chromium).
+"""marimo's CLI with playwright's chromium pointed at a system chromium ($EXPLORER_CHROMIUM, default /usr/bin/chromium).
 
 ``marimo export html-wasm --offline`` resolves the page's packages in a headless chromium that it launches
 with no executable path; ``playwright install`` is never run here, so every launch gets the system's.
@@ -14,7 +14,7 @@ _launch = BrowserType.launch
 
 
 async def _launch_system(self, *args, **kwargs):
-    kwargs.setdefault("executable_path", os.environ.get("CHROMIUM", "/usr/bin/chromium"))
+    kwargs.setdefault("executable_path", os.environ.get("EXPLORER_CHROMIUM", "/usr/bin/chromium"))
     return await _launch(self, *args, **kwargs)
 
 

@@ -64,6 +64,15 @@ def offline_browser(site):
         browser.close()
 
 
+@pytest.fixture
+def page(offline_browser):
+    """A new tab, closed after the test: an open page keeps its Python running in a worker."""
+    context, _url, _refused = offline_browser
+    tab = context.new_page()
+    yield tab
+    tab.close()
+
+
 def _slider(page):
     return page.locator("marimo-slider", has_text="Context").get_by_role("slider").locator("visible=true").first
 
@@ -79,9 +88,8 @@ def _changed(page, before: str) -> float:
     return time.perf_counter() - t0
 
 
-def test_the_app_plans_in_the_browser_with_no_network(site, offline_browser):
-    context, url, refused = offline_browser
-    page = context.new_page()
+def test_the_app_plans_in_the_browser_with_no_network(site, offline_browser, page):
+    _context, url, refused = offline_browser
     t0 = time.perf_counter()
     page.goto(url)
     page.locator(TABLE).wait_for(timeout=START_S * 1000)
@@ -110,9 +118,8 @@ def test_the_app_plans_in_the_browser_with_no_network(site, offline_browser):
     assert refused == [], f"the page asked the network for {refused[:5]}"
 
 
-def test_a_link_restores_the_state_in_the_browser(site, offline_browser):
-    context, url, refused = offline_browser
-    page = context.new_page()
+def test_a_link_restores_the_state_in_the_browser(site, offline_browser, page):
+    _context, url, refused = offline_browser
     page.goto(url + "?context=8192&engine=vllm&cluster=1x4xl40s-48g")
     page.locator(TABLE).wait_for(timeout=START_S * 1000)
     assert "at 8,192 tokens × 1 sequence" in page.inner_text("body")
@@ -127,9 +134,8 @@ def test_a_link_restores_the_state_in_the_browser(site, offline_browser):
     assert refused == []
 
 
-def test_a_pasted_config_is_planned(site, offline_browser):
-    context, url, refused = offline_browser
-    page = context.new_page()
+def test_a_pasted_config_is_planned(site, offline_browser, page):
+    _context, url, refused = offline_browser
     page.goto(url)
     page.locator(TABLE).wait_for(timeout=START_S * 1000)
     config = json.dumps(load_snapshot().get("Qwen/Qwen3-8B").config)
@@ -142,12 +148,14 @@ def test_a_pasted_config_is_planned(site, offline_browser):
     assert refused == []
 
 
-def test_the_teaching_page_opens(site, offline_browser):
-    context, url, refused = offline_browser
+def test_the_teaching_page_opens(site, offline_browser, page):
+    _context, url, refused = offline_browser
     if not (site / "kv-cache" / "index.html").exists():
         pytest.skip("the site has no kv-cache page")
-    page = context.new_page()
     page.goto(url + "kv-cache/")
-    page.get_by_text("Why long context eats memory").first.wait_for(timeout=START_S * 1000)
-    page.get_by_text("At 32,768 tokens").first.wait_for(timeout=START_S * 1000)
+    page.wait_for_function(
+        "() => ['Why long context eats memory', 'At 32,768 tokens'].every((t) => document.body.innerText.includes(t))",
+        timeout=START_S * 1000,
+        polling=500,
+    )
     assert refused == []
