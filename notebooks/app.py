@@ -81,11 +81,15 @@ def _(defaults):
     get_context, set_context = mo.state(defaults.context_tokens)
     get_spec, set_spec = mo.state(defaults.spec or preset_by_name(defaults.preset).spec)
     get_fetched, set_fetched = mo.state(None)
+    # the answer below the table (curves, refusals, pinning), drawn in a run of its own once the table is shown
+    get_below, set_below = mo.state(None)
     return (
+        get_below,
         get_context,
         get_fetched,
         get_model_text,
         get_spec,
+        set_below,
         set_context,
         set_fetched,
         set_model_text,
@@ -508,7 +512,7 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(cluster, model_name, more_columns, plan_ms, request, result, settings_errors, table_rows):
+def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, settings_errors, table_rows):
     option_rows = nd.option_rows(result, limit=table_rows.value)
     miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5)
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
@@ -530,6 +534,8 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, settings_erro
                 mo.md("**Nothing fits.** The closest misses are in red; *Why not* below says why."), kind="danger"
             )
         )
+    # marimo shows a run's outputs when the run ends: the slow part below waits for a run of its own
+    set_below((result, request))
     mo.vstack(
         [
             mo.md(_head),
@@ -580,29 +586,19 @@ def _(draw, result):
 
 
 @app.cell(hide_code=True)
-def _(
-    chosen,
-    cluster,
-    context,
-    context_steps,
-    engine,
-    model,
-    model_name,
-    pin,
-    request,
-    result,
-    settings_values,
-    shape,
-):
+def _(chosen, cluster, context_steps, engine, get_below, model, model_name, pin, settings_values, shape):
     # Below the answer: the curves against context, why the other ways were refused, pinning, the model.
-    _drawn = nd.sweep_options(result, best=4, misses=2)
-    sweep = nd.context_sweep(shape, _drawn, request, context_steps, names=nd.option_names(result, _drawn))
+    # It reads the plan from the table's cell (get_below): a slider move shows the table first.
+    mo.stop(get_below() is None)
+    _result, _request = get_below()
+    _drawn = nd.sweep_options(_result, best=4, misses=2)
+    sweep = nd.context_sweep(shape, _drawn, _request, context_steps, names=nd.option_names(_result, _drawn))
     _tabs = {}
     if sweep:
-        _tabs["Memory vs context"] = vega.VegaLiteSpec(vega.memory_context_spec(sweep, context=context.value))
+        _tabs["Memory vs context"] = vega.VegaLiteSpec(vega.memory_context_spec(sweep, context=_request.context_tokens))
     if any(r["tokens_per_s"] is not None for r in sweep):
-        _tabs["Speed vs context"] = vega.VegaLiteSpec(vega.speed_context_spec(sweep, context=context.value))
-    _groups = nd.refusal_groups(result)
+        _tabs["Speed vs context"] = vega.VegaLiteSpec(vega.speed_context_spec(sweep, context=_request.context_tokens))
+    _groups = nd.refusal_groups(_result)
     _tabs["Why not"] = (
         mo.accordion(
             {
@@ -625,7 +621,7 @@ def _(
                 cluster,
                 [g.strip() for g in pin.value.split(",") if g.strip()],
                 engine=_engine,
-                request=request,
+                request=_request,
                 artifact=next((a for a in chosen if a.format == "safetensors"), None),
                 model_ref=model_name,
             )
@@ -658,15 +654,16 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(cluster, fit_button, request, snapshot):
+def _(cluster, fit_button, get_below, snapshot):
     # Hardware first: every snapshot model on this cluster with this request (its original weights), on demand.
     fit_list = None
-    if fit_button.value and cluster is not None:
+    if fit_button.value and cluster is not None and get_below() is not None:
+        _result, _request = get_below()
         with mo.status.spinner(title=f"Planning the {len(snapshot)} snapshot models on this cluster …"):
             _t0 = time.perf_counter()
             fit_list = fit_rows(
                 cluster,
-                request,
+                _request,
                 ((r, lambda r=r: pick_model(r)) for r in snapshot.repos),
                 speed=SpeedSettings(prices=shipped_prices()),
             )
