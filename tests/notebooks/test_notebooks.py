@@ -338,3 +338,44 @@ def test_placement_takes_any_id_the_resolver_takes_and_gives_launch_commands(off
     assert local["command"].startswith(f"CUDA_VISIBLE_DEVICES={gpus} vllm serve ")
     assert launches[("renamed", "0")]["command"].split()[3] == "meta-llama/Llama-3.1-8B"  # launched by the asked id
     assert "Traceback" not in _texts(outputs)
+
+
+def test_kv_notebook_marks_contexts_past_a_models_limit(offline):
+    import marimo as mo
+
+    steps = [32_768, 262_144]
+    outputs, defs = load_notebook("kv_cache.py").run(
+        defs={
+            "context": mo.ui.slider(steps=steps, value=262_144),
+            "kv_dtype": mo.ui.dropdown(options=["auto"], value="auto"),
+            "sequences": mo.ui.slider(steps=[1, 2], value=1),
+        }
+    )
+    text = _texts(outputs)
+    past = [n for n, (_d, shape) in defs["lesson"].items() if shape.max_context_tokens < 262_144]
+    assert past, "some lesson model reads less than 256k tokens"
+    for name in past:  # its KV figure and its limit carry the mark, and the note names it
+        limit = defs["lesson"][name][1].max_context_tokens
+        assert f"{limit:,} †" in text and name.split(" (")[0] in text.split("† past the model's own limit")[1]
+    assert "262,144 tokens is more than" in text
+
+
+def test_explorer_opens_a_linked_cluster_file(offline):
+    """A cluster file (the URL carries it as JSON) is planned on: per-card free memory the spec cannot say."""
+    import json
+
+    cluster_json = json.dumps(
+        {
+            "nodes": [
+                {
+                    "name": "lab",
+                    "gpus": [{"class": "h100-80g", "count": 2, "card_free_bytes": [85520809984, 10737418240]}],
+                }
+            ]
+        }
+    )
+    defs = run_explorer(model="meta-llama/Meta-Llama-3.1-8B", context_tokens=8192, cluster_file=cluster_json)
+    assert defs["cluster"].nodes[0].name == "lab" and defs["cluster_source"] == cluster_json
+    assert defs["app_state"].cluster_file == cluster_json  # and the link keeps it
+    assert defs["cluster"].nodes[0].gpus[0].card_free_bytes == (85520809984, 10737418240)  # what a spec cannot say
+    assert defs["result"].options and defs["result"].options[0].layout.cards == 1
