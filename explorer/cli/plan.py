@@ -9,6 +9,7 @@ from pathlib import Path
 
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.engines.options import PlanResult
+from explorer.engines.registry import engine_serving
 from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import Cluster
 from explorer.model.dtypes import KV_CACHE_TYPES
@@ -50,6 +51,53 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ubatch", type=int, default=512, help="llama.cpp -ub")
     p.add_argument("--parallel", type=int, default=None, help="llama.cpp -np (same as --concurrency)")
     p.add_argument("--no-mmap", action="store_true", help="llama.cpp --no-mmap")
+    p.add_argument(
+        "--no-cpu-offload",
+        action="store_true",
+        help="keep every layer on the accelerators: no llama.cpp partial offload (one node's or over RPC), no CPU",
+    )
+    p.add_argument("--tp", type=int, default=None, help="tensor-parallel size (vLLM, SGLang); default: every split")
+    p.add_argument("--pp", type=int, default=None, help="pipeline-parallel size (vLLM, SGLang); default: every split")
+    p.add_argument(
+        "--dp",
+        type=int,
+        default=None,
+        help="data-parallel replicas in one launch (vLLM --data-parallel-size, SGLang --dp-size; "
+        "with --dp-attention its DP attention size)",
+    )
+    p.add_argument("--max-num-seqs", type=int, default=None, help="vLLM --max-num-seqs (default: vLLM's for the card)")
+    p.add_argument(
+        "--max-num-batched-tokens", type=int, default=None, help="vLLM --max-num-batched-tokens (default: vLLM's)"
+    )
+    p.add_argument("--chunked-prefill-size", type=int, default=None, help="SGLang --chunked-prefill-size")
+    p.add_argument("--cuda-graph-max-bs", type=int, default=None, help="SGLang --cuda-graph-max-bs")
+    p.add_argument(
+        "--enforce-eager",
+        action="store_true",
+        help="no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)",
+    )
+    p.add_argument(
+        "--language-only", action="store_true", help="SGLang --language-only: no vision-head divisibility check"
+    )
+    p.add_argument("--piecewise-cuda-graph", action="store_true", help="SGLang --enable-piecewise-cuda-graph")
+    p.add_argument(
+        "--piecewise-cuda-graph-max-tokens",
+        type=int,
+        default=None,
+        help="SGLang --piecewise-cuda-graph-max-tokens (reserves a quarter MiB a token; implies the switch)",
+    )
+    p.add_argument(
+        "--swap-space",
+        type=float,
+        default=4.0,
+        metavar="GIB",
+        help="vLLM --swap-space, host RAM per GPU (vLLM <= 0.11: 4; 0 for releases without it)",
+    )
+    p.add_argument(
+        "--hierarchical-cache", action="store_true", help="SGLang --enable-hierarchical-cache (a host KV pool)"
+    )
+    p.add_argument("--hicache-ratio", type=float, default=2.0, help="SGLang --hicache-ratio (host pool / device pool)")
+    p.add_argument("--hicache-size", type=float, default=None, metavar="GB", help="SGLang --hicache-size, GB per rank")
 
 
 def read_cluster(text: str) -> Cluster:
@@ -85,6 +133,22 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         batch_tokens=args.batch,
         ubatch_tokens=args.ubatch,
         mmap=not args.no_mmap,
+        cpu_offload=not args.no_cpu_offload,
+        tensor_parallel_size=args.tp,
+        pipeline_parallel_size=args.pp,
+        data_parallel_size=args.dp,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        chunked_prefill_size=args.chunked_prefill_size,
+        cuda_graph_max_bs=args.cuda_graph_max_bs,
+        enforce_eager=args.enforce_eager,
+        language_only=args.language_only,
+        piecewise_cuda_graph=args.piecewise_cuda_graph or args.piecewise_cuda_graph_max_tokens is not None,
+        piecewise_cuda_graph_max_tokens=args.piecewise_cuda_graph_max_tokens,
+        swap_space_gib=args.swap_space,
+        hierarchical_cache=args.hierarchical_cache,
+        hicache_ratio=args.hicache_ratio,
+        hicache_size_gb=args.hicache_size,
     )
 
 
@@ -126,7 +190,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--gpus",
         default=None,
         metavar="NODE:IDX,...",
-        help="pin these GPUs (vllm or sglang, first --engine given) and report any overcommit",
+        help="pin these GPUs (the first --engine given; else llama.cpp for a GGUF, vLLM for weights) "
+        "and report any overcommit",
+    )
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="with --gpus: replicas over the pinned GPUs, in the order given (refused if any overcommits)",
     )
     p.add_argument(
         "--sort",
@@ -174,17 +245,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: str) -> int:
-    """Check user-pinned GPUs: the layout on exactly them, and by how much it overcommits."""
-    engine = next((e for e in (args.engine or ["vllm"]) if e in ("vllm", "sglang")), "vllm")
-    safetensors = [a for a in artifacts if a.format == "safetensors"]
+    """Check user-pinned GPUs: the launch on exactly them, and by how much it overcommits."""
+    engine = args.engine[0] if args.engine else engine_serving(artifacts[0]).name
     result = check_pinned(
         shape,
         cluster,
         [g.strip() for g in args.gpus.split(",") if g.strip()],
         engine=engine,
         request=request_from_args(args),
-        artifact=safetensors[0] if safetensors else None,
+        artifacts=artifacts,
         model_ref=model_ref,
+        replicas=args.replicas,
     )
     if args.json:
         print(
@@ -192,8 +263,14 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
                 {
                     "model": model_ref,
                     "option": result.option.to_dict(),
+                    "replicas": [o.to_dict() for o in result.replicas],
                     "overcommit_bytes": result.overcommit_bytes,
                     "short_now_bytes": result.short_now_bytes,
+                    "cards_pinned": result.cards_pinned,
+                    "cards_used": result.cards_used,
+                    "cards_ready": result.cards_ready,
+                    "usable_bytes": result.usable_bytes,
+                    "free_bytes": result.free_bytes,
                     "message": result.message,
                 },
                 indent=2,
@@ -204,8 +281,10 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
         print(
             f"{result.option.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
             f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
-            f"of {gib(card.usable)} usable\n  {result.message}\n  {result.option.evaluation.command}"
+            f"of {gib(card.usable)} usable\n  {result.option.memory_text}\n  {result.message}"
         )
+        for option in result.replicas:
+            print(f"  {option.evaluation.command}")
     return 3 if result.overcommitted else 0
 
 
@@ -289,7 +368,7 @@ def print_result(result: PlanResult, *, top: int = 15) -> None:
         print(
             f"\nbest: {best.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
             f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
-            f"of {gib(card.usable)} usable\n  {best.evaluation.command}"
+            f"of {gib(card.usable)} usable\n  {best.memory_text}\n  {best.evaluation.command}"
         )
         print_speed(best)
         print(

@@ -59,7 +59,24 @@ class PlanRequest:
         batch_tokens: llama.cpp ``-b``.
         ubatch_tokens: llama.cpp ``-ub``.
         mmap: llama.cpp memory-maps the file (``--no-mmap`` turns it off).
+        cpu_offload: layers may stay in host RAM (llama.cpp partial offload, RPC partial offload,
+            CPU only); False (``--no-cpu-offload``) keeps every layer on the accelerators.
         host_fraction: share of a node's RAM one replica may be planned to use.
+        tensor_parallel_size: the user's tp (vLLM ``--tensor-parallel-size``, SGLang ``--tp-size``);
+            None: every split the engine runs is tried.
+        pipeline_parallel_size: the user's pp (``--pipeline-parallel-size``, ``--pp-size``); None: any.
+        data_parallel_size: replicas in one launch (vLLM ``--data-parallel-size``, SGLang ``--dp-size``
+            without DP attention; with ``dp_attention`` the DP attention size); None: 1.
+        language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
+            need not divide tp.
+        piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
+        piecewise_cuda_graph_max_tokens: SGLang ``--piecewise-cuda-graph-max-tokens`` (tokens; its
+            graphs reserve a quarter of a MiB per token). None: not given.
+        swap_space_gib: vLLM ``--swap-space``, GiB of host RAM per GPU (vLLM ≤ 0.11: 4 by default,
+            refused above 70 % of a node's RAM; 0 for vLLM releases without swap space).
+        hierarchical_cache: SGLang ``--enable-hierarchical-cache``: a host KV pool in pinned RAM.
+        hicache_ratio: SGLang ``--hicache-ratio``: the host pool's size over the device pool's (2.0).
+        hicache_size_gb: SGLang ``--hicache-size``: GB (10^9) of host pool per rank; overrides the ratio.
     """
 
     context_tokens: int = 4096
@@ -83,7 +100,30 @@ class PlanRequest:
     batch_tokens: int = 2048
     ubatch_tokens: int = 512
     mmap: bool = True
+    cpu_offload: bool = True
     host_fraction: float = 0.85
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    language_only: bool = False
+    piecewise_cuda_graph: bool = False
+    piecewise_cuda_graph_max_tokens: int | None = None
+    swap_space_gib: float = 4.0
+    hierarchical_cache: bool = False
+    hicache_ratio: float = 2.0
+    hicache_size_gb: float | None = None
+
+    @property
+    def world_size(self) -> int | None:
+        """tp × pp × dp as the user gave them (a missing one counts 1); None when none was given.
+
+        Under DP attention the dp ranks share the tp group's cards, so dp does not multiply.
+        """
+        given = (self.tensor_parallel_size, self.pipeline_parallel_size, self.data_parallel_size)
+        if all(v is None for v in given):
+            return None
+        dp = 1 if self.dp_attention else self.data_parallel_size or 1
+        return (self.tensor_parallel_size or 1) * (self.pipeline_parallel_size or 1) * dp
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +143,8 @@ class Layout:
         cpu: runs on the host's CPU only.
         unified: runs on a unified-memory host (Apple).
         rpc: llama.cpp across nodes through RPC servers.
+        rpc_servers: llama.cpp's single-card RPC servers on other nodes, beside the main node's
+            ``gpus_per_node`` cards (``nodes`` counts the main node and the nodes they are on).
     """
 
     engine: EngineName
@@ -117,10 +159,13 @@ class Layout:
     cpu: bool = False
     unified: bool = False
     rpc: bool = False
+    rpc_servers: int = 0
 
     @property
     def cards(self) -> int:
         """Cards the replica takes (0 on the CPU)."""
+        if self.rpc_servers:
+            return self.gpus_per_node + self.rpc_servers
         return self.nodes * self.gpus_per_node
 
     @property
@@ -128,6 +173,8 @@ class Layout:
         """A few words on where it runs: ``2 nodes × 8 h100-80g on ib0``."""
         if self.cpu:
             return "CPU"
+        if self.rpc_servers:
+            return f"{self.gpus_per_node} × {self.gpu_class} + {self.rpc_servers} over RPC on {self.fabric}"
         if self.nodes > 1:
             return f"{self.nodes} nodes × {self.gpus_per_node} {self.gpu_class} on {self.fabric}"
         return f"{self.gpus_per_node} × {self.gpu_class}"

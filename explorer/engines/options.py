@@ -82,6 +82,40 @@ class Option:
         total = sum(c.total * c.count for c in self.evaluation.cards)
         return total + (self.evaluation.host.total if self.evaluation.host else 0)
 
+    def _on_cards(self, part) -> int:
+        """A per-card figure summed over every card of the launch: each role × its cards, times the
+        replicas of one launch (plain data parallelism repeats the roles on more cards)."""
+        roles = self.evaluation.cards
+        counted = sum(c.count for c in roles)
+        if not counted:
+            return 0
+        repeat = max(1, self.layout.cards // counted)
+        return sum(part(c) * c.count for c in roles) * repeat
+
+    @property
+    def cards_total_bytes(self) -> int:
+        """What the launch holds on all its cards together, the host aside (bytes)."""
+        return self._on_cards(lambda c: c.total)
+
+    @property
+    def cards_usable_bytes(self) -> int:
+        """What the engine may use of all its cards together (bytes)."""
+        return self._on_cards(lambda c: c.usable)
+
+    @property
+    def memory_text(self) -> str:
+        """Per card and together, as modelplan puts it: ``43.5 GiB a card of 43.2 usable; 87.0 GiB on 2 cards``.
+
+        On the CPU, the host's share of its RAM.
+        """
+        card = self.per_card
+        if self.layout.cpu:
+            return f"{gib(card.total)} of host RAM of {gib(card.usable)} usable"
+        text = f"{gib(card.total)} a card of {gib(card.usable)} usable"
+        if self.layout.cards > 1:
+            text += f"; {gib(self.cards_total_bytes)} on {self.layout.cards} cards"
+        return text
+
     def with_evaluation(self, evaluation: Evaluation) -> Option:
         """The same option with another evaluation (a longer context, say)."""
         return replace(self, evaluation=evaluation)
@@ -112,6 +146,9 @@ class Option:
             "free_now": self.free_now,
             "hosts": self.hosts,
             "per_card": _card_dict(card),
+            "total_on_cards": self.cards_total_bytes,
+            "usable_on_cards": self.cards_usable_bytes,
+            "memory_text": self.memory_text,
             "card_roles": [_card_dict(c) for c in ev.cards],
             "host": _card_dict(ev.host) if ev.host else None,
             "layers_on_host": ev.layers_on_host,

@@ -39,6 +39,7 @@ from explorer.engines.common import (
     pp_partition,
     stage_kv_bytes,
 )
+from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import Footprint
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -48,7 +49,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import weight_breakdown
-from explorer.units import MiB, cdiv
+from explorer.units import MiB, cdiv, gib
 
 #: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
 CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (
@@ -89,7 +90,17 @@ def reserved_mib(card_mib: int, tp: int, pp: int, dp: int, request: PlanRequest)
     if request.speculative:
         algo = request.speculative.upper()
         reserved += 6 * 1024 if algo == "STANDALONE" else 0 if algo == "NGRAM" else 2 * 1024
+    reserved += piecewise_graph_mib(request)
     return reserved, prefill
+
+
+def piecewise_graph_mib(request: PlanRequest) -> float:
+    """What piecewise CUDA graphs reserve: a quarter MiB per ``--piecewise-cuda-graph-max-tokens`` token, added
+    after the 10 GiB floor (gpustack's MemFractionStaticCalculator, from SGLang's server_args); 0 when off or
+    when no token count is given (4,096 tokens → 1,024 MiB)."""
+    if not request.piecewise_cuda_graph:
+        return 0.0
+    return (request.piecewise_cuda_graph_max_tokens or 0) // 4
 
 
 def vision_factor(shape: ModelShape) -> float:
@@ -113,13 +124,16 @@ def mem_fraction_static(shape: ModelShape, gpu: GPUClass, layout: Layout, reques
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Rules SGLang enforces: divisibility, and what pipeline parallelism cannot combine with."""
-    out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
+    """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
+    pipeline parallelism and multi-node data parallelism cannot combine with."""
+    out = tp_refusals(shape, layout.tp, check_vision=not request.language_only) + pp_refusals(shape, layout.pp)
     if layout.pp > 1 and (request.speculative or request.enable_mixed_chunk):
         what = "speculative decoding" if request.speculative else "mixed chunked prefill"
         out.append(("pp-incompatible", f"SGLang cannot combine pipeline parallelism (pp {layout.pp}) with {what}"))
     if request.speculative and request.enable_mixed_chunk:
         out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
+    if layout.dp > 1 and layout.nodes > 1 and not request.dp_attention:
+        out.append(("dp-nodes", "SGLang runs data parallelism across nodes only with DP attention"))
     if (layout.tp * layout.pp) % layout.nodes:
         out.append(
             ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
@@ -171,7 +185,7 @@ def evaluate(
     conc = min((pool // kv if kv else request.concurrency) for _, _, pool, kv in pools)
     if request.dp_attention:
         conc *= layout.dp
-    notes = (f"mem_fraction_static {mfs:g}",)
+    notes = (f"mem_fraction_static {mfs:g}", combined_note(cards, layout, mfs))
     return Evaluation(
         cards=tuple(cards),
         host=None,
@@ -180,6 +194,16 @@ def evaluate(
         command=command(model_ref, shape, precision, layout, request, mfs),
         notes=notes,
         free_needed_bytes=static,
+    )
+
+
+def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
+    """SGLang's static need over the whole launch, as gpustack words it: weights + KV of every card ÷ the static
+    share is what all cards together must offer, and each card must have that share of its memory free."""
+    static = sum((c.weights + c.kv_cache) * c.count for c in cards) * max(1, layout.cards // layout.tp // layout.pp)
+    return (
+        f"with --mem-fraction-static={mfs:g}, all {layout.cards} GPUs combined need at least "
+        f"{gib(int(static / mfs))} and each card needs {int(mfs * 100)} % of its memory allocatable"
     )
 
 
@@ -197,6 +221,8 @@ def command(
         parts.append(f"--mem-fraction-static {mfs:g}")
     if request.dp_attention:
         parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
+    elif layout.dp > 1:
+        parts.append(f"--dp-size {layout.dp}")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {'fp8_e4m3' if request.kv_dtype == 'fp8' else request.kv_dtype}")
     if precision.source == "what-if" and precision.method == "fp8":
@@ -205,9 +231,35 @@ def command(
         parts.append(f"--speculative-algorithm {request.speculative}")
     if request.enable_mixed_chunk:
         parts.append("--enable-mixed-chunk")
+    parts += _tuning_flags(request)
     if layout.nodes > 1:
         parts.append(f"--nnodes {layout.nodes} --node-rank <0..{layout.nodes - 1}> --dist-init-addr <head-node>:5000")
     return " ".join(parts)
+
+
+def _tuning_flags(request: PlanRequest) -> list[str]:
+    """The launch flags of the request's SGLang knobs, those set."""
+    flags = []
+    if request.chunked_prefill_size:
+        flags.append(f"--chunked-prefill-size {request.chunked_prefill_size}")
+    if request.cuda_graph_max_bs:
+        flags.append(f"--cuda-graph-max-bs {request.cuda_graph_max_bs}")
+    if request.enforce_eager:
+        flags.append("--disable-cuda-graph")
+    if request.piecewise_cuda_graph:
+        flags.append("--enable-piecewise-cuda-graph")
+        if request.piecewise_cuda_graph_max_tokens:
+            flags.append(f"--piecewise-cuda-graph-max-tokens {request.piecewise_cuda_graph_max_tokens}")
+    if request.language_only:
+        flags.append("--language-only")
+    if request.hierarchical_cache:
+        flags.append("--enable-hierarchical-cache")
+        flags.append(
+            f"--hicache-size {request.hicache_size_gb:g}"
+            if request.hicache_size_gb
+            else f"--hicache-ratio {request.hicache_ratio:g}"
+        )
+    return flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +288,10 @@ class SGLang(SplitWalk):
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility and combination rules (:func:`refusals`)."""
         return refusals(shape, layout, request)
+
+    def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
+        """Its hierarchical cache's host pool (:func:`explorer.engines.host_ram.sglang_claim`)."""
+        return sglang_claim(layout, evaluation, request)
 
     def usable_share(self, request: PlanRequest) -> float:
         """A bound of ``mem_fraction_static``: the user's, else :data:`DEFAULT_SHARE_BOUND` (the default's

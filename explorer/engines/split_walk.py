@@ -11,7 +11,9 @@ under that rule:
 2. divisibility (``attention-heads``, ``kv-heads``, ``vision-heads``,
    ``ssm-heads``, ``pipeline-layers``) and the engine's own refusals;
 3. ``memory-lower-bound``: the weights alone exceed the engine's share of the cards;
-4. ``memory``: the engine's accounting does not fit the asked context × concurrency;
+4. ``host-ram``: no node has the host RAM the engine claims (vLLM's swap space,
+   SGLang's hierarchical-cache pool: :mod:`explorer.engines.host_ram`);
+   ``memory``: the engine's accounting does not fit the asked context × concurrency;
 5. ``more-than-needed``: it fits, but a way with no more cards and no more
    nodes (and fewer of one) fits too. On one node every width that fits is
    kept (scaling up is a choice); across nodes only the fewest are.
@@ -20,6 +22,12 @@ under that rule:
 Before any pool, an artifact that is not safetensors (``format``), a context
 past the model's limit (``context-limit``) and every unified-memory host
 (``platform``) are refused.
+
+A user's ``--tp``/``--pp``/``--dp`` narrow the walk to launches of exactly tp ×
+pp × dp cards with that split (:func:`launch_splits`); no pool offering that
+many is ``world-size``. Plain data parallelism (``--dp`` without DP attention)
+runs dp replicas of the tp × pp split side by side on one node, in one launch,
+each holding its share of the sequences (:func:`evaluate_launch`).
 """
 
 from __future__ import annotations
@@ -29,8 +37,12 @@ from dataclasses import dataclass
 
 from explorer.engines.collect import Collector
 from explorer.engines.common import Layout, PlanRequest
-from explorer.engines.interface import SplitEngine
+from explorer.engines.host_ram import with_host
+from explorer.engines.interface import PinnedLayout, SplitEngine
+from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, plain_dp, world_refusal
 from explorer.engines.options import Option, memory_reason
+from explorer.engines.split_pinned import pin_split
+from explorer.hardware.cards import CardRef
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import Pool, gpu_pools
 from explorer.model.artifacts import Artifact
@@ -108,7 +120,12 @@ def walk_splits(
         weights = _Weights(
             bits=shape.bits_per_weight(precision), total_bytes=weight_breakdown(shape, precision).total_bytes
         )
-        for pool in gpu_pools(cluster):
+        pools = gpu_pools(cluster)
+        world = world_refusal(pools, request)
+        if world:
+            out.refuse(name, None, artifact.name, "world-size", world)
+            continue
+        for pool in pools:
             _walk_pool(engine, shape, artifact, precision, weights, pool, request, model_ref, out)
 
 
@@ -150,7 +167,7 @@ def _walk_pool(
             break
         for width in range(1, max_width + 1):
             hosts = pool.hosts(width)
-            if hosts < nodes:
+            if hosts < nodes or (request.world_size is not None and nodes * width != request.world_size):
                 continue
             if nodes > 1 and best is not None and nodes * width >= best.layout.cards:
                 layout = engine.make_layout(pool, nodes, width, width, nodes, shape, request)
@@ -192,8 +209,8 @@ def _try_split(
     """The best (tp, pp) split of ``nodes × width`` cards that fits, refusing the others."""
     name, cards = engine.name, nodes * width
     accepted = None
-    for tp, pp in engine.decompositions(nodes, width, request):
-        layout = engine.make_layout(pool, nodes, width, tp, pp, shape, request)
+    for tp, pp in launch_splits(engine, nodes, width, request):
+        layout = make_launch(engine, pool, nodes, width, tp, pp, shape, request)
         if accepted is not None:
             out.refuse(
                 name, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards"
@@ -204,26 +221,36 @@ def _try_split(
             rule, reason = reasons[0]
             out.refuse(name, layout, artifact.name, rule, reason)
             continue
-        if weights.total_bytes > pool.gpu.memory_bytes * engine.usable_share(request) * cards:
+        replica_cards = cards // plain_dp(request)
+        if weights.total_bytes > pool.gpu.memory_bytes * engine.usable_share(request) * replica_cards:
             out.refuse(
                 name,
                 layout,
                 artifact.name,
                 "memory-lower-bound",
-                f"the weights alone ({weights.total_bytes / 2**30:.1f} GiB) exceed {cards} × {pool.gpu.name}",
+                f"the weights alone ({weights.total_bytes / 2**30:.1f} GiB) exceed {replica_cards} × {pool.gpu.name}",
             )
             break
-        evaluation = engine.evaluate(shape, precision, layout, pool.gpu, request, model_ref)
+        evaluation = evaluate_launch(engine, shape, precision, layout, pool.gpu, request, model_ref)
+        claim = engine.host_claim(layout, evaluation, request)
+        roomy = [n for n in pool.nodes if n.group(pool.gpu.name).count >= width and claim.fits(n)]
+        if len(roomy) < nodes:
+            most = max(pool.nodes, key=lambda n: n.host_ram_bytes)
+            out.refuse(name, layout, artifact.name, "host-ram", claim.refusal(most, name))
+            continue
+        node = max(roomy, key=lambda n: n.host_ram_bytes)
+        evaluation = with_host(evaluation, claim, node)
+        ram_now = sum(1 for n in roomy if claim.fits_now(n)) >= nodes
         option = Option(
             layout=layout,
             artifact=artifact,
             precision=precision.name,
             bits_per_weight=weights.bits,
             evaluation=evaluation,
-            free_now=pool.free_now(nodes, width, evaluation.free_needed_bytes),
-            hosts=hosts,
+            free_now=ram_now and pool.free_now(nodes, width, evaluation.free_needed_bytes),
+            hosts=min(hosts, len(roomy)),
             gpu=pool.gpu,
-            node=pool.nodes[0],
+            node=node,
         )
         if not evaluation.fits:
             out.refuse(name, layout, artifact.name, "memory", memory_reason(option.per_card), option=option)
@@ -237,7 +264,8 @@ def recheck_split(
 ) -> Option:
     """The same split at another context or concurrency: weights and overhead stay, the KV cache changes."""
     precision = shape.precision_of(option.artifact)
-    return option.with_evaluation(engine.evaluate(shape, precision, option.layout, option.gpu, request, model_ref))
+    ev = evaluate_launch(engine, shape, precision, option.layout, option.gpu, request, model_ref)
+    return option.with_evaluation(with_host(ev, engine.host_claim(option.layout, ev, request), option.node))
 
 
 class SplitWalk:
@@ -264,3 +292,18 @@ class SplitWalk:
     def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
         """The same layout re-evaluated for the new request."""
         return recheck_split(self, shape, option, request, model_ref)  # type: ignore[arg-type]
+
+    def serves(self, artifact: Artifact) -> bool:
+        """Safetensors weights only."""
+        return artifact.format == "safetensors"
+
+    def pin(
+        self,
+        shape: ModelShape,
+        cards: Sequence[CardRef],
+        artifacts: Sequence[Artifact],
+        request: PlanRequest,
+        model_ref: str,
+    ) -> PinnedLayout:
+        """The best split of exactly ``cards`` (:func:`explorer.engines.split_pinned.pin_split`)."""
+        return pin_split(self, shape, cards, artifacts, request, model_ref)  # type: ignore[arg-type]

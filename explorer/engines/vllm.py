@@ -41,6 +41,7 @@ from explorer.engines.common import (
     pp_partition,
     stage_kv_bytes,
 )
+from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import Footprint
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -170,6 +171,8 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
         parts.append(f"--tensor-parallel-size {layout.tp}")
     if layout.pp > 1:
         parts.append(f"--pipeline-parallel-size {layout.pp}")
+    if layout.dp > 1:
+        parts.append(f"--data-parallel-size {layout.dp}")
     parts.append(f"--max-model-len {request.context_tokens}")
     if request.gpu_memory_utilization != 0.9:
         parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
@@ -220,6 +223,10 @@ class VLLM(SplitWalk):
         """Divisibility rules (:func:`refusals`)."""
         return refusals(shape, layout, request)
 
+    def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
+        """Its swap space (:func:`explorer.engines.host_ram.vllm_claim`)."""
+        return vllm_claim(layout, request)
+
     def usable_share(self, request: PlanRequest) -> float:
         """``gpu_memory_utilization``: vLLM asks each card for that share."""
         return request.gpu_memory_utilization
@@ -251,7 +258,9 @@ class VLLM(SplitWalk):
         low, high = FOOTPRINT_PROBE_TOKENS
         per_token = (large.kv_cache - small.kv_cache) // (high - low)
         fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * low)
-        return Footprint(weights_bytes=small.weights, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token)
+        return Footprint(
+            weights_bytes=small.weights, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token, even_split=True
+        )
 
 
 ENGINE = VLLM()
