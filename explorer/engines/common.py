@@ -117,13 +117,14 @@ class PlanRequest:
     def world_size(self) -> int | None:
         """tp × pp × dp as the user gave them (a missing one counts 1); None when none was given.
 
-        Under DP attention the dp ranks share the tp group's cards, so dp does not multiply.
+        Under DP attention the dp ranks share the tp group's cards, so dp neither multiplies nor counts as given
+        (as gpustack reads ``--enable-dp-attention``).
         """
-        given = (self.tensor_parallel_size, self.pipeline_parallel_size, self.data_parallel_size)
+        dp = None if self.dp_attention else self.data_parallel_size
+        given = (self.tensor_parallel_size, self.pipeline_parallel_size, dp)
         if all(v is None for v in given):
             return None
-        dp = 1 if self.dp_attention else self.data_parallel_size or 1
-        return (self.tensor_parallel_size or 1) * (self.pipeline_parallel_size or 1) * dp
+        return (self.tensor_parallel_size or 1) * (self.pipeline_parallel_size or 1) * (dp or 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -237,7 +237,7 @@ def _try_split(
         if len(roomy) < nodes:
             most = max(pool.nodes, key=lambda n: n.host_ram_bytes)
             out.refuse(name, layout, artifact.name, "host-ram", claim.refusal(most, name))
-            continue
+            break
         node = max(roomy, key=lambda n: n.host_ram_bytes)
         evaluation = with_host(evaluation, claim, node)
         ram_now = sum(1 for n in roomy if claim.fits_now(n)) >= nodes

@@ -111,3 +111,58 @@ def test_pinned_gpus_report_the_overcommit(capsys):
     card = out["option"]["per_card"]
     assert status == 3 and out["overcommit_bytes"] == card["total"] - card["usable"] > 0
     assert "overcommits" in out["message"]
+
+
+def test_pinning_a_gguf_file_checks_llamacpp(capsys, tmp_path):
+    """A GGUF file pinned without --engine is llama.cpp's (it printed `vllm serve file.gguf` before); --engine vllm
+    on a GGUF is refused as vLLM serves safetensors."""
+    path = tmp_path / "tiny-Q4_K_M.gguf"
+    llamacpp_models.write_gguf(llamacpp_models.SPECS["llama_gqa"], str(path))
+    status = main(["plan", str(path), "--cluster", "1x2xl4-24g", "--gpus", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0 and out["option"]["engine"] == "llamacpp"
+    assert out["option"]["command"].startswith("llama-server -m tiny-Q4_K_M.gguf")
+    assert main(["plan", str(path), "--cluster", "1x2xl4-24g", "--gpus", "0", "--engine", "vllm"]) == 2
+    assert "vllm serves safetensors weights, not gguf" in capsys.readouterr().err
+
+
+def test_request_flags_reach_the_engines(capsys):
+    status, out = _json(
+        capsys,
+        str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"),
+        "--cluster",
+        "1x8xh100-80g",
+        "--engine",
+        "vllm",
+        "--engine",
+        "sglang",
+        "--tp",
+        "2",
+        "--max-num-seqs",
+        "64",
+        "--max-num-batched-tokens",
+        "4096",
+        "--chunked-prefill-size",
+        "4096",
+        "--cuda-graph-max-bs",
+        "32",
+        "--enforce-eager",
+    )
+    assert status == 0 and {o["tp"] for o in out["options"]} == {2}
+    commands = {o["engine"]: o["command"] for o in out["options"]}
+    assert "--max-num-seqs 64 --max-num-batched-tokens 4096 --enforce-eager" in commands["vllm"]
+    assert "--chunked-prefill-size 4096 --cuda-graph-max-bs 32 --disable-cuda-graph" in commands["sglang"]
+    assert all("memory_text" in o and isinstance(o["total_on_cards"], int) for o in out["options"])
+
+
+def test_no_cpu_offload_flag(capsys):
+    status, out = _json(
+        capsys,
+        str(CONFIGS / "meta-llama__Meta-Llama-3.1-70B.json"),
+        "--cluster",
+        "1x2xl40s-48g",
+        "--engine",
+        "llamacpp",
+        "--no-cpu-offload",
+    )
+    assert status == 3 and not out["options"] and "cpu-offload" in out["pruned"]

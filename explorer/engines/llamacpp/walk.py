@@ -30,10 +30,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import Layout, PlanRequest
-from explorer.engines.llamacpp.launch import NAME, evaluate, gguf_quant_for, llama_model
+from explorer.engines.common import Evaluation, Layout, PlanRequest
+from explorer.engines.llamacpp.launch import NAME, evaluate, gguf_quant_for, launch_split, llama_model
 from explorer.engines.llamacpp.offload import offload_for
-from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, Seat, card_seats, class_seats, metal_seat, rpc_seats
+from explorer.engines.llamacpp.seats import (
+    CUDA_CONTEXT_BYTES,
+    Seat,
+    card_seats,
+    class_seats,
+    metal_seat,
+    rpc_seats,
+    seats_from_cards,
+)
 from explorer.engines.options import Option, memory_reason
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.hardware.cards import CardRef, node_cards, roomiest_cards
@@ -161,8 +169,8 @@ def _try(
     return option
 
 
-def _fits_now(ctx: _Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> bool:
-    """Whether one of ``launches`` (seats offering free memory now, on a node) runs the option now."""
+def _now(ctx: _Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> Evaluation | None:
+    """The first of ``launches`` (seats offering free memory now, on a node) that runs the option now, evaluated."""
     fixed = replace(ctx.request, n_gpu_layers=option.evaluation.n_gpu_layers)
     seen = set()
     for seats, node in launches:
@@ -177,12 +185,20 @@ def _fits_now(ctx: _Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat]
         except (LlamaCppConfigError, LlamaCppFitError):
             continue
         if ev.fits and node.host_free_bytes >= ev.host.total:
-            return True
-    return False
+            return ev
+    return None
 
 
 def _accept(ctx: _Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> None:
-    ctx.out.accept(replace(option, free_now=_fits_now(ctx, option, launches)))
+    """Accept the option, free now when one of ``launches`` runs it now; a split that follows free memory
+    differently from the planned one is noted."""
+    now = _now(ctx, option, launches)
+    ev = option.evaluation
+    split = launch_split(ctx.request, seats_from_cards(now.cards)) if now is not None else ()
+    if len(split) > 1 and split != launch_split(ctx.request, seats_from_cards(ev.cards)):
+        shares = ",".join(f"{x:.3g}" for x in split)
+        ev = replace(ev, notes=(*ev.notes, f"launched now, llama.cpp splits by free memory: --tensor-split {shares}"))
+    ctx.out.accept(replace(option, evaluation=ev, free_now=now is not None))
 
 
 def _class_cards(node: Node, gpu: GPUClass) -> list[CardRef]:
@@ -286,7 +302,7 @@ def _walk_rpc(ctx: _Ctx, pool: Pool, local: Option | None) -> None:
         if found < len(others):
             _more_than_needed(ctx, layout_with(found + 1), option.layout.label, len(others) - found)
         return
-    widest = probe(len(others)) if first <= len(others) else None
+    widest = probe(len(others))
     if widest is None or not ctx.offload.partial or ctx.offload.fixed_ngl is not None:
         return
     if local is None or widest.evaluation.layers_on_host < local.evaluation.layers_on_host:
