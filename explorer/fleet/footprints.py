@@ -13,6 +13,10 @@ The cards are every GPU of the cluster, indexed in node order, each offering
 ``usable_fraction`` of its memory, or less when the spec says less is free
 (``free=0.5``: half of each card; ``free=6``: the other cards are busy and offer nothing). A cluster without discrete GPUs gives a
 unified budget instead: a Mac's Metal working set, or a CPU host's RAM share.
+
+A manual plan is charged against each card's whole memory (``FleetCards.plan_cards``), not what is free now:
+the plan says what the fleet holds when it runs, models already resident included, so charging it against
+``free=`` would count them twice (lilbee's ``placement_from_spec``).
 """
 
 from __future__ import annotations
@@ -41,31 +45,39 @@ class FleetCards:
         labels: ``node:index (class)`` for each card, by card index.
         unified_budget_bytes: a unified-memory or CPU budget when there are no discrete GPUs.
         gpu: the class footprints are measured on (the first card's), or None.
+        plan_cards: the same cards each offering ``usable_fraction`` of its whole memory, busy or not:
+            what a manual plan is charged against.
     """
 
     cards: tuple[Card, ...]
     labels: tuple[str, ...]
     unified_budget_bytes: int | None
     gpu: GPUClass | None
+    plan_cards: tuple[Card, ...] = ()
 
 
 def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: float = 0.85) -> FleetCards:
     """Every discrete GPU as a card; or, without any, a unified budget (Mac working set, else CPU RAM)."""
-    cards, labels = [], []
+    cards, labels, whole = [], [], []
     for node in cluster.nodes:
         if node.unified:
             continue
         index_on_node = 0
         for group in node.gpus:
             for k in range(group.count):
-                total = group.gpu.memory_bytes
+                total, cls = group.gpu.memory_bytes, group.gpu.name
                 usable = min(int(total * usable_fraction), group.free_bytes_on(k))
-                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total))
-                labels.append(f"{node.name}:{index_on_node} ({group.gpu.name})" + ("" if usable else ", busy"))
+                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total, gpu_class=cls))
+                whole.append(
+                    Card(index=len(whole), usable_bytes=int(total * usable_fraction), total_bytes=total, gpu_class=cls)
+                )
+                labels.append(f"{node.name}:{index_on_node} ({cls})" + ("" if usable else ", busy"))
                 index_on_node += 1
     if cards:
         first = next(g.gpu for n in cluster.nodes if not n.unified for g in n.gpus)
-        return FleetCards(cards=tuple(cards), labels=tuple(labels), unified_budget_bytes=None, gpu=first)
+        return FleetCards(
+            cards=tuple(cards), labels=tuple(labels), unified_budget_bytes=None, gpu=first, plan_cards=tuple(whole)
+        )
     if cluster.unified_nodes:
         node = max(cluster.unified_nodes, key=lambda n: n.gpu_usable_limit_bytes)
         return FleetCards(cards=(), labels=(), unified_budget_bytes=node.gpu_usable_limit_bytes, gpu=node.gpus[0].gpu)
@@ -87,8 +99,13 @@ def demand_for(
     name: str | None = None,
 ) -> ModelDemand:
     """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
-    (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's."""
+    (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's.
+
+    The term's context floor (``ID:CONTEXT/MIN``) lets the planner serve less than the target, down to it;
+    an engine that splits evenly (tensor parallelism) gives an even-splitting demand.
+    """
     context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
+    floor = None if term.min_context_tokens is None else min(term.min_context_tokens, context)
     artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
     sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
@@ -98,9 +115,11 @@ def demand_for(
         fixed_bytes_per_card=footprint.fixed_bytes_per_card,
         kv_bytes_per_token=footprint.kv_bytes_per_token,
         context_tokens=context,
+        min_context_tokens=floor,
         replicas=term.replicas,
         phases=term.phases,
         rank=rank,
+        even_split=footprint.even_split,
     )
 
 
