@@ -1,0 +1,115 @@
+"""What every llama.cpp candidate of a walk shares: the artifact's context, and how a candidate is tried,
+judged free now and accepted (:mod:`explorer.engines.llamacpp.walk`, :mod:`explorer.engines.llamacpp.spans`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from explorer.engines.common import Evaluation, Layout
+from explorer.engines.llamacpp.launch import NAME, evaluate, launch_split
+from explorer.engines.llamacpp.seats import Seat, seats_from_cards
+from explorer.engines.options import Option, memory_reason
+from explorer.errors import LlamaCppConfigError, LlamaCppFitError
+from explorer.hardware.cards import CardRef, node_cards
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.cluster import Node
+
+
+class Ctx:
+    """What every llama.cpp candidate of one artifact shares (the walk's state for one artifact)."""
+
+    def __init__(self, shape, model, artifact, quant, bits, request, model_ref, out, offload) -> None:
+        self.shape, self.model, self.artifact, self.quant, self.bits = shape, model, artifact, quant, bits
+        self.request, self.model_ref, self.out, self.offload = request, model_ref, out, offload
+        self.memo: dict = {}
+        #: per card class, the fewest cards of it on one node that hold every layer
+        self.full_width: dict[str, int] = {}
+
+    @property
+    def offloadable_bytes(self) -> int:
+        """Weights that can leave the host (``token_embd`` always stays)."""
+        return self.model.weight_bytes - self.model.token_embd_bytes
+
+
+def asked(ctx: Ctx, option: Option) -> bool:
+    """Whether the option is what was asked: every layer on devices, or exactly the user's ``-ngl``."""
+    return ctx.offload.fixed_ngl is not None or option.evaluation.layers_on_host == 0
+
+
+def try_launch(
+    ctx: Ctx, layout: Layout, seats: Sequence[Seat], gpu: GPUClass | None, node: Node, *, hosts: int
+) -> Option | None:
+    """Evaluate a launch; return the option if it fits, refuse it with the reason if not.
+
+    Launches on equal seats and an equal host give the same answer: each is evaluated once per plan.
+    """
+    key = (layout, tuple(seats), node.host_ram_bytes, node.gpu_usable_limit_bytes)
+    try:
+        if key not in ctx.memo:
+            ctx.memo[key] = evaluate(
+                ctx.model, ctx.artifact, layout, seats, node, ctx.request, ctx.model_ref, quant=ctx.quant
+            )[0]
+        ev = ctx.memo[key]
+    except LlamaCppConfigError as err:
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-config", err.message)
+        return None
+    option = Option(
+        layout=layout,
+        artifact=ctx.artifact,
+        precision=ctx.quant,
+        bits_per_weight=ctx.bits,
+        evaluation=ev,
+        free_now=False,
+        hosts=hosts,
+        gpu=gpu,
+        node=node,
+    )
+    if not ev.fits:
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "memory", memory_reason(option.per_card), option=option)
+        return None
+    return option
+
+
+def launched_now(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> Evaluation | None:
+    """The first of ``launches`` (seats offering free memory now, on a node) that runs the option now, evaluated."""
+    fixed = replace(ctx.request, n_gpu_layers=option.evaluation.n_gpu_layers)
+    seen = set()
+    for seats, node in launches:
+        key = (tuple(seats), node.host_free_bytes, node.host_ram_bytes)
+        if key in seen:
+            continue
+        seen.add(key)
+        if any(s.device.memory_bytes == 0 for s in seats):
+            continue
+        try:
+            ev, _ = evaluate(ctx.model, ctx.artifact, option.layout, seats, node, fixed, ctx.model_ref, quant=ctx.quant)
+        except (LlamaCppConfigError, LlamaCppFitError):
+            continue
+        if ev.fits and node.host_free_bytes >= ev.host.total:
+            return ev
+    return None
+
+
+def accept(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> None:
+    """Accept the option, free now when one of ``launches`` runs it now; a split that follows free memory
+    differently from the planned one is noted."""
+    now = launched_now(ctx, option, launches)
+    ev = option.evaluation
+    split = launch_split(ctx.request, seats_from_cards(now.cards)) if now is not None else ()
+    if len(split) > 1 and split != launch_split(ctx.request, seats_from_cards(ev.cards)):
+        shares = ",".join(f"{x:.3g}" for x in split)
+        ev = replace(ev, notes=(*ev.notes, f"launched now, llama.cpp splits by free memory: --tensor-split {shares}"))
+    ctx.out.accept(replace(option, evaluation=ev, free_now=now is not None))
+
+
+def class_cards(node: Node, gpu: GPUClass) -> list[CardRef]:
+    """A node's cards of one class, by position."""
+    return [c for c in node_cards(node) if c.gpu.name == gpu.name]
+
+
+def more_than_needed(ctx: Ctx, layout: Layout, label: str, count: int) -> None:
+    """Refuse ``count`` wider layouts: ``label`` already holds the model."""
+    ctx.out.refuse(
+        NAME, layout, ctx.artifact.name, "more-than-needed", f"{label} holds it: more cards only split it", count=count
+    )
