@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from explorer.engines.common import Evaluation, Layout
-from explorer.engines.llamacpp.launch import NAME, evaluate, launch_split
+from explorer.engines.common import Layout
+from explorer.engines.llamacpp.launch import NAME, evaluate, launch_split, settings_for
+from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.seats import Seat, seats_from_cards
 from explorer.engines.options import Option, memory_reason
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
@@ -71,36 +72,42 @@ def try_launch(
     return option
 
 
-def launched_now(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> Evaluation | None:
-    """The first of ``launches`` (seats offering free memory now, on a node) that runs the option now, evaluated."""
+def launched_now(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> tuple[float, ...] | None:
+    """The split of the first of ``launches`` (seats offering free memory now, on a node) that runs the option now
+    with its ``-ngl``; None when none does. Seats offering what the planned ones offer (idle cards) run it when the
+    host has the RAM free; others are sized again, llama.cpp's buffers only."""
+    planned = seats_from_cards(option.evaluation.cards)
+    offered = [s.device.memory_bytes for s in planned]
     fixed = replace(ctx.request, n_gpu_layers=option.evaluation.n_gpu_layers)
+    host_need = option.evaluation.host.total if option.evaluation.host else 0
     seen = set()
     for seats, node in launches:
         key = (tuple(seats), node.host_free_bytes, node.host_ram_bytes)
-        if key in seen:
+        if key in seen or node.host_free_bytes < host_need or any(s.device.memory_bytes == 0 for s in seats):
             continue
         seen.add(key)
-        if any(s.device.memory_bytes == 0 for s in seats):
-            continue
+        if [s.device.memory_bytes for s in seats] == offered:
+            return launch_split(ctx.request, planned)
         try:
-            ev, _ = evaluate(ctx.model, ctx.artifact, option.layout, seats, node, fixed, ctx.model_ref, quant=ctx.quant)
+            split = launch_split(ctx.request, seats)
+            mem = llamacpp_memory(ctx.model, settings_for(fixed, split=split), [s.device for s in seats])
         except (LlamaCppConfigError, LlamaCppFitError):
             continue
-        if ev.fits and node.host_free_bytes >= ev.host.total:
-            return ev
+        host_bytes = int(node.host_ram_bytes * ctx.request.host_fraction)
+        if mem.fits(host_bytes) and node.host_free_bytes >= mem.host.total_bytes:
+            return split
     return None
 
 
 def accept(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> None:
     """Accept the option, free now when one of ``launches`` runs it now; a split that follows free memory
     differently from the planned one is noted."""
-    now = launched_now(ctx, option, launches)
+    split = launched_now(ctx, option, launches)
     ev = option.evaluation
-    split = launch_split(ctx.request, seats_from_cards(now.cards)) if now is not None else ()
-    if len(split) > 1 and split != launch_split(ctx.request, seats_from_cards(ev.cards)):
+    if split is not None and len(split) > 1 and split != launch_split(ctx.request, seats_from_cards(ev.cards)):
         shares = ",".join(f"{x:.3g}" for x in split)
         ev = replace(ev, notes=(*ev.notes, f"launched now, llama.cpp splits by free memory: --tensor-split {shares}"))
-    ctx.out.accept(replace(option, evaluation=ev, free_now=now is not None))
+    ctx.out.accept(replace(option, evaluation=ev, free_now=split is not None))
 
 
 def class_cards(node: Node, gpu: GPUClass) -> list[CardRef]:
