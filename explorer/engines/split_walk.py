@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.common import Layout, PlanRequest, serve_reference
 from explorer.engines.interface import SplitEngine
 from explorer.engines.options import Option, memory_reason
 from explorer.hardware.cluster import Cluster
@@ -108,8 +108,9 @@ def walk_splits(
         weights = _Weights(
             bits=shape.bits_per_weight(precision), total_bytes=weight_breakdown(shape, precision).total_bytes
         )
+        ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
         for pool in gpu_pools(cluster):
-            _walk_pool(engine, shape, artifact, precision, weights, pool, request, model_ref, out)
+            _walk_pool(engine, shape, artifact, precision, weights, pool, request, ref, out)
 
 
 def _walk_pool(
@@ -237,7 +238,8 @@ def recheck_split(
 ) -> Option:
     """The same split at another context or concurrency: weights and overhead stay, the KV cache changes."""
     precision = shape.precision_of(option.artifact)
-    return option.with_evaluation(engine.evaluate(shape, precision, option.layout, option.gpu, request, model_ref))
+    ref = serve_reference(option.artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
+    return option.with_evaluation(engine.evaluate(shape, precision, option.layout, option.gpu, request, ref))
 
 
 class SplitWalk:

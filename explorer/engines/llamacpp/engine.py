@@ -36,6 +36,7 @@ from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.pools import Pool, gpu_pools
 from explorer.model.artifacts import Artifact
+from explorer.model.checkpoints import placeholder_ref
 from explorer.model.shapes import ModelShape
 from explorer.units import MiB
 
@@ -132,6 +133,25 @@ def _host_card(mem: LlamaCppMemory, node: Node, request: PlanRequest, unified_by
     )
 
 
+def gguf_source(artifact: Artifact, quant: str, model_ref: str) -> str:
+    """Where ``llama-server`` loads the model from: a published GGUF repository's file
+    (``--hf-repo REPO --hf-file FILE``), the file itself, or, for weights that need converting
+    first, a visible placeholder that no shell would run by mistake."""
+    if artifact.format == "gguf" and artifact.files:
+        repo = artifact.repo or (model_ref if _is_hub_id(model_ref) else None)
+        if repo:
+            return f"--hf-repo {repo} --hf-file {artifact.files[0]}"
+        return f"-m {artifact.files[0]}"
+    if artifact.format == "gguf":  # a what-if GGUF quant that no known repository publishes
+        return f"-m {placeholder_ref(f'{quant} GGUF', model_ref)}"
+    return f"-m <{model_ref} converted to a {quant} GGUF (convert_hf_to_gguf.py, then llama-quantize)>"
+
+
+def _is_hub_id(ref: str) -> bool:
+    """``org/name`` (not a local path): what ``--hf-repo`` takes."""
+    return ref.count("/") == 1 and not ref.startswith((".", "/", "~")) and not ref.lower().endswith(".gguf")
+
+
 def command(
     model_ref: str,
     artifact: Artifact,
@@ -142,8 +162,7 @@ def command(
     split: tuple[float, ...],
 ) -> str:
     """The ``llama-server`` line; ``quant`` names the converted file when the artifact is not a GGUF."""
-    target = artifact.files[0] if artifact.files else f"{model_ref.rsplit('/', 1)[-1]}-{quant}.gguf"
-    parts = ["llama-server", f"-m {target}", f"-c {mem.settings.n_ctx}"]
+    parts = ["llama-server", gguf_source(artifact, quant, model_ref), f"-c {mem.settings.n_ctx}"]
     if not layout.cpu:
         parts.append(f"-ngl {mem.n_gpu_layers}")
     if len(split) > 1:
@@ -262,6 +281,16 @@ def walk(
     """Every llama.cpp way to run each artifact on the cluster, into ``out``."""
     served = shape.params - sum(t.elements for t in shape.mtp)
     for artifact in artifacts:
+        if artifact.format != "gguf" and artifact.repo:  # another repository's safetensors (AWQ, FP8…)
+            out.refuse(
+                NAME,
+                None,
+                artifact.name,
+                "format",
+                f"llama.cpp loads GGUF files; {artifact.repo} publishes {artifact.quant} safetensors "
+                "(plan a GGUF quant such as Q4_K_M for llama.cpp)",
+            )
+            continue
         try:
             model = llama_model(shape, artifact)
         except (LlamaCppConfigError, LlamaCppFitError, ValueError) as err:
