@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.offer import plan_artifacts
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
+from explorer.sources.checkpoints import checkpoints_for_plan
 from explorer.sources.resolve import load_model
 from explorer.sources.shipped import load_cluster_file, parse_cluster, read_prices, shipped_prices
 from explorer.sources.spec import parse_model_spec
@@ -171,8 +173,18 @@ def resolve_for_plan(args: argparse.Namespace):
     spec = parse_model_spec(args.model)
     resolved = load_model(args.model, **kw)
     named = spec.filename or spec.kind == "gguf"
+    checkpoints = resolved.checkpoints
+    if args.quant and resolved.repo and not named:  # a what-if precision: which repository publishes it?
+        found = checkpoints_for_plan(resolved.repo, offline=args.offline, token=args.token)
+        checkpoints = found.checkpoints
+        if found.note:
+            print(f"note: {found.note}", file=sys.stderr)
     artifacts = plan_artifacts(
-        resolved.shape, resolved.artifacts, quant=args.quant, selected=resolved.selected if named else None
+        resolved.shape,
+        resolved.artifacts,
+        quant=args.quant,
+        selected=resolved.selected if named else None,
+        checkpoints=checkpoints,
     )
     return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model
 

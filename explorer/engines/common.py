@@ -14,6 +14,8 @@ from functools import lru_cache
 from typing import Literal
 
 from explorer.engines.fit_search import largest_fitting
+from explorer.model.artifacts import Artifact
+from explorer.model.checkpoints import placeholder_ref
 from explorer.model.dtypes import ElementType
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
@@ -345,3 +347,38 @@ def largest_context(slack, upper: int, step: int = 1) -> int:
         return upper
     best = largest_fitting(lambda k: slack(k * step), 1, upper // step)
     return 0 if best is None else best * step
+
+
+def serve_reference(artifact: Artifact, method: str, model_ref: str, online_methods: frozenset[str],
+                    original_method: str = "none") -> str:  # fmt: skip
+    """The model a launch command loads for ``artifact``: never the original weights by mistake.
+
+    A published checkpoint loads from its own repository; the model's own
+    weights load from ``model_ref``, and so does a what-if the engine applies
+    while loading (``method`` in ``online_methods``, e.g. vLLM's ``--quantization
+    fp8``) when the original weights are unquantised (``original_method`` ``none``);
+    any other what-if has no repository to load, so the command names a visible
+    placeholder (``<ORG/NAME at int4 AWQ g128: no published checkpoint known>``).
+    """
+    if artifact.repo:
+        return artifact.repo
+    online = method in online_methods or method == "none"  # "none": a dense cast (``--dtype float16``)
+    if not artifact.what_if or (online and original_method == "none"):
+        return model_ref
+    return placeholder_ref(artifact.quant, model_ref)
+
+
+#: a dense precision's name → the ``--dtype`` vLLM and SGLang cast the weights to while loading
+DTYPE_FLAGS: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def online_flags(shape_method: str, shape_dtype: str, precision_source: str, method: str, name: str,
+                 online: frozenset[str]) -> list[str]:  # fmt: skip
+    """The flags that make an engine produce a what-if precision from the original weights while loading:
+    ``--dtype float16`` for a dense cast, ``--quantization fp8`` for an online method; none for a
+    published checkpoint or over weights that are already quantised."""
+    if precision_source != "what-if" or shape_method != "none":
+        return []
+    if method == "none" and name in DTYPE_FLAGS and name != shape_dtype:
+        return [f"--dtype {DTYPE_FLAGS[name]}"]
+    return [f"--quantization {method}"] if method in online else []

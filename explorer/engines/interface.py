@@ -127,6 +127,12 @@ class Engine(Protocol):
 class SplitEngine(Engine, Protocol):
     """An engine whose replicas split tensor × pipeline over a pool's cards (vLLM, SGLang)."""
 
+    @property
+    def online_methods(self) -> frozenset[str]:
+        """Precision methods the engine applies to the original weights while loading them
+        (vLLM's ``--quantization fp8``): a what-if of these needs no published checkpoint."""
+        ...
+
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) splits of ``nodes × width`` cards the engine runs, the best first."""
         ...

@@ -128,6 +128,8 @@ class Option:
             "engine": self.engine,
             "artifact": self.artifact.name,
             "format": self.artifact.format,
+            "repo": self.artifact.repo,
+            "what_if": self.artifact.what_if,
             "precision": self.precision,
             "bits_per_weight": round(self.bits_per_weight, 3),
             "gpu_class": None if lay.cpu else lay.gpu_class,
@@ -155,7 +157,7 @@ class Option:
             "max_context": ev.max_context_tokens,
             "max_concurrency": ev.max_concurrency,
             "command": ev.command,
-            "notes": list(ev.notes),
+            "notes": [*([self.artifact.note] if self.artifact.note else []), *ev.notes],
         }
         if self.speed is not None:
             out.update(self.speed.to_dict())

@@ -36,6 +36,7 @@ from explorer.engines.common import (
     PlanRequest,
     card_role,
     largest_context,
+    online_flags,
     pp_partition,
     stage_kv_bytes,
 )
@@ -225,8 +226,8 @@ def command(
         parts.append(f"--dp-size {layout.dp}")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {'fp8_e4m3' if request.kv_dtype == 'fp8' else request.kv_dtype}")
-    if precision.source == "what-if" and precision.method == "fp8":
-        parts.append("--quantization fp8")
+    parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
+                          SGLang.online_methods)  # fmt: skip
     if request.speculative:
         parts.append(f"--speculative-algorithm {request.speculative}")
     if request.enable_mixed_chunk:
@@ -272,6 +273,8 @@ class SGLang(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "sglang"
+    #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
+    online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

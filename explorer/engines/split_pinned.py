@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.common import PlanRequest, serve_reference
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
 from explorer.engines.launches import evaluate_launch, launch_splits, make_launch
@@ -63,6 +63,7 @@ def pin_split(
     width = len(cards) // len(nodes)
     pool = Pool(gpu=gpu, nodes=nodes, fabric=nodes[0].fabric, spannable=len(nodes) > 1)
     precision = shape.precision_of(artifact)
+    ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
     reasons: list[str] = []
     for tp, pp in launch_splits(engine, len(nodes), width, request):
         layout = make_launch(engine, pool, len(nodes), width, tp, pp, shape, request)
@@ -70,7 +71,7 @@ def pin_split(
         if refused:
             reasons.append(refused[0][1])
             continue
-        ev = evaluate_launch(engine, shape, precision, layout, gpu, request, model_ref)
+        ev = evaluate_launch(engine, shape, precision, layout, gpu, request, ref)
         tightest = min(nodes, key=lambda n: n.host_ram_bytes)
         ev = with_host(ev, engine.host_claim(layout, ev, request), tightest)
         option = Option(

@@ -36,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.common import Layout, PlanRequest, serve_reference
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
 from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, plain_dp, world_refusal
@@ -125,8 +125,9 @@ def walk_splits(
         if world:
             out.refuse(name, None, artifact.name, "world-size", world)
             continue
+        ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
         for pool in pools:
-            _walk_pool(engine, shape, artifact, precision, weights, pool, request, model_ref, out)
+            _walk_pool(engine, shape, artifact, precision, weights, pool, request, ref, out)
 
 
 def _walk_pool(
@@ -264,7 +265,8 @@ def recheck_split(
 ) -> Option:
     """The same split at another context or concurrency: weights and overhead stay, the KV cache changes."""
     precision = shape.precision_of(option.artifact)
-    ev = evaluate_launch(engine, shape, precision, option.layout, option.gpu, request, model_ref)
+    ref = serve_reference(option.artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
+    ev = evaluate_launch(engine, shape, precision, option.layout, option.gpu, request, ref)
     return option.with_evaluation(with_host(ev, engine.host_claim(option.layout, ev, request), option.node))
 
 

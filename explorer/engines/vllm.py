@@ -38,6 +38,7 @@ from explorer.engines.common import (
     PlanRequest,
     card_role,
     largest_context,
+    online_flags,
     pp_partition,
     stage_kv_bytes,
 )
@@ -180,8 +181,8 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
         parts.append("--enable-expert-parallel")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {request.kv_dtype}")
-    if precision.source == "what-if" and precision.method == "fp8" and precision is not shape.precision:
-        parts.append("--quantization fp8")
+    parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
+                          VLLM.online_methods)  # fmt: skip
     if request.max_num_seqs:
         parts.append(f"--max-num-seqs {request.max_num_seqs}")
     if request.max_num_batched_tokens:
@@ -207,6 +208,8 @@ class VLLM(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "vllm"
+    #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
+    online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

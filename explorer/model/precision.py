@@ -39,7 +39,7 @@ from explorer.model.tensors import Tensor
 from explorer.units import cdiv
 
 FormatKind = Literal["dense", "fp8", "int", "bnb8", "bnb4", "nvfp4", "mxfp4", "gguf", "ggml"]
-Source = Literal["config", "what-if", "gguf"]
+Source = Literal["config", "what-if", "gguf", "published"]
 
 #: wrapper prefixes stripped before matching module names against skip lists
 _PREFIXES = ("model.language_model.", "language_model.", "text_model.", "llm.")
@@ -134,7 +134,8 @@ class Precision:
         groups: formats by target, first match wins.
         skip: modules left in ``base`` (globs, ``re:`` regexes or names).
         roles: when set, only tensors of these roles are quantised (MXFP4: experts).
-        source: read from the checkpoint's config, a what-if, or a GGUF file.
+        source: read from the checkpoint's config, a what-if, a GGUF file, or the precision of another
+            repository's published checkpoint (``published``: it loads as its own config says).
         kv_cache_hint: a KV cache dtype the checkpoint ships scales for (``fp8``).
         all_matrices: quantise every 2-D tensor, embeddings and head included
             (a GGUF what-if: llama.cpp quantises ``token_embd`` and ``output`` too).

@@ -166,3 +166,17 @@ def test_no_cpu_offload_flag(capsys):
         "--no-cpu-offload",
     )
     assert status == 3 and not out["options"] and "cpu-offload" in out["pruned"]
+
+
+def test_a_what_if_awq_plan_loads_a_published_awq_checkpoint(capsys, offline):
+    """Issue 13 §4: ``--quant int4-awq`` on the 70B never prints ``vllm serve meta-llama/Meta-Llama-3.1-70B``."""
+    status, out = _json(
+        capsys, "meta-llama/Meta-Llama-3.1-70B", "--offline", "--cluster", "1x2xl40s-48g", "--context", "32768",
+        "--quant", "int4-awq",
+    )  # fmt: skip
+    assert status == 0
+    vllm = next(o for o in out["options"] if o["engine"] == "vllm")
+    assert vllm["repo"] == "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4" and vllm["what_if"]
+    assert vllm["command"].startswith("vllm serve hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4 ")
+    assert any("stands in for meta-llama/Meta-Llama-3.1-70B" in n for n in vllm["notes"])
+    assert all("serve meta-llama/Meta-Llama-3.1-70B " not in o["command"] for o in out["options"])

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import statistics
 import subprocess
 import sys
-import time
 from dataclasses import replace
 
 from support.corpus import ROOT
@@ -99,21 +97,15 @@ def test_explorer_bad_spec_is_a_callout(offline):
     assert not any("Traceback" in t for t in texts)
 
 
-def test_planner_update_is_fast_on_64_gpus(offline):
-    """A slider move re-plans only: under 50 ms (median) on eight 8×H100 nodes."""
+def test_the_app_plans_a_64_gpu_cluster_at_every_context_step(offline):
+    """A slider move re-plans only (its latency is a benchmark: ``python -m explorer.bench.plan``)."""
     defs = run_explorer(spec="8x8xh100-80g@ib0")
     model, request = defs["model"], defs["request"]
     cluster = parse_cluster("8x8xh100-80g@ib0")
     assert cluster.total_gpus == 64
-    artifacts = model.artifacts
-    times = []
     for context in defs["context_steps"]:
-        t0 = time.perf_counter()
-        plan(model.shape, cluster, replace(request, context_tokens=context), artifacts=artifacts)
-        times.append((time.perf_counter() - t0) * 1000)
-    median = statistics.median(times)
-    print(f"\nplanner per update, 64 GPUs, {model.repo}: median {median:.1f} ms, max {max(times):.1f} ms")
-    assert median < 50
+        result = plan(model.shape, cluster, replace(request, context_tokens=context), artifacts=model.artifacts)
+        assert all(o.evaluation.max_context_tokens >= context for o in result.options if o.fits)
 
 
 def test_kv_notebook_shows_the_shapes_figures(offline):

@@ -79,8 +79,8 @@ class LlamaCpp:
         return footprint(shape, artifact, kv_dtype)
 
     def serves(self, artifact: Artifact) -> bool:
-        """Any artifact: a GGUF as it is, original weights as the GGUF they convert to."""
-        return True
+        """A GGUF as it is, the model's own weights as the GGUF they convert to (:func:`pinned.serves`)."""
+        return pinned.serves(artifact)
 
     def pin(
         self,

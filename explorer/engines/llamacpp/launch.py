@@ -32,6 +32,7 @@ from explorer.engines.options import Option
 from explorer.errors import LlamaCppFitError
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
+from explorer.model.checkpoints import placeholder_ref
 from explorer.model.shapes import ModelShape
 
 NAME: EngineName = "llamacpp"
@@ -126,6 +127,25 @@ def _host_card(mem: LlamaCppMemory, node: Node, request: PlanRequest, unified_by
     )
 
 
+def gguf_source(artifact: Artifact, quant: str, model_ref: str) -> str:
+    """Where ``llama-server`` loads the model from: a published GGUF repository's file
+    (``--hf-repo REPO --hf-file FILE``), the file itself, or, for weights that need converting
+    first, a visible placeholder that no shell would run by mistake."""
+    if artifact.format == "gguf" and artifact.files:
+        repo = artifact.repo or (model_ref if _is_hub_id(model_ref) else None)
+        if repo:
+            return f"--hf-repo {repo} --hf-file {artifact.files[0]}"
+        return f"-m {artifact.files[0]}"
+    if artifact.format == "gguf":  # a what-if GGUF quant that no known repository publishes
+        return f"-m {placeholder_ref(f'{quant} GGUF', model_ref)}"
+    return f"-m <{model_ref} converted to a {quant} GGUF (convert_hf_to_gguf.py, then llama-quantize)>"
+
+
+def _is_hub_id(ref: str) -> bool:
+    """``org/name`` (not a local path): what ``--hf-repo`` takes."""
+    return ref.count("/") == 1 and not ref.startswith((".", "/", "~")) and not ref.lower().endswith(".gguf")
+
+
 def command(
     model_ref: str,
     artifact: Artifact,
@@ -140,8 +160,7 @@ def command(
 
     A CPU-only launch carries neither ``-ngl`` nor ``--tensor-split``; RPC servers are listed by endpoint.
     """
-    target = artifact.files[0] if artifact.files else f"{model_ref.rsplit('/', 1)[-1]}-{quant}.gguf"
-    parts = ["llama-server", f"-m {target}", f"-c {mem.settings.n_ctx}"]
+    parts = ["llama-server", gguf_source(artifact, quant, model_ref), f"-c {mem.settings.n_ctx}"]
     if not layout.cpu:
         parts.append(f"-ngl {mem.n_gpu_layers}")
         if len(split) > 1:

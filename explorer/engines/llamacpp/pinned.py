@@ -32,6 +32,11 @@ from explorer.model.shapes import ModelShape
 from explorer.units import gib
 
 
+def serves(artifact: Artifact) -> bool:
+    """A GGUF, or the model's own weights (converted); not another repository's safetensors (AWQ, FP8…)."""
+    return artifact.format == "gguf" or not artifact.repo
+
+
 def one_layer_bytes(model: LlamaModel, request: PlanRequest, card: CardRef) -> int:
     """What ``-ngl 1`` puts on this card alone, its CUDA context included (bytes)."""
     (seat,) = card_seats([card])
@@ -52,9 +57,10 @@ def pin(
         ManualSelectionError: no artifact, a request that runs on the CPU only, a card that cannot hold
             one layer, or settings llama.cpp refuses.
     """
-    if not artifacts:
-        raise ManualSelectionError("no artifact to pin")
-    artifact = next((a for a in artifacts if a.format == "gguf"), artifacts[0])
+    served = [a for a in artifacts if serves(a)]
+    if not served:
+        raise ManualSelectionError("llama.cpp loads GGUF files or the model's own weights, and none is offered")
+    artifact = next((a for a in served if a.format == "gguf"), served[0])
     model = llama_model(shape, artifact)
     offload = offload_for(request, model.n_layer)
     if offload.conflict:

@@ -57,6 +57,16 @@ def walk(
     """Every llama.cpp way to run each artifact on the cluster, into ``out`` (see the module docstring)."""
     served = shape.params - sum(t.elements for t in shape.mtp)
     for artifact in artifacts:
+        if artifact.format != "gguf" and artifact.repo:  # another repository's safetensors (AWQ, FP8…)
+            out.refuse(
+                NAME,
+                None,
+                artifact.name,
+                "format",
+                f"llama.cpp loads GGUF files; {artifact.repo} publishes {artifact.quant} safetensors "
+                "(plan a GGUF quant such as Q4_K_M for llama.cpp)",
+            )
+            continue
         try:
             model = llama_model(shape, artifact)
         except (LlamaCppConfigError, LlamaCppFitError, ValueError) as err:
