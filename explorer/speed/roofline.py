@@ -288,6 +288,14 @@ def _hops_s(where: Placement, tokens: int, hidden: int) -> float:
     return sum(latency + size / bw for bw, latency in where.hops)
 
 
+def micro_batches(batch: int, stages: int) -> int:
+    """How many micro-batches vLLM/SGLang split a decode batch into over ``stages`` pipeline stages: min(B, pp).
+
+    One sequence is one micro-batch: it visits the stages in turn and each card idles (pp − 1)/pp of a cycle.
+    """
+    return min(batch, stages)
+
+
 def decode_cycle_s(shape, where: Placement, batch: int, context: int, kv, tally: Tally | None = None) -> float:
     """Seconds between two tokens of one sequence when ``batch`` sequences decode together at ``context``.
 
@@ -299,7 +307,7 @@ def decode_cycle_s(shape, where: Placement, batch: int, context: int, kv, tally:
         if tally is not None:
             tally.interconnect_s += hops
         return total + hops
-    micro = min(batch, len(where.parts))
+    micro = micro_batches(batch, len(where.parts))
     size = cdiv(batch, micro)
     steps = [_part_step(shape, p, size, context, kv, tally) for p in where.parts]
     hops = _hops_s(where, size, shape.hidden_size)
