@@ -21,6 +21,7 @@ from explorer.gguf.mix import MIX_BASE_TYPES, PUBLISHED_FILES, gguf_mix
 from explorer.model.precision import Precision, WeightFormat
 from explorer.model.tensors import Tensor
 from explorer.plan.ranking import PUBLISHED_PERPLEXITY, quality
+from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui.kv_lesson import kv_table
 from explorer.units import GiB, cdiv
 
@@ -28,7 +29,7 @@ __all__ = [
     "KV_TYPES",
     "LADDER",
     "LESSON_MODELS",
-    "PERPLEXITY_PARAMS",
+    "PERPLEXITY_MODELS",
     "QuantDefaults",
     "is_mix",
     "kept_bytes",
@@ -77,8 +78,9 @@ class QuantDefaults:
     sequences: int = 1
 
 
-#: weights of the models llama-quantize measured its perplexity on (Llama-3-8B: Meta-Llama-3.1-8B's count)
-PERPLEXITY_PARAMS: dict[str, int] = {"Llama-3-8B": 8_030_261_248}
+#: the snapshot model standing for the one llama-quantize measured its perplexity on (Llama-3-8B and 3.1-8B
+#: have the same 8,030,261,248 weights)
+PERPLEXITY_MODELS: dict[str, str] = {"Llama-3-8B": "meta-llama/Meta-Llama-3.1-8B"}
 
 
 def kept_bytes(shape, precision: Precision) -> int:
@@ -281,8 +283,8 @@ def perplexity_rows() -> list[dict[str, Any]]:
     """
     rows = []
     for name, size_gib, dppl, model in PUBLISHED_PERPLEXITY:
-        params = PERPLEXITY_PARAMS.get(model)
-        bits = size_gib * 2**30 * 8 / params if params else 16.0
+        repo = PERPLEXITY_MODELS.get(model)
+        bits = size_gib * 2**30 * 8 / load_snapshot().shape(repo).params if repo else 16.0
         rows.append({"mix": name, "gib": size_gib, "bits": bits, "dppl": dppl, "model": model})
     return rows
 
