@@ -19,6 +19,7 @@ from explorer.hardware.cluster import Cluster
 from explorer.hardware.cluster_dict import cluster_from_text
 from explorer.hardware.cluster_text import parse_cluster_spec
 from explorer.speed.prices import PriceTable, parse_prices
+from explorer.speed.published import Measurement, parse_measurements
 
 
 def _read_text(path: str | Path, what: str, error: type[CatalogueError] | type[ClusterSpecError]) -> str:
@@ -52,6 +53,13 @@ def read_prices(path: str | Path) -> PriceTable:
         CatalogueError: the file cannot be read or is malformed.
     """
     return parse_prices(_read_text(path, "the price table", CatalogueError), source=str(path))
+
+
+@cache
+def published_speeds() -> tuple[Measurement, ...]:
+    """The published decode measurements shipped in ``data/published_speeds.csv`` (read once; sources per row)."""
+    path = data_path("published_speeds.csv")
+    return parse_measurements(_read_text(path, "the published speeds", CatalogueError), source=str(path))
 
 
 def parse_cluster(text: str, catalogue: Catalogue | None = None) -> Cluster:
