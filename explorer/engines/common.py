@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from explorer.engines.calibration import Calibration
 from explorer.engines.fit_search import largest_fitting
 from explorer.model.dtypes import ElementType
 from explorer.model.kv_cache import (
@@ -60,6 +61,10 @@ class PlanRequest:
         ubatch_tokens: llama.cpp ``-ub``.
         mmap: llama.cpp memory-maps the file (``--no-mmap`` turns it off).
         host_fraction: share of a node's RAM one replica may be planned to use.
+        vllm_version: the vLLM release to plan for (``0.19.0``; None: the current one); its accounting
+            changed between releases (:mod:`explorer.engines.vllm_release`).
+        calibrations: figures measured from the user's own engine logs, by engine and card class
+            (:mod:`explorer.engines.calibration`).
     """
 
     context_tokens: int = 4096
@@ -84,6 +89,8 @@ class PlanRequest:
     ubatch_tokens: int = 512
     mmap: bool = True
     host_fraction: float = 0.85
+    vllm_version: str | None = None
+    calibrations: tuple[Calibration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -7,6 +7,7 @@ from support.corpus import shape_of
 
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest, pp_partition
+from explorer.engines.vllm_budget import capture_sizes
 from explorer.sources.shipped import shipped_catalogue
 from explorer.units import GiB, MiB
 
@@ -20,17 +21,17 @@ def _eval(name, gpu, request, **layout):
 
 
 def test_kvplan_case_llama_8b_on_one_l4():
-    # L4: 23,034 MiB; gmu 0.92 → 20.69 GiB usable. One 131,072-token request needs
+    # L4: torch sees 22.05 GiB (of the driver's 23,034 MiB); gmu 0.92. One 131,072-token request needs
     # 131,072 × 131,072 B = 16.00 GiB of KV: it cannot fit beside 14.96 GiB of weights.
-    ev = _eval(
-        "meta-llama__Meta-Llama-3.1-8B", "l4-24g", PlanRequest(context_tokens=131072, gpu_memory_utilization=0.92)
-    )
+    request = PlanRequest(context_tokens=131072, gpu_memory_utilization=0.92, max_num_seqs=128, vllm_version="0.11.0")
+    ev = _eval("meta-llama__Meta-Llama-3.1-8B", "l4-24g", request)
     card = ev.cards[0]
     assert card.kv_cache == 16 * GiB
-    assert card.usable == int(23034 * MiB * 0.92)
+    assert card.usable == int(round(22.05 * GiB) * 0.92)
     assert not ev.fits
-    # 2048-token chunk and 256 sequences on a card under 70 GiB: the room left holds about 40k tokens
-    assert 38_000 < ev.max_context_tokens < 42_000
+    # vLLM 0.11 on an L4 with these flags logged 38,944 tokens of KV cache (vllm__llama-3.1-8b__L4__1):
+    # the longest context explorer allows is within 5 % of it, whole 16-token blocks
+    assert abs(ev.max_context_tokens - 38_944) <= 0.05 * 38_944
     assert ev.max_context_tokens % 16 == 0
     assert "--gpu-memory-utilization 0.92" in ev.command and "--max-model-len 131072" in ev.command
 
@@ -38,13 +39,32 @@ def test_kvplan_case_llama_8b_on_one_l4():
 def test_budget_terms_on_an_h100():
     ev = _eval("meta-llama__Meta-Llama-3.1-8B", "h100-80g", PlanRequest(context_tokens=8192))
     card = ev.cards[0]
-    # T = 8192, R = 1024 on a big card: 8192 × (2·4096 + 3·14336) × 2 + 1024 × 128256 × 4
-    assert card.activations == 8192 * (2 * 4096 + 3 * 14336) * 2 + 1024 * 128256 * 4
-    # graphs: 0.1 GiB + 7 MiB × 51 capture sizes; non-torch 0.15 GiB (single card)
-    assert vllm.capture_sizes(1024, 8192) == 51
-    assert card.overhead == GiB // 10 + 7 * MiB * 51 + int(0.15 * GiB)
+    # the budget is 0.9 of torch's 79.19 GiB, not of the driver's 79.65
+    assert card.usable == int(round(79.19 * GiB) * 0.9)
+    # T = 8192, R = 1024 on a big card; the current release's sampler peak (15.5 B a logit) beats the
+    # forward pass: max(15.5 × 1024 × 128,256, 8192 × (4·4096 + 3·14336) × 2) = 2,035,679,232
+    assert card.activations == 2_035_679_232 > 8192 * (4 * 4096 + 3 * 14336) * 2
+    # graphs inside the budget (from 0.21): 0.1 GiB + 7 MiB × 2 modes × 51 capture sizes; non-torch 0.25 GiB
+    assert capture_sizes(1024, 8192) == 51
+    assert card.overhead == GiB // 10 + 7 * MiB * 2 * 51 + GiB // 4
     assert card.kv_cache == 8192 * 131072
     assert ev.fits and ev.max_context_tokens == 131072
+
+
+def test_releases_change_the_terms():
+    # vLLM 0.15 on one H100, Qwen3-14B at gmu 0.95 (vllm__qwen3-14b__H100__2): 5.64 GiB of activation
+    # (38.9 B × 1024 × 151,936 logits), 0.13 GiB non-torch, graphs outside the budget → 41.94 GiB of KV logged
+    request = PlanRequest(context_tokens=8192, gpu_memory_utilization=0.95, vllm_version="0.15.0")
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    old = _eval("meta-llama__Meta-Llama-3.1-8B", "h100-80g", request).cards[0]
+    assert old.activations == int(38.9 * 1024 * 128256)
+    assert old.overhead == int(0.13 * GiB)  # no CUDA graphs before 0.21
+    v0 = _eval("meta-llama__Meta-Llama-3.1-8B", "rtx3090-24g", PlanRequest(context_tokens=20000, vllm_version="0.6.4"))
+    # V0 without chunked prefill profiles the whole 20,000-token context: 20,000 × (3·4096 + 3·14336) × 2 bytes,
+    # 2.06 GiB against 2.07 logged (vllm__llama-3.1-8b__RTX3090__1); non-torch 0.35 GiB
+    assert v0.cards[0].activations == 20000 * (3 * 4096 + 3 * 14336) * 2
+    assert v0.cards[0].overhead == int(0.35 * GiB)
+    assert shape.vocab_size == 128256
 
 
 def test_kv_heads_replicate_past_tp():
