@@ -15,6 +15,7 @@ from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.offer import plan_artifacts
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
+from explorer.sources.cache.calibrations import stored_calibrations
 from explorer.sources.resolve import load_model
 from explorer.sources.shipped import load_cluster_file, parse_cluster, read_prices, shipped_prices
 from explorer.sources.spec import parse_model_spec
@@ -50,6 +51,9 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ubatch", type=int, default=512, help="llama.cpp -ub")
     p.add_argument("--parallel", type=int, default=None, help="llama.cpp -np (same as --concurrency)")
     p.add_argument("--no-mmap", action="store_true", help="llama.cpp --no-mmap")
+    p.add_argument(
+        "--vllm-version", default=None, metavar="VER", help="the vLLM release to plan for (default: the current one)"
+    )
 
 
 def read_cluster(text: str) -> Cluster:
@@ -85,6 +89,8 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         batch_tokens=args.batch,
         ubatch_tokens=args.ubatch,
         mmap=not args.no_mmap,
+        vllm_version=args.vllm_version,
+        calibrations=stored_calibrations(),
     )
 
 
@@ -291,6 +297,9 @@ def print_result(result: PlanResult, *, top: int = 15) -> None:
             f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
             f"of {gib(card.usable)} usable\n  {best.evaluation.command}"
         )
+        calibrated = [n for n in best.evaluation.notes if n.startswith("calibrated from")]
+        if calibrated:
+            print(f"  {calibrated[0]}")
         print_speed(best)
         print(
             "  (tok/s est: one sequence's decode rate at the asked concurrency, bound × efficiency; "

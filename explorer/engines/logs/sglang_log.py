@@ -79,7 +79,7 @@ def _settings(text: str) -> tuple[str | None, dict[str, Any]]:
                 out[_FIELDS[_FLAGS[flag]]] = _value(value)
             elif flag == "--enable-dp-attention":
                 out["enable_dp_attention"] = True
-    args = first(r"server_args=ServerArgs\((.*)\)\s*$", text)
+    args = first(r"server_args=ServerArgs\((.*)$", text)
     if args:
         for key, value in re.findall(r"\b(\w+)=('[^']*'|[^,]+)", args[1]):
             if key == "model_path":
