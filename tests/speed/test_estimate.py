@@ -21,6 +21,7 @@ from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.plan.planner import plan, recheck
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_context
+from explorer.speed.floor import decode_floor_s
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
 
@@ -295,7 +296,9 @@ def test_an_unknown_card_has_no_speed_and_sorts_last():
 
 
 def test_plan_attaches_speed_and_sorts_fastest_first():
-    shape = shape_of(LLAMA8B)
+    # Llama-3.1-70B: past tp 4 the floor (80 layers × 0.2 ms) is all that is left, so tp 8 ranks first only
+    # by a little; an 8B at batch 1 is at the floor from tp 2 on, and more cards buy it nothing
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
     result = plan(
         shape,
         parse_cluster("1x8xh100-80g"),
@@ -306,7 +309,7 @@ def test_plan_attaches_speed_and_sorts_fastest_first():
     rates = [o.speed.decode_estimate_tokens_per_s for o in result.options]
     assert rates == sorted(rates, reverse=True) and result.options[0].layout.tp == 8
     default = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(engines=GPU_ENGINES))
-    assert default.options[0].layout.cards == 1  # the default ranking is unchanged
+    assert default.options[0].layout.cards == 2  # the default ranking: fewest cards first
     assert all(
         o.speed is None
         for o in plan(
@@ -337,8 +340,10 @@ def test_cli_prints_and_emits_speed(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     best = out["options"][0]
     assert best["tp"] == 2 and best["speed"]["efficiency"] == 0.5 and best["speed"]["usd_per_gpu_hour"] == 1.0
+    # bound × 0.5, but never a step shorter than vLLM's floor: 32 dense layers × 0.2 ms = 6.4 ms (156.25 tokens/s)
+    assert decode_floor_s(shape_of(LLAMA8B), "vllm") == pytest.approx(6.4e-3)
     assert best["decode_tokens_per_s"]["estimate"] == pytest.approx(
-        0.5 * best["decode_tokens_per_s"]["bound"], abs=0.01
+        min(0.5 * best["decode_tokens_per_s"]["bound"], 156.25), abs=0.01
     )
     assert main(args) == 0
     text = capsys.readouterr().out

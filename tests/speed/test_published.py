@@ -1,4 +1,4 @@
-"""The speed model against 41 published decode measurements (tests/data/published_speeds.csv).
+"""The speed model against 48 published decode measurements (tests/data/published_speeds.csv).
 
 For every row that maps onto a config and a catalogue class, the bound must
 not be below the measurement, and the estimate (bound × 0.6) must land
@@ -21,7 +21,13 @@ Mappings (stated, not hidden):
   Apple chips → their RAM size's class;
 - a blank context (llama.cpp ``main -n 1024`` tables) → 1,024 tokens, the
   longest the run reaches: KV reads grow with context, so the bound is the
-  one of the slowest token.
+  one of the slowest token;
+- CPU-only rows (ollama on a Raspberry Pi 5 or an AmpereOne) → a CPU node
+  naming its CPU from data/cpus.csv, which brings its memory bandwidth;
+- DeepSeek-V3 → its config; Llama-3.1-405B → Meta-Llama-3.1-405B.
+
+Every estimate is also held to the engines' per-layer floor
+(:mod:`explorer.speed.floor`), fitted on rows of this table.
 
 Rows measured at concurrency > 1 report output tokens/s over whole requests
 (prefill included). For them the bound is ``B × N_out / max(N_out decode
@@ -42,8 +48,9 @@ from explorer.engines.common import Evaluation, Layout, PlanRequest
 from explorer.engines.options import Option
 from explorer.model.artifacts import Artifact
 from explorer.plan.offer import original_artifact, what_if_artifact
-from explorer.sources.shipped import shipped_catalogue
+from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.speed.estimate import DEFAULT_SETTINGS, precision_for, speed_of
+from explorer.speed.floor import decode_floor_s
 from explorer.speed.roofline import decode_cycle_s, placement, prefill_s
 
 NOTE = ROOT / "docs" / "notes" / "speed_model.md"
@@ -60,6 +67,10 @@ MODELS = {
     "LLaMA-70B (Llama-2-70b)": "meta-llama__Llama-2-70b-hf",
     "Llama-3.3-70B-Instruct": "meta-llama__Llama-3.3-70B-Instruct",
     "Llama-3.1-8B": "meta-llama__Meta-Llama-3.1-8B",
+    "Llama-3.2-3B": "meta-llama__Llama-3.2-3B",
+    "Llama-3.1-70B": "meta-llama__Meta-Llama-3.1-70B",
+    "Llama-3.1-405B": "meta-llama__Meta-Llama-3.1-405B",
+    "DeepSeek-V3": "deepseek-ai__DeepSeek-V3",
 }
 QUANTS = {
     "Q4_K_M": "Q4_K_M",
@@ -84,7 +95,13 @@ GPUS = {
     "Apple M2 Ultra 76-core GPU 192GB": "m2-ultra-192g",
     "Apple M3 Max 40-core GPU 64GB": "m3-max-64g",
 }
-ENGINES = {"llama.cpp": "llamacpp"}
+#: CPU-only rows: the machine → (a CPU of data/cpus.csv, RAM in GiB)
+CPUS = {
+    "Raspberry Pi 5 16GB (CPU)": ("rpi5", 16),
+    "Raspberry Pi 5 8GB (CPU)": ("rpi5", 8),
+    "AmpereOne A192-32X 512GB (CPU)": ("ampereone-a192", 512),
+}
+ENGINES = {"llama.cpp": "llamacpp", "ollama (llama.cpp)": "llamacpp", "sglang 0.4.1.post2": "sglang"}
 #: rows measured over whole requests: (input tokens, output tokens) each
 REQUESTS = {
     "nim-l33-70b-fp8-tp2-c25": (5000, 500),
@@ -94,6 +111,7 @@ REQUESTS = {
     "trtllm-h100-llama70b-tp2-bs1024": (128, 128),
     "trtllm-a100-llama7b-bs384": (128, 128),
     "vllm-ci-h200-llama8b-bs8": (32, 128),
+    "sglang-dsv3-tp8-bs1": (128, 256),
 }
 FP8_KV = ("trtllm-h100", "nim-")
 #: rows whose estimate is known to miss by more than 1.5×, and why (docs/notes/speed_model.md)
@@ -102,6 +120,9 @@ OUTLIERS = {
     "on the A100, 7.5 on the H100 PCIe — against a 2.1 ms read of weights and KV: a fixed "
     "per-token cost (kernel launches, inferred), not bandwidth",
     "xd-l2-h100pcie-7b-q4_0": "the same fixed per-token cost as on the A100 (7.5 ms a token against a 2.1 ms read)",
+    "geerling-ampereone-llama32-3b": "llama.cpp on 192 Arm cores takes 42 ms a token for a 2 GB model, 1.5 ms a "
+    "layer: synchronising that many threads each layer, not bandwidth (the 70B and 405B rows on the same machine "
+    "land within 1.5×); the CPU's per-layer cost is not modelled",
 }
 
 
@@ -111,7 +132,7 @@ class Compared:
 
     row: dict
     config: str
-    gpu: str
+    gpu: str | None
     measured: float
     bound: float
     estimate: float
@@ -140,7 +161,7 @@ def unmapped(row: dict) -> str | None:
     """Why a row cannot be compared, or None."""
     if row["model"] not in MODELS:
         return f"model {row['model']} has no config"
-    if row["gpu"] not in GPUS:
+    if row["gpu"] not in GPUS and row["gpu"] not in CPUS:
         return f"{row['gpu']} is not in data/gpus.csv"
     if row["quant"] not in QUANTS:
         return f"quant {row['quant']} has no precision"
@@ -149,13 +170,19 @@ def unmapped(row: dict) -> str | None:
 
 def compare(row: dict) -> Compared:
     """The bound and estimate for one mapped row."""
-    config, gpu = MODELS[row["model"]], shipped_catalogue().get(GPUS[row["gpu"]])
+    config = MODELS[row["model"]]
     shape = shape_of(config)
     n_gpus, tp, conc = int(row["n_gpus"]), int(row["tp"]), int(row["concurrency"])
     engine = ENGINES.get(row["engine"], "vllm")  # MLC, exllama, NIM, TensorRT-LLM: a GPU serving engine
-    layout = Layout(
-        engine=engine, gpu_class=gpu.name, gpus_per_node=n_gpus, tp=tp, pp=n_gpus // tp, unified=gpu.unified
-    )
+    if row["gpu"] in CPUS:
+        cpu, ram = CPUS[row["gpu"]]
+        gpu, node = None, parse_cluster(f"1xcpu-{ram}g,cpu={cpu}").nodes[0]
+        layout = Layout(engine=engine, gpu_class="cpu", gpus_per_node=0, cpu=True)
+    else:
+        gpu, node = shipped_catalogue().get(GPUS[row["gpu"]]), None
+        layout = Layout(
+            engine=engine, gpu_class=gpu.name, gpus_per_node=n_gpus, tp=tp, pp=n_gpus // tp, unified=gpu.unified
+        )
     artifact = artifact_for(shape, QUANTS[row["quant"]])
     evaluation = Evaluation(cards=(), host=None, max_context_tokens=0, max_concurrency=0, command="")
     option = Option(
@@ -167,6 +194,7 @@ def compare(row: dict) -> Compared:
         free_now=True,
         hosts=1,
         gpu=gpu,
+        node=node,
     )
     kv = "fp8" if row["source_id"].startswith(FP8_KV) else "auto"
     measured = float(row["measured_decode_tokens_per_s"])
@@ -174,16 +202,17 @@ def compare(row: dict) -> Compared:
         p_in, n_out = REQUESTS[row["source_id"]]
         precision = precision_for(shape, artifact)
         where = placement(shape, precision, layout, gpu, 0, False, 0, DEFAULT_SETTINGS)
-        decode = n_out * decode_cycle_s(shape, where, conc, p_in + n_out // 2, shape.kv_type(kv))
+        cycle = decode_cycle_s(shape, where, conc, p_in + n_out // 2, shape.kv_type(kv))
         prefill = prefill_s(shape, where, p_in, sequences=conc)
         eff = DEFAULT_SETTINGS.efficiency_for(engine)
+        step = max(cycle / eff, decode_floor_s(shape, engine))  # the estimate's step, as speed_of takes it
         return Compared(
             row,
             config,
-            gpu.name,
+            gpu.name if gpu else None,
             measured,
-            conc * n_out / max(decode, prefill),
-            eff * conc * n_out / (decode + prefill),
+            conc * n_out / max(n_out * cycle, prefill),
+            conc * n_out / (n_out * step + prefill / eff),
             f"{conc} × ({p_in} in + {n_out} out)",
         )
     context = int(row["context_tokens"] or 1024)
@@ -191,12 +220,17 @@ def compare(row: dict) -> Compared:
     return Compared(
         row,
         config,
-        gpu.name,
+        gpu.name if gpu else None,
         measured,
         speed.decode_bound_tokens_per_s,
         speed.decode_estimate_tokens_per_s,
         f"decode at {context:,}",
     )
+
+
+def machine(c: Compared) -> str:
+    """The card class, or the CPU of a CPU-only row."""
+    return f"cpu {CPUS[c.row['gpu']][0]}" if c.row["gpu"] in CPUS else c.gpu
 
 
 def compared() -> list[Compared]:
@@ -208,7 +242,7 @@ MAPPED = [r for r in rows() if unmapped(r) is None]
 
 def test_most_rows_map():
     skipped = {r["source_id"]: unmapped(r) for r in rows() if unmapped(r)}
-    assert len(rows()) == 41
+    assert len(rows()) == 48
     assert set(skipped) == {"xd-l3-3070-8b-q4km", "xd-l3-3080-8b-q4km", "mlc-3090ti-l2-7b-int4"}, skipped
 
 
@@ -237,7 +271,7 @@ def table() -> str:
     ]
     for c in compared():
         r = c.row
-        setup = f"{r['engine']} · {r['model']} {r['quant']} · {r['n_gpus']}× {c.gpu}" + (
+        setup = f"{r['engine']} · {r['model']} {r['quant']} · {r['n_gpus'] if c.gpu else 1}× {machine(c)}" + (
             f" tp{r['tp']}" if r["tp"] != "1" else ""
         )
         lines.append(
