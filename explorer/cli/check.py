@@ -31,6 +31,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--engine-version", default=None, metavar="VER", help="the engine's version, where the log does not print it"
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting the log does not show, by the engine's name (mem_fraction_static=0.9, max_model_len=32768)",
+    )
     p.add_argument("--calibrate", action="store_true", help="store what the log measured for later plans")
     p.add_argument("--cache", default=None, metavar="PATH", help="the cache file --calibrate writes to")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -50,6 +57,25 @@ def read_log_file(path: str) -> str:
         raise EngineLogError(f"cannot read the log {path}: {e.strerror or e}") from None
 
 
+def settings_from_args(pairs: list[str]) -> dict[str, object]:
+    """``--set KEY=VALUE`` pairs as settings (numbers and true/false read as such).
+
+    Raises:
+        EngineLogError: a pair is not KEY=VALUE.
+    """
+    out: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise EngineLogError(f"--set {pair!r} is not KEY=VALUE", hint="e.g. --set mem_fraction_static=0.9")
+        text = value.strip()
+        try:
+            out[key.strip()] = int(text) if text.lstrip("-").isdigit() else float(text)
+        except ValueError:
+            out[key.strip()] = {"true": True, "false": False}.get(text.lower(), text)
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Check the log; with ``--calibrate`` store its measurements. Exit 0 when explorer agrees on the verdict."""
     from explorer.engines.logs.check import calibration_from_check
@@ -57,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
     from explorer.ui.check_rows import comparison_rows
 
     text = read_log_file(args.logfile)
-    overrides = {"version": args.engine_version} if args.engine_version else None
+    overrides = settings_from_args(args.set)
+    if args.engine_version:
+        overrides["version"] = args.engine_version
     check = check_log_text(text, model=args.model, card=args.card, overrides=overrides, **hub_kwargs(args))
     stored = None
     if args.calibrate:

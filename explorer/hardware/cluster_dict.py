@@ -13,8 +13,17 @@ from explorer.hardware.host_cpu import DEFAULT_CPU, CPUTable, cpu_from_label, pa
 from explorer.units import GiB
 
 _NODE_KEYS = {
-    "name", "fabric", "host_ram", "host_ram_bytes", "host_free", "host_free_bytes", "unified", "gpus", "cpu", "bw",
-}  # fmt: skip
+    "name",
+    "fabric",
+    "host_ram",
+    "host_ram_bytes",
+    "host_free",
+    "host_free_bytes",
+    "unified",
+    "gpus",
+    "cpu",
+    "bw",
+}
 _GROUP_KEYS = {"class", "count", "free_count", "free_bytes", "card_free_bytes"}
 
 

@@ -42,9 +42,13 @@ def replay(name: str) -> LogCheck:
     if "precision" in r:
         overrides["precision"] = r["precision"]
     return check_log(
-        log_record(name), shape_for(r["config"]), shipped_catalogue(), card=r["gpu"], overrides=overrides,
+        log_record(name),
+        shape_for(r["config"]),
+        shipped_catalogue(),
+        card=r["gpu"],
+        overrides=overrides,
         model_ref=e["model"],
-    )  # fmt: skip
+    )
 
 
 _CHECKS: dict[str, LogCheck] = {}

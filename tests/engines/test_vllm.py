@@ -8,6 +8,10 @@ from support.corpus import shape_of
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest, pp_partition
 from explorer.engines.vllm_budget import capture_sizes
+from explorer.engines.vllm_mxfp4 import mxfp4_backend, relayout_extra_bytes
+from explorer.engines.vllm_release import vllm_release
+from explorer.errors import PlanError
+from explorer.model.weights import weight_breakdown
 from explorer.sources.shipped import shipped_catalogue
 from explorer.units import GiB, MiB
 
@@ -110,3 +114,48 @@ def test_per_card_weights_never_grow_with_tp(tp):
         wider = _eval("meta-llama__Meta-Llama-3.1-70B", "h100-80g", PlanRequest(), tp=tp // 2, gpus_per_node=tp // 2)
         assert small <= wider.cards[0].weights
     assert small >= s.weight_bytes() // tp
+
+
+@pytest.mark.parametrize(
+    "model, gpu, version, backend, logged_gib",
+    [
+        # Marlin pads gpt-oss's 2880 to 2944 (intermediate, ×128) and 3072 (hidden, ×256): 65.97 GiB logged (0.10.1)
+        ("openai__gpt-oss-120b", "h100-80g", "0.10.1", "marlin", 65.97),
+        # triton_kernels keeps the shapes, holds the scales twice and the biases in fp32: 64.38 GiB logged (0.14.1)
+        ("openai__gpt-oss-120b", "h100-80g", "0.14.1", "triton", 64.38),
+        ("openai__gpt-oss-20b", "h100-80g", "0.19.0", "triton", 13.64),
+        ("openai__gpt-oss-20b", "a100-80g", "0.19.0", "marlin", 13.72),
+    ],
+)
+def test_mxfp4_experts_as_vllm_lays_them(model, gpu, version, backend, logged_gib):
+    shape = shape_of(model)
+    g = CAT.get(gpu)
+    release = vllm_release(version)
+    assert mxfp4_backend(g, release) == backend
+    ev = _eval(model, gpu, PlanRequest(context_tokens=4096, vllm_version=version))
+    checkpoint = weight_breakdown(shape, shape.precision).total_bytes  # 60.77 GiB for the 120b
+    assert ev.cards[0].weights > checkpoint
+    assert abs(ev.cards[0].weights - logged_gib * GiB) <= 0.02 * logged_gib * GiB
+
+
+def test_mxfp4_padding_on_blackwell_and_rocm_and_nothing_for_other_checkpoints():
+    shape = shape_of("openai__gpt-oss-120b")
+    release = vllm_release(None)
+    assert mxfp4_backend(CAT.get("b200-180g"), release) == "trtllm"
+    assert mxfp4_backend(CAT.get("mi300x-192g"), release) == "rocm"
+    assert mxfp4_backend(CAT.get("mi355x-288g"), release) == "rocm-gfx950"
+    # TRTLLM pads 2880 to 3072 both ways: per layer 128 experts × (w13 + w2 + scales + bf16 biases)
+    per_expert = (2 * 3072 * 3072 // 2 + 2 * 3072 * 96 + 3072 * 3072 // 2 + 3072 * 96 + 2 * (2 * 3072 + 3072)) - (
+        2 * 2880 * 2880 // 2 + 2 * 2880 * 90 + 2880 * 2880 // 2 + 2880 * 90 + 2 * (2 * 2880 + 2880)
+    )
+    assert relayout_extra_bytes(shape, shape.precision, CAT.get("b200-180g"), release, 1, 1) == 128 * per_expert
+    dense = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    assert relayout_extra_bytes(dense, dense.precision, CAT.get("h100-80g"), release, 1, 1) == 0
+
+
+def test_vllm_versions_parse():
+    assert vllm_release("0.15.2rc1.dev93+g11a4c9d30").version == (0, 15)
+    assert vllm_release("v0.10.1").version == (0, 10) and not vllm_release("0.6.4.post1").v1
+    assert vllm_release(None).graphs_in_budget and not vllm_release("0.19.0").graphs_in_budget
+    with pytest.raises(PlanError, match="is not a version"):
+        vllm_release("latest")

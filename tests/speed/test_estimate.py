@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -205,6 +206,39 @@ def test_cpu_only_and_unified_memory_read_at_their_own_bandwidth():
     mac, _ = hand_option(LLAMA8B, Layout(engine="llamacpp", gpu_class="m2-ultra-192g", unified=True), "m2-ultra-192g")
     got = speed_of(mac, shape, PlanRequest(context_tokens=1024))
     assert got.decode_bound_tokens_per_s == pytest.approx(800e9 / (LLAMA8B_READ + 1024 * LLAMA8B_KV_PER_TOKEN))
+
+
+def test_the_nodes_cpu_sets_the_host_bandwidth():
+    shape = shape_of(LLAMA8B)
+    read = LLAMA8B_READ + 1024 * LLAMA8B_KV_PER_TOKEN
+    layout = Layout(engine="llamacpp", gpu_class="cpu", gpus_per_node=0, cpu=True)
+    option, _ = hand_option(LLAMA8B, layout, None)
+    request = PlanRequest(context_tokens=1024)
+    # a Raspberry Pi 5 (data/cpus.csv): 17.064 GB/s, where the default 100 GB/s made it 5.9 times faster
+    pi = dataclasses.replace(option, node=parse_cluster("1xcpu-16g,cpu=rpi5").nodes[0])
+    assert speed_of(pi, shape, request).decode_bound_tokens_per_s == pytest.approx(17.064e9 / read)
+    stated = dataclasses.replace(option, node=parse_cluster("1xcpu-64g,bw=60").nodes[0])
+    assert speed_of(stated, shape, request).decode_bound_tokens_per_s == pytest.approx(60e9 / read)
+    # a CPU-only run on a Mac reads at the chip's bandwidth (M2 Max: 400 GB/s), not the default
+    mac = dataclasses.replace(option, node=parse_cluster("1x1xm2-max-64g").nodes[0])
+    assert speed_of(mac, shape, request).decode_bound_tokens_per_s == pytest.approx(400e9 / read)
+
+
+def test_the_per_layer_floor_holds_the_estimate_not_the_bound():
+    # DeepSeek-V3 on 8 × H200 at batch 1: the roofline allows 553 tokens/s (332 at 0.6); SGLang 0.4.1 measured
+    # 30.29. Its floor: 3 dense layers × 0.2 ms + 58 MoE layers × 0.55 ms = 32.5 ms a step, 30.8 tokens/s
+    shape = shape_of("deepseek-ai__DeepSeek-V3")
+    assert decode_floor_s(shape, "sglang") == pytest.approx(3 * 0.2e-3 + 58 * 0.55e-3)
+    layout = Layout(engine="sglang", gpu_class="h200-141g", gpus_per_node=8, tp=8)
+    option, _ = hand_option("deepseek-ai__DeepSeek-V3", layout, "h200-141g")
+    got = speed_of(option, shape, PlanRequest(context_tokens=384))
+    assert got.decode_estimate_tokens_per_s == pytest.approx(1 / (3 * 0.2e-3 + 58 * 0.55e-3))
+    assert got.decode_bound_tokens_per_s > 10 * got.decode_estimate_tokens_per_s
+    assert "per-layer floor" in got.breakdown
+    # a 70B on two H100s is far from it: bound × 0.6, as before
+    big, big_shape = hand_option("meta-llama__Meta-Llama-3.1-70B", one_card(gpus_per_node=2, tp=2), "h100-80g")
+    fast = speed_of(big, big_shape, PlanRequest(context_tokens=1024))
+    assert fast.decode_estimate_tokens_per_s == pytest.approx(0.6 * fast.decode_bound_tokens_per_s)
 
 
 # --- prefill, efficiency, cost -----------------------------------------------------------

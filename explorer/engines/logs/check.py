@@ -197,7 +197,7 @@ def _llamacpp_predicted(shape: ModelShape, setup: LogSetup, log: EngineLog) -> t
         "torch_total_bytes": gpu.visible_memory_bytes,
     }
     fits = mem.fits()
-    return out, fits, "" if fits else "a device's buffers exceed its free memory", (model.name,)
+    return out, fits, "" if fits else "a device's buffers exceed its free memory", tuple(model.notes)
 
 
 def check_log(
