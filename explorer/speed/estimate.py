@@ -70,7 +70,7 @@ class SpeedEstimate:
     Attributes:
         decode_bound_tokens_per_s: one sequence's decode rate, at most, while ``concurrency``
             sequences decode together at ``context_tokens``.
-        decode_estimate_tokens_per_s: the same × efficiency.
+        decode_estimate_tokens_per_s: the same × efficiency, never faster than the per-layer floor.
         decode_aggregate_bound_tokens_per_s: all sequences together, at most.
         decode_aggregate_estimate_tokens_per_s: the same × efficiency.
         time_to_first_token_bound_s: prefill of one prompt of ``context_tokens``, at least (None: FLOPs unknown).
