@@ -220,6 +220,10 @@ class FetchCancelled(HubError):
     """The user cancelled a fetch in progress."""
 
 
+class EngineLogError(ExplorerError):
+    """An engine's start-up log could not be read, or says too little to check a plan against."""
+
+
 class CacheError(ExplorerError):
     """The local DuckDB cache could not be read or written."""
 

@@ -60,8 +60,14 @@ COMMANDS: tuple[Command, ...] = (
         "models that never run in the same phase, replicas, and checks of a manual plan.",
     ),
     Command(
+        name="check",
+        help="put an engine's start-up log beside explorer's plan of it (and calibrate from it)",
+        description="Read a vLLM, SGLang or llama.cpp start-up log, plan the same setup, and show the "
+        "engine's figures beside explorer's, part by part; --calibrate stores what it measured.",
+    ),
+    Command(
         name="cache",
-        help="show, clear or export the local cache of Hub facts",
+        help="show, clear or export the local cache of Hub facts and calibrations",
         description="The local DuckDB cache of Hub listings, configs and weight headers.",
     ),
     Command(

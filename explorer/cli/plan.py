@@ -17,6 +17,7 @@ from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.offer import plan_artifacts
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
+from explorer.sources.cache.calibrations import stored_calibrations
 from explorer.sources.checkpoints import checkpoints_for_plan
 from explorer.sources.resolve import load_model
 from explorer.sources.shipped import load_cluster_file, parse_cluster, read_prices, shipped_prices
@@ -91,15 +92,18 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--swap-space",
         type=float,
-        default=4.0,
+        default=None,
         metavar="GIB",
-        help="vLLM --swap-space, host RAM per GPU (vLLM <= 0.11: 4; 0 for releases without it)",
+        help="vLLM --swap-space, host RAM per GPU (default: the release's: 4 up to vLLM 0.11, none after)",
     )
     p.add_argument(
         "--hierarchical-cache", action="store_true", help="SGLang --enable-hierarchical-cache (a host KV pool)"
     )
     p.add_argument("--hicache-ratio", type=float, default=2.0, help="SGLang --hicache-ratio (host pool / device pool)")
     p.add_argument("--hicache-size", type=float, default=None, metavar="GB", help="SGLang --hicache-size, GB per rank")
+    p.add_argument(
+        "--vllm-version", default=None, metavar="VER", help="the vLLM release to plan for (default: the current one)"
+    )
 
 
 def read_cluster(text: str) -> Cluster:
@@ -151,6 +155,8 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         hierarchical_cache=args.hierarchical_cache,
         hicache_ratio=args.hicache_ratio,
         hicache_size_gb=args.hicache_size,
+        vllm_version=args.vllm_version,
+        calibrations=stored_calibrations(),
     )
 
 
@@ -382,6 +388,9 @@ def print_result(result: PlanResult, *, top: int = 15) -> None:
             f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
             f"of {gib(card.usable)} usable\n  {best.memory_text}\n  {best.evaluation.command}"
         )
+        calibrated = [n for n in best.evaluation.notes if n.startswith("calibrated from")]
+        if calibrated:
+            print(f"  {calibrated[0]}")
         print_speed(best)
         print(
             "  (tok/s est: one sequence's decode rate at the asked concurrency, bound × efficiency; "

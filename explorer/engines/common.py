@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from explorer.engines.calibration import Calibration
 from explorer.engines.fit_search import largest_fitting
 from explorer.model.artifacts import Artifact
 from explorer.model.checkpoints import placeholder_ref
@@ -74,11 +75,15 @@ class PlanRequest:
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
         piecewise_cuda_graph_max_tokens: SGLang ``--piecewise-cuda-graph-max-tokens`` (tokens; its
             graphs reserve a quarter of a MiB per token). None: not given.
-        swap_space_gib: vLLM ``--swap-space``, GiB of host RAM per GPU (vLLM ≤ 0.11: 4 by default,
-            refused above 70 % of a node's RAM; 0 for vLLM releases without swap space).
+        swap_space_gib: vLLM ``--swap-space``, GiB of host RAM per GPU, refused above 70 % of a node's
+            RAM (None: the release's default, 4 up to vLLM 0.11 and none after).
         hierarchical_cache: SGLang ``--enable-hierarchical-cache``: a host KV pool in pinned RAM.
         hicache_ratio: SGLang ``--hicache-ratio``: the host pool's size over the device pool's (2.0).
         hicache_size_gb: SGLang ``--hicache-size``: GB (10^9) of host pool per rank; overrides the ratio.
+        vllm_version: the vLLM release to plan for (``0.19.0``; None: the current one); its accounting
+            changed between releases (:mod:`explorer.engines.vllm_release`).
+        calibrations: figures measured from the user's own engine logs, by engine and card class
+            (:mod:`explorer.engines.calibration`).
     """
 
     context_tokens: int = 4096
@@ -110,7 +115,7 @@ class PlanRequest:
     language_only: bool = False
     piecewise_cuda_graph: bool = False
     piecewise_cuda_graph_max_tokens: int | None = None
-    swap_space_gib: float = 4.0
+    swap_space_gib: float | None = None
     hierarchical_cache: bool = False
     hicache_ratio: float = 2.0
     hicache_size_gb: float | None = None
@@ -127,6 +132,9 @@ class PlanRequest:
         if all(v is None for v in given):
             return None
         return (self.tensor_parallel_size or 1) * (self.pipeline_parallel_size or 1) * (dp or 1)
+
+    vllm_version: str | None = None
+    calibrations: tuple[Calibration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
+from explorer.engines.vllm_release import vllm_release
 from explorer.hardware.cluster import Node
 from explorer.units import GiB, gib
 
@@ -101,15 +102,19 @@ def with_host(evaluation: Evaluation, claim: HostClaim, node: Node | None) -> Ev
 
 
 def vllm_claim(layout: Layout, request: PlanRequest) -> HostClaim:
-    """vLLM's swap space on a node: ``--swap-space`` GiB for each of the launch's GPUs there."""
-    per_gpu = int(request.swap_space_gib * GiB)
+    """vLLM's swap space on a node: ``--swap-space`` GiB (else the release's default) for each of the
+    launch's GPUs there."""
+    gib_per_gpu = request.swap_space_gib
+    if gib_per_gpu is None:
+        gib_per_gpu = vllm_release(request.vllm_version).swap_space_gib
+    per_gpu = int(gib_per_gpu * GiB)
     if per_gpu <= 0:
         return HostClaim()
     cards = layout.gpus_per_node
     return HostClaim(
         swap_bytes=per_gpu * cards,
         share=VLLM_SWAP_SHARE,
-        what=f"--swap-space {request.swap_space_gib:g} GiB × {cards} GPUs",
+        what=f"--swap-space {gib_per_gpu:g} GiB × {cards} GPUs",
     )
 
 

@@ -2,9 +2,18 @@
 
 SGLang keeps a static share ``mem_fraction_static`` of each card for the
 weights and the KV pool; the rest is for activations and CUDA graphs
-(``python/sglang/srt/server_args.py``, ``model_runner.py``)::
+(``python/sglang/srt/server_args.py``, ``model_runner.py``). The share is
+of the memory free when it looks, after distributed init and before the
+weights load (``min_per_gpu_memory``, the least over ranks), not of the
+card::
 
-    KV pool = total × mem_fraction_static − weights
+    KV pool = (total − CUDA context − NCCL/all-reduce buffers) × mem_fraction_static − weights
+
+with the total torch's (79.19 GiB on an H100), the context 0.5 GiB (vLLM
+measures 0.51 GiB on an H100 at start) and the distributed buffers 2.0 GiB
+across NVLink-class cards (1.96 to 2.01 GiB logged at tp 8 on H200) or 0.23
+GiB over PCIe (tp 2 on 24 GB cards); a calibration from the user's own log
+replaces both (:mod:`explorer.engines.calibration`).
 
 The default fraction depends on the card: SGLang picks a chunked-prefill
 size and a CUDA-graph batch cap by card memory, then reserves (MiB)::
@@ -28,6 +37,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from explorer.engines import vllm
+from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     CardMemory,
     EngineName,
@@ -50,7 +60,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import weight_breakdown
-from explorer.units import MiB, cdiv, gib
+from explorer.units import GiB, MiB, cdiv, gib
 
 #: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
 CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (
@@ -61,6 +71,12 @@ CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (
     (160 * 1024, 8192, 256, 512),  # H20, H200
 )
 LARGE_CARD = (16384, 512, 512)  # B200, MI300X
+#: what is in use before SGLang measures the free memory: the CUDA context, and at tp × pp > 1 the
+#: NCCL and custom all-reduce buffers (NVLink-class cards, ≥ 200 GB/s of interconnect, or PCIe)
+STARTUP_CONTEXT_BYTES = GiB // 2
+DIST_INIT_NVLINK_BYTES = 2 * GiB
+DIST_INIT_PCIE_BYTES = int(0.23 * GiB)
+NVLINK_CLASS_BYTES_PER_S = 200 * 10**9
 #: a bound of SGLang's default static share on any card: the catalogue's discrete cards top out at 0.911
 #: (an MI355X, 288 GiB: 26,240 MiB reserved); an H100 at tp 1 takes 0.835
 DEFAULT_SHARE_BOUND = 0.95
@@ -124,6 +140,22 @@ def mem_fraction_static(shape: ModelShape, gpu: GPUClass, layout: Layout, reques
     return round(fraction * factor, 3) if factor != 1.0 else fraction
 
 
+def startup_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration | None) -> int:
+    """Memory in use on a card before SGLang measures what is free (module docstring)."""
+    if calibration is not None and calibration.startup_bytes is not None:
+        return calibration.startup_bytes
+    if layout.tp * layout.pp == 1:
+        return STARTUP_CONTEXT_BYTES
+    nvlink = (gpu.interconnect_bytes_per_s or 0) >= NVLINK_CLASS_BYTES_PER_S
+    return STARTUP_CONTEXT_BYTES + (DIST_INIT_NVLINK_BYTES if nvlink else DIST_INIT_PCIE_BYTES)
+
+
+def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration | None) -> int:
+    """What SGLang takes ``mem_fraction_static`` of: the torch-visible total less what start-up holds."""
+    total = calibration.torch_memory_bytes if calibration and calibration.torch_memory_bytes else None
+    return (total or gpu.visible_memory_bytes) - startup_bytes(gpu, layout, calibration)
+
+
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
     """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
     pipeline parallelism and multi-node data parallelism cannot combine with."""
@@ -147,8 +179,10 @@ def evaluate(
 ) -> Evaluation:
     """Per-card memory of an SGLang layout."""
     capacity = gpu.memory_bytes
+    calibration = calibration_for(request.calibrations, "sglang", gpu.name)
     mfs = mem_fraction_static(shape, gpu, layout, request)
-    static = int(capacity * mfs)
+    free = free_at_start_bytes(gpu, layout, calibration)
+    static = int(free * mfs)
     _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
     activations = min(int(prefill_mib * MiB), capacity - static)
     overhead = capacity - static - activations
@@ -186,7 +220,9 @@ def evaluate(
     conc = min((pool // kv if kv else request.concurrency) for _, _, pool, kv in pools)
     if request.dp_attention:
         conc *= layout.dp
-    notes = (f"mem_fraction_static {mfs:g}", combined_note(cards, layout, mfs))
+    notes = (f"mem_fraction_static {mfs:g} of the {gib(free)} free at start", combined_note(cards, layout, mfs))
+    if calibration is not None:
+        notes += (calibration.note,)
     return Evaluation(
         cards=tuple(cards),
         host=None,

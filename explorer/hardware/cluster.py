@@ -36,7 +36,7 @@ from explorer.units import GiB, TiB
 MAX_GPUS = 100_000  # a whole cluster, GPUs and nodes each
 MAX_RAM_BYTES = 1024 * TiB
 GRAMMAR = (
-    "grammar: NODESxGPUSxCLASS[@FABRIC][,ram=RAM][,free=N|FRACTION|SIZE][,cpu=avx2|avx512|amx] joined by '+', "
+    "grammar: NODESxGPUSxCLASS[@FABRIC][,ram=RAM][,free=N|FRACTION|SIZE][,cpu=avx2|avx512|amx|NAME][,bw=GB/s] joined by '+', "
     "or NODESxcpu-RAM / NODESxuma-RAM; e.g. 2x8xh100-80g@ib0 + 1x4xl40s-48g,free=2 + 1xcpu-256g"
 )
 

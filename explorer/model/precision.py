@@ -61,6 +61,10 @@ class WeightFormat:
         scale_bytes: bytes per int scale (fp16/bf16: 2).
         dense_bytes: bytes per value for ``dense``.
         ggml_block: for ``ggml``, (weights per block, bytes per block): Q4_K (256, 144).
+        block_cols: for a ``gguf`` what-if, the block its types need a row to be a multiple of (256 for
+            K-quant and IQ mixes; 0: any row).
+        fallback_bits: for a ``gguf`` what-if, the bits of a row that is not a multiple of ``block_cols``:
+            llama.cpp quantises such a tensor to a 32-block type instead (``tensor_type_fallback``).
     """
 
     kind: FormatKind
@@ -74,6 +78,8 @@ class WeightFormat:
     scale_bytes: int = 2
     dense_bytes: int = 2
     ggml_block: tuple[int, int] | None = None
+    block_cols: int = 0
+    fallback_bits: float = 0.0
 
     def matrix_bytes(self, rows: int, cols: int) -> int:
         """Bytes of one ``rows × cols`` weight with its scales and zero points."""
@@ -96,7 +102,10 @@ class WeightFormat:
             return cdiv(n, 2) + rows * cdiv(cols, 32)
         if self.kind == "ggml" and self.ggml_block:
             return n // self.ggml_block[0] * self.ggml_block[1]  # exact: rows are whole blocks
-        return cdiv(int(n * self.bits * 1000), 8000)  # gguf what-if: average bits
+        bits = self.bits
+        if self.block_cols and cols % self.block_cols:  # llama.cpp's fallback; F16 when not even 32 divides
+            bits = self.fallback_bits if cols % 32 == 0 else 16.0
+        return cdiv(int(n * bits * 1000), 8000)  # gguf what-if: average bits
 
     def _int_bytes(self, rows: int, cols: int) -> int:
         bits = int(self.bits)

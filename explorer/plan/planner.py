@@ -75,7 +75,7 @@ def plan(
     bad = {k: v for k, v in sizes.items() if v is not None and v < 1}
     if bad:
         raise PlanError(f"parallel sizes must be at least 1, got {bad}")
-    if request.swap_space_gib < 0 or request.hicache_ratio <= 0:
+    if (request.swap_space_gib or 0) < 0 or request.hicache_ratio <= 0:
         raise PlanError(
             f"--swap-space must be >= 0 and --hicache-ratio > 0, got {request.swap_space_gib} and {request.hicache_ratio}"
         )

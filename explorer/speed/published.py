@@ -21,28 +21,40 @@ Mappings (stated, not hidden):
   Apple chips → their RAM size's class;
 - a blank context (llama.cpp ``main -n 1024`` tables) → 1,024 tokens, the
   longest the run reaches: KV reads grow with context, so the bound is the
-  one of the slowest token.
+  one of the slowest token;
+- CPU-only rows (ollama on a Raspberry Pi 5 or an AmpereOne) → the CPU of
+  data/cpus.csv, which brings its memory bandwidth;
+- DeepSeek-V3 → its config; Llama-3.1-405B → Meta-Llama-3.1-405B.
+
+Every estimate is held to the engines' per-layer floor
+(:mod:`explorer.speed.floor`), as the planner's is.
 
 Rows measured at concurrency > 1 report output tokens/s over whole requests
 (prefill included). For them the bound is ``B × N_out / max(N_out decode
 cycles, prefill of the B prompts)`` — the cards must do at least each —
-and the estimate ``efficiency × B × N_out / (decode + prefill)``.
+and the estimate ``B × N_out / (N_out × step + prefill / efficiency)``, a
+step being ``max(decode cycle / efficiency, the per-layer floor)``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from explorer.engines.common import Layout
 from explorer.errors import CatalogueError
-from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.catalogue import Catalogue, GPUClass
+from explorer.hardware.host_cpu import CPUTable, HostCPU
 from explorer.speed.estimate import DEFAULT_SETTINGS
+from explorer.speed.floor import decode_floor_s
 from explorer.speed.roofline import decode_cycle_s, placement, prefill_s
 from explorer.speed.settings import SpeedSettings
 
-__all__ = ["GPUS", "MODELS", "QUANTS", "Comparison", "Measurement", "compare", "parse_measurements", "unmapped"]
+__all__ = [
+    "CPUS", "GPUS", "MODELS", "QUANTS", "Comparison", "Measurement", "compare", "machine_for", "parse_measurements",
+    "unmapped",
+]  # fmt: skip
 
 # fmt: off
 #: the row's model → the snapshot repository whose config stands for it
@@ -57,6 +69,10 @@ MODELS: dict[str, str] = {
     "LLaMA-70B (Llama-2-70b)": "meta-llama/Llama-2-70b-hf",
     "Llama-3.3-70B-Instruct":  "meta-llama/Llama-3.3-70B-Instruct",
     "Llama-3.1-8B":            "meta-llama/Meta-Llama-3.1-8B",
+    "Llama-3.2-3B":            "meta-llama/Llama-3.2-3B",
+    "Llama-3.1-70B":           "meta-llama/Meta-Llama-3.1-70B",
+    "Llama-3.1-405B":          "meta-llama/Meta-Llama-3.1-405B",
+    "DeepSeek-V3":             "deepseek-ai/DeepSeek-V3",
 }
 #: the row's quant → the precision explorer sizes it at (a what-if name)
 QUANTS: dict[str, str] = {
@@ -71,9 +87,14 @@ GPUS: dict[str, str] = {
     "Apple M1 Max 32-core GPU 64GB": "m1-max-64g", "Apple M2 Ultra 76-core GPU 192GB": "m2-ultra-192g",
     "Apple M3 Max 40-core GPU 64GB": "m3-max-64g",
 }
+#: CPU-only rows: the machine → a CPU of data/cpus.csv
+CPUS: dict[str, str] = {
+    "Raspberry Pi 5 16GB (CPU)": "rpi5", "Raspberry Pi 5 8GB (CPU)": "rpi5",
+    "AmpereOne A192-32X 512GB (CPU)": "ampereone-a192",
+}
 # fmt: on
 #: engines the speed model has by name; MLC, exllama, NIM and TensorRT-LLM run as a GPU serving engine (vLLM's)
-ENGINES: dict[str, str] = {"llama.cpp": "llamacpp"}
+ENGINES: dict[str, str] = {"llama.cpp": "llamacpp", "ollama (llama.cpp)": "llamacpp", "sglang 0.4.1.post2": "sglang"}
 #: rows measured over whole requests: (input tokens, output tokens) each
 REQUESTS: dict[str, tuple[int, int]] = {
     "nim-l33-70b-fp8-tp2-c25": (5000, 500),
@@ -83,6 +104,7 @@ REQUESTS: dict[str, tuple[int, int]] = {
     "trtllm-h100-llama70b-tp2-bs1024": (128, 128),
     "trtllm-a100-llama7b-bs384": (128, 128),
     "vllm-ci-h200-llama8b-bs8": (32, 128),
+    "sglang-dsv3-tp8-bs1": (128, 256),
 }
 #: sources whose runs used an fp8 KV cache
 FP8_KV = ("trtllm-h100", "nim-")
@@ -155,7 +177,7 @@ def unmapped(m: Measurement) -> str | None:
     """Why a measurement cannot be compared, or None."""
     if m.model not in MODELS:
         return f"model {m.model} has no config"
-    if m.gpu not in GPUS:
+    if m.gpu not in GPUS and m.gpu not in CPUS:
         return f"{m.gpu} is not in data/gpus.csv"
     if m.quant not in QUANTS:
         return f"quant {m.quant} has no precision"
@@ -169,7 +191,7 @@ class Comparison:
     Attributes:
         measurement: the row.
         repo: the snapshot repository standing for its model.
-        gpu_class: the catalogue class standing for its card.
+        gpu_class: the catalogue class standing for its card (``cpu NAME`` for a CPU-only row).
         bound_tokens_per_s: the speed-of-light bound for the same metric.
         estimate_tokens_per_s: the estimate (bound × efficiency; whole requests: decode and prefill summed).
         metric: what is compared: ``decode at 512`` or ``25 × (5000 in + 500 out)``.
@@ -193,29 +215,58 @@ class Comparison:
         return self.estimate_tokens_per_s / self.measurement.measured_tokens_per_s
 
 
-def compare(m: Measurement, shape, gpu: GPUClass, settings: SpeedSettings = DEFAULT_SETTINGS) -> Comparison:
-    """The bound and estimate for a mapped measurement; ``shape`` is :data:`MODELS`' repo's, ``gpu`` :data:`GPUS`' class."""
+def machine_for(m: Measurement, catalogue: Catalogue, cpus: CPUTable) -> GPUClass | HostCPU:
+    """The card class (or, for a CPU-only row, the CPU) a mapped measurement ran on."""
+    if m.gpu in CPUS:
+        cpu = cpus.get(CPUS[m.gpu])
+        assert cpu is not None, f"{CPUS[m.gpu]} is not in the CPU table"
+        return cpu
+    gpu = catalogue.get(GPUS[m.gpu])
+    assert gpu is not None, f"{GPUS[m.gpu]} is not in the catalogue"
+    return gpu
+
+
+def _layout(m: Measurement, engine: str, machine: GPUClass | HostCPU) -> Layout:
+    if isinstance(machine, HostCPU):
+        return Layout(engine=engine, gpu_class="cpu", gpus_per_node=0, cpu=True)  # type: ignore[arg-type]
+    pp = m.n_gpus // m.tp
+    return Layout(
+        engine=engine, gpu_class=machine.name, gpus_per_node=m.n_gpus, tp=m.tp, pp=pp, unified=machine.unified
+    )  # type: ignore[arg-type]
+
+
+def compare(
+    m: Measurement, shape, machine: GPUClass | HostCPU, settings: SpeedSettings = DEFAULT_SETTINGS
+) -> Comparison:
+    """The bound and estimate for a mapped measurement; ``shape`` is :data:`MODELS`' repo's, ``machine``
+    :func:`machine_for`'s."""
     engine = ENGINES.get(m.engine, "vllm")
-    layout = Layout(
-        engine=engine, gpu_class=gpu.name, gpus_per_node=m.n_gpus, tp=m.tp, pp=m.n_gpus // m.tp, unified=gpu.unified
-    )
+    layout = _layout(m, engine, machine)
+    gpu = None if isinstance(machine, HostCPU) else machine
+    if isinstance(machine, HostCPU) and machine.memory_bandwidth_bytes_per_s:
+        settings = replace(settings, host_bandwidth_bytes_per_s=machine.memory_bandwidth_bytes_per_s)
     precision = shape.resolve_precision(QUANTS[m.quant])
     kv = shape.kv_type("fp8" if m.source_id.startswith(FP8_KV) else "auto")
     where = placement(shape, precision, layout, gpu, 0, True, 0, settings)
-    eff = settings.efficiency_for(engine)
-    conc, common = m.concurrency, {"measurement": m, "repo": MODELS[m.model], "gpu_class": gpu.name}
+    eff, floor = settings.efficiency_for(engine), decode_floor_s(shape, engine)
+    label = f"cpu {machine.name}" if gpu is None else gpu.name
+    conc, common = m.concurrency, {"measurement": m, "repo": MODELS[m.model], "gpu_class": label}
     if m.source_id in REQUESTS:
         p_in, n_out = REQUESTS[m.source_id]
-        decode = n_out * decode_cycle_s(shape, where, conc, p_in + n_out // 2, kv)
+        cycle = decode_cycle_s(shape, where, conc, p_in + n_out // 2, kv)
         prefill = prefill_s(shape, where, p_in, sequences=conc) or 0.0
+        step = max(cycle / eff, floor)  # the estimate's step, as speed_of takes it
         return Comparison(
             **common,
-            bound_tokens_per_s=conc * n_out / max(decode, prefill),
-            estimate_tokens_per_s=eff * conc * n_out / (decode + prefill),
+            bound_tokens_per_s=conc * n_out / max(n_out * cycle, prefill),
+            estimate_tokens_per_s=conc * n_out / (n_out * step + prefill / eff),
             metric=f"{conc} × ({p_in} in + {n_out} out)",
         )
     context = m.context_tokens or BLANK_CONTEXT_TOKENS
-    bound = 1.0 / decode_cycle_s(shape, where, conc, context, kv)
+    cycle = decode_cycle_s(shape, where, conc, context, kv)
     return Comparison(
-        **common, bound_tokens_per_s=bound, estimate_tokens_per_s=bound * eff, metric=f"decode at {context:,}"
+        **common,
+        bound_tokens_per_s=1.0 / cycle,
+        estimate_tokens_per_s=1.0 / max(cycle / eff, floor),
+        metric=f"decode at {context:,}",
     )

@@ -19,9 +19,9 @@ from typing import Any
 from explorer.engines.common import Layout, PlanRequest
 from explorer.engines.registry import SPLIT_ENGINES
 from explorer.hardware.catalogue import GPUClass
-from explorer.sources.shipped import published_speeds, shipped_catalogue
+from explorer.sources.shipped import published_speeds, shipped_catalogue, shipped_cpus
 from explorer.speed.estimate import DEFAULT_SETTINGS
-from explorer.speed.published import GPUS, MODELS, compare, unmapped
+from explorer.speed.published import MODELS, compare, machine_for, unmapped
 from explorer.speed.roofline import StepCost, decode_cycle_s, part_step_cost, placement
 from explorer.speed.settings import peak_flops_per_s
 from explorer.ui.parallel_lesson import ENGINE, vllm_layout
@@ -238,11 +238,11 @@ def offload_rows(shape, gpu_class: str, context: int, quant: str = OFFLOAD_QUANT
 def published_rows(shape_of: Callable[[str], Any]) -> list[dict[str, Any]]:
     """Every mapped published measurement beside its bound and estimate (``shape_of``: a repo's shape)."""
     rows = []
-    catalogue = shipped_catalogue()
+    catalogue, cpus = shipped_catalogue(), shipped_cpus()
     for m in published_speeds():
         if unmapped(m) is not None:
             continue
-        c = compare(m, shape_of(MODELS[m.model]), catalogue.get(GPUS[m.gpu]))
+        c = compare(m, shape_of(MODELS[m.model]), machine_for(m, catalogue, cpus))
         rows.append(
             {
                 "source": m.source_id,

@@ -8,6 +8,7 @@ from support.corpus import shape_of
 from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
 from explorer.sources.shipped import shipped_catalogue
+from explorer.units import GiB
 
 CAT = shipped_catalogue()
 
@@ -43,7 +44,10 @@ def test_kv_pool_is_static_share_minus_weights():
     ev = sglang.evaluate(
         shape, shape.precision, Layout(engine="sglang", gpu_class=g.name), g, PlanRequest(context_tokens=1000), "m"
     )
-    static = int(g.memory_bytes * 0.835)
+    # the share is of what is free at start: torch's 79.19 GiB less 0.5 GiB of CUDA context (one card)
+    free = round(79.19 * GiB) - GiB // 2
+    assert sglang.free_at_start_bytes(g, Layout(engine="sglang", gpu_class=g.name), None) == free
+    static = int(free * 0.835)
     card = ev.cards[0]
     assert card.kv_cache == 1000 * 131072  # no block rounding
     assert card.weights + card.kv_cache + card.activations + card.overhead == card.total
@@ -134,3 +138,20 @@ def test_sglang_says_what_all_cards_together_need():
     note = next(n for n in ev.notes if "combined" in n)
     assert f"--mem-fraction-static={mfs:g}, all 4 GPUs combined need at least {need / 2**30:,.1f} GiB" in note
     assert f"each card needs {int(mfs * 100)} % of its memory allocatable" in note
+
+
+def test_the_pool_starts_from_free_memory_after_distributed_init():
+    # Qwen3-235B-A22B-FP8 on 4 × H100 at 0.93 (vllm#21348): SGLang logged K + V = 16.46 GiB.
+    # free = 79.19 − 0.5 context − 2.0 NCCL/all-reduce (NVLink) = 76.69 GiB; 0.93 of it less 55.12 GiB of weights
+    shape = shape_of("Qwen__Qwen3-235B-A22B-FP8")
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=4, tp=4)
+    free = sglang.free_at_start_bytes(g, layout, None)
+    assert free == round(79.19 * GiB) - GiB // 2 - 2 * GiB
+    ev = sglang.evaluate(
+        shape, shape.precision, layout, g, PlanRequest(context_tokens=4096, mem_fraction_static=0.93), "m"
+    )
+    pool = int(free * 0.93) - ev.cards[0].weights
+    assert abs(pool - 16.46 * GiB) <= 0.02 * 16.46 * GiB  # 16.20 GiB
+    # the old base, the driver's 79.65 GiB, gave 18.95 GiB (+15 %)
+    assert int(g.memory_bytes * 0.93) - ev.cards[0].weights > 1.14 * 16.46 * GiB

@@ -194,7 +194,7 @@ def test_placement_edited_plan_shows_the_planners_violation(offline):
 
     _outputs, defs = run_placement()
     plan = json.loads(defs["plan_editor"].value)
-    plan["models"]["ocr"] = {"cards": [0]}  # onto the swap group's card, which has 4.9 GiB left
+    plan["models"]["ocr"] = {"cards": [0]}  # onto the swap group's card, which has 4.4 GiB left
     outputs, defs = run_placement(plan_editor=mo.ui.text_area(value=json.dumps(plan)))
     ocr = next(m for m in defs["models"] if m.name == "ocr")
     card0, group = defs["placement"].cards[0], defs["placement"].swap_groups[0]
@@ -204,7 +204,7 @@ def test_placement_edited_plan_shows_the_planners_violation(offline):
         f"(of {gib(card0.usable_bytes)})"
     )
     assert expected == (
-        "ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, vision (of 40.5 GiB)"
+        "ocr pinned to card 0 needs 17.9 GiB but card 0 has 4.4 GiB usable left after chat, vision (of 40.5 GiB)"
     )
     assert [v.message for v in defs["plan_check"].violations] == [expected]
     assert "The plan does not fit" in _texts(outputs) and expected in _texts(outputs)

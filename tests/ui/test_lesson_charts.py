@@ -37,7 +37,7 @@ def test_speed_charts():
     assert len(batch["hconcat"]) == 2 and len(values(batch)) == 11 + 1  # eleven batches and the rule at 8
     spec(lc.offload_chart(sl.offload_rows(llama, "rtx4090-24g", 1024)))
     published = spec(lc.published_chart(sl.published_rows(snap.shape)))
-    assert len(values(published)) == 38 + 2  # 38 measurements and the diagonal's two ends
+    assert len(values(published)) == 45 + 2  # 45 measurements and the diagonal's two ends
 
 
 def test_quant_charts():

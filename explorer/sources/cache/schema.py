@@ -40,10 +40,15 @@ TABLES: dict[str, str] = {
     " header_bytes BIGINT, file_size_bytes BIGINT, fetched_at DOUBLE, PRIMARY KEY (repo, sha, filename)",
     # a base model's published quantised checkpoints (the Hub's model tree), a JSON list; expires like revisions
     "checkpoints": "repo VARCHAR PRIMARY KEY, entries VARCHAR, fetched_at DOUBLE",
+    # constants measured from the user's engine logs (explorer check --calibrate): record is the JSON of an
+    # explorer.engines.calibration.Calibration; not Hub facts, so `cache clear` keeps them
+    "calibrations": "engine VARCHAR, gpu_class VARCHAR, record VARCHAR, stored_at DOUBLE, PRIMARY KEY (engine, gpu_class)",
 }
 
-#: tables holding cached facts (all but meta), in the order info() and export() list them
-DATA_TABLES = tuple(t for t in TABLES if t != "meta")
+#: the user's own measurements: kept by `cache clear`, dropped by `cache clear --calibrations`
+CALIBRATIONS = "calibrations"
+#: tables holding cached Hub facts (all but meta and the calibrations), in the order info() and export() list them
+DATA_TABLES = tuple(t for t in TABLES if t not in ("meta", CALIBRATIONS))
 
 
 def json_safe(value: object, *, max_items: int = MAX_ARRAY_ITEMS) -> object:
