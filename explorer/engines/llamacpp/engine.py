@@ -31,7 +31,7 @@ from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.options import Option, memory_reason
-from explorer.errors import LlamaCppConfigError, LlamaCppFitError
+from explorer.errors import LlamaCppAbortError, LlamaCppConfigError, LlamaCppFitError
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.pools import Pool, gpu_pools
@@ -85,8 +85,11 @@ def _model_from_header(header) -> LlamaModel:
     return model
 
 
-def settings_for(request: PlanRequest, *, ngl: int | None = None, split: tuple[float, ...] = ()) -> LlamaCppSettings:
-    """llama.cpp settings for a request: ctx-size = context × sequences, -np = concurrency."""
+def settings_for(
+    request: PlanRequest, *, ngl: int | None = None, split: tuple[float, ...] = (), cpu: str = "avx2"
+) -> LlamaCppSettings:
+    """llama.cpp settings for a request: ctx-size = context × sequences, -np = concurrency; ``cpu`` is the
+    host CPU llama.cpp is built for (a node's ``cpu``), which picks its CPU buffers."""
     kv = "f16" if request.kv_dtype in ("auto", "bf16", "fp16") else request.kv_dtype
     if kv == "fp8":
         kv = "q8_0"
@@ -101,6 +104,7 @@ def settings_for(request: PlanRequest, *, ngl: int | None = None, split: tuple[f
         mmap=request.mmap,
         n_gpu_layers=request.n_gpu_layers if ngl is None else ngl,
         tensor_split=request.tensor_split or split,
+        cpu=cpu,
     )
 
 
@@ -182,7 +186,7 @@ def evaluate(
         proportional_tensor_split([d.memory_bytes for d in devices]) if len(devices) > 1 else ()
     )
     host_bytes = int(node.host_ram_bytes * request.host_fraction)
-    settings = settings_for(request, split=split)
+    settings = settings_for(request, split=split, cpu=node.cpu.name)
     if layout.cpu:
         settings = replace(settings, n_gpu_layers=0)
     elif request.n_gpu_layers is None:
@@ -292,7 +296,7 @@ class _Ctx:
 def _distinct(nodes: Sequence[Node]) -> list[Node]:
     seen, out = set(), []
     for n in nodes:
-        key = (n.host_ram_bytes, tuple(g.gpu.name for g in n.gpus))
+        key = (n.host_ram_bytes, n.cpu.name, tuple(g.gpu.name for g in n.gpus))
         if key not in seen:
             seen.add(key)
             out.append(n)
@@ -321,7 +325,14 @@ def _try(
 
     Pools of the same class and node size give the same answer: it is computed once per plan.
     """
-    key = (layout, gpu.name if gpu else None, node.host_ram_bytes, node.gpu_usable_limit_bytes, rpc_nodes)
+    key = (
+        layout,
+        gpu.name if gpu else None,
+        node.host_ram_bytes,
+        node.cpu.name,
+        node.gpu_usable_limit_bytes,
+        rpc_nodes,
+    )
     try:
         if key not in ctx.memo:
             ctx.memo[key] = evaluate(
@@ -336,6 +347,9 @@ def _try(
                 rpc_nodes=rpc_nodes,
             )[0]
         ev = ctx.memo[key]
+    except LlamaCppAbortError as err:  # llama.cpp would start and abort: the reason says what to change
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-abort", str(err))
+        return None
     except LlamaCppConfigError as err:
         ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-config", err.message)
         return None
