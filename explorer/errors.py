@@ -167,6 +167,10 @@ class LlamaCppConfigError(ExplorerError):
     hint = "change the setting named in the message"
 
 
+class LlamaCppAbortError(LlamaCppConfigError):
+    """A launch llama.cpp accepts but then aborts on at startup (a ``GGML_ASSERT``): explorer refuses it."""
+
+
 class LlamaCppFitError(ExplorerError):
     """No ``-ngl`` or context makes llama.cpp's buffers fit the devices and the host."""
 

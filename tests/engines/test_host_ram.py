@@ -17,9 +17,11 @@ L8 = "meta-llama__Meta-Llama-3.1-8B"
 
 
 def test_vllm_refuses_a_node_whose_ram_cannot_take_the_swap_space():
-    """--swap-space 4 GiB × 8 GPUs = 32 GiB; vLLM allows 70 % of a 40 GiB node, 28 GiB: the 8 cards are refused
-    with the numbers; 7 cards claim 28 GiB and run. With --swap-space 0 (vLLM without swap space) 8 cards run too."""
-    result = plan(shape_of(L70), parse_cluster("1x8xh100-80g,ram=40g"), PlanRequest(engines=("vllm",)), speed=False)
+    """vLLM 0.11's default --swap-space 4 GiB × 8 GPUs = 32 GiB; vLLM allows 70 % of a 40 GiB node, 28 GiB: the 8
+    cards are refused with the numbers; 7 cards claim 28 GiB and run. With --swap-space 0, or a release without swap
+    space (the current one, by default), 8 cards run too."""
+    swap4 = PlanRequest(engines=("vllm",), swap_space_gib=4)
+    result = plan(shape_of(L70), parse_cluster("1x8xh100-80g,ram=40g"), swap4, speed=False)
     assert {o.layout.cards for o in result.options} == {2, 3, 4, 5, 6, 7}
     assert all(o.evaluation.host.overhead == 4 * GiB * o.layout.cards for o in result.options)
     (refused,) = [x for x in result.rejected if x.rule == "host-ram"]
@@ -39,6 +41,12 @@ def test_vllm_refuses_a_node_whose_ram_cannot_take_the_swap_space():
     )
     assert 8 in {o.layout.cards for o in no_swap.options}
     assert all(o.evaluation.host is None for o in no_swap.options)
+    current = plan(shape_of(L70), parse_cluster("1x8xh100-80g,ram=40g"), PlanRequest(engines=("vllm",)), speed=False)
+    assert 8 in {o.layout.cards for o in current.options}
+    assert all(o.evaluation.host is None for o in current.options)
+    eight = Layout(engine="vllm", gpu_class="h100-80g", gpus_per_node=8, tp=8)
+    assert vllm_claim(eight, PlanRequest(vllm_version="0.11")).swap_bytes == 8 * 4 * GiB  # 0.11's default
+    assert vllm_claim(eight, PlanRequest(vllm_version="0.12")).swap_bytes == 0
 
 
 def test_vllm_claim_counts_the_gpus_on_the_node():
@@ -83,6 +91,6 @@ def test_host_ram_free_now():
         "host_free": "20g",
     }
     cluster = cluster_from_dict({"nodes": [node]}, shipped_catalogue())
-    result = plan(shape_of(L70), cluster, PlanRequest(engines=("vllm",)), speed=False)
+    result = plan(shape_of(L70), cluster, PlanRequest(engines=("vllm",), swap_space_gib=4), speed=False)
     free = {o.layout.cards: o.free_now for o in result.options}
     assert free == {2: True, 3: True, 4: True, 5: True, 6: False, 7: False, 8: False}  # 4 GiB a card vs 20 GiB

@@ -38,12 +38,13 @@ def test_whole_nodes_when_asked():
 
 
 def test_vllm_data_parallel_replicas_in_one_launch():
-    """--dp 2 --tp 2: two tp-2 replicas side by side on 4 cards; each holds half of the 8 sequences."""
-    result = _plan("1x8xh100-80g", tensor_parallel_size=2, data_parallel_size=2, concurrency=8)
+    """--dp 2 --tp 4: two tp-4 replicas side by side on 8 cards; each holds half of the 8 sequences. (tp 2 no
+    longer holds 4 sequences of the 70B a replica: 73.0 GiB a card against 0.9 × 79.19 GiB = 71.3 usable.)"""
+    result = _plan("1x8xh100-80g", tensor_parallel_size=4, data_parallel_size=2, concurrency=8)
     (option,) = result.options
-    assert (option.layout.tp, option.layout.dp, option.layout.cards) == (2, 2, 4)
-    assert "--tensor-parallel-size 2 --data-parallel-size 2" in option.evaluation.command
-    single = _plan("1x8xh100-80g", tensor_parallel_size=2, concurrency=4).options[0]
+    assert (option.layout.tp, option.layout.dp, option.layout.cards) == (4, 2, 8)
+    assert "--tensor-parallel-size 4 --data-parallel-size 2" in option.evaluation.command
+    single = _plan("1x8xh100-80g", tensor_parallel_size=4, concurrency=4).options[0]
     assert option.per_card.kv_cache == single.per_card.kv_cache
     assert option.evaluation.max_concurrency == 2 * single.evaluation.max_concurrency
 

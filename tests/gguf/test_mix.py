@@ -55,7 +55,9 @@ def test_rows_that_are_not_whole_blocks_fall_back():
     assert mix["blk.0.ffn_down.weight"].why == "fallback: 29,568 columns are not whole 256-blocks"
     assert mix["blk.20.ffn_up.weight"].type_name == "Q4_K"  # 8,192 columns: whole blocks
     tensors = sum(t.bytes for t in mix.values())
-    assert shape.weight_bytes("Q4_K_M") < 0.94 * tensors
+    # the planner's what-if (the mix's average bits, with the same fallback per tensor) lands within 2 % of the
+    # mix tensor by tensor: 46,866,847,168 against 47,409,725,440 bytes (−1.1 %; without the fallback it was −6 %)
+    assert 0.98 * tensors < shape.weight_bytes("Q4_K_M") < tensors
 
 
 def test_what_it_refuses():

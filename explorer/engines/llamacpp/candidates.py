@@ -11,7 +11,7 @@ from explorer.engines.llamacpp.launch import NAME, evaluate, launch_split, setti
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.seats import Seat, seats_from_cards
 from explorer.engines.options import Option, memory_reason
-from explorer.errors import LlamaCppConfigError, LlamaCppFitError
+from explorer.errors import LlamaCppAbortError, LlamaCppConfigError, LlamaCppFitError
 from explorer.hardware.cards import CardRef, node_cards
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
@@ -45,13 +45,16 @@ def try_launch(
 
     Launches on equal seats and an equal host give the same answer: each is evaluated once per plan.
     """
-    key = (layout, tuple(seats), node.host_ram_bytes, node.gpu_usable_limit_bytes)
+    key = (layout, tuple(seats), node.host_ram_bytes, node.cpu.name, node.gpu_usable_limit_bytes)
     try:
         if key not in ctx.memo:
             ctx.memo[key] = evaluate(
                 ctx.model, ctx.artifact, layout, seats, node, ctx.request, ctx.model_ref, quant=ctx.quant
             )[0]
         ev = ctx.memo[key]
+    except LlamaCppAbortError as err:  # llama.cpp would start and abort: the reason says what to change
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-abort", str(err))
+        return None
     except LlamaCppConfigError as err:
         ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-config", err.message)
         return None
@@ -82,7 +85,7 @@ def launched_now(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Sea
     host_need = option.evaluation.host.total if option.evaluation.host else 0
     seen = set()
     for seats, node in launches:
-        key = (tuple(seats), node.host_free_bytes, node.host_ram_bytes)
+        key = (tuple(seats), node.host_free_bytes, node.host_ram_bytes, node.cpu.name)
         if key in seen or node.host_free_bytes < host_need or any(s.device.memory_bytes == 0 for s in seats):
             continue
         seen.add(key)
@@ -90,7 +93,8 @@ def launched_now(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Sea
             return launch_split(ctx.request, planned)
         try:
             split = launch_split(ctx.request, seats)
-            mem = llamacpp_memory(ctx.model, settings_for(fixed, split=split), [s.device for s in seats])
+            settings = settings_for(fixed, split=split, cpu=node.cpu.name)
+            mem = llamacpp_memory(ctx.model, settings, [s.device for s in seats])
         except (LlamaCppConfigError, LlamaCppFitError):
             continue
         host_bytes = int(node.host_ram_bytes * ctx.request.host_fraction)

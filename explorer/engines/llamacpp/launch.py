@@ -80,8 +80,11 @@ def _model_from_header(header) -> LlamaModel:
     return model
 
 
-def settings_for(request: PlanRequest, *, ngl: int | None = None, split: tuple[float, ...] = ()) -> LlamaCppSettings:
-    """llama.cpp settings for a request: ctx-size = context × sequences, -np = concurrency."""
+def settings_for(
+    request: PlanRequest, *, ngl: int | None = None, split: tuple[float, ...] = (), cpu: str = "avx2"
+) -> LlamaCppSettings:
+    """llama.cpp settings for a request: ctx-size = context × sequences, -np = concurrency; ``cpu`` is the
+    host CPU llama.cpp is built for (a node's ``cpu``), which picks its CPU buffers."""
     kv = "f16" if request.kv_dtype in ("auto", "bf16", "fp16") else request.kv_dtype
     if kv == "fp8":
         kv = "q8_0"
@@ -96,6 +99,7 @@ def settings_for(request: PlanRequest, *, ngl: int | None = None, split: tuple[f
         mmap=request.mmap,
         n_gpu_layers=request.n_gpu_layers if ngl is None else ngl,
         tensor_split=request.tensor_split or split,
+        cpu=cpu,
     )
 
 
@@ -211,7 +215,7 @@ def evaluate(
     devices = [s.device for s in seats]
     split = launch_split(request, seats)
     host_bytes = int(node.host_ram_bytes * request.host_fraction)
-    settings = settings_for(request, split=split)
+    settings = settings_for(request, split=split, cpu=node.cpu.name)
     if layout.cpu or not devices:
         settings = replace(settings, n_gpu_layers=0)
     elif request.n_gpu_layers is None:

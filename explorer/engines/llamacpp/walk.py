@@ -100,7 +100,7 @@ def walk(
 def _distinct(nodes) -> list[Node]:
     seen, out = set(), []
     for n in nodes:
-        key = (n.host_ram_bytes, tuple((g.gpu.name, g.count) for g in n.gpus))
+        key = (n.host_ram_bytes, n.cpu.name, tuple((g.gpu.name, g.count) for g in n.gpus))
         if key not in seen:
             seen.add(key)
             out.append(n)
