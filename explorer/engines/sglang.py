@@ -220,6 +220,7 @@ class SGLang(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "sglang"
+    data_parallel_flag: ClassVar[str | None] = "--dp-size"
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

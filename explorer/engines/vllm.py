@@ -204,6 +204,7 @@ class VLLM(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "vllm"
+    data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

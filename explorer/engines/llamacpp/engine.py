@@ -178,9 +178,7 @@ def evaluate(
     ``quant`` is the GGUF it loads (:func:`gguf_quant_for`).
     """
     devices, usable = _devices(layout, gpu, node, rpc_nodes)
-    split = request.tensor_split or (
-        proportional_tensor_split([d.memory_bytes for d in devices]) if len(devices) > 1 else ()
-    )
+    split = _split_for(request, devices)
     host_bytes = int(node.host_ram_bytes * request.host_fraction)
     settings = settings_for(request, split=split)
     if layout.cpu:
@@ -193,7 +191,8 @@ def evaluate(
     unified = sum(d.total_bytes for d in mem.devices if d.device.unified)
     host = _host_card(mem, node, request, unified_bytes=unified)
     fits = mem.fits(host_bytes)
-    longest = _longest(model, settings, tuple(devices), host_bytes) if fits else 0
+    # one sequence, any context: the key leaves the asked context out, so a slider's moves hit the memo
+    longest = _longest(model, replace(settings, n_seq=1, n_ctx=0), tuple(devices), host_bytes) if fits else 0
     conc = (
         max_sequences(model, settings, devices, host_bytes, context_tokens=request.context_tokens, known=mem)
         if fits
@@ -220,11 +219,10 @@ def evaluate(
 
 @lru_cache(maxsize=256)
 def _longest(model: LlamaModel, settings: LlamaCppSettings, devices: tuple[Device, ...], host_bytes: int) -> int:
-    """The longest single-sequence context that fits with these devices and ``-ngl``."""
+    """The longest single-sequence context that fits with these devices and ``-ngl`` (``settings`` at one
+    sequence, ``n_ctx`` 0)."""
     try:
-        return max_context(
-            model, replace(settings, n_seq=1, n_ctx=0), devices, host_bytes, limit_tokens=max(model.n_ctx_train, 1)
-        )
+        return max_context(model, settings, devices, host_bytes, limit_tokens=max(model.n_ctx_train, 1))
     except LlamaCppFitError:
         return 0
 
@@ -356,26 +354,54 @@ def _try(
     return option
 
 
+def _split_for(request: PlanRequest, devices: Sequence[Device]) -> tuple[float, ...]:
+    """``--tensor-split``: the user's, else proportional to the devices' memory (none for one device)."""
+    if request.tensor_split:
+        return request.tensor_split
+    return proportional_tensor_split([d.memory_bytes for d in devices]) if len(devices) > 1 else ()
+
+
+def _holds_every_layer(ctx: _Ctx, layout: Layout, pool: Pool, node: Node) -> bool:
+    """One allocation with every layer on the layout's cards: whether they hold it (the host aside).
+    A partial offload on fewer cards than the node has is never offered, so it needs no full evaluation."""
+    devices, _ = _devices(layout, pool.gpu, node, 1)
+    settings = replace(settings_for(ctx.request, split=_split_for(ctx.request, devices)), n_gpu_layers=-1)
+    try:
+        mem = llamacpp_memory(ctx.model, settings, devices)
+    except LlamaCppConfigError:
+        return True  # the full evaluation refuses it with llama.cpp's own reason
+    return all(d.total_bytes <= d.device.memory_bytes for d in mem.devices)
+
+
 def _walk_gpu_pool(ctx: _Ctx, pool: Pool) -> None:
     max_width = 1 if pool.gpu.is_mig else pool.width()
     node = max(pool.nodes, key=lambda n: (n.group(pool.gpu.name).count, n.host_ram_bytes))
     full = None
     partial = None
-    offloadable = ctx.model.weight_bytes - ctx.model.token_embd_bytes
-    for width in range(1, max_width + 1):
+    first = 1
+    if ctx.request.n_gpu_layers is None:  # the fewest cards the offloaded weights need, counted not enumerated
+        offloadable = ctx.model.weight_bytes - ctx.model.token_embd_bytes
+        first = min(max_width, max(1, -(-offloadable // (pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES))))
+        if first > 1:
+            below = Layout(engine=NAME, gpu_class=pool.gpu.name, gpus_per_node=first - 1, pp=first - 1)
+            ctx.out.refuse(
+                NAME,
+                below,
+                ctx.artifact.name,
+                "memory-lower-bound",
+                f"the offloaded weights alone ({offloadable / 2**30:.1f} GiB) exceed {below.label}; "
+                f"partial offload is planned on all {max_width} cards",
+                count=first - 1,
+            )
+    for width in range(first, max_width + 1):
         layout = Layout(engine=NAME, gpu_class=pool.gpu.name, gpus_per_node=width, pp=width)
-        if (
-            width < max_width
-            and ctx.request.n_gpu_layers is None
-            and offloadable > width * (pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES)
-        ):
+        if width < max_width and ctx.request.n_gpu_layers is None and not _holds_every_layer(ctx, layout, pool, node):
             ctx.out.refuse(
                 NAME,
                 layout,
                 ctx.artifact.name,
-                "memory-lower-bound",
-                f"the offloaded weights alone ({offloadable / 2**30:.1f} GiB) exceed {layout.label}; "
-                f"partial offload is planned on all {max_width} cards",
+                "partial-offload",
+                f"not every layer fits on {layout.label}: the node's {max_width} cards take more",
             )
             continue
         free = any(g.free_count >= width for g in pool.groups)
@@ -510,6 +536,7 @@ class LlamaCpp:
     replicas (one card, a node's cards, RPC across nodes, partial offload, CPU, unified memory)."""
 
     name: ClassVar[EngineName] = NAME
+    data_parallel_flag: ClassVar[str | None] = None
 
     def walk(
         self,
