@@ -15,7 +15,8 @@ from explorer.engines.common import ENGINE_LABELS
 from explorer.engines.options import MEMORY_RULES, TIER_LABELS, Option, PlanResult
 from explorer.units import gib
 
-NARROW_LABEL = 58
+#: the option column of the default table: 66 + the other columns = 118 characters
+NARROW_LABEL = 66
 
 
 def short_label(o: Option) -> str:

@@ -8,6 +8,7 @@ the host's RAM and only llama.cpp plans them.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from explorer.hardware.catalogue import GPUClass
@@ -24,6 +25,8 @@ class Pool:
         fabric: the fabric they share, or None.
         spannable: whether a replica may span several of the nodes.
         groups: each node's GPU group of the class (filled in from ``nodes``).
+        alike: the distinct groups, each with how many nodes hold it (filled in: 60 alike nodes
+            are one entry, so counting nodes costs the same on any cluster of that make).
     """
 
     gpu: GPUClass
@@ -31,23 +34,26 @@ class Pool:
     fabric: str | None
     spannable: bool
     groups: tuple[GPUGroup, ...] = ()
+    alike: tuple[tuple[GPUGroup, int], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.groups:  # each node's GPU group of the class, in node order
             object.__setattr__(self, "groups", tuple(n.group(self.gpu.name) for n in self.nodes))
+        if not self.alike:
+            object.__setattr__(self, "alike", tuple(Counter(self.groups).items()))
 
     def width(self) -> int:
         """The most cards of the class one node offers."""
-        return max(g.count for g in self.groups)
+        return max(g.count for g, _ in self.alike)
 
     def hosts(self, cards: int) -> int:
         """How many nodes have at least ``cards`` cards of the class."""
-        return sum(1 for g in self.groups if g.count >= cards)
+        return sum(many for g, many in self.alike if g.count >= cards)
 
     def free_now(self, nodes: int, width: int, needed_bytes: int) -> bool:
         """Whether ``nodes`` of its nodes each have ``width`` cards with ``needed_bytes`` free right now
         (see :meth:`explorer.hardware.cluster.GPUGroup.free_bytes_for`)."""
-        return sum(1 for g in self.groups if g.free_bytes_for(width) >= needed_bytes) >= nodes
+        return sum(many for g, many in self.alike if g.free_bytes_for(width) >= needed_bytes) >= nodes
 
 
 def gpu_pools(cluster: Cluster) -> list[Pool]:

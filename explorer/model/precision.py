@@ -178,7 +178,18 @@ class Precision:
             return None
         if self.roles is not None and tensor.role not in self.roles:
             return None
-        name = _normalise(tensor.module.replace("{i}", str(layer)) if layer is not None else tensor.module)
+        key = (tensor.module, layer)
+        memo = self._formats_by_module
+        if key not in memo:  # every layer's modules are asked for again at each split and card
+            memo[key] = self._format_for_module(tensor.module, layer)
+        return memo[key]
+
+    @cached_property
+    def _formats_by_module(self) -> dict[tuple[str, int | None], WeightFormat | None]:
+        return {}
+
+    def _format_for_module(self, module: str, layer: int | None) -> WeightFormat | None:
+        name = _normalise(module.replace("{i}", str(layer)) if layer is not None else module)
         if self._skip_matcher is not None and self._skip_matcher.matches(name):
             return None
         for group, matcher in zip(self.groups, self._target_matchers, strict=True):

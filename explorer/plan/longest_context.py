@@ -16,9 +16,12 @@ same figure for its engine and layout (:attr:`~explorer.engines.options.Rejectio
 - a refusal before any accounting (the weights alone exceed the cards): 0.
 
 Worked (the kvplan case): Llama-3.1-8B on one L4 (23,034 MiB) at gpu_memory_utilization
-0.92 has 21,191 MiB; the bf16 weights take 15,317 MiB, the activation peak,
-CUDA graphs and non-torch memory about 700 MiB, so about 5,170 MiB remain for
-a KV cache of 128 KiB a token: about 41,000 tokens, not the 131,072 asked.
+0.92 offers 21,191.3 MiB. The bf16 weights take 15,316.5 MiB; the profiling
+peak 325 MiB (2,048 tokens × (2 × 4,096 + 3 × 14,336) × 2 bytes = 200 MiB, and
+the sampler's 256 × 128,256 × 4 bytes = 125 MiB); CUDA graphs 0.1 GiB + 51
+sizes × 7 MiB = 459.4 MiB; non-torch memory 153.6 MiB. That leaves 4,936.8 MiB
+for a KV cache of 128 KiB a token: 39,494 tokens, 39,488 in blocks of 16 (vLLM
+says "the estimated maximum model length is 39488"), not the 131,072 asked.
 """
 
 from __future__ import annotations

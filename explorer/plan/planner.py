@@ -105,6 +105,7 @@ def plan(
     sort: str | None = None,
     speed: bool | SpeedSettings = True,
     suggest: bool | Sequence[str] = True,
+    first_fit: bool = False,
     catalogue: Catalogue | None = None,
 ) -> PlanResult:
     """Every way ``shape`` can run on ``cluster``, best first, the refused ways with reasons, and suggestions.
@@ -117,6 +118,7 @@ def plan(
             the settings' price table also prices the ``card-class`` suggestion.
         suggest: suggestions when no option keeps every layer on accelerators (True: every kind,
             or the kinds to make, :data:`explorer.plan.suggest.KINDS`; False: none).
+        first_fit: stop at the first suggestion that fits (a model's one best suggestion).
         catalogue: the GPU catalogue, for the suggestions that name other card classes.
 
     Raises:
@@ -143,6 +145,7 @@ def plan(
         catalogue=catalogue,
         prices=prices,
         kinds=KINDS if suggest is True else tuple(suggest),  # type: ignore[arg-type]
+        first_fit=first_fit,
     )
     return replace(result, suggestions=made)
 

@@ -22,8 +22,11 @@ nodes (RPC) › partial offload › CPU.
   past it (eight bits keep what sixteen do, near enough, for half the memory;
   the cap is 5.8 on the CPU, where every bit is read for every token); then
   whether the cards are free now (busy is not unfit); then the faster decode
-  estimate (explorer's addition: of two engines on the same cards, the one that
-  serves faster); then the most headroom;
+  estimate, in steps of 2 % (explorer's addition: of two engines on the same
+  cards, the one that serves faster); then the serving engines before llama.cpp
+  in the order plans list them (:data:`~explorer.engines.common.ENGINES`:
+  vLLM, SGLang, llama.cpp), whose continuous batching and paged KV cache the
+  roofline does not see; then the most headroom;
 - ``fastest``: the highest decode estimate of one sequence at the asked concurrency;
 - ``throughput``: the highest aggregate decode estimate over the cluster, every
   replica at the asked concurrency;
@@ -40,6 +43,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Literal, get_args
 
+from explorer.engines.common import ENGINES
 from explorer.engines.options import PLACEMENTS, Option
 from explorer.errors import PlanError
 
@@ -71,9 +75,19 @@ def whole_bits(bits_per_weight: float) -> int:
     return math.floor(bits_per_weight + 1e-6)
 
 
+#: decode estimates within this factor of each other rank as equally fast (the estimate is a bound × 0.6)
+SPEED_STEP = 1.02
+
+
 def _decode(option: Option) -> float:
     speed = option.speed
     return speed.decode_estimate_tokens_per_s if speed is not None else 0.0
+
+
+def _speed_step(option: Option) -> int:
+    """The decode estimate in steps of 2 %: 30.9 and 31.1 tokens/s are one step, 27.6 and 30.9 are not."""
+    tokens = _decode(option)
+    return round(math.log(tokens) / math.log(SPEED_STEP)) if tokens > 0 else -(10**9)
 
 
 def _tier_key(option: Option) -> tuple:
@@ -87,7 +101,8 @@ def _fewest_cards(option: Option) -> tuple:
         layout.nodes,
         -quality(whole_bits(option.bits_per_weight), cpu=layout.cpu),
         not option.free_now,
-        -round(_decode(option), 6),
+        -_speed_step(option),
+        ENGINES.index(option.engine) if option.engine in ENGINES else len(ENGINES),
         -option.per_card.headroom,
         option.engine,
         layout.gpu_class,

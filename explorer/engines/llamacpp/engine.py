@@ -58,7 +58,7 @@ def gguf_quant_for(shape: ModelShape, artifact: Artifact) -> str:
     return "Q8_0" if shape.precision_of(artifact).nominal_bits >= 8 else "Q4_K_M"
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=512)  # a model at each quant: the hardware-first view asks for a hundred models
 def _model_from_shape(shape: ModelShape, quant: str) -> LlamaModel:
     return llama_model_from_shape(shape, quant)
 
