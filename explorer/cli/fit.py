@@ -15,7 +15,7 @@ import argparse
 import json
 
 from explorer.cli.plan import add_goal_arguments, goal_from_args, read_cluster, speed_settings
-from explorer.cli.plan_table import short_label
+from explorer.cli.plan_table import compact_label
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.fit_view import FitRow, fit_rows, summary
@@ -75,28 +75,33 @@ def run(args: argparse.Namespace) -> int:
     return 0 if any(r.best is not None for r in rows) else 3
 
 
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _row(i: int, r: FitRow) -> str:
     params = human_count(r.params)
     if r.best is None:
         why = r.error or "fits nowhere"
-        return f"{i:>3} {r.model[:44]:<44} {params:>7}  {why[:60]}"
+        return f"{i:>3} {_fit(r.model, 33):<33} {params:>7}  {_fit(why, 70)}"
     b = r.best
     tok = r.decode_tokens_per_s
     return (
-        f"{i:>3} {r.model[:44]:<44} {params:>7} {b.tier:>4}  {short_label(b)[:38]:<38} "
-        f"{b.evaluation.max_context_tokens:>8,} {'?' if tok is None else f'{tok:,.1f}':>7} {b.replicas:>5,}"
+        f"{i:>3} {_fit(r.model, 33):<33} {params:>7} {b.tier:>4}  {_fit(compact_label(b), 44):<44} "
+        f"{b.evaluation.max_context_tokens:>9,} {'?' if tok is None else f'{tok:,.1f}':>7} {b.replicas:>5,}"
     )
 
 
 def print_rows(rows: list[FitRow], args: argparse.Namespace, goal: str, cache: str | None, *, top: int = 0) -> None:
     """The table (fits a 120-column terminal), each lower-tier or unfitting model with its best suggestion."""
     counts = summary(rows)
+    print(f"{args.cluster}: {len(rows)} models at context {args.context:,} × {args.concurrency}, goal {goal}")
     print(
-        f"{args.cluster}: {len(rows)} models at context {args.context:,} × {args.concurrency}, goal {goal} "
-        f"({', '.join(f'{k}: {v}' for k, v in counts.items())}; snapshot{' + cache ' + cache if cache else ''})"
+        f"  {', '.join(f'{k}: {v}' for k, v in counts.items())}; from the snapshot"
+        + (f" and the cache {cache}" if cache else "")
     )
     head = (
-        f"{'#':>3} {'model':<44} {'params':>7} {'tier':>4}  {'best option':<38} {'max ctx':>8} {'tok/s':>7} {'repl':>5}"
+        f"{'#':>3} {'model':<33} {'params':>7} {'tier':>4}  {'best option':<44} {'max ctx':>9} {'tok/s':>7} {'repl':>5}"
     )
     print(head)
     print("-" * len(head))
@@ -105,10 +110,15 @@ def print_rows(rows: list[FitRow], args: argparse.Namespace, goal: str, cache: s
         s = r.suggestion
         if s is not None:
             if s.fits and s.best is not None:
-                outcome = f"tier {s.best.tier}: {short_label(s.best)}"
+                speed = s.best.speed.decode_estimate_tokens_per_s if s.best.speed is not None else None
+                outcome = f"tier {s.best.tier}, {compact_label(s.best)}" + (f", {speed:,.1f} tok/s" if speed else "")
             else:
-                outcome = f"still short: longest context {s.max_context:,}"
-            print(f"{'':>8}try {s.text}: {outcome}"[:120])
+                outcome = f"still short, longest context {s.max_context:,}"
+            print(_fit(f"{'':>8}try {s.text}: {outcome}", 120))
+        elif r.best is None or r.best.tier > 1:
+            print(
+                _fit(f"{'':>8}no single change holds it on these cards; explorer plan {r.model} suggests clusters", 120)
+            )
     if top and len(rows) > top:
         print(f"    … and {len(rows) - top} more (--top N)")
     print(

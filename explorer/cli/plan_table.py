@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from explorer.engines.common import ENGINE_LABELS
-from explorer.engines.options import MEMORY_RULES, TIER_LABELS, Option, PlanResult
+from explorer.engines.options import TIER_LABELS, Option, PlanResult
 from explorer.units import gib
 
 #: the option column of the default table: 66 + the other columns = 118 characters
@@ -30,6 +30,20 @@ def short_label(o: Option) -> str:
     if o.evaluation.layers_on_host:
         extra += f", {o.evaluation.layers_on_host} layers on CPU"
     return f"{engine} · {o.layout.label} ({extra}) · {o.precision}"
+
+
+def compact_label(o: Option) -> str:
+    """``llama.cpp 1 × rtx4090-24g, 37 on CPU · Q4_K_M``: :func:`short_label` without the words a narrow column
+    cannot spare."""
+    engine = ENGINE_LABELS.get(o.engine, o.engine)  # type: ignore[call-overload]
+    if o.layout.cpu:
+        return f"{engine} CPU · {o.precision}"
+    where = o.layout.label + ("" if o.layout.parallel == "single" else f" {o.layout.parallel}")
+    if o.layout.rpc:
+        where += " RPC"
+    if o.evaluation.layers_on_host:
+        where += f", {o.evaluation.layers_on_host} on CPU"
+    return f"{engine} {where} · {o.precision}"
 
 
 def _fit(text: str, width: int) -> str:
@@ -183,5 +197,5 @@ def print_refusals(result: PlanResult, examples: int = 3) -> None:
     for rule, count in sorted(result.pruned.items(), key=lambda kv: -kv[1]):
         print(f"  {rule}: {count:,}")
         for x in by_rule[rule][:examples]:
-            longest = f" (max context {x.max_context:,})" if rule in MEMORY_RULES and x.max_context else ""
+            longest = f" (max context {x.max_context:,})" if x.max_context is not None else ""
             print(f"    {x.label}: {x.reason}{longest}")

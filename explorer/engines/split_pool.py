@@ -198,14 +198,16 @@ class _PoolWalk:
             option = self._try(1, width)
             if option is not None:
                 self.out.accept(option)
-        self._refuse(
-            1,
-            max_width,
-            "more-than-needed",
-            f"{fewest.layout.label} holds it; wider layouts on one node are offered at "
-            f"{', '.join(map(str, wider)) or 'none'} cards",
-            count=max_width - fewest.layout.cards - len(wider),
-        )
+        skipped = next((w for w in range(fewest.layout.cards + 1, max_width + 1) if w not in wider), None)
+        if skipped is not None:  # the first width not offered stands for all of them
+            self._refuse(
+                1,
+                skipped,
+                "more-than-needed",
+                f"{fewest.layout.label} holds it; wider layouts on one node are offered at "
+                f"{', '.join(map(str, wider)) or 'none'} cards",
+                count=max_width - fewest.layout.cards - len(wider),
+            )
         return fewest
 
     def across_nodes(self, least: int, max_width: int, max_nodes: int) -> Option | None:

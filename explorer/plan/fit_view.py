@@ -62,8 +62,9 @@ class FitRow:
         params: its parameters (a count).
         origin: where the model came from.
         best: its best option by the goal, or None when nothing fits.
-        suggestion: the first change that fits (or the most telling one), when the best option is
-            not tier 1; else None.
+        suggestion: when the best option is not tier 1, the first change that fits, else the one
+            holding the longest context on accelerators; None when no single change helps (a bigger
+            cluster then: ``explorer plan`` lists those suggestions).
         error: why the model could not be planned, or None.
     """
 
@@ -133,7 +134,8 @@ def fit_row(
     except ExplorerError as err:
         return FitRow(model=model.ref, params=model.shape.params, origin=model.origin, best=None, error=str(err))
     made = result.suggestions
-    suggestion = next((s for s in made if s.fits), max(made, key=lambda s: s.max_context, default=None))
+    closer = [s for s in made if s.max_context > 0]  # changes that at least hold some context on accelerators
+    suggestion = next((s for s in made if s.fits), max(closer, key=lambda s: s.max_context, default=None))
     best = result.options[0] if result.options else None
     return FitRow(model=model.ref, params=model.shape.params, origin=model.origin, best=best, suggestion=suggestion)
 
