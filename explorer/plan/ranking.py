@@ -56,8 +56,6 @@ GOALS: tuple[Goal, ...] = get_args(Goal)
 DEFAULT_GOAL: Goal = "fewest-cards"
 #: the old ``sort`` names and the goals they became
 SORT_ALIASES: dict[str, Goal] = {"default": "fewest-cards", "speed": "fastest"}
-#: kept for callers of the old ``sort`` argument
-SortKey = Literal["default", "speed"]
 
 
 def quality(bits_per_weight: float, *, cpu: bool) -> float:
@@ -161,11 +159,6 @@ def rank_key(goal: str = DEFAULT_GOAL) -> Callable[[Option], tuple]:
     """The sort key of a goal: the placement (tier), the goal's figure, then the fewest-cards order."""
     goal_key = _GOAL_KEYS[goal_named(goal)]
     return lambda o: _tier_key(o) + goal_key(o) + _fewest_cards(o)
-
-
-def default_key(option: Option) -> tuple:
-    """The fewest-cards ranking key of an option (see the module docstring)."""
-    return rank_key(DEFAULT_GOAL)(option)
 
 
 def rank(options: Iterable[Option], goal: str = DEFAULT_GOAL) -> list[Option]:

@@ -81,7 +81,7 @@ def suggestions(
     )
     out: list[Suggestion] = []
     makers: dict[str, Callable[[], list[Suggestion]]] = {
-        "precision": lambda: _precisions(ask),
+        "precision": lambda: _precisions(ask, first_fit=first_fit),
         "kv-cache": lambda: _kv_cache(ask),
         "context": lambda: _context(ask),
         "concurrency": lambda: _concurrency(ask),
@@ -105,15 +105,16 @@ def _precision_text(name: str, bits: float, engines: Sequence[str]) -> str:
     return f"{label} weights, {bits:.2f} bits a weight ({who})"
 
 
-def _precisions(ask: Ask) -> list[Suggestion]:
-    out = []
+def _precisions(ask: Ask, *, first_fit: bool = False) -> list[Suggestion]:
+    """The best what-if of each family that leads to a fit (``first_fit``: the first family that has one)."""
+    out: list[Suggestion] = []
     engines = tuple(ask.request.engines)
     own_bits = ask.shape.bits_per_weight(ask.shape.precision)
     split = tuple(e for e in engines if e in SPLIT_ENGINES)  # vLLM and SGLang load safetensors what-ifs
     gguf = tuple(e for e in engines if e not in SPLIT_ENGINES)  # llama.cpp loads GGUF quants
     if split and any(a.format == "safetensors" for a in ask.artifacts):
         out += _family(ask, SAFETENSORS_STEPS, split, own_bits, offloads=False)
-    if gguf:
+    if gguf and not (first_fit and any(s.fits for s in out)):
         offered = {a.quant.upper() for a in ask.artifacts if a.format == "gguf"}
         gguf_bits = min((a.size_bytes * 8 / ask.shape.params for a in ask.artifacts if a.format == "gguf"),
                         default=own_bits)  # fmt: skip
