@@ -36,7 +36,8 @@ def _layouts(least: int, widest: int) -> list[tuple[int, int]]:
     return (one + many)[:MAX_CLUSTER_TRIES]
 
 
-def _clusteroutcome(ask: Ask, gpu: GPUClass, nodes: int, width: int, fabric: str, kind: str, note: str):
+def _cluster_outcome(ask: Ask, gpu: GPUClass, nodes: int, width: int, fabric: str, kind: str, note: str) -> Suggestion:
+    """The plan again on ``nodes`` alike nodes of ``width`` cards of ``gpu``."""
     cluster = uniform_cluster(gpu, nodes, width, fabric)
     spec = format_cluster_spec(cluster)
     result = ask.again(cluster=cluster)
@@ -59,6 +60,8 @@ def _main_class(cluster: Cluster) -> tuple[GPUClass, int, int, str | None] | Non
 
 
 def own_class(ask: Ask) -> list[Suggestion]:
+    """The smallest cluster of the user's main card class that fits (one node of 2, 4, 8 cards, then nodes of 8
+    on a fabric), skipping what the cluster holds already; none when no try within a few fits."""
     main = _main_class(ask.cluster)
     if main is None:
         return []
@@ -67,13 +70,15 @@ def own_class(ask: Ask) -> list[Suggestion]:
     for nodes, width in _layouts(least, max(widest, NODE_WIDTHS[-1])):
         if width <= widest and (nodes == 1 or (fabric and nodes * width <= total)):
             continue  # the cluster holds this already: the plan tried it
-        made = _clusteroutcome(ask, gpu, nodes, width, fabric or "ib0", "cluster", "")
+        made = _cluster_outcome(ask, gpu, nodes, width, fabric or "ib0", "cluster", "")
         if made.fits:
             return [made]
     return []
 
 
 def cheapest_class(ask: Ask, catalogue: Catalogue | None, prices: Any) -> list[Suggestion]:
+    """The catalogue class whose one node (1, 2, 4 or 8 cards) holds it for the fewest dollars an hour
+    (classes with a price in ``prices``, tried cheapest first; MIG slices and Macs left out)."""
     if catalogue is None or prices is None:
         return []
     offers = []
@@ -84,7 +89,7 @@ def cheapest_class(ask: Ask, catalogue: Catalogue | None, prices: Any) -> list[S
         least = _least_cards(ask, gpu)
         offers += [(w * price, w, gpu) for w in NODE_WIDTHS if w >= least]
     for usd, width, gpu in sorted(offers, key=lambda t: (t[0], t[1], t[2].name))[:MAX_CLUSTER_TRIES]:
-        made = _clusteroutcome(ask, gpu, 1, width, "", "card-class", f" (${usd:,.2f} an hour)")
+        made = _cluster_outcome(ask, gpu, 1, width, "", "card-class", f" (${usd:,.2f} an hour)")
         if made.fits:
             return [made]
     return []
@@ -94,15 +99,14 @@ def named_chips(ask: Ask, catalogue: Catalogue | None) -> list[Suggestion]:
     """Unified hosts named by memory alone: the catalogue's chips of that memory, with their bandwidth."""
     if catalogue is None:
         return []
+    unnamed = next((n.gpus[0].gpu for n in ask.cluster.unified_nodes
+                    if not (n.gpus[0].gpu.known and n.gpus[0].gpu.bandwidth_bytes_per_s)), None)  # fmt: skip
+    if unnamed is None:
+        return []
     out = []
-    for node in ask.cluster.unified_nodes:
-        gpu = node.gpus[0].gpu
-        if gpu.known and gpu.bandwidth_bytes_per_s:
-            continue
-        for chip in catalogue:
-            if chip.unified and chip.memory_bytes == gpu.memory_bytes and chip.bandwidth_bytes_per_s:
-                note = f": {gb(chip.bandwidth_bytes_per_s, 0)}/s of memory bandwidth ({gpu.name} assumes the host's)"
-                made = _clusteroutcome(ask, chip, 1, 1, "", "named-chip", note)
-                out.append(replace(made, fits=made.best is not None))
-        break
+    for chip in catalogue:
+        if chip.unified and chip.memory_bytes == unnamed.memory_bytes and chip.bandwidth_bytes_per_s:
+            note = f": {gb(chip.bandwidth_bytes_per_s, 0)}/s of memory bandwidth ({unnamed.name} assumes the host's)"
+            made = _cluster_outcome(ask, chip, 1, 1, "", "named-chip", note)
+            out.append(replace(made, fits=made.best is not None))
     return out

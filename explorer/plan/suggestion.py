@@ -29,7 +29,7 @@ class Suggestion:
     """One change and what it leads to.
 
     Attributes:
-        kind: one of :data:`KINDS`.
+        kind: one of :data:`explorer.plan.suggest.KINDS`.
         change: the request or cluster change, as the CLI's and app's controls name it
             (``{"quant": "int4-awq"}``, ``{"kv_dtype": "fp8"}``, ``{"context": 40960}``,
             ``{"concurrency": 3}``, ``{"cluster": "1x2xl4-24g"}``).
@@ -76,6 +76,7 @@ class Suggestion:
 
 
 def best_tier(result: PlanResult) -> int:
+    """The tier of the plan's best option; :data:`NO_TIER` when nothing fits."""
     return result.options[0].tier if result.options else NO_TIER
 
 
@@ -89,6 +90,7 @@ def longest_on_accelerators(shape: ModelShape, result: PlanResult) -> int:
 
 def outcome(shape: ModelShape, kind: str, change: Mapping[str, Any], text: str, result: PlanResult,
              today: int) -> Suggestion:  # fmt: skip
+    """What a change led to: ``result`` is the plan after it, ``today`` the tier of the best option before."""
     best = result.options[0] if result.options else None
     fits = best is not None and best.tier < today
     return Suggestion(
@@ -116,6 +118,7 @@ class Ask:
 
     def again(self, *, cluster: Cluster | None = None, request: PlanRequest | None = None,
               artifacts: Sequence[Artifact] | None = None) -> PlanResult:  # fmt: skip
+        """The plan again with one thing changed (a cluster, a request or the artifacts)."""
         return self.replan(
             self.shape, cluster or self.cluster, request or self.request, tuple(artifacts or self.artifacts)
         )
