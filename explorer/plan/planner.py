@@ -130,24 +130,48 @@ def plan(
     model_ref = model_ref or shape.name or "MODEL"
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
-    run = partial(_ranked, model_ref=model_ref, goal=chosen, speed=speed)
-    result = run(shape, cluster, request, artifacts)
+    result = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
     if not suggest:
         return result
-    prices = speed.prices if isinstance(speed, SpeedSettings) else None
+    return with_suggestions(
+        result,
+        shape,
+        cluster,
+        artifacts,
+        speed=speed,
+        kinds=KINDS if suggest is True else tuple(suggest),  # type: ignore[arg-type]
+        first_fit=first_fit,
+        catalogue=catalogue,
+    )
+
+
+def with_suggestions(
+    result: PlanResult,
+    shape: ModelShape,
+    cluster: Cluster,
+    artifacts: Sequence[Artifact],
+    *,
+    speed: bool | SpeedSettings = True,
+    kinds: Sequence[str] = KINDS,
+    first_fit: bool = False,
+    catalogue: Catalogue | None = None,
+) -> PlanResult:
+    """``result`` (a plan made with ``suggest=False``) with its suggestions: for a face that shows the table
+    first and the way forward when asked (each suggestion plans again, tens of milliseconds each)."""
+    run = partial(_ranked, model_ref=result.model, goal=result.goal, speed=speed)
     made = suggestions(
         shape,
         cluster,
-        request,
+        result.request,
         artifacts,
         result,
         lambda s, c, r, a: run(s, c, r, a),
         catalogue=catalogue,
-        prices=prices,
-        kinds=KINDS if suggest is True else tuple(suggest),  # type: ignore[arg-type]
+        prices=speed.prices if isinstance(speed, SpeedSettings) else None,
+        kinds=kinds,
         first_fit=first_fit,
     )
     return replace(result, suggestions=made)
 
 
-__all__ = ["DEFAULT_GOAL", "plan", "recheck"]
+__all__ = ["DEFAULT_GOAL", "plan", "recheck", "with_suggestions"]

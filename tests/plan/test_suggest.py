@@ -6,7 +6,8 @@ import pytest
 from support.corpus import shape_of
 
 from explorer.engines.common import PlanRequest
-from explorer.plan.planner import plan
+from explorer.plan.offer import original_artifact
+from explorer.plan.planner import plan, with_suggestions
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings
 
@@ -57,3 +58,16 @@ def test_the_cheapest_class_for_one_node_has_a_price():
     assert cheapest.fits and "an hour" in cheapest.text and cheapest.change["cluster"].startswith("1x")
     spec = cheapest.change["cluster"]
     assert cheapest.best.layout.gpu_class == spec.split("x", 2)[2]
+
+
+def test_suggestions_can_come_after_the_table():
+    """A face plans without suggestions first, then asks for them: the same as planning with them."""
+    shape, cluster = shape_of("meta-llama__Meta-Llama-3.1-70B"), parse_cluster("1x2xl40s-48g")
+    at_once = plan(shape, cluster, PlanRequest(), speed=SPEED, catalogue=shipped_catalogue())
+    table = plan(shape, cluster, PlanRequest(), speed=SPEED, suggest=False)
+    assert table.suggestions == ()
+    later = with_suggestions(
+        table, shape, cluster, [original_artifact(shape)], speed=SPEED, catalogue=shipped_catalogue()
+    )
+    assert [s.to_dict() for s in later.suggestions] == [s.to_dict() for s in at_once.suggestions]
+    assert later.suggestions
