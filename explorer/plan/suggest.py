@@ -66,7 +66,8 @@ def suggestions(
     kinds: Sequence[str] = KINDS,
     first_fit: bool = False,
 ) -> tuple[Suggestion, ...]:
-    """The suggestions for a plan (see the module docstring), those that fit first.
+    """The suggestions for a plan (see the module docstring), those that fit first; a change after which
+    nothing fits and no layout holds any context is left out.
 
     ``first_fit`` stops at the first change that fits (the fit view's "best suggestion").
     """
@@ -96,7 +97,8 @@ def suggestions(
         out.extend(made)
         if first_fit and any(s.fits for s in made):
             break
-    return tuple(sorted(out, key=lambda s: (not s.fits, KINDS.index(s.kind))))
+    telling = [s for s in out if s.fits or s.max_context > 0]  # a change that fits nothing says nothing
+    return tuple(sorted(telling, key=lambda s: (not s.fits, KINDS.index(s.kind))))
 
 
 def _precision_text(name: str, bits: float, engines: Sequence[str]) -> str:
