@@ -115,8 +115,8 @@ def _wide_nodes(shape, request: PlanRequest, runs: int) -> None:
         base_ms, base_labels = base_ms or ms, base_labels or labels
         replicas = ", ".join(f"{o.layout.cards}: ×{o.replicas:,}" for o in result.options if o.engine == "vllm")
         print(
-            f"    1x{width:<7,} median {statistics.median(wall):7.2f} ms wall {ms:7.2f} ms CPU ({ms / base_ms:4.2f}× 1x8); "
-            f"same layouts as 1x8: {labels == base_labels}; vLLM cards: replicas {replicas}"
+            f"    1x{width:<7,} median {statistics.median(wall):7.2f} ms wall {ms:7.2f} ms CPU "
+            f"({ms / base_ms:4.2f}× 1x8); same layouts as 1x8: {labels == base_labels}; vLLM cards: replicas {replicas}"
         )
 
 

@@ -17,6 +17,8 @@ from explorer.units import gib
 
 #: the option column of the default table: 66 + the other columns = 118 characters
 NARROW_LABEL = 66
+#: the option column of ``--wide``: the full label
+WIDE_LABEL = 84
 
 
 def short_label(o: Option) -> str:
@@ -59,9 +61,10 @@ def _row(i: int, o: Option, wide: bool) -> str:
     use = f"{card.total / 2**30:5.1f} / {card.usable / 2**30:5.1f}"
     one = sp.decode_estimate_tokens_per_s if sp is not None else None
     agg = o.aggregate_decode_tokens_per_s
-    cells = [f"{i:>3}", f"{_fit(o.label if wide else short_label(o), 84 if wide else NARROW_LABEL):<{84 if wide else NARROW_LABEL}}",
-             f"{use:>13}", f"{ev.max_context_tokens:>9,}", _tok(one, 7), f"{o.replicas:>5,}",
-             _tok(agg[1] if agg else None, 9)]  # fmt: skip
+    width = WIDE_LABEL if wide else NARROW_LABEL
+    label = _fit(o.label if wide else short_label(o), width)
+    cells = [f"{i:>3}", f"{label:<{width}}", f"{use:>13}", f"{ev.max_context_tokens:>9,}", _tok(one, 7),
+             f"{o.replicas:>5,}", _tok(agg[1] if agg else None, 9)]  # fmt: skip
     if wide:
         cost = sp.cost_per_million_tokens if sp is not None else None
         cells += [
@@ -73,7 +76,7 @@ def _row(i: int, o: Option, wide: bool) -> str:
 
 
 def _header(wide: bool) -> str:
-    width = 84 if wide else NARROW_LABEL
+    width = WIDE_LABEL if wide else NARROW_LABEL
     head = f"{'#':>3} {'option':<{width}} {'GiB a card':>13} {'max ctx':>9} {'tok/s':>7} {'repl':>5} {'all tok/s':>9}"
     return head + (f" {'max conc':>8} {'free':>4} {'$/Mtok':>8}" if wide else "")
 
