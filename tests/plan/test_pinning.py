@@ -157,14 +157,15 @@ def test_ngl_zero_pins_nothing():
 
 
 def test_overcommit_and_short_now_together_with_the_counts():
-    """70B bf16 on 2 L40S at half free: each card needs 69.7 GiB but vLLM may use 90 % (40.5 GiB): overcommit;
-    and each has 22.5 GiB free where vLLM needs 40.5 GiB free to start: short now. 0 of the 2 cards have that;
-    together they offer 2 × int(48,305,799,168 × 0.9) = 86,950,438,502 bytes = 81.0 GiB usable, 45.0 GiB free."""
+    """70B bf16 on 2 L40S at half free: each card needs 69.7 GiB but vLLM may use 90 % of the 44.42 GiB torch
+    sees (40.0 GiB): overcommit; and each has 22.5 GiB free where vLLM needs 40.0 GiB free to start: short now.
+    0 of the 2 cards have that; together they offer 2 × int(47,695,611,822 × 0.9) = 85,852,101,278 bytes =
+    80.0 GiB usable, 45.0 GiB free (half the driver's 48,305,799,168 each)."""
     r = check_pinned(shape_of(L70), parse_cluster("1x8xl40s-48g,free=0.5"), ["0", "1"])
     assert r.overcommitted and r.short_now_bytes > 0
     assert "overcommits" in r.message and "less free now" in r.message
-    assert "0/2 of them have the free memory" in r.message and "81.0 GiB usable, 45.0 GiB free now" in r.message
-    assert (r.cards_ready, r.usable_bytes, r.free_bytes) == (0, 86_950_438_502, 2 * (48_305_799_168 // 2))
+    assert "0/2 of them have the free memory" in r.message and "80.0 GiB usable, 45.0 GiB free now" in r.message
+    assert (r.cards_ready, r.usable_bytes, r.free_bytes) == (0, 85_852_101_278, 2 * (48_305_799_168 // 2))
 
 
 # --- item 7: --tp/--pp/--dp --------------------------------------------------------------------------

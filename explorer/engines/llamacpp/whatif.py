@@ -38,6 +38,7 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
     hidden = shape.hidden_size
     layers = []
     offset = wb.embedding_bytes
+    matrix_bytes: dict[int, int] = {}  # a quant mix stores every matrix alike: layers sharing tensors share this
     notes = [f"what-if: {shape.name or 'model'} at {precision.name}, bytes from average bits per weight"]
     for i, layer in enumerate(shape.decoder):
         c = layer.cache
@@ -56,7 +57,10 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         elif isinstance(c, RecurrentState):
             r_row, s_row = c.conv_elements, c.ssm_elements  # llama.cpp keeps both in f32
         size = wb.layer_bytes[i]
-        matrices = sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1)
+        key = id(layer.tensors) if precision.all_matrices else -1 - i
+        if key not in matrix_bytes:
+            matrix_bytes[key] = sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1)
+        matrices = matrix_bytes[key]
         mlp = next((t.rows for t in layer.tensors if t.role == "mlp" and t.cols == hidden), 0)
         layers.append(
             LlamaLayer(
