@@ -83,6 +83,12 @@ class GPUGroup:
                 raise ClusterSpecError(f"{name}: {free:,} bytes free on a card of {self.gpu.memory_bytes:,} bytes")
 
     @property
+    def alike_key(self) -> tuple:
+        """What makes two groups alike (class name, counts, free figures), cheap to hash: alike nodes are
+        counted together by it (:mod:`explorer.hardware.pools`, :mod:`explorer.hardware.copies`)."""
+        return (self.gpu.name, self.count, self.free_count, self.free_bytes, self.card_free_bytes)
+
+    @property
     def memory_bytes(self) -> int:
         """Total memory of the group's devices."""
         return self.count * self.gpu.memory_bytes

@@ -64,13 +64,17 @@ class Census:
     __slots__ = ("kinds",)
 
     def __init__(self, cluster: Cluster) -> None:
-        counted: Counter[tuple[str, str | None, GPUGroup, int]] = Counter()
+        counted: Counter[tuple] = Counter()
+        groups: dict[tuple, GPUGroup] = {}
         for n in cluster.nodes:
             for g in n.gpus:
-                counted[(g.gpu.name, n.fabric, g, n.host_ram_bytes)] += 1
+                key = (g.alike_key, n.fabric, n.host_ram_bytes)  # primitives: cheap to hash
+                groups.setdefault(key, g)
+                counted[key] += 1
         self.kinds: dict[str, list[tuple[str | None, GPUGroup, int, int]]] = {}
-        for (name, fabric, group, ram), many in counted.items():
-            self.kinds.setdefault(name, []).append((fabric, group, ram, many))
+        for key, many in counted.items():
+            group, (_, fabric, ram) = groups[key], key
+            self.kinds.setdefault(group.gpu.name, []).append((fabric, group, ram, many))
 
     def copies(
         self,

@@ -43,16 +43,20 @@ class Pool:
     def __post_init__(self) -> None:
         if not self.groups:  # each node's GPU group of the class, in node order
             object.__setattr__(self, "groups", tuple(n.group(self.gpu.name) for n in self.nodes))
-        if not self.alike:
-            object.__setattr__(self, "alike", tuple(Counter(self.groups).items()))
-        if not self.kinds:
-            first: dict[tuple[GPUGroup, int, int], Node] = {}
-            many: Counter[tuple[GPUGroup, int, int]] = Counter()
+        if not self.alike or not self.kinds:  # keyed by primitives: hashing a group hashes its whole class
+            groups: dict[tuple, GPUGroup] = {}
+            first: dict[tuple, Node] = {}
+            alike: Counter[tuple] = Counter()
+            kinds: Counter[tuple] = Counter()
             for node, group in zip(self.nodes, self.groups, strict=True):
-                key = (group, node.host_ram_bytes, node.host_free_bytes)
-                first.setdefault(key, node)
-                many[key] += 1
-            object.__setattr__(self, "kinds", tuple((first[k], many[k]) for k in first))
+                key = group.alike_key
+                groups.setdefault(key, group)
+                alike[key] += 1
+                kind = (key, node.host_ram_bytes, node.host_free_bytes)
+                first.setdefault(kind, node)
+                kinds[kind] += 1
+            object.__setattr__(self, "alike", tuple((groups[k], alike[k]) for k in groups))
+            object.__setattr__(self, "kinds", tuple((first[k], kinds[k]) for k in first))
 
     def width(self) -> int:
         """The most cards of the class one node offers."""

@@ -64,3 +64,12 @@ def test_every_option_says_what_all_its_cards_hold():
     assert row["memory_text"] == option.memory_text
     pipeline = _plan("1x8xh100-80g", tensor_parallel_size=2, pipeline_parallel_size=2).options[0]
     assert pipeline.cards_total_bytes == sum(2 * c.total for c in pipeline.evaluation.cards)
+
+
+def test_a_world_size_one_node_holds_is_not_spread_over_two():
+    """tp 2 × pp 2 on 2 × 8 H100s: four cards of one node; the same four as 2 nodes × 2 are more than needed."""
+    result = _plan("2x8xh100-80g@ib0", tensor_parallel_size=2, pipeline_parallel_size=2)
+    (option,) = result.options
+    assert (option.layout.nodes, option.layout.cards) == (1, 4)
+    spread = next(x for x in result.rejected if x.rule == "more-than-needed")
+    assert (spread.layout.nodes, spread.layout.gpus_per_node) == (2, 2)

@@ -34,7 +34,7 @@ from dataclasses import replace
 
 from explorer.engines.collect import Collector
 from explorer.engines.common import Layout, PlanRequest
-from explorer.engines.llamacpp.candidates import Ctx, accept, asked, class_cards, more_than_needed, try_launch
+from explorer.engines.llamacpp.candidates import Ctx, accept, asked, more_than_needed, try_launch
 from explorer.engines.llamacpp.launch import NAME, gguf_quant_for, launch_split, llama_model, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.offload import offload_for
@@ -42,7 +42,7 @@ from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, Seat, card_seats
 from explorer.engines.llamacpp.spans import mixed_cards, walk_mixed, walk_rpc
 from explorer.engines.options import Option
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
-from explorer.hardware.cards import roomiest_cards
+from explorer.hardware.cards import roomiest_class_cards
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.pools import Pool, gpu_pools
 from explorer.model.artifacts import Artifact
@@ -191,9 +191,9 @@ def _walk_pool(ctx: Ctx, pool: Pool) -> None:
             )
     if chosen is not None:
         width = chosen.layout.gpus_per_node
-        launches = [
-            (card_seats(roomiest_cards(class_cards(n, pool.gpu), width), now=True), n)
-            for n in pool.nodes
+        launches = [  # one node of each kind: alike nodes launch alike
+            (card_seats(roomiest_class_cards(n, pool.gpu.name, width), now=True), n)
+            for n, _ in pool.kinds
             if n.group(pool.gpu.name).count >= width
         ]
         accept(ctx, chosen, launches)
