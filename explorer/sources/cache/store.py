@@ -323,6 +323,15 @@ class Cache:
             "fetched_at": at,
         }
 
+    def repos(self) -> list[str]:
+        """Every repo the cache holds a config.json or a GGUF header of, sorted (for listings: ``explorer fit``)."""
+        rows = self._rows(
+            "SELECT DISTINCT repo FROM configs WHERE filename = 'config.json' "
+            "UNION SELECT DISTINCT repo FROM gguf_headers ORDER BY 1",
+            [],
+        )
+        return [r[0] for r in rows]
+
     # --- housekeeping -----------------------------------------------------------------------
 
     # --- published checkpoints -------------------------------------------------------------
