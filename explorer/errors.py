@@ -167,6 +167,10 @@ class LlamaCppConfigError(ExplorerError):
     hint = "change the setting named in the message"
 
 
+class LlamaCppAbortError(LlamaCppConfigError):
+    """A launch llama.cpp accepts but then aborts on at startup (a ``GGML_ASSERT``): explorer refuses it."""
+
+
 class LlamaCppFitError(ExplorerError):
     """No ``-ngl`` or context makes llama.cpp's buffers fit the devices and the host."""
 
@@ -218,6 +222,10 @@ class OfflineMissError(HubError):
 
 class FetchCancelled(HubError):
     """The user cancelled a fetch in progress."""
+
+
+class EngineLogError(ExplorerError):
+    """An engine's start-up log could not be read, or says too little to check a plan against."""
 
 
 class CacheError(ExplorerError):

@@ -57,6 +57,7 @@ def _():
                     ),
                     "replicas": mo.ui.number(start=1, stop=16, value=_r.replicas),
                     "phases": mo.ui.text(value=_r.phases, placeholder="always"),
+                    "min context": mo.ui.dropdown(options=list(nf.CONTEXT_CHOICES), value="default"),
                 }
             )
             for _r in _rows
@@ -68,7 +69,7 @@ def _():
 @app.cell(hide_code=True)
 def _():
     extra_terms = mo.ui.text_area(
-        placeholder="more models, one a line: name = ID[:context][xREPLICAS][@phase,...]  e.g.  "
+        placeholder="more models, one a line: name = ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...]  e.g.  "
         "small = Qwen/Qwen3-1.7B:16kx2@query",
         rows=2,
         full_width=True,
@@ -86,7 +87,7 @@ def _():
 
 @app.cell(hide_code=True)
 def _(extra_terms, fetch, model_rows):
-    _widths = [2, 5, 1.2, 1, 2]
+    _widths = [2, 5, 1.2, 1, 2, 1.2]
     _head = mo.hstack(
         [
             mo.md(f"**{h}**")
@@ -96,6 +97,7 @@ def _(extra_terms, fetch, model_rows):
                 "context",
                 "replicas",
                 "phases (comma-separated; empty: always)",
+                "min context (default: the context)",
             )
         ],
         widths=_widths,
@@ -110,7 +112,11 @@ def _(extra_terms, fetch, model_rows):
             ),
             _head,
             *[
-                mo.hstack([_row[k] for k in ("name", "model", "context", "replicas", "phases")], widths=_widths, gap=1)
+                mo.hstack(
+                    [_row[k] for k in ("name", "model", "context", "replicas", "phases", "min context")],
+                    widths=_widths,
+                    gap=1,
+                )
                 for _row in model_rows
             ],
             extra_terms,
@@ -373,7 +379,7 @@ def _(models, offer, placement, plan_editor):
             ]
         ),
     )
-    plan_check = nf.check_plan_text(plan_editor.value, models, offer.cards)
+    plan_check = nf.check_plan_text(plan_editor.value, models, offer.plan_cards)  # charged against each total
     if plan_check.error:
         _verdict = mo.callout(mo.md(f"**The plan does not read.** {html.escape(plan_check.error)}"), kind="danger")
     elif plan_check.violations:

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers
+from explorer.engines.llamacpp.host_buffers import HostPlacement, HostWeights
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaLayer, LlamaModel
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
@@ -38,11 +39,31 @@ def q4k(rows: int, cols: int) -> int:
     return rows * cols // 256 * 144
 
 
+def _host(start: int, block: int, repack: int) -> HostPlacement:
+    """A block whose Q4_K matrices go to CPU_REPACK (AVX2, AVX-512) or AMX at 148/144 of their bytes."""
+    span = (start, start + block)
+    repacked = HostWeights(cpu_bytes=block - repack, repack_bytes=repack, span=span)
+    return HostPlacement(
+        plain=HostWeights(cpu_bytes=block, span=span),
+        avx2=repacked,
+        avx512=repacked,
+        amx=HostWeights(cpu_bytes=block - repack, amx_bytes=repack * 148 // 144, span=span),
+    )
+
+
+def _output_host(start: int, norm: int, output: int) -> HostPlacement:
+    """The final norm, then a Q6_K output: never repacked on x86; AMX takes it at its own size."""
+    whole = HostWeights(cpu_bytes=norm + output, span=(start, start + norm + output))
+    amx = HostWeights(cpu_bytes=norm, amx_bytes=output, span=(start, start + norm))
+    return HostPlacement(plain=whole, avx2=whole, avx512=whole, amx=amx)
+
+
 def exact_405b() -> LlamaModel:
     """A synthetic exact 405B-like model: Q4_K matrices, f32 norms, Q6_K-sized output."""
     E, H, KV, D, F, V, L = 16384, 128, 8, 128, 53248, 128256, 126
     block = q4k(H * D, E) + 2 * q4k(KV * D, E) + q4k(E, H * D) + 3 * q4k(F, E) + 2 * E * 4
     repack = block - 2 * E * 4
+    output = V * E // 256 * 210  # Q6_K
     layers = tuple(
         LlamaLayer(
             attn="full",
@@ -51,9 +72,8 @@ def exact_405b() -> LlamaModel:
             k_row=KV * D,
             v_row=KV * D,
             weight_bytes=block,
-            repack_bytes=repack,
+            host=_host(i * block, block, repack),
             n_ff=F,
-            span=(i * block, (i + 1) * block),
         )
         for i in range(L)
     )
@@ -68,8 +88,9 @@ def exact_405b() -> LlamaModel:
         n_ctx_train=131072,
         layers=layers,
         token_embd_bytes=q4k(V, E),
-        output_bytes=V * E // 256 * 210,
+        output_bytes=output,
         output_norm_bytes=E * 4,
+        output_host=_output_host(L * block, E * 4, output),
         n_rot=D,
         n_tensors=L * 11 + 3,
     )

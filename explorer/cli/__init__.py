@@ -54,14 +54,27 @@ COMMANDS: tuple[Command, ...] = (
         "best first, with what each card holds and why other ways do not work.",
     ),
     Command(
+        name="fit",
+        help="list every known model with its best option on a cluster",
+        description="Hardware first: every model explorer knows (the shipped snapshot, and the local cache "
+        "read-only) with its best option on the cluster: tier, engine, precision, longest context, tok/s, "
+        "replicas; models that do not fit come last with their best suggestion.",
+    ),
+    Command(
         name="place",
         help="place several models on one fleet (swap groups, replicas, manual plans)",
         description="Place several models on a cluster's cards: co-location, splits, swap groups for "
         "models that never run in the same phase, replicas, and checks of a manual plan.",
     ),
     Command(
+        name="check",
+        help="put an engine's start-up log beside explorer's plan of it (and calibrate from it)",
+        description="Read a vLLM, SGLang or llama.cpp start-up log, plan the same setup, and show the "
+        "engine's figures beside explorer's, part by part; --calibrate stores what it measured.",
+    ),
+    Command(
         name="cache",
-        help="show, clear or export the local cache of Hub facts",
+        help="show, clear or export the local cache of Hub facts and calibrations",
         description="The local DuckDB cache of Hub listings, configs and weight headers.",
     ),
     Command(

@@ -3,7 +3,9 @@
 The file is ``--cache PATH``, else ``$EXPLORER_CACHE``, else the XDG default
 (see :mod:`explorer.sources.cache.store`). ``info`` and ``export`` open it read-only and
 never create it; ``clear`` deletes every cached row without asking and says
-how many it removed.
+how many it removed. The calibrations ``explorer check --calibrate`` stored
+are the user's own: ``info`` lists them, ``clear`` keeps them and ``clear
+--calibrations`` drops them (and only them).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     info = actions.add_parser("info", help="path, mode, size and rows per table")
     info.add_argument("--json", action="store_true", help="print one JSON object")
     clear = actions.add_parser("clear", help="delete every cached row (no confirmation)")
+    clear.add_argument(
+        "--calibrations", action="store_true", help="drop the stored calibrations instead (explorer check --calibrate)"
+    )
     export = actions.add_parser("export", help="write every table to one JSON file")
     export.add_argument("path", metavar="PATH", help="the JSON file to write")
     for q in (info, clear, export):
@@ -62,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
             counts = cache.info()["counts"]
             print(f"exported {sum(counts.values()):,} rows ({_counts(counts)}) from {cache.path} to {out}")
             return 0
+        if args.calibrations:
+            return _clear_calibrations(cache)
         before = cache.info()["counts"]
         if not cache.clear():
             from explorer.errors import CacheError
@@ -74,12 +81,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clear_calibrations(cache) -> int:
+    from explorer.errors import CacheError
+    from explorer.sources.cache.calibrations import clear_calibrations, load_calibrations
+
+    count = len(load_calibrations(cache))
+    if count and not clear_calibrations(cache):
+        raise CacheError(f"the cache at {cache.path} is {cache.mode}: no calibration removed")
+    print(f"removed {count} calibration{'' if count == 1 else 's'} from {cache.path}")
+    return 0
+
+
+def _calibration_line(c) -> str:
+    figures = [
+        f"{label} {getattr(c, key) / 2**30:.2f} GiB"
+        for key, label in (
+            ("torch_memory_bytes", "total"),
+            ("non_torch_bytes", "non-torch"),
+            ("graph_bytes", "graphs"),
+            ("startup_bytes", "start-up"),
+        )
+        if getattr(c, key) is not None
+    ]
+    if c.activation_scale is not None:
+        figures.append(f"activation × {c.activation_scale:g}")
+    return f"  {c.engine} on {c.gpu_class}: {', '.join(figures)} (from {c.source or 'a log'} of {c.measured_on})"
+
+
 def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{t} {n:,}" for t, n in counts.items())
 
 
 def _info(cache, *, as_json: bool) -> int:
+    import dataclasses
+
+    from explorer.sources.cache.calibrations import load_calibrations
+
     info = cache.info()
+    calibrations = load_calibrations(cache)
+    info["calibrations"] = [dataclasses.asdict(c) for c in calibrations]
     if as_json:
         print(json.dumps(info, indent=2))
         return 0
@@ -90,4 +130,7 @@ def _info(cache, *, as_json: bool) -> int:
     width = max(len(t) for t in info["counts"]) if info["counts"] else 0
     for table, n in info["counts"].items():
         print(f"  {table:<{width}}  {n:,} rows")
+    print(f"calibrations  {len(calibrations)}")
+    for c in calibrations:
+        print(_calibration_line(c))
     return 0

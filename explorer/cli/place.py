@@ -24,10 +24,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="TERM",
-        help="ID[:context][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k x2@query (repeatable; order = rank)",
+        help="ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k/8kx2@query "
+        "(repeatable; order = rank; /MIN: the least context it accepts)",
     )
     p.add_argument("--plan", default=None, metavar="FILE", help="a manual plan (.json or .toml) to check instead")
-    p.add_argument("--engine", choices=("vllm", "llamacpp"), default="vllm", help="whose accounting sizes each model")
+    p.add_argument(
+        "--engine",
+        choices=("vllm", "llamacpp"),
+        default="vllm",
+        help="whose accounting sizes each model (vllm: even shards on cards of one class; llamacpp: any split)",
+    )
     p.add_argument("--usable-fraction", type=float, default=0.9, help="share of each card a placement may use")
     p.add_argument("--kv-dtype", default="auto", help="KV cache type")
     p.add_argument("--quant", default=None, help="what-if precision for every model")
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plan:
         path = Path(args.plan)
         manual = parse_plan_text(path.read_text(), fmt="toml" if path.suffix == ".toml" else "json")
-        placement = validate_plan(manual, models, offer.cards)
+        placement = validate_plan(manual, models, offer.plan_cards)  # a plan is charged against each card's total
     else:
         placement = place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)
     if args.json:

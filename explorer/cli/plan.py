@@ -4,22 +4,34 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
+import sys
 from pathlib import Path
 
+from explorer.cli.plan_table import print_result
 from explorer.engines.common import ENGINES, PlanRequest
-from explorer.engines.options import PlanResult
+from explorer.engines.registry import engine_serving
 from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import Cluster
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.offer import plan_artifacts
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
+from explorer.plan.ranking import GOALS, SORT_ALIASES
+from explorer.sources.cache.calibrations import stored_calibrations
+from explorer.sources.checkpoints import checkpoints_for_plan
 from explorer.sources.resolve import load_model
-from explorer.sources.shipped import load_cluster_file, parse_cluster, read_prices, shipped_prices
+from explorer.sources.shipped import (
+    load_cluster_file,
+    parse_cluster,
+    read_prices,
+    shipped_catalogue,
+    shipped_prices,
+)
 from explorer.sources.spec import parse_model_spec
 from explorer.speed.estimate import SpeedSettings
 from explorer.units import gib
+
+__all__ = ["add_request_arguments", "goal_from_args", "print_result", "read_cluster", "request_from_args", "run"]
 
 
 def add_request_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,6 +62,56 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ubatch", type=int, default=512, help="llama.cpp -ub")
     p.add_argument("--parallel", type=int, default=None, help="llama.cpp -np (same as --concurrency)")
     p.add_argument("--no-mmap", action="store_true", help="llama.cpp --no-mmap")
+    p.add_argument(
+        "--no-cpu-offload",
+        action="store_true",
+        help="keep every layer on the accelerators: no llama.cpp partial offload (one node's or over RPC), no CPU",
+    )
+    p.add_argument("--tp", type=int, default=None, help="tensor-parallel size (vLLM, SGLang); default: every split")
+    p.add_argument("--pp", type=int, default=None, help="pipeline-parallel size (vLLM, SGLang); default: every split")
+    p.add_argument(
+        "--dp",
+        type=int,
+        default=None,
+        help="data-parallel replicas in one launch (vLLM --data-parallel-size, SGLang --dp-size; "
+        "with --dp-attention its DP attention size)",
+    )
+    p.add_argument("--max-num-seqs", type=int, default=None, help="vLLM --max-num-seqs (default: vLLM's for the card)")
+    p.add_argument(
+        "--max-num-batched-tokens", type=int, default=None, help="vLLM --max-num-batched-tokens (default: vLLM's)"
+    )
+    p.add_argument("--chunked-prefill-size", type=int, default=None, help="SGLang --chunked-prefill-size")
+    p.add_argument("--cuda-graph-max-bs", type=int, default=None, help="SGLang --cuda-graph-max-bs")
+    p.add_argument(
+        "--enforce-eager",
+        action="store_true",
+        help="no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)",
+    )
+    p.add_argument(
+        "--language-only", action="store_true", help="SGLang --language-only: no vision-head divisibility check"
+    )
+    p.add_argument("--piecewise-cuda-graph", action="store_true", help="SGLang --enable-piecewise-cuda-graph")
+    p.add_argument(
+        "--piecewise-cuda-graph-max-tokens",
+        type=int,
+        default=None,
+        help="SGLang --piecewise-cuda-graph-max-tokens (reserves a quarter MiB a token; implies the switch)",
+    )
+    p.add_argument(
+        "--swap-space",
+        type=float,
+        default=None,
+        metavar="GIB",
+        help="vLLM --swap-space, host RAM per GPU (default: the release's: 4 up to vLLM 0.11, none after)",
+    )
+    p.add_argument(
+        "--hierarchical-cache", action="store_true", help="SGLang --enable-hierarchical-cache (a host KV pool)"
+    )
+    p.add_argument("--hicache-ratio", type=float, default=2.0, help="SGLang --hicache-ratio (host pool / device pool)")
+    p.add_argument("--hicache-size", type=float, default=None, metavar="GB", help="SGLang --hicache-size, GB per rank")
+    p.add_argument(
+        "--vllm-version", default=None, metavar="VER", help="the vLLM release to plan for (default: the current one)"
+    )
 
 
 def read_cluster(text: str) -> Cluster:
@@ -85,6 +147,24 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         batch_tokens=args.batch,
         ubatch_tokens=args.ubatch,
         mmap=not args.no_mmap,
+        cpu_offload=not args.no_cpu_offload,
+        tensor_parallel_size=args.tp,
+        pipeline_parallel_size=args.pp,
+        data_parallel_size=args.dp,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        chunked_prefill_size=args.chunked_prefill_size,
+        cuda_graph_max_bs=args.cuda_graph_max_bs,
+        enforce_eager=args.enforce_eager,
+        language_only=args.language_only,
+        piecewise_cuda_graph=args.piecewise_cuda_graph or args.piecewise_cuda_graph_max_tokens is not None,
+        piecewise_cuda_graph_max_tokens=args.piecewise_cuda_graph_max_tokens,
+        swap_space_gib=args.swap_space,
+        hierarchical_cache=args.hierarchical_cache,
+        hicache_ratio=args.hicache_ratio,
+        hicache_size_gb=args.hicache_size,
+        vllm_version=args.vllm_version,
+        calibrations=stored_calibrations(),
     )
 
 
@@ -107,8 +187,18 @@ def resolve_for_plan(args: argparse.Namespace):
     spec = parse_model_spec(args.model)
     resolved = load_model(args.model, **kw)
     named = spec.filename or spec.kind == "gguf"
+    checkpoints = resolved.checkpoints
+    if args.quant and resolved.repo and not named:  # a what-if precision: which repository publishes it?
+        found = checkpoints_for_plan(resolved.repo, offline=args.offline, token=args.token)
+        checkpoints = found.checkpoints
+        if found.note:
+            print(f"note: {found.note}", file=sys.stderr)
     artifacts = plan_artifacts(
-        resolved.shape, resolved.artifacts, quant=args.quant, selected=resolved.selected if named else None
+        resolved.shape,
+        resolved.artifacts,
+        quant=args.quant,
+        selected=resolved.selected if named else None,
+        checkpoints=checkpoints,
     )
     return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model
 
@@ -126,14 +216,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--gpus",
         default=None,
         metavar="NODE:IDX,...",
-        help="pin these GPUs (vllm or sglang, first --engine given) and report any overcommit",
+        help="pin these GPUs (the first --engine given; else llama.cpp for a GGUF, vLLM for weights) "
+        "and report any overcommit",
     )
     p.add_argument(
-        "--sort",
-        choices=("default", "speed"),
-        default="default",
-        help="ranking (speed: the highest decode estimate first)",
+        "--replicas",
+        type=int,
+        default=1,
+        help="with --gpus: replicas over the pinned GPUs, in the order given (refused if any overcommits)",
     )
+    add_goal_arguments(p)
     p.add_argument(
         "--efficiency",
         type=float,
@@ -148,7 +240,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="CSV of gpu_class,usd_per_gpu_hour,... for cost per million tokens (default: data/prices.csv)",
     )
     p.add_argument("--top", type=int, default=15, help="options to print (human form)")
+    p.add_argument("--wide", action="store_true", help="every column: most sequences, free now, $/Mtok, full label")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_goal_arguments(p: argparse.ArgumentParser) -> None:
+    """``--goal`` (and the deprecated ``--sort``), shared with ``explorer fit``."""
+    p.add_argument(
+        "--goal",
+        choices=GOALS,
+        default=None,
+        help="what to rank for inside each tier (default fewest-cards: the fewest cards and nodes, "
+        "the better precision, free now, faster, more headroom)",
+    )
+    p.add_argument(
+        "--sort",
+        choices=tuple(SORT_ALIASES),
+        default=None,
+        help="deprecated: --sort speed is --goal fastest, --sort default is --goal fewest-cards",
+    )
+
+
+def goal_from_args(args: argparse.Namespace) -> str:
+    """The goal: ``--goal``, else the deprecated ``--sort`` (with a note on stderr), else fewest-cards."""
+    if args.sort is not None:
+        goal = SORT_ALIASES[args.sort]
+        print(f"explorer: --sort {args.sort} is deprecated; use --goal {goal}", file=sys.stderr)
+        if args.goal is None:
+            return goal
+    return args.goal or "fewest-cards"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,28 +283,29 @@ def run(args: argparse.Namespace) -> int:
         request_from_args(args),
         artifacts=artifacts,
         model_ref=model_ref,
-        sort=args.sort,
+        goal=goal_from_args(args),
         speed=speed_settings(args),
+        catalogue=shipped_catalogue(),
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        print_result(result, top=args.top)
+        print_result(result, top=args.top, wide=args.wide)
     return 0 if result.options else 3
 
 
 def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: str) -> int:
-    """Check user-pinned GPUs: the layout on exactly them, and by how much it overcommits."""
-    engine = next((e for e in (args.engine or ["vllm"]) if e in ("vllm", "sglang")), "vllm")
-    safetensors = [a for a in artifacts if a.format == "safetensors"]
+    """Check user-pinned GPUs: the launch on exactly them, and by how much it overcommits."""
+    engine = args.engine[0] if args.engine else engine_serving(artifacts[0]).name
     result = check_pinned(
         shape,
         cluster,
         [g.strip() for g in args.gpus.split(",") if g.strip()],
         engine=engine,
         request=request_from_args(args),
-        artifact=safetensors[0] if safetensors else None,
+        artifacts=artifacts,
         model_ref=model_ref,
+        replicas=args.replicas,
     )
     if args.json:
         print(
@@ -192,8 +313,14 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
                 {
                     "model": model_ref,
                     "option": result.option.to_dict(),
+                    "replicas": [o.to_dict() for o in result.replicas],
                     "overcommit_bytes": result.overcommit_bytes,
                     "short_now_bytes": result.short_now_bytes,
+                    "cards_pinned": result.cards_pinned,
+                    "cards_used": result.cards_used,
+                    "cards_ready": result.cards_ready,
+                    "usable_bytes": result.usable_bytes,
+                    "free_bytes": result.free_bytes,
                     "message": result.message,
                 },
                 indent=2,
@@ -204,8 +331,10 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
         print(
             f"{result.option.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
             f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
-            f"of {gib(card.usable)} usable\n  {result.message}\n  {result.option.evaluation.command}"
+            f"of {gib(card.usable)} usable\n  {result.option.memory_text}\n  {result.message}"
         )
+        for option in result.replicas:
+            print(f"  {option.evaluation.command}")
     return 3 if result.overcommitted else 0
 
 
@@ -217,97 +346,3 @@ def speed_settings(args: argparse.Namespace) -> SpeedSettings:
         kwargs["default_efficiency"] = args.efficiency
     kwargs["prices"] = read_prices(args.price_table) if args.price_table else shipped_prices()
     return SpeedSettings(**kwargs)
-
-
-def _speed_cells(o) -> str:
-    """``tok/s est`` and ``$/Mtok est`` cells (blank when unknown)."""
-    sp = o.speed
-    if sp is None:
-        return f"{'?':>9} {'':>8}"
-    cost = f"{sp.cost_per_million_tokens:8.3f}" if sp.cost_per_million_tokens is not None else f"{'':>8}"
-    return f"{sp.decode_estimate_tokens_per_s:9.1f} {cost}"
-
-
-def print_speed(o) -> None:
-    """The best option's speed: bound, estimate, time to first token, cost, and what a step is made of."""
-    sp = o.speed
-    if sp is None:
-        print("  speed: unknown (the card class has no bandwidth figure)")
-        return
-    agg = (
-        (
-            f"; {sp.concurrency} sequences: {sp.decode_aggregate_estimate_tokens_per_s:,.0f} tokens/s estimate "
-            f"(bound {sp.decode_aggregate_bound_tokens_per_s:,.0f})"
-        )
-        if sp.concurrency > 1
-        else ""
-    )
-    ttft = (
-        (
-            f"; time to first token {sp.time_to_first_token_estimate_s:.2f} s estimate "
-            f"(bound {sp.time_to_first_token_bound_s:.2f} s)"
-        )
-        if sp.time_to_first_token_bound_s is not None
-        else ""
-    )
-    print(
-        f"  decode {sp.decode_estimate_tokens_per_s:,.1f} tokens/s a sequence estimate "
-        f"(bound {sp.decode_bound_tokens_per_s:,.1f}, {sp.bound_by}){agg}{ttft}"
-    )
-    if sp.cost_per_million_tokens is not None:
-        print(
-            f"  cost ${sp.cost_per_million_tokens:,.3f} per million output tokens estimate "
-            f"(${sp.usd_per_gpu_hour:g} per GPU-hour)"
-        )
-    print(f"  {sp.breakdown}")
-
-
-def print_result(result: PlanResult, *, top: int = 15) -> None:
-    """The ranked table, the launch commands of the best, and the refusals by rule."""
-    r = result.request
-    print(f"{result.model}: context {r.context_tokens:,} × {r.concurrency} sequence(s), KV {r.kv_dtype}")
-    if not result.options:
-        print("no way fits.")
-    else:
-        header = (
-            f"{'#':>2}  {'option':<84} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4} "
-            f"{'tok/s est':>9} {'$/Mtok':>8}"
-        )
-        print(header)
-        print("-" * len(header))
-        for i, o in enumerate(result.options[:top], 1):
-            card = o.per_card
-            use = f"{card.total / 2**30:6.1f} / {card.usable / 2**30:6.1f}"
-            print(
-                f"{i:>2}  {o.label[:84]:<84} {use:>17} {o.evaluation.max_context_tokens:>9,} "
-                f"{o.evaluation.max_concurrency:>8,} {'yes' if o.free_now else 'no':>4} {_speed_cells(o)}"
-            )
-        if len(result.options) > top:
-            print(f"    … and {len(result.options) - top} more (--top N)")
-        best = result.options[0]
-        card = best.per_card
-        print(
-            f"\nbest: {best.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
-            f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
-            f"of {gib(card.usable)} usable\n  {best.evaluation.command}"
-        )
-        print_speed(best)
-        print(
-            "  (tok/s est: one sequence's decode rate at the asked concurrency, bound × efficiency; "
-            "$/Mtok: USD per million output tokens at that estimate; bounds in --json)"
-        )
-    print_refusals(result)
-
-
-def print_refusals(result: PlanResult, examples: int = 3) -> None:
-    """Refusals grouped by rule: the count and a few reasons."""
-    if not result.pruned:
-        return
-    by_rule = defaultdict(list)
-    for x in result.rejected:
-        by_rule[x.rule].append(x)
-    print(f"\nrefused ({result.considered:,} ways considered):")
-    for rule, count in sorted(result.pruned.items(), key=lambda kv: -kv[1]):
-        print(f"  {rule}: {count:,}")
-        for x in by_rule[rule][:examples]:
-            print(f"    {x.label}: {x.reason}")

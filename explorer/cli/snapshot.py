@@ -2,7 +2,8 @@
 
 ``list`` shows the entries (``--search TEXT`` filters them); ``refresh``
 re-reads repositories from the Hub (a bounded pool of ``--workers``) and
-writes the snapshot; ``seed`` rebuilds it from a folder of real config.json
+writes the snapshot; ``checkpoints`` re-reads each model's published quantised
+checkpoints from the Hub's model tree into ``data/checkpoints.json``; ``seed`` rebuilds it from a folder of real config.json
 files (how the shipped file was made, see ``data/snapshot.md``).
 """
 
@@ -36,6 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     ref.add_argument("--workers", type=int, default=4, metavar="N", help="repositories fetched at once (default 4)")
     add_hub_options(ref)
+    ckpt = actions.add_parser(
+        "checkpoints", help="re-read each model's published quantised checkpoints (the Hub's model tree)"
+    )
+    ckpt.add_argument("--repos", type=Path, default=None, metavar="FILE", help="repo ids, one a line; default: all")
+    ckpt.add_argument("--out", type=Path, default=None, metavar="PATH", help="default: over data/checkpoints.json")
+    add_hub_options(ckpt)
     seed = actions.add_parser("seed", help="rebuild the snapshot from a folder of config.json files")
     seed.add_argument("--configs", type=Path, required=True, metavar="DIR", help="org__name.json config files")
     seed.add_argument("--provenance", type=Path, required=True, metavar="CSV", help="file -> hf_model_id, source")
@@ -51,7 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run one snapshot action."""
-    return {"list": _list, "refresh": _refresh, "seed": _seed}[args.action](args)
+    return {"list": _list, "refresh": _refresh, "checkpoints": _checkpoints, "seed": _seed}[args.action](args)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -90,15 +97,31 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refresh(args: argparse.Namespace) -> int:
-    from explorer.sources.snapshot.build import refresh
+def _repos(args: argparse.Namespace) -> list[str]:
+    """The repos named in ``--repos`` (one a line, # comments), else every repo in the snapshot."""
     from explorer.sources.snapshot.read import load_snapshot
 
-    if args.repos is not None:
-        lines = args.repos.read_text().splitlines()
-        repos = [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
-    else:
-        repos = list(load_snapshot().repos)
+    if args.repos is None:
+        return list(load_snapshot().repos)
+    lines = args.repos.read_text().splitlines()
+    return [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
+
+
+def _checkpoints(args: argparse.Namespace) -> int:
+    from explorer.sources.snapshot.build import refresh_checkpoints
+
+    repos = _repos(args)
+    report = refresh_checkpoints(repos, settings=hub_kwargs(args)["settings"], out=args.out)
+    print(f"read the model tree of {len(report['refreshed'])} of {len(repos)} models; {report['entries']} checkpoints")
+    for repo, why in sorted(report["errors"].items()):
+        print(f"  {repo}: kept the shipped entries: {why}")
+    return 0 if not report["errors"] else 1
+
+
+def _refresh(args: argparse.Namespace) -> int:
+    from explorer.sources.snapshot.build import refresh
+
+    repos = _repos(args)
     report = refresh(repos, settings=hub_kwargs(args)["settings"], max_workers=args.workers, out=args.out)
     print(
         f"refreshed {len(report['refreshed'])} of {len(repos)} repositories; "

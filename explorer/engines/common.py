@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from explorer.engines.calibration import Calibration
 from explorer.engines.fit_search import largest_fitting
+from explorer.model.artifacts import Artifact
+from explorer.model.checkpoints import placeholder_ref
 from explorer.model.dtypes import ElementType
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
@@ -59,7 +62,28 @@ class PlanRequest:
         batch_tokens: llama.cpp ``-b``.
         ubatch_tokens: llama.cpp ``-ub``.
         mmap: llama.cpp memory-maps the file (``--no-mmap`` turns it off).
+        cpu_offload: layers may stay in host RAM (llama.cpp partial offload, RPC partial offload,
+            CPU only); False (``--no-cpu-offload``) keeps every layer on the accelerators.
         host_fraction: share of a node's RAM one replica may be planned to use.
+        tensor_parallel_size: the user's tp (vLLM ``--tensor-parallel-size``, SGLang ``--tp-size``);
+            None: every split the engine runs is tried.
+        pipeline_parallel_size: the user's pp (``--pipeline-parallel-size``, ``--pp-size``); None: any.
+        data_parallel_size: replicas in one launch (vLLM ``--data-parallel-size``, SGLang ``--dp-size``
+            without DP attention; with ``dp_attention`` the DP attention size); None: 1.
+        language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
+            need not divide tp.
+        piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
+        piecewise_cuda_graph_max_tokens: SGLang ``--piecewise-cuda-graph-max-tokens`` (tokens; its
+            graphs reserve a quarter of a MiB per token). None: not given.
+        swap_space_gib: vLLM ``--swap-space``, GiB of host RAM per GPU, refused above 70 % of a node's
+            RAM (None: the release's default, 4 up to vLLM 0.11 and none after).
+        hierarchical_cache: SGLang ``--enable-hierarchical-cache``: a host KV pool in pinned RAM.
+        hicache_ratio: SGLang ``--hicache-ratio``: the host pool's size over the device pool's (2.0).
+        hicache_size_gb: SGLang ``--hicache-size``: GB (10^9) of host pool per rank; overrides the ratio.
+        vllm_version: the vLLM release to plan for (``0.19.0``; None: the current one); its accounting
+            changed between releases (:mod:`explorer.engines.vllm_release`).
+        calibrations: figures measured from the user's own engine logs, by engine and card class
+            (:mod:`explorer.engines.calibration`).
     """
 
     context_tokens: int = 4096
@@ -83,7 +107,34 @@ class PlanRequest:
     batch_tokens: int = 2048
     ubatch_tokens: int = 512
     mmap: bool = True
+    cpu_offload: bool = True
     host_fraction: float = 0.85
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    data_parallel_size: int | None = None
+    language_only: bool = False
+    piecewise_cuda_graph: bool = False
+    piecewise_cuda_graph_max_tokens: int | None = None
+    swap_space_gib: float | None = None
+    hierarchical_cache: bool = False
+    hicache_ratio: float = 2.0
+    hicache_size_gb: float | None = None
+
+    @property
+    def world_size(self) -> int | None:
+        """tp × pp × dp as the user gave them (a missing one counts 1); None when none was given.
+
+        Under DP attention the dp ranks share the tp group's cards, so dp neither multiplies nor counts as given
+        (as gpustack reads ``--enable-dp-attention``).
+        """
+        dp = None if self.dp_attention else self.data_parallel_size
+        given = (self.tensor_parallel_size, self.pipeline_parallel_size, dp)
+        if all(v is None for v in given):
+            return None
+        return (self.tensor_parallel_size or 1) * (self.pipeline_parallel_size or 1) * (dp or 1)
+
+    vllm_version: str | None = None
+    calibrations: tuple[Calibration, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +154,8 @@ class Layout:
         cpu: runs on the host's CPU only.
         unified: runs on a unified-memory host (Apple).
         rpc: llama.cpp across nodes through RPC servers.
+        rpc_servers: llama.cpp's single-card RPC servers on other nodes, beside the main node's
+            ``gpus_per_node`` cards (``nodes`` counts the main node and the nodes they are on).
     """
 
     engine: EngineName
@@ -117,10 +170,13 @@ class Layout:
     cpu: bool = False
     unified: bool = False
     rpc: bool = False
+    rpc_servers: int = 0
 
     @property
     def cards(self) -> int:
         """Cards the replica takes (0 on the CPU)."""
+        if self.rpc_servers:
+            return self.gpus_per_node + self.rpc_servers
         return self.nodes * self.gpus_per_node
 
     @property
@@ -128,6 +184,8 @@ class Layout:
         """A few words on where it runs: ``2 nodes × 8 h100-80g on ib0``."""
         if self.cpu:
             return "CPU"
+        if self.rpc_servers:
+            return f"{self.gpus_per_node} × {self.gpu_class} + {self.rpc_servers} over RPC on {self.fabric}"
         if self.nodes > 1:
             return f"{self.nodes} nodes × {self.gpus_per_node} {self.gpu_class} on {self.fabric}"
         return f"{self.gpus_per_node} × {self.gpu_class}"
@@ -297,3 +355,38 @@ def largest_context(slack, upper: int, step: int = 1) -> int:
         return upper
     best = largest_fitting(lambda k: slack(k * step), 1, upper // step)
     return 0 if best is None else best * step
+
+
+def serve_reference(artifact: Artifact, method: str, model_ref: str, online_methods: frozenset[str],
+                    original_method: str = "none") -> str:  # fmt: skip
+    """The model a launch command loads for ``artifact``: never the original weights by mistake.
+
+    A published checkpoint loads from its own repository; the model's own
+    weights load from ``model_ref``, and so does a what-if the engine applies
+    while loading (``method`` in ``online_methods``, e.g. vLLM's ``--quantization
+    fp8``) when the original weights are unquantised (``original_method`` ``none``);
+    any other what-if has no repository to load, so the command names a visible
+    placeholder (``<ORG/NAME at int4 AWQ g128: no published checkpoint known>``).
+    """
+    if artifact.repo:
+        return artifact.repo
+    online = method in online_methods or method == "none"  # "none": a dense cast (``--dtype float16``)
+    if not artifact.what_if or (online and original_method == "none"):
+        return model_ref
+    return placeholder_ref(artifact.quant, model_ref)
+
+
+#: a dense precision's name → the ``--dtype`` vLLM and SGLang cast the weights to while loading
+DTYPE_FLAGS: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def online_flags(shape_method: str, shape_dtype: str, precision_source: str, method: str, name: str,
+                 online: frozenset[str]) -> list[str]:  # fmt: skip
+    """The flags that make an engine produce a what-if precision from the original weights while loading:
+    ``--dtype float16`` for a dense cast, ``--quantization fp8`` for an online method; none for a
+    published checkpoint or over weights that are already quantised."""
+    if precision_source != "what-if" or shape_method != "none":
+        return []
+    if method == "none" and name in DTYPE_FLAGS and name != shape_dtype:
+        return [f"--dtype {DTYPE_FLAGS[name]}"]
+    return [f"--quantization {method}"] if method in online else []

@@ -6,7 +6,8 @@ Each engine (vLLM, SGLang, llama.cpp) is one object, listed by name in
 - ``walk``s a cluster for every way it runs each artifact, writing the ways
   that fit and the refusals into a :class:`~explorer.engines.collect.Collector`;
 - ``recheck``s one of its ways at another context or concurrency;
-- gives a model's ``footprint`` for a fleet (weights, fixed bytes a card, KV a token).
+- gives a model's ``footprint`` for a fleet (weights, fixed bytes a card, KV a token);
+- says which artifacts it ``serves``, and ``pin``s one launch on cards a user names.
 
 An :class:`~explorer.engines.common.Evaluation` carries what each card holds,
 the longest context, the concurrency and the launch command.
@@ -29,8 +30,10 @@ from typing import Protocol
 
 from explorer.engines.collect import Collector
 from explorer.engines.common import EngineName, Evaluation, Layout, PlanRequest
+from explorer.engines.host_ram import HostClaim
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal
+from explorer.hardware.cards import CardRef
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import Pool
@@ -48,11 +51,29 @@ class Footprint:
         fixed_bytes_per_card: what every card of a split pays whole: activation peak,
             CUDA graphs, non-torch memory, compute and output buffers, fixed recurrent state.
         kv_bytes_per_token: what one more token of context costs (split likewise).
+        even_split: a split gives every card the same share, on cards of one class (tensor
+            parallelism: vLLM, SGLang); False: any proportion (llama.cpp's layer split).
     """
 
     weights_bytes: int
     fixed_bytes_per_card: int
     kv_bytes_per_token: int
+    even_split: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PinnedLayout:
+    """An engine's launch on exactly the cards a user pinned.
+
+    Attributes:
+        option: the launch and what each card holds (``fits`` False when the cards cannot hold it).
+        cards: the pinned cards it runs on, in the order of ``needs_bytes``.
+        needs_bytes: free memory each of those cards must have now for the engine to start on it (bytes).
+    """
+
+    option: Option
+    cards: tuple[CardRef, ...]
+    needs_bytes: tuple[int, ...]
 
 
 class Engine(Protocol):
@@ -61,6 +82,12 @@ class Engine(Protocol):
     @property
     def name(self) -> EngineName:
         """The engine's name in requests and layouts: ``vllm``, ``sglang``, ``llamacpp``."""
+        ...
+
+    @property
+    def data_parallel_flag(self) -> str | None:
+        """The flag that starts several copies of one single-node layout in one launch (vLLM
+        ``--data-parallel-size``, SGLang ``--dp-size``); None: each copy is launched on its own."""
         ...
 
     def walk(
@@ -83,9 +110,34 @@ class Engine(Protocol):
         """A model's per-instance footprint on one card of ``gpu`` (None: a host without discrete GPUs)."""
         ...
 
+    def serves(self, artifact: Artifact) -> bool:
+        """Whether the engine runs this artifact (vLLM and SGLang: safetensors; llama.cpp: any, converted)."""
+        ...
+
+    def pin(
+        self,
+        shape: ModelShape,
+        cards: Sequence[CardRef],
+        artifacts: Sequence[Artifact],
+        request: PlanRequest,
+        model_ref: str,
+    ) -> PinnedLayout:
+        """One launch on exactly ``cards``, of the first artifact the engine serves.
+
+        Raises:
+            ManualSelectionError: the engine cannot run on those cards at all (its rules, no artifact it serves).
+        """
+        ...
+
 
 class SplitEngine(Engine, Protocol):
     """An engine whose replicas split tensor × pipeline over a pool's cards (vLLM, SGLang)."""
+
+    @property
+    def online_methods(self) -> frozenset[str]:
+        """Precision methods the engine applies to the original weights while loading them
+        (vLLM's ``--quantization fp8``): a what-if of these needs no published checkpoint."""
+        ...
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) splits of ``nodes × width`` cards the engine runs, the best first."""
@@ -99,6 +151,10 @@ class SplitEngine(Engine, Protocol):
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Rules the engine enforces that this layout breaks, first one first (empty: none)."""
+        ...
+
+    def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
+        """The host RAM one launch claims on each of its nodes (:mod:`explorer.engines.host_ram`)."""
         ...
 
     def usable_share(self, request: PlanRequest) -> float:

@@ -13,6 +13,7 @@ from explorer.engines import sglang, vllm
 from explorer.engines.interface import Engine, SplitEngine
 from explorer.engines.llamacpp import engine as llamacpp
 from explorer.errors import PlanError
+from explorer.model.artifacts import Artifact
 
 #: every engine, in the order plans list them (:data:`explorer.engines.common.ENGINES`)
 ENGINES_BY_NAME: Mapping[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, llamacpp.ENGINE)}
@@ -32,6 +33,11 @@ def engine_named(name: str) -> Engine:
     if engine is None:
         raise PlanError(f"unknown engine {name!r}", hint=f"engines: {', '.join(ENGINES_BY_NAME)}")
     return engine
+
+
+def engine_serving(artifact: Artifact) -> Engine:
+    """The first engine, in plan order, that serves ``artifact`` (safetensors: vLLM; a GGUF: llama.cpp)."""
+    return next(e for e in ENGINES_BY_NAME.values() if e.serves(artifact))
 
 
 def engines_named(names: Iterable[str]) -> list[Engine]:

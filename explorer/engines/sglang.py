@@ -2,9 +2,18 @@
 
 SGLang keeps a static share ``mem_fraction_static`` of each card for the
 weights and the KV pool; the rest is for activations and CUDA graphs
-(``python/sglang/srt/server_args.py``, ``model_runner.py``)::
+(``python/sglang/srt/server_args.py``, ``model_runner.py``). The share is
+of the memory free when it looks, after distributed init and before the
+weights load (``min_per_gpu_memory``, the least over ranks), not of the
+card::
 
-    KV pool = total × mem_fraction_static − weights
+    KV pool = (total − CUDA context − NCCL/all-reduce buffers) × mem_fraction_static − weights
+
+with the total torch's (79.19 GiB on an H100), the context 0.5 GiB (vLLM
+measures 0.51 GiB on an H100 at start) and the distributed buffers 2.0 GiB
+across NVLink-class cards (1.96 to 2.01 GiB logged at tp 8 on H200) or 0.23
+GiB over PCIe (tp 2 on 24 GB cards); a calibration from the user's own log
+replaces both (:mod:`explorer.engines.calibration`).
 
 The default fraction depends on the card: SGLang picks a chunked-prefill
 size and a CUDA-graph batch cap by card memory, then reserves (MiB)::
@@ -28,6 +37,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from explorer.engines import vllm
+from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     CardMemory,
     EngineName,
@@ -36,9 +46,11 @@ from explorer.engines.common import (
     PlanRequest,
     card_role,
     largest_context,
+    online_flags,
     pp_partition,
     stage_kv_bytes,
 )
+from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import Footprint
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -48,7 +60,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import weight_breakdown
-from explorer.units import MiB, cdiv
+from explorer.units import GiB, MiB, cdiv, gib
 
 #: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
 CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (
@@ -59,6 +71,12 @@ CARD_TIERS: tuple[tuple[int, int, int, int], ...] = (
     (160 * 1024, 8192, 256, 512),  # H20, H200
 )
 LARGE_CARD = (16384, 512, 512)  # B200, MI300X
+#: what is in use before SGLang measures the free memory: the CUDA context, and at tp × pp > 1 the
+#: NCCL and custom all-reduce buffers (NVLink-class cards, ≥ 200 GB/s of interconnect, or PCIe)
+STARTUP_CONTEXT_BYTES = GiB // 2
+DIST_INIT_NVLINK_BYTES = 2 * GiB
+DIST_INIT_PCIE_BYTES = int(0.23 * GiB)
+NVLINK_CLASS_BYTES_PER_S = 200 * 10**9
 #: a bound of SGLang's default static share on any card: the catalogue's discrete cards top out at 0.911
 #: (an MI355X, 288 GiB: 26,240 MiB reserved); an H100 at tp 1 takes 0.835
 DEFAULT_SHARE_BOUND = 0.95
@@ -89,7 +107,17 @@ def reserved_mib(card_mib: int, tp: int, pp: int, dp: int, request: PlanRequest)
     if request.speculative:
         algo = request.speculative.upper()
         reserved += 6 * 1024 if algo == "STANDALONE" else 0 if algo == "NGRAM" else 2 * 1024
+    reserved += piecewise_graph_mib(request)
     return reserved, prefill
+
+
+def piecewise_graph_mib(request: PlanRequest) -> float:
+    """What piecewise CUDA graphs reserve: a quarter MiB per ``--piecewise-cuda-graph-max-tokens`` token, added
+    after the 10 GiB floor (gpustack's MemFractionStaticCalculator, from SGLang's server_args); 0 when off or
+    when no token count is given (4,096 tokens → 1,024 MiB)."""
+    if not request.piecewise_cuda_graph:
+        return 0.0
+    return (request.piecewise_cuda_graph_max_tokens or 0) // 4
 
 
 def vision_factor(shape: ModelShape) -> float:
@@ -112,14 +140,33 @@ def mem_fraction_static(shape: ModelShape, gpu: GPUClass, layout: Layout, reques
     return round(fraction * factor, 3) if factor != 1.0 else fraction
 
 
+def startup_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration | None) -> int:
+    """Memory in use on a card before SGLang measures what is free (module docstring)."""
+    if calibration is not None and calibration.startup_bytes is not None:
+        return calibration.startup_bytes
+    if layout.tp * layout.pp == 1:
+        return STARTUP_CONTEXT_BYTES
+    nvlink = (gpu.interconnect_bytes_per_s or 0) >= NVLINK_CLASS_BYTES_PER_S
+    return STARTUP_CONTEXT_BYTES + (DIST_INIT_NVLINK_BYTES if nvlink else DIST_INIT_PCIE_BYTES)
+
+
+def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration | None) -> int:
+    """What SGLang takes ``mem_fraction_static`` of: the torch-visible total less what start-up holds."""
+    total = calibration.torch_memory_bytes if calibration and calibration.torch_memory_bytes else None
+    return (total or gpu.visible_memory_bytes) - startup_bytes(gpu, layout, calibration)
+
+
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Rules SGLang enforces: divisibility, and what pipeline parallelism cannot combine with."""
-    out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
+    """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
+    pipeline parallelism and multi-node data parallelism cannot combine with."""
+    out = tp_refusals(shape, layout.tp, check_vision=not request.language_only) + pp_refusals(shape, layout.pp)
     if layout.pp > 1 and (request.speculative or request.enable_mixed_chunk):
         what = "speculative decoding" if request.speculative else "mixed chunked prefill"
         out.append(("pp-incompatible", f"SGLang cannot combine pipeline parallelism (pp {layout.pp}) with {what}"))
     if request.speculative and request.enable_mixed_chunk:
         out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
+    if layout.dp > 1 and layout.nodes > 1 and not request.dp_attention:
+        out.append(("dp-nodes", "SGLang runs data parallelism across nodes only with DP attention"))
     if (layout.tp * layout.pp) % layout.nodes:
         out.append(
             ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
@@ -132,8 +179,10 @@ def evaluate(
 ) -> Evaluation:
     """Per-card memory of an SGLang layout."""
     capacity = gpu.memory_bytes
+    calibration = calibration_for(request.calibrations, "sglang", gpu.name)
     mfs = mem_fraction_static(shape, gpu, layout, request)
-    static = int(capacity * mfs)
+    free = free_at_start_bytes(gpu, layout, calibration)
+    static = int(free * mfs)
     _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
     activations = min(int(prefill_mib * MiB), capacity - static)
     overhead = capacity - static - activations
@@ -171,7 +220,9 @@ def evaluate(
     conc = min((pool // kv if kv else request.concurrency) for _, _, pool, kv in pools)
     if request.dp_attention:
         conc *= layout.dp
-    notes = (f"mem_fraction_static {mfs:g}",)
+    notes = (f"mem_fraction_static {mfs:g} of the {gib(free)} free at start", combined_note(cards, layout, mfs))
+    if calibration is not None:
+        notes += (calibration.note,)
     return Evaluation(
         cards=tuple(cards),
         host=None,
@@ -180,6 +231,16 @@ def evaluate(
         command=command(model_ref, shape, precision, layout, request, mfs),
         notes=notes,
         free_needed_bytes=static,
+    )
+
+
+def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
+    """SGLang's static need over the whole launch, as gpustack words it: weights + KV of every card ÷ the static
+    share is what all cards together must offer, and each card must have that share of its memory free."""
+    static = sum((c.weights + c.kv_cache) * c.count for c in cards) * max(1, layout.cards // layout.tp // layout.pp)
+    return (
+        f"with --mem-fraction-static={mfs:g}, all {layout.cards} GPUs combined need at least "
+        f"{gib(int(static / mfs))} and each card needs {int(mfs * 100)} % of its memory allocatable"
     )
 
 
@@ -197,17 +258,45 @@ def command(
         parts.append(f"--mem-fraction-static {mfs:g}")
     if request.dp_attention:
         parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
+    elif layout.dp > 1:
+        parts.append(f"--dp-size {layout.dp}")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {'fp8_e4m3' if request.kv_dtype == 'fp8' else request.kv_dtype}")
-    if precision.source == "what-if" and precision.method == "fp8":
-        parts.append("--quantization fp8")
+    parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
+                          SGLang.online_methods)  # fmt: skip
     if request.speculative:
         parts.append(f"--speculative-algorithm {request.speculative}")
     if request.enable_mixed_chunk:
         parts.append("--enable-mixed-chunk")
+    parts += _tuning_flags(request)
     if layout.nodes > 1:
         parts.append(f"--nnodes {layout.nodes} --node-rank <0..{layout.nodes - 1}> --dist-init-addr <head-node>:5000")
     return " ".join(parts)
+
+
+def _tuning_flags(request: PlanRequest) -> list[str]:
+    """The launch flags of the request's SGLang knobs, those set."""
+    flags = []
+    if request.chunked_prefill_size:
+        flags.append(f"--chunked-prefill-size {request.chunked_prefill_size}")
+    if request.cuda_graph_max_bs:
+        flags.append(f"--cuda-graph-max-bs {request.cuda_graph_max_bs}")
+    if request.enforce_eager:
+        flags.append("--disable-cuda-graph")
+    if request.piecewise_cuda_graph:
+        flags.append("--enable-piecewise-cuda-graph")
+        if request.piecewise_cuda_graph_max_tokens:
+            flags.append(f"--piecewise-cuda-graph-max-tokens {request.piecewise_cuda_graph_max_tokens}")
+    if request.language_only:
+        flags.append("--language-only")
+    if request.hierarchical_cache:
+        flags.append("--enable-hierarchical-cache")
+        flags.append(
+            f"--hicache-size {request.hicache_size_gb:g}"
+            if request.hicache_size_gb
+            else f"--hicache-ratio {request.hicache_ratio:g}"
+        )
+    return flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +309,9 @@ class SGLang(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "sglang"
+    #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
+    online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
+    data_parallel_flag: ClassVar[str | None] = "--dp-size"
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""
@@ -236,6 +328,10 @@ class SGLang(SplitWalk):
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility and combination rules (:func:`refusals`)."""
         return refusals(shape, layout, request)
+
+    def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
+        """Its hierarchical cache's host pool (:func:`explorer.engines.host_ram.sglang_claim`)."""
+        return sglang_claim(layout, evaluation, request)
 
     def usable_share(self, request: PlanRequest) -> float:
         """A bound of ``mem_fraction_static``: the user's, else :data:`DEFAULT_SHARE_BOUND` (the default's

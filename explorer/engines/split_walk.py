@@ -11,40 +11,54 @@ under that rule:
 2. divisibility (``attention-heads``, ``kv-heads``, ``vision-heads``,
    ``ssm-heads``, ``pipeline-layers``) and the engine's own refusals;
 3. ``memory-lower-bound``: the weights alone exceed the engine's share of the cards;
-4. ``memory``: the engine's accounting does not fit the asked context × concurrency;
+4. ``host-ram``: no node has the host RAM the engine claims (vLLM's swap space,
+   SGLang's hierarchical-cache pool: :mod:`explorer.engines.host_ram`);
+   ``memory``: the engine's accounting does not fit the asked context × concurrency;
 5. ``more-than-needed``: it fits, but a way with no more cards and no more
-   nodes (and fewer of one) fits too. On one node every width that fits is
-   kept (scaling up is a choice); across nodes only the fewest are.
+   nodes (and fewer of one) fits too. On one node the fewest cards that fit
+   are kept, with scale-ups to powers of two and the node's whole width up to
+   :data:`~explorer.engines.split_pool.SCALE_UP_CARDS` (8: 2 → 4 → 8, so a 100,000-card node offers what
+   an 8-card one does, with more replicas); a model one node holds never
+   spans two (its ``replicas`` say how many copies the cluster holds).
+   Across nodes the fewest cards are kept, and the whole-node layout too
+   (tp = a node's cards, pp = nodes), which the engines' docs recommend.
 6. ``split``: the same cards fit with a better split (more tensor parallelism).
+
+Card and node counts start at a lower bound (the weights and the asked KV
+cache against the engine's share of a card, ``memory-lower-bound`` for those
+below it) and step up at most :data:`~explorer.engines.split_pool.SEARCH_STEPS` times (``search-limit``):
+equal cards are counted, never enumerated one by one.
 
 Before any pool, an artifact that is not safetensors (``format``), a context
 past the model's limit (``context-limit``) and every unified-memory host
 (``platform``) are refused.
+
+A user's ``--tp``/``--pp``/``--dp`` narrow the walk to launches of exactly tp ×
+pp × dp cards with that split (:func:`~explorer.engines.launches.launch_splits`; the pool walk then tries
+only those launches, fewest nodes first); no pool offering that
+many is ``world-size``. Plain data parallelism (``--dp`` without DP attention)
+runs dp replicas of the tp × pp split side by side on one node, in one launch,
+each holding its share of the sequences (:func:`~explorer.engines.launches.evaluate_launch`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import Layout, PlanRequest
-from explorer.engines.interface import SplitEngine
-from explorer.engines.options import Option, memory_reason
+from explorer.engines.common import Layout, PlanRequest, serve_reference
+from explorer.engines.host_ram import with_host
+from explorer.engines.interface import PinnedLayout, SplitEngine
+from explorer.engines.launches import evaluate_launch, world_refusal
+from explorer.engines.options import Option
+from explorer.engines.split_pinned import pin_split
+from explorer.engines.split_pool import PoolWeights, walk_pool
+from explorer.hardware.cards import CardRef
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import Pool, gpu_pools
 from explorer.model.artifacts import Artifact
-from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import weight_breakdown
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Weights:
-    """An artifact's weights at its precision: bits a served parameter, bytes in all (before any split)."""
-
-    bits: float
-    total_bytes: int
 
 
 def tp_pp_splits(nodes: int, width: int) -> Iterator[tuple[int, int]]:
@@ -105,131 +119,19 @@ def walk_splits(
                 "platform",
                 f"{name} does not run on unified-memory host {node.name} (use llama.cpp)",
             )
-        weights = _Weights(
-            bits=shape.bits_per_weight(precision), total_bytes=weight_breakdown(shape, precision).total_bytes
+        weights = PoolWeights(
+            bits=shape.bits_per_weight(precision),
+            total_bytes=weight_breakdown(shape, precision).total_bytes,
+            asked_kv_bytes=shape.kv_bytes(request.context_tokens, request.kv_dtype, request.concurrency),
         )
-        for pool in gpu_pools(cluster):
-            _walk_pool(engine, shape, artifact, precision, weights, pool, request, model_ref, out)
-
-
-def _walk_pool(
-    engine: SplitEngine,
-    shape: ModelShape,
-    artifact: Artifact,
-    precision: Precision,
-    weights: _Weights,
-    pool: Pool,
-    request: PlanRequest,
-    model_ref: str,
-    out: Collector,
-) -> None:
-    name = engine.name
-    max_width = 1 if pool.gpu.is_mig else pool.width()
-    if pool.gpu.is_mig and pool.width() > 1:
-        out.refuse(
-            name,
-            None,
-            artifact.name,
-            "mig-single-slice",
-            f"{pool.gpu.name}: a replica takes exactly one MIG slice; slices are never joined",
-            count=pool.width() - 1,
-        )
-    max_nodes = len(pool.nodes) if pool.spannable else 1
-    best: Option | None = None  # fewest cards, then fewest nodes, of the ways that fit so far
-    for nodes in range(1, max_nodes + 1):
-        if nodes > 1 and best is not None and nodes >= best.layout.cards:
-            layout = engine.make_layout(pool, nodes, max_width, max_width, nodes, shape, request)
-            out.refuse(
-                name,
-                layout,
-                artifact.name,
-                "more-than-needed",
-                f"{nodes} or more nodes are more than needed: {best.layout.label} holds it",
-                count=(max_nodes - nodes + 1) * max_width,
-            )
-            break
-        for width in range(1, max_width + 1):
-            hosts = pool.hosts(width)
-            if hosts < nodes:
-                continue
-            if nodes > 1 and best is not None and nodes * width >= best.layout.cards:
-                layout = engine.make_layout(pool, nodes, width, width, nodes, shape, request)
-                out.refuse(
-                    name,
-                    layout,
-                    artifact.name,
-                    "more-than-needed",
-                    f"{layout.label} is more than needed: {best.layout.label} holds it",
-                    count=max_width - width + 1,
-                )
-                break
-            option = _try_split(
-                engine, shape, artifact, precision, weights, pool, nodes, width, hosts, request, model_ref, out
-            )
-            if option is None:
-                continue
-            out.accept(option)
-            if best is None or option.layout.cards < best.layout.cards:
-                best = option
-            if nodes > 1:
-                break  # wider widths on as many nodes take more cards
-
-
-def _try_split(
-    engine: SplitEngine,
-    shape: ModelShape,
-    artifact: Artifact,
-    precision: Precision,
-    weights: _Weights,
-    pool: Pool,
-    nodes: int,
-    width: int,
-    hosts: int,
-    request: PlanRequest,
-    model_ref: str,
-    out: Collector,
-) -> Option | None:
-    """The best (tp, pp) split of ``nodes × width`` cards that fits, refusing the others."""
-    name, cards = engine.name, nodes * width
-    accepted = None
-    for tp, pp in engine.decompositions(nodes, width, request):
-        layout = engine.make_layout(pool, nodes, width, tp, pp, shape, request)
-        if accepted is not None:
-            out.refuse(
-                name, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards"
-            )
+        pools = gpu_pools(cluster)
+        world = world_refusal(pools, request)
+        if world:
+            out.refuse(name, None, artifact.name, "world-size", world)
             continue
-        reasons = engine.refusals(shape, layout, request)
-        if reasons:
-            rule, reason = reasons[0]
-            out.refuse(name, layout, artifact.name, rule, reason)
-            continue
-        if weights.total_bytes > pool.gpu.memory_bytes * engine.usable_share(request) * cards:
-            out.refuse(
-                name,
-                layout,
-                artifact.name,
-                "memory-lower-bound",
-                f"the weights alone ({weights.total_bytes / 2**30:.1f} GiB) exceed {cards} × {pool.gpu.name}",
-            )
-            break
-        evaluation = engine.evaluate(shape, precision, layout, pool.gpu, request, model_ref)
-        option = Option(
-            layout=layout,
-            artifact=artifact,
-            precision=precision.name,
-            bits_per_weight=weights.bits,
-            evaluation=evaluation,
-            free_now=pool.free_now(nodes, width, evaluation.free_needed_bytes),
-            hosts=hosts,
-            gpu=pool.gpu,
-            node=pool.nodes[0],
-        )
-        if not evaluation.fits:
-            out.refuse(name, layout, artifact.name, "memory", memory_reason(option.per_card), option=option)
-            continue
-        accepted = option
-    return accepted
+        ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
+        for pool in pools:
+            walk_pool(engine, shape, artifact, precision, weights, pool, request, ref, out)
 
 
 def recheck_split(
@@ -237,7 +139,9 @@ def recheck_split(
 ) -> Option:
     """The same split at another context or concurrency: weights and overhead stay, the KV cache changes."""
     precision = shape.precision_of(option.artifact)
-    return option.with_evaluation(engine.evaluate(shape, precision, option.layout, option.gpu, request, model_ref))
+    ref = serve_reference(option.artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
+    ev = evaluate_launch(engine, shape, precision, option.layout, option.gpu, request, ref)
+    return option.with_evaluation(with_host(ev, engine.host_claim(option.layout, ev, request), option.node))
 
 
 class SplitWalk:
@@ -264,3 +168,18 @@ class SplitWalk:
     def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
         """The same layout re-evaluated for the new request."""
         return recheck_split(self, shape, option, request, model_ref)  # type: ignore[arg-type]
+
+    def serves(self, artifact: Artifact) -> bool:
+        """Safetensors weights only."""
+        return artifact.format == "safetensors"
+
+    def pin(
+        self,
+        shape: ModelShape,
+        cards: Sequence[CardRef],
+        artifacts: Sequence[Artifact],
+        request: PlanRequest,
+        model_ref: str,
+    ) -> PinnedLayout:
+        """The best split of exactly ``cards`` (:func:`explorer.engines.split_pinned.pin_split`)."""
+        return pin_split(self, shape, cards, artifacts, request, model_ref)  # type: ignore[arg-type]

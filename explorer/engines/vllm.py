@@ -1,35 +1,33 @@
-"""vLLM's memory accounting, per card (V1 engine).
+"""vLLM's memory accounting, per card (V1 engine; V0 for releases before 0.8).
 
-vLLM asks each card for ``total × gpu_memory_utilization`` (0.9 by default)
-and fills what its own use leaves with KV cache blocks of 16 tokens
-(``vllm/v1/worker/gpu_worker.py``, ``kv_cache_utils.py``):
+vLLM asks each card for ``total × gpu_memory_utilization`` (0.9 by default),
+where the total is what CUDA shows the process (torch's ``total_memory``:
+79.19 GiB on an H100 whose driver reports 79.65), and fills what its own use
+leaves with KV cache blocks of 16 tokens (``vllm/v1/worker/gpu_worker.py``,
+``kv_cache_utils.py``)::
 
-    kv room = total × utilisation − weights − activation peak − CUDA graphs − non-torch
+    kv room = total × utilisation − weights − activation peak − non-torch [− CUDA graphs from 0.21]
 
 - weights: this card's tensor/expert-parallel shard of its pipeline stage's
-  layers (first stage: embeddings and vision tower; last: norm and LM head);
-- activation peak of the profiling run at ``max_num_batched_tokens`` T tokens:
-  T·(2H + 3·I/tp)·2 bytes, plus the sampler's fp32 logits R·V·4 on the last
-  stage (R = min(max_num_seqs, T));
-- CUDA graphs: 0.10 GiB + 7 MiB per captured batch size (counted inside the
-  budget, as vLLM ≥ 0.21 estimates it);
-- non-torch memory: 0.15 GiB, + 0.15 GiB when distributed.
+  layers (first stage: embeddings and vision tower; last: norm and LM head),
+  MXFP4 experts as vLLM re-lays them (:mod:`explorer.engines.vllm_mxfp4`);
+- activation peak, non-torch memory and CUDA graphs: :mod:`explorer.engines.vllm_budget`,
+  by release (:mod:`explorer.engines.vllm_release`; ``PlanRequest.vllm_version``,
+  the current release when unset), or as a calibration from the user's own
+  log measured them (:mod:`explorer.engines.calibration`).
 
-T and R default by card: ``vllm serve`` uses 8192 / 1024 on cards of 70 GiB
-or more (A100 excepted) and 2048 / 256 otherwise. The activation, graph and
-non-torch constants are calibrated on published vLLM logs
-(docs/notes/vllm_memory.md §6): about ±0.5 GiB. The KV cache must hold the
-asked context × concurrency; sliding-window layers hold the window plus one
-prefill chunk; an MLA latent is whole on every card.
+The KV cache must hold the asked context × concurrency; sliding-window
+layers hold the window plus one prefill chunk; an MLA latent is whole on
+every card. Each figure's logs are in docs/notes/engine_logs.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import ClassVar
 
+from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     CardMemory,
     EngineName,
@@ -38,12 +36,17 @@ from explorer.engines.common import (
     PlanRequest,
     card_role,
     largest_context,
+    online_flags,
     pp_partition,
     stage_kv_bytes,
 )
+from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import Footprint
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
+from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
+from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
+from explorer.engines.vllm_release import VLLMRelease, vllm_release
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -51,51 +54,8 @@ from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import weight_breakdown
-from explorer.units import GiB, MiB, cdiv, round_up
 
 BLOCK_TOKENS = 16
-GRAPH_BASE_BYTES = GiB // 10
-GRAPH_PER_SIZE_BYTES = 7 * MiB
-NON_TORCH_BYTES = int(0.15 * GiB)
-NON_TORCH_DISTRIBUTED_BYTES = int(0.15 * GiB)
-BIG_CARD_BYTES = 70 * GiB
-
-
-def scheduler_defaults(gpu: GPUClass, request: PlanRequest) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) as ``vllm serve`` picks them for a card."""
-    big = gpu.memory_bytes >= BIG_CARD_BYTES and "a100" not in gpu.name
-    tokens = request.max_num_batched_tokens or (8192 if big else 2048)
-    seqs = request.max_num_seqs or (1024 if big else 256)
-    return tokens, min(seqs, tokens)
-
-
-def capture_sizes(max_num_seqs: int, max_tokens: int) -> int:
-    """How many batch sizes vLLM captures CUDA graphs for: [1, 2, 4], 8..248 by 8, 256.. by 16."""
-    largest = min(2 * max_num_seqs, 512, max_tokens)
-    sizes = [1, 2, 4, *range(8, 256, 8), *range(256, largest + 1, 16)]
-    return sum(1 for s in sizes if s <= largest)
-
-
-@lru_cache(maxsize=64)
-def mlp_width(shape: ModelShape) -> int:
-    """The widest per-token MLP hidden size: a dense MLP's, or top-k experts' plus shared ones."""
-    widest = 0
-    for layer in {id(layer.tensors): layer for layer in shape.decoder}.values():
-        dense = sum(t.rows for t in layer.tensors if t.role in ("mlp", "shared_expert") and t.split == "column")
-        routed = sum(t.rows for t in layer.tensors if t.role == "expert" and t.split == "expert_column")
-        if routed and shape.moe:
-            routed = routed * shape.moe.experts_per_token
-        widest = max(widest, (dense + routed) // 2)
-    return widest
-
-
-def activation_bytes(shape: ModelShape, tp: int, tokens: int, seqs: int, last_stage: bool) -> int:
-    """The profiling run's activation peak on one card."""
-    act = 4 if shape.dtype == "fp32" else 2
-    peak = tokens * (2 * shape.hidden_size + 3 * cdiv(mlp_width(shape), tp)) * act
-    if last_stage:
-        peak += seqs * round_up(shape.vocab_size, 64) * 4
-    return peak
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
@@ -103,26 +63,52 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     return tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
 
 
+def budget_total_bytes(gpu: GPUClass, calibration: Calibration | None) -> int:
+    """The total vLLM takes ``gpu_memory_utilization`` of: the calibrated one, else the card's torch-visible total."""
+    if calibration is not None and calibration.torch_memory_bytes:
+        return calibration.torch_memory_bytes
+    return gpu.visible_memory_bytes
+
+
+def stage_weight_bytes(
+    shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, release: VLLMRelease
+) -> list[int]:
+    """Each pipeline stage's weights on one of its cards, MXFP4 experts as vLLM re-lays them."""
+    weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
+    extra = relayout_extra_bytes(shape, precision, gpu, release, layout.tp, layout.ep)
+    stages = pp_partition(shape.layers, layout.pp)
+    out = []
+    for s, (a, b) in enumerate(stages):
+        moe_layers = sum(1 for layer in shape.decoder[a:b] if any(t.role == "expert" for t in layer.tensors))
+        out.append(weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1) + extra * moe_layers)
+    return out
+
+
 def evaluate(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest, model_ref: str
 ) -> Evaluation:
     """Per-card memory of a vLLM layout at the request's context and concurrency."""
+    release = vllm_release(request.vllm_version)
+    calibration = calibration_for(request.calibrations, "vllm", gpu.name)
     capacity = gpu.memory_bytes
-    usable = int(capacity * request.gpu_memory_utilization)
-    tokens, seqs = scheduler_defaults(gpu, request)
-    graphs = 0 if request.enforce_eager else GRAPH_BASE_BYTES + GRAPH_PER_SIZE_BYTES * capture_sizes(seqs, tokens)
-    distributed = layout.tp * layout.pp > 1
-    overhead = graphs + NON_TORCH_BYTES + (NON_TORCH_DISTRIBUTED_BYTES if distributed else 0)
-    weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
+    usable = int(budget_total_bytes(gpu, calibration) * request.gpu_memory_utilization)
+    tokens, seqs = scheduler_defaults(gpu, request, release)
+    graphs = 0
+    if release.graphs_in_budget and not request.enforce_eager:
+        graphs = graph_bytes(seqs, tokens, calibration)
+    overhead = graphs + non_torch_bytes(release, layout.tp, layout.pp, calibration)
     stages = pp_partition(shape.layers, layout.pp)
+    stage_weights = stage_weight_bytes(shape, precision, layout, gpu, release)
     context, conc = request.context_tokens, request.concurrency
     window_extra = tokens
     kv_type = shape.kv_type(request.kv_dtype)
     cards, rooms = [], []
     for s, (a, b) in enumerate(stages):
         last = s == len(stages) - 1
-        w = weights.stage_bytes(a, b, first=s == 0, last=last)
-        act = activation_bytes(shape, layout.tp, tokens, seqs, last)
+        w = stage_weights[s]
+        act = activation_bytes(
+            shape, precision, layout.tp, layout.ep, layout.pp, tokens, seqs, last, release, calibration
+        )
         per_seq = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra)
         kv = per_seq * conc
         cards.append(
@@ -149,9 +135,13 @@ def evaluate(
     max_context = largest_context(slack, limit, step=BLOCK_TOKENS) if rooms and min(r[2] for r in rooms) > 0 else 0
     max_conc = min((room // kv if kv else seqs) for _, _, room, kv in rooms) if rooms else 0
     max_conc = max(0, min(max_conc, seqs))
-    notes = [f"max_num_batched_tokens {tokens}, max_num_seqs {seqs}"]
+    notes = [f"vLLM {release.label}: max_num_batched_tokens {tokens}, max_num_seqs {seqs}"]
+    if not release.graphs_in_budget and not request.enforce_eager:
+        notes.append("CUDA graphs are captured outside the budget (before vLLM 0.21)")
     if max_conc == seqs and request.concurrency <= seqs:
         notes.append(f"concurrency capped by max_num_seqs ({seqs})")
+    if calibration is not None:
+        notes.append(calibration.note)
     return Evaluation(
         cards=tuple(cards),
         host=None,
@@ -170,6 +160,8 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
         parts.append(f"--tensor-parallel-size {layout.tp}")
     if layout.pp > 1:
         parts.append(f"--pipeline-parallel-size {layout.pp}")
+    if layout.dp > 1:
+        parts.append(f"--data-parallel-size {layout.dp}")
     parts.append(f"--max-model-len {request.context_tokens}")
     if request.gpu_memory_utilization != 0.9:
         parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
@@ -177,8 +169,8 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
         parts.append("--enable-expert-parallel")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {request.kv_dtype}")
-    if precision.source == "what-if" and precision.method == "fp8" and precision is not shape.precision:
-        parts.append("--quantization fp8")
+    parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
+                          VLLM.online_methods)  # fmt: skip
     if request.max_num_seqs:
         parts.append(f"--max-num-seqs {request.max_num_seqs}")
     if request.max_num_batched_tokens:
@@ -204,6 +196,9 @@ class VLLM(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "vllm"
+    #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
+    online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
+    data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""
@@ -219,6 +214,10 @@ class VLLM(SplitWalk):
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility rules (:func:`refusals`)."""
         return refusals(shape, layout, request)
+
+    def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
+        """Its swap space (:func:`explorer.engines.host_ram.vllm_claim`)."""
+        return vllm_claim(layout, request)
 
     def usable_share(self, request: PlanRequest) -> float:
         """``gpu_memory_utilization``: vLLM asks each card for that share."""
@@ -251,7 +250,9 @@ class VLLM(SplitWalk):
         low, high = FOOTPRINT_PROBE_TOKENS
         per_token = (large.kv_cache - small.kv_cache) // (high - low)
         fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * low)
-        return Footprint(weights_bytes=small.weights, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token)
+        return Footprint(
+            weights_bytes=small.weights, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token, even_split=True
+        )
 
 
 ENGINE = VLLM()

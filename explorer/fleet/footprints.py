@@ -13,6 +13,10 @@ The cards are every GPU of the cluster, indexed in node order, each offering
 ``usable_fraction`` of its memory, or less when the spec says less is free
 (``free=0.5``: half of each card; ``free=6``: the other cards are busy and offer nothing). A cluster without discrete GPUs gives a
 unified budget instead: a Mac's Metal working set, or a CPU host's RAM share.
+
+A manual plan is charged against each card's whole memory (``FleetCards.plan_cards``), not what is free now:
+the plan says what the fleet holds when it runs, models already resident included, so charging it against
+``free=`` would count them twice (lilbee's ``placement_from_spec``).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ class FleetCards:
         unified_budget_bytes: a unified-memory or CPU budget when there are no discrete GPUs.
         gpu: the class footprints are measured on (the first card's), or None.
         places: ``(node name, index on the node)`` for each card, by card index: where to launch it.
+        plan_cards: the same cards each offering ``usable_fraction`` of its whole memory, busy or not:
+            what a manual plan is charged against.
     """
 
     cards: tuple[Card, ...]
@@ -49,27 +55,36 @@ class FleetCards:
     unified_budget_bytes: int | None
     gpu: GPUClass | None
     places: tuple[tuple[str, int], ...] = ()
+    plan_cards: tuple[Card, ...] = ()
 
 
 def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: float = 0.85) -> FleetCards:
     """Every discrete GPU as a card; or, without any, a unified budget (Mac working set, else CPU RAM)."""
-    cards, labels, places = [], [], []
+    cards, labels, places, whole = [], [], [], []
     for node in cluster.nodes:
         if node.unified:
             continue
         index_on_node = 0
         for group in node.gpus:
             for k in range(group.count):
-                total = group.gpu.memory_bytes
+                total, cls = group.gpu.memory_bytes, group.gpu.name
                 usable = min(int(total * usable_fraction), group.free_bytes_on(k))
-                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total))
-                labels.append(f"{node.name}:{index_on_node} ({group.gpu.name})" + ("" if usable else ", busy"))
+                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total, gpu_class=cls))
+                whole.append(
+                    Card(index=len(whole), usable_bytes=int(total * usable_fraction), total_bytes=total, gpu_class=cls)
+                )
+                labels.append(f"{node.name}:{index_on_node} ({cls})" + ("" if usable else ", busy"))
                 places.append((node.name, index_on_node))
                 index_on_node += 1
     if cards:
         first = next(g.gpu for n in cluster.nodes if not n.unified for g in n.gpus)
         return FleetCards(
-            cards=tuple(cards), labels=tuple(labels), unified_budget_bytes=None, gpu=first, places=tuple(places)
+            cards=tuple(cards),
+            labels=tuple(labels),
+            unified_budget_bytes=None,
+            gpu=first,
+            places=tuple(places),
+            plan_cards=tuple(whole),
         )
     if cluster.unified_nodes:
         node = max(cluster.unified_nodes, key=lambda n: n.gpu_usable_limit_bytes)
@@ -92,8 +107,13 @@ def demand_for(
     name: str | None = None,
 ) -> ModelDemand:
     """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
-    (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's."""
+    (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's.
+
+    The term's context floor (``ID:CONTEXT/MIN``) lets the planner serve less than the target, down to it;
+    an engine that splits evenly (tensor parallelism) gives an even-splitting demand.
+    """
     context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
+    floor = None if term.min_context_tokens is None else min(term.min_context_tokens, context)
     artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
     sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
@@ -103,9 +123,11 @@ def demand_for(
         fixed_bytes_per_card=footprint.fixed_bytes_per_card,
         kv_bytes_per_token=footprint.kv_bytes_per_token,
         context_tokens=context,
+        min_context_tokens=floor,
         replicas=term.replicas,
         phases=term.phases,
         rank=rank,
+        even_split=footprint.even_split,
     )
 
 

@@ -40,10 +40,11 @@ class Tenancy:
 
 
 class Ledger:
-    """Per-card usable and charged bytes, and the tenancies charged so far."""
+    """Per-card usable and charged bytes, each card's class, and the tenancies charged so far."""
 
-    def __init__(self, usable: dict[int, int]) -> None:
+    def __init__(self, usable: dict[int, int], classes: dict[int, str | None] | None = None) -> None:
         self.usable = usable
+        self.classes = classes or {}
         self.charged = dict.fromkeys(usable, 0)
         self.tenancies: list[Tenancy] = []
 
@@ -112,13 +113,13 @@ def place_in_group(model: ModelDemand, ledger: Ledger, *, tight: bool) -> tuple[
     for t in partners:
         ledger.debit(t, -1)
     shortfall = 0
-    layout = find_layout(model, ledger.room())
+    layout = find_layout(model, ledger.room(), ledger.classes)
     if layout is None and not tight:
         for t in partners:
             ledger.debit(t)
         return None
     if layout is None:
-        layout, shortfall = tight_layout(model, ledger.room())
+        layout, shortfall = tight_layout(model, ledger.room(), ledger.classes)
     own = Tenancy(members=[(model, make_instance(model, layout))])
     keep = [t for t in partners if set(t.charges()) & set(layout.cards)]
     for t in partners:
@@ -171,7 +172,7 @@ def add_replicas(demand: ModelDemand, tenancy: Tenancy, ledger: Ledger) -> int:
     for replica in range(1, demand.replicas):
         room, best = ledger.room(), None
         for level in sorted(set(held.values())):
-            layout = find_layout(fixed, {c: r for c, r in room.items() if held[c] <= level})
+            layout = find_layout(fixed, {c: r for c, r in room.items() if held[c] <= level}, ledger.classes)
             if layout is not None and (best is None or len(layout.cards) < len(best.cards)):
                 best = layout
             if best is not None and len(best.cards) == 1:

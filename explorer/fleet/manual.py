@@ -26,7 +26,7 @@ from explorer.fleet.result import CardCharge, Instance, Placement, RatioRule, Sw
 from explorer.fleet.split import apportion, ratio_ladder
 from explorer.units import gib
 
-ViolationKind = Literal["overflow", "unknown_card", "unknown_model", "missing_model", "swap_group"]
+ViolationKind = Literal["overflow", "unknown_card", "unknown_model", "missing_model", "swap_group", "uneven_split"]
 
 
 def _is_count(value: object, minimum: int = 0) -> bool:
@@ -109,7 +109,8 @@ class PlanViolation:
     """One way a manual plan breaks the fleet.
 
     Attributes:
-        kind: "overflow", "unknown_card", "unknown_model", "missing_model" or "swap_group".
+        kind: "overflow", "unknown_card", "unknown_model", "missing_model", "swap_group" or
+            "uneven_split" (an even-splitting model on cards of several classes, or given unequal shares).
         model: the model concerned.
         card: the card concerned, when there is one.
         need_bytes: what the instance needs on that card (bytes; 0 if not an overflow).
@@ -164,6 +165,8 @@ def _split(
     shard, fixed, cards = demand.shard_bytes_at(context), demand.fixed_bytes_per_card, entry.cards
     if len(cards) == 1:
         return (shard + fixed,), "single"
+    if demand.even_split:
+        return tuple(p + fixed for p in apportion(shard, (1,) * len(cards))), "even"
     if entry.ratio is not None:
         return tuple(p + fixed for p in apportion(shard, entry.ratio)), "manual"
     rungs: list[tuple[RatioRule, tuple[int, ...]]] = ratio_ladder(cards, room, fixed) or [
@@ -182,6 +185,7 @@ class _Sheet:
 
     def __init__(self, plan: ManualPlan, cards: Sequence[Card]) -> None:
         self.usable = {c.index: c.usable_bytes for c in sorted(cards, key=lambda c: c.index)}
+        self.classes = {c.index: c.gpu_class for c in cards}
         self.charged = dict.fromkeys(self.usable, 0)
         self.group_of = {name: group for group in plan.swap_groups for name in group}
         self.slots: dict[frozenset[str], dict[int, int]] = {g: {} for g in plan.swap_groups}
@@ -223,6 +227,10 @@ def _charge(
         replica = 0
         for entry in (e for e in plan.entries if e.model == demand.name):
             context = demand.context_tokens if entry.context_tokens is None else entry.context_tokens
+            uneven = _uneven(demand, entry, sheet.classes)
+            if uneven:
+                violations.append(PlanViolation(kind="uneven_split", model=demand.name, message=uneven))
+                continue
             for _ in range(entry.replicas if all(c in sheet.usable for c in entry.cards) else 0):
                 room = {c: sheet.room(demand.name, c) for c in entry.cards}
                 split, rule = _split(demand, entry, room, context)
@@ -259,6 +267,19 @@ def _charge(
         for (c, u), h in zip(sheet.usable.items(), sheet.holders.values(), strict=True)
     )
     return Placement(instances=tuple(instances), swap_groups=swap, cards=charges), violations
+
+
+def _uneven(demand: ModelDemand, entry: PlanEntry, classes: dict[int, str | None]) -> str | None:
+    """Why an even-splitting model (tensor parallelism) cannot run as the entry asks, or None."""
+    if not demand.even_split or len(entry.cards) < 2:
+        return None
+    kinds = {classes.get(c) for c in entry.cards if c in classes}
+    if len(kinds) > 1:
+        named = ", ".join(f"card {c} {classes.get(c)}" for c in entry.cards)
+        return f"{demand.name} splits evenly (tensor parallelism): its cards must be of one class, not {named}"
+    if entry.ratio is not None and len(set(entry.ratio)) > 1:
+        return f"{demand.name} splits evenly (tensor parallelism): ratio {list(entry.ratio)} cannot be honoured"
+    return None
 
 
 def _overflow(

@@ -29,6 +29,12 @@ Every byte a card is charged past its usable room belongs to a reported tight
 model, and stays exactly as reported: swap partners are chosen so that a
 group's largest-member charge never swallows part of an overrun (see
 :func:`explorer.fleet.ledger.swap_partners`).
+
+Within a rank, models that run in more phases are charged first, an always-running
+one first of all (:func:`explorer.fleet.records.charge_order`). A model whose
+engine splits evenly (vLLM, SGLang) is split only over cards of one class
+(:mod:`explorer.fleet.split`). With no cards and no memory budget there is
+nothing to charge: every instance runs unpinned.
 """
 
 from __future__ import annotations
@@ -87,21 +93,24 @@ def place(
 
     With ``unified_budget_bytes`` the cards are ignored and every model shares
     one pool of that many bytes, reported as card ``POOL_INDEX``; a model that
-    does not fit there is refused rather than placed tight.
+    does not fit there is refused rather than placed tight. With neither cards nor
+    a budget, every instance runs unpinned (``Placement.unpinned``).
     """
-    check_request(models, cards, unified_budget_bytes)
+    check_request(models, cards, unified_budget_bytes, need_cards=False)
     unified = unified_budget_bytes is not None
+    if not cards and not unified:
+        return _unpinned(models)
     if unified_budget_bytes is not None:
         usable = {POOL_INDEX: unified_budget_bytes}
     else:
         usable = {c.index: c.usable_bytes for c in cards}
-    ledger = Ledger(dict(sorted(usable.items())))
+    ledger = Ledger(dict(sorted(usable.items())), {c.index: c.gpu_class for c in cards})
     order = charge_order(models)
     tenancy_of: dict[str, Tenancy] = {}
     tight: list[TightModel] = []
     refused: list[Refusal] = []
     for demand in order:
-        layout = find_layout(demand, ledger.room())
+        layout = find_layout(demand, ledger.room(), ledger.classes)
         if layout is not None:
             tenancy = Tenancy(members=[(demand, make_instance(demand, layout))])
         else:
@@ -112,7 +121,7 @@ def place(
             if grouped is None:
                 grouped = place_in_group(demand, ledger, tight=True)
             if grouped is None:
-                layout, short = tight_layout(demand, ledger.room())
+                layout, short = tight_layout(demand, ledger.room(), ledger.classes)
                 grouped = Tenancy(members=[(demand, make_instance(demand, layout))]), short
             tenancy, short = grouped
             if short:
@@ -123,6 +132,24 @@ def place(
             tenancy_of[member.name] = tenancy
     missing = _fill_replicas(order, tenancy_of, ledger, {t.model for t in tight})
     return _assemble(order, ledger, tenancy_of, tight, refused, missing, unified)
+
+
+def _unpinned(models: Sequence[ModelDemand]) -> Placement:
+    """Every replica of every model as an instance on no card: nothing to place on, so nothing to charge."""
+    instances = tuple(
+        Instance(
+            model=m.name,
+            replica=r,
+            cards=(),
+            split_bytes=(),
+            fixed_bytes_per_card=m.fixed_bytes_per_card,
+            context_tokens=m.context_tokens,
+            ratio_rule="unpinned",
+        )
+        for m in charge_order(models)
+        for r in range(m.replicas)
+    )
+    return Placement(instances=instances, unpinned=True)
 
 
 def _refusal(demand: ModelDemand, free: int) -> Refusal:

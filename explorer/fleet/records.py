@@ -43,6 +43,8 @@ class ModelDemand:
         phases: the phases the model runs in ({"ingest"}, {"query"}); empty means
             it always runs. Models whose phases never meet may share a swap group.
         rank: placement priority; lower ranks are charged first.
+        even_split: a split gives each card the same share, on cards of one class (vLLM's and
+            SGLang's tensor parallelism); False: any proportion (llama.cpp's layer split).
     """
 
     name: str
@@ -54,6 +56,7 @@ class ModelDemand:
     replicas: int = 1
     phases: frozenset[str] = field(default_factory=frozenset)
     rank: int = 0
+    even_split: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -110,11 +113,13 @@ class Card:
         index: the card's index in the fleet (>= 0, unique).
         usable_bytes: memory the planner may charge, after any headroom (bytes).
         total_bytes: the card's full memory when known, shown in summaries (bytes).
+        gpu_class: the card's class when known; an even split takes cards of one class.
     """
 
     index: int
     usable_bytes: int
     total_bytes: int | None = None
+    gpu_class: str | None = None
 
     def __post_init__(self) -> None:
         _check_count("card", "index", self.index)
@@ -136,12 +141,19 @@ class Card:
 
 
 def charge_order(models: Sequence[ModelDemand]) -> list[ModelDemand]:
-    """Models in the order they are charged: rank, then largest footprint, then name."""
-    return sorted(models, key=lambda m: (m.rank, -m.footprint_bytes, m.name))
+    """Models in the order they are charged: rank, then the most phases, then largest footprint, then name.
+
+    Within a rank, a model that runs in more phases goes first, one that always runs first of all: it is
+    resident beside more of the fleet and can never make room by swapping (nothing is phase-disjoint from it),
+    so a same-rank model of one phase must not crowd it out (lilbee's ``_shared_pool_order``).
+    """
+    return sorted(models, key=lambda m: (m.rank, bool(m.phases), -len(m.phases), -m.footprint_bytes, m.name))
 
 
-def check_request(models: Sequence[ModelDemand], cards: Sequence[Card], budget: int | None = None) -> None:
-    """Refuse duplicate model names or card indices, a bad budget, or nothing to place on."""
+def check_request(
+    models: Sequence[ModelDemand], cards: Sequence[Card], budget: int | None = None, *, need_cards: bool = True
+) -> None:
+    """Refuse duplicate model names or card indices, a bad budget, or (with ``need_cards``) nothing to place on."""
     twice = sorted(n for n, k in Counter(m.name for m in models).items() if k > 1)
     if twice:
         raise PlacementInputError(f"model names must be unique; given more than once: {capped_list(twice)}")
@@ -150,7 +162,7 @@ def check_request(models: Sequence[ModelDemand], cards: Sequence[Card], budget: 
         raise PlacementInputError(f"card indices must be unique; given more than once: {capped_list(dupes)}")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 0):
         raise PlacementInputError(f"unified_budget_bytes must be an int >= 0, got {budget!r}")
-    if budget is None and not cards:
+    if need_cards and budget is None and not cards:
         raise PlacementInputError(
             "nothing to place on: no cards and no unified-memory budget",
             hint="pass at least one card, or unified_budget_bytes for a shared-memory host",

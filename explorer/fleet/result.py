@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 #: How an instance's split was chosen (see ``Instance.ratio_rule``).
-RatioRule = Literal["single", "proportional", "shifted", "manual", "tight"]
+RatioRule = Literal["single", "proportional", "shifted", "even", "manual", "tight", "unpinned"]
 #: The card index the unified-memory pool is reported under (real cards are >= 0).
 POOL_INDEX = -1
 
@@ -29,7 +29,8 @@ class Instance:
         context_tokens: the context it was charged at (tokens).
         ratio_rule: how the split was chosen: "single", "proportional" (to free
             room), "shifted" (toward the roomiest card, after the fixed cost),
-            "manual" (the plan's own ratio) or "tight" (fits nowhere).
+            "even" (equal shares: tensor parallelism), "manual" (the plan's own
+            ratio), "tight" (fits nowhere) or "unpinned" (no cards to pin to).
     """
 
     model: str
@@ -154,6 +155,8 @@ class Placement:
         missing_replicas: models that got fewer replicas than asked.
         cards: every card's charge, by index (one ``POOL_INDEX`` entry when unified).
         unified: True when everything shared one unified-memory pool.
+        unpinned: True when there was nothing to place on (no cards, no memory budget): every
+            instance runs unpinned, and nothing is charged or refused (lilbee's ungated placement).
     """
 
     instances: tuple[Instance, ...]
@@ -163,6 +166,7 @@ class Placement:
     missing_replicas: tuple[ReplicaShortfall, ...] = ()
     cards: tuple[CardCharge, ...] = ()
     unified: bool = False
+    unpinned: bool = False
 
     def instances_of(self, model: str) -> tuple[Instance, ...]:
         """The instances of one model, replicas ascending."""

@@ -24,7 +24,7 @@ second.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from explorer.fleet.records import ModelDemand
@@ -39,7 +39,7 @@ class Layout:
         cards: the cards, roomiest first.
         split_bytes: each card's charge, fixed cost included (bytes).
         context_tokens: the context it is charged at (tokens).
-        ratio_rule: "single", "proportional", "shifted", "manual" or "tight".
+        ratio_rule: "single", "proportional", "shifted", "even", "manual" or "tight".
     """
 
     cards: tuple[int, ...]
@@ -72,13 +72,16 @@ def roomiest_first(room: Mapping[int, int]) -> list[int]:
 
 
 def ratio_ladder(
-    cards: Sequence[int], room: Mapping[int, int], fixed_bytes: int
+    cards: Sequence[int], room: Mapping[int, int], fixed_bytes: int, *, even: bool = False
 ) -> list[tuple[RatioRule, tuple[int, ...]]]:
-    """The split proportions worth trying on ``cards``, best first (see the module docstring).
+    """The split proportions worth trying on ``cards``, best first (see the module docstring); ``even``: only
+    equal shares.
 
     A rung whose weights are not all positive is left out: a card at or under
     the fixed cost has nothing to give a split.
     """
+    if even:
+        return [("even", (1,) * len(cards))]
     rungs: list[tuple[RatioRule, tuple[int, ...]]] = [("proportional", tuple(room[c] for c in cards))]
     if fixed_bytes > 0:
         rungs.append(("shifted", tuple(room[c] - fixed_bytes for c in cards)))
@@ -94,7 +97,7 @@ def split_on(demand: ModelDemand, cards: Sequence[int], room: Mapping[int, int],
         if need > room[cards[0]]:
             return None
         return Layout(cards=tuple(cards), split_bytes=(need,), context_tokens=context_tokens, ratio_rule="single")
-    for rule, weights in ratio_ladder(cards, room, fixed):
+    for rule, weights in ratio_ladder(cards, room, fixed, even=demand.even_split):
         split = tuple(part + fixed for part in apportion(shard, weights))
         if all(b <= room[c] for c, b in zip(cards, split, strict=True)):
             return Layout(cards=tuple(cards), split_bytes=split, context_tokens=context_tokens, ratio_rule=rule)
@@ -116,8 +119,36 @@ def served_context(demand: ModelDemand, net_room_bytes: int) -> int | None:
     return served if served >= demand.floor_context_tokens else None
 
 
-def find_layout(demand: ModelDemand, room: Mapping[int, int]) -> Layout | None:
+def by_class(room: Mapping[int, int], classes: Mapping[int, str | None] | None) -> Iterator[dict[int, int]]:
+    """The room map of each card class, in order of first card (one map of every card when classes are unknown)."""
+    if not classes:
+        yield dict(room)
+        return
+    for cls in dict.fromkeys(classes.get(c) for c in room):
+        yield {c: r for c, r in room.items() if classes.get(c) == cls}
+
+
+def find_layout(
+    demand: ModelDemand, room: Mapping[int, int], classes: Mapping[int, str | None] | None = None
+) -> Layout | None:
     """The fewest roomiest cards that hold ``demand``, widened for its context target.
+
+    An even demand looks at each card class alone and takes the best of them: the most context, then the
+    fewest cards, then the most room on its tightest card, then the lowest card index.
+    """
+    if not demand.even_split:
+        return _fewest_cards(demand, room)
+    found = [layout for sub in by_class(room, classes) if (layout := _fewest_cards(demand, sub)) is not None]
+    if not found:
+        return None
+    return min(
+        found,
+        key=lambda lay: (-lay.context_tokens, len(lay.cards), -min(room[c] for c in lay.cards), min(lay.cards)),
+    )
+
+
+def _fewest_cards(demand: ModelDemand, room: Mapping[int, int]) -> Layout | None:
+    """The fewest roomiest cards of ``room`` that hold ``demand``, widened for its context target.
 
     Tries the roomiest card alone, then the two roomiest, and so on (the k
     roomiest cards are the k with the most room past the fixed cost, so if any
@@ -134,7 +165,8 @@ def find_layout(demand: ModelDemand, room: Mapping[int, int]) -> Layout | None:
     for count, card in enumerate(order, start=1):
         if count > 1 and room[card] <= fixed:
             break
-        net += room[card] - fixed
+        # equal shares are bound by the tightest card, the k-th roomiest
+        net = count * (room[card] - fixed) if demand.even_split else net + room[card] - fixed
         served = served_context(demand, net)
         if served is None:
             continue
@@ -149,7 +181,9 @@ def find_layout(demand: ModelDemand, room: Mapping[int, int]) -> Layout | None:
     return split_on(demand, order[:count], room, served)
 
 
-def tight_layout(demand: ModelDemand, room: Mapping[int, int]) -> tuple[Layout, int]:
+def tight_layout(
+    demand: ModelDemand, room: Mapping[int, int], classes: Mapping[int, str | None] | None = None
+) -> tuple[Layout, int]:
     """The widest useful cards for a model that fits nowhere, and its shortfall in bytes.
 
     Useful cards have room past the fixed cost; adding any other would only add
@@ -157,14 +191,26 @@ def tight_layout(demand: ModelDemand, room: Mapping[int, int]) -> tuple[Layout, 
     proportion to room past the fixed cost, so each card runs over by its share
     of the shortfall, and the overruns add up to exactly
     ``shard + k * fixed - sum(room)``. The model is charged at its least context.
+    An even demand takes one class's useful cards in equal shares (the class it is
+    least short on), and its shortfall is the sum of the cards' overruns.
     """
+    if not demand.even_split:
+        return _tight_on(demand, room)
+    return min((_tight_on(demand, sub) for sub in by_class(room, classes)), key=lambda t: (t[1], min(t[0].cards)))
+
+
+def _tight_on(demand: ModelDemand, room: Mapping[int, int]) -> tuple[Layout, int]:
     fixed = demand.fixed_bytes_per_card
     context = demand.floor_context_tokens
     shard = demand.shard_bytes_at(context)
     order = roomiest_first(room)
     cards = [c for c in order if room[c] > fixed] or order[:1]
-    weights = [room[c] - fixed for c in cards] if len(cards) > 1 else [1]
-    split = tuple(part + fixed for part in apportion(shard, weights))
-    shortfall = shard + len(cards) * fixed - sum(room[c] for c in cards)
+    if demand.even_split:
+        split = tuple(part + fixed for part in apportion(shard, (1,) * len(cards)))
+        shortfall = sum(max(0, b - room[c]) for c, b in zip(cards, split, strict=True))
+    else:
+        weights = [room[c] - fixed for c in cards] if len(cards) > 1 else [1]
+        split = tuple(part + fixed for part in apportion(shard, weights))
+        shortfall = shard + len(cards) * fixed - sum(room[c] for c in cards)
     layout = Layout(cards=tuple(cards), split_bytes=split, context_tokens=context, ratio_rule="tight")
     return layout, shortfall

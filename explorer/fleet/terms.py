@@ -1,9 +1,10 @@
-"""The CLI's model term, ``ID[:context][xREPLICAS][@phase,...]``, as a pure parser.
+"""The CLI's model term, ``ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...]``, as a pure parser.
 
 Examples::
 
     Qwen/Qwen3-8B                 -> id, no context, 1 replica, always running
     Qwen/Qwen3-8B:32k             -> 32,768 tokens ("k" is 1024, as context sizes go)
+    Qwen/Qwen3-32B:32k/8k         -> aims at 32,768 tokens, accepts as few as 8,192 (the context floor)
     BAAI/bge-m3x2@ingest,query    -> 2 replicas, runs in ingest and query
     repo:Q4_K_M:8192              -> id "repo:Q4_K_M": only a trailing ":<number>" is a context
 
@@ -21,7 +22,7 @@ from explorer.errors import ModelTermError
 
 _PHASE = re.compile(r"^[A-Za-z][\w-]*$")
 _REPLICAS = re.compile(r"^(?P<rest>.+?)[xX](?P<n>\d+)$")
-_CONTEXT = re.compile(r"^(?P<rest>.+):(?P<n>\d+)(?P<k>[kK]?)$")
+_CONTEXT = re.compile(r"^(?P<rest>.+):(?P<n>\d+)(?P<k>[kK]?)(?:/(?P<min>\d+)(?P<mk>[kK]?))?$")
 _BAD_ID = re.compile(r"[\s@,]")
 
 
@@ -32,12 +33,14 @@ class ModelTerm:
     Attributes:
         model_id: the Hub repo id, path or catalogue name, as written.
         context_tokens: the context asked for, or None to use the model's default (tokens).
+        min_context_tokens: the least context it accepts (``/MIN``), or None: exactly ``context_tokens`` (tokens).
         replicas: instances asked for (>= 1).
         phases: phases it runs in; empty means always.
     """
 
     model_id: str
     context_tokens: int | None = None
+    min_context_tokens: int | None = None
     replicas: int = 1
     phases: frozenset[str] = field(default_factory=frozenset)
 
@@ -47,7 +50,7 @@ def _fail(text: str, why: str) -> ModelTermError:
 
 
 def parse_model_term(text: str) -> ModelTerm:
-    """Parse ``ID[:context][xREPLICAS][@phase,...]`` into a :class:`ModelTerm`.
+    """Parse ``ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...]`` into a :class:`ModelTerm`.
 
     Raises ModelTermError naming the term and what is wrong with it.
     """
@@ -68,12 +71,16 @@ def parse_model_term(text: str) -> ModelTerm:
         rest, replicas = m["rest"], int(m["n"])
         if replicas < 1:
             raise _fail(text, "replicas must be at least 1")
-    context = None
+    context = floor = None
     m = _CONTEXT.match(rest)
     if m:
         rest, context = m["rest"], int(m["n"]) * (1024 if m["k"] else 1)
         if context < 1:
             raise _fail(text, "context must be at least 1 token")
+        if m["min"] is not None:
+            floor = int(m["min"]) * (1024 if m["mk"] else 1)
+            if not 1 <= floor <= context:
+                raise _fail(text, f"the context floor {floor:,} must be between 1 and the context {context:,}")
     if not rest or rest.endswith(":") or _BAD_ID.search(rest):
         raise _fail(text, f"{rest!r} is not a model id (no spaces, '@' or ',', and not ending in ':')")
-    return ModelTerm(model_id=rest, context_tokens=context, replicas=replicas, phases=phases)
+    return ModelTerm(model_id=rest, context_tokens=context, min_context_tokens=floor, replicas=replicas, phases=phases)

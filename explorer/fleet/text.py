@@ -14,6 +14,8 @@ def _card_name(index: int) -> str:
 
 
 def _instance_line(inst: Instance) -> str:
+    if not inst.cards:
+        return f"  {inst.model} #{inst.replica}: unpinned, {inst.context_tokens:,} tokens"
     where = ", ".join(f"{_card_name(c)} {gib(b)}" for c, b in zip(inst.cards, inst.split_bytes, strict=True))
     how = ""
     if inst.ratio_rule != "single":
@@ -23,6 +25,9 @@ def _instance_line(inst: Instance) -> str:
 
 def describe_placement(placement: Placement) -> str:
     """Cards, instances, swap groups, tight and refused models, missing replicas; one per line."""
+    if placement.unpinned:
+        lines = ["no cards and no memory budget: every instance runs unpinned", "instances:"]
+        return "\n".join(lines + [_instance_line(inst) for inst in placement.instances])
     lines = ["cards:"]
     for card in placement.cards:
         over = f", {gib(card.overflow_bytes)} OVER" if card.overflow_bytes else ""

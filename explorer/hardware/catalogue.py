@@ -37,6 +37,7 @@ COLUMNS = (
     "vendor",
     "memory_bytes",
     "memory_source",
+    "torch_memory_bytes",
     "bandwidth_bytes_per_s",
     "bf16_tflops",
     "fp8_tflops",
@@ -80,6 +81,8 @@ class GPUClass:
         vendor: ``nvidia``, ``amd``, ``apple`` or ``unknown``.
         memory_bytes: total memory as the driver reports it (Apple: RAM size).
         memory_source: where ``memory_bytes`` came from.
+        torch_memory_bytes: total memory as CUDA/ROCm shows it to a process (``cudaMemGetInfo``,
+            torch's ``total_memory``), a little below the driver's figure; None where no log showed it.
         bandwidth_bytes_per_s: peak memory bandwidth; 0 means unknown.
         bf16_tflops: dense bf16 tensor TFLOPs (fp16 on cards without bf16); 0 means unknown.
         fp8_tflops: dense fp8 TFLOPs, or None where the device has no fp8.
@@ -96,6 +99,7 @@ class GPUClass:
     vendor: str
     memory_bytes: int
     memory_source: str = ""
+    torch_memory_bytes: int | None = None
     bandwidth_bytes_per_s: int = 0
     bf16_tflops: float = 0.0
     fp8_tflops: float | None = None
@@ -110,6 +114,14 @@ class GPUClass:
     def is_mig(self) -> bool:
         """True for a MIG slice: a replica runs on one slice, never a group of them."""
         return self.mig_profile is not None
+
+    @property
+    def visible_memory_bytes(self) -> int:
+        """The total an engine measures its budget from: torch's ``total_memory`` where known, else the driver's.
+
+        vLLM asks for ``gpu_memory_utilization`` × this; SGLang starts from what is free of it.
+        """
+        return self.torch_memory_bytes or self.memory_bytes
 
     @property
     def usable_memory_bytes(self) -> int:
@@ -276,6 +288,7 @@ class Catalogue:
                 known,
                 name=f"{known.name}:{_bytes_label(memory)}",
                 memory_bytes=memory,
+                torch_memory_bytes=None,
                 memory_source=f"stated in the label {label.strip()!r}",
             )
         text = normalize_label(base) or "gpu"
@@ -337,11 +350,17 @@ def _parse_row(row: dict[str, str], source: str, line: int) -> GPUClass:
     memory = number("memory_bytes", int)
     if not memory:
         raise CatalogueError(f"{where}: memory_bytes must be positive")
+    torch_memory = number("torch_memory_bytes", int, blank=True)
+    if torch_memory is not None and not 0 < torch_memory <= memory * 1.01:  # type: ignore[operator]
+        raise CatalogueError(
+            f"{where}: torch_memory_bytes {torch_memory} must be positive and about memory_bytes or less"
+        )
     return GPUClass(
         name=name,
         vendor=(row.get("vendor") or "").strip() or "unknown",
         memory_bytes=memory,  # type: ignore[arg-type]
         memory_source=(row.get("memory_source") or "").strip(),
+        torch_memory_bytes=torch_memory,  # type: ignore[arg-type]
         bandwidth_bytes_per_s=number("bandwidth_bytes_per_s", int),  # type: ignore[arg-type]
         bf16_tflops=number("bf16_tflops", float),  # type: ignore[arg-type]
         fp8_tflops=number("fp8_tflops", float, blank=True),  # type: ignore[arg-type]

@@ -9,10 +9,21 @@ from explorer.errors import ClusterSpecError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
 from explorer.hardware.cluster_text import FABRIC_NAME, ram_bytes
-from explorer.hardware.host_cpu import DEFAULT_CPU, cpu_from_label
+from explorer.hardware.host_cpu import DEFAULT_CPU, CPUTable, cpu_from_label, parse_bandwidth, with_bandwidth
 from explorer.units import GiB
 
-_NODE_KEYS = {"name", "fabric", "host_ram", "host_ram_bytes", "host_free", "host_free_bytes", "unified", "gpus", "cpu"}
+_NODE_KEYS = {
+    "name",
+    "fabric",
+    "host_ram",
+    "host_ram_bytes",
+    "host_free",
+    "host_free_bytes",
+    "unified",
+    "gpus",
+    "cpu",
+    "bw",
+}
 _GROUP_KEYS = {"class", "count", "free_count", "free_bytes", "card_free_bytes"}
 
 
@@ -31,20 +42,26 @@ def cluster_data_from_text(text: str, *, source: str = "cluster", toml_first: bo
     raise ClusterSpecError(f"cluster file {source} is neither JSON nor TOML ({errors[0]})")
 
 
-def cluster_from_text(text: str, catalogue: Catalogue, *, source: str = "cluster", toml_first: bool = False) -> Cluster:
-    """A cluster from the JSON or TOML text of a cluster file (layout in docs/cluster_spec.md).
+def cluster_from_text(
+    text: str, catalogue: Catalogue, *, source: str = "cluster", toml_first: bool = False, cpus: CPUTable | None = None
+) -> Cluster:
+    """A cluster from the JSON or TOML text of a cluster file (layout in docs/cluster_spec.md); named CPUs
+    from ``cpus``.
 
     Raises:
         ClusterSpecError: the text is neither JSON nor TOML, or describes an impossible cluster.
     """
     data = cluster_data_from_text(text, source=source, toml_first=toml_first)
-    return cluster_from_dict(data, catalogue, where=source)
+    return cluster_from_dict(data, catalogue, where=source, cpus=cpus)
 
 
-def cluster_from_dict(data: object, catalogue: Catalogue, *, where: str = "cluster") -> Cluster:
+def cluster_from_dict(
+    data: object, catalogue: Catalogue, *, where: str = "cluster", cpus: CPUTable | None = None
+) -> Cluster:
     """Build a cluster from parsed JSON/TOML: ``{"nodes": [{"name", "fabric", "host_ram", ..., "gpus": [...]}]}``.
 
-    Sizes are ints (bytes) or text with a unit (``"512GiB"``, ``"512g"``).
+    Sizes are ints (bytes) or text with a unit (``"512GiB"``, ``"512g"``); a node's ``cpu`` is a feature level
+    or a CPU of ``cpus``, its ``bw`` the host's memory bandwidth in GB/s (a number, or text such as ``"200g"``).
 
     Raises:
         ClusterSpecError: a key is unknown, a value has the wrong type, or the cluster is impossible.
@@ -57,7 +74,7 @@ def cluster_from_dict(data: object, catalogue: Catalogue, *, where: str = "clust
     if len(data["nodes"]) > MAX_GPUS:
         raise ClusterSpecError(f"{where}: {len(data['nodes']):,} nodes is beyond the {MAX_GPUS:,} explorer plans for")
     return Cluster(
-        nodes=tuple(_node_from_dict(d, f"{where}: nodes[{i}]", i, catalogue) for i, d in enumerate(data["nodes"]))
+        nodes=tuple(_node_from_dict(d, f"{where}: nodes[{i}]", i, catalogue, cpus) for i, d in enumerate(data["nodes"]))
     )
 
 
@@ -92,7 +109,7 @@ def _count(value: object, at: str, *, low: int) -> int:
     return value
 
 
-def _node_from_dict(raw: object, at: str, index: int, catalogue: Catalogue) -> Node:
+def _node_from_dict(raw: object, at: str, index: int, catalogue: Catalogue, cpus: CPUTable | None) -> Node:
     d = _check_keys(raw, _NODE_KEYS, at)
     name, fabric, unified = d.get("name", f"node{index}"), d.get("fabric"), d.get("unified", False)
     if not isinstance(name, str) or not name.strip():
@@ -105,8 +122,13 @@ def _node_from_dict(raw: object, at: str, index: int, catalogue: Catalogue) -> N
     cpu_label = d.get("cpu", DEFAULT_CPU.name)
     if not isinstance(cpu_label, str):
         raise ClusterSpecError(f'{at}: cpu {cpu_label!r} is not a CPU name such as "amx"')
+    bw = d.get("bw")
+    if bw is not None and (isinstance(bw, bool) or not isinstance(bw, (str, int, float))):
+        raise ClusterSpecError(f'{at}: bw {bw!r} is not a bandwidth in GB/s such as 200 or "200g"')
     try:
-        cpu = cpu_from_label(cpu_label)
+        cpu = cpu_from_label(cpu_label, cpus)
+        if bw is not None:
+            cpu = with_bandwidth(cpu, parse_bandwidth(str(bw)))
     except ClusterSpecError as e:
         raise ClusterSpecError(f"{at}: {e.message}", hint=e.hint or None) from None
     raw_groups = d.get("gpus", [])

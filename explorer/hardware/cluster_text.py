@@ -5,7 +5,11 @@ Grammar (the full reference, with examples, is ``docs/cluster_spec.md``)::
     spec    := term ( "+" term )*                  spaces around "+" allowed
     term    := NODES "x" body [ "@" FABRIC ] ( "," option )*
     body    := GPUS "x" CLASS | "cpu-" RAM | "uma-" RAM
-    option  := "ram=" RAM | "free=" INT | "free=" FRACTION | "free=" SIZE | "cpu=" CPU
+    option  := "ram=" RAM | "free=" INT | "free=" FRACTION | "free=" SIZE | "cpu=" CPU | "bw=" BANDWIDTH
+
+CPU is a feature level (avx2, avx512, amx) or a CPU of the CPU table handed
+in (``cpu=epyc-9654``); BANDWIDTH is the host's memory bandwidth in GB/s
+(``bw=200``, ``bw=1.2t`` for TB/s), overriding the table's.
 
 Every malformed spec raises :class:`ClusterSpecError` naming the term.
 """
@@ -19,7 +23,7 @@ from typing import NoReturn
 from explorer.errors import ClusterSpecError
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.cluster import GRAMMAR, MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
-from explorer.hardware.host_cpu import DEFAULT_CPU, cpu_from_label
+from explorer.hardware.host_cpu import DEFAULT_CPU, CPUTable, cpu_from_label, parse_bandwidth, with_bandwidth
 from explorer.units import GiB, TiB, parse_size
 
 _SPLIT = re.compile(r"\s*\+(?!\s*[A-Za-z])\s*", re.A)  # "+me" in a MIG profile does not split
@@ -60,8 +64,9 @@ def split_terms(text: str) -> list[str]:
     return _SPLIT.split(text.strip())
 
 
-def parse_cluster_spec(text: str, catalogue: Catalogue) -> Cluster:
-    """Parse the text form (grammar in the module docstring) into a cluster, with classes from ``catalogue``.
+def parse_cluster_spec(text: str, catalogue: Catalogue, cpus: CPUTable | None = None) -> Cluster:
+    """Parse the text form (grammar in the module docstring) into a cluster, with classes from ``catalogue``
+    and named CPUs from ``cpus`` (None: feature levels only).
 
     Raises:
         ClusterSpecError: the text is not a valid spec; the message names the bad term.
@@ -71,11 +76,13 @@ def parse_cluster_spec(text: str, catalogue: Catalogue) -> Cluster:
     counters: dict[str, int] = {"#gpus": 0, "#nodes": 0}
     nodes: list[Node] = []
     for index, term in enumerate(split_terms(text)):
-        nodes.extend(_parse_term(term, index, counters, catalogue))
+        nodes.extend(_parse_term(term, index, counters, catalogue, cpus))
     return Cluster(nodes=tuple(nodes))
 
 
-def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Catalogue) -> list[Node]:
+def _parse_term(
+    term: str, index: int, counters: dict[str, int], catalogue: Catalogue, cpus: CPUTable | None
+) -> list[Node]:
     def fail(problem: str, cls: type[ClusterSpecError] = ClusterSpecError) -> NoReturn:
         raise cls(f"cluster spec term {index + 1} {term!r}: {problem}", hint=GRAMMAR)
 
@@ -94,14 +101,17 @@ def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Cata
         fail("the node count must be at least 1")
     if fabric is not None and not FABRIC_NAME.match(fabric):
         fail(f"fabric {fabric!r} must be letters, digits, '_', '.' or '-'")
-    ram, free_n, free_mem, cpu = None, None, None, DEFAULT_CPU
+    ram, free_n, free_mem, cpu, bandwidth = None, None, None, DEFAULT_CPU, None
     for opt in (m["opts"] or "").split(",")[1:]:
         key, _, value = (part.strip() for part in opt.partition("="))
-        if key.lower() not in ("ram", "free", "cpu") or not value:
-            fail(f"option {opt.strip()!r} is not ram=RAM, free=N|FRACTION|SIZE or cpu=CPU")
-        if key.lower() == "cpu":
+        if key.lower() not in ("ram", "free", "cpu", "bw") or not value:
+            fail(f"option {opt.strip()!r} is not ram=RAM, free=N|FRACTION|SIZE, cpu=CPU or bw=GB/s")
+        if key.lower() in ("cpu", "bw"):
             try:
-                cpu = cpu_from_label(value)
+                if key.lower() == "cpu":
+                    cpu = cpu_from_label(value, cpus)
+                else:
+                    bandwidth = parse_bandwidth(value)
             except ClusterSpecError as e:
                 fail(e.message)
         elif key.lower() == "ram":
@@ -118,6 +128,8 @@ def _parse_term(term: str, index: int, counters: dict[str, int], catalogue: Cata
                 fail(f"free={value}: a fraction of each card's memory is at most 1.0")
         elif (free_mem := ram_bytes(value)) is None:
             fail(f"free={value} is not a GPU count, a fraction (0.75) or a size (60GiB)")
+    if bandwidth is not None:
+        cpu = with_bandwidth(cpu, bandwidth)
     host = _HOST.match(body)
     gpus_m = None if host else _GPUS.match(body)
     if host is None and gpus_m is None:
@@ -221,11 +233,42 @@ def format_cluster_spec(cluster: Cluster) -> str:
                 opts.append(f"free={g.free_count}")
             if g.free_bytes is not None:
                 opts.append(f"free={_free_text(g.free_bytes, g.gpu.memory_bytes)}")
-        if n.cpu != DEFAULT_CPU:
+        if n.cpu.name != DEFAULT_CPU.name:
             opts.append(f"cpu={n.cpu.name}")
+        if n.cpu.bandwidth_stated and n.cpu.memory_bandwidth_bytes_per_s:
+            opts.append(f"bw={n.cpu.memory_bandwidth_bytes_per_s / 1e9:g}")
         text = body + (f"@{n.fabric}" if n.fabric else "") + "".join("," + o for o in opts)
         if terms and terms[-1][1] == text:
             terms[-1][0] += 1
         else:
             terms.append([1, text])
     return " + ".join(f"{k}x{text}" for k, text in terms)
+
+
+def uniform_cluster(gpu: GPUClass, nodes: int, width: int, fabric: str | None = None) -> Cluster:
+    """``nodes`` alike nodes of ``width`` cards of ``gpu`` (on ``fabric`` when several), as the text
+    ``{nodes}x{width}x{gpu}[@fabric]`` would give: host RAM assumed, every card free.
+
+    A unified-memory class is one device a node, its RAM the class's memory.
+    """
+    if nodes < 1 or width < 1 or nodes * width > MAX_GPUS:
+        raise ClusterSpecError(f"{nodes} × {width} {gpu.name} is not a cluster explorer plans for")
+    width = 1 if gpu.unified else width
+    ram = gpu.memory_bytes if gpu.unified else default_host_ram_bytes(width * gpu.memory_bytes)
+    fabric = fabric if nodes > 1 else None
+    base = f"{gpu.name}@{fabric}" if fabric else gpu.name
+    group = GPUGroup(gpu=gpu, count=width, free_count=width)
+    return Cluster(
+        nodes=tuple(
+            Node(
+                name=f"{base}#{i}",
+                fabric=fabric,
+                gpus=(group,),
+                host_ram_bytes=ram,
+                host_free_bytes=ram,
+                unified=gpu.unified,
+                host_ram_assumed=not gpu.unified,
+            )
+            for i in range(nodes)
+        )
+    )

@@ -35,6 +35,10 @@ class Artifact:
             for exact per-tensor sizes; None when only the name is known.
         projector: a multimodal projector file (``mmproj-*.gguf``) that goes with it.
         what_if: True for a precision the repository does not ship (a what-if).
+        repo: the repository that publishes it, when that is not the planned model's own
+            (a published quantised checkpoint of the model); None: the model's own repository,
+            or, for a what-if, no published checkpoint is known.
+        note: what a user should know about where it comes from (a stand-in, none published).
     """
 
     name: str
@@ -47,6 +51,8 @@ class Artifact:
     gguf_header: Any = None
     projector: str | None = None
     what_if: bool = False
+    repo: str | None = None
+    note: str = ""
 
     @property
     def label(self) -> str:

@@ -39,7 +39,7 @@ from explorer.model.tensors import Tensor
 from explorer.units import cdiv
 
 FormatKind = Literal["dense", "fp8", "int", "bnb8", "bnb4", "nvfp4", "mxfp4", "gguf", "ggml"]
-Source = Literal["config", "what-if", "gguf"]
+Source = Literal["config", "what-if", "gguf", "published"]
 
 #: wrapper prefixes stripped before matching module names against skip lists
 _PREFIXES = ("model.language_model.", "language_model.", "text_model.", "llm.")
@@ -61,6 +61,10 @@ class WeightFormat:
         scale_bytes: bytes per int scale (fp16/bf16: 2).
         dense_bytes: bytes per value for ``dense``.
         ggml_block: for ``ggml``, (weights per block, bytes per block): Q4_K (256, 144).
+        block_cols: for a ``gguf`` what-if, the block its types need a row to be a multiple of (256 for
+            K-quant and IQ mixes; 0: any row).
+        fallback_bits: for a ``gguf`` what-if, the bits of a row that is not a multiple of ``block_cols``:
+            llama.cpp quantises such a tensor to a 32-block type instead (``tensor_type_fallback``).
     """
 
     kind: FormatKind
@@ -74,6 +78,8 @@ class WeightFormat:
     scale_bytes: int = 2
     dense_bytes: int = 2
     ggml_block: tuple[int, int] | None = None
+    block_cols: int = 0
+    fallback_bits: float = 0.0
 
     def matrix_bytes(self, rows: int, cols: int) -> int:
         """Bytes of one ``rows × cols`` weight with its scales and zero points."""
@@ -96,7 +102,10 @@ class WeightFormat:
             return cdiv(n, 2) + rows * cdiv(cols, 32)
         if self.kind == "ggml" and self.ggml_block:
             return n // self.ggml_block[0] * self.ggml_block[1]  # exact: rows are whole blocks
-        return cdiv(int(n * self.bits * 1000), 8000)  # gguf what-if: average bits
+        bits = self.bits
+        if self.block_cols and cols % self.block_cols:  # llama.cpp's fallback; F16 when not even 32 divides
+            bits = self.fallback_bits if cols % 32 == 0 else 16.0
+        return cdiv(int(n * bits * 1000), 8000)  # gguf what-if: average bits
 
     def _int_bytes(self, rows: int, cols: int) -> int:
         bits = int(self.bits)
@@ -134,7 +143,8 @@ class Precision:
         groups: formats by target, first match wins.
         skip: modules left in ``base`` (globs, ``re:`` regexes or names).
         roles: when set, only tensors of these roles are quantised (MXFP4: experts).
-        source: read from the checkpoint's config, a what-if, or a GGUF file.
+        source: read from the checkpoint's config, a what-if, a GGUF file, or the precision of another
+            repository's published checkpoint (``published``: it loads as its own config says).
         kv_cache_hint: a KV cache dtype the checkpoint ships scales for (``fp8``).
         all_matrices: quantise every 2-D tensor, embeddings and head included
             (a GGUF what-if: llama.cpp quantises ``token_embd`` and ``output`` too).
@@ -161,11 +171,11 @@ class Precision:
         return self.groups[0].fmt.bits if self.groups else self.base.bits_per_element
 
     @cached_property
-    def _skip_regex(self) -> re.Pattern[str] | None:
+    def _skip_matcher(self) -> _ModuleMatcher | None:
         return _compile(self.skip)
 
     @cached_property
-    def _target_regexes(self) -> tuple[re.Pattern[str] | None, ...]:
+    def _target_matchers(self) -> tuple[_ModuleMatcher | None, ...]:
         return tuple(None if g.targets == ("Linear",) else _compile(g.targets) for g in self.groups)
 
     def format_for(self, tensor: Tensor, layer: int | None) -> WeightFormat | None:
@@ -178,11 +188,22 @@ class Precision:
             return None
         if self.roles is not None and tensor.role not in self.roles:
             return None
-        name = _normalise(tensor.module.replace("{i}", str(layer)) if layer is not None else tensor.module)
-        if self._skip_regex is not None and self._skip_regex.search(name):
+        key = (tensor.module, layer)
+        memo = self._formats_by_module
+        if key not in memo:  # every layer's modules are asked for again at each split and card
+            memo[key] = self._format_for_module(tensor.module, layer)
+        return memo[key]
+
+    @cached_property
+    def _formats_by_module(self) -> dict[tuple[str, int | None], WeightFormat | None]:
+        return {}
+
+    def _format_for_module(self, module: str, layer: int | None) -> WeightFormat | None:
+        name = _normalise(module.replace("{i}", str(layer)) if layer is not None else module)
+        if self._skip_matcher is not None and self._skip_matcher.matches(name):
             return None
-        for group, regex in zip(self.groups, self._target_regexes, strict=True):
-            if regex is None or regex.search(name):
+        for group, matcher in zip(self.groups, self._target_matchers, strict=True):
+            if matcher is None or matcher.matches(name):
                 return group.fmt
         return None
 
@@ -201,8 +222,8 @@ def _normalise(name: str) -> str:
     return name
 
 
-def _pattern_regex(pattern: str) -> str:
-    """One skip/target pattern as a regex over a module path."""
+def _pattern_regex(pattern: str) -> str | None:
+    """One ``re:`` or glob skip/target pattern as a regex over a module path; None for a plain name."""
     if pattern.startswith("re:"):
         return pattern[3:]
     pattern = _normalise(pattern)
@@ -211,14 +232,39 @@ def _pattern_regex(pattern: str) -> str:
         glob = fnmatch.translate(pattern).removesuffix(r"\Z").removesuffix(r"\z")
         glob = glob.removeprefix("(?s:").removesuffix(")")
         return rf"(?:^|\.)(?:{glob})(?:\.|$)"
-    # a plain name matches that module or any module under it, anywhere in the path
-    return rf"(?:^|\.){re.escape(pattern)}(?:\.|$)"
+    return None
 
 
-def _compile(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+@dataclass(frozen=True, slots=True)
+class _ModuleMatcher:
+    """Skip or target patterns over module paths.
+
+    A plain name matches that module or any module under it, anywhere in the
+    path: a run of whole dotted components equal to it. Plain names are kept
+    in a set and looked up run by run (a checkpoint's skip list can name every
+    layer's modules: Qwen3-30B-A3B-FP8 lists 336, and one regex alternation of
+    them cost half a millisecond a tensor); ``re:`` and glob patterns stay a regex.
+    """
+
+    plain: frozenset[str]
+    regex: re.Pattern[str] | None
+
+    def matches(self, name: str) -> bool:
+        """Whether ``name`` (a normalised module path) is matched."""
+        if self.regex is not None and self.regex.search(name):
+            return True
+        if not self.plain:
+            return False
+        parts = name.split(".")
+        return any(".".join(parts[i:j]) in self.plain for i in range(len(parts)) for j in range(i + 1, len(parts) + 1))
+
+
+def _compile(patterns: tuple[str, ...]) -> _ModuleMatcher | None:
     if not patterns:
         return None
-    return re.compile("|".join(f"(?:{_pattern_regex(p)})" for p in patterns))
+    regexes = [r for r in map(_pattern_regex, patterns) if r is not None]
+    plain = frozenset(_normalise(p) for p in patterns if _pattern_regex(p) is None)
+    return _ModuleMatcher(plain=plain, regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None)
 
 
 def dense(dtype: str = "bf16", *, source: Source = "what-if") -> Precision:

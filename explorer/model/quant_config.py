@@ -59,6 +59,35 @@ GGUF_MIX_BITS: dict[str, float] = {
     "TQ1_0": 1.69,
 }
 
+# llama.cpp's per-tensor type fallback (src/llama-quant.cpp, tensor_type_fallback): a tensor whose rows
+# (ne[0], the input width) are not a multiple of a type's 256-weight block is quantised to a 32-block type
+# instead: Q2_K, Q3_K, TQ1_0, TQ2_0 → Q4_0; Q4_K → Q5_0; Q5_K → Q5_1; Q6_K → Q8_0; the IQ types → IQ4_NL;
+# and to F16 when 32 does not divide the row either. A mix's fallback keeps its share of wider types and moves
+# its base type's bits to the fallback's: fallback bits = mix bits + (fallback type − base type). Qwen2.5-72B's
+# ffn_down rows are 29,568 wide (not a multiple of 256): at Q4_K_M they take 5.89 bits, not 4.89.
+#: base type bits → fallback type bits
+_FALLBACK_BITS = {2.625: 4.5, 3.4375: 4.5, 4.5: 5.5, 5.5: 6.0, 6.5625: 8.5}
+#: a 256-block mix → its base type's bits (IQ and TQ mixes fall back to 4.5 bits whatever their base)
+# fmt: off
+GGUF_MIX_BASE: dict[str, float] = {
+    "Q2_K":   2.625,  "Q2_K_S": 2.625,  "Q3_K_S": 3.4375, "Q3_K_M": 3.4375, "Q3_K_L": 3.4375,
+    "Q4_K_S": 4.5,    "Q4_K_M": 4.5,    "Q5_K_S": 5.5,    "Q5_K_M": 5.5,    "Q6_K":   6.5625,
+}
+# fmt: on
+_IQ_FALLBACK_BITS = 4.5  # IQ4_NL and Q4_0
+
+
+def gguf_fallback_bits(mix: str) -> float:
+    """The bits a tensor of a 256-block GGUF mix takes when its rows are not a multiple of 256 (0: no fallback)."""
+    bits = GGUF_MIX_BITS[mix]
+    if mix in GGUF_MIX_BASE:
+        base = GGUF_MIX_BASE[mix]
+        return round(bits + _FALLBACK_BITS[base] - base, 4)
+    if mix.startswith(("IQ", "TQ")) and mix != "IQ4_NL":
+        return max(bits, _IQ_FALLBACK_BITS)
+    return 0.0
+
+
 #: what-if precisions a user can pick for original weights, by name
 WHAT_IF_NAMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4-awq", "int4-gptq", "nf4", "nvfp4", "mxfp4")
 
@@ -308,7 +337,10 @@ def what_if_precision(name: str, base: str = "bf16") -> Precision:
         )
     upper = key.upper().replace("-", "_")
     if upper in GGUF_MIX_BITS:
-        fmt = WeightFormat(kind="gguf", bits=GGUF_MIX_BITS[upper])
+        fallback = gguf_fallback_bits(upper)
+        fmt = WeightFormat(
+            kind="gguf", bits=GGUF_MIX_BITS[upper], block_cols=256 if fallback else 0, fallback_bits=fallback
+        )
         return Precision(
             name=upper,
             method="gguf",

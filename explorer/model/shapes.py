@@ -19,6 +19,7 @@ marked ``approximate``, with the reasons in ``notes``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -191,10 +192,14 @@ class ModelShape:
         return precision
 
     def precision_of(self, artifact: Artifact) -> Precision:
-        """The precision an artifact loads at: the checkpoint's own for the original weights, else its label's."""
+        """The precision an artifact loads at: the checkpoint's own for the original weights, else its label's
+        (``source="published"`` for another repository's checkpoint, which an engine loads as its config says)."""
         if artifact.name == ORIGINAL and not artifact.what_if:
             return self.precision
-        return self.resolve_precision(artifact.quant)
+        precision = self.resolve_precision(artifact.quant)
+        if artifact.repo and precision.method != "gguf":
+            return dataclasses.replace(precision, source="published")
+        return precision
 
     def weight_bytes(self, precision: Precision | str | None = None) -> int:
         """Bytes of the weights an engine loads (MTP layers excluded), scales included."""

@@ -26,6 +26,8 @@ from explorer.errors import NothingToPlanError, capped_list
 from explorer.gguf.header import GGUFHeader, merge_split_headers, split_parts
 from explorer.gguf.quant import quant_from_filename, quant_name
 from explorer.model.artifacts import ORIGINAL, Artifact
+from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_for
+from explorer.model.precision import Precision
 from explorer.model.quant_config import GGUF_MIX_BITS
 from explorer.model.shapes import ModelShape
 
@@ -239,44 +241,92 @@ def original_artifact(shape: ModelShape) -> Artifact:
     )
 
 
-def what_if_artifact(shape: ModelShape, name: str) -> Artifact:
-    """The original weights at another precision: safetensors for bf16/fp8/int4…, a GGUF for Q4_K_M…
+def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[PublishedCheckpoint] = ()) -> Artifact:
+    """The model at another precision: a published checkpoint of it when one is known, else a what-if.
 
-    A precision the checkpoint already ships gives the original artifact.
+    A precision the checkpoint already ships gives the original artifact. With a
+    published checkpoint of the precision (``checkpoints``: the model's quantised
+    repositories, see :mod:`explorer.model.checkpoints`) the artifact names that
+    repository (``repo``) and its real size; without one it is sized from the shape
+    and its ``note`` says that none is known.
     """
     precision = shape.resolve_precision(name)
     if precision is shape.precision or precision.name == shape.precision.name:
         return original_artifact(shape)
-    if precision.method == "gguf":
-        return Artifact(
-            name=precision.name,
-            format="gguf",
-            quant=precision.name,
-            size_bytes=shape.weight_bytes(precision),
-            size_source="computed",
-            what_if=True,
-        )
+    gguf = precision.method == "gguf"
+    published = checkpoint_for(precision.method, checkpoints, gguf_quant=precision.name if gguf else None)
+    if published is not None:
+        return _published_artifact(shape, precision, published)
+    computed = shape.weight_bytes(precision) if gguf else computed_disk_bytes(shape, precision)
     return Artifact(
-        name=ORIGINAL,
-        format="safetensors",
+        name=precision.name if gguf else ORIGINAL,
+        format="gguf" if gguf else "safetensors",
         quant=precision.name,
-        size_bytes=computed_disk_bytes(shape, precision),
+        size_bytes=computed,
         size_source="computed",
         what_if=True,
+        note=_unpublished_note(precision.name, precision.method, shape.name),
     )
 
 
-def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS) -> tuple[Artifact, ...]:
-    """The original weights re-saved at other precisions (``what_if=True``, sizes ``computed``).
+def _published_artifact(shape: ModelShape, precision: Precision, published: PublishedCheckpoint) -> Artifact:
+    """A published checkpoint as an artifact: its repository, its real size when known."""
+    note = (
+        f"{published.repo} quantises {published.base_model}, which stands in for {shape.name} (same shapes)"
+        if published.stands_in
+        else ""
+    )
+    if precision.method == "gguf":
+        file = published.gguf_file(precision.name)
+        assert file is not None  # checkpoint_for asked for this quant
+        size = file.size_bytes
+        return Artifact(
+            name=file.name,
+            format="gguf",
+            quant=precision.name,
+            size_bytes=size if size else shape.weight_bytes(precision),
+            size_source="fetched" if size else "computed",
+            files=(file.name,),
+            what_if=True,
+            repo=published.repo,
+            note=note,
+        )
+    size = published.size_bytes
+    return Artifact(
+        name=published.repo,
+        format="safetensors",
+        quant=precision.name,
+        size_bytes=size if size else computed_disk_bytes(shape, precision),
+        size_source="fetched" if size else "computed",
+        what_if=True,
+        repo=published.repo,
+        note=note,
+    )
+
+
+def _unpublished_note(label: str, method: str, model: str) -> str:
+    """What a what-if without a published checkpoint means for the user."""
+    if method == "fp8":
+        return f"no published {label} checkpoint of {model} known: vLLM and SGLang quantise it while loading"
+    if method == "bitsandbytes":
+        return f"no published {label} checkpoint of {model} known: vLLM quantises it while loading"
+    return f"no published {label} checkpoint of {model} known: quantise it yourself"
+
+
+def what_if_artifacts(
+    shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS, checkpoints: Iterable[PublishedCheckpoint] = ()
+) -> tuple[Artifact, ...]:
+    """The model at other precisions (``what_if=True``): published checkpoints where known.
 
     Names are :func:`explorer.model.quant_config.what_if_precision` names (``bf16``,
     ``fp8``, ``int4-awq``, ``int4-gptq``, ``nf4``…); one the checkpoint already
     ships (same label) is left out.
     """
+    known = tuple(checkpoints)
     out: list[Artifact] = []
     seen = {shape.precision.name}
     for name in names:
-        artifact = what_if_artifact(shape, name)
+        artifact = what_if_artifact(shape, name, known)
         if artifact.quant in seen:
             continue
         seen.add(artifact.quant)
@@ -285,13 +335,19 @@ def what_if_artifacts(shape: ModelShape, names: Iterable[str] = DEFAULT_WHAT_IFS
 
 
 def plan_artifacts(
-    shape: ModelShape, offered: Iterable[Artifact], *, quant: str | None = None, selected: Artifact | None = None
+    shape: ModelShape,
+    offered: Iterable[Artifact],
+    *,
+    quant: str | None = None,
+    selected: Artifact | None = None,
+    checkpoints: Iterable[PublishedCheckpoint] = (),
 ) -> list[Artifact]:
     """The artifacts a plan considers.
 
     A file the user named (``org/name:FILE.gguf``, a local .gguf) alone; else,
     with ``quant``, the offered artifact of that quant or the original weights
-    at it as a what-if; else everything the repository offers (the original
+    at it (a published checkpoint of it when ``checkpoints`` has one, else a
+    what-if); else everything the repository offers (the original
     weights computed from the shape when it lists none).
     """
     offered = list(offered)
@@ -302,5 +358,5 @@ def plan_artifacts(
         for artifact in offered:
             if artifact.format == "gguf" and artifact.quant.upper() == wanted:
                 return [artifact]
-        return [what_if_artifact(shape, quant)]
+        return [what_if_artifact(shape, quant, checkpoints)]
     return offered or [original_artifact(shape)]

@@ -1,13 +1,26 @@
-"""Manual pinning: the user names the GPUs; explorer checks them and says by how much they overcommit.
+"""Manual pinning: the user names the GPUs; explorer lays the model on exactly them and says how it fits.
 
-GPUs are named ``NODE:INDEX`` (``h100-80g@ib0#0:3``), or by index alone
-when the cluster has one GPU node. Pinning is checked for the engines that
-split a replica tensor × pipeline (:data:`explorer.engines.registry.SPLIT_ENGINES`:
-vLLM, SGLang). All pinned GPUs must be of one class, and the same number on
-each node. The pinned cards are laid out as the planner would lay them (the
-best tensor × pipeline split the rules allow), then each card's need is
-compared with what the engine may use there, and with what is free on it now
-(:meth:`explorer.hardware.cluster.GPUGroup.free_bytes_on`: a busy card has nothing free).
+GPUs are named ``NODE:INDEX`` (``h100-80g@ib0#0:3``; a node's cards are numbered
+across its classes, :mod:`explorer.hardware.cards`), or by index alone when the
+cluster has one GPU node. Each engine lays a launch over the cards by its own
+rules (:meth:`explorer.engines.interface.Engine.pin`): vLLM and SGLang split
+tensor × pipeline over cards of one class; llama.cpp takes any cards, splits
+the layers by each card's memory and reaches other nodes through RPC.
+
+- **World size.** With ``--tp``/``--pp``/``--dp`` the launch takes tp × pp × dp
+  cards: more than pinned is refused; fewer uses that many of the pinned cards,
+  on one node when one has enough, the ones with the most free memory first.
+- **Replicas.** ``replicas`` R > 1 splits the pinned cards, in the order given,
+  into R equal sets, one launch each. As gpustack schedules several pinned
+  replicas, none may overcommit nor lack free memory now: that is refused. A
+  launch across nodes (a distributed vLLM or SGLang instance) takes its nodes
+  whole: two replicas never put distributed launches on the same node.
+- **Judgement.** Each card's need is compared with what the engine may use on it
+  (overcommit) and with what is free on it now
+  (:meth:`explorer.hardware.cluster.GPUGroup.free_bytes_on`: a busy card has
+  nothing free); the message gives both when both apply, with how many pinned
+  cards have the free memory the engine needs and the usable and free GiB of
+  them all together.
 """
 
 from __future__ import annotations
@@ -17,11 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from explorer.engines.common import PlanRequest
+from explorer.engines.interface import PinnedLayout
 from explorer.engines.options import Option
-from explorer.engines.registry import SPLIT_ENGINES
+from explorer.engines.registry import engine_named
 from explorer.errors import ManualSelectionError
+from explorer.hardware.cards import CardRef, node_cards
 from explorer.hardware.cluster import Cluster
-from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.offer import original_artifact
@@ -33,16 +47,28 @@ class PinnedResult:
     """A check of user-pinned GPUs.
 
     Attributes:
-        option: the layout on exactly those GPUs, with its per-card memory.
-        overcommit_bytes: bytes over what the engine may use, on the worst card (0: it fits).
-        short_now_bytes: bytes over what is free right now on the worst pinned card (0: free enough).
+        option: the launch on the pinned GPUs (the first replica's), with its per-card memory.
+        overcommit_bytes: bytes over what the engine may use, on the worst card or host (0: it fits).
+        short_now_bytes: bytes short of what the engine needs free now, on the worst pinned card (0: free enough).
         message: what to tell the user.
+        replicas: every replica's launch, the first being ``option``.
+        cards_used: pinned cards the launches run on.
+        cards_pinned: cards the user pinned.
+        cards_ready: used cards with the free memory the engine needs to start on them now.
+        usable_bytes: what the engine may use of the used cards, together (bytes).
+        free_bytes: what is free on the used cards now, together (bytes).
     """
 
     option: Option
     overcommit_bytes: int
     short_now_bytes: int
     message: str
+    replicas: tuple[Option, ...] = ()
+    cards_used: int = 0
+    cards_pinned: int = 0
+    cards_ready: int = 0
+    usable_bytes: int = 0
+    free_bytes: int = 0
 
     @property
     def overcommitted(self) -> bool:
@@ -50,9 +76,14 @@ class PinnedResult:
         return self.overcommit_bytes > 0
 
 
-def _resolve_gpus(cluster: Cluster, gpus: Sequence[str]) -> list[tuple[str, int]]:
+def resolve_cards(cluster: Cluster, gpus: Sequence[str]) -> list[CardRef]:
+    """The cards ``NODE:INDEX`` (or ``INDEX`` on a one-GPU-node cluster) names, in the order given.
+
+    Raises:
+        ManualSelectionError: an unknown node or index, or a card named twice.
+    """
     gpu_nodes = cluster.gpu_nodes
-    out = []
+    out: list[CardRef] = []
     for text in gpus:
         node_name, _, index = text.rpartition(":")
         if not node_name:
@@ -66,10 +97,11 @@ def _resolve_gpus(cluster: Cluster, gpus: Sequence[str]) -> list[tuple[str, int]
             raise ManualSelectionError(
                 f"GPU {text!r}: no node named {node_name!r}", hint=f"nodes: {', '.join(n.name for n in gpu_nodes[:6])}"
             )
-        if not index.isdigit() or not 0 <= int(index) < node.gpu_count:
-            raise ManualSelectionError(f"GPU {text!r}: node {node_name} has GPUs 0..{node.gpu_count - 1}")
-        out.append((node.name, int(index)))
-    if len(set(out)) != len(out):
+        cards = node_cards(node)
+        if not index.isdigit() or not 0 <= int(index) < len(cards):
+            raise ManualSelectionError(f"GPU {text!r}: node {node_name} has GPUs 0..{len(cards) - 1}")
+        out.append(cards[int(index)])
+    if len({c.name for c in out}) != len(out):
         raise ManualSelectionError("a GPU is pinned twice")
     return out
 
@@ -82,76 +114,156 @@ def check_pinned(
     engine: str = "vllm",
     request: PlanRequest | None = None,
     artifact: Artifact | None = None,
+    artifacts: Sequence[Artifact] | None = None,
     model_ref: str | None = None,
+    replicas: int = 1,
 ) -> PinnedResult:
-    """Lay the model over exactly the pinned GPUs and report any overcommit."""
+    """Lay the model over exactly the pinned GPUs and report how it fits (see the module docstring).
+
+    ``artifacts``: what may be loaded, the engine taking the first it serves (``artifact``: just one;
+    neither: the original weights).
+
+    Raises:
+        ManualSelectionError: the pin is impossible, or ``replicas`` > 1 would overcommit.
+    """
     request = request or PlanRequest()
-    split_engine = SPLIT_ENGINES.get(engine)
-    if split_engine is None:
-        raise ManualSelectionError(f"pinning is checked for {' and '.join(SPLIT_ENGINES)}, not {engine}")
+    if replicas < 1:
+        raise ManualSelectionError(f"replicas must be at least 1, got {replicas}")
+    chosen_engine = engine_named(engine)
     if not gpus:
         raise ManualSelectionError("no GPUs pinned")
-    picked = _resolve_gpus(cluster, gpus)
-    per_node = Counter(name for name, _ in picked)
-    if len(set(per_node.values())) != 1:
-        raise ManualSelectionError(f"pinned GPUs must be as many on each node: {dict(per_node)}")
-    nodes = [cluster.node(name) for name in per_node]
-    classes = {n.gpus[0].gpu.name if len(n.gpus) == 1 else "mixed" for n in nodes}  # type: ignore[union-attr]
-    if len(classes) != 1 or "mixed" in classes:
-        raise ManualSelectionError(f"pinned GPUs must be of one class, got {sorted(classes)}")
-    gpu = nodes[0].gpus[0].gpu  # type: ignore[union-attr]
-    fabrics = {n.fabric for n in nodes}  # type: ignore[union-attr]
-    if len(nodes) > 1 and (len(fabrics) != 1 or None in fabrics):
-        raise ManualSelectionError("pinned GPUs span nodes that share no fabric")
-    width = next(iter(per_node.values()))
-    pool = Pool(gpu=gpu, nodes=tuple(nodes), fabric=nodes[0].fabric, spannable=len(nodes) > 1)  # type: ignore[arg-type]
-    artifact = artifact or original_artifact(shape)
-    precision = shape.precision_of(artifact)
-    reasons: list[str] = []
-    for tp, pp in split_engine.decompositions(len(nodes), width, request):
-        layout = split_engine.make_layout(pool, len(nodes), width, tp, pp, shape, request)
-        refused = split_engine.refusals(shape, layout, request)
-        if refused:
-            reasons.append(refused[0][1])
+    picked = resolve_cards(cluster, gpus)
+    sets = _replica_sets(picked, request, replicas)
+    offered = list(artifacts) if artifacts else [artifact or original_artifact(shape)]
+    layouts = [chosen_engine.pin(shape, s, offered, request, model_ref or shape.name) for s in sets]
+    _check_distributed(layouts, chosen_engine.name)
+    judged = [_judge(p) for p in layouts]
+    used = sum(len(s) for s in sets)
+    if replicas > 1:
+        bad = [(i, j) for i, j in enumerate(judged, 1) if j.over or j.short]
+        if bad:
+            detail = "; ".join(f"replica {i}: {j.text}" for i, j in bad)
+            raise ManualSelectionError(
+                f"pinning {replicas} replicas allows no overcommit and no card short of free memory: {detail}",
+                hint="pin more cards, fewer replicas, or one replica (which may overcommit and says by how much)",
+            )
+    first = judged[0]
+    message = first.text
+    if replicas > 1:
+        message = f"{replicas} replicas on {len(sets[0])} pinned GPUs each: {message}"
+    if used < len(picked):
+        names = ", ".join(c.name for s in sets for c in s)
+        message = f"uses {used} of the {len(picked)} selected GPUs ({names}); {message}"
+    return PinnedResult(
+        option=layouts[0].option,
+        overcommit_bytes=max(j.over for j in judged),
+        short_now_bytes=max(j.short for j in judged),
+        message=message,
+        replicas=tuple(p.option for p in layouts),
+        cards_used=used,
+        cards_pinned=len(picked),
+        cards_ready=sum(j.ready for j in judged),
+        usable_bytes=sum(j.usable for j in judged),
+        free_bytes=sum(j.free for j in judged),
+    )
+
+
+def _replica_sets(picked: list[CardRef], request: PlanRequest, replicas: int) -> list[list[CardRef]]:
+    """The cards of each replica's launch: the world size's worth each (else an equal share), in pinned order."""
+    world = request.world_size
+    if replicas == 1:
+        if world is None or world == len(picked):
+            return [picked]
+        if world > len(picked):
+            raise ManualSelectionError(
+                f"the launch takes {world} GPUs (tp × pp × dp) but {len(picked)} are pinned",
+                hint="pin as many GPUs as tp × pp × dp, or change --tp/--pp/--dp",
+            )
+        return [_fewest_nodes(picked, world)]
+    per = world or len(picked) // replicas
+    if per == 0 or (world is None and len(picked) % replicas):
+        raise ManualSelectionError(f"{len(picked)} pinned GPUs do not split into {replicas} equal replicas")
+    if per * replicas > len(picked):
+        raise ManualSelectionError(
+            f"{replicas} replicas of {per} GPUs (tp × pp × dp) need {per * replicas} GPUs; {len(picked)} are pinned"
+        )
+    return [picked[i * per : (i + 1) * per] for i in range(replicas)]
+
+
+def _fewest_nodes(picked: list[CardRef], count: int) -> list[CardRef]:
+    """``count`` of the pinned cards: on the one node that has enough (the most free there), else in pinned order;
+    the cards with the most free memory first."""
+    per_node = Counter(c.node.name for c in picked)
+    roomy = [n for n, k in per_node.items() if k >= count]
+    if not roomy:
+        return picked[:count]
+
+    def best_free(node: str) -> int:
+        return sum(sorted((c.free_bytes for c in picked if c.node.name == node), reverse=True)[:count])
+
+    node = max(roomy, key=best_free)
+    mine = [c for c in picked if c.node.name == node]
+    return sorted(mine, key=lambda c: (-c.free_bytes, picked.index(c)))[:count]
+
+
+def _check_distributed(layouts: Sequence[PinnedLayout], engine: str) -> None:
+    """One distributed launch (across nodes, not RPC) per node: replicas that span nodes may not share one."""
+    owner: dict[str, int] = {}
+    for i, p in enumerate(layouts, 1):
+        lay = p.option.layout
+        if lay.nodes < 2 or lay.rpc:
             continue
-        ev = split_engine.evaluate(shape, precision, layout, gpu, request, model_ref or shape.name)
-        option = Option(
-            layout=layout,
-            artifact=artifact,
-            precision=precision.name,
-            bits_per_weight=shape.bits_per_weight(precision),
-            evaluation=ev,
-            free_now=True,
-            hosts=1,
-            gpu=gpu,
-        )
-        return _judge(option, cluster, picked, ev.free_needed_bytes)
-    raise ManualSelectionError(f"no split of the {len(picked)} pinned GPUs is allowed: {reasons[0]}")
+        for node in dict.fromkeys(c.node.name for c in p.cards):
+            if node in owner:
+                raise ManualSelectionError(
+                    f"each node runs only one distributed {engine} instance: node {node} would hold replicas "
+                    f"{owner[node]} and {i}",
+                    hint="pin each replica's GPUs on nodes of its own, or give each replica one node",
+                )
+            owner[node] = i
 
 
-def _judge(option: Option, cluster: Cluster, picked: list[tuple[str, int]], free_needed: int) -> PinnedResult:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Judged:
+    over: int
+    short: int
+    ready: int
+    usable: int
+    free: int
+    text: str
+
+
+def _judge(pinned: PinnedLayout) -> _Judged:
+    option, cards, needs = pinned.option, pinned.cards, pinned.needs_bytes
+    ev = option.evaluation
     worst = option.per_card
-    over = max(0, worst.total - worst.usable)
-    groups = {name: cluster.node(name).gpus[0] for name, _ in picked}  # type: ignore[union-attr]
-    free, name, index = min((groups[name].free_bytes_on(index), name, index) for name, index in picked)
-    short = max(0, free_needed - free)
-    cards = len(picked)
+    records = list(ev.cards) + ([ev.host] if ev.host is not None else [])
+    over_card = max(records, key=lambda c: c.total - c.usable)
+    over = max(0, over_card.total - over_card.usable)
+    frees = [c.free_bytes for c in cards]
+    ready = sum(1 for f, n in zip(frees, needs, strict=True) if f >= n)
+    short, card, need = max(((n - f, c, n) for c, f, n in zip(cards, frees, needs, strict=True)), key=lambda t: t[0])
+    short = max(0, short)
+    usable = option.cards_usable_bytes
+    parts = []
     if over:
-        message = (
-            f"Manual GPU selection overcommits: {worst.role} needs {gib(worst.total)} but has "
-            f"{gib(worst.usable)} usable, {gib(over)} over ({cards} pinned GPUs; "
-            f"{gib(over * worst.count)} over in all)"
+        parts.append(
+            f"Manual GPU selection overcommits: {over_card.role} needs {gib(over_card.total)} but has "
+            f"{gib(over_card.usable)} usable, {gib(over)} over ({len(cards)} pinned GPUs; "
+            f"{gib(over * over_card.count)} over in all)"
         )
-    elif short and index >= groups[name].free_count:
-        message = (
-            f"The pinned GPUs hold the model, but GPU {name}:{index} is busy now: a workload holds it, "
-            f"and the engine needs {gib(free_needed)} free on it to start"
-        )
+    if short and card.busy:
+        parts.append(f"GPU {card.name} is busy now: a workload holds it, and the engine needs {gib(need)} free on it")
     elif short:
-        message = (
-            f"The pinned GPUs hold the model, but GPU {name}:{index} has {gib(short)} less free now than "
-            f"the engine needs to start ({gib(free_needed)})"
-        )
-    else:
-        message = f"The {cards} pinned GPUs hold the model: {gib(worst.headroom)} to spare on the fullest card"
-    return PinnedResult(option=option, overcommit_bytes=over, short_now_bytes=short, message=message)
+        parts.append(f"GPU {card.name} has {gib(short)} less free now than the engine needs to start ({gib(need)})")
+    if not parts:
+        parts.append(f"The {len(cards)} pinned GPUs hold the model: {gib(worst.headroom)} to spare on the fullest card")
+    elif not over:
+        parts.insert(0, "The pinned GPUs hold the model")
+    if ev.layers_on_host:
+        parts.append(f"{ev.layers_on_host} layers stay on the CPU")
+    parts.append(
+        f"{ready}/{len(cards)} of them have the free memory the engine needs now; together they offer "
+        f"{gib(usable)} usable, {gib(sum(frees))} free now"
+    )
+    return _Judged(over=over, short=short, ready=ready, usable=usable, free=sum(frees), text="; ".join(parts))

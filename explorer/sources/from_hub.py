@@ -37,6 +37,7 @@ from explorer.errors import (
 from explorer.gguf.header import GGUFHeader, merge_split_headers
 from explorer.model.shapes import ModelShape, shape_from_config
 from explorer.plan.offer import build_offer, gguf_sets
+from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.facts import (
     HubFacts,
     facts_from_cache,
@@ -103,6 +104,7 @@ def build_model(spec: ModelSpec, facts: HubFacts, origin: str, notes: list[str])
         repo=repo,
         sha=listing.sha,
         notes=tuple(notes),
+        checkpoints=shipped_checkpoints(repo),
     )
 
 
@@ -132,6 +134,7 @@ def from_snapshot(spec: ModelSpec, revision: str | None, note: str) -> ResolvedM
         repo=entry.repo,
         sha=entry.sha,
         notes=(note, *entry.notes, *entry.size_notes()),
+        checkpoints=shipped_checkpoints(entry.repo),
     )
 
 
@@ -151,15 +154,6 @@ def _settings(settings: HubSettings | None, *, offline: bool, token: str | None)
     return dataclasses.replace(settings, **changes) if changes else settings
 
 
-def _open_cache(offline: bool):
-    from explorer.sources.cache.store import DEFAULT_TTL_S, Cache
-
-    try:  # offline, a branch mapping of any age beats no answer, and nothing is written: the file is only read
-        return Cache.open(read_only=offline, ttl_s=float("inf") if offline else DEFAULT_TTL_S)
-    except CacheError:
-        return None
-
-
 def _open_cache_meanwhile() -> Callable[[], Any]:
     """Open (create) the cache on a thread of its own; returns the call that waits for it.
 
@@ -169,8 +163,10 @@ def _open_cache_meanwhile() -> Callable[[], Any]:
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    from explorer.sources.cache.store import open_default_cache
+
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-open")
-    opened = pool.submit(_open_cache, False)
+    opened = pool.submit(open_default_cache, False)
     pool.shutdown(wait=False)
     return opened.result
 
@@ -193,7 +189,9 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
         if not s.offline and _no_cache_file():
             opening = _open_cache_meanwhile()
         else:
-            cache = _open_cache(s.offline)
+            from explorer.sources.cache.store import open_default_cache
+
+            cache = open_default_cache(s.offline)
     try:
         facts, sha = None, None
         try:

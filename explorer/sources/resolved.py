@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from explorer.model.artifacts import Artifact
+from explorer.model.checkpoints import PublishedCheckpoint
 from explorer.model.shapes import ModelShape
 from explorer.plan.offer import DEFAULT_WHAT_IFS, what_if_artifacts
 from explorer.sources.spec import ModelSpec
@@ -33,6 +34,9 @@ class ResolvedModel:
         repo: the Hub repository, None for local files.
         sha: the commit the facts belong to, when known.
         notes: how it was resolved: fallbacks, approximations, where sizes came from.
+        checkpoints: published quantised checkpoints of the model known without asking the Hub
+            (the cache, the shipped list): what-if precisions load from them
+            (:func:`explorer.sources.checkpoints.published_checkpoints` asks the Hub's model tree).
     """
 
     spec: ModelSpec
@@ -42,6 +46,7 @@ class ResolvedModel:
     repo: str | None = None
     sha: str | None = None
     notes: tuple[str, ...] = ()
+    checkpoints: tuple[PublishedCheckpoint, ...] = ()
 
     def __repr__(self) -> str:
         labels = ", ".join(a.label for a in self.artifacts)
@@ -61,8 +66,8 @@ class ResolvedModel:
         return self.artifacts[0] if self.artifacts else None
 
     def what_ifs(self, names: tuple[str, ...] = DEFAULT_WHAT_IFS) -> tuple[Artifact, ...]:
-        """What-if artifacts of the original weights (sizes computed from the shape)."""
-        return what_if_artifacts(self.shape, names)
+        """The model at other precisions: its published checkpoints where known, else what-ifs sized from the shape."""
+        return what_if_artifacts(self.shape, names, self.checkpoints)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready dict of where the model came from and what it offers (no GGUF headers)."""
@@ -85,4 +90,6 @@ def _artifact_dict(a: Artifact) -> dict[str, Any]:
         "files": list(a.files),
         "projector": a.projector,
         "what_if": a.what_if,
+        "repo": a.repo,
+        "note": a.note,
     }

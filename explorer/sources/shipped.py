@@ -1,10 +1,11 @@
 """EDGE: the data shipped in ``data/`` and the user's own tables, read from disk and handed to the core.
 
 The core never opens a file: it takes a :class:`~explorer.hardware.catalogue.Catalogue`,
-a :class:`~explorer.speed.prices.PriceTable` or a cluster dict. This module reads
-them. The shipped tables are read once per process (:func:`shipped_catalogue`,
-:func:`shipped_prices`: memos keyed on nothing, since the files inside an
-installed package do not change while it runs).
+a :class:`~explorer.hardware.host_cpu.CPUTable`, a :class:`~explorer.speed.prices.PriceTable`
+or a cluster dict. This module reads them. The shipped tables are read once per
+process (:func:`shipped_catalogue`, :func:`shipped_cpus`, :func:`shipped_prices`:
+memos keyed on nothing, since the files inside an installed package do not change
+while it runs).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.cluster_dict import cluster_from_text
 from explorer.hardware.cluster_text import parse_cluster_spec
+from explorer.hardware.host_cpu import CPUTable
 from explorer.speed.prices import PriceTable, parse_prices
+from explorer.speed.published import Measurement, parse_measurements
 
 
 def _read_text(path: str | Path, what: str, error: type[CatalogueError] | type[ClusterSpecError]) -> str:
@@ -40,6 +43,17 @@ def read_catalogue(path: str | Path) -> Catalogue:
 
 
 @cache
+def shipped_cpus() -> CPUTable:
+    """The CPU table shipped in ``data/cpus.csv`` (read once)."""
+    return read_cpus(data_path("cpus.csv"))
+
+
+def read_cpus(path: str | Path) -> CPUTable:
+    """A CPU table from a file (the columns of ``data/cpus.csv``)."""
+    return CPUTable.from_csv_text(_read_text(path, "the CPU table", CatalogueError), source=str(path))
+
+
+@cache
 def shipped_prices() -> PriceTable:
     """The GPU rental prices shipped in ``data/prices.csv`` (read once)."""
     return read_prices(data_path("prices.csv"))
@@ -54,12 +68,19 @@ def read_prices(path: str | Path) -> PriceTable:
     return parse_prices(_read_text(path, "the price table", CatalogueError), source=str(path))
 
 
-def parse_cluster(text: str, catalogue: Catalogue | None = None) -> Cluster:
-    """A cluster from its text form, against ``catalogue`` (default: the shipped one)."""
-    return parse_cluster_spec(text, catalogue or shipped_catalogue())
+@cache
+def published_speeds() -> tuple[Measurement, ...]:
+    """The published decode measurements shipped in ``data/published_speeds.csv`` (read once; sources per row)."""
+    path = data_path("published_speeds.csv")
+    return parse_measurements(_read_text(path, "the published speeds", CatalogueError), source=str(path))
 
 
-def load_cluster_file(path: str | Path, catalogue: Catalogue | None = None) -> Cluster:
+def parse_cluster(text: str, catalogue: Catalogue | None = None, cpus: CPUTable | None = None) -> Cluster:
+    """A cluster from its text form, against ``catalogue`` and ``cpus`` (default: the shipped ones)."""
+    return parse_cluster_spec(text, catalogue or shipped_catalogue(), cpus or shipped_cpus())
+
+
+def load_cluster_file(path: str | Path, catalogue: Catalogue | None = None, cpus: CPUTable | None = None) -> Cluster:
     """A cluster from a JSON or TOML file (layout in docs/cluster_spec.md).
 
     Raises:
@@ -67,5 +88,9 @@ def load_cluster_file(path: str | Path, catalogue: Catalogue | None = None) -> C
     """
     text = _read_text(path, "cluster file", ClusterSpecError)
     return cluster_from_text(
-        text, catalogue or shipped_catalogue(), source=str(path), toml_first=str(path).lower().endswith(".toml")
+        text,
+        catalogue or shipped_catalogue(),
+        source=str(path),
+        toml_first=str(path).lower().endswith(".toml"),
+        cpus=cpus or shipped_cpus(),
     )

@@ -23,6 +23,14 @@ compute-bound: 2 × active parameters × P + attention 2 × q heads × (key +
 value dims) × P(P+1)/2 a layer, over the stage's tensor-parallel cards, plus
 all-reduces; a pipeline runs its stages one after another.
 
+**Floor.** No engine decodes a step faster than its fixed cost per layer
+(:mod:`explorer.speed.floor`): the estimate's step is ``max(bound step /
+efficiency, floor)``; the bound is the roofline's alone.
+
+**Host.** Layers on the host and CPU-only runs read at the node's CPU
+bandwidth (``cpu=`` a CPU of data/cpus.csv, or ``bw=``), else a unified
+host's chip bandwidth, else the settings' default (100 GB/s).
+
 **Efficiency.** Every figure above is a bound. ``estimate = bound ×
 efficiency`` (default 0.6 for every engine: published measurements sit at
 0.64 of the bound on average, and 36 of 38 land within 1.5× of the estimate,
@@ -44,9 +52,10 @@ from explorer.errors import UnknownPrecisionError
 from explorer.memo import memo
 from explorer.model.artifacts import ORIGINAL
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat
+from explorer.speed.floor import decode_floor_s
 from explorer.speed.prices import PriceTable
 from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
-from explorer.speed.settings import SpeedSettings
+from explorer.speed.settings import SpeedSettings, node_host_bandwidth
 from explorer.units import gb
 
 __all__ = ["DEFAULT_SETTINGS", "SpeedEstimate", "SpeedSettings", "speed_of", "tokens_per_s_vs_context"]
@@ -61,7 +70,7 @@ class SpeedEstimate:
     Attributes:
         decode_bound_tokens_per_s: one sequence's decode rate, at most, while ``concurrency``
             sequences decode together at ``context_tokens``.
-        decode_estimate_tokens_per_s: the same × efficiency.
+        decode_estimate_tokens_per_s: the same × efficiency, never faster than the per-layer floor.
         decode_aggregate_bound_tokens_per_s: all sequences together, at most.
         decode_aggregate_estimate_tokens_per_s: the same × efficiency.
         time_to_first_token_bound_s: prefill of one prompt of ``context_tokens``, at least (None: FLOPs unknown).
@@ -73,6 +82,8 @@ class SpeedEstimate:
         context_tokens: the context the figures are for.
         concurrency: the sequences decoding together.
         breakdown: a short text of what a step is made of.
+        assumptions: what the figures assume where the catalogue is silent (a unified-memory host
+            named by its memory alone decodes at the host's bandwidth).
     """
 
     decode_bound_tokens_per_s: float
@@ -88,6 +99,7 @@ class SpeedEstimate:
     context_tokens: int
     concurrency: int
     breakdown: str
+    assumptions: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, merged into an option's dict."""
@@ -113,6 +125,7 @@ class SpeedEstimate:
                 "concurrency": self.concurrency,
                 "usd_per_gpu_hour": self.usd_per_gpu_hour,
                 "breakdown": self.breakdown,
+                "assumptions": list(self.assumptions),
             },
         }
 
@@ -182,6 +195,9 @@ def speed_of(
         bits_per_weight=option.bits_per_weight,
     )
     head_on_host = ev.n_gpu_layers == 0 if getattr(ev, "n_gpu_layers", None) is not None else True
+    host_bw = node_host_bandwidth(option.node) if option.node is not None else None
+    if host_bw:
+        settings = replace(settings, host_bandwidth_bytes_per_s=host_bw)
     return _estimate(
         shape,
         precision,
@@ -223,17 +239,26 @@ def _estimate(
     cycle = decode_cycle_s(shape, where, concurrency, context, kv, tally)
     prefill = prefill_s(shape, where, context)
     eff = settings.efficiency_for(layout.engine)
+    floor = decode_floor_s(shape, layout.engine)
+    step = max(cycle / eff, floor)
     bound = 1.0 / cycle
     aggregate = concurrency * bound
     prices: PriceTable | None = settings.prices  # type: ignore[assignment]
     priced = prices is not None and layout.cards and not (layout.cpu or layout.unified)
     price = prices.usd_per_gpu_hour(layout.gpu_class) if priced else None
-    cost = None if price is None else layout.cards * price / (aggregate * eff * 3600) * 1e6
+    cost = None if price is None else layout.cards * price * step / (concurrency * 3600) * 1e6
+    assumed = ()
+    if layout.unified and gpu is not None and not gpu.bandwidth_bytes_per_s:
+        assumed = (
+            f"{gpu.name} names no chip, so its memory bandwidth is taken as the host's "
+            f"{gb(settings.host_bandwidth_bytes_per_s, 0)}/s; name the chip (m4-max-128g, m3-ultra-256g…) "
+            "for its own figure",
+        )
     return SpeedEstimate(
         decode_bound_tokens_per_s=bound,
-        decode_estimate_tokens_per_s=bound * eff,
+        decode_estimate_tokens_per_s=1.0 / step,
         decode_aggregate_bound_tokens_per_s=aggregate,
-        decode_aggregate_estimate_tokens_per_s=aggregate * eff,
+        decode_aggregate_estimate_tokens_per_s=concurrency / step,
         time_to_first_token_bound_s=prefill,
         time_to_first_token_estimate_s=None if prefill is None else prefill / eff,
         cost_per_million_tokens=cost,
@@ -242,11 +267,12 @@ def _estimate(
         efficiency=eff,
         context_tokens=context,
         concurrency=concurrency,
-        breakdown=_breakdown(tally, cycle, concurrency, context, eff),
+        breakdown=_breakdown(tally, cycle, concurrency, context, eff, floor if floor > cycle / eff else 0.0),
+        assumptions=assumed,
     )
 
 
-def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float) -> str:
+def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float, floor: float) -> str:
     parts = [f"{gb(t.weight_bytes, 2)} weights + {gb(t.kv_bytes, 2)} KV read a step (one card a stage)"]
     for label, s in (
         ("memory", t.memory_s),
@@ -256,10 +282,11 @@ def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float) -> 
     ):
         if s > 0:
             parts.append(f"{label} {s * 1e3:.2f} ms")
+    estimate = f"the per-layer floor, {floor * 1e3:.2f} ms a step" if floor else f"bound × {eff:g}"
     return (
         f"batch {batch} at {context:,} tokens: "
         + ", ".join(parts)
-        + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate = bound × {eff:g}"
+        + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate = {estimate}"
     )
 
 

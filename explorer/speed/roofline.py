@@ -200,16 +200,55 @@ class Tally:
         return max(shares, key=shares.__getitem__)
 
 
+def allreduce_bytes(tp: int, tokens: int, hidden: int, activation_bytes: int = ACTIVATION_BYTES) -> float:
+    """Bytes each card sends in one ring all-reduce of ``tokens × hidden`` activations: 2(tp − 1)/tp × the tensor.
+
+    Llama-3.1-70B at tp 4, one token: 2 × 3/4 × 8,192 × 2 bytes = 24,576 bytes a card; a layer has two.
+    """
+    return 2 * (tp - 1) / tp * handoff_bytes(tokens, hidden, activation_bytes) if tp > 1 else 0.0
+
+
+def handoff_bytes(tokens: int, hidden: int, activation_bytes: int = ACTIVATION_BYTES) -> int:
+    """Bytes a pipeline hand-off moves: the hidden states of ``tokens`` tokens (8,192 × 2 for one Llama-70B token)."""
+    return tokens * hidden * activation_bytes
+
+
 def _allreduce_s(part: Part, tokens: int, hidden: int, activation_bytes: int) -> float:
     tp = part.profile.tp
     if tp <= 1 or not part.link_bytes_per_s:
         return 0.0
-    one = part.link_latency_s + 2 * (tp - 1) / tp * tokens * hidden * activation_bytes / part.link_bytes_per_s
+    one = part.link_latency_s + allreduce_bytes(tp, tokens, hidden, activation_bytes) / part.link_bytes_per_s
     return 2 * part.profile.layers * one
 
 
-def _part_step(shape, part: Part, batch: int, context: int, kv, tally: Tally | None) -> float:
-    """One decode step of ``batch`` sequences at ``context`` tokens on one part."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepCost:
+    """What one decode step costs one part, term by term (the roofline's inputs and its two times).
+
+    Attributes:
+        weight_bytes: weights read (dense share plus the touched share of routed experts).
+        kv_bytes: KV cache read, all sequences.
+        flops: floating-point operations (2 a parameter a token, plus attention over the held tokens).
+        memory_s: bytes / bandwidth.
+        compute_s: FLOPs / peak (0 when the peak is unknown).
+        allreduce_s: the tensor-parallel all-reduces (two a layer).
+    """
+
+    weight_bytes: float
+    kv_bytes: int
+    flops: float
+    memory_s: float
+    compute_s: float
+    allreduce_s: float
+
+    @property
+    def seconds(self) -> float:
+        """The part's step: ``max(memory, compute) + all-reduces``."""
+        return max(self.memory_s, self.compute_s) + self.allreduce_s
+
+
+def part_step_cost(shape, part: Part, batch: int, context: int, kv) -> StepCost:
+    """One decode step of ``batch`` sequences at ``context`` tokens on one part, term by term."""
     p, moe = part.profile, shape.moe
     share = experts_touched(batch, moe.experts, moe.experts_per_token) if moe else 0.0
     k_over_e = moe.experts_per_token / moe.experts if moe and moe.experts else 0.0
@@ -218,25 +257,43 @@ def _part_step(shape, part: Part, batch: int, context: int, kv, tally: Tally | N
     qh = q_heads_per_card(shape, p.tp)
     attn = sum(n * attention_width(c, qh) * c.tokens_held(context) for c, n in p.caches)
     flops = 2.0 * batch * (p.dense_params + p.expert_params * k_over_e + attn)
-    mem_s = (weights + kv_read) / part.bandwidth_bytes_per_s
-    cmp_s = flops / part.flops_per_s if part.flops_per_s else 0.0
-    comm_s = _allreduce_s(part, batch, shape.hidden_size, ACTIVATION_BYTES)
+    return StepCost(
+        weight_bytes=weights,
+        kv_bytes=kv_read,
+        flops=flops,
+        memory_s=(weights + kv_read) / part.bandwidth_bytes_per_s,
+        compute_s=flops / part.flops_per_s if part.flops_per_s else 0.0,
+        allreduce_s=_allreduce_s(part, batch, shape.hidden_size, ACTIVATION_BYTES),
+    )
+
+
+def _part_step(shape, part: Part, batch: int, context: int, kv, tally: Tally | None) -> float:
+    """One decode step of ``batch`` sequences at ``context`` tokens on one part."""
+    cost = part_step_cost(shape, part, batch, context, kv)
     if tally is not None:
-        tally.weight_bytes += weights
-        tally.kv_bytes += kv_read
-        tally.interconnect_s += comm_s
-        if cmp_s > mem_s:
-            tally.compute_s += cmp_s
+        tally.weight_bytes += cost.weight_bytes
+        tally.kv_bytes += cost.kv_bytes
+        tally.interconnect_s += cost.allreduce_s
+        if cost.compute_s > cost.memory_s:
+            tally.compute_s += cost.compute_s
         elif part.host:
-            tally.host_s += mem_s
+            tally.host_s += cost.memory_s
         else:
-            tally.memory_s += mem_s
-    return max(mem_s, cmp_s) + comm_s
+            tally.memory_s += cost.memory_s
+    return cost.seconds
 
 
 def _hops_s(where: Placement, tokens: int, hidden: int) -> float:
-    size = tokens * hidden * where.activation_bytes
+    size = handoff_bytes(tokens, hidden, where.activation_bytes)
     return sum(latency + size / bw for bw, latency in where.hops)
+
+
+def micro_batches(batch: int, stages: int) -> int:
+    """How many micro-batches vLLM/SGLang split a decode batch into over ``stages`` pipeline stages: min(B, pp).
+
+    One sequence is one micro-batch: it visits the stages in turn and each card idles (pp − 1)/pp of a cycle.
+    """
+    return min(batch, stages)
 
 
 def decode_cycle_s(shape, where: Placement, batch: int, context: int, kv, tally: Tally | None = None) -> float:
@@ -250,7 +307,7 @@ def decode_cycle_s(shape, where: Placement, batch: int, context: int, kv, tally:
         if tally is not None:
             tally.interconnect_s += hops
         return total + hops
-    micro = min(batch, len(where.parts))
+    micro = micro_batches(batch, len(where.parts))
     size = cdiv(batch, micro)
     steps = [_part_step(shape, p, size, context, kv, tally) for p in where.parts]
     hops = _hops_s(where, size, shape.hidden_size)

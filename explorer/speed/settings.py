@@ -7,7 +7,8 @@ a card with no figure is taken as PCIe 4.0 x16 (64 GB/s). Between nodes the
 fabric is 400 Gb/s InfiniBand (50 GB/s one way, 10 µs) unless its name
 carries a rate (``eth100g`` → 100 Gb/s); llama.cpp RPC adds 50 µs a hop
 (a TCP round trip on a fast LAN). The host (CPU) defaults to 100 GB/s of
-memory bandwidth and 2 TFLOPs; every engine to an efficiency of 0.6.
+memory bandwidth and 2 TFLOPs, unless the node states its CPU
+(:func:`node_host_bandwidth`); every engine to an efficiency of 0.6.
 Reasons for each figure: docs/notes/speed_model.md.
 """
 
@@ -79,6 +80,16 @@ class SpeedSettings:
     def efficiency_for(self, engine: str) -> float:
         """The efficiency factor of an engine."""
         return dict(self.efficiency).get(engine, self.default_efficiency)  # type: ignore[arg-type]
+
+
+def node_host_bandwidth(node) -> int | None:
+    """A node's host memory bandwidth when it is known: its CPU's (``cpu=`` a named CPU, or ``bw=``), else a
+    unified host's chip's (its CPU shares that memory); None for the settings' default."""
+    if node.cpu.memory_bandwidth_bytes_per_s:
+        return node.cpu.memory_bandwidth_bytes_per_s
+    if node.unified and node.gpus:
+        return node.gpus[0].gpu.bandwidth_bytes_per_s or None
+    return None
 
 
 def card_link(gpu) -> tuple[float, float]:

@@ -148,12 +148,17 @@ CONTEXT_CHOICES: dict[str, int | None] = {
 }
 
 
+def _tokens_text(tokens: int) -> str:
+    return f"{tokens // 1024}k" if tokens % 1024 == 0 else str(tokens)
+
+
 def term_text(term: ModelTerm) -> str:
-    """The term as the CLI spells it: ``Qwen/Qwen3-32B:32k@query``, ``Qwen/Qwen3-0.6B:8kx2``."""
+    """The term as the CLI spells it: ``Qwen/Qwen3-32B:32k/8k@query``, ``Qwen/Qwen3-0.6B:8kx2``."""
     text = term.model_id
     if term.context_tokens:
-        c = term.context_tokens
-        text += f":{c // 1024}k" if c % 1024 == 0 else f":{c}"
+        text += f":{_tokens_text(term.context_tokens)}"
+        if term.min_context_tokens:
+            text += f"/{_tokens_text(term.min_context_tokens)}"
     if term.replicas != 1 or (not term.context_tokens and re.search(r"[xX]\d+$", text)):
         text += f"x{term.replicas}"  # an id ending in x<digits> needs its x1, or it reads as replicas
     if term.phases:
@@ -161,12 +166,20 @@ def term_text(term: ModelTerm) -> str:
     return text
 
 
-def row_term(repo: str, context_tokens: int | None = None, replicas: int = 1, phases: str = "") -> ModelTerm:
-    """A row's controls as a model term, read by the CLI's own parser (which checks the phases).
+def row_term(
+    repo: str,
+    context_tokens: int | None = None,
+    replicas: int = 1,
+    phases: str = "",
+    min_context_tokens: int | None = None,
+) -> ModelTerm:
+    """A row's controls as a model term, read by the CLI's own parser (which checks the phases and the floor).
 
-    ``phases`` is comma-separated (spaces ignored); empty means the model always runs.
+    ``phases`` is comma-separated (spaces ignored); empty means the model always runs. A context floor
+    counts only with a context.
     """
-    text = repo.strip() + (f":{int(context_tokens)}" if context_tokens else "") + f"x{int(replicas)}"
+    floor = f"/{int(min_context_tokens)}" if context_tokens and min_context_tokens else ""
+    text = repo.strip() + (f":{int(context_tokens)}{floor}" if context_tokens else "") + f"x{int(replicas)}"
     names = [p.strip() for p in str(phases or "").split(",") if p.strip()]
     return parse_model_term(text + ("@" + ",".join(names) if names else ""))
 
@@ -190,8 +203,9 @@ def parse_extra_terms(text: str) -> tuple[list[tuple[str | None, ModelTerm]], li
 def terms_from_rows(
     rows: Sequence[Mapping[str, Any]], extra_text: str = ""
 ) -> tuple[list[tuple[str | None, ModelTerm]], list[str]]:
-    """The notebook's model rows (dicts of name, model, context label, replicas, phases), then the extra
-    terms' lines, as (name or None, term); rows without a model are skipped. Returns (terms, errors)."""
+    """The notebook's model rows (dicts of name, model, context label, replicas, phases and, optionally, the
+    least context's label, ``min context``), then the extra terms' lines, as (name or None, term); rows
+    without a model are skipped. Returns (terms, errors)."""
     terms: list[tuple[str | None, ModelTerm]] = []
     errors: list[str] = []
     for number, row in enumerate(rows, 1):
@@ -203,6 +217,7 @@ def terms_from_rows(
                 CONTEXT_CHOICES.get(str(row.get("context"))),
                 int(row.get("replicas") or 1),
                 str(row.get("phases") or ""),
+                CONTEXT_CHOICES.get(str(row.get("min context"))),
             )
         except (ExplorerError, ValueError) as e:
             errors.append(f"row {number}: {e}")
@@ -239,7 +254,8 @@ def fleet_demands(
             charged = shape.clamp_context(asked)
             if charged < asked:
                 notes.append(f"{name}: {asked:,} tokens asked; the model's limit, {charged:,}, is charged")
-                term = replace(term, context_tokens=charged)
+                floor = term.min_context_tokens
+                term = replace(term, context_tokens=charged, min_context_tokens=floor and min(floor, charged))
             demands.append(demand_for(shape, term, gpu=gpu, engine=engine, rank=rank, precision=precision, name=name))
         except ExplorerError as e:
             errors.append(f"{name}: {e}")

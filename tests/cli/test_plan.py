@@ -111,3 +111,111 @@ def test_pinned_gpus_report_the_overcommit(capsys):
     card = out["option"]["per_card"]
     assert status == 3 and out["overcommit_bytes"] == card["total"] - card["usable"] > 0
     assert "overcommits" in out["message"]
+
+
+def test_pinning_a_gguf_file_checks_llamacpp(capsys, tmp_path):
+    """A GGUF file pinned without --engine is llama.cpp's (it printed `vllm serve file.gguf` before); --engine vllm
+    on a GGUF is refused as vLLM serves safetensors."""
+    path = tmp_path / "tiny-Q4_K_M.gguf"
+    llamacpp_models.write_gguf(llamacpp_models.SPECS["llama_gqa"], str(path))
+    status = main(["plan", str(path), "--cluster", "1x2xl4-24g", "--gpus", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 0 and out["option"]["engine"] == "llamacpp"
+    assert out["option"]["command"].startswith("llama-server -m tiny-Q4_K_M.gguf")
+    assert main(["plan", str(path), "--cluster", "1x2xl4-24g", "--gpus", "0", "--engine", "vllm"]) == 2
+    assert "vllm serves safetensors weights, not gguf" in capsys.readouterr().err
+
+
+def test_request_flags_reach_the_engines(capsys):
+    status, out = _json(
+        capsys,
+        str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"),
+        "--cluster",
+        "1x8xh100-80g",
+        "--engine",
+        "vllm",
+        "--engine",
+        "sglang",
+        "--tp",
+        "2",
+        "--max-num-seqs",
+        "64",
+        "--max-num-batched-tokens",
+        "4096",
+        "--chunked-prefill-size",
+        "4096",
+        "--cuda-graph-max-bs",
+        "32",
+        "--enforce-eager",
+    )
+    assert status == 0 and {o["tp"] for o in out["options"]} == {2}
+    commands = {o["engine"]: o["command"] for o in out["options"]}
+    assert "--max-num-seqs 64 --max-num-batched-tokens 4096 --enforce-eager" in commands["vllm"]
+    assert "--chunked-prefill-size 4096 --cuda-graph-max-bs 32 --disable-cuda-graph" in commands["sglang"]
+    assert all("memory_text" in o and isinstance(o["total_on_cards"], int) for o in out["options"])
+
+
+def test_no_cpu_offload_flag(capsys):
+    status, out = _json(
+        capsys,
+        str(CONFIGS / "meta-llama__Meta-Llama-3.1-70B.json"),
+        "--cluster",
+        "1x2xl40s-48g",
+        "--engine",
+        "llamacpp",
+        "--no-cpu-offload",
+    )
+    assert status == 3 and not out["options"] and "cpu-offload" in out["pruned"]
+
+
+def test_a_what_if_awq_plan_loads_a_published_awq_checkpoint(capsys, offline):
+    """Issue 13 §4: ``--quant int4-awq`` on the 70B never prints ``vllm serve meta-llama/Meta-Llama-3.1-70B``."""
+    status, out = _json(
+        capsys, "meta-llama/Meta-Llama-3.1-70B", "--offline", "--cluster", "1x2xl40s-48g", "--context", "32768",
+        "--quant", "int4-awq",
+    )  # fmt: skip
+    assert status == 0
+    vllm = next(o for o in out["options"] if o["engine"] == "vllm")
+    assert vllm["repo"] == "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4" and vllm["what_if"]
+    assert vllm["command"].startswith("vllm serve hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4 ")
+    assert any("stands in for meta-llama/Meta-Llama-3.1-70B" in n for n in vllm["notes"])
+    assert all("serve meta-llama/Meta-Llama-3.1-70B " not in o["command"] for o in out["options"])
+
+
+def test_the_table_fits_120_columns_by_tier_and_wide_shows_every_column(capsys):
+    args = ["plan", "meta-llama/Meta-Llama-3.1-405B", "--offline", "--cluster", "2x8xh100-80g@ib0"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    table = [line for line in text.splitlines() if line[:3].strip().isdigit() or line.startswith("  # ")]
+    assert table and max(len(line) for line in table) <= 120
+    assert "tier 1: every layer on accelerators" in text and "tier 2:" in text and "tier 3: CPU only" in text
+    assert "(tp8 pp2)" in text and "best SGLang" in text
+    assert main([*args, "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert "max conc" in wide and "$/Mtok" in wide and "original (bf16)" in wide
+
+
+def test_goal_and_the_deprecated_sort(capsys):
+    config = str(CONFIGS / "meta-llama__Meta-Llama-3.1-70B.json")
+    status, out = _json(capsys, config, "--cluster", "1x8xh100-80g", "--engine", "vllm", "--goal", "fastest")
+    assert status == 0 and out["goal"] == "fastest" and out["options"][0]["tp"] == 8
+    assert main(["plan", config, "--cluster", "1x8xh100-80g", "--engine", "vllm", "--sort", "speed", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["goal"] == "fastest" and "--sort speed is deprecated" in captured.err
+
+
+def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
+    args = ["plan", "meta-llama/Meta-Llama-3.1-8B", "--offline", "--cluster", "1x1xl4-24g"]
+    args += ["--context", "131072", "--gpu-memory-utilization", "0.92"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "(max context 31,184)" in text  # vLLM 0.26: tests/plan/test_longest_context.py works it out
+    assert "to keep every layer on accelerators (best now: tier 2):" in text
+    assert "an fp8 KV cache" in text and "1x2xl4-24g: fits (tier 1)" in text
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    refusal = next(x for x in out["rejected"] if x["engine"] == "vllm")
+    assert refusal["max_context"] == 31_184 and isinstance(refusal["per_card"]["total"], int)
+    kinds = {s["kind"] for s in out["suggestions"]}
+    assert {"kv-cache", "context", "cluster", "precision"} <= kinds
+    assert all(o["tier"] == 2 or o["tier"] == 3 for o in out["options"])

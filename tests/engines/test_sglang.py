@@ -8,6 +8,7 @@ from support.corpus import shape_of
 from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
 from explorer.sources.shipped import shipped_catalogue
+from explorer.units import GiB
 
 CAT = shipped_catalogue()
 
@@ -43,7 +44,10 @@ def test_kv_pool_is_static_share_minus_weights():
     ev = sglang.evaluate(
         shape, shape.precision, Layout(engine="sglang", gpu_class=g.name), g, PlanRequest(context_tokens=1000), "m"
     )
-    static = int(g.memory_bytes * 0.835)
+    # the share is of what is free at start: torch's 79.19 GiB less 0.5 GiB of CUDA context (one card)
+    free = round(79.19 * GiB) - GiB // 2
+    assert sglang.free_at_start_bytes(g, Layout(engine="sglang", gpu_class=g.name), None) == free
+    static = int(free * 0.835)
     card = ev.cards[0]
     assert card.kv_cache == 1000 * 131072  # no block rounding
     assert card.weights + card.kv_cache + card.activations + card.overhead == card.total
@@ -70,3 +74,84 @@ def test_speculative_and_dp_attention_reserve_more():
     dp = sglang.mem_fraction_static(shape, g, layout, PlanRequest(dp_attention=True))
     spec = sglang.mem_fraction_static(shape, g, layout, PlanRequest(speculative="EAGLE"))
     assert dp < plain and spec < plain
+
+
+# --- issue 15 item 11: piecewise CUDA graphs and --language-only ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("request_", "expected"),
+    [
+        # reserved 13,440 MiB (above): 0.835
+        (PlanRequest(), 0.835),
+        # + 4,096 // 4 = 1,024 MiB after the 10 GiB floor → 14,464 → (81,559 − 14,464) / 81,559 = 0.823
+        (PlanRequest(piecewise_cuda_graph=True, piecewise_cuda_graph_max_tokens=4096), 0.823),
+        # switched on with no token count: the seed reserves nothing more
+        (PlanRequest(piecewise_cuda_graph=True), 0.835),
+    ],
+)
+def test_piecewise_cuda_graphs_reserve_a_quarter_mib_a_token(request_, expected):
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name)
+    assert sglang.mem_fraction_static(shape_of("meta-llama__Meta-Llama-3.1-8B"), g, layout, request_) == expected
+
+
+def test_language_only_skips_the_vision_head_check():
+    """LLaVA-1.5-7B's text heads (32) divide tp 8; give its vision tower 20 heads and they do not. SGLang refuses
+    tp 8, unless --language-only (the encoder runs elsewhere), which the command then carries."""
+    from dataclasses import replace
+
+    base = shape_of("llava-hf__llava-1.5-7b-hf")
+    shape = replace(base, vision_tower=replace(base.vision_tower, heads=20))
+    layout = Layout(engine="sglang", gpu_class="h100-80g", gpus_per_node=8, tp=8)
+    assert [r for r, _ in sglang.refusals(shape, layout, PlanRequest())] == ["vision-heads"]
+    assert sglang.refusals(shape, layout, PlanRequest(language_only=True)) == []
+    ev = sglang.evaluate(shape, shape.precision, layout, CAT.resolve("h100-80g"), PlanRequest(language_only=True), "m")
+    assert "--language-only" in ev.command
+
+
+def test_knobs_reach_the_command():
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name)
+    request = PlanRequest(chunked_prefill_size=4096, cuda_graph_max_bs=64, enforce_eager=True)
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    ev = sglang.evaluate(shape, shape.precision, layout, g, request, "m")
+    for flag in ("--chunked-prefill-size 4096", "--cuda-graph-max-bs 64", "--disable-cuda-graph"):
+        assert flag in ev.command
+    # reserved 512 + 4096·1.5 + 64·2 + 128 = 6,912 MiB, raised to the 10,240 MiB floor: (81,559 − 10,240) / 81,559
+    assert sglang.mem_fraction_static(shape, g, layout, request) == 0.874
+
+
+# --- issue 15 item 12: the combined figures ------------------------------------------------------------
+
+
+def test_sglang_says_what_all_cards_together_need():
+    """tp 4 on H100s: each card's static share (mem_fraction_static) holds weights + KV, so all four together
+    need (weights + KV) × 4 ÷ mfs, and each card needs int(mfs × 100) % of its memory free (gpustack's words)."""
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=4, tp=4)
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
+    ev = sglang.evaluate(shape, shape.precision, layout, g, PlanRequest(context_tokens=8192), "m")
+    mfs = sglang.mem_fraction_static(shape, g, layout, PlanRequest())
+    card = ev.cards[0]
+    need = (card.weights + card.kv_cache) * 4 / mfs
+    note = next(n for n in ev.notes if "combined" in n)
+    assert f"--mem-fraction-static={mfs:g}, all 4 GPUs combined need at least {need / 2**30:,.1f} GiB" in note
+    assert f"each card needs {int(mfs * 100)} % of its memory allocatable" in note
+
+
+def test_the_pool_starts_from_free_memory_after_distributed_init():
+    # Qwen3-235B-A22B-FP8 on 4 × H100 at 0.93 (vllm#21348): SGLang logged K + V = 16.46 GiB.
+    # free = 79.19 − 0.5 context − 2.0 NCCL/all-reduce (NVLink) = 76.69 GiB; 0.93 of it less 55.12 GiB of weights
+    shape = shape_of("Qwen__Qwen3-235B-A22B-FP8")
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=4, tp=4)
+    free = sglang.free_at_start_bytes(g, layout, None)
+    assert free == round(79.19 * GiB) - GiB // 2 - 2 * GiB
+    ev = sglang.evaluate(
+        shape, shape.precision, layout, g, PlanRequest(context_tokens=4096, mem_fraction_static=0.93), "m"
+    )
+    pool = int(free * 0.93) - ev.cards[0].weights
+    assert abs(pool - 16.46 * GiB) <= 0.02 * 16.46 * GiB  # 16.20 GiB
+    # the old base, the driver's 79.65 GiB, gave 18.95 GiB (+15 %)
+    assert int(g.memory_bytes * 0.93) - ev.cards[0].weights > 1.14 * 16.46 * GiB

@@ -7,6 +7,11 @@ from support.corpus import shape_of
 
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest, pp_partition
+from explorer.engines.vllm_budget import capture_sizes
+from explorer.engines.vllm_mxfp4 import mxfp4_backend, relayout_extra_bytes
+from explorer.engines.vllm_release import vllm_release
+from explorer.errors import PlanError
+from explorer.model.weights import weight_breakdown
 from explorer.sources.shipped import shipped_catalogue
 from explorer.units import GiB, MiB
 
@@ -20,17 +25,17 @@ def _eval(name, gpu, request, **layout):
 
 
 def test_kvplan_case_llama_8b_on_one_l4():
-    # L4: 23,034 MiB; gmu 0.92 → 20.69 GiB usable. One 131,072-token request needs
+    # L4: torch sees 22.05 GiB (of the driver's 23,034 MiB); gmu 0.92. One 131,072-token request needs
     # 131,072 × 131,072 B = 16.00 GiB of KV: it cannot fit beside 14.96 GiB of weights.
-    ev = _eval(
-        "meta-llama__Meta-Llama-3.1-8B", "l4-24g", PlanRequest(context_tokens=131072, gpu_memory_utilization=0.92)
-    )
+    request = PlanRequest(context_tokens=131072, gpu_memory_utilization=0.92, max_num_seqs=128, vllm_version="0.11.0")
+    ev = _eval("meta-llama__Meta-Llama-3.1-8B", "l4-24g", request)
     card = ev.cards[0]
     assert card.kv_cache == 16 * GiB
-    assert card.usable == int(23034 * MiB * 0.92)
+    assert card.usable == int(round(22.05 * GiB) * 0.92)
     assert not ev.fits
-    # 2048-token chunk and 256 sequences on a card under 70 GiB: the room left holds about 40k tokens
-    assert 38_000 < ev.max_context_tokens < 42_000
+    # vLLM 0.11 on an L4 with these flags logged 38,944 tokens of KV cache (vllm__llama-3.1-8b__L4__1):
+    # the longest context explorer allows is within 5 % of it, whole 16-token blocks
+    assert abs(ev.max_context_tokens - 38_944) <= 0.05 * 38_944
     assert ev.max_context_tokens % 16 == 0
     assert "--gpu-memory-utilization 0.92" in ev.command and "--max-model-len 131072" in ev.command
 
@@ -38,13 +43,32 @@ def test_kvplan_case_llama_8b_on_one_l4():
 def test_budget_terms_on_an_h100():
     ev = _eval("meta-llama__Meta-Llama-3.1-8B", "h100-80g", PlanRequest(context_tokens=8192))
     card = ev.cards[0]
-    # T = 8192, R = 1024 on a big card: 8192 × (2·4096 + 3·14336) × 2 + 1024 × 128256 × 4
-    assert card.activations == 8192 * (2 * 4096 + 3 * 14336) * 2 + 1024 * 128256 * 4
-    # graphs: 0.1 GiB + 7 MiB × 51 capture sizes; non-torch 0.15 GiB (single card)
-    assert vllm.capture_sizes(1024, 8192) == 51
-    assert card.overhead == GiB // 10 + 7 * MiB * 51 + int(0.15 * GiB)
+    # the budget is 0.9 of torch's 79.19 GiB, not of the driver's 79.65
+    assert card.usable == int(round(79.19 * GiB) * 0.9)
+    # T = 8192, R = 1024 on a big card; the current release's sampler peak (15.5 B a logit) beats the
+    # forward pass: max(15.5 × 1024 × 128,256, 8192 × (4·4096 + 3·14336) × 2) = 2,035,679,232
+    assert card.activations == 2_035_679_232 > 8192 * (4 * 4096 + 3 * 14336) * 2
+    # graphs inside the budget (from 0.21): 0.1 GiB + 7 MiB × 2 modes × 51 capture sizes; non-torch 0.25 GiB
+    assert capture_sizes(1024, 8192) == 51
+    assert card.overhead == GiB // 10 + 7 * MiB * 2 * 51 + GiB // 4
     assert card.kv_cache == 8192 * 131072
     assert ev.fits and ev.max_context_tokens == 131072
+
+
+def test_releases_change_the_terms():
+    # vLLM 0.15 on one H100, Qwen3-14B at gmu 0.95 (vllm__qwen3-14b__H100__2): 5.64 GiB of activation
+    # (38.9 B × 1024 × 151,936 logits), 0.13 GiB non-torch, graphs outside the budget → 41.94 GiB of KV logged
+    request = PlanRequest(context_tokens=8192, gpu_memory_utilization=0.95, vllm_version="0.15.0")
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    old = _eval("meta-llama__Meta-Llama-3.1-8B", "h100-80g", request).cards[0]
+    assert old.activations == int(38.9 * 1024 * 128256)
+    assert old.overhead == int(0.13 * GiB)  # no CUDA graphs before 0.21
+    v0 = _eval("meta-llama__Meta-Llama-3.1-8B", "rtx3090-24g", PlanRequest(context_tokens=20000, vllm_version="0.6.4"))
+    # V0 without chunked prefill profiles the whole 20,000-token context: 20,000 × (3·4096 + 3·14336) × 2 bytes,
+    # 2.06 GiB against 2.07 logged (vllm__llama-3.1-8b__RTX3090__1); non-torch 0.35 GiB
+    assert v0.cards[0].activations == 20000 * (3 * 4096 + 3 * 14336) * 2
+    assert v0.cards[0].overhead == int(0.35 * GiB)
+    assert shape.vocab_size == 128256
 
 
 def test_kv_heads_replicate_past_tp():
@@ -90,3 +114,48 @@ def test_per_card_weights_never_grow_with_tp(tp):
         wider = _eval("meta-llama__Meta-Llama-3.1-70B", "h100-80g", PlanRequest(), tp=tp // 2, gpus_per_node=tp // 2)
         assert small <= wider.cards[0].weights
     assert small >= s.weight_bytes() // tp
+
+
+@pytest.mark.parametrize(
+    "model, gpu, version, backend, logged_gib",
+    [
+        # Marlin pads gpt-oss's 2880 to 2944 (intermediate, ×128) and 3072 (hidden, ×256): 65.97 GiB logged (0.10.1)
+        ("openai__gpt-oss-120b", "h100-80g", "0.10.1", "marlin", 65.97),
+        # triton_kernels keeps the shapes, holds the scales twice and the biases in fp32: 64.38 GiB logged (0.14.1)
+        ("openai__gpt-oss-120b", "h100-80g", "0.14.1", "triton", 64.38),
+        ("openai__gpt-oss-20b", "h100-80g", "0.19.0", "triton", 13.64),
+        ("openai__gpt-oss-20b", "a100-80g", "0.19.0", "marlin", 13.72),
+    ],
+)
+def test_mxfp4_experts_as_vllm_lays_them(model, gpu, version, backend, logged_gib):
+    shape = shape_of(model)
+    g = CAT.get(gpu)
+    release = vllm_release(version)
+    assert mxfp4_backend(g, release) == backend
+    ev = _eval(model, gpu, PlanRequest(context_tokens=4096, vllm_version=version))
+    checkpoint = weight_breakdown(shape, shape.precision).total_bytes  # 60.77 GiB for the 120b
+    assert ev.cards[0].weights > checkpoint
+    assert abs(ev.cards[0].weights - logged_gib * GiB) <= 0.02 * logged_gib * GiB
+
+
+def test_mxfp4_padding_on_blackwell_and_rocm_and_nothing_for_other_checkpoints():
+    shape = shape_of("openai__gpt-oss-120b")
+    release = vllm_release(None)
+    assert mxfp4_backend(CAT.get("b200-180g"), release) == "trtllm"
+    assert mxfp4_backend(CAT.get("mi300x-192g"), release) == "rocm"
+    assert mxfp4_backend(CAT.get("mi355x-288g"), release) == "rocm-gfx950"
+    # TRTLLM pads 2880 to 3072 both ways: per layer 128 experts × (w13 + w2 + scales + bf16 biases)
+    per_expert = (2 * 3072 * 3072 // 2 + 2 * 3072 * 96 + 3072 * 3072 // 2 + 3072 * 96 + 2 * (2 * 3072 + 3072)) - (
+        2 * 2880 * 2880 // 2 + 2 * 2880 * 90 + 2880 * 2880 // 2 + 2880 * 90 + 2 * (2 * 2880 + 2880)
+    )
+    assert relayout_extra_bytes(shape, shape.precision, CAT.get("b200-180g"), release, 1, 1) == 128 * per_expert
+    dense = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    assert relayout_extra_bytes(dense, dense.precision, CAT.get("h100-80g"), release, 1, 1) == 0
+
+
+def test_vllm_versions_parse():
+    assert vllm_release("0.15.2rc1.dev93+g11a4c9d30").version == (0, 15)
+    assert vllm_release("v0.10.1").version == (0, 10) and not vllm_release("0.6.4.post1").v1
+    assert vllm_release(None).graphs_in_budget and not vllm_release("0.19.0").graphs_in_budget
+    with pytest.raises(PlanError, match="is not a version"):
+        vllm_release("latest")

@@ -10,7 +10,7 @@ from explorer.cli import main
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
-from explorer.fleet.place import parse_model_term, place
+from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.units import GiB
 
@@ -118,3 +118,58 @@ def test_busy_cards_offer_only_what_is_free():
     assert [c.usable_bytes for c in offer.cards[:4]] == [int(rtx * 0.9)] * 2 + [0, 0]
     assert offer.labels[3].endswith(", busy")
     assert offer.cards[4].usable_bytes == min(int(l40s * 0.9), offer.cards[4].total_bytes // 2)
+
+
+# --- issue 15 -----------------------------------------------------------------------------------------
+
+
+def test_tensor_parallel_engines_give_even_splitting_demands():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    for engine, even in (("vllm", True), ("sglang", True), ("llamacpp", False)):
+        demand = demand_for(
+            shape,
+            parse_model_term("llama"),
+            gpu=H100,
+            engine=engine,
+            precision="Q4_K_M" if engine == "llamacpp" else None,
+        )
+        assert demand.even_split is even
+    offer = fleet_cards(parse_cluster("1x1xh100-80g + 1x1xrtx4090-24g"))
+    assert [c.gpu_class for c in offer.cards] == ["h100-80g", "rtx4090-24g"]
+
+
+def test_a_manual_plan_is_charged_against_each_cards_total():
+    """lilbee's placement_from_spec: 2 L40S with 10 % free (a fleet already running). The cards offer
+    int(48,305,799,168 × 0.1) = 4,830,579,916 bytes free now, but a plan of what runs there is charged against
+    int(48,305,799,168 × 0.9) = 43,475,219,251 bytes a card: the resident models are not counted twice."""
+    offer = fleet_cards(parse_cluster("1x2xl40s-48g,free=0.1"))
+    assert [c.usable_bytes for c in offer.cards] == [4_830_579_916] * 2
+    assert [c.usable_bytes for c in offer.plan_cards] == [43_475_219_251] * 2
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    demand = demand_for(shape, parse_model_term("llama:8k"), gpu=offer.gpu, name="llama")
+    plan = parse_plan_text(json.dumps({"models": {"llama": {"cards": [0]}}}), fmt="json")
+    assert check_plan(plan, [demand], offer.cards)[0].kind == "overflow"
+    assert not check_plan(plan, [demand], offer.plan_cards)
+
+
+def test_place_cli_checks_a_plan_against_totals(capsys, tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"models": {"meta-llama/Meta-Llama-3.1-8B": {"cards": [0]}}}))
+    argv = [
+        "place",
+        "--cluster",
+        "1x2xl40s-48g,free=0.1",
+        "--offline",
+        "--plan",
+        str(plan),
+        "--model",
+        "meta-llama/Meta-Llama-3.1-8B",
+    ]
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["instances"][0]["cards"] == [0]
+
+
+def test_the_context_floor_reaches_the_demand():
+    shape = shape_of("Qwen__Qwen3-32B")
+    demand = demand_for(shape, parse_model_term("Qwen/Qwen3-32B:32k/8k"), gpu=H100)
+    assert (demand.context_tokens, demand.min_context_tokens) == (32768, 8192)

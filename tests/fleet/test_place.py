@@ -198,9 +198,10 @@ def test_swap_group_charges_the_largest_member_per_card():
 
 
 def test_models_sharing_a_phase_never_swap():
-    # embed runs always (no phases) so it cannot swap with anything: it goes tight.
+    # embed runs always (no phases) so it cannot swap with anything; it is charged first (it runs in more
+    # phases than chat), so chat, the single-phase model, is the one that goes tight.
     p = place([model("chat", 16, phases={"query"}), model("embed", 14)], cards(24))
-    assert not p.swap_groups and [t.model for t in p.tight] == ["embed"]
+    assert not p.swap_groups and [t.model for t in p.tight] == ["chat"]
     # Shared phase "query": no group either.
     p = place([model("a", 16, phases={"query", "ingest"}), model("b", 14, phases={"query"})], cards(24))
     assert not p.swap_groups and p.tight[0].model == "b"
@@ -567,7 +568,6 @@ def test_parse_plan_text_bad_syntax():
             lambda: place([model("a")], [Card(index=0, usable_bytes=1), Card(index=0, usable_bytes=2)]),
             "unique",
         ),
-        (lambda: place([model("a")], []), "nothing to place on"),
         (lambda: place([model("a")], [], unified_budget_bytes=-1), "unified_budget_bytes"),
     ],
 )
@@ -603,3 +603,110 @@ def test_describe_names_everything():
         assert piece in text
     unified = describe_placement(place([model("a", 20), model("b", 16)], [], unified_budget_bytes=32 * GiB))
     assert "unified memory" in unified and "refused" in unified
+
+
+# --- issue 15 item 5: an even split (tensor parallelism) takes one class, in equal shares ---------------
+
+
+def _classed(*cards_: tuple[float, str]) -> list[Card]:
+    return [Card(index=i, usable_bytes=int(g * GiB), gpu_class=c) for i, (g, c) in enumerate(cards_)]
+
+
+MIXED = ((46.5, "h100-80g"), (21.6, "rtx4090-24g"), (21.6, "rtx4090-24g"), (21.6, "rtx4090-24g"))
+
+
+def test_a_proportional_split_may_mix_classes():
+    """llama.cpp: 60 GiB on the two roomiest cards, an H100 with 46.5 GiB and a 4090 with 21.6 GiB room, in
+    proportion: 60 × 46.5 / 68.1 = 41.0 and 19.0 GiB."""
+    (inst,) = place([model("m", 60)], _classed(*MIXED)).instances
+    assert inst.cards == (0, 1) and inst.ratio_rule == "proportional"
+
+
+def test_an_even_split_takes_cards_of_one_class():
+    """vLLM cannot run 41.0 + 19.0 GiB: the H100 alone is short, two 4090s offer 43.2 GiB, three 64.8: three
+    4090s at 20 GiB each."""
+    (inst,) = place([model("m", 60, even_split=True)], _classed(*MIXED)).instances
+    assert inst.cards == (1, 2, 3) and inst.ratio_rule == "even"
+    assert inst.split_bytes == (20 * GiB,) * 3
+
+
+def test_an_even_split_that_fits_nowhere_is_tight_on_one_class():
+    """70 GiB: the H100 class is 70 − 46.5 = 23.5 GiB short, the 4090s 70 − 64.8 = 5.2: tight on the 4090s."""
+    p = place([model("m", 70, even_split=True)], _classed(*MIXED))
+    (tight,) = p.tight
+    assert tight.cards == (1, 2, 3)
+    assert tight.shortfall_bytes == 70 * GiB - 3 * int(21.6 * GiB)
+
+
+def test_a_manual_plan_may_not_mix_classes_for_an_even_split():
+    from explorer.fleet.manual import ManualPlan, PlanEntry
+
+    plan = ManualPlan(entries=(PlanEntry(model="m", cards=(0, 1)),))
+    (bad,) = check_plan(plan, [model("m", 60, even_split=True)], _classed(*MIXED))
+    assert bad.kind == "uneven_split" and "card 0 h100-80g, card 1 rtx4090-24g" in bad.message
+    ratio = ManualPlan(entries=(PlanEntry(model="m", cards=(1, 2), ratio=(2, 1)),))
+    assert check_plan(ratio, [model("m", 40, even_split=True)], _classed(*MIXED))[0].kind == "uneven_split"
+
+
+# --- issue 15 item 16: within a rank, the models of most phases first ----------------------------------
+
+
+def test_an_always_running_model_is_charged_before_single_phase_ones():
+    """One 24 GiB card; same rank: rerank (query) 14 GiB, vision (ingest) 10, embed (always) 6.8.
+    Largest first, rerank and vision fill the card and embed, which can swap with nothing, is 6.8 GiB short.
+    Most phases first, embed goes first (17.2 GiB left), rerank fits (3.2 left), and vision swaps with rerank
+    (they never run together): one slot of max(14, 10) = 14 GiB, 6.8 + 14 = 20.8 GiB charged."""
+    models = [model("rerank", 14, phases={"query"}), model("vision", 10, phases={"ingest"}), model("embed", 6.8)]
+    assert [m.name for m in charge_order(models)] == ["embed", "rerank", "vision"]
+    p = place(models, cards(24))
+    assert not p.tight
+    (group,) = p.swap_groups
+    assert set(group.members) == {"rerank", "vision"}
+    assert p.cards[0].charged_bytes == int(6.8 * GiB) + 14 * GiB
+
+
+def test_phase_breadth_orders_within_a_rank_only():
+    a = model("a", 10, phases={"x"}, rank=0)
+    b = model("b", 1, rank=1)
+    c = model("c", 2, phases={"x", "y"}, rank=0)
+    assert [m.name for m in charge_order([a, b, c])] == ["c", "a", "b"]
+
+
+# --- issue 15 item 17: nothing to place on -------------------------------------------------------------
+
+
+def test_no_cards_and_no_budget_places_everything_unpinned():
+    p = place([model("a", replicas=2), model("b")], [])
+    assert p.unpinned and not p.tight and not p.refused and not p.cards
+    assert [(i.model, i.replica, i.cards, i.ratio_rule) for i in p.instances] == [
+        ("a", 0, (), "unpinned"),
+        ("a", 1, (), "unpinned"),
+        ("b", 0, (), "unpinned"),
+    ]
+    assert describe_placement(p).startswith("no cards and no memory budget: every instance runs unpinned")
+
+
+# --- issue 15 item 19: the context floor ---------------------------------------------------------------
+
+
+def test_a_term_with_a_context_floor():
+    term = parse_model_term("Qwen/Qwen3-32B:32k/8kx2@query")
+    assert (term.model_id, term.context_tokens, term.min_context_tokens, term.replicas) == (
+        "Qwen/Qwen3-32B",
+        32768,
+        8192,
+        2,
+    )
+    assert parse_model_term("m:4096/1000").min_context_tokens == 1000
+    with pytest.raises(ModelTermError, match="floor 65,536 must be between 1 and the context 32,768"):
+        parse_model_term("m:32k/64k")
+
+
+def test_the_floor_lets_a_model_in_at_less_context():
+    """10 GiB of weights, 1 MiB a token, one 20 GiB card: 32k tokens need 42 GiB; at least 8k (18 GiB) fits, so
+    the floor places it at the 10,240 tokens the card holds (10 GiB spare ÷ 1 MiB); without a floor it is tight."""
+    floor = model("m", 10, kv_bytes_per_token=1024 * KiB, context_tokens=32768, min_context_tokens=8192)
+    (inst,) = place([floor], cards(20)).instances
+    assert inst.context_tokens == 10240
+    fixed = model("m", 10, kv_bytes_per_token=1024 * KiB, context_tokens=32768)
+    assert place([fixed], cards(20)).tight

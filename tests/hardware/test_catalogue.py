@@ -240,6 +240,7 @@ def _row(**kw: str) -> str:
         "vendor": "nvidia",
         "memory_bytes": "1073741824",
         "memory_source": "test",
+        "torch_memory_bytes": "",
         "bandwidth_bytes_per_s": "1",
         "bf16_tflops": "1",
         "fp8_tflops": "",
@@ -267,6 +268,7 @@ def test_small_table_parses():
         ("name,vendor\nx,y\n", "lacks columns"),
         (HEADER + "\n" + _row(memory_bytes="lots") + "\n", "memory_bytes 'lots' is not a int"),
         (HEADER + "\n" + _row(memory_bytes="0") + "\n", "must be positive"),
+        (HEADER + "\n" + _row(torch_memory_bytes="2147483648") + "\n", "torch_memory_bytes 2147483648 must be"),
         (HEADER + "\n" + _row(bf16_tflops="nan") + "\n", "not finite"),
         (HEADER + "\n" + _row(unified="yes") + "\n", "neither true nor false"),
         (HEADER + "\n" + _row(name="X Y") + "\n", "not a lowercase label"),
@@ -286,3 +288,19 @@ def test_unreadable_table(tmp_path):
     path = tmp_path / "gpus.csv"
     path.write_text(HEADER + "\n" + _row() + "\n")
     assert read_catalogue(path).get("x-1g").memory_bytes == GiB
+
+
+def test_torch_visible_totals_sit_just_under_the_drivers():
+    cat = shipped_catalogue()
+    h100 = cat.get("h100-80g")
+    # vLLM 0.19 logs total_memory=79.19GiB on an H100 whose nvidia-smi shows 81,559 MiB (79.65 GiB)
+    assert h100.torch_memory_bytes == round(79.19 * GiB) and h100.memory_bytes == 81559 * MiB
+    assert h100.visible_memory_bytes == h100.torch_memory_bytes
+    # the driver's figure stands in where no log showed the torch total (H200)
+    assert cat.get("h200-141g").torch_memory_bytes is None
+    assert cat.get("h200-141g").visible_memory_bytes == 143771 * MiB
+    for g in cat:
+        if g.torch_memory_bytes:  # a few hundred MiB of driver reserve (448 on a T4); MI300X's ROCm builds differ
+            assert 0.97 * g.memory_bytes <= g.torch_memory_bytes <= 1.002 * g.memory_bytes, g.name
+    # a label that states the memory drops the torch figure of the class it names
+    assert cat.resolve("h100-80g:80GiB").torch_memory_bytes is None

@@ -15,7 +15,7 @@ from explorer.hardware.cluster import MAX_GPUS, Cluster, GPUGroup, Node, default
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.hardware.cluster_text import format_cluster_spec
 from explorer.hardware.host_cpu import DEFAULT_CPU
-from explorer.sources.shipped import load_cluster_file, parse_cluster, shipped_catalogue
+from explorer.sources.shipped import load_cluster_file, parse_cluster, shipped_catalogue, shipped_cpus
 from explorer.units import GiB, MiB, TiB
 
 CLUSTERS = DATA / "clusters"
@@ -351,3 +351,49 @@ def test_host_cpu_from_the_spec_and_the_file():
         parse_cluster("1x1xh100-80g,cpu=zen9")
     with pytest.raises(ClusterSpecError, match="cpu 7 is not a CPU name"):
         cluster_from_dict({"nodes": [{"host_ram": "64g", "cpu": 7}]}, shipped_catalogue())
+
+
+def test_named_cpus_bring_their_bandwidth_and_bw_overrides_it():
+    # data/cpus.csv: a Raspberry Pi 5 reads LPDDR4X-4267 over 32 bits, 4,267 MT/s × 4 B = 17.064 GB/s
+    pi, epyc, stated = parse_cluster("1xcpu-16g,cpu=rpi5 + 1x8xh100-80g,cpu=epyc-9654 + 1xcpu-64g,bw=1.2t").nodes
+    assert pi.cpu.name == "rpi5" and pi.cpu.memory_bandwidth_bytes_per_s == 17_064_000_000
+    assert epyc.cpu.features == {"avx512"} and epyc.cpu.memory_bandwidth_bytes_per_s == 12 * 4800 * 8 * 10**6
+    assert stated.cpu.name == "avx2" and stated.cpu.memory_bandwidth_bytes_per_s == 1_200_000_000_000
+    assert stated.cpu.bandwidth_stated and not pi.cpu.bandwidth_stated
+    text = format_cluster_spec(parse_cluster("1xcpu-16g,cpu=rpi5,bw=20 + 1xcpu-64g"))
+    assert text == "1xcpu-16g,cpu=rpi5,bw=20 + 1xcpu-64g"
+    assert parse_cluster(text).nodes[0].cpu.memory_bandwidth_bytes_per_s == 20 * 10**9
+    node = cluster_from_dict(
+        {"nodes": [{"host_ram": "512g", "cpu": "xeon-8480", "bw": 250}]}, shipped_catalogue(), cpus=shipped_cpus()
+    ).nodes[0]
+    assert node.cpu.has_amx and node.cpu.memory_bandwidth_bytes_per_s == 250 * 10**9
+    with pytest.raises(ClusterSpecError, match="near: rpi5"):
+        parse_cluster("1xcpu-16g,cpu=rpi6")
+    with pytest.raises(ClusterSpecError, match="bw='fast' is not a memory bandwidth"):
+        parse_cluster("1xcpu-16g,bw=fast")
+    with pytest.raises(ClusterSpecError, match="is not a memory bandwidth"):
+        parse_cluster("1xcpu-16g,bw=0.5")  # below 1 GB/s: a typing mistake
+    with pytest.raises(ClusterSpecError, match="bw True is not a bandwidth"):
+        cluster_from_dict({"nodes": [{"host_ram": "64g", "bw": True}]}, shipped_catalogue())
+    # without the table, only feature levels are CPUs (the core reads no file)
+    with pytest.raises(ClusterSpecError, match="is not a CPU explorer knows"):
+        cluster_from_dict({"nodes": [{"host_ram": "64g", "cpu": "rpi5"}]}, shipped_catalogue())
+
+
+def test_the_cpu_table_is_checked():
+    from explorer.errors import CatalogueError
+    from explorer.hardware.host_cpu import CPUTable
+
+    header = "name,features,memory_bandwidth_bytes_per_s,memory,source\n"
+    assert len(CPUTable.from_csv_text(header + "x1,avx2,100,ddr,test\n")) == 1
+    for bad, message in (
+        ("name,features\nx,avx2\n", "lacks columns"),
+        (header + "X Y,avx2,100,,\n", "not a lowercase label"),
+        (header + "x1,,100,,\n", "lists no features"),
+        (header + "x1,avx2,fast,,\n", "is not a positive int"),
+        (header + "x1,avx2,1,,\nx1,avx2,1,,\n", "appears twice"),
+        (header + "amx,amx,1,,\n", "is a feature level"),
+    ):
+        with pytest.raises(CatalogueError, match=message):
+            CPUTable.from_csv_text(bad)
+    assert len(shipped_cpus()) >= 20

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from support.corpus import shape_of
 
@@ -9,6 +11,7 @@ from explorer.errors import UnknownPrecisionError
 from explorer.model.precision import WeightFormat
 from explorer.model.quant_config import what_if_precision
 from explorer.model.tensors import Tensor
+from explorer.units import cdiv
 
 
 def test_fp8_block_scales():
@@ -73,3 +76,26 @@ def test_what_if_names():
     assert 4.8 < s.bits_per_weight("Q4_K_M") < 5.0
     with pytest.raises(UnknownPrecisionError, match="int3"):
         what_if_precision("int3")
+
+
+def test_gguf_what_ifs_follow_llamas_type_fallback():
+    # llama.cpp quantises a tensor whose rows are not a multiple of 256 to a 32-block type (Q4_K → Q5_0,
+    # Q6_K → Q8_0): Q4_K_M's 4.89 bits become 4.89 + (5.5 − 4.5) = 5.89 for such a tensor
+    q4km = what_if_precision("Q4_K_M")
+    fmt = q4km.groups[0].fmt
+    assert fmt.block_cols == 256 and fmt.fallback_bits == 5.89
+    assert fmt.matrix_bytes(8192, 8192) == cdiv(8192 * 8192 * 4890, 8000)
+    assert fmt.matrix_bytes(8192, 29568) == cdiv(8192 * 29568 * 5890, 8000)  # Qwen2.5-72B ffn_down rows
+    assert fmt.matrix_bytes(10, 100) == 10 * 100 * 2  # not a multiple of 32 either: F16
+    assert what_if_precision("Q8_0").groups[0].fmt.block_cols == 0  # a 32-block type needs no fallback
+    assert what_if_precision("IQ2_XXS").groups[0].fmt.fallback_bits == 4.5  # IQ types fall back to IQ4_NL
+    shape = shape_of("Qwen__Qwen2.5-72B")
+    # 80 ffn_down tensors of 8192 × 29568 at 5.89 bits instead of 4.89: + 80 × 8192 × 29568 / 8 bytes (2.42 GB)
+    plain = dataclasses.replace(
+        q4km, groups=(dataclasses.replace(q4km.groups[0], fmt=dataclasses.replace(fmt, block_cols=0)),)
+    )
+    extra = shape.weight_bytes(q4km) - shape.weight_bytes(plain)
+    assert abs(extra - 80 * 8192 * 29568 // 8) <= 80  # a byte of rounding a tensor
+    # 46.87 GB; llama.cpp's own per-tensor rules (Q6_K and its Q8_0 fallback on half the ffn_down and
+    # attn_v tensors, Q6_K output) come to 47.4 GB, where the plain 4.89-bit mix said 44.4 (-6 %)
+    assert 46.8e9 < shape.weight_bytes("Q4_K_M") < 47.0e9 and shape.weight_bytes(plain) < 44.5e9

@@ -253,6 +253,20 @@ def test_unknown_architecture_is_best_effort_not_a_crash(config):
     s = shape_from_config(cfg)
     assert s.approximate and "unknown architecture" in s.notes[0]
     assert s.params == 8_030_261_248  # read as a Llama-like decoder
+    assert s.family == "generic"
+
+
+def test_unknown_architectures_with_mla_keys_are_read_as_mla(config):
+    # An unknown model_type whose config has kv_lora_rank and qk_rope_head_dim (MiniCPM3 and other
+    # DeepSeek-style decoders; here DeepSeek-V3's own config under a new name): the latent is cached,
+    # 61 layers × (512 + 64) × 2 bytes = 70,272 a token, where a Llama-like read cached 1,748,992 (25×)
+    cfg = config("deepseek-ai__DeepSeek-V3")
+    cfg["model_type"] = "minicpm3_like"
+    cfg["architectures"] = ["NewMLAForCausalLM"]
+    s, known = shape_from_config(cfg), shape_of("deepseek-ai__DeepSeek-V3")
+    assert s.family == "mla" and s.approximate and "kv_lora_rank and qk_rope_head_dim" in s.notes[0]
+    assert s.kv_bytes_per_token() == known.kv_bytes_per_token() == 61 * 576 * 2
+    assert s.params == known.params
 
 
 def test_not_a_model_config_is_refused():

@@ -264,7 +264,7 @@ def test_placement_notebook_draws_and_checks_an_edited_plan(tmp_path):
         editor.fill(planned.replace('"ocr": {"cards": [2]', '"ocr": {"cards": [0]'))
         editor.press("Tab")  # the text area sends its value on blur
         page.get_by_text(
-            "ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, vision (of 40.5 GiB)"
+            "ocr pinned to card 0 needs 17.9 GiB but card 0 has 4.4 GiB usable left after chat, vision (of 40.5 GiB)"
         ).wait_for(timeout=30_000)
         assert page.get_by_text("The plan does not fit").count() == 1
         assert page.get_by_text("Traceback").count() == 0

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import statistics
 import subprocess
 import sys
-import time
 from dataclasses import replace
 
 from support.corpus import ROOT
@@ -152,22 +150,16 @@ def test_explorer_pasted_config(offline):
     assert defs["app_state"].model == AppDefaults().model  # a pasted config is not a link
 
 
-def test_planner_update_is_fast_on_64_gpus(offline):
-    """A slider move re-plans only: under 50 ms (median) on eight 8×H100 nodes."""
+def test_the_app_plans_a_64_gpu_cluster_at_every_context_step(offline):
+    """A slider move re-plans only (its latency is a benchmark: ``python -m explorer.bench.plan``)."""
     defs = run_explorer(spec="8x8xh100-80g@ib0")
     assert defs["cluster"].total_gpus == 64
     model, request = defs["model"], defs["request"]
     cluster = parse_cluster("8x8xh100-80g@ib0")
     assert cluster.total_gpus == 64
-    artifacts = model.artifacts
-    times = []
     for context in defs["context_steps"]:
-        t0 = time.perf_counter()
-        plan(model.shape, cluster, replace(request, context_tokens=context), artifacts=artifacts)
-        times.append((time.perf_counter() - t0) * 1000)
-    median = statistics.median(times)
-    print(f"\nplanner per update, 64 GPUs, {model.repo}: median {median:.1f} ms, max {max(times):.1f} ms")
-    assert median < 50
+        result = plan(model.shape, cluster, replace(request, context_tokens=context), artifacts=model.artifacts)
+        assert all(o.evaluation.max_context_tokens >= context for o in result.options if o.fits)
 
 
 def test_kv_notebook_shows_the_shapes_figures(offline):
@@ -256,7 +248,7 @@ def test_placement_edited_plan_shows_the_planners_violation(offline):
 
     _outputs, defs = run_placement()
     plan = json.loads(defs["plan_editor"].value)
-    plan["models"]["ocr"] = {"cards": [0]}  # onto the swap group's card, which has 4.9 GiB left
+    plan["models"]["ocr"] = {"cards": [0]}  # onto the swap group's card, which has 4.4 GiB left
     outputs, defs = run_placement(plan_editor=mo.ui.text_area(value=json.dumps(plan)))
     ocr = next(m for m in defs["models"] if m.name == "ocr")
     card0, group = defs["placement"].cards[0], defs["placement"].swap_groups[0]
@@ -266,7 +258,7 @@ def test_placement_edited_plan_shows_the_planners_violation(offline):
         f"(of {gib(card0.usable_bytes)})"
     )
     assert expected == (
-        "ocr pinned to card 0 needs 17.2 GiB but card 0 has 4.9 GiB usable left after chat, vision (of 40.5 GiB)"
+        "ocr pinned to card 0 needs 17.9 GiB but card 0 has 4.4 GiB usable left after chat, vision (of 40.5 GiB)"
     )
     assert [v.message for v in defs["plan_check"].violations] == [expected]
     assert "The plan does not fit" in _texts(outputs) and expected in _texts(outputs)

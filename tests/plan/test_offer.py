@@ -12,6 +12,7 @@ from support.gguf_factory import VT, Typed, build_gguf, llama_like, llama_metada
 
 from explorer.errors import NothingToPlanError
 from explorer.gguf.header import parse_gguf_header
+from explorer.model.checkpoints import GGUFFile, PublishedCheckpoint
 from explorer.plan.offer import (
     build_offer,
     computed_disk_bytes,
@@ -129,3 +130,46 @@ def test_what_if_artifacts():
     assert [a.quant for a in gptq] == ["int4 GPTQ g128"] and gptq[0].size_bytes > awq.size_bytes  # g_idx costs
     v3 = shape_of("deepseek-ai__DeepSeek-V3")  # an fp8 checkpoint: bf16 is a what-if, fp8 is not
     assert [a.quant for a in what_if_artifacts(v3)] == ["bf16", "int4 AWQ g128"]
+
+
+# --- what-if precisions name a real checkpoint (issue 13 §4) --------------------------------------
+
+AWQ_70B = PublishedCheckpoint(
+    repo="hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+    base_model="meta-llama/Meta-Llama-3.1-70B-Instruct",
+    format="awq",
+    bits=4,
+    stands_in=True,
+    verified="card",
+)
+GGUF_70B = PublishedCheckpoint(
+    repo="bartowski/Meta-Llama-3.1-70B-Instruct-GGUF",
+    base_model="meta-llama/Meta-Llama-3.1-70B-Instruct",
+    format="gguf",
+    files=(GGUFFile(name="Meta-Llama-3.1-70B-Instruct-Q4_K_M.gguf", quant="Q4_K_M", size_bytes=42_520_398_400),),
+    stands_in=True,
+    verified="files",
+)
+
+
+def test_a_what_if_with_a_published_checkpoint_names_its_repo_and_real_size():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
+    awq, q4 = what_if_artifacts(shape, ("int4-awq", "Q4_K_M"), (AWQ_70B, GGUF_70B))
+    assert (awq.repo, awq.name, awq.format, awq.what_if) == (AWQ_70B.repo, AWQ_70B.repo, "safetensors", True)
+    assert awq.size_source == "computed"  # the card gives no bytes: sized from the shape, and said so
+    assert "stands in for meta-llama__Meta-Llama-3.1-70B" in awq.note
+    # the GGUF file's real size (bartowski's listing), not the shape's estimate
+    assert (q4.repo, q4.files, q4.size_bytes, q4.size_source) == (
+        GGUF_70B.repo,
+        ("Meta-Llama-3.1-70B-Instruct-Q4_K_M.gguf",),
+        42_520_398_400,
+        "fetched",
+    )
+
+
+def test_a_what_if_without_one_says_so():
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
+    awq, fp8 = what_if_artifacts(shape, ("int4-gptq", "fp8"), (AWQ_70B,))
+    assert awq.repo is None and awq.note.endswith("no published int4 GPTQ g128 checkpoint of "
+                                                  "meta-llama__Meta-Llama-3.1-70B known: quantise it yourself")  # fmt: skip
+    assert fp8.repo is None and fp8.note.endswith("vLLM and SGLang quantise it while loading")

@@ -103,13 +103,13 @@ def test_counts_add_up():
 def test_sglang_lower_bound_follows_a_static_share_above_its_default():
     """The early weights-only refusal bounds SGLang's share at 0.95, or the user's mem_fraction_static if higher.
 
-    Llama 3.1 8B's bf16 weights (16,060,522,496 bytes) take 0.96 of a 15,955 MiB card: at 0.97 the
-    static share holds them and 1,024 tokens of KV (128 MiB); a 0.95 bound refused it unevaluated.
+    DeepSeek-R1-Distill-Qwen-32B's bf16 weights (61.03 GiB) take 0.954 of a 64 GiB card: at 0.97 the
+    static share of the 63.5 GiB free after the CUDA context (61.60 GiB) holds them and 1,024 tokens of
+    KV (0.25 GiB); a 0.95 bound refused it unevaluated.
     """
-    spec = "1x1xh100:15955MiB"
-    roomy = _plan(
-        "meta-llama__Meta-Llama-3.1-8B", spec, context_tokens=1024, engines=("sglang",), mem_fraction_static=0.97
-    )
+    spec = "1x1xh100:64GiB"
+    model = "deepseek-ai__DeepSeek-R1-Distill-Qwen-32B"
+    roomy = _plan(model, spec, context_tokens=1024, engines=("sglang",), mem_fraction_static=0.97)
     assert roomy.options and "--mem-fraction-static 0.97" in roomy.options[0].evaluation.command
-    default = _plan("meta-llama__Meta-Llama-3.1-8B", spec, context_tokens=1024, engines=("sglang",))
+    default = _plan(model, spec, context_tokens=1024, engines=("sglang",))
     assert not default.options and default.pruned == {"memory-lower-bound": 1}

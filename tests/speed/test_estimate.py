@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -21,6 +22,7 @@ from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.plan.planner import plan, recheck
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_context
+from explorer.speed.floor import decode_floor_s
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
 
@@ -206,6 +208,39 @@ def test_cpu_only_and_unified_memory_read_at_their_own_bandwidth():
     assert got.decode_bound_tokens_per_s == pytest.approx(800e9 / (LLAMA8B_READ + 1024 * LLAMA8B_KV_PER_TOKEN))
 
 
+def test_the_nodes_cpu_sets_the_host_bandwidth():
+    shape = shape_of(LLAMA8B)
+    read = LLAMA8B_READ + 1024 * LLAMA8B_KV_PER_TOKEN
+    layout = Layout(engine="llamacpp", gpu_class="cpu", gpus_per_node=0, cpu=True)
+    option, _ = hand_option(LLAMA8B, layout, None)
+    request = PlanRequest(context_tokens=1024)
+    # a Raspberry Pi 5 (data/cpus.csv): 17.064 GB/s, where the default 100 GB/s made it 5.9 times faster
+    pi = dataclasses.replace(option, node=parse_cluster("1xcpu-16g,cpu=rpi5").nodes[0])
+    assert speed_of(pi, shape, request).decode_bound_tokens_per_s == pytest.approx(17.064e9 / read)
+    stated = dataclasses.replace(option, node=parse_cluster("1xcpu-64g,bw=60").nodes[0])
+    assert speed_of(stated, shape, request).decode_bound_tokens_per_s == pytest.approx(60e9 / read)
+    # a CPU-only run on a Mac reads at the chip's bandwidth (M2 Max: 400 GB/s), not the default
+    mac = dataclasses.replace(option, node=parse_cluster("1x1xm2-max-64g").nodes[0])
+    assert speed_of(mac, shape, request).decode_bound_tokens_per_s == pytest.approx(400e9 / read)
+
+
+def test_the_per_layer_floor_holds_the_estimate_not_the_bound():
+    # DeepSeek-V3 on 8 × H200 at batch 1: the roofline allows 553 tokens/s (332 at 0.6); SGLang 0.4.1 measured
+    # 30.29. Its floor: 3 dense layers × 0.2 ms + 58 MoE layers × 0.55 ms = 32.5 ms a step, 30.8 tokens/s
+    shape = shape_of("deepseek-ai__DeepSeek-V3")
+    assert decode_floor_s(shape, "sglang") == pytest.approx(3 * 0.2e-3 + 58 * 0.55e-3)
+    layout = Layout(engine="sglang", gpu_class="h200-141g", gpus_per_node=8, tp=8)
+    option, _ = hand_option("deepseek-ai__DeepSeek-V3", layout, "h200-141g")
+    got = speed_of(option, shape, PlanRequest(context_tokens=384))
+    assert got.decode_estimate_tokens_per_s == pytest.approx(1 / (3 * 0.2e-3 + 58 * 0.55e-3))
+    assert got.decode_bound_tokens_per_s > 10 * got.decode_estimate_tokens_per_s
+    assert "per-layer floor" in got.breakdown
+    # a 70B on two H100s is far from it: bound × 0.6, as before
+    big, big_shape = hand_option("meta-llama__Meta-Llama-3.1-70B", one_card(gpus_per_node=2, tp=2), "h100-80g")
+    fast = speed_of(big, big_shape, PlanRequest(context_tokens=1024))
+    assert fast.decode_estimate_tokens_per_s == pytest.approx(0.6 * fast.decode_bound_tokens_per_s)
+
+
 # --- prefill, efficiency, cost -----------------------------------------------------------
 
 
@@ -295,7 +330,9 @@ def test_an_unknown_card_has_no_speed_and_sorts_last():
 
 
 def test_plan_attaches_speed_and_sorts_fastest_first():
-    shape = shape_of(LLAMA8B)
+    # Llama-3.1-70B: past tp 4 the floor (80 layers × 0.2 ms) is all that is left, so tp 8 ranks first only
+    # by a little; an 8B at batch 1 is at the floor from tp 2 on, and more cards buy it nothing
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
     result = plan(
         shape,
         parse_cluster("1x8xh100-80g"),
@@ -306,7 +343,7 @@ def test_plan_attaches_speed_and_sorts_fastest_first():
     rates = [o.speed.decode_estimate_tokens_per_s for o in result.options]
     assert rates == sorted(rates, reverse=True) and result.options[0].layout.tp == 8
     default = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(engines=GPU_ENGINES))
-    assert default.options[0].layout.cards == 1  # the default ranking is unchanged
+    assert default.options[0].layout.cards == 2  # the default ranking: fewest cards first
     assert all(
         o.speed is None
         for o in plan(
@@ -337,12 +374,14 @@ def test_cli_prints_and_emits_speed(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     best = out["options"][0]
     assert best["tp"] == 2 and best["speed"]["efficiency"] == 0.5 and best["speed"]["usd_per_gpu_hour"] == 1.0
+    # bound × 0.5, but never a step shorter than vLLM's floor: 32 dense layers × 0.2 ms = 6.4 ms (156.25 tokens/s)
+    assert decode_floor_s(shape_of(LLAMA8B), "vllm") == pytest.approx(6.4e-3)
     assert best["decode_tokens_per_s"]["estimate"] == pytest.approx(
-        0.5 * best["decode_tokens_per_s"]["bound"], abs=0.01
+        min(0.5 * best["decode_tokens_per_s"]["bound"], 156.25), abs=0.01
     )
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "tok/s est" in text and "tokens/s a sequence estimate (bound" in text and "per million output tokens" in text
+    assert "tok/s" in text and "tokens/s a sequence estimate (bound" in text and "per million output tokens" in text
 
 
 # --- invariants ------------------------------------------------------------------------------

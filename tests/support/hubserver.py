@@ -5,6 +5,7 @@ Every folder ``ROOT/<org>/<name>/`` is served as the model repo ``org/name`` on
 127.0.0.1. Point huggingface_hub at it with ``endpoint=server.endpoint`` (or
 ``HF_ENDPOINT``). Routes, as huggingface_hub 2.x calls them:
 
+  GET  /api/models?filter=&author=&search=&limit=  list_models (filters ANDed over each repo's tags; names only)
   GET  /api/models/{repo}[/revision/{rev}]      model_info / repo_info (?blobs=true adds size, lfs)
   GET  /api/models/{repo}/tree/{rev}[/{path}]    list_repo_tree, HfFileSystem.ls (?recursive=true)
   POST /api/models/{repo}/paths-info/{rev}       get_paths_info, HfFileSystem.info (form or JSON "paths")
@@ -15,7 +16,8 @@ Every folder ``ROOT/<org>/<name>/`` is served as the model repo ``org/name`` on
 
 Repo control files (never listed): ``.gated`` and ``.private`` hold allowed
 tokens, one a line; ``.branches`` names extra branches (aliases of the one
-commit); ``.model_info.json`` is merged into the model_info answer.
+commit); ``.model_info.json`` is merged into the model_info answer (its ``tags``, such
+as ``base_model:quantized:ORG/NAME``, are what list_models filters on).
 
 Errors answer like the Hub, with ``X-Error-Code``: an unknown (or private,
 unauthorised) repo is ``RepoNotFound`` 401 without a token and 404 with one; an
@@ -278,6 +280,8 @@ class _Handler(BaseHTTPRequestHandler):
         q = self._query
         if raw == "/_hubserver/stats":
             return self._json(self.owner.stats.as_json())
+        if raw == "/api/models":
+            return self._json(self._list_models(q))
         if m := re.fullmatch(rf"/api/models/{_REPO}(?:/revision/([^/]+))?", raw):
             if repo := self._repo(m.group(1), m.group(2)):
                 self._json(repo.model_info(q.get("blobs", ["false"])[0].lower() == "true"))
@@ -302,6 +306,23 @@ class _Handler(BaseHTTPRequestHandler):
         if m := re.fullmatch(rf"/{_REPO}/resolve/([^/]+)/(.+)", raw):
             return self._resolve(m.group(1), m.group(2), unquote(m.group(3)))
         self._err(404, "EntryNotFound", f"no route {unquote(raw)}")
+
+    def _list_models(self, q: dict[str, list[str]]) -> list[dict]:
+        """Public repos whose tags hold every ``filter``, by ``author`` and ``search``, at most ``limit``."""
+        wanted, author, search = q.get("filter", []), q.get("author", [None])[0], q.get("search", [""])[0]
+        limit = int(q.get("limit", ["1000"])[0])
+        out = []
+        for folder in sorted(self.owner.root.glob("*/*")):
+            repo_id = f"{folder.parent.name}/{folder.name}"
+            if not folder.is_dir() or (author and folder.parent.name != author) or search not in repo_id:
+                continue
+            repo = Repo.scan(repo_id, folder)
+            info = repo.model_info(blobs=False)
+            if repo.private is not None or not all(f in info["tags"] for f in wanted):
+                continue
+            out.append({k: info[k] for k in ("_id", "id", "tags", "library_name", "siblings", "downloads") if k in info}
+                       | ({"config": info["config"]} if "config" in info else {}))  # fmt: skip
+        return out[:limit]
 
     def _tree(self, repo: Repo, sub: str, recursive: bool):
         prefix = f"{sub}/" if sub else ""

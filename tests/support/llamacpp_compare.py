@@ -5,27 +5,30 @@ from __future__ import annotations
 import json
 from functools import cache, lru_cache
 
-from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
+from explorer.engines.llamacpp.host_buffers import HostWeights
+from explorer.engines.llamacpp.memory import LlamaCppMemory, host_weights, llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
 from explorer.engines.llamacpp.settings import LlamaCppSettings
 from support.corpus import DATA
 from support.llamacpp_headers import header_for
 
 MEASURED = DATA / "llamacpp_measured.json"
+#: the same cases in llama.cpp's AMX simulation build (its provenance says how it was made)
+MEASURED_AMX = DATA / "llamacpp_measured_amx.json"
 MiB = 1024 * 1024
 #: the compute buffer must be within this share of llama.cpp's
 TOLERANCE = 0.05
 
 
-@lru_cache(maxsize=1)
-def measured() -> dict:
-    """The checked-in measurements."""
-    return json.loads(MEASURED.read_text())
+@lru_cache(maxsize=2)
+def measured(amx: bool = False) -> dict:
+    """The checked-in measurements (``amx``: of the AMX simulation build)."""
+    return json.loads((MEASURED_AMX if amx else MEASURED).read_text())
 
 
-def cases(ok: bool | None = None) -> list[dict]:
+def cases(ok: bool | None = None, *, amx: bool = False) -> list[dict]:
     """Measured cases (only those that loaded, or only those that failed)."""
-    return [c for c in measured()["cases"] if ok is None or bool(c["result"].get("ok")) == ok]
+    return [c for c in measured(amx)["cases"] if ok is None or bool(c["result"].get("ok")) == ok]
 
 
 @cache
@@ -34,8 +37,8 @@ def model_for(name: str) -> LlamaModel:
     return llama_model_from_gguf(header_for(name))
 
 
-def settings_for(p: dict) -> LlamaCppSettings:
-    """A case's parameters as settings (swa_full None is the C API default, true)."""
+def settings_for(p: dict, cpu: str = "avx2") -> LlamaCppSettings:
+    """A case's parameters as settings (swa_full None is the C API default, true) for a build for ``cpu``."""
     return LlamaCppSettings(
         n_ctx=p["n_ctx"],
         n_batch=p["n_batch"],
@@ -51,12 +54,20 @@ def settings_for(p: dict) -> LlamaCppSettings:
         repack=p["use_extra_bufts"],
         n_outputs_max=p["n_outputs_max"],
         embeddings=p["embeddings"],
+        cpu=cpu,
     )
 
 
-def memory_for(case: dict) -> LlamaCppMemory:
+def memory_for(case: dict, cpu: str = "avx2") -> LlamaCppMemory:
     """explorer's memory for a case, CPU only (the build was CPU-only: -ngl changes nothing)."""
-    return llamacpp_memory(model_for(case["model"]), settings_for(case["params"]), devices=())
+    return llamacpp_memory(model_for(case["model"]), settings_for(case["params"], cpu), devices=())
+
+
+def weights_for(case: dict, cpu: str = "avx2") -> HostWeights:
+    """explorer's host weights for a case, CPU only: what llama.cpp prints before it builds the context."""
+    model = model_for(case["model"])
+    build = cpu if case["params"]["use_extra_bufts"] else None
+    return host_weights(model, build, range(model.n_layer), output=True)
 
 
 def mib(n: int) -> str:
@@ -67,10 +78,32 @@ def mib(n: int) -> str:
 def model_buffers(mem: LlamaCppMemory) -> dict[str, str]:
     """The model buffers llama.cpp would print for a CPU-only load."""
     h = mem.host
-    out = {"CPU_Mapped": mib(h.mapped_bytes)} if mem.settings.mmap else {"CPU": mib(h.loaded_bytes)}
-    if h.repack_bytes:
-        out["CPU_REPACK"] = mib(h.repack_bytes)
+    return buffers_printed(
+        HostWeights(cpu_bytes=h.loaded_bytes, repack_bytes=h.repack_bytes, amx_bytes=h.amx_bytes),
+        mapped=h.mapped_bytes if mem.settings.mmap else None,
+    )
+
+
+def buffers_printed(w: HostWeights, mapped: int | None) -> dict[str, str]:
+    """The weight buffers as llama.cpp prints them: ``CPU_Mapped`` (``mapped`` bytes) or ``CPU``, then the
+    extra buffers that hold anything."""
+    out = {"CPU_Mapped": mib(mapped)} if mapped is not None else {"CPU": mib(w.cpu_bytes)}
+    if w.amx_bytes:
+        out["AMX"] = mib(w.amx_bytes)
+    if w.repack_bytes:
+        out["CPU_REPACK"] = mib(w.repack_bytes)
     return out
+
+
+def weight_buffers_for(case: dict, cpu: str = "avx2") -> dict[str, str]:
+    """The weight buffers explorer expects a case to print (for a case llama.cpp aborts on too)."""
+    w = weights_for(case, cpu)
+    return buffers_printed(w, mapped=w.span_bytes if case["params"]["use_mmap"] else None)
+
+
+def printed_buffers(case: dict) -> dict[str, str]:
+    """The weight buffers a measured case printed."""
+    return {b["buffer"]: b["mib_str"] for b in case["figures"]["model_buffers"]}
 
 
 def compute_error(case: dict, mem: LlamaCppMemory) -> float:

@@ -45,7 +45,11 @@ def spec_tensors(spec: dict) -> list[tuple[str, tuple[int, ...], int]]:
 @cache
 def header_for(name: str) -> GGUFHeader:
     """The parsed header of ``llamacpp_models.SPECS[name]`` (cached)."""
-    spec = models.SPECS[name]
+    return spec_header(models.SPECS[name])
+
+
+def spec_header(spec: dict) -> GGUFHeader:
+    """The parsed header of a spec (one of ``llamacpp_models.SPECS``, or a variant of one)."""
     tensors = spec_tensors(spec)
     raw = build_gguf(spec_metadata(spec), tensors, with_data=False)
-    return parse_gguf_header(raw, file_size=data_file_size(raw, tensors), name=f"{name}.gguf")
+    return parse_gguf_header(raw, file_size=data_file_size(raw, tensors), name=f"{spec['name']}.gguf")

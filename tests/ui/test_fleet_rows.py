@@ -66,6 +66,16 @@ def test_rows_become_cli_terms():
     )
 
 
+def test_a_rows_context_floor_becomes_the_terms():
+    """The placement notebook's "min context" column (issue 15 item 19): a floor under the row's context."""
+    row = {"name": "chat", "model": "Qwen/Qwen3-32B", "context": "32k", "replicas": 1, "phases": "query"}
+    ((_, term),) = nf.terms_from_rows([{**row, "min context": "8k"}])[0]
+    assert (term.context_tokens, term.min_context_tokens) == (32768, 8192)
+    assert nf.term_text(term) == "Qwen/Qwen3-32B:32k/8k@query"
+    ((_, bare),) = nf.terms_from_rows([row])[0]
+    assert bare.min_context_tokens is None
+
+
 def test_bad_rows_and_lines_are_reported_not_raised():
     rows = [
         {"name": "a", "model": "Qwen/Qwen3-8B", "context": "8k", "replicas": 1, "phases": "in gest"},
@@ -86,7 +96,16 @@ def test_bad_rows_and_lines_are_reported_not_raised():
 
 @pytest.mark.parametrize(
     "text",
-    ["Qwen/Qwen3-8B", "org/model-x2x1", "repo:Q4_K_M:8192", "m:12345x3@a,b", "BAAI/bge-m3:512@ingest,query", "a:1k"],
+    [
+        "Qwen/Qwen3-8B",
+        "org/model-x2x1",
+        "repo:Q4_K_M:8192",
+        "m:12345x3@a,b",
+        "BAAI/bge-m3:512@ingest,query",
+        "a:1k",
+        "Qwen/Qwen3-32B:32k/8kx2@query",
+        "m:5000/1000",
+    ],
 )
 def test_term_text_reads_back_as_the_same_term(text):
     term = parse_model_term(text)

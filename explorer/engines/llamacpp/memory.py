@@ -6,11 +6,15 @@ docs/notes/llamacpp_memory.md for the facts and worked examples):
 - **weights**: layers by :mod:`explorer.engines.llamacpp.layers` (the output
   counts inside ``-ngl`` and goes first); ``token_embd`` always on the host.
   A tied output is allocated again on the output's device when that is not
-  the host (or into CPU_REPACK when it is repackable). On the host, with
-  mmap the file range of the CPU tensors is mapped (``CPU_Mapped``) and
-  repackable weights are copied into ``CPU_REPACK``; without mmap the
-  others are read into ``CPU`` (or the GPU's pinned ``CUDA_Host``; with a
-  GPU present only ``--no-host`` brings repacking back).
+  the host (or into CPU_REPACK or AMX when they take it). On the host
+  (:func:`host_weights`, rules in :mod:`explorer.engines.llamacpp.host_buffers`)
+  the CPU build's extra buffer types take their weights: ``AMX`` first on
+  an AMX CPU (``cpu="amx"``), then ``CPU_REPACK``; with mmap the file range
+  of the tensors left in CPU is mapped (``CPU_Mapped``), without it they are
+  read into ``CPU`` (or the GPU's pinned ``CUDA_Host``; with a GPU present
+  only ``--no-host`` brings the extra types back). A launch that puts MLA's
+  ``attn_k_b`` (or, with flash attention, ``attn_v_b``) in AMX aborts in
+  llama.cpp and is refused (``LlamaCppAbortError``).
 - **KV and recurrent state**: :mod:`explorer.engines.llamacpp.kv`, each layer's part on
   its layer's device (all on the host with ``offload_kqv`` off).
 - **compute**: :mod:`explorer.engines.llamacpp.compute`, per backend; with a GPU and
@@ -30,6 +34,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from explorer.engines.llamacpp.compute import estimate_compute
+from explorer.engines.llamacpp.host_buffers import CPU_BUILDS, HostWeights, merged, refuse_amx_abort
 from explorer.engines.llamacpp.kv import CacheAlloc, cache_layout
 from explorer.engines.llamacpp.layers import (
     HOST,
@@ -44,6 +49,7 @@ from explorer.engines.llamacpp.settings import (
     LlamaCppSettings,
     resolve_context,
 )
+from explorer.errors import LlamaCppConfigError
 from explorer.units import MiB
 
 #: ggml_tensor_overhead() and ggml_graph_overhead_custom(1024)/1024 in this build, bytes per graph node
@@ -91,10 +97,11 @@ class HostMemory(_Buffers):
     """What stays on the host (CPU RAM).
 
     Attributes:
-        model_bytes: weights the host keeps hot: CPU tensors (mapped or loaded) plus repacked copies.
+        model_bytes: weights the host keeps hot: CPU tensors (mapped or loaded) plus repacked and AMX copies.
         mapped_bytes: llama.cpp's ``CPU_Mapped`` buffer: the file range of the CPU tensors (0 without mmap).
         loaded_bytes: the ``CPU`` (or pinned ``CUDA_Host``) weight buffer without mmap (0 with it).
         repack_bytes: the ``CPU_REPACK`` buffer.
+        amx_bytes: the ``AMX`` buffer (a native build on an AMX CPU, ``cpu="amx"``).
         kv_bytes: KV cache and recurrent state of non-offloaded layers.
         compute_bytes: the CPU backend's compute buffer.
         output_bytes: the output (logits) buffer.
@@ -106,6 +113,7 @@ class HostMemory(_Buffers):
     mapped_bytes: int
     loaded_bytes: int
     repack_bytes: int
+    amx_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,14 +201,29 @@ def _other_bytes(model: LlamaModel, ctx: ContextSizes) -> int:
     return int(2 * NODE_BYTES * nodes) + rot
 
 
+def host_weights(model: LlamaModel, build: str | None, layers: Sequence[int], *, output: bool) -> HostWeights:
+    """Where the host's weights land: ``token_embd``, the blocks ``layers`` and, with ``output``, the output
+    group and a tied output's copy, in a build for CPU ``build`` (None: no extra buffer types)."""
+    groups = [HostWeights(cpu_bytes=model.token_embd_bytes, span=model.token_embd_span)]
+    groups += [model.layers[il].host.on(build) for il in layers]
+    if output:
+        groups += [model.output_host.on(build), model.tied_copy.on(build)]
+    return merged(groups)
+
+
 def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device] = ()) -> LlamaCppMemory:
     """llama.cpp's buffers for ``model`` under ``settings`` on ``devices`` (none: CPU only).
 
     Raises:
         LlamaCppConfigError: settings llama.cpp refuses (with its reason), or a bad split.
+        LlamaCppAbortError: settings llama.cpp accepts but aborts on at startup (MLA weights in AMX).
     """
     devices = tuple(devices)
     s = settings
+    if s.cpu not in CPU_BUILDS:
+        raise LlamaCppConfigError(
+            f"cpu={s.cpu!r} is not a CPU build explorer models", hint=f"use one of {', '.join(CPU_BUILDS)}"
+        )
     head_k, head_v = model.attention_head_dims
     ctx = resolve_context(s, n_ctx_train=model.n_ctx_train, mla=model.is_mla, head_k=head_k, head_v=head_v)
     caches = _caches(model, ctx, s.swa_full, s.kv_unified)
@@ -209,7 +232,8 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
     where = layer_devices(n_layer, ngl, devices, s)
     used = offload_devices(devices, s)
     gpu_present = any(devices[i].kind == "gpu" for i in used)
-    repack_on = s.repack and (not gpu_present or s.no_host)
+    # the GPU's host buffer type comes before the CPU's extra types (--no-host drops it)
+    extra_on = s.repack and (not gpu_present or s.no_host)
     layer_kv = _layer_kv(caches, n_layer)
     kv_dev = where if s.offload_kqv else (HOST,) * (n_layer + 1)
     out_dev = where[n_layer]
@@ -223,18 +247,9 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
     copies = s.pipeline_copies if pipeline else 1
     # --- host weights
     host_layers = [il for il in range(n_layer) if where[il] == HOST]
-    repack = sum(model.layers[il].repack_bytes for il in host_layers) if repack_on else 0
-    plain = model.token_embd_bytes + sum(model.layers[il].weight_bytes for il in host_layers) - repack
-    spans = [model.token_embd_span] + [model.layers[il].span for il in host_layers]
-    if out_dev == HOST:
-        out_repack = model.output_repack_bytes if repack_on else 0
-        repack += out_repack
-        plain += model.output_bytes + model.output_norm_bytes - out_repack
-        spans.append(model.output_span)
-        if model.tied_output and model.token_embd_repackable and repack_on:
-            repack += model.token_embd_bytes  # the output's copy of token_embd, repacked
-    spans = [sp for sp in spans if sp[1] > sp[0]]
-    mapped = (max(e for _, e in spans) - min(b for b, _ in spans)) if (s.mmap and spans) else 0
+    on_host = host_weights(model, s.cpu if extra_on else None, host_layers, output=out_dev == HOST)
+    refuse_amx_abort(on_host, flash_attn=ctx.flash_attn)
+    mapped = on_host.span_bytes if s.mmap else 0
     # --- devices
     op_offload = 0
     if s.op_offload and gpu_present and ctx.n_ubatch >= 32:
@@ -272,10 +287,11 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
     )
     rows = max(s.n_outputs or s.n_seq, s.n_seq)
     host = HostMemory(
-        model_bytes=plain + repack,
+        model_bytes=on_host.cpu_bytes + on_host.repack_bytes + on_host.amx_bytes,
         mapped_bytes=mapped,
-        loaded_bytes=0 if s.mmap else plain,
-        repack_bytes=repack,
+        loaded_bytes=0 if s.mmap else on_host.cpu_bytes,
+        repack_bytes=on_host.repack_bytes,
+        amx_bytes=on_host.amx_bytes,
         kv_bytes=sum(layer_kv[il] for il in range(n_layer) if kv_dev[il] == HOST),
         compute_bytes=host_est.total_bytes,
         output_bytes=(model.n_vocab + (model.n_embd if s.embeddings else 0)) * rows * 4,

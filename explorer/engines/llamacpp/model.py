@@ -12,11 +12,10 @@ buffer grows with. Two constructors:
   GGUF quant (``Q4_K_M``), through ``shape.resolve_precision`` and
   :func:`explorer.model.weights.weight_breakdown` (``exact=False``).
 
-Repacking (CPU_REPACK, x86 AVX2 build; ``ggml_repack_get_optimal_repack_type``
-in ggml/src/ggml-cpu/repack.cpp): matmul weights of type Q4_0, Q4_K,
-IQ4_NL or MXFP4 whose row count (``ne1``) is a multiple of 8. ``token_embd``
-is read by GET_ROWS and never repacked; a tied output (``output`` missing)
-reuses it as a matmul weight, so its copy may be.
+Host buffers: each block, the output group and a tied output's copy of
+``token_embd`` carry a :class:`~explorer.engines.llamacpp.host_buffers.HostPlacement`,
+where their tensors land on the host (CPU, CPU_REPACK, AMX) in each CPU
+build (:mod:`explorer.engines.llamacpp.host_buffers`).
 """
 
 from __future__ import annotations
@@ -24,16 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from explorer.engines.llamacpp.host_buffers import NOWHERE, HostPlacement, place
 from explorer.gguf.header import GGUFHeader, TensorInfo
 from explorer.gguf.hparams import read_hparams
 
 AttnKind = Literal["full", "swa", "chunked", "mla", "none"]
 
-#: ggml types the CPU backend repacks on x86 with AVX2 (Q2_K needs AVX512, Q8_0 is ARM only)
-REPACK_TYPES = frozenset({"Q4_0", "Q4_K", "IQ4_NL", "MXFP4"})
 #: what-if quants whose matmul weights are mostly a repackable type (share of the matrix bytes)
 REPACK_SHARE = {"Q4_0": 1.0, "IQ4_NL": 1.0, "MXFP4": 1.0, "MXFP4_MOE": 1.0, "Q4_K_S": 0.95, "Q4_K_M": 0.8}
-_NOT_MATMUL = ("token_embd", "pos_embd", "token_types", "ssm_conv1d", "norm", "rope_freqs")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,10 +47,9 @@ class LlamaLayer:
         r_row: recurrent conv/shift state values per sequence (f32; 0: not recurrent).
         s_row: recurrent ssm/wkv state values per sequence (f32).
         weight_bytes: the block's tensors, bytes.
-        repack_bytes: of which CPU-repackable matmul weights, bytes.
+        host: where its tensors land when the block stays on the host, per CPU build.
         n_ff: dense FFN width (0: none or MoE).
         moe: whether the block routes to experts.
-        span: the block's byte range in the file's data section (start, end).
     """
 
     attn: AttnKind
@@ -65,10 +61,9 @@ class LlamaLayer:
     r_row: int = 0
     s_row: int = 0
     weight_bytes: int
-    repack_bytes: int = 0
+    host: HostPlacement
     n_ff: int = 0
     moe: bool = False
-    span: tuple[int, int] = (0, 0)
 
     @property
     def has_kv(self) -> bool:
@@ -97,12 +92,12 @@ class LlamaModel:
         layers: the repeating blocks in order.
         token_embd_bytes: the input embeddings (always on the host), bytes.
         output_bytes: the output matrix (0 when tied to ``token_embd``), bytes.
-        output_repack_bytes: of which CPU-repackable, bytes.
         output_norm_bytes: the final norm and any other non-block tensors, bytes.
         tied_output: whether the output reuses ``token_embd`` (llama.cpp duplicates it per buffer type).
-        token_embd_repackable: whether ``token_embd``'s type is repackable (its tied output copy is).
-        token_embd_span: ``token_embd``'s byte range in the data section.
-        output_span: the output group's byte range in the data section.
+        token_embd_span: ``token_embd``'s byte range in the data section (always in the CPU buffer).
+        output_host: where the output group (output and the other non-block tensors) lands on the host.
+        tied_copy: where a tied output's copy of ``token_embd`` lands on the host (nothing when it stays in
+            CPU: then it is the same tensor).
         n_expert: routed experts (0: dense).
         n_expert_used: experts per token.
         n_ff_exp: a routed expert's width.
@@ -131,12 +126,11 @@ class LlamaModel:
     layers: tuple[LlamaLayer, ...]
     token_embd_bytes: int
     output_bytes: int
-    output_repack_bytes: int = 0
     output_norm_bytes: int = 0
     tied_output: bool = False
-    token_embd_repackable: bool = False
     token_embd_span: tuple[int, int] = (0, 0)
-    output_span: tuple[int, int] = (0, 0)
+    output_host: HostPlacement
+    tied_copy: HostPlacement = NOWHERE
     n_expert: int = 0
     n_expert_used: int = 0
     n_ff_exp: int = 0
@@ -207,13 +201,6 @@ class LlamaModel:
         )
 
 
-def _repackable(t: TensorInfo) -> bool:
-    """Whether the CPU backend repacks this tensor (a matmul weight of a repack type, ne1 % 8 == 0)."""
-    if t.type_name not in REPACK_TYPES or len(t.shape) < 2 or t.shape[1] % 8:
-        return False
-    return t.name.endswith(".weight") and not any(word in t.name for word in _NOT_MATMUL)
-
-
 def _dense_ffn(infos: list[TensorInfo]) -> int:
     """A block's dense FFN width: the rows of its ``ffn_up`` (or ``ffn_gate``) matrix, 0 without one."""
     for t in infos:
@@ -275,10 +262,9 @@ def llama_model_from_gguf(header: GGUFHeader) -> LlamaModel:
                 r_row=hp.n_embd_r if rec else 0,
                 s_row=hp.n_embd_s if rec else 0,
                 weight_bytes=sum(t.n_bytes for t in blocks[il]),
-                repack_bytes=sum(t.n_bytes for t in blocks[il] if _repackable(t)),
+                host=place(blocks[il]),
                 n_ff=_dense_ffn(blocks[il]),
                 moe=moe,
-                span=_span(blocks[il]),
             )
         )
     token_embd = next((t for t in embd if t.name == "token_embd.weight"), None)
@@ -294,15 +280,11 @@ def llama_model_from_gguf(header: GGUFHeader) -> LlamaModel:
         layers=tuple(layers),
         token_embd_bytes=sum(t.n_bytes for t in embd),
         output_bytes=sum(t.n_bytes for t in out),
-        output_repack_bytes=sum(t.n_bytes for t in out if _repackable(t)),
         output_norm_bytes=sum(t.n_bytes for t in rest),
         tied_output=not out,
-        token_embd_repackable=token_embd is not None
-        and token_embd.type_name in REPACK_TYPES
-        and len(token_embd.shape) > 1
-        and token_embd.shape[1] % 8 == 0,
         token_embd_span=_span(embd),
-        output_span=_span(out + rest),
+        output_host=place(out + rest),
+        tied_copy=place([token_embd], tied_copy=True) if token_embd is not None and not out else NOWHERE,
         n_expert=hp.n_expert,
         n_expert_used=hp.n_expert_used,
         n_ff_exp=hp.n_ff_exp,

@@ -81,7 +81,10 @@ class LlamaCppSettings:
         main_gpu: the device for ``split_mode == "none"``.
         split_mode: ``layer`` (layers spread over devices) or ``none`` (one device).
         no_host: ``--no-host``: CPU weights skip the GPU's pinned host buffer (and may be repacked).
-        repack: CPU_REPACK for repackable weights (``use_extra_bufts``).
+        repack: the CPU's extra buffer types, CPU_REPACK and AMX (``use_extra_bufts``; ``--no-repack`` turns it off).
+        cpu: the host CPU llama.cpp was built for, which picks those types: ``avx2`` (CPU_REPACK; also the
+            fixed-flag reference build), ``avx512`` (CPU_REPACK with Q2_K) or ``amx`` (AMX first, then
+            CPU_REPACK); :mod:`explorer.engines.llamacpp.host_buffers`.
         offload_kqv: KV cache on the layer's device (``--no-kv-offload`` turns it off).
         op_offload: large-batch ops on CPU weights run on the first GPU (``--no-op-offload``).
         n_outputs_max: outputs in the reserve graph (0: n_batch).
@@ -106,6 +109,7 @@ class LlamaCppSettings:
     split_mode: SplitMode = "layer"
     no_host: bool = False
     repack: bool = True
+    cpu: str = "avx2"
     offload_kqv: bool = True
     op_offload: bool = True
     n_outputs_max: int = 0

@@ -36,6 +36,8 @@ def memory_text(mem) -> str:
     lines.append(
         f"host weights: CPU_Mapped {h.mapped_bytes / MiB:.2f} MiB, CPU {h.loaded_bytes / MiB:.2f} MiB,"
         f" CPU_REPACK {h.repack_bytes / MiB:.2f} MiB"
+        + (f", AMX {h.amx_bytes / MiB:.2f} MiB" if h.amx_bytes else "")
+        + f" (a build for cpu={mem.settings.cpu})"
     )
     for cache in mem.caches:
         what = "recurrent state" if cache.name == "rs" else f"{cache.name} cache"

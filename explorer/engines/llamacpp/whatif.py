@@ -6,11 +6,18 @@ bits (Q4_K_M ≈ 4.8), 1-D tensors at the model dtype; llama.cpp's real mix
 (Q6_K for some ``attn_v``/``ffn_down`` and the output) differs by a few
 percent. Caches are the shape's per-layer specs laid out as llama.cpp does:
 MLA keeps ``kv_lora_rank + rope`` K values and no V; recurrent state in f32.
-Repackable bytes are the quant's share of repack types (:data:`REPACK_SHARE`).
+Host buffers are shares of each block's matrices: CPU_REPACK takes the
+quant's share of repack types (:data:`REPACK_SHARE`); on an AMX host AMX
+takes the non-expert matrices of a quant whose types it packs
+(:data:`AMX_WHATIF`, grown by the packed layout's extra bytes) and
+CPU_REPACK the routed experts. MLA's ``attn_k_b``/``attn_v_b`` are taken to
+be stored at the quant's main type, with llama-quant.cpp's fallback when
+``attn_k_b``'s rows of ``qk_nope`` values do not fill 256-value blocks.
 """
 
 from __future__ import annotations
 
+from explorer.engines.llamacpp.host_buffers import AMX_ROW_ALIGN, AMX_ROWS, NOWHERE, HostPlacement, HostWeights
 from explorer.engines.llamacpp.model import REPACK_SHARE, AttnKind, LlamaLayer, LlamaModel
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
@@ -20,6 +27,23 @@ from explorer.model.kv_cache import (
     SlidingWindowAttention,
 )
 from explorer.model.weights import weight_breakdown
+
+#: what-if quants whose matrices AMX packs: (the main ggml type, AMX's allocation / file bytes), mixes
+#: weighted by their main type's share (Q4_K_M: 0.8 Q4_K at 148/144, the rest Q6_K at 1); others stay out
+AMX_WHATIF = {
+    "Q4_0": ("Q4_0", 1.0),
+    "Q4_1": ("Q4_1", 1.0),
+    "Q8_0": ("Q8_0", 38 / 34),
+    "Q4_K_S": ("Q4_K", 148 / 144),
+    "Q4_K_M": ("Q4_K", 1 + 0.8 * 4 / 144),
+    "Q5_K_S": ("Q5_K", 180 / 176),
+    "Q5_K_M": ("Q5_K", 1 + 0.8 * 4 / 176),
+    "Q6_K": ("Q6_K", 1.0),
+    "IQ4_XS": ("IQ4_XS", 138 / 136),
+    "F16": ("F16", 1.0),
+}
+#: llama-quant.cpp tensor_type_fallback: the type a 256-block type becomes when a row does not fill its blocks
+QUANT_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}
 
 
 def llama_model_from_shape(shape, quant: str) -> LlamaModel:
@@ -34,10 +58,14 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
     """
     precision = shape.resolve_precision(quant)
     wb = weight_breakdown(shape, precision)
-    share = REPACK_SHARE.get(str(quant).upper().replace("-", "_"), 0.0)
+    key = str(quant).upper().replace("-", "_")
+    share = REPACK_SHARE.get(key, 0.0)
+    amx = AMX_WHATIF.get(key, ("", 0.0))
+    mla_in_amx = _mla_in_amx(shape, amx[0])
     hidden = shape.hidden_size
     layers = []
     offset = wb.embedding_bytes
+    matrix_bytes: dict[int, tuple[int, int]] = {}  # (matrices, experts); layers sharing tensors share them
     notes = [f"what-if: {shape.name or 'model'} at {precision.name}, bytes from average bits per weight"]
     for i, layer in enumerate(shape.decoder):
         c = layer.cache
@@ -56,7 +84,28 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         elif isinstance(c, RecurrentState):
             r_row, s_row = c.conv_elements, c.ssm_elements  # llama.cpp keeps both in f32
         size = wb.layer_bytes[i]
-        matrices = sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1)
+        key = id(layer.tensors) if precision.all_matrices else -1 - i
+        if key not in matrix_bytes:  # layers of one tensor group at an every-matrix precision weigh the same
+            matrix_bytes[key] = (
+                sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1),
+                sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1 and t.role == "expert"),
+            )
+        matrices, experts = matrix_bytes[key]
+        block = (offset, offset + size)
+        amx_src = matrices - experts if amx[0] else 0
+        host = HostPlacement(
+            plain=HostWeights(cpu_bytes=size, span=block),
+            avx2=_shares(size, block, repack=int(matrices * share)),
+            avx512=_shares(size, block, repack=int(matrices * share)),
+            amx=_shares(
+                size,
+                block,
+                repack=int(experts * share),
+                amx_src=amx_src,
+                amx=int(amx_src * amx[1]),
+                mla=mla_in_amx if isinstance(c, MLAAttention) else (),
+            ),
+        )
         mlp = next((t.rows for t in layer.tensors if t.role == "mlp" and t.cols == hidden), 0)
         layers.append(
             LlamaLayer(
@@ -69,10 +118,9 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
                 r_row=r_row,
                 s_row=s_row,
                 weight_bytes=size,
-                repack_bytes=int(matrices * share),
+                host=host,
                 n_ff=mlp,
                 moe=layer.moe,
-                span=(offset, offset + size),
             )
         )
         offset += size
@@ -93,12 +141,11 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         layers=tuple(layers),
         token_embd_bytes=wb.embedding_bytes,
         output_bytes=output,
-        output_repack_bytes=int(output * share),
         output_norm_bytes=wb.head_bytes - output,
         tied_output=shape.tied_embeddings,
-        token_embd_repackable=share >= 1.0,
         token_embd_span=(0, wb.embedding_bytes),
-        output_span=(offset, offset + wb.head_bytes),
+        output_host=_output_group(offset, wb.head_bytes - output, output, share, amx),
+        tied_copy=_tied_copy(wb.embedding_bytes, share, amx) if shape.tied_embeddings else NOWHERE,
         n_expert=moe.experts if moe else 0,
         n_expert_used=moe.experts_per_token if moe else 0,
         n_ff_exp=moe.moe_intermediate_size if moe else 0,
@@ -115,6 +162,55 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         n_tensors=sum(len(la.tensors) for la in shape.decoder) + len(shape.embeddings) + len(shape.head),
         notes=tuple(notes) + tuple(shape.notes),
     )
+
+
+def _shares(size: int, block: tuple[int, int], *, repack: int, amx_src: int = 0, amx: int = 0, mla=()) -> HostWeights:
+    """A block whose ``repack`` and ``amx_src`` bytes move out of CPU (``amx``: their AMX size)."""
+    cpu = size - repack - amx_src
+    return HostWeights(cpu_bytes=cpu, repack_bytes=repack, amx_bytes=amx, span=block if cpu else (0, 0), amx_mla=mla)
+
+
+def _output_group(start: int, norm: int, output: int, share: float, amx: tuple[str, float]) -> HostPlacement:
+    """The output group as converters write it, the final norm then the output matrix (a MUL_MAT weight)."""
+    end = start + norm + output
+    repack = int(output * share)
+    in_repack = HostWeights(cpu_bytes=norm + output - repack, repack_bytes=repack, span=(start, end))
+    in_amx = HostWeights(cpu_bytes=norm, amx_bytes=int(output * amx[1]), span=(start, start + norm) if norm else (0, 0))
+    return HostPlacement(
+        plain=HostWeights(cpu_bytes=norm + output, span=(start, end)),
+        avx2=in_repack,
+        avx512=in_repack,
+        amx=in_amx if amx[0] else in_repack,
+    )
+
+
+def _tied_copy(embedding: int, share: float, amx: tuple[str, float]) -> HostPlacement:
+    """A tied output's copy of ``token_embd``: repacked when the quant is all repack types, else the same tensor."""
+    in_repack = HostWeights(repack_bytes=embedding if share >= 1.0 else 0)
+    in_amx = HostWeights(amx_bytes=int(embedding * amx[1]))
+    return HostPlacement(plain=HostWeights(), avx2=in_repack, avx512=in_repack, amx=in_amx if amx[0] else in_repack)
+
+
+def _mla_in_amx(shape, amx_type: str) -> tuple[str, ...]:
+    """MLA's absorbed matrices AMX would hold, their types taken as the quant's (with llama-quant.cpp's fallback).
+
+    ``attn_k_b`` is {qk_nope, kv_lora_rank, heads}, ``attn_v_b`` {kv_lora_rank, v_head, heads}; AMX needs rows
+    (``ne1``) in multiples of 32 and ``ne0`` in multiples of the type's alignment.
+    """
+    mla = next((la.cache for la in shape.decoder if isinstance(la.cache, MLAAttention)), None)
+    if mla is None or not amx_type or not shape.attention_heads:
+        return ()
+    nope = _mla_qk(shape, mla) - mla.rope_dim
+    k_type = QUANT_FALLBACK.get(amx_type, amx_type) if nope % 256 else amx_type
+    held = []
+    for name, ty, ne0, ne1 in (
+        ("attn_k_b", k_type, nope, mla.kv_lora_rank),
+        ("attn_v_b", amx_type, mla.kv_lora_rank, _mla_v(shape)),
+    ):
+        align = AMX_ROW_ALIGN.get(ty)
+        if align and ne1 and ne1 % AMX_ROWS == 0 and ne0 % align == 0:
+            held.append(name)
+    return tuple(held)
 
 
 def _rows(shape, suffix: str) -> int:

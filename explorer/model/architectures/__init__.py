@@ -83,19 +83,29 @@ def builder_for(view: ConfigView) -> tuple[Builder | None, str]:
     return None, view.text_model_type() or view.architecture() or "(none)"
 
 
-def build_parts(view: ConfigView) -> ArchParts:
-    """Build a config's parts, with its vision tower; unknown types are approximated."""
-    builder, found = builder_for(view)
-    if builder is None:
-        parts = build_llama_like(view, family="llama")
-        parts = replace(
-            parts,
-            family="generic",
-            exact=False,
-            notes=(f"unknown architecture {found!r}: read as a Llama-like decoder (best effort)",) + parts.notes,
-        )
+#: config keys that say a decoder's attention is multi-head latent attention, whatever its model_type
+MLA_KEYS = ("kv_lora_rank", "qk_rope_head_dim")
+
+
+def _unknown_parts(view: ConfigView, found: str) -> ArchParts:
+    """An unknown architecture, its attention read from the config's keys: MLA when it has the MLA keys
+    (MiniCPM3 and other DeepSeek-style decoders), else Llama-like. Always approximate."""
+    from explorer.model.architectures import mla
+
+    if all(view.get_int(k, default=0) for k in MLA_KEYS):
+        parts, family = mla.build_mla(view), "mla"
+        how = f"an MLA decoder: its config has {' and '.join(MLA_KEYS)}"
     else:
-        parts = builder(view)
+        parts, family = build_llama_like(view, family="llama"), "generic"
+        how = "a Llama-like decoder"
+    note = f"unknown architecture {found!r}: read as {how} (best effort)"
+    return replace(parts, family=family, exact=False, notes=(note,) + parts.notes)
+
+
+def build_parts(view: ConfigView) -> ArchParts:
+    """Build a config's parts, with its vision tower; unknown types are approximated (:func:`_unknown_parts`)."""
+    builder, found = builder_for(view)
+    parts = _unknown_parts(view, found) if builder is None else builder(view)
     if not parts.vision:
         tensors, spec = vision_tower(view.vision(), view.alias_int("hidden_size") or 0)
         if spec is not None:

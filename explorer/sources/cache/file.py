@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from explorer.errors import CacheError
-from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, TABLES
+from explorer.sources.cache.schema import CALIBRATIONS, DATA_TABLES, SCHEMA_VERSION, TABLES
 
 LOCK_WAIT_S = 2.0
 #: DuckDB's words when another process (or, with other settings, this one) holds the file
@@ -176,6 +176,7 @@ def ensure_schema(con) -> None:
     if schema_ok(con):
         for t in DATA_TABLES:  # touch every table, so that a damaged file fails here, at open
             con.execute(f"SELECT count(*) FROM {t}").fetchall()
+        con.execute(f"CREATE TABLE IF NOT EXISTS {CALIBRATIONS} ({TABLES[CALIBRATIONS]})")  # added after version 1
         return
     con.execute("BEGIN TRANSACTION")
     for t in TABLES:

@@ -2,7 +2,7 @@
 
 Every table is keyed by repo and resolved commit sha (and file name where a
 repo has several), so a row never goes stale: only ``revisions`` (branch or
-tag -> sha) expires. Bump :data:`SCHEMA_VERSION` when a table changes; an
+tag -> sha) and ``checkpoints`` (a model's quantised repos, which grow) expire. Bump :data:`SCHEMA_VERSION` when a table changes; an
 older file is then rebuilt empty.
 """
 
@@ -13,7 +13,7 @@ import enum
 import json
 from collections.abc import Mapping
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: arrays longer than this are stored as a summary (a GGUF vocabulary has 150k entries)
 MAX_ARRAY_ITEMS = 64
@@ -38,10 +38,17 @@ TABLES: dict[str, str] = {
     # metadata and tensors are JSON (arrays summarised); header_bytes: bytes the header spans
     "gguf_headers": "repo VARCHAR, sha VARCHAR, filename VARCHAR, metadata VARCHAR, tensors VARCHAR,"
     " header_bytes BIGINT, file_size_bytes BIGINT, fetched_at DOUBLE, PRIMARY KEY (repo, sha, filename)",
+    # a base model's published quantised checkpoints (the Hub's model tree), a JSON list; expires like revisions
+    "checkpoints": "repo VARCHAR PRIMARY KEY, entries VARCHAR, fetched_at DOUBLE",
+    # constants measured from the user's engine logs (explorer check --calibrate): record is the JSON of an
+    # explorer.engines.calibration.Calibration; not Hub facts, so `cache clear` keeps them
+    "calibrations": "engine VARCHAR, gpu_class VARCHAR, record VARCHAR, stored_at DOUBLE, PRIMARY KEY (engine, gpu_class)",
 }
 
-#: tables holding cached facts (all but meta), in the order info() and export() list them
-DATA_TABLES = tuple(t for t in TABLES if t != "meta")
+#: the user's own measurements: kept by `cache clear`, dropped by `cache clear --calibrations`
+CALIBRATIONS = "calibrations"
+#: tables holding cached Hub facts (all but meta and the calibrations), in the order info() and export() list them
+DATA_TABLES = tuple(t for t in TABLES if t not in ("meta", CALIBRATIONS))
 
 
 def json_safe(value: object, *, max_items: int = MAX_ARRAY_ITEMS) -> object:

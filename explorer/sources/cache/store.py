@@ -37,15 +37,16 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from explorer.errors import CacheError
+from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_from_record, checkpoint_record
 from explorer.sources.cache.file import LOCK_WAIT_S, CacheWarning, Mode, default_cache_path, open_connection
 from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, dumps, loads
 from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams, frozen
 
-__all__ = ["DEFAULT_TTL_S", "Cache", "CacheWarning", "default_cache_path"]
+__all__ = ["DEFAULT_TTL_S", "Cache", "CacheWarning", "default_cache_path", "open_default_cache"]
 
 DEFAULT_TTL_S = 24 * 3600.0
 CHECKPOINT_EVERY_S = 1.0
@@ -322,7 +323,36 @@ class Cache:
             "fetched_at": at,
         }
 
+    def repos(self) -> list[str]:
+        """Every repo the cache holds a config.json or a GGUF header of, sorted (for listings: ``explorer fit``)."""
+        rows = self._rows(
+            "SELECT DISTINCT repo FROM configs WHERE filename = 'config.json' "
+            "UNION SELECT DISTINCT repo FROM gguf_headers ORDER BY 1",
+            [],
+        )
+        return [r[0] for r in rows]
+
     # --- housekeeping -----------------------------------------------------------------------
+
+    # --- published checkpoints -------------------------------------------------------------
+
+    def put_checkpoints(self, repo: str, checkpoints: Sequence[PublishedCheckpoint]) -> bool:
+        """Remember a model's published quantised checkpoints (as found in the Hub's model tree now)."""
+        entries = dumps([checkpoint_record(c) for c in checkpoints])
+        return self._write(
+            f"the checkpoints of {repo}",
+            [
+                ("DELETE FROM checkpoints WHERE repo = ?", [repo]),
+                ("INSERT INTO checkpoints VALUES (?, ?, ?)", [repo, entries, self._clock()]),
+            ],
+        )
+
+    def get_checkpoints(self, repo: str) -> tuple[PublishedCheckpoint, ...] | None:
+        """A model's cached checkpoints if younger than ttl_s (marked ``source="cache"``), else None."""
+        rows = self._rows("SELECT entries, fetched_at FROM checkpoints WHERE repo = ?", [repo])
+        if not rows or self._clock() - rows[0][1] > self.ttl_s:
+            return None
+        return tuple(checkpoint_from_record(e, source="cache") for e in loads(rows[0][0]))  # type: ignore[union-attr]
 
     def info(self) -> dict:
         """``{"path", "mode", "size_bytes", "schema_version", "counts": {table: rows}}``."""
@@ -374,3 +404,14 @@ def _revision_stmts(repo: str, revision: str, sha: str, now: float) -> list[tupl
         ("DELETE FROM revisions WHERE repo = ? AND revision = ?", [repo, revision]),
         ("INSERT INTO revisions VALUES (?, ?, ?, ?)", [repo, revision, sha, now]),
     ]
+
+
+def open_default_cache(offline: bool) -> Cache | None:
+    """The default cache for a resolver, or None when it cannot be opened (a miss, never a failure).
+
+    Offline, the file is only read and a branch mapping of any age beats no answer.
+    """
+    try:
+        return Cache.open(read_only=offline, ttl_s=float("inf") if offline else DEFAULT_TTL_S)
+    except CacheError:
+        return None

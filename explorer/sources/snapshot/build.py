@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from explorer.datafiles import data_path
 from explorer.errors import ExplorerError
 from explorer.model.artifacts import Artifact
 from explorer.model.quant_config import GGUF_MIX_BITS
@@ -322,3 +323,38 @@ def write_snapshot(doc: Mapping[str, Any], path: Path) -> Path:
     tmp.write_bytes(data)
     tmp.replace(path)  # atomic: a reader sees the old file or the new one
     return path
+
+
+def refresh_checkpoints(repo_ids: Iterable[str], *, settings: Any = None, out: str | Path | None = None) -> dict:
+    """Re-read each model's published checkpoints from the Hub's model tree and write the shipped list.
+
+    A model whose tree cannot be read keeps its shipped entries. Entries the
+    Hub lists replace the model's old ones (verified ``hub``). Writes ``out``
+    (default: ``data/checkpoints.json``). Returns ``{"path", "refreshed", "errors", "entries"}``.
+    """
+    from explorer.model.checkpoints import checkpoint_record
+    from explorer.sources.hub.tree import fetch_model_tree
+
+    path = Path(out) if out is not None else data_path("checkpoints.json")
+    doc = json.loads(data_path("checkpoints.json").read_text(encoding="utf-8"))
+    kept = {e["repo"].lower(): e for e in doc["entries"]}
+    refreshed, errors = [], {}
+    for repo in repo_ids:
+        try:
+            found = fetch_model_tree(repo, settings=settings)
+        except ExplorerError as e:
+            errors[repo] = str(e)
+            continue
+        refreshed.append(repo)
+        for c in found:
+            record = checkpoint_record(c)
+            stands_in = record.pop("stands_in")
+            record["also_base_of"] = [repo] if stands_in else []
+            kept[c.repo.lower()] = {**kept.get(c.repo.lower(), {}), **record, "evidence": ["the Hub's model tree"]}
+    entries = sorted(kept.values(), key=lambda e: (e["base_model"].lower(), e["format"], e["repo"].lower()))
+    head = json.dumps({k: v for k, v in doc.items() if k != "entries"}, separators=(",", ":"))[:-1]
+    text = head + ',"entries":[\n' + ",\n".join(json.dumps(e, separators=(",", ":")) for e in entries) + "\n]}\n"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return {"path": str(path), "refreshed": refreshed, "errors": errors, "entries": len(entries)}

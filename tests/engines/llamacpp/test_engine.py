@@ -7,9 +7,10 @@ from support.corpus import shape_of
 from support.llamacpp_headers import header_for
 
 from explorer.engines.common import PlanRequest
-from explorer.engines.llamacpp import engine as llamacpp
+from explorer.engines.llamacpp import launch
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
+from explorer.engines.llamacpp.seats import seats_from_cards
 from explorer.gguf.shape import shape_from_gguf
 from explorer.model.artifacts import Artifact
 from explorer.plan.planner import plan, recheck
@@ -36,9 +37,9 @@ def test_partial_offload_finds_the_largest_ngl_and_charges_ram():
     assert gpu.per_card.fits and gpu.per_card.total > 20 * GiB
     assert f"{ev.layers_on_host} layers on CPU" in gpu.label
     # one more layer on the GPU would not fit: ngl is the largest that does
-    model = llamacpp.llama_model(shape_of("meta-llama__Meta-Llama-3.1-70B"), gpu.artifact)
-    more = llamacpp.settings_for(PlanRequest(context_tokens=8192), ngl=ev.n_gpu_layers + 1)
-    devices, _ = llamacpp._devices(gpu.layout, gpu.gpu, gpu.node, 1)
+    model = launch.llama_model(shape_of("meta-llama__Meta-Llama-3.1-70B"), gpu.artifact)
+    more = launch.settings_for(PlanRequest(context_tokens=8192), ngl=ev.n_gpu_layers + 1)
+    devices = [s.device for s in seats_from_cards(ev.cards)]
     assert not llamacpp_memory(model, more, devices).fits()
 
 
@@ -88,7 +89,7 @@ def test_exact_gguf_artifact_per_card_is_llamacpp_buffers():
     request = PlanRequest(context_tokens=2048, engines=LLAMA)
     result = plan(shape, parse_cluster("1xcpu-8g"), request, artifacts=[artifact])
     (cpu,) = result.options
-    mem = llamacpp_memory(llama_model_from_gguf(header), llamacpp.settings_for(request, ngl=0))
+    mem = llamacpp_memory(llama_model_from_gguf(header), launch.settings_for(request, ngl=0))
     card = cpu.per_card
     assert card.weights == mem.host.model_bytes and card.kv_cache == mem.host.kv_bytes
     assert card.activations == mem.host.compute_bytes
@@ -130,12 +131,64 @@ def test_max_concurrency_is_the_most_parallel_sequences_that_fit():
     gpu = next(o for o in result.options if not o.layout.cpu)
     n = gpu.evaluation.max_concurrency
     assert n > 1
-    model = llamacpp.llama_model(shape, gpu.artifact)
-    devices, _ = llamacpp._devices(gpu.layout, gpu.gpu, gpu.node, 1)
+    model = launch.llama_model(shape, gpu.artifact)
+    devices = [s.device for s in seats_from_cards(gpu.evaluation.cards)]
     host = int(gpu.node.host_ram_bytes * 0.85)
 
     def at(k):
-        s = llamacpp.settings_for(PlanRequest(context_tokens=8192, concurrency=k), ngl=gpu.evaluation.n_gpu_layers)
+        s = launch.settings_for(PlanRequest(context_tokens=8192, concurrency=k), ngl=gpu.evaluation.n_gpu_layers)
         return llamacpp_memory(model, s, devices).fits(host)
 
     assert at(n) and not at(n + 1)
+
+
+def _gguf_artifact(name: str) -> tuple:
+    header = header_for(name)
+    artifact = Artifact(
+        name=f"{name}.gguf",
+        format="gguf",
+        quant="mixed",
+        size_bytes=header.tensor_bytes_total,
+        size_source="header",
+        files=(f"{name}.gguf",),
+        gguf_header=header,
+    )
+    return shape_from_gguf(header, name=name), artifact
+
+
+def test_a_node_with_amx_plans_llamacpps_amx_buffers():
+    shape, artifact = _gguf_artifact("llama_gqa")
+    request = PlanRequest(context_tokens=2048, engines=LLAMA)
+    cards = {}
+    for cpu in ("avx2", "amx"):
+        (option,) = plan(shape, parse_cluster(f"1xcpu-8g,cpu={cpu}"), request, artifacts=[artifact]).options
+        settings = launch.settings_for(request, ngl=0, cpu=cpu)
+        mem = llamacpp_memory(llama_model_from_gguf(artifact.gguf_header), settings)
+        assert option.per_card.weights == mem.host.model_bytes
+        cards[cpu] = mem.host
+    assert cards["avx2"].repack_bytes > 0 and cards["avx2"].amx_bytes == 0
+    assert cards["amx"].amx_bytes > 0 and cards["amx"].repack_bytes == 0
+
+
+def test_an_mla_launch_llamacpp_aborts_on_is_refused_with_the_assert_and_the_workaround():
+    shape, artifact = _gguf_artifact("deepseek2_mla")  # attn_k_b F16: AMX holds it
+    request = PlanRequest(context_tokens=2048, engines=LLAMA)
+    assert plan(shape, parse_cluster("1xcpu-8g"), request, artifacts=[artifact]).options
+    result = plan(shape, parse_cluster("1xcpu-8g,cpu=amx"), request, artifacts=[artifact])
+    assert not result.options
+    (refusal,) = [x for x in result.rejected if x.rule == "llamacpp-abort"]
+    assert "GGML_ASSERT(*cur_backend_id != -1)" in refusal.reason and "--no-repack" in refusal.reason
+
+
+def test_what_if_mla_on_an_amx_host_follows_the_quants_k_b_and_v_b_types():
+    # DeepSeek-V3: attn_k_b rows of qk_nope = 128 values do not fill Q4_K's 256-value blocks, so
+    # llama-quant.cpp stores it as Q5_0 (not AMX); attn_v_b stays Q4_K: in AMX, it aborts only with FA
+    def rules(precision: str, fa: str) -> list[str]:
+        result = _plan(
+            "deepseek-ai__DeepSeek-V3", "1xcpu-1024g,cpu=amx", context_tokens=4096, precision=precision, flash_attn=fa
+        )
+        return [o.layout.label for o in result.options] or [x.rule for x in result.rejected]
+
+    assert rules("Q4_K_M", "off") == ["CPU"]
+    assert rules("Q4_K_M", "on") == ["llamacpp-abort"]
+    assert rules("Q8_0", "off") == ["llamacpp-abort"]  # Q8_0 attn_k_b: AMX holds it

@@ -85,7 +85,7 @@ def test_tied_output_is_duplicated_on_the_output_device():
     mem = llamacpp_memory(m, LlamaCppSettings(n_gpu_layers=1), [GPU])
     assert mem.devices[0].model_bytes == m.output_norm_bytes + m.token_embd_bytes
     cpu = llamacpp_memory(m, LlamaCppSettings(n_gpu_layers=0, mmap=False))
-    assert cpu.host.repack_bytes == sum(la.repack_bytes for la in m.layers) + m.token_embd_bytes
+    assert cpu.host.repack_bytes == sum(la.host.avx2.repack_bytes for la in m.layers) + m.token_embd_bytes
 
 
 def test_hybrid_is_charged_kv_only_for_its_attention_layers():

@@ -1,0 +1,101 @@
+"""One launch of a tensor × pipeline engine as the user narrows it: ``--tp``, ``--pp``, ``--dp``.
+
+The walk (:mod:`explorer.engines.split_walk`) and manual pinning
+(:mod:`explorer.engines.split_pinned`) both lay launches out through here, so a
+user's sizes mean the same in both:
+
+- a world size (tp × pp × dp, any missing one 1) fixes the cards of a launch;
+- tp and pp, when given, are the only split tried;
+- plain data parallelism (``--dp`` without DP attention: vLLM ``--data-parallel-size``,
+  SGLang ``--dp-size``) runs dp replicas of the tp × pp split side by side on one
+  node, in one launch; each holds its share of the sequences. Under DP attention
+  the dp ranks share the tp group's cards (SGLang requires dp to divide tp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+from explorer.engines.common import Evaluation, Layout, PlanRequest
+from explorer.engines.interface import SplitEngine
+from explorer.hardware.catalogue import GPUClass
+from explorer.hardware.pools import Pool
+from explorer.model.precision import Precision
+from explorer.model.shapes import ModelShape
+from explorer.units import cdiv
+
+
+def plain_dp(request: PlanRequest) -> int:
+    """Replicas of one launch without DP attention (``--dp`` alone); 1 when none."""
+    return 1 if request.dp_attention else request.data_parallel_size or 1
+
+
+def launch_splits(engine: SplitEngine, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
+    """The engine's (tp, pp) splits of a launch on ``nodes × width`` cards, narrowed to the user's tp, pp, dp.
+
+    With a world size given, only a launch of exactly that many cards; plain dp replicas sit side by side
+    on one node, so the split is of one replica's ``width / dp`` cards.
+    """
+    world, dp = request.world_size, plain_dp(request)
+    if world is not None and nodes * width != world:
+        return
+    if dp > 1 and (nodes > 1 or width % dp):
+        return
+    for tp, pp in engine.decompositions(nodes, width // dp, request):
+        if request.tensor_parallel_size not in (None, tp) or request.pipeline_parallel_size not in (None, pp):
+            continue
+        if request.dp_attention and request.data_parallel_size and tp % request.data_parallel_size:
+            continue
+        yield tp, pp
+
+
+def make_launch(
+    engine: SplitEngine, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
+) -> Layout:
+    """The engine's layout of a launch, with the user's dp (plain replicas, or the DP attention size)."""
+    layout = engine.make_layout(pool, nodes, width, tp, pp, shape, request)
+    return replace(layout, dp=request.data_parallel_size) if request.data_parallel_size else layout
+
+
+def evaluate_launch(
+    engine: SplitEngine,
+    shape: ModelShape,
+    precision: Precision,
+    layout: Layout,
+    gpu: GPUClass,
+    request: PlanRequest,
+    model_ref: str,
+) -> Evaluation:
+    """The engine's evaluation of a launch; dp plain replicas each hold their share of the sequences."""
+    dp = plain_dp(request)
+    if dp == 1:
+        return engine.evaluate(shape, precision, layout, gpu, request, model_ref)
+    share = replace(request, concurrency=cdiv(request.concurrency, dp))
+    ev = engine.evaluate(shape, precision, layout, gpu, share, model_ref)
+    return replace(ev, max_concurrency=ev.max_concurrency * dp)
+
+
+def world_refusal(pools: Sequence[Pool], request: PlanRequest) -> str | None:
+    """Why no pool can take a launch of the user's world size (None: one can)."""
+    world = request.world_size
+    if world is None:
+        return None
+    for pool in pools:
+        width = 1 if pool.gpu.is_mig else pool.width()
+        nodes = len(pool.nodes) if pool.spannable else 1
+        if any(world % w == 0 and world // w <= nodes and pool.hosts(w) >= world // w for w in range(1, width + 1)):
+            return None
+    largest = max((p.width() * (len(p.nodes) if p.spannable else 1) for p in pools), default=0)
+    return (
+        f"{_world_text(request)} = {world} cards in one launch, but no pool offers them "
+        f"(the largest offers {largest}, whole nodes of one class on one fabric)"
+    )
+
+
+def _world_text(request: PlanRequest) -> str:
+    given = (("tp", request.tensor_parallel_size), ("pp", request.pipeline_parallel_size))
+    parts = [f"{k} {v}" for k, v in given if v]
+    if plain_dp(request) > 1:
+        parts.append(f"dp {plain_dp(request)}")
+    return " × ".join(parts) or "tp 1"

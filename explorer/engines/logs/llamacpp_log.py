@@ -1,0 +1,110 @@
+"""Read a llama.cpp start-up log (llama-server, llama-cli, ollama's runner): settings, buffers, whether it loaded.
+
+Lines read (each optional; at least one buffer must be there):
+
+- the build (``build: 7896 (ec6c7421e)``), the device (``Device 0: NVIDIA GeForce RTX 3090, …, VRAM: 24126
+  MiB``; ``using device CUDA0 (…) - 20645 MiB free``), the model (``general.name = …``, ``file type = …``);
+- settings: ``llama_context: n_ctx = …`` (and ``n_ctx_seq``, ``n_batch``, ``n_ubatch``, ``n_seq_max``,
+  ``flash_attn``, ``kv_unified``), the KV types (``K (f16)``), ``offloaded N/M layers to GPU``;
+- buffers: ``<device> model buffer size = X MiB``, ``<device> KV buffer size = X MiB``, ``<device> compute
+  buffer size = X MiB`` (and ``RS``, the recurrent state): devices named CUDA*, ROCm*, Metal*, Vulkan*… count as the GPU, CPU* and *_Host
+  as the host;
+- refusals: ``failed to allocate``, ``unable to load model``, ``out of memory``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from explorer.engines.logs.record import NUMBER, EngineLog, find_all, first, mib_bytes
+
+SIGNATURES = (r"model buffer size", r"KV buffer size", r"compute buffer size")
+_GPU = re.compile(r"^(CUDA|ROCm|Metal|Vulkan|SYCL|CANN|MUSA|OpenCL|BLAS)\d*(_Mapped)?$")
+_REFUSALS = (r"failed to allocate", r"unable to load model", r"out of memory", r"failed to load model")
+_SETTINGS: tuple[tuple[str, str, type], ...] = (
+    ("n_ctx", r"llama_context: n_ctx\s+= (\d+)", int),
+    ("n_ctx_seq", r"n_ctx_(?:per_)?seq\s+= (\d+)", int),
+    ("n_batch", r"llama_context: n_batch\s+= (\d+)", int),
+    ("n_ubatch", r"llama_context: n_ubatch\s+= (\d+)", int),
+    ("n_seq_max", r"llama_context: n_seq_max\s+= (\d+)", int),
+    ("flash_attn", r"llama_context: flash_attn\s+= (\S+)", str),
+    ("kv_unified", r"kv_unified\s+= (\S+)", str),
+    ("type_k", r" K \((\w+)\):", str),
+    ("type_v", r" V \((\w+)\):", str),
+    ("file_type", r"file type\s+= (.+?)\s*$", str),
+)
+
+
+def _split(values: dict[str, int]) -> tuple[int, int]:
+    """(GPU bytes, host bytes) of per-device buffers."""
+    gpu = sum(v for d, v in values.items() if _GPU.match(d))
+    return gpu, sum(values.values()) - gpu
+
+
+def _figures(text: str) -> dict[str, int]:
+    """Buffers by kind. A device's model buffer is its last one printed (an earlier fit pass prints
+    buffers it frees); the KV and compute buffers are those after the last model buffer, summed by
+    device (an interleaved sliding-window cache has two)."""
+    out: dict[str, int] = {}
+    pattern = re.compile(r"(\S+) (model|KV|RS|compute) buffer size =\s+" + NUMBER + " MiB")
+    model: dict[str, int] = {}
+    after: dict[str, dict[str, int]] = {"KV": {}, "RS": {}, "compute": {}}
+    for line in text.splitlines():
+        m = pattern.search(line)
+        if m is None:
+            continue
+        device, kind, value = m[1], m[2], mib_bytes(m[3])
+        if kind == "model":
+            model[device] = value
+            after = {"KV": {}, "RS": {}, "compute": {}}
+        else:
+            after[kind][device] = after[kind].get(device, 0) + value
+    kinds = ((model, "weights"), (after["KV"], "kv_cache"), (after["RS"], "recurrent"), (after["compute"], "compute"))
+    for values, key in kinds:
+        if values:
+            out[f"{key}_bytes"], out[f"host_{key}_bytes"] = _split(values)
+    return out
+
+
+def _settings(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, pattern, kind in _SETTINGS:
+        m = first(pattern, text)
+        if m:
+            out[key] = kind(m[1])
+    m = first(r"offloaded (\d+)/(\d+) layers to GPU", text)
+    if m:
+        out["n_gpu_layers"] = int(m[1])
+    return out
+
+
+def read_llamacpp(text: str) -> EngineLog:
+    """A llama.cpp log's record (the text already cleaned of colour codes)."""
+    observed = _figures(text)
+    device = first(r"Device 0: ([^,]+),.*?(?:VRAM: (\d+) MiB)?$", text) or first(r"using device \w+ \(([^)]+)\)", text)
+    vram = first(r"Device 0: .*VRAM: (\d+) MiB", text)
+    if vram:
+        observed["torch_total_bytes"] = mib_bytes(vram[1])
+    free = first(r"using device \w+ \([^)]*\).* - (\d+) MiB free", text)
+    if free:
+        observed["free_at_start_bytes"] = mib_bytes(free[1])
+    build = first(r"build: (\d+) \((\w+)\)", text)
+    name = first(r"general\.name\s+(?:str\s+)?= (.+?)\s*$", text)
+    devices = {d for d, _ in find_all(r"(\S+) model buffer size =\s+" + NUMBER, text) if _GPU.match(d)}
+    refusal = next((m.group(0) for p in _REFUSALS if (m := first(r".*" + p + r".*", text))), "")
+    loaded = first(
+        r"server is listening|model loaded|main: model loaded|llama_new_context_with_model|graph splits", text
+    )
+    return EngineLog(
+        engine="llamacpp",
+        version=f"b{build[1]} ({build[2]})" if build else None,
+        model=name[1] if name else None,
+        card=device[1].strip() if device else None,
+        cards=max(1, len(devices)),
+        settings=_settings(text),
+        observed=observed,
+        refused=True if refusal else (False if loaded else None),
+        refusal=refusal.strip()[:400],
+        lines=text.count("\n") + 1,
+    )

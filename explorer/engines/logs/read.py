@@ -1,0 +1,51 @@
+"""Which engine wrote a start-up log, and its record: the one entry point of :mod:`explorer.engines.logs`."""
+
+from __future__ import annotations
+
+import re
+
+from explorer.engines.logs import llamacpp_log, sglang_log, vllm_log
+from explorer.engines.logs.record import EngineLog, clean
+from explorer.errors import EngineLogError
+
+#: the lines each engine is recognised by, for the error that says what was expected
+EXPECTED = (
+    "vLLM: 'Model loading took X GiB', 'Available KV cache memory: X GiB', 'GPU KV cache size: N tokens'",
+    "SGLang: 'Load weight end. … mem usage=X GB', 'KV Cache is allocated. #tokens: N, K size: X GB'",
+    "llama.cpp: '<device> model buffer size = X MiB', '<device> KV buffer size = X MiB'",
+)
+#: a log longer than this is cut to its first lines (a start-up is a few hundred)
+MAX_CHARS = 8_000_000
+
+_READERS = (
+    (vllm_log.SIGNATURES, vllm_log.read_vllm),
+    (sglang_log.SIGNATURES, sglang_log.read_sglang),
+    (llamacpp_log.SIGNATURES, llamacpp_log.read_llamacpp),
+)
+
+
+def read_engine_log(text: str) -> EngineLog:
+    """The record of a vLLM, SGLang or llama.cpp start-up log: the engine is the one whose lines it has most of.
+
+    Raises:
+        EngineLogError: the text has none of the lines any engine prints at start-up, or no figure.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise EngineLogError(
+            "the log is empty", hint="paste the engine's start-up output; expected " + "; ".join(EXPECTED)
+        )
+    text = clean(text[:MAX_CHARS])
+    scores = [sum(len(re.findall(p, text)) for p in signatures) for signatures, _ in _READERS]
+    best = max(range(len(_READERS)), key=scores.__getitem__)
+    if scores[best] == 0:
+        raise EngineLogError(
+            "no vLLM, SGLang or llama.cpp start-up lines in the log",
+            hint="expected lines such as " + "; ".join(EXPECTED),
+        )
+    log = _READERS[best][1](text)
+    if not log.observed and not log.refused:
+        raise EngineLogError(
+            f"the {log.engine} log has no memory figure",
+            hint="expected " + EXPECTED[best] + " (run the engine at INFO level and keep its start-up output)",
+        )
+    return log

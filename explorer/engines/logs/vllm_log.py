@@ -1,0 +1,209 @@
+"""Read a vLLM start-up log (V0 0.6 to V1 0.26): its settings, the memory it measured, whether it started.
+
+Lines read (each optional; at least one figure must be there):
+
+- settings: ``non-default args: {…}``, ``args: Namespace(…)``, ``Initializing a V1 LLM engine (vX) with
+  config: …``, ``Using max model len N``, ``Defaulting max_num_batched_tokens to N``, ``Chunked prefill is
+  enabled with max_num_batched_tokens=N``, ``Requested memory: 0.95 (util)``, ``Desired GPU memory
+  utilization is (0.9, …)``;
+- figures: ``Model loading took X GiB``, ``Available KV cache memory: X GiB``, ``GPU KV cache size: N
+  tokens``, ``torch peak memory increase: XGiB``, ``non-torch forward increase memory: XGiB``, ``Graph
+  capturing finished in N secs, took X GiB``, ``Estimated CUDA graph memory: X GiB``, ``worker init memory
+  snapshot: … free_memory=XGiB, total_memory=XGiB``, ``Free memory on device (F/T GiB)``, the start-up
+  summary ``Actual usage is …``, and V0's ``Memory profiling results: total_gpu_memory=…``;
+- refusals: ``Available KV cache memory: -X``, ``… larger than the available KV cache memory``, ``… larger
+  than the maximum number of tokens that can be stored in KV cache``, ``Free memory on device … is less
+  than desired``, ``CUDA out of memory``, ``EngineCore failed to start``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from explorer.engines.logs.record import NUMBER, EngineLog, find_all, first, gib_bytes, put_max, put_min
+
+#: lines that say vLLM measured its memory (one is needed to call a log vLLM's)
+SIGNATURES = (
+    r"Model loading took",
+    r"Loading model weights took",
+    r"Available KV cache memory",
+    r"GPU KV cache size",
+    r"Memory profiling results",
+    r"# GPU blocks",
+    r"Free memory on device",
+    r"KV cache is needed",
+)
+SETTING_KEYS = (
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "gpu_memory_utilization",
+    "max_model_len",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "kv_cache_dtype",
+    "quantization",
+    "enforce_eager",
+    "dtype",
+)
+_REFUSALS = (
+    r"Available KV cache memory: -",
+    r"larger than the available KV cache memory",
+    r"larger than the maximum number of tokens that can be stored in KV cache",
+    r"Free memory on device .* is less than desired GPU memory utilization",
+    r"No available memory for the cache blocks",
+    r"CUDA out of memory",
+    r"EngineCore failed to start",
+    r"Engine core initialization failed",
+)
+_STARTED = (r"Graph capturing finished", r"Starting vLLM API server", r"Application startup complete", r"init engine")
+_VERSION = (
+    r"vLLM API server version (\S+)",
+    r"Initializing a V\d LLM engine \(v([^)]+)\)",
+    r"Initializing an LLM engine \(v([^)]+)\)",
+    r"█\s+version (\S+)",
+)
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text.strip("'\"")
+
+
+def _settings(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    config = first(r"with config: (.*)$", text)
+    if config:
+        for key, value in re.findall(r"\b(\w+)=('[^']*'|[^,]+)", config[1]):
+            if key == "max_seq_len":
+                out["max_model_len"] = _literal(value)
+            elif key == "model":
+                out["model"] = _literal(value)
+            elif key in SETTING_KEYS and value not in ("None",):
+                out[key] = _literal(value)
+    namespace = first(r"args: Namespace\((.*)\)", text)
+    if namespace:
+        for key, value in re.findall(r"\b(\w+)=('[^']*'|[^,]+)", namespace[1]):
+            if (key in SETTING_KEYS or key in ("model", "model_tag")) and value != "None":
+                out[key] = _literal(value)
+    args = first(r"non-default args: (\{.*\})", text)
+    if args:
+        parsed = _literal(args[1])
+        if isinstance(parsed, dict):
+            out.update({k: v for k, v in parsed.items() if k in SETTING_KEYS or k in ("model", "model_tag")})
+    for pattern, key in (
+        (r"Using max model len (\d+)", "max_model_len"),
+        (r"Defaulting max_num_batched_tokens to (\d+)", "max_num_batched_tokens"),
+        (r"Defaulting max_num_seqs to (\d+)", "max_num_seqs"),
+        (r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)", "max_num_batched_tokens"),
+    ):
+        m = first(pattern, text)
+        if m and key not in out:
+            out[key] = int(m[1])
+    m = first(r"Requested memory: " + NUMBER + r" \(util\)", text) or first(
+        r"GPU memory utilization (?:is )?\(" + NUMBER + ",", text
+    )
+    m = m or first(r"gpu_memory_utilization=" + NUMBER, text)
+    if m and "gpu_memory_utilization" not in out:
+        out["gpu_memory_utilization"] = float(m[1])
+    return out
+
+
+#: one-figure lines: (key, which rank's figure, pattern of a GiB figure); per-rank lines keep the binding one
+# fmt: off
+_GIB_LINES = (
+    ("weights_bytes",             max, r"(?:Model loading took|Loading model weights took) " + NUMBER + r" ?Gi?B"),
+    ("kv_cache_bytes",            min, r"Available KV cache memory: " + NUMBER + " GiB"),
+    ("activation_bytes",          max, r"torch peak memory increase: " + NUMBER + "GiB"),
+    ("non_torch_bytes",           max, r"non-torch forward increase memory: " + NUMBER + "GiB"),
+    ("cuda_graph_bytes",          max, r"Graph capturing finished in \d+ secs?, took " + NUMBER + " GiB"),
+    ("cuda_graph_estimate_bytes", max, r"Estimated CUDA graph memory: " + NUMBER + " GiB"),
+    ("requested_bytes",           max, r"worker requested memory: " + NUMBER + "GiB"),
+)
+# fmt: on
+#: 0.10's start-up summary
+_SUMMARY = " GiB for ".join(
+    ["Actual usage is " + NUMBER, "weight, " + NUMBER, "peak activation, " + NUMBER, "non-torch memory, and " + NUMBER]
+)
+#: V0's profiling line
+_V0_PROFILE = "GiB ".join(
+    f"{key}={NUMBER}"
+    for key in (
+        "total_gpu_memory",
+        "initial_memory_usage",
+        "peak_torch_memory",
+        "memory_usage_post_profile",
+        "non_torch_memory",
+        "kv_cache_size",
+    )
+)
+
+
+def _figures(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for key, pick, pattern in _GIB_LINES:
+        (put_max if pick is max else put_min)(out, key, map(gib_bytes, find_all(pattern, text)))
+    put_min(
+        out, "kv_cache_tokens", (int(t.replace(",", "")) for t in find_all(r"GPU KV cache size: ([\d,]+) tokens", text))
+    )
+    snapshot = find_all(r"free_memory=" + NUMBER + r"GiB, total_memory=" + NUMBER + "GiB", text)
+    startup = find_all(r"Free memory on device(?: \S+)? \(" + NUMBER + "/" + NUMBER + r" GiB\)", text)
+    put_min(out, "free_at_start_bytes", [gib_bytes(f) for f, _ in snapshot + startup])
+    put_max(out, "torch_total_bytes", [gib_bytes(t) for _, t in snapshot + startup])
+    summary = first(_SUMMARY, text)
+    if summary:
+        out.setdefault("weights_bytes", gib_bytes(summary[1]))
+        out.setdefault("activation_bytes", gib_bytes(summary[2]))
+        out.setdefault("non_torch_bytes", gib_bytes(summary[3]))
+    summary = first(r"for consumed memory \(weights \+ non-torch\), " + NUMBER + " GiB for peak activation", text)
+    if summary:
+        out.setdefault("activation_bytes", gib_bytes(summary[1]))
+    v0 = find_all(_V0_PROFILE, text)
+    if v0:
+        total, _, peak, _, non_torch, _ = max(v0, key=lambda row: float(row[2]))
+        out.setdefault("torch_total_bytes", gib_bytes(total))
+        out.setdefault("non_torch_bytes", gib_bytes(non_torch))
+        out.setdefault("kv_cache_bytes", min(gib_bytes(row[5]) for row in v0))
+        if "weights_bytes" in out:
+            out.setdefault("activation_bytes", gib_bytes(peak) - out["weights_bytes"])
+    blocks = find_all(r"# GPU blocks: (\d+)", text)
+    if blocks and "kv_cache_tokens" not in out:
+        out["kv_cache_tokens"] = min(int(b) for b in blocks) * 16
+    m = first(r"total capacity of " + NUMBER + " GiB", text)
+    if m:
+        out.setdefault("torch_total_bytes", gib_bytes(m[1]))
+    return out
+
+
+def _version(text: str) -> str | None:
+    for pattern in _VERSION:
+        m = first(pattern, text)
+        if m:
+            return m[1]
+    return None
+
+
+def read_vllm(text: str) -> EngineLog:
+    """A vLLM log's record (the text already cleaned of colour codes)."""
+    settings = _settings(text)
+    model = settings.pop("model", None) or settings.pop("model_tag", None)
+    settings.pop("model_tag", None)
+    refusal = next((m.group(0) for p in _REFUSALS if (m := first(r".*" + p + r".*", text))), "")
+    refused = True if refusal else (False if any(first(p, text) for p in _STARTED) else None)
+    device = first(r"device_name=([A-Za-z0-9_-]+)", text)
+    cards = int(settings.get("tensor_parallel_size", 1) or 1) * int(settings.get("pipeline_parallel_size", 1) or 1)
+    return EngineLog(
+        engine="vllm",
+        version=_version(text),
+        model=str(model) if model else None,
+        card=device[1].replace("_", " ") if device else None,
+        cards=cards,
+        settings=settings,
+        observed=_figures(text),
+        refused=refused,
+        refusal=refusal.strip()[:400],
+        lines=text.count("\n") + 1,
+    )

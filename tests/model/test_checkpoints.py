@@ -1,0 +1,63 @@
+"""explorer.model.checkpoints: which published checkpoint a what-if precision loads, and the placeholder."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.model.checkpoints import (
+    GGUFFile,
+    PublishedCheckpoint,
+    checkpoint_for,
+    checkpoint_from_record,
+    checkpoint_record,
+    placeholder_ref,
+)
+
+BASE = "meta-llama/Meta-Llama-3.1-70B"
+
+
+def ckpt(repo: str, fmt: str = "awq", **kw) -> PublishedCheckpoint:
+    return PublishedCheckpoint(repo=repo, base_model=kw.pop("base_model", BASE), format=fmt, **kw)
+
+
+def test_the_model_itself_beats_a_stand_in_then_verification_then_publisher():
+    stand_in = ckpt("hugging-quants/X-Instruct-AWQ-INT4", stands_in=True, verified="card")
+    own_org_name_only = ckpt("meta-llama/X-AWQ", verified="name-only")
+    stranger_card = ckpt("someone/X-AWQ", verified="card")
+    known_card = ckpt("hugging-quants/X-AWQ", verified="card")
+    # a quant of the model itself (not a stand-in) wins; among those the better-verified, then a known publisher
+    assert checkpoint_for("awq", [stand_in, own_org_name_only, stranger_card, known_card]) is known_card
+    assert checkpoint_for("awq", [stand_in, own_org_name_only]) is own_org_name_only
+    assert checkpoint_for("awq", [stand_in]) is stand_in
+    assert checkpoint_for("gptq", [stand_in, known_card]) is None  # no GPTQ published
+
+
+def test_formats_bits_and_gguf_quants_must_match():
+    fp8, w8a8 = ckpt("nvidia/X-FP8", "fp8"), ckpt("RedHatAI/X-w8a8", "compressed-tensors")
+    assert checkpoint_for("fp8", [w8a8, fp8]) is fp8
+    assert checkpoint_for("compressed-tensors", [w8a8, fp8]) is w8a8  # the int8 what-if
+    int8 = ckpt("Qwen/X-GPTQ-Int8", "gptq", bits=8)
+    assert checkpoint_for("gptq", [int8], bits=4) is None and checkpoint_for("gptq", [int8], bits=8) is int8
+    gguf = ckpt("bartowski/X-GGUF", "gguf", files=(GGUFFile(name="X-Q4_K_M.gguf", quant="Q4_K_M", size_bytes=9),))
+    assert checkpoint_for("gguf", [gguf], gguf_quant="q4_k_m") is gguf
+    assert checkpoint_for("gguf", [gguf], gguf_quant="Q8_0") is None  # the repo has no Q8_0 file
+    assert gguf.gguf_file("Q4_K_M").size_bytes == 9
+
+
+def test_records_round_trip_and_bad_records_are_refused():
+    c = ckpt(
+        "bartowski/X-GGUF", "gguf", files=(GGUFFile(name="a.gguf", quant="Q4_K_M", size_bytes=5),), verified="files"
+    )
+    again = checkpoint_from_record(checkpoint_record(c), source="cache")
+    assert again == PublishedCheckpoint(**{**{f: getattr(c, f) for f in c.__dataclass_fields__}, "source": "cache"})
+    assert checkpoint_from_record({**checkpoint_record(c), "size_bytes": 0}, source="x").size_bytes is None
+    with pytest.raises(ValueError, match="known format"):
+        checkpoint_from_record({"repo": "a/b", "base_model": "c/d", "format": "exl2"}, source="x")
+    with pytest.raises(ValueError, match="whole number"):
+        checkpoint_from_record({**checkpoint_record(c), "size_bytes": -3}, source="x")
+
+
+def test_the_placeholder_is_visible_and_never_a_repo_id():
+    ref = placeholder_ref("int4 AWQ g128", BASE)
+    assert ref == "<meta-llama/Meta-Llama-3.1-70B at int4 AWQ g128: no published checkpoint known>"
+    assert ref.startswith("<") and " " in ref  # a shell would refuse it; no engine would take it for a repo

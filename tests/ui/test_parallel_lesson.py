@@ -1,0 +1,122 @@
+"""explorer.ui.parallel_lesson: splits laid out, refused and sized by the planner's own vLLM engine."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.engines.common import PlanRequest
+from explorer.engines.registry import SPLIT_ENGINES
+from explorer.sources.snapshot.read import load_snapshot
+from explorer.speed.estimate import DEFAULT_SETTINGS
+from explorer.speed.roofline import decode_cycle_s, placement
+from explorer.ui.parallel_lesson import (
+    LESSON_MODELS,
+    card_rows,
+    comms,
+    expert_rows,
+    head_formula,
+    head_rows,
+    pipeline_timing,
+    split_model,
+)
+from explorer.units import GiB
+
+REQUEST = PlanRequest(context_tokens=32768, concurrency=1)
+
+
+def shape(repo: str):
+    return load_snapshot().shape(repo)
+
+
+def test_qwen2_5_7b_refuses_8_way_tensor_parallelism():
+    qwen = shape("Qwen/Qwen2.5-7B")
+    eight = split_model(qwen, "h100-80g", 8, "tensor", REQUEST)
+    assert eight.refusals == (
+        ("attention-heads", "Total attention heads (28) must be divisible by tensor parallel size (8)"),
+    )
+    assert eight.evaluation is None and card_rows(eight) == []
+    four = split_model(qwen, "h100-80g", 4, "tensor", REQUEST)
+    assert four.allowed and four.layout.parallel == "tp4"
+    assert head_formula(qwen, 4) == "28 query heads / 4 cards = 7 a card; 4 KV heads / 4 cards = 1 a card"
+    assert [r["query heads"] for r in head_rows(qwen, 4)] == ["0–6", "7–13", "14–20", "21–27"]
+    # the refused 8-way split, had it run: 3.5 query heads a card, each KV head copied onto 2 cards
+    assert head_formula(qwen, 8).startswith("28 query heads / 8 cards = 3.50: not whole; 8 cards > 4 KV heads")
+    assert head_rows(qwen, 8)[1]["KV heads"] == "0 (copy 2 of 2)"
+
+
+@pytest.mark.parametrize("mode", ["tensor", "pipeline"])
+@pytest.mark.parametrize("repo", [r for _w, r in LESSON_MODELS])
+def test_card_rows_add_up_to_the_engines_cards(repo, mode):
+    """What the chart stacks is the engine's own per-card total, card by card."""
+    s = shape(repo)
+    split = split_model(s, "h100-80g", 4, mode, REQUEST)
+    assert split.allowed
+    rows = card_rows(split)
+    assert len({r["card"] for r in rows}) == 4
+    for stage, card in enumerate(split.evaluation.cards):
+        for c in range(split.layout.tp):
+            name = f"card {stage * split.layout.tp + c + 1}"
+            assert sum(r["gib"] for r in rows if r["card"] == name) * GiB == pytest.approx(card.total, rel=1e-12)
+
+
+def test_pipeline_stages_hold_the_embeddings_first_and_the_head_last():
+    qwen = shape("Qwen/Qwen2.5-7B")
+    split = split_model(qwen, "h100-80g", 3, "pipeline", REQUEST)
+    assert split.stages == ((0, 9), (9, 19), (19, 28))  # 28 // 3 = 9 each, the one left over to the middle stage
+    rows = {(r["card"], r["part"]): r["gib"] for r in card_rows(split)}
+    assert rows[("card 1", "embeddings")] > 0 and rows[("card 1", "LM head")] == 0
+    assert rows[("card 3", "embeddings")] == 0 and rows[("card 3", "LM head")] > 0
+    # 152,064 × 3,584 × 2 bytes of embedding on the first card: 1.015 GiB
+    assert rows[("card 1", "embeddings")] == 152_064 * 3_584 * 2 / GiB
+
+
+def test_what_crosses_the_wire():
+    qwen = shape("Qwen/Qwen2.5-7B")
+    tp = comms(qwen, split_model(qwen, "h100-80g", 4, "tensor", REQUEST), 1)
+    # 2 all-reduces × 28 layers × 2(4 − 1)/4 × 3,584 × 2 bytes = 602,112 bytes a card a step
+    assert tp["bytes"] == 602_112 and tp["exchanges"] == 56 and tp["per_exchange"] == 10_752
+    pp = comms(qwen, split_model(qwen, "h100-80g", 4, "pipeline", REQUEST), 8)
+    assert pp["bytes"] == 3 * 8 * 3_584 * 2 == 172_032
+    assert comms(qwen, split_model(qwen, "h100-80g", 1, "tensor", REQUEST), 1)["bytes"] == 0
+
+
+def test_the_bubble_is_the_speed_models_cycle():
+    qwen = shape("Qwen/Qwen2.5-7B")
+    split = split_model(qwen, "h100-80g", 4, "pipeline", REQUEST)
+    one, eight = pipeline_timing(qwen, split, 1, 32768), pipeline_timing(qwen, split, 8, 32768)
+    where = placement(qwen, qwen.precision, split.layout, split.gpu, 0, False, 0, DEFAULT_SETTINGS)
+    assert one["cycle_ms"] == decode_cycle_s(qwen, where, 1, 32768, qwen.kv_type()) * 1e3
+    # one sequence visits the stages in turn: each card works about a quarter of the cycle, the rest of
+    # the cycle (0.3 %) is the three hand-offs of 7,168 bytes
+    assert one["micro_batches"] == 1 and 0.99 < sum(one["busy"]) < 1
+    assert 0.7 < one["idle"] < 0.76
+    # eight sequences in four micro-batches keep the slowest stage busy the whole cycle
+    assert eight["micro_batches"] == 4 and max(eight["busy"]) == pytest.approx(1.0) and eight["idle"] < 0.2
+    assert pipeline_timing(qwen, split_model(qwen, "h100-80g", 4, "tensor", REQUEST), 1, 32768) is None
+
+
+def test_experts_vision_heads_layers_and_mla():
+    moe = shape("Qwen/Qwen3-30B-A3B")
+    split = split_model(moe, "h100-80g", 4, "tensor", REQUEST)
+    assert split.layout.ep == 4
+    assert expert_rows(moe, 4) == [
+        {"card": f"card {c + 1}", "experts": f"{32 * c}–{32 * c + 31}", "count": 32} for c in range(4)
+    ]
+    assert expert_rows(shape("Qwen/Qwen2.5-7B"), 4) == []
+    vl = split_model(shape("Qwen/Qwen3-VL-32B-Instruct"), "h100-80g", 32, "tensor", REQUEST)
+    assert [rule for rule, _ in vl.refusals] == ["vision-heads"]  # 64 query heads and 8 KV heads allow 32 cards
+    deep = split_model(shape("Qwen/Qwen2.5-7B"), "h100-80g", 32, "pipeline", REQUEST)
+    assert deep.refusals == (("pipeline-layers", "Pipeline parallel size (32) exceeds the model's 28 layers"),)
+    assert head_formula(shape("deepseek-ai/DeepSeek-V3"), 8).endswith(
+        "the MLA latent has no heads: every card keeps it whole"
+    )
+
+
+def test_the_split_is_the_engines_own():
+    """The same layout through the SplitEngine protocol gives the same per-card memory."""
+    llama = shape("meta-llama/Meta-Llama-3.1-70B")
+    split = split_model(llama, "h100-80g", 4, "tensor", REQUEST)
+    engine = SPLIT_ENGINES["vllm"]
+    again = engine.evaluate(llama, llama.precision, split.layout, split.gpu, REQUEST, llama.name)
+    assert again.cards == split.evaluation.cards
+    assert split.weights.total_bytes == split.evaluation.cards[0].weights
