@@ -19,13 +19,24 @@ with app.setup(hide_code=True):
     from explorer.hardware.cluster_dict import cluster_from_text
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
-    from explorer.plan.planner import plan
+    from explorer.plan.fit_view import fit_rows
+    from explorer.plan.planner import plan, with_suggestions
+    from explorer.sources.known_models import known_models
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.speed.settings import SpeedSettings
     from explorer.ui import plan_rows as nd
     from explorer.ui import vega
-    from explorer.ui.app_state import ENGINE_KEYS, GOALS, QUERY_KEYS, AppDefaults, app_defaults, to_query
+    from explorer.ui.advice import best_per_engine_strip, suggestion_rows
+    from explorer.ui.app_state import (
+        ENGINE_KEYS,
+        GOALS,
+        QUERY_KEYS,
+        AppDefaults,
+        app_defaults,
+        apply_change,
+        to_query,
+    )
     from explorer.ui.cluster_form import (
         cluster_file_json,
         describe_cluster,
@@ -34,7 +45,7 @@ with app.setup(hide_code=True):
         host_ram_note,
     )
     from explorer.ui.engine_settings import SETTINGS, engine_groups, request_changes, settings_text
-    from explorer.ui.fit_view import FIT_COLUMNS, fit_rows
+    from explorer.ui.fit_view import FIT_COLUMNS, fit_table
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
     from explorer.units import gib
@@ -59,7 +70,10 @@ def _():
             mo.Html(f"<style>{LAYOUT_CSS}</style>"),
             mo.md(
                 "**Will it fit?** Every way to serve the model on the cluster, best first, and what each card "
-                "holds; the controls are on the left. Sizes are GiB (1024³ bytes)."
+                "holds; the controls are on the left. Sizes are GiB (1024³ bytes).  \n"
+                "**Lessons:** [Why long context eats memory](kv_cache.py) · "
+                "[Splitting a model across cards](parallelism.py) · "
+                "[What a precision costs and saves](quantisation.py) · [Why decode is memory-bound](speed.py)"
             ),
         ],
         gap=0,
@@ -69,8 +83,15 @@ def _():
 
 @app.cell(hide_code=True)
 def _():
-    # the starting point: URL query parameters (a shared link) over `--` arguments; read once
-    defaults = app_defaults(mo.cli_args().to_dict(), mo.query_params().to_dict())
+    # a suggestion clicked below: the whole state with its change, which the controls are rebuilt from
+    get_applied, set_applied = mo.state(None)
+    return get_applied, set_applied
+
+
+@app.cell(hide_code=True)
+def _(get_applied):
+    # the starting point: a clicked suggestion, else URL query parameters (a shared link) over `--` arguments
+    defaults = get_applied() or app_defaults(mo.cli_args().to_dict(), mo.query_params().to_dict())
     return (defaults,)
 
 
@@ -223,8 +244,12 @@ def _(resolved):
 
 @app.cell(hide_code=True)
 def _(defaults, get_model_text, model):
-    artifact_menu = nd.artifact_choices(model.artifacts, model.what_ifs(WHAT_IFS))
     _asked = set(defaults.weights) if get_model_text() == defaults.model else set()
+    _what_ifs = model.what_ifs(WHAT_IFS)
+    # a what-if a link or a suggestion names by precision (``what-if int4-awq``) that the menu lacks
+    _extra = nd.asked_what_ifs(model.what_ifs, sorted(_asked), (*model.artifacts, *_what_ifs))
+    _asked |= {nd.artifact_key(a) for a in _extra}
+    artifact_menu = nd.artifact_choices(model.artifacts, (*_what_ifs, *_extra))
     _keys = [k for k, a in artifact_menu.items() if nd.artifact_key(a) in _asked]
     weights = mo.ui.multiselect(
         options=list(artifact_menu),
@@ -238,10 +263,11 @@ def _(defaults, get_model_text, model):
 
 @app.cell(hide_code=True)
 def _(get_context, set_context, shape):
-    context_steps = nd.context_steps(shape.max_context_tokens)
+    _asked = shape.clamp_context(get_context())  # a suggested (or linked) context is a step of its own
+    context_steps = sorted({*nd.context_steps(shape.max_context_tokens), _asked})
     context = mo.ui.slider(
         steps=context_steps,
-        value=nd.nearest_step(context_steps, shape.clamp_context(get_context())),
+        value=_asked,
         label=f"Context a sequence (tokens; up to {shape.max_context_tokens:,})",
         show_value=True,
         full_width=True,
@@ -253,9 +279,10 @@ def _(get_context, set_context, shape):
 
 @app.cell(hide_code=True)
 def _(defaults):
+    _steps = sorted({*SEQUENCES, defaults.concurrency})  # a suggested (or linked) count is a step of its own
     concurrency = mo.ui.slider(
-        steps=SEQUENCES,
-        value=nd.nearest_step(SEQUENCES, defaults.concurrency),
+        steps=_steps,
+        value=defaults.concurrency,
         label="Concurrent sequences",
         show_value=True,
         full_width=True,
@@ -272,9 +299,9 @@ def _(defaults):
         label="Engine",
     )
     goal = mo.ui.dropdown(
-        options={label: key for key, (label, _sort) in GOALS.items()},
-        value=GOALS[defaults.goal][0],
-        label="Goal",
+        options={label: key for key, label in GOALS.items()},
+        value=GOALS[defaults.goal],
+        label="Goal (ranks the ways inside each tier)",
     )
     mo.sidebar([concurrency, mo.hstack([engine, kv_dtype], justify="start", wrap=True), goal], width=SIDEBAR)
     return concurrency, engine, goal, kv_dtype
@@ -350,8 +377,10 @@ def _(get_spec, set_spec):
 
 
 @app.cell(hide_code=True)
-def _():
+def _(defaults):
+    # rebuilt (emptied) when a clicked suggestion replaces the cluster: the new state carries its own
     cluster_file = mo.ui.file(filetypes=[".json", ".toml"], label="Cluster file (JSON/TOML)")
+    _rebuilt_for = defaults
     return (cluster_file,)
 
 
@@ -488,8 +517,9 @@ def _(artifact_menu, cluster, goal, model_name, request, shape, weights):
                 request,
                 artifacts=chosen,
                 model_ref=model_name,
-                sort=GOALS[goal.value][1],
+                goal=goal.value,
                 speed=SpeedSettings(prices=shipped_prices()),
+                suggest=False,  # the table first; the ways forward are planned in a run of their own
             ),
             None,
         )
@@ -516,16 +546,12 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
     option_rows = nd.option_rows(result, limit=table_rows.value)
     miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5)
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
-    _strip = " · ".join(
-        f"**{html.escape(ENGINE_LABELS.get(o.engine, o.engine))}**: {o.layout.cards or 'CPU'} card(s), "
-        f"{gib(o.per_card.total)} of {gib(o.per_card.usable)}"
-        for o in nd.best_per_engine(result)
-    )
+    _strip = best_per_engine_strip(result)
     _head = (
         f"**{html.escape(model_name)}**: **{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
         f"at {request.context_tokens:,} tokens × {request.concurrency} sequence{'s' if request.concurrency > 1 else ''} "
         f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused; planned in {plan_ms:.0f} ms)"
-        + (f"  \nBest of each engine: {_strip}" if _strip else "")
+        + (f"  \nBest of each engine ({GOALS[result.goal]}): {_strip}" if _strip else "")
     )
     _notes = [mo.callout(mo.md("**Some settings are ignored:** " + "; ".join(settings_errors)), kind="warn")]
     if not result.options:
@@ -546,6 +572,52 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
         gap=0.5,
     )
     return miss_rows, option_rows
+
+
+@app.cell(hide_code=True)
+def _(app_state, chosen, cluster, get_below, set_applied, shape):
+    # The ways forward when the best way leaves layers off the accelerators (or nothing fits): each change
+    # planned again, in a run of its own after the table; a click applies the change to the controls.
+    mo.stop(get_below() is None)
+    _result = with_suggestions(
+        get_below()[0],
+        shape,
+        cluster,
+        chosen,
+        speed=SpeedSettings(prices=shipped_prices()),
+        catalogue=shipped_catalogue(),
+    )
+    _rows = suggestion_rows(_result)
+    suggestion_buttons = mo.ui.array(
+        [
+            mo.ui.button(
+                label=("✓ " if r["fits"] else "") + r["text"],
+                tooltip=r["outcome"],
+                on_click=lambda _v, change=r["change"]: set_applied(apply_change(app_state, change)),
+            )
+            for r in _rows
+        ]
+    )
+    _lead = (
+        "**Nothing fits.** Each change below was planned again; click one to make it:"
+        if not _result.options
+        else f"**To keep every layer on the accelerators** (the best way now is tier {_result.options[0].tier}), "
+        "click a change to make it:"
+    )
+    mo.callout(
+        mo.vstack(
+            [
+                mo.md(_lead),
+                *[
+                    mo.hstack([b, mo.md(html.escape(r["outcome"]))], justify="start", align="center")
+                    for b, r in zip(suggestion_buttons, _rows, strict=True)
+                ],
+            ],
+            gap=0.25,
+        ),
+        kind="warn" if _result.options else "danger",
+    ) if _rows else None
+    return (suggestion_buttons,)
 
 
 @app.cell(hide_code=True)
@@ -654,30 +726,39 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(cluster, fit_button, get_below, snapshot):
-    # Hardware first: every snapshot model on this cluster with this request (its original weights), on demand.
+def _(cluster, fit_button, get_below, goal):
+    # Hardware first: every model known offline (the snapshot, then the cache) on this cluster with this
+    # request, its own weights, ranked by the goal, with the first change that fits (explorer fit), on demand.
     fit_list = None
     if fit_button.value and cluster is not None and get_below() is not None:
         _result, _request = get_below()
-        with mo.status.spinner(title=f"Planning the {len(snapshot)} snapshot models on this cluster …"):
+        _known = known_models(use_cache=not IN_BROWSER)
+        with mo.status.spinner(title=f"Planning the {len(_known.models)} known models on this cluster …"):
             _t0 = time.perf_counter()
-            fit_list = fit_rows(
-                cluster,
-                _request,
-                ((r, lambda r=r: pick_model(r)) for r in snapshot.repos),
-                speed=SpeedSettings(prices=shipped_prices()),
+            fit_list = fit_table(
+                fit_rows(
+                    _known.models,
+                    cluster,
+                    _request,
+                    goal=goal.value,
+                    speed=SpeedSettings(prices=shipped_prices()),
+                    catalogue=shipped_catalogue(),
+                )
             )
             _ms = (time.perf_counter() - _t0) * 1000
     mo.vstack(
         [
             mo.md(
-                "**Hardware first.** Which of the snapshot's models run on this cluster, with the context and "
-                "engines above, biggest first, and the best way for each."
+                "**Hardware first.** Which known models run on this cluster, with the context and engines "
+                "above, ranked by the goal, the best way for each, and the first change that fits the rest."
             ),
             fit_button,
             *(
                 [
-                    mo.md(f"{len(fit_list)} of {len(snapshot)} models fit (planned in {_ms / 1000:.1f} s)."),
+                    mo.md(
+                        f"{sum(r['tier'] != '✗' for r in fit_list)} of {len(fit_list)} models fit "
+                        f"(planned in {_ms / 1000:.1f} s)."
+                    ),
                     mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
                 ]
                 if fit_list is not None
@@ -686,6 +767,47 @@ def _(cluster, fit_button, get_below, snapshot):
         ]
     )
     return (fit_list,)
+
+
+@app.cell(hide_code=True)
+def _():
+    engine_log = mo.ui.text_area(
+        placeholder="Paste a vLLM, SGLang or llama.cpp start-up log: its model, card and settings are read from it",
+        rows=4,
+        full_width=True,
+    )
+    return (engine_log,)
+
+
+@app.cell(hide_code=True)
+def _(engine_log):
+    # An engine's own log beside explorer's figures for the same launch (explorer check), offline.
+    log_rows, _problem = None, None
+    if engine_log.value.strip():
+        from explorer.ui.check_rows import COLUMNS as LOG_COLUMNS
+        from explorer.ui.check_rows import check_rows
+
+        try:
+            log_rows = check_rows(engine_log.value, offline=True)
+        except ExplorerError as _e:
+            _problem = str(_e)
+    mo.accordion(
+        {
+            "Check an engine log: what the engine measured beside explorer's figures": mo.vstack(
+                [
+                    engine_log,
+                    *([mo.Html(nd.rows_html(log_rows, LOG_COLUMNS, table_id="explorer-log"))] if log_rows else []),
+                    *(
+                        [mo.callout(mo.md(f"**The log was not read.** {html.escape(_problem)}"), kind="warn")]
+                        if _problem
+                        else []
+                    ),
+                ]
+            )
+        },
+        lazy=False,
+    )
+    return (log_rows,)
 
 
 @app.cell(hide_code=True)

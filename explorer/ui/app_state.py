@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from explorer.plan.ranking import DEFAULT_GOAL, SORT_ALIASES
 from explorer.ui.engine_settings import SETTINGS_BY_KEY
 
-__all__ = ["ENGINE_KEYS", "GOALS", "QUERY_KEYS", "AppDefaults", "app_defaults", "to_query"]
+__all__ = ["ENGINE_KEYS", "GOALS", "QUERY_KEYS", "AppDefaults", "app_defaults", "apply_change", "to_query"]
 
 #: the engine menu: URL key -> the engines planned
 ENGINE_KEYS: dict[str, tuple[str, ...]] = {
@@ -36,10 +37,13 @@ ENGINE_KEYS: dict[str, tuple[str, ...]] = {
 }
 _ENGINE_ALIASES = {"llama.cpp": "llamacpp", "all three, side by side": "all", "vLLM": "vllm", "SGLang": "sglang"}
 
-#: the goal menu: URL key -> (what the menu says, the planner's ranking). Issue 13's goals add rows here.
-GOALS: dict[str, tuple[str, str]] = {
-    "default": ("fewest cards, best precision", "default"),
-    "speed": ("fastest decode", "speed"),
+#: the goal menu: the planner's goal (:data:`explorer.plan.ranking.GOALS`) -> what the menu says
+GOALS: dict[str, str] = {
+    "fewest-cards": "fewest cards, best precision",
+    "fastest": "fastest decode a sequence",
+    "throughput": "most tokens/s in all",
+    "cost": "cheapest a million tokens",
+    "longest-context": "longest context",
 }
 
 
@@ -71,7 +75,7 @@ class AppDefaults:
     engine: str = "all"
     kv_dtype: str = "auto"
     concurrency: int = 1
-    goal: str = "default"
+    goal: str = DEFAULT_GOAL
     pinned: str = ""
     settings: Mapping[str, str] = field(default_factory=dict)
 
@@ -109,8 +113,9 @@ def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
         out["engine"] = engine
     if (v := _text(src, "kv")) is not None:
         out["kv_dtype"] = v
-    if (v := _text(src, "goal")) in GOALS:
-        out["goal"] = v
+    goal = _text(src, "goal")
+    if (goal := SORT_ALIASES.get(goal or "", goal)) in GOALS:  # an old link's default/speed
+        out["goal"] = goal
     if (v := _text(src, "gpus")) is not None:
         out["pinned"] = v
     settings = {k: str(_first(src[k])).strip() for k in SETTINGS_BY_KEY if k in src and str(_first(src[k])).strip()}
@@ -161,3 +166,21 @@ def to_query(state: AppDefaults) -> dict[str, str]:
         out[_FIELD_KEYS[f.name]] = ",".join(value) if isinstance(value, tuple) else str(value)
     out.update({k: v for k, v in state.settings.items() if k in SETTINGS_BY_KEY and v != ""})
     return out
+
+
+def apply_change(state: AppDefaults, change: Mapping[str, Any]) -> AppDefaults:
+    """``state`` with a suggestion's change made (:attr:`explorer.plan.suggestion.Suggestion.change`):
+    ``quant`` plans that what-if precision alone, ``kv_dtype``, ``context`` and ``concurrency`` set their
+    control, ``cluster`` replaces the spec (and any cluster file). Keys it does not know are left alone."""
+    out: dict[str, Any] = {}
+    if "quant" in change:
+        out["weights"] = (f"what-if {change['quant']}",)
+    if "kv_dtype" in change:
+        out["kv_dtype"] = str(change["kv_dtype"])
+    if "context" in change:
+        out["context_tokens"] = int(change["context"])
+    if "concurrency" in change:
+        out["concurrency"] = int(change["concurrency"])
+    if "cluster" in change:
+        out["spec"], out["cluster_file"], out["pinned"] = str(change["cluster"]), None, ""
+    return replace(state, **out)

@@ -132,7 +132,19 @@ _KNOWN: dict[str, tuple[str, str, str, Kind | None, float | None, float | None, 
     "batch_tokens":           ("llamacpp",    "-b",                       "logical batch (tokens)",          None, 1, 1 << 20, ()),
     "ubatch_tokens":          ("llamacpp",    "-ub",                      "physical batch (tokens)",         None, 1, 1 << 20, ()),
     "mmap":                   ("llamacpp",    "--no-mmap",                "load the file instead of mapping it", None, None, None, ()),
+    "cpu_offload":            ("llamacpp",    "--no-cpu-offload",         "every layer on the accelerators", None, None, None, ()),
     "host_fraction":          ("llamacpp",    "host share",               "share of a node's RAM a replica may use", None, 0.01, 1.0, ()),
+    "tensor_parallel_size":   ("vllm+sglang", "--tensor-parallel-size",   "tensor-parallel size (SGLang --tp-size)", None, 1, 65536, ()),
+    "pipeline_parallel_size": ("vllm+sglang", "--pipeline-parallel-size", "pipeline-parallel size (SGLang --pp-size)", None, 1, 65536, ()),
+    "data_parallel_size":     ("vllm+sglang", "--data-parallel-size",     "replicas in one launch (SGLang --dp-size)", None, 1, 65536, ()),
+    "swap_space_gib":         ("vllm",        "--swap-space",             "GiB of host RAM a GPU",           None, 0, 1 << 20, ()),
+    "vllm_version":           ("vllm",        "vLLM release",             "the release to plan for, e.g. 0.11.0", None, None, None, ()),
+    "language_only":          ("sglang",      "--language-only",          "vision encoder elsewhere",        None, None, None, ()),
+    "piecewise_cuda_graph":   ("sglang",      "--enable-piecewise-cuda-graph", "piecewise CUDA graphs",      None, None, None, ()),
+    "piecewise_cuda_graph_max_tokens": ("sglang", "--piecewise-cuda-graph-max-tokens", "their largest size (tokens)", None, 1, 1 << 24, ()),
+    "hierarchical_cache":     ("sglang",      "--enable-hierarchical-cache", "a host KV pool in pinned RAM", None, None, None, ()),
+    "hicache_ratio":          ("sglang",      "--hicache-ratio",          "host pool over device pool",      None, 0.01, 1000, ()),
+    "hicache_size_gb":        ("sglang",      "--hicache-size",           "host pool a rank (GB, 10⁹ bytes)", None, 0, 1 << 20, ()),
 }
 # fmt: on
 #: URL keys that differ from the flag without dashes
@@ -142,6 +154,10 @@ _KEYS = {
     "batch_tokens": "batch",
     "ubatch_tokens": "ubatch",
     "host_fraction": "host-fraction",
+    "tensor_parallel_size": "tp",
+    "pipeline_parallel_size": "pp",
+    "data_parallel_size": "dp",
+    "vllm_version": "vllm-version",
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +29,7 @@ __all__ = [
     "TABLE_COLUMNS",
     "artifact_choices",
     "artifact_key",
-    "best_per_engine",
+    "asked_what_ifs",
     "card_parts",
     "context_steps",
     "context_sweep",
@@ -99,6 +99,25 @@ def artifact_key(artifact: Artifact) -> str:
     """A short key for an artifact that a URL carries: its label (``original (bf16)``, ``Q4_K_M``), or
     ``what-if fp8`` for a what-if precision."""
     return f"what-if {artifact.quant}" if artifact.what_if else artifact.label
+
+
+def asked_what_ifs(
+    what_ifs: Callable[[tuple[str, ...]], Sequence[Artifact]], keys: Iterable[str], have: Iterable[Artifact] = ()
+) -> tuple[Artifact, ...]:
+    """The what-if artifacts ``keys`` ask for by precision name (``what-if int4-awq``, as a suggestion or a
+    link names them) that ``have`` lacks; ``what_ifs`` is the model's (``ResolvedModel.what_ifs``). A name
+    that is no precision is left out."""
+    known = {artifact_key(a) for a in have}
+    out: list[Artifact] = []
+    for key in keys:
+        if not key.startswith("what-if ") or key in known:
+            continue
+        try:
+            made = what_ifs((key.removeprefix("what-if "),))
+        except ExplorerError:
+            continue
+        out += [a for a in made if artifact_key(a) not in known and a not in out]
+    return tuple(out)
 
 
 def artifact_choices(artifacts: Sequence[Artifact], what_ifs: Sequence[Artifact] = ()) -> dict[str, Artifact]:
@@ -220,17 +239,6 @@ def host_note(option: Option) -> str | None:
         f"host RAM: {gib(host.total)} ({gib(host.weights)} of weights kept on the host, "
         f"{gib(host.total - host.weights)} of buffers) of {gib(host.usable)} usable"
     )
-
-
-def best_per_engine(result: PlanResult) -> list[Option]:
-    """The best-ranked option of each engine that has one, in ranking order.
-
-    The app's strip above the table; issue 13's per-engine recommendation may replace the body.
-    """
-    best: dict[str, Option] = {}
-    for o in result.options:
-        best.setdefault(o.engine, o)
-    return list(best.values())
 
 
 def sweep_options(result: PlanResult, best: int = 4, misses: int = 2) -> list[Option]:

@@ -15,10 +15,11 @@ from dataclasses import replace
 
 from support.corpus import ROOT
 
-from explorer.plan.planner import plan
-from explorer.sources.shipped import parse_cluster
+from explorer.plan.planner import plan, with_suggestions
+from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot
-from explorer.ui.app_state import AppDefaults, to_query
+from explorer.speed.settings import SpeedSettings
+from explorer.ui.app_state import AppDefaults, apply_change, to_query
 from explorer.units import GiB
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -112,8 +113,8 @@ def test_explorer_engine_settings_reach_the_request(offline):
     assert (request.gpu_memory_utilization, request.n_gpu_layers, request.mmap) == (0.8, 20, False)
     assert request.max_num_seqs is None and defs["settings_errors"] == ["--max-num-seqs: 'oops' is not an integer"]
     vllm = next(o for o in defs["result"].options if o.engine == "vllm")
-    # vLLM may use 0.8 of the 24 GB card: 0.8 × 24,564 MiB
-    assert vllm.per_card.usable == int(0.8 * 24564 * 1024**2)
+    # vLLM may use 0.8 of the card as torch sees it: 0.8 × 24,080 MiB (nvidia-smi says 24,564 MiB)
+    assert vllm.per_card.usable == int(0.8 * 24080 * 1024**2)
 
 
 def test_explorer_state_round_trips_through_the_url(offline):
@@ -124,7 +125,7 @@ def test_explorer_state_round_trips_through_the_url(offline):
         engine="vllm",
         kv_dtype="fp8",
         concurrency=8,
-        goal="speed",
+        goal="fastest",
         settings={"gpu-memory-utilization": "0.85"},
     )
     defs = run_explorer(**{f: getattr(state, f) for f in state.__dataclass_fields__})
@@ -371,3 +372,59 @@ def test_explorer_opens_a_linked_cluster_file(offline):
     assert defs["app_state"].cluster_file == cluster_json  # and the link keeps it
     assert defs["cluster"].nodes[0].gpus[0].card_free_bytes == (85520809984, 10737418240)  # what a spec cannot say
     assert defs["result"].options and defs["result"].options[0].layout.cards == 1
+
+
+def test_explorer_suggestions_are_changes_a_click_applies(offline):
+    """Nothing fits: the app lists the planner's suggestions as buttons; the state a click sets plans a fit."""
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xrtx4090-24g", engine="vllm",
+                        context_tokens=131072)  # fmt: skip
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    assert defs["result"].options == ()
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    again = with_suggestions(
+        defs["result"],
+        defs["shape"],
+        defs["cluster"],
+        defs["chosen"],
+        speed=SpeedSettings(prices=shipped_prices()),
+        catalogue=shipped_catalogue(),
+    ).suggestions
+    assert len(defs["suggestion_buttons"]) == len(again) >= 2  # one button a suggestion
+    assert "Nothing fits" in texts
+    # 128k of bf16 KV (16 GiB) beside 15 GiB of weights: a shorter context is the change that fits
+    shorter = next(s for s in again if s.kind == "context")
+    assert shorter.fits and shorter.change["context"] < 131072
+    assert f"a context of {shorter.change['context']:,} tokens" in texts  # its button
+    clicked = apply_change(defs["app_state"], shorter.change)
+    after = run_explorer(**{f: getattr(clicked, f) for f in clicked.__dataclass_fields__})
+    assert after["request"].context_tokens == shorter.change["context"] == after["context"].value
+    assert after["result"].options and after["result"].options[0].label == shorter.best.label
+
+
+def test_explorer_goal_and_the_best_of_each_engine(offline):
+    defs = run_explorer(goal="throughput")
+    result = defs["result"]
+    assert result.goal == "throughput"
+    best = result.best_per_engine()
+    assert set(best) == {"vllm", "sglang", "llamacpp"}
+    assert best[result.options[0].engine] is result.options[0]
+
+
+def test_explorer_checks_a_pasted_engine_log(offline):
+    import marimo as mo
+    from support.engine_logs import entry
+
+    text = entry("vllm__gpt-oss-20b__H100__3")["excerpt"]
+    _outputs, defs = load_notebook("app.py").run(defs={"engine_log": mo.ui.text_area(value=text)})
+    rows = defs["log_rows"]
+    assert rows[0]["part"] == "weights" and rows[0]["log"] == "7.01 GiB"  # "Model loading took 7.01 GiB"
+    assert rows[-1]["part"] == "verdict" and rows[-1]["difference"] == "agree"
+    _outputs, defs = load_notebook("app.py").run(defs={"engine_log": mo.ui.text_area(value="just words")})
+    assert defs["log_rows"] is None  # a callout says which lines were expected
+
+
+def test_explorer_links_the_lessons(offline):
+    outputs, _defs = load_notebook("app.py").run(defs={"defaults": AppDefaults()})
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    for page in ("kv_cache.py", "parallelism.py", "quantisation.py", "speed.py"):
+        assert f'href="{page}"' in texts and (NOTEBOOKS / page).exists()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from explorer.ui.app_state import GOALS, QUERY_KEYS, AppDefaults, app_defaults, to_query
+from explorer.ui.app_state import GOALS, QUERY_KEYS, AppDefaults, app_defaults, apply_change, to_query
 from explorer.ui.engine_settings import SETTINGS_BY_KEY
 
 
@@ -45,7 +47,7 @@ def test_only_what_differs_is_written():
         spec="1x4xl40s-48g",
         context_tokens=8192,
         engine="vllm",
-        goal="speed",
+        goal="fastest",
         pinned="0,1",
         settings={"gpu-memory-utilization": "0.8"},
     )
@@ -55,7 +57,7 @@ def test_only_what_differs_is_written():
         "cluster": "1x4xl40s-48g",
         "context": "8192",
         "engine": "vllm",
-        "goal": "speed",
+        "goal": "fastest",
         "gpus": "0,1",
         "gpu-memory-utilization": "0.8",
     }
@@ -78,3 +80,24 @@ def test_a_query_round_trips(model, context, concurrency, engine, goal, settings
         model=model, context_tokens=context, concurrency=concurrency, engine=engine, goal=goal, settings=settings
     )
     assert app_defaults(to_query(state)) == state
+
+
+def test_every_planner_goal_is_on_the_menu_and_old_links_still_open():
+    from explorer.plan.ranking import GOALS as PLANNER_GOALS
+
+    assert list(GOALS) == list(PLANNER_GOALS)
+    assert app_defaults({"goal": "speed"}).goal == "fastest"  # a link made before issue 13's goals
+    assert app_defaults({"goal": "default"}).goal == "fewest-cards"
+    assert app_defaults({"goal": "cheapest"}).goal == "fewest-cards"  # not a goal: ignored
+
+
+def test_a_suggestions_change_lands_in_the_state():
+    state = AppDefaults(model="Qwen/Qwen3-8B", spec="1x1xl4-24g", pinned="0", concurrency=4, kv_dtype="auto")
+    assert apply_change(state, {"quant": "int4-awq"}).weights == ("what-if int4-awq",)
+    assert apply_change(state, {"kv_dtype": "fp8"}).kv_dtype == "fp8"
+    assert apply_change(state, {"context": 40960}).context_tokens == 40960
+    assert apply_change(state, {"concurrency": 3}).concurrency == 3
+    moved = apply_change(replace(state, cluster_file='{"nodes": []}'), {"cluster": "1x2xl4-24g"})
+    assert (moved.spec, moved.cluster_file, moved.pinned) == ("1x2xl4-24g", None, "")  # the pins were other cards
+    assert apply_change(state, {"something-new": 1}) == state
+    assert app_defaults(to_query(apply_change(state, {"quant": "Q4_K_M"}))).weights == ("what-if Q4_K_M",)

@@ -19,6 +19,7 @@ def test_every_request_field_but_the_main_controls_is_a_setting():
         "kv_dtype",
         "precision",
         "engines",
+        "calibrations",  # measured from the user's logs (explorer check --calibrate), not a box
     }
     keys = [s.key for s in es.SETTINGS]
     assert len(keys) == len(set(keys))  # one URL key each
@@ -27,7 +28,8 @@ def test_every_request_field_but_the_main_controls_is_a_setting():
 def test_the_flags_the_issue_lists():
     by_flag = {s.flag: s for s in es.SETTINGS}
     for flag in ("--gpu-memory-utilization", "--mem-fraction-static", "--max-num-seqs", "--max-num-batched-tokens",
-                 "--chunked-prefill-size", "-fa", "-ngl", "--tensor-split", "-b", "-ub", "--no-mmap"):  # fmt: skip
+                 "--chunked-prefill-size", "-fa", "-ngl", "--tensor-split", "-b", "-ub", "--no-mmap",
+                 "--no-cpu-offload", "--tensor-parallel-size", "--swap-space", "--enable-hierarchical-cache"):  # fmt: skip
         assert flag in by_flag
     assert by_flag["-ngl"].engine == "llamacpp" and by_flag["--gpu-memory-utilization"].engine == "vllm"
     assert (
@@ -59,6 +61,21 @@ def test_texts_become_request_changes():
     assert request.n_gpu_layers == 20 and request.mmap is False
 
 
+def test_issue_15_flags_reach_the_request():
+    """--no-cpu-offload turns cpu_offload off; tp, pp and --swap-space are read as the CLI reads them."""
+    changes, errors = es.request_changes({"no-cpu-offload": "on", "tp": "4", "pp": "2", "swap-space": "8"})
+    assert errors == []
+    assert changes == {
+        "cpu_offload": False,
+        "tensor_parallel_size": 4,
+        "pipeline_parallel_size": 2,
+        "swap_space_gib": 8.0,
+    }
+    request = dataclasses.replace(PlanRequest(), **changes)
+    assert request.world_size == 8  # 4 × 2
+    assert es.settings_text({"no-cpu-offload": "on", "tp": "4"}) == "--no-cpu-offload --tensor-parallel-size 4"
+
+
 def test_bad_texts_are_named_not_applied():
     changes, errors = es.request_changes(
         {"gpu-memory-utilization": "1.5", "ngl": "many", "flash-attn": "maybe", "enable-dp-attention": "perhaps"}
@@ -80,7 +97,13 @@ def test_flags_text_and_groups():
     ) == ("--gpu-memory-utilization 0.85 -ngl 20 --tensor-split 3,1 --no-mmap")
     groups = es.engine_groups()
     assert list(groups) == ["vLLM", "SGLang", "vLLM and SGLang", "llama.cpp"]
-    assert [s.key for s in groups["vLLM"]] == ["gpu-memory-utilization", "max-num-batched-tokens", "max-num-seqs"]
+    assert [s.key for s in groups["vLLM"]] == [
+        "gpu-memory-utilization",
+        "max-num-batched-tokens",
+        "max-num-seqs",
+        "swap-space",
+        "vllm-version",
+    ]
 
 
 def test_a_new_request_field_appears_by_itself():

@@ -1,11 +1,12 @@
-"""explorer.ui.fit_view: hardware first, the snapshot's models that run on a cluster and the best way for each."""
+"""explorer.ui.fit_view: hardware first, the core's fit rows as the app's table."""
 
 from __future__ import annotations
 
 from explorer.engines.common import PlanRequest
+from explorer.plan.fit_view import KnownModel, fit_rows
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
-from explorer.ui.fit_view import FIT_COLUMNS, fit_rows
+from explorer.ui.fit_view import FIT_COLUMNS, fit_table
 from explorer.ui.model_pick import pick_model
 
 REPOS = ("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-405B", "Qwen/Qwen3-0.6B")
@@ -13,12 +14,17 @@ REPOS = ("meta-llama/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-405B", "Qwen
 
 def test_what_runs_on_one_4090_with_vllm(offline):
     cluster, request = parse_cluster("1x1xrtx4090-24g"), PlanRequest(context_tokens=8192, engines=("vllm",))
-    rows = fit_rows(cluster, request, ((r, lambda r=r: pick_model(r)) for r in REPOS))
-    assert [r["model"] for r in rows] == ["meta-llama/Meta-Llama-3.1-8B", "Qwen/Qwen3-0.6B"]  # biggest first
-    assert set(FIT_COLUMNS) <= set(rows[0])
-    eight = pick_model(REPOS[0])
-    best = plan(eight.shape, cluster, request, artifacts=eight.artifacts, model_ref=REPOS[0]).options[0]
+    models = []
+    for r in REPOS:
+        m = pick_model(r)
+        models.append(KnownModel(ref=r, shape=m.shape, artifacts=tuple(m.artifacts)))
+    rows = fit_table(fit_rows(models, cluster, request))
+    # fitting first, biggest first (fewest-cards); the 405B fits nowhere and comes last
+    assert [r["model"] for r in rows] == [REPOS[0], REPOS[2], REPOS[1]]
+    assert list(rows[0]) == list(FIT_COLUMNS)
+    eight = models[0]
+    best = plan(eight.shape, cluster, request, artifacts=list(eight.artifacts), model_ref=REPOS[0]).options[0]
     assert rows[0]["best way"] == "vLLM · " + best.label.split(" · ", 1)[1]
-    assert rows[0]["max context"] == f"{best.evaluation.max_context_tokens:,}"
-    every = fit_rows(cluster, request, ((r, lambda r=r: pick_model(r)) for r in REPOS), fits_only=False)
-    assert [r["fits"] for r in every] == ["✗", "✓", "✓"]  # 405B first, and it does not fit
+    assert rows[0]["max context"] == f"{best.evaluation.max_context_tokens:,}" and rows[0]["tier"] == "1"
+    assert rows[2]["tier"] == "✗" and rows[2]["per card (GiB)"] == "—"
+    assert rows[2]["params (B)"] == f"{models[1].shape.params / 1e9:,.1f}"
