@@ -9,10 +9,12 @@ SITE=$1
 MIRROR=$(cd "$2" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-# One line a page: the notebook, then its folder in the site ("." is the site's front page).
+# One line a page: the notebook, then its folder in the site ("." is the site's front page). A lesson's folder is
+# its file's name, so the app's links (`kv_cache.py`) open it on the site as they do beside the notebooks.
+# The other lessons draw with altair, whose browser chain (jsonschema, rpds-py, markupsafe) the mirror lacks.
 NOTEBOOKS=(
   "notebooks/app.py ."
-  "notebooks/kv_cache.py kv-cache"
+  "notebooks/kv_cache.py kv_cache.py"
 )
 
 WHEEL=$(ls "$PWD"/dist/explorer-*-py3-none-any.whl)

@@ -218,6 +218,24 @@ def test_unknown_id_offline_offers_the_nearest_snapshot_ids(app_url):
         assert "meta-llama/Meta-Llama-3.1-8B: " in page2.inner_text("body")
 
 
+def test_a_suggestion_clicked_changes_the_controls(app_url):
+    """Nothing fits 128k on one 4090 with vLLM: clicking the shorter-context suggestion moves the slider, the URL
+    and the table to a context that fits."""
+    url = app_url + "?model=meta-llama/Meta-Llama-3.1-8B&cluster=1x1xrtx4090-24g&engine=vllm&context=131072"
+    with chromium() as browser:
+        page = _open(browser, url, 1440, 1000)
+        assert page.get_by_text("Nothing fits").count() >= 1
+        shorter = page.get_by_role("button", name="a context of").locator("visible=true").first
+        shorter.wait_for(timeout=60_000)  # the suggestions are planned after the table
+        asked = int(shorter.inner_text().split("a context of ")[1].split(" tokens")[0].replace(",", ""))
+        before = _table(page)
+        shorter.click()
+        _wait_table_change(page, before)
+        page.wait_for_function(f"() => location.search.includes('context={asked}')", timeout=30_000)
+        assert f"{asked:,}" in page.inner_text("body")  # the slider shows the suggested context
+        assert "✓" in _table(page)  # the change fits
+
+
 def _fetch(page, text: str, token: str = "") -> None:
     box = _control(page, "marimo-text", "any model id", "input")
     box.fill(text)
