@@ -14,6 +14,7 @@ from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import plan_rows as nd
+from explorer.ui.model_pick import pick_model
 from explorer.units import GiB
 
 
@@ -110,15 +111,19 @@ def test_a_gpu_run_draws_no_host_row_but_says_what_the_host_keeps():
     assert "host" in {p["role"] for p in nd.card_parts(cpu)} and nd.host_note(cpu) is None
 
 
-def test_best_per_engine_and_keys():
+def test_artifact_keys_and_what_ifs_asked_by_name(offline):
     _shape, _request, result = llama70b_on_an_h100_node()
-    best = nd.best_per_engine(result)
-    assert [o.engine for o in best] == list(dict.fromkeys(o.engine for o in result.options))
-    assert all(o is next(p for p in result.options if p.engine == o.engine) for o in best)
     what_if = replace(result.options[0].artifact, what_if=True, quant="fp8")
     assert (
         nd.artifact_key(result.options[1].artifact) == "original (bf16)" and nd.artifact_key(what_if) == "what-if fp8"
     )
+    model = pick_model("meta-llama/Meta-Llama-3.1-70B")
+    have = (*model.artifacts, *model.what_ifs(("fp8",)))
+    # a suggestion names int4-awq; the model's published AWQ checkpoint is what it means
+    asked = nd.asked_what_ifs(model.what_ifs, ["what-if int4-awq", "what-if nonsense", "original (bf16)"], have)
+    assert [a.name for a in asked] == ["hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4"]
+    fp8 = nd.artifact_key(have[-1])
+    assert nd.asked_what_ifs(model.what_ifs, [fp8, "what-if fp8"], have) == ()  # already on the menu
 
 
 def test_the_table_wraps_text_and_keeps_figures_whole():

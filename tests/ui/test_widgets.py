@@ -96,12 +96,12 @@ def test_renders_in_a_real_jupyter_kernel(tmp_path):
         f"os.environ['EXPLORER_CACHE'] = {str(tmp_path / 'cache.duckdb')!r}\n"
         "from explorer.ui.widgets import ExplorerWidget\n"
         "w = ExplorerWidget(model='meta-llama/Meta-Llama-3.1-8B', cluster='1x8xh100-80g', offline=True)\nw",
-        "print(sorted(w.chart_specs), len(w.refusals), w.error)",
+        "print(sorted(w.chart_specs), len(w.refusals) == len(w.result.pruned) > 0, w.error)",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nbclient.NotebookClient(nb, timeout=240, kernel_name="python3", store_widget_state=True).execute()
     outputs = nb.cells[1].outputs
-    assert outputs[0]["text"].strip() == "['cards', 'memory'] 3 None"
+    assert outputs[0]["text"].strip() == "['cards', 'memory'] True None"  # a refusal group for each rule
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in nb.cells[0].outputs)
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     shown = [o for m in state.values() if m["model_name"] == "OutputModel" for o in m["state"].get("outputs", [])]
