@@ -296,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if result.widened and not args.json:
         print(
-            f"note: the model's own weights keep no layout on accelerators alone here; also planned: "
+            f"note: the model's own weights keep no all-GPU layout here that loads them as published; also planned: "
             f"{', '.join(result.widened)} (choose one with --quant)",
             file=sys.stderr,
         )

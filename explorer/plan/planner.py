@@ -107,9 +107,13 @@ def _ranked(
     )
 
 
-def _on_accelerators(result: PlanResult) -> bool:
-    """Whether the best option keeps every layer on accelerators (tier 1)."""
-    return bool(result.options) and result.options[0].placement == "accelerators"
+def _standing(result: PlanResult) -> tuple[int, bool]:
+    """How good a plan's best option is: its tier, then whether its launch runs as printed (ranking puts
+    those first inside a tier, so the first option tells); a plan with no option stands below every tier."""
+    if not result.options:
+        return (4, True)  # below tier 3, the CPU alone
+    best = result.options[0]
+    return (best.tier, not best.runs_as_printed)
 
 
 def plan(
@@ -140,9 +144,11 @@ def plan(
         first_fit: stop at the first suggestion that fits (a model's one best suggestion).
         catalogue: the GPU catalogue, for the suggestions that name other card classes.
         fallback: other precisions of the model (published quantised checkpoints, what-ifs: see
-            :func:`explorer.plan.offer.what_if_artifacts`) planned too when ``artifacts`` keep no option
-            on accelerators alone, so that the first row is the all-GPU layout an engineer would run
-            rather than layers left on the CPU (``PlanResult.widened`` names them).
+            :func:`explorer.plan.offer.fallback_artifacts`) planned too when ``artifacts`` keep no option
+            on accelerators alone whose launch runs as printed; the wider plan is kept when its best option
+            stands higher (a higher tier, or a launch that runs as printed), so that the first row is the
+            all-GPU layout an engineer would run rather than layers left on the CPU or weights to convert
+            first (``PlanResult.widened`` names what was added).
 
     Raises:
         PlanError: a context or concurrency below 1, a utilisation outside (0, 1], a parallel size below 1,
@@ -156,9 +162,9 @@ def plan(
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
     own = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
     result = own
-    if fallback and not _on_accelerators(own):
+    if fallback and _standing(own) > (1, False):
         wider = _ranked(shape, cluster, request, [*artifacts, *fallback], model_ref=model_ref, goal=chosen, speed=speed)
-        if _on_accelerators(wider):
+        if _standing(wider) < _standing(own):
             result = replace(wider, widened=tuple(a.label for a in fallback))
     if not suggest:
         return result

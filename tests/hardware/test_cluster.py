@@ -397,3 +397,11 @@ def test_the_cpu_table_is_checked():
         with pytest.raises(CatalogueError, match=message):
             CPUTable.from_csv_text(bad)
     assert len(shipped_cpus()) >= 20
+
+
+def test_a_unified_chip_alone_after_the_node_count_is_one_device_a_node():
+    """``1xm4-max-128g`` reads as ``1x1xm4-max-128g``: a Mac is one unified-memory device a node."""
+    short, full = parse_cluster("1xm4-max-128g"), parse_cluster("1x1xm4-max-128g")
+    assert short.nodes == full.nodes and short.nodes[0].gpus[0].gpu.unified
+    with pytest.raises(ClusterSpecError, match="after the node count comes GPUSxCLASS"):
+        parse_cluster("1xh100-80g")  # a discrete card still needs its count

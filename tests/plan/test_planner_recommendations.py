@@ -12,6 +12,7 @@ from support.corpus import shape_of
 from explorer.engines.common import PlanRequest
 from explorer.plan.offer import fallback_artifacts, original_artifact, what_if_artifacts
 from explorer.plan.planner import plan
+from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings
 
@@ -44,7 +45,7 @@ def test_70b_on_two_l40s_keeps_every_layer_on_the_gpus_first():
 
 def test_the_own_weights_fall_back_to_quantised_ones_only_when_they_keep_no_gpu_layout():
     """The default plan (no precision asked) of the bf16 70B on 2 × L40S at 32k: bf16 keeps no all-GPU layout, so
-    the fallback (fp8, int4 AWQ, Q8_0, Q4_K_M) is planned too. vLLM tp 2 at int4 AWQ comes first: 39.7 GB of weights
+    the fallback (fp8, int4 AWQ, Q8_0, Q4_K_M; here none published, so placeholders) is planned too. vLLM tp 2 at int4 AWQ comes first: 39.7 GB of weights
     is 18.5 GiB a card; it is a tensor-parallel layout on the fewest cards (2), so it ranks above llama.cpp's Q8_0
     split by layer on the same two cards, which decodes at a third of its speed."""
     shape, cluster = shape_of(LLAMA_70B), parse_cluster("1x2xl40s-48g")
@@ -165,3 +166,17 @@ def test_a_launch_that_converts_the_weights_ranks_after_one_that_loads_them():
     assert (first.engine, first.layout.tp, first.runs_as_printed) == ("vllm", 4, True)
     two = next(o for o in result.options if o.engine == "llamacpp" and o.layout.cards == 2)
     assert not two.runs_as_printed and "convert_hf_to_gguf.py" in two.evaluation.command
+
+
+def test_a_mac_falls_back_to_a_published_gguf_rather_than_converting_the_bf16_weights():
+    """Llama-3.1-8B bf16 on an M4 Max: only llama.cpp runs there, and it loads the safetensors only once they are
+    converted to a BF16 GGUF (a placeholder command). The fallback's Q8_0 GGUF (8.5 bits: 8.03B × 8.5 / 8 = 8.5 GB)
+    loads as published and comes first; the converted BF16 stays listed below it."""
+    shape = shape_of(LLAMA_8B)
+    published = shipped_checkpoints("meta-llama/Meta-Llama-3.1-8B")  # bartowski's GGUFs among them
+    fallback = fallback_artifacts(shape, [original_artifact(shape)], published)
+    result = plan(shape, parse_cluster("1xm4-max-128g"), PlanRequest(), fallback=fallback)
+    first = result.options[0]
+    assert result.widened and (first.engine, first.precision, first.runs_as_printed) == ("llamacpp", "Q8_0", True)
+    converted = next(o for o in result.options if o.tier == 1 and not o.runs_as_printed)
+    assert converted.precision == "BF16" and result.options.index(converted) > 0
