@@ -33,6 +33,7 @@ from explorer.model.shapes import ModelShape
 
 __all__ = [
     "DEFAULT_WHAT_IFS",
+    "FALLBACK_MAX_SHARE",
     "FALLBACK_WHAT_IFS",
     "build_offer",
     "computed_disk_bytes",
@@ -52,6 +53,8 @@ DEFAULT_WHAT_IFS = ("bf16", "fp8", "int4-awq")
 #: the two that vLLM and SGLang serve from published checkpoints (or quantise while loading) and the
 #: two GGUF quants llama.cpp users pick first
 FALLBACK_WHAT_IFS = ("fp8", "int4-awq", "Q8_0", "Q4_K_M")
+#: the largest share of the model's own size a fallback precision may keep (bf16 → fp8 keeps about 0.5)
+FALLBACK_MAX_SHARE = 0.75
 
 _HF_WEIGHTS = re.compile(r"^model(-\d{5}-of-\d{5})?\.safetensors$")
 #: projector quants in order of preference when a repo ships several (llama.cpp loads F16 by default)
@@ -343,13 +346,17 @@ def what_if_artifacts(
 def fallback_artifacts(
     shape: ModelShape, offered: Iterable[Artifact], checkpoints: Iterable[PublishedCheckpoint] = ()
 ) -> tuple[Artifact, ...]:
-    """:data:`FALLBACK_WHAT_IFS` as artifacts (published checkpoints where known), leaving out the
-    precisions already ``offered`` (a GGUF repository's own Q4_K_M stays the one planned)."""
+    """:data:`FALLBACK_WHAT_IFS` as artifacts (published checkpoints where known) that make the weights
+    clearly smaller: at most :data:`FALLBACK_MAX_SHARE` of the smallest ``offered`` artifact, and not a
+    precision already offered (a GGUF repository's own Q4_K_M stays the one planned). gpt-oss-120b's
+    MXFP4 experts (60.8 GiB) get none: int4 AWQ would save 4 %, not a change an engineer would make."""
+    offered = list(offered)
     have = {artifact.quant.upper() for artifact in offered}
+    smallest = min((a.size_bytes for a in offered), default=shape.weight_bytes(shape.precision))
     return tuple(
         artifact
         for artifact in what_if_artifacts(shape, FALLBACK_WHAT_IFS, checkpoints)
-        if artifact.quant.upper() not in have
+        if artifact.quant.upper() not in have and artifact.size_bytes <= smallest * FALLBACK_MAX_SHARE
     )
 
 

@@ -180,3 +180,13 @@ def test_a_mac_falls_back_to_a_published_gguf_rather_than_converting_the_bf16_we
     assert result.widened and (first.engine, first.precision, first.runs_as_printed) == ("llamacpp", "Q8_0", True)
     converted = next(o for o in result.options if o.tier == 1 and not o.runs_as_printed)
     assert converted.precision == "BF16" and result.options.index(converted) > 0
+
+
+def test_no_fallback_for_weights_already_about_four_bits():
+    """gpt-oss-120b ships its experts in MXFP4 (60.8 GiB all told): int4 AWQ would be 58.2 GiB, 96 % of it, over the
+    0.75 share a fallback may keep; fp8 (110 GiB), Q8_0 and Q4_K_M are larger still. Nothing is added, so a plan where
+    the own weights do not fit says so and suggests the fp8 KV cache or a shorter context instead."""
+    shape = shape_of("openai__gpt-oss-120b")
+    assert fallback_artifacts(shape, [original_artifact(shape)]) == ()
+    bf16 = shape_of(LLAMA_70B)  # 141.1 GB: fp8 (70.6 GB, 0.50) … Q4_K_M (0.31) all clearly smaller
+    assert len(fallback_artifacts(bf16, [original_artifact(bf16)])) == 4
