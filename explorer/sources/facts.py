@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from explorer.errors import (
     CacheError,
     GGUFError,
     HubError,
+    HubFileNotFoundError,
+    HubResponseError,
     capped_list,
 )
 from explorer.gguf.header import GGUFHeader
@@ -106,6 +108,7 @@ def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settin
     from explorer.sources.hub.many import fetch_repo_basics
     from explorer.sources.hub.weights import fetch_gguf_header_bytes
 
+    settings = settings.started()
     listing, configs, st = fetch_repo_basics(
         repo,
         revision,
@@ -115,7 +118,7 @@ def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settin
         cancel=cancel,
     )
     read, required = wanted_gguf(listing, filename)
-    headers, notes = {}, []
+    headers, notes, missing = {}, [], set()
     for path in read:
         size = listing.file(path).size_bytes
         try:
@@ -129,10 +132,17 @@ def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settin
                 progress=progress,
                 cancel=cancel,
             )
-        except GGUFError as e:
+        except HubFileNotFoundError:
+            if path in required:
+                raise
+            missing.add(path)
+            notes.append(f"{path}: the Hub answered 404 (not found) for it; dropped from the offer")
+        except (GGUFError, HubResponseError) as e:
             if path in required:
                 raise
             notes.append(f"{path}: header unreadable ({e}); its quant is taken from the file name")
+    if missing:  # a 404 at a resolved commit is for good: the file is not part of the repo at that commit
+        listing = replace(listing, files=tuple(f for f in listing.files if f.path not in missing))
     return HubFacts(listing=listing, configs=configs, safetensors=st, headers=headers, notes=tuple(notes))
 
 
@@ -152,6 +162,8 @@ def store_facts(cache: Any, facts: HubFacts) -> str | None:
         cache.put_listing(listing)
     except CacheError as e:
         return f"not cached: {e}"
+    if not cache.writable and not cache.pending:
+        return f"not cached: the cache at {cache.path} is {cache.mode}" + (f" ({cache.why})" if cache.why else "")
     return None
 
 

@@ -33,6 +33,7 @@ class ResolvedModel:
         repo: the Hub repository, None for local files.
         sha: the commit the facts belong to, when known.
         notes: how it was resolved: fallbacks, approximations, where sizes came from.
+        stale: answered from a cache entry past its TTL because the Hub could not answer.
     """
 
     spec: ModelSpec
@@ -42,6 +43,7 @@ class ResolvedModel:
     repo: str | None = None
     sha: str | None = None
     notes: tuple[str, ...] = ()
+    stale: bool = False
 
     def __repr__(self) -> str:
         labels = ", ".join(a.label for a in self.artifacts)
@@ -68,6 +70,7 @@ class ResolvedModel:
         """A JSON-ready dict of where the model came from and what it offers (no GGUF headers)."""
         return {
             "origin": self.origin,
+            "stale": self.stale,
             "repo": self.repo,
             "sha": self.sha,
             "notes": list(self.notes),

@@ -31,7 +31,6 @@ from support.hub_fixtures import (
 from explorer.errors import (
     GatedRepoError,
     GGUFSplitError,
-    HubConnectionError,
     HubError,
     HubTimeoutError,
     NothingToPlanError,
@@ -144,15 +143,27 @@ def test_hub_then_cache_with_the_server_stopped(new_hub_server, own_cache):
     assert resolve_model(f"{SHARDED}@{first.sha}", settings=settings, **QUIET).origin == "cache"
 
 
-def test_branch_mapping_expires_but_a_pinned_sha_does_not(hub_server, own_cache, closed_port_endpoint):
-    sha = resolve_model(SINGLE, settings=HubSettings.resolve(endpoint=hub_server.endpoint), **QUIET).sha
-    settings = HubSettings.resolve(endpoint=closed_port_endpoint, timeout_s=1)  # the Hub is gone
-    with Cache.open(own_cache, ttl_s=0, clock=lambda: time.time() + 5) as stale:
-        with pytest.raises(HubConnectionError):  # main's mapping is stale, the Hub is gone, no snapshot entry
-            resolve_model(SINGLE, settings=settings, cache=stale, **QUIET)
-        assert resolve_model(SINGLE, revision=sha, settings=settings, cache=stale, **QUIET).origin == "cache"
+def test_branch_mapping_expires_but_a_pinned_sha_does_not(new_hub_server, own_cache):
+    server = new_hub_server()
+    sha = resolve_model(SINGLE, settings=HubSettings.resolve(endpoint=server.endpoint), **QUIET).sha
+    server.set_slow(3)  # the Hub stops answering in time
+    settings = HubSettings.resolve(endpoint=server.endpoint, timeout_s=1)
+    with Cache.open(own_cache, ttl_s=0, clock=lambda: time.time() + 7200, endpoint=server.endpoint) as old:
+        # main's mapping is past its TTL and the Hub cannot answer: the entry answers, marked stale
+        stale = resolve_model(SINGLE, settings=settings, cache=old, **QUIET)
+        assert stale.origin == "cache" and stale.stale and stale.sha == sha
+        assert any(n.startswith("stale: the Hub failed (HubTimeoutError") and "2.0 h ago" in n for n in stale.notes)
+        pinned = resolve_model(SINGLE, revision=sha, settings=settings, cache=old, **QUIET)
+        assert pinned.origin == "cache" and not pinned.stale
+    with pytest.raises(HubTimeoutError):  # another endpoint's rows are not this one's: a miss, then no snapshot
+        resolve_model(
+            SINGLE,
+            settings=HubSettings.resolve(endpoint=server.endpoint.replace("127.0.0.1", "localhost"), timeout_s=1),
+            **QUIET,
+        )
     # offline, with the cache opened by the resolver: a mapping of any age answers
-    assert resolve_model(SINGLE, offline=True, **QUIET).origin == "cache"
+    offline = resolve_model(SINGLE, offline=True, settings=settings, **QUIET)
+    assert offline.origin == "cache" and not offline.stale
 
 
 def test_gguf_repo_reads_under_one_percent_and_caches_headers(new_hub_server):
@@ -235,7 +246,7 @@ def test_definite_hub_answers_are_not_hidden_by_the_snapshot(hub_endpoint):
 
 def test_a_listing_stored_last_means_a_half_written_repo_is_a_miss(hub_endpoint, own_cache):
     got = resolve_model(SINGLE, **QUIET)
-    with Cache.open(own_cache) as cache:
+    with Cache.open(own_cache, endpoint=hub_endpoint) as cache:
         assert facts_from_cache(cache, SINGLE, got.sha, None, None) is not None
         cache.put_config("o/half", "a" * 40, "config.json", {"model_type": "llama"})  # killed before the listing
         assert cache.resolve_revision("o/half") is None

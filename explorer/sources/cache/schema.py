@@ -1,9 +1,11 @@
 """The cache's tables, and turning values into JSON the cache can store.
 
-Every table is keyed by repo and resolved commit sha (and file name where a
+Every table is keyed by the Hub endpoint (``HF_ENDPOINT``: a mirror's answers
+never mix with the Hub's), repo and resolved commit sha (and file name where a
 repo has several), so a row never goes stale: only ``revisions`` (branch or
 tag -> sha) expires. Bump :data:`SCHEMA_VERSION` when a table changes; an
-older file is then rebuilt empty.
+older file is then rebuilt empty. ``meta`` also holds :data:`CREATED_BY`, the
+mark of a file explorer made.
 """
 
 from __future__ import annotations
@@ -13,31 +15,39 @@ import enum
 import json
 from collections.abc import Mapping
 
-SCHEMA_VERSION = 1
+from explorer.errors import CacheError
+from explorer.limits import load_json
+
+SCHEMA_VERSION = 2
+#: ``meta``'s ``created_by`` value in every file explorer makes
+CREATED_BY = "explorer"
 
 #: arrays longer than this are stored as a summary (a GGUF vocabulary has 150k entries)
 MAX_ARRAY_ITEMS = 64
 #: how many leading items a summary keeps
 SUMMARY_HEAD = 8
 
+#: each data table's columns; the endpoint column (last, so rows are written as its key's last part) is added below
+_COLUMNS: dict[str, tuple[str, str]] = {
+    # repo facts at one commit; file_count lets a reader check the files rows are all there
+    "repos": ("repo VARCHAR, sha VARCHAR, gated BOOLEAN, private BOOLEAN, file_count INTEGER, fetched_at DOUBLE",
+              "repo, sha"),
+    # branch, tag or sha -> sha, with the time it was learnt (seconds since the epoch)
+    "revisions": ("repo VARCHAR, revision VARCHAR, sha VARCHAR, fetched_at DOUBLE", "repo, revision"),
+    # idx keeps the Hub's order of the listing
+    "files": ("repo VARCHAR, sha VARCHAR, idx INTEGER, path VARCHAR, size_bytes BIGINT, lfs BOOLEAN", "repo, sha, path"),
+    "configs": ("repo VARCHAR, sha VARCHAR, filename VARCHAR, text VARCHAR, fetched_at DOUBLE", "repo, sha, filename"),
+    # params_by_dtype and files are JSON objects: dtype -> count, file -> size in bytes
+    "safetensors": ("repo VARCHAR, sha VARCHAR, total_params BIGINT, params_by_dtype VARCHAR, files VARCHAR,"
+                    " fetched_at DOUBLE", "repo, sha"),
+    # metadata and tensors are JSON (arrays summarised); header_bytes: bytes the header spans
+    "gguf_headers": ("repo VARCHAR, sha VARCHAR, filename VARCHAR, metadata VARCHAR, tensors VARCHAR,"
+                     " header_bytes BIGINT, file_size_bytes BIGINT, fetched_at DOUBLE", "repo, sha, filename"),
+}  # fmt: skip
+
 TABLES: dict[str, str] = {
     "meta": "key VARCHAR PRIMARY KEY, value VARCHAR",
-    # repo facts at one commit; file_count lets a reader check the files rows are all there
-    "repos": "repo VARCHAR, sha VARCHAR, gated BOOLEAN, private BOOLEAN, file_count INTEGER,"
-    " fetched_at DOUBLE, PRIMARY KEY (repo, sha)",
-    # branch, tag or sha -> sha, with the time it was learnt (seconds since the epoch)
-    "revisions": "repo VARCHAR, revision VARCHAR, sha VARCHAR, fetched_at DOUBLE, PRIMARY KEY (repo, revision)",
-    # idx keeps the Hub's order of the listing
-    "files": "repo VARCHAR, sha VARCHAR, idx INTEGER, path VARCHAR, size_bytes BIGINT, lfs BOOLEAN,"
-    " PRIMARY KEY (repo, sha, path)",
-    "configs": "repo VARCHAR, sha VARCHAR, filename VARCHAR, text VARCHAR, fetched_at DOUBLE,"
-    " PRIMARY KEY (repo, sha, filename)",
-    # params_by_dtype and files are JSON objects: dtype -> count, file -> size in bytes
-    "safetensors": "repo VARCHAR, sha VARCHAR, total_params BIGINT, params_by_dtype VARCHAR, files VARCHAR,"
-    " fetched_at DOUBLE, PRIMARY KEY (repo, sha)",
-    # metadata and tensors are JSON (arrays summarised); header_bytes: bytes the header spans
-    "gguf_headers": "repo VARCHAR, sha VARCHAR, filename VARCHAR, metadata VARCHAR, tensors VARCHAR,"
-    " header_bytes BIGINT, file_size_bytes BIGINT, fetched_at DOUBLE, PRIMARY KEY (repo, sha, filename)",
+    **{t: f"{cols}, endpoint VARCHAR, PRIMARY KEY ({key}, endpoint)" for t, (cols, key) in _COLUMNS.items()},
 }
 
 #: tables holding cached facts (all but meta), in the order info() and export() list them
@@ -86,5 +96,5 @@ def dumps(value: object) -> str:
 
 
 def loads(text: str | None) -> object:
-    """Parse what :func:`dumps` wrote."""
-    return None if text is None else json.loads(text)
+    """Parse what :func:`dumps` wrote; CacheError for text that is not (bad JSON, nested too deep)."""
+    return None if text is None else load_json(text, where="a cached record", error=CacheError)
