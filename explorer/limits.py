@@ -28,6 +28,7 @@ __all__ = [
     "MAX_LAYERS",
     "PLAUSIBLE_MAXIMA",
     "check_count",
+    "check_figures",
     "check_finite",
     "json_depth",
     "load_json",
@@ -97,6 +98,20 @@ def check_finite(value: float, key: str, *, where: str, error: type[ExplorerErro
     if isinstance(value, float) and not math.isfinite(value):
         raise error(f"{where}: {key} is {value!r}; it must be a finite number", hint="the file is corrupt or hostile")
     return value
+
+
+def check_figures(where: str, error: type[ExplorerError], **figures: float | int | None) -> None:
+    """Raise ``error`` when a figure is negative, NaN or infinite (None passes): a record never holds nonsense.
+
+    Called where records of derived figures are built (per-card memory, an
+    evaluation, a speed estimate), so an input that slipped past its checks
+    becomes a typed error naming the figure, not a ranked option of -63.8 GiB.
+    """
+    for name, value in figures.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0 or value == math.inf:
+            raise error(f"{where}: {name} came out as {value!r}; it must be a finite number ≥ 0")
 
 
 def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:

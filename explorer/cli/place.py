@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from explorer.cli.args import fraction
 from explorer.cli.plan import read_cluster
 from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
@@ -28,7 +29,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--plan", default=None, metavar="FILE", help="a manual plan (.json or .toml) to check instead")
     p.add_argument("--engine", choices=("vllm", "llamacpp"), default="vllm", help="whose accounting sizes each model")
-    p.add_argument("--usable-fraction", type=float, default=0.9, help="share of each card a placement may use")
+    p.add_argument(
+        "--usable-fraction",
+        type=fraction("the usable share"),
+        default=0.9,
+        help="share of each card a placement may use",
+    )
     p.add_argument("--kv-dtype", default="auto", help="KV cache type")
     p.add_argument("--quant", default=None, help="what-if precision for every model")
     p.add_argument("--offline", action="store_true", help="use only the cache and the shipped snapshot")

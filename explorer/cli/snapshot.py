@@ -12,6 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
+from explorer.cli.args import int_range
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.units import gib, human_count
 
@@ -21,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = actions.add_parser("list", help="the repositories the snapshot knows")
     ls.add_argument("--search", default="", metavar="TEXT", help="only entries matching every word of TEXT")
-    ls.add_argument("--limit", type=int, default=1000, help="show at most this many")
+    ls.add_argument("--limit", type=int_range(0, 1 << 20, "--limit"), default=1000, help="show at most this many")
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     ref = actions.add_parser("refresh", help="re-read repositories from the Hub and write the snapshot")
     ref.add_argument(
@@ -34,7 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ref.add_argument(
         "--out", type=Path, default=None, metavar="PATH", help="where to write (default: over the snapshot)"
     )
-    ref.add_argument("--workers", type=int, default=4, metavar="N", help="repositories fetched at once (default 4)")
+    ref.add_argument(
+        "--workers",
+        type=int_range(1, 64, "--workers"),
+        default=4,
+        metavar="N",
+        help="repositories fetched at once (default 4)",
+    )
     add_hub_options(ref)
     seed = actions.add_parser("seed", help="rebuild the snapshot from a folder of config.json files")
     seed.add_argument("--configs", type=Path, required=True, metavar="DIR", help="org__name.json config files")

@@ -14,6 +14,8 @@ from functools import lru_cache
 from typing import Literal
 
 from explorer.engines.fit_search import largest_fitting
+from explorer.errors import ImplausibleFigureError, PlanError
+from explorer.limits import MAX_CONTEXT_TOKENS, check_figures
 from explorer.model.dtypes import ElementType
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
@@ -84,6 +86,33 @@ class PlanRequest:
     ubatch_tokens: int = 512
     mmap: bool = True
     host_fraction: float = 0.85
+
+    def __post_init__(self) -> None:
+        """Every number in range, or PlanError naming it: nothing downstream sees NaN, inf or a negative count."""
+        _in_range("context_tokens", self.context_tokens, 1, MAX_CONTEXT_TOKENS)
+        _in_range("concurrency", self.concurrency, 1, 1 << 20)
+        _in_range("batch_tokens", self.batch_tokens, 1, MAX_CONTEXT_TOKENS)
+        _in_range("ubatch_tokens", self.ubatch_tokens, 1, MAX_CONTEXT_TOKENS)
+        for name in ("max_num_batched_tokens", "max_num_seqs", "chunked_prefill_size", "cuda_graph_max_bs"):
+            if (value := getattr(self, name)) is not None:
+                _in_range(name, value, 0, MAX_CONTEXT_TOKENS)
+        if self.n_gpu_layers is not None:
+            _in_range("n_gpu_layers", self.n_gpu_layers, 0, 1 << 20)
+        for name in ("gpu_memory_utilization", "mem_fraction_static", "host_fraction"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float) and 0 < value <= 1):
+                raise PlanError(f"{name} is {value!r}; it must be a share above 0 and at most 1")
+        if self.tensor_split is not None:
+            split = self.tensor_split
+            if not split or not all(isinstance(x, int | float) and 0 <= x < float("inf") for x in split):
+                raise PlanError(f"tensor_split {split!r} must hold finite shares ≥ 0")
+            if not 0 < sum(split) < float("inf"):
+                raise PlanError(f"tensor_split {split!r} must have shares summing to a finite number above 0")
+
+
+def _in_range(name: str, value: object, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise PlanError(f"{name} is {value!r}; it must be a whole number from {lo:,} to {hi:,}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,6 +192,18 @@ class CardMemory:
     capacity: int
     count: int = 1
 
+    def __post_init__(self) -> None:
+        check_figures(
+            f"card memory ({self.role})",
+            ImplausibleFigureError,
+            weights=self.weights,
+            kv_cache=self.kv_cache,
+            activations=self.activations,
+            overhead=self.overhead,
+            usable=self.usable,
+            capacity=self.capacity,
+        )
+
     @property
     def total(self) -> int:
         """Everything the card must hold."""
@@ -205,6 +246,16 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
     free_needed_bytes: int = 0
     n_gpu_layers: int | None = None
+
+    def __post_init__(self) -> None:
+        check_figures(
+            "an evaluation",
+            ImplausibleFigureError,
+            max_context_tokens=self.max_context_tokens,
+            max_concurrency=self.max_concurrency,
+            layers_on_host=self.layers_on_host,
+            free_needed_bytes=self.free_needed_bytes,
+        )
 
     @property
     def fits(self) -> bool:
