@@ -9,7 +9,8 @@ maximum (:data:`PLAUSIBLE_MAXIMA`), naming the value and the cap, before
 anything is allocated; :func:`check_finite` does the same for floats.
 
 :func:`load_json` parses JSON text with its nesting bounded (:data:`MAX_JSON_DEPTH`),
-so a file of ten thousand ``[`` is a typed error, not a RecursionError.
+so a file of ten thousand ``[`` is a typed error, not a RecursionError;
+:func:`load_toml` does the same for TOML.
 
 Shared by every layer (the core and the edges), like :mod:`explorer.units`.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import tomllib
 from typing import Any
 
 from explorer.errors import ExplorerError
@@ -32,6 +34,7 @@ __all__ = [
     "check_finite",
     "json_depth",
     "load_json",
+    "load_toml",
     "plausible_max",
 ]
 
@@ -148,6 +151,19 @@ def load_json(text: str | bytes, *, where: str, error: type[ExplorerError], hint
         raise error(f"{where} nests deeper than {MAX_JSON_DEPTH} levels", hint=hint) from None
     except ValueError as e:
         raise error(f"{where} is not valid JSON: {e}", hint=hint) from None
+    if json_depth(value) > MAX_JSON_DEPTH:
+        raise error(f"{where} nests deeper than {MAX_JSON_DEPTH} levels", hint=hint)
+    return value
+
+
+def load_toml(text: str, *, where: str, error: type[ExplorerError], hint: str | None = None) -> dict[str, Any]:
+    """Parse TOML text, nested at most MAX_JSON_DEPTH deep; ``error`` for text that is not TOML or too deep."""
+    try:
+        value = tomllib.loads(text)
+    except RecursionError:
+        raise error(f"{where} nests deeper than {MAX_JSON_DEPTH} levels", hint=hint) from None
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{where} is not valid TOML: {e}", hint=hint) from None
     if json_depth(value) > MAX_JSON_DEPTH:
         raise error(f"{where} nests deeper than {MAX_JSON_DEPTH} levels", hint=hint)
     return value

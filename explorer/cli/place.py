@@ -10,11 +10,12 @@ from typing import Any
 
 from explorer.cli.args import fraction
 from explorer.cli.plan import read_cluster
-from explorer.errors import PlacementError
+from explorer.errors import ManualPlanError, PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.fleet.text import describe_placement
 from explorer.sources.resolve import load_shape
+from explorer.sources.shipped import read_user_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     ]
     if args.plan:
         path = Path(args.plan)
-        manual = parse_plan_text(path.read_text(), fmt="toml" if path.suffix == ".toml" else "json")
+        text = read_user_text(path, "the placement plan", ManualPlanError)
+        manual = parse_plan_text(text, fmt="toml" if path.suffix == ".toml" else "json")
         placement = validate_plan(manual, models, offer.cards)
     else:
         placement = place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)

@@ -102,7 +102,10 @@ def _refresh(args: argparse.Namespace) -> int:
     from explorer.sources.snapshot.read import load_snapshot
 
     if args.repos is not None:
-        lines = args.repos.read_text().splitlines()
+        from explorer.errors import SnapshotError
+        from explorer.sources.shipped import read_user_text
+
+        lines = read_user_text(args.repos, "the list of repos", SnapshotError).splitlines()
         repos = [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
     else:
         repos = list(load_snapshot().repos)

@@ -13,19 +13,34 @@ from functools import cache
 from pathlib import Path
 
 from explorer.datafiles import data_path
-from explorer.errors import CatalogueError, ClusterSpecError
+from explorer.errors import CatalogueError, ClusterSpecError, ExplorerError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.cluster_dict import cluster_from_text
 from explorer.hardware.cluster_text import parse_cluster_spec
 from explorer.speed.prices import PriceTable, parse_prices
 
+#: the largest file of the user's read (cluster files, plans, price tables, repo lists are a few kB)
+MAX_USER_FILE_BYTES = 16 * 1024 * 1024
 
-def _read_text(path: str | Path, what: str, error: type[CatalogueError] | type[ClusterSpecError]) -> str:
+
+def read_user_text(path: str | Path, what: str, error: type[ExplorerError]) -> str:
+    """The UTF-8 text of a file the user named; ``error`` saying what is wrong (missing, a folder, no
+    permission, too large, not UTF-8) instead of an OSError or a UnicodeDecodeError."""
+    p = Path(path)
     try:
-        return Path(path).read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise error(f"cannot read {what} {path}: {e}") from None
+        if p.is_dir():
+            raise error(f"{what} {p} is a folder, not a file", hint="give the path of the file itself")
+        size = p.stat().st_size
+        if size > MAX_USER_FILE_BYTES:
+            raise error(f"{what} {p} is {size:,} bytes; at most {MAX_USER_FILE_BYTES:,} are read")
+        data = p.read_bytes()
+    except OSError as e:
+        raise error(f"cannot read {what} {p}: {e.strerror or e}", hint="check the path") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {p} is not UTF-8 text (byte {e.start:,} is {data[e.start]:#04x})") from None
 
 
 @cache
@@ -36,7 +51,7 @@ def shipped_catalogue() -> Catalogue:
 
 def read_catalogue(path: str | Path) -> Catalogue:
     """A GPU catalogue table from a file (the columns of ``data/gpus.csv``)."""
-    return Catalogue.from_csv_text(_read_text(path, "the GPU catalogue", CatalogueError), source=str(path))
+    return Catalogue.from_csv_text(read_user_text(path, "the GPU catalogue", CatalogueError), source=str(path))
 
 
 @cache
@@ -51,7 +66,7 @@ def read_prices(path: str | Path) -> PriceTable:
     Raises:
         CatalogueError: the file cannot be read or is malformed.
     """
-    return parse_prices(_read_text(path, "the price table", CatalogueError), source=str(path))
+    return parse_prices(read_user_text(path, "the price table", CatalogueError), source=str(path))
 
 
 def parse_cluster(text: str, catalogue: Catalogue | None = None) -> Cluster:
@@ -65,7 +80,7 @@ def load_cluster_file(path: str | Path, catalogue: Catalogue | None = None) -> C
     Raises:
         ClusterSpecError: the file cannot be read or parsed, or describes an impossible cluster.
     """
-    text = _read_text(path, "cluster file", ClusterSpecError)
+    text = read_user_text(path, "cluster file", ClusterSpecError)
     return cluster_from_text(
         text, catalogue or shipped_catalogue(), source=str(path), toml_first=str(path).lower().endswith(".toml")
     )

@@ -197,11 +197,11 @@ class Cache:
             for key in [k for k in self._memo if repo is None or k[1:3] == (repo, sha)]:
                 del self._memo[key]
 
-    def _write(self, what: str, statements: list[tuple[str, list]]) -> bool:
+    def _write(self, what: str, statements: list[tuple[str, list]], *, queue: bool = True) -> bool:
         """Run ``statements`` as one transaction; False when not written now (queued, or not writable)."""
         with self._lock:
             if not self.writable:
-                if self._queue_writes:
+                if self._queue_writes and queue:
                     self._pending.append((what, statements))
                 return False
             for _, params in statements:  # every statement's first two parameters are repo and sha
@@ -443,9 +443,9 @@ class Cache:
         }
 
     def clear(self) -> bool:
-        """Delete every cached row (one transaction)."""
+        """Delete every cached row (one transaction); False, with nothing queued, when the file cannot be written."""
         self._forget()
-        return self._write("a clear", [(f"DELETE FROM {t}", []) for t in DATA_TABLES])
+        return self._write("a clear", [(f"DELETE FROM {t}", []) for t in DATA_TABLES], queue=False)
 
     def export(self, path: str | os.PathLike) -> Path:
         """Write every table to one JSON file and return its path.
