@@ -23,6 +23,7 @@ import tomllib
 from typing import Any
 
 from explorer.errors import ExplorerError
+from explorer.memo import memo
 
 __all__ = [
     "MAX_CONTEXT_TOKENS",
@@ -38,8 +39,8 @@ __all__ = [
     "plausible_max",
 ]
 
-#: layers (block_count, num_hidden_layers): the largest published model has 126; 32× that
-MAX_LAYERS = 1 << 12
+#: layers (block_count, num_hidden_layers): the largest published model has 126; 8× that
+MAX_LAYERS = 1 << 10
 #: routed experts: the most published is 512 (Qwen3-Next); 32× that
 MAX_EXPERTS = 1 << 14
 #: vocabulary: the largest published is 262,208 (Gemma 3); 32× that
@@ -74,6 +75,7 @@ PLAUSIBLE_MAXIMA: tuple[tuple[tuple[str, ...], int, str], ...] = (
 MAX_JSON_DEPTH = 64
 
 
+@memo(512, keyed_on="the key's name")
 def plausible_max(key: str) -> tuple[int, str]:
     """(the most ``key`` may hold, what it counts) by the first row of :data:`PLAUSIBLE_MAXIMA` it matches."""
     low = key.lower()

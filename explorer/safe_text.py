@@ -15,16 +15,18 @@ in them must never reach a terminal, a page or a file as they are:
   ``\\x1b`` / ``\\u202e`` escapes, so that a name read from a file cannot
   recolour the terminal, move the cursor or reverse the text around it.
 
-:func:`safe_text` does both. The registry of secrets is the one piece of
+:func:`safe_text` does both; :func:`safe_html` then escapes it for a page (the
+notebooks and widgets use it wherever they show text from outside). The registry of secrets is the one piece of
 process state here: a few strings, capped at :data:`MAX_SECRETS`.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import threading
 
-__all__ = ["MAX_SECRETS", "REDACTED", "escape_controls", "redact", "register_secret", "safe_text"]
+__all__ = ["MAX_SECRETS", "REDACTED", "escape_controls", "redact", "register_secret", "safe_html", "safe_text"]
 
 #: what a secret is replaced by
 REDACTED = "hf_***"
@@ -85,3 +87,8 @@ def escape_controls(text: str, *, multiline: bool = False) -> str:
 def safe_text(text: object, *, multiline: bool = False) -> str:
     """``str(text)`` redacted, then with its control characters escaped: fit for a terminal or a page."""
     return escape_controls(redact(str(text)), multiline=multiline)
+
+
+def safe_html(text: object) -> str:
+    """:func:`safe_text`, then HTML-escaped: fit for a notebook's markdown or a widget's HTML."""
+    return html.escape(safe_text(text, multiline=True))

@@ -31,7 +31,7 @@ An architecture llama.cpp's table here does not know still gets values
 (the generic keys), with ``approximate`` set and the reason in ``notes``.
 
 Every number is checked as it is read, before anything is built from it: a
-count past its plausible maximum (:func:`explorer.limits.check_count`: 4,096
+count past its plausible maximum (:func:`explorer.limits.check_count`: 1,024
 layers, 2^23 tokens of vocabulary…) or below 0 is a GGUFLimitError naming the
 key, the value and the cap; a NaN or infinite float a GGUFValueError.
 """
