@@ -29,6 +29,7 @@ import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from explorer.errors import (
@@ -165,11 +166,18 @@ def _settings(settings: HubSettings | None, *, offline: bool, token: str | None)
 
 
 def _open_cache(s: HubSettings, *, read_only: bool, notes: list[str]):
-    """The cache of ``s.endpoint``'s answers, or None (with a note) when it cannot be opened."""
-    from explorer.sources.cache.store import DEFAULT_TTL_S, Cache
+    """The cache of ``s.endpoint``'s answers, or None (with a note) when it cannot be opened.
 
-    try:  # offline, a branch mapping of any age beats no answer, and nothing is written: the file is only read
-        return Cache.open(read_only=read_only, ttl_s=float("inf") if s.offline else DEFAULT_TTL_S, endpoint=s.endpoint)
+    Opened to write, it waits up to FLUSH_WAIT_S for another process to let the file go (each holds it
+    for one short read or write), and only then reads a copy and queues its writes.
+    """
+    from explorer.sources.cache.file import LOCK_WAIT_S
+    from explorer.sources.cache.store import DEFAULT_TTL_S, FLUSH_WAIT_S, Cache
+
+    ttl_s = float("inf") if s.offline else DEFAULT_TTL_S  # offline, a branch mapping of any age beats no answer
+    wait_s = LOCK_WAIT_S if read_only else FLUSH_WAIT_S
+    try:
+        return Cache.open(read_only=read_only, ttl_s=ttl_s, endpoint=s.endpoint, lock_wait_s=wait_s)
     except CacheError as e:
         notes.append(f"the cache was not used: {e}")
         return None
@@ -203,12 +211,20 @@ def _no_cache_file() -> bool:
 
 
 def from_cache(
-    spec: ModelSpec, revision: str | None, cache: Any, notes: list[str], *, stale: str = ""
+    spec: ModelSpec,
+    revision: str | None,
+    cache: Any,
+    notes: list[str],
+    *,
+    stale: str = "",
+    drop: Callable[[str, str], bool] | None = None,
 ) -> ResolvedModel | None:
     """The cache's answer, checked: None on a miss, or when the entry fails its checks (then dropped, with a note).
 
     A branch mapping older than the cache's TTL is a miss, unless ``stale``
     (why the Hub could not answer) is given: then it answers, marked stale.
+    ``drop(repo, sha)`` deletes a poisoned entry (default: ``cache.drop``, a
+    no-op on a read-only cache).
     """
     if cache is None:
         return None
@@ -231,7 +247,7 @@ def from_cache(
     try:
         return build_model(spec, facts, "cache", [*notes, note], stale=bool(stale) and age_s > cache.ttl_s)
     except ExplorerError as e:  # a poisoned entry (written by an older explorer, or damaged): never answer from it
-        dropped = cache.drop(spec.repo, sha) or cache.pending
+        dropped = (drop or cache.drop)(spec.repo, sha)
         notes.append(
             f"the cached entry of {spec.repo}@{sha[:12]} failed its checks ({e.message}); "
             + ("dropped from the cache" if dropped else "ignored (the cache is read-only)")
@@ -250,10 +266,11 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
     if own:
         if not s.offline and _no_cache_file():
             creating = _create_cache_meanwhile(s)
-        else:
-            cache = _open_cache(s, read_only=s.offline, notes=notes)
+        else:  # read-only: other processes may read at once; a write opens the file again, briefly
+            cache = _open_cache(s, read_only=True, notes=notes)
+    drop = None if not own or s.offline else partial(_drop_entry, s)
     try:
-        if (got := from_cache(spec, revision, cache, notes)) is not None:
+        if (got := from_cache(spec, revision, cache, notes, drop=drop)) is not None:
             return got
         where = f"{spec.repo}{'@' + revision if revision else ''}{':' + spec.filename if spec.filename else ''}"
         if s.offline:
@@ -313,6 +330,15 @@ def _stale(spec: ModelSpec, revision: str | None, s: HubSettings, cache: Any, no
         return None
     with opened:
         return from_cache(spec, revision, opened, notes, stale=why)
+
+
+def _drop_entry(s: HubSettings, repo: str, sha: str) -> bool:
+    """Delete a poisoned entry from the cache file, opened for this write only."""
+    opened = _open_cache(s, read_only=False, notes=[])
+    if opened is None:
+        return False
+    with opened:
+        return opened.drop(repo, sha) or bool(opened.pending)
 
 
 def _store(facts: HubFacts, s: HubSettings, cache: Any) -> str | None:

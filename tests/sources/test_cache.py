@@ -15,6 +15,7 @@ import warnings
 
 import pytest
 from support.cache_checks import check_consistent, run_script
+from support.corpus import ROOT
 
 from explorer.errors import CacheError
 from explorer.sources.cache.schema import json_safe
@@ -403,3 +404,15 @@ def test_rewriting_a_key_is_seen_by_the_next_read(cache):
     assert cache.get_config("org/model", SHA) == {"v": 2}
     cache.clear()
     assert cache.get_config("org/model", SHA) is None
+
+
+def test_concurrent_resolvers_keep_every_fetched_record():
+    """Three processes resolving repos into one cache at once: every repo read from the Hub ends up cached.
+
+    (Before the write queue, the processes that found the file locked ran read-only and dropped their
+    records; ``python -m explorer.bench.cache_writers`` measures it at scale.)
+    """
+    from explorer.bench.cache_writers import run
+
+    got = run(processes=3, repos_count=9, code_root=ROOT)
+    assert not got["failed"] and got["fetched"] == 9 and got["kept"] == 9

@@ -29,7 +29,7 @@ from explorer.errors import ExplorerError
 #: the seed of every suite's random.Random
 SEED = int(os.environ.get("EXPLORER_FUZZ_SEED", "14"))
 #: the longest one case may take (seconds); hostile counts must be refused long before
-CASE_SECONDS = 2.0
+CASE_SECONDS = 5.0
 #: the most the process's peak memory may grow over a suite
 GROWTH_BYTES = 512 * 1024 * 1024
 

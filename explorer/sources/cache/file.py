@@ -22,6 +22,7 @@ Each degradation warns with :class:`CacheWarning`.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import time
 import warnings
@@ -194,10 +195,11 @@ def connect_for_writing(p: str, *, wait_s: float):
 
 
 def _connect(p: str, *, read_only: bool, wait_s: float):
-    """Connect, retrying with backoff (20 ms doubling to 0.5 s) while another process holds the lock."""
+    """Connect, retrying while another process holds the lock: waits of 10 ms doubling to 100 ms, each
+    stretched by a random 0 to 50 % so that processes waiting together do not retry in step."""
     import duckdb
 
-    deadline, delay = time.monotonic() + wait_s, 0.02
+    deadline, delay = time.monotonic() + wait_s, 0.01
     while True:
         try:
             return duckdb.connect(p, read_only=read_only)
@@ -206,8 +208,8 @@ def _connect(p: str, *, read_only: bool, wait_s: float):
             left = deadline - time.monotonic()
             if not other_process or left <= 0:
                 raise
-        time.sleep(min(delay, left))  # the last wait lands on the deadline: the whole budget is used
-        delay = min(delay * 2, 0.5)
+        time.sleep(min(delay * (1 + random.random() / 2), left))  # the last wait lands on the deadline
+        delay = min(delay * 2, 0.1)
 
 
 def _shared(p: str) -> Opened:

@@ -156,17 +156,21 @@ class Cache:
         with self._lock:
             if self._pending:
                 self.flush()
-            if self._con is not None:
-                try:
-                    if self.writable:
-                        self._con.execute("CHECKPOINT")
-                finally:
-                    self._con.close()
-                    self._con, self.mode = None, "disabled"
-            self._memo.clear()
-            if self._tmp:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-                self._tmp = None
+            self._release()
+
+    def _release(self) -> None:
+        """Checkpoint (when writable) and close the connection, and delete a snapshot copy."""
+        if self._con is not None:
+            try:
+                if self.writable:
+                    self._con.execute("CHECKPOINT")
+            finally:
+                self._con.close()
+                self._con, self.mode = None, "disabled"
+        self._memo.clear()
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     def _rows(self, sql: str, params: list) -> list[tuple]:
         with self._lock:
@@ -221,6 +225,7 @@ class Cache:
             if not self._pending:
                 return 0
             pending, self._pending = self._pending, []
+            self._release()  # this process's own read connection would conflict with its write one
             con = connect_for_writing(self.path, wait_s=self._flush_wait_s)
             if con is None:
                 warnings.warn(
