@@ -268,7 +268,7 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
             creating = _create_cache_meanwhile(s)
         else:  # read-only: other processes may read at once; a write opens the file again, briefly
             cache = _open_cache(s, read_only=True, notes=notes)
-    drop = None if not own or s.offline else partial(_drop_entry, s)
+    drop = None if not own or s.offline else partial(_drop_entry, s, cache)
     try:
         if (got := from_cache(spec, revision, cache, notes, drop=drop)) is not None:
             return got
@@ -332,8 +332,11 @@ def _stale(spec: ModelSpec, revision: str | None, s: HubSettings, cache: Any, no
         return from_cache(spec, revision, opened, notes, stale=why)
 
 
-def _drop_entry(s: HubSettings, repo: str, sha: str) -> bool:
-    """Delete a poisoned entry from the cache file, opened for this write only."""
+def _drop_entry(s: HubSettings, reading: Any, repo: str, sha: str) -> bool:
+    """Delete a poisoned entry from the cache file, opened for this write only (``reading``, this
+    process's read-only connection to it, is closed first: the two would conflict)."""
+    if reading is not None:
+        reading.close()
     opened = _open_cache(s, read_only=False, notes=[])
     if opened is None:
         return False

@@ -114,7 +114,19 @@ class Tally:
             f"typed errors {dict(sorted(self.typed.items()))}, slowest {self.slowest_s * 1000:.0f} ms"
         )
         shown = "\n".join(f"  {d}\n    -> {p}" for d, p in self.failures[:10])
-        return head + (f"\n{len(self.failures)} failures:\n{shown}" if self.failures else "")
+        kinds: dict[str, int] = {}
+        for _, problem in self.failures:
+            kind = (
+                problem.split(":")[0]
+                if problem.startswith("untyped")
+                else "slow"
+                if "took" in problem
+                else "absurd figure"
+            )
+            kinds[kind] = kinds.get(kind, 0) + 1
+        return head + (
+            f"\n{len(self.failures)} failures {dict(sorted(kinds.items()))}:\n{shown}" if self.failures else ""
+        )
 
 
 def peak_rss_bytes() -> int:
