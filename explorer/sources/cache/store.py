@@ -51,6 +51,7 @@ from pathlib import Path
 from explorer.errors import CacheError
 from explorer.limits import load_json
 from explorer.safe_text import redact
+from explorer.sources.cache import sql
 from explorer.sources.cache.file import (
     LOCK_WAIT_S,
     CacheWarning,
@@ -211,7 +212,7 @@ class Cache:
             for _, params in statements:  # every statement's first two parameters are repo and sha
                 if len(params) >= 2:
                     self._forget(params[0], params[1])
-            _transaction(self._con, what, self.path, statements)
+            sql.transaction(self._con, what, self.path, statements)
             if time.monotonic() - self._last_checkpoint >= CHECKPOINT_EVERY_S:
                 self._con.execute("CHECKPOINT")  # so that a process reading a copy sees recent rows
                 self._last_checkpoint = time.monotonic()
@@ -237,7 +238,7 @@ class Cache:
                 return 0
             try:
                 for what, statements in pending:
-                    _transaction(con, what, self.path, statements)
+                    sql.transaction(con, what, self.path, statements)
                 con.execute("CHECKPOINT")
             finally:
                 con.close()
@@ -248,10 +249,7 @@ class Cache:
 
     def resolve_revision(self, repo: str, revision: str | None = None) -> str | None:
         """The sha a revision stands for: itself for a 40-hex sha, else the cached mapping if younger than ttl_s."""
-        rev = revision or "main"
-        if _SHA.fullmatch(rev.lower()):
-            return rev.lower()
-        found = self.revision_entry(repo, rev)
+        found = self.revision_entry(repo, revision)
         if found is None or self._clock() - found[1] > self.ttl_s:
             return None
         return found[0]
@@ -261,10 +259,7 @@ class Cache:
         rev = revision or "main"
         if _SHA.fullmatch(rev.lower()):
             return rev.lower(), float("inf")
-        rows = self._rows(
-            "SELECT sha, fetched_at FROM revisions WHERE repo = ? AND revision = ? AND endpoint = ?",
-            [repo, rev, self.endpoint],
-        )
+        rows = self._rows(*sql.select("revisions", "sha, fetched_at", {"repo": repo, "revision": rev}, self.endpoint))
         return (rows[0][0], rows[0][1]) if rows else None
 
     def age_s(self, learnt_at: float) -> float:
@@ -273,62 +268,51 @@ class Cache:
 
     def put_revision(self, repo: str, revision: str, sha: str) -> bool:
         """Remember that ``revision`` pointed at ``sha`` now."""
-        return self._write("a revision", _revision_stmts(repo, revision, sha, self._clock(), self.endpoint))
+        return self._write("a revision", self._revision(repo, revision, sha))
+
+    def _revision(self, repo: str, revision: str, sha: str) -> list[sql.Statement]:
+        key = {"repo": repo, "revision": revision}
+        return sql.replace("revisions", key, [repo, revision, sha, self._clock()], self.endpoint)
 
     def drop(self, repo: str, sha: str) -> bool:
-        """Delete every row of (repo, sha), and the revisions pointing at it (one transaction)."""
-        e = self.endpoint
-        stmts = [(f"DELETE FROM {t} WHERE repo = ? AND sha = ? AND endpoint = ?", [repo, sha, e]) for t in DATA_TABLES]
+        """Delete every row of (repo, sha) (one transaction)."""
+        stmts = [sql.delete(t, {"repo": repo, "sha": sha}, self.endpoint) for t in DATA_TABLES]
         return self._write(f"the entry of {repo}@{sha[:12]}", stmts)
 
     # --- listings, configs, safetensors, GGUF headers ---------------------------------------
 
     def put_listing(self, listing: RepoListing) -> bool:
         """Store a listing and its revision -> sha mapping, in one transaction."""
-        r, sha, now, e = listing.repo_id, listing.sha, self._clock(), self.endpoint
-        f = listing.files
+        r, sha, f = listing.repo_id, listing.sha, listing.files
+        key = {"repo": r, "sha": sha}
         stmts = [
-            ("DELETE FROM files WHERE repo = ? AND sha = ? AND endpoint = ?", [r, sha, e]),
-            ("DELETE FROM repos WHERE repo = ? AND sha = ? AND endpoint = ?", [r, sha, e]),
-            (
-                "INSERT INTO repos VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [r, sha, listing.gated, listing.private, len(f), now, e],
-            ),
+            sql.delete("files", key, self.endpoint),
+            *sql.replace("repos", key, [r, sha, listing.gated, listing.private, len(f), self._clock()], self.endpoint),
         ]
         if f:
+            columns = [list(range(len(f))), [x.path for x in f], [x.size_bytes for x in f], [x.lfs for x in f]]
             stmts.append(
                 (
                     "INSERT INTO files SELECT ?, ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
                     " unnest(?::BOOLEAN[]), ?",
-                    [
-                        r,
-                        sha,
-                        list(range(len(f))),
-                        [x.path for x in f],
-                        [x.size_bytes for x in f],
-                        [x.lfs for x in f],
-                        e,
-                    ],
+                    [r, sha, *columns, self.endpoint],
                 )
             )
         if listing.revision and listing.revision != sha:
-            stmts += _revision_stmts(r, listing.revision, sha, now, e)
+            stmts += self._revision(r, listing.revision, sha)
         return self._write(f"the listing of {r}", stmts)
 
     def get_listing(self, repo: str, sha: str, *, revision: str | None = None) -> RepoListing | None:
         """The listing stored for (repo, sha), or None (also when its rows are incomplete)."""
+        key = {"repo": repo, "sha": sha}
         head = self._memo_rows(
-            ("repos", repo, sha),
-            "SELECT gated, private, file_count FROM repos WHERE repo = ? AND sha = ? AND endpoint = ?",
-            [repo, sha, self.endpoint],
+            ("repos", repo, sha), *sql.select("repos", "gated, private, file_count", key, self.endpoint)
         )
         if not head:
             return None
         gated, private, count = head[0]
         rows = self._memo_rows(
-            ("files", repo, sha),
-            "SELECT idx, path, size_bytes, lfs FROM files WHERE repo = ? AND sha = ? AND endpoint = ?",
-            [repo, sha, self.endpoint],
+            ("files", repo, sha), *sql.select("files", "idx, path, size_bytes, lfs", key, self.endpoint)
         )
         if len(rows) != count:  # cannot happen with whole transactions; a miss rather than half a listing
             return None
@@ -340,48 +324,31 @@ class Cache:
         if isinstance(config, bytes):
             config = config.decode("utf-8-sig")
         text = config if isinstance(config, str) else json.dumps(config, allow_nan=True)
+        key = {"repo": repo, "sha": sha, "filename": filename}
         return self._write(
             f"{filename} of {repo}",
-            [
-                (
-                    "DELETE FROM configs WHERE repo = ? AND sha = ? AND filename = ? AND endpoint = ?",
-                    [repo, sha, filename, self.endpoint],
-                ),
-                (
-                    "INSERT INTO configs VALUES (?, ?, ?, ?, ?, ?)",
-                    [repo, sha, filename, text, self._clock(), self.endpoint],
-                ),
-            ],
+            sql.replace("configs", key, [repo, sha, filename, text, self._clock()], self.endpoint),
         )
 
     def get_config(self, repo: str, sha: str, filename: str = "config.json") -> dict | None:
-        """The parsed JSON file, or None."""
-        rows = self._memo_rows(
-            ("configs", repo, sha, filename),
-            "SELECT text FROM configs WHERE repo = ? AND sha = ? AND filename = ? AND endpoint = ?",
-            [repo, sha, filename, self.endpoint],
-        )
+        """The parsed JSON file, or None; CacheError when its text is not JSON (a damaged row)."""
+        key = {"repo": repo, "sha": sha, "filename": filename}
+        rows = self._memo_rows(("configs", repo, sha, filename), *sql.select("configs", "text", key, self.endpoint))
         return load_json(rows[0][0], where=f"the cached {filename} of {repo}", error=CacheError) if rows else None
 
     def put_safetensors(self, repo: str, sha: str, params: SafetensorsParams) -> bool:
         by_dtype, files = dumps(dict(params.params_by_dtype)), dumps(dict(params.files))
+        row = [repo, sha, params.total_params, by_dtype, files, self._clock()]
         return self._write(
             f"the safetensors counts of {repo}",
-            [
-                ("DELETE FROM safetensors WHERE repo = ? AND sha = ? AND endpoint = ?", [repo, sha, self.endpoint]),
-                (
-                    "INSERT INTO safetensors VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [repo, sha, params.total_params, by_dtype, files, self._clock(), self.endpoint],
-                ),
-            ],
+            sql.replace("safetensors", {"repo": repo, "sha": sha}, row, self.endpoint),
         )
 
     def get_safetensors(self, repo: str, sha: str) -> SafetensorsParams | None:
-        rows = self._memo_rows(
-            ("safetensors", repo, sha),
-            "SELECT total_params, params_by_dtype, files FROM safetensors WHERE repo = ? AND sha = ? AND endpoint = ?",
-            [repo, sha, self.endpoint],
+        query = sql.select(
+            "safetensors", "total_params, params_by_dtype, files", {"repo": repo, "sha": sha}, self.endpoint
         )
+        rows = self._memo_rows(("safetensors", repo, sha), *query)
         if not rows:
             return None
         total, by_dtype, files = rows[0]
@@ -392,35 +359,18 @@ class Cache:
         """Store a GGUF header record: ``metadata``, ``tensors`` (made JSON-safe, long arrays
         summarised), ``header_bytes`` and ``file_size_bytes`` (or ``file_size``)."""
         size = record.get("file_size_bytes", record.get("file_size"))
-        row = [
-            repo,
-            sha,
-            filename,
-            dumps(record.get("metadata", {})),
-            dumps(record.get("tensors", [])),
-            int(record.get("header_bytes") or 0),
-            None if size is None else int(size),
-            self._clock(),
-            self.endpoint,
-        ]
-        return self._write(
-            f"the GGUF header of {filename}",
-            [
-                (
-                    "DELETE FROM gguf_headers WHERE repo = ? AND sha = ? AND filename = ? AND endpoint = ?",
-                    [repo, sha, filename, self.endpoint],
-                ),
-                ("INSERT INTO gguf_headers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row),
-            ],
-        )
+        metadata, tensors = dumps(record.get("metadata", {})), dumps(record.get("tensors", []))
+        header_bytes, size = int(record.get("header_bytes") or 0), None if size is None else int(size)
+        row = [repo, sha, filename, metadata, tensors, header_bytes, size, self._clock()]
+        key = {"repo": repo, "sha": sha, "filename": filename}
+        return self._write(f"the GGUF header of {filename}", sql.replace("gguf_headers", key, row, self.endpoint))
 
     def get_gguf_header(self, repo: str, sha: str, filename: str) -> dict | None:
         """``{"metadata", "tensors", "header_bytes", "file_size_bytes", "fetched_at"}`` or None."""
+        columns = "metadata, tensors, header_bytes, file_size_bytes, fetched_at"
+        key = {"repo": repo, "sha": sha, "filename": filename}
         rows = self._memo_rows(
-            ("gguf_headers", repo, sha, filename),
-            "SELECT metadata, tensors, header_bytes, file_size_bytes, fetched_at FROM gguf_headers"
-            " WHERE repo = ? AND sha = ? AND filename = ? AND endpoint = ?",
-            [repo, sha, filename, self.endpoint],
+            ("gguf_headers", repo, sha, filename), *sql.select("gguf_headers", columns, key, self.endpoint)
         )
         if not rows:
             return None
@@ -485,29 +435,3 @@ class Cache:
                 hint="give a path to a file in a folder that exists and that you can write",
             ) from None
         return out
-
-
-def _revision_stmts(repo: str, revision: str, sha: str, now: float, endpoint: str) -> list[tuple[str, list]]:
-    return [
-        ("DELETE FROM revisions WHERE repo = ? AND revision = ? AND endpoint = ?", [repo, revision, endpoint]),
-        ("INSERT INTO revisions VALUES (?, ?, ?, ?, ?)", [repo, revision, sha, now, endpoint]),
-    ]
-
-
-def _transaction(con, what: str, path: str, statements: list[tuple[str, list]]) -> None:
-    """Run ``statements`` in one transaction on ``con``, rolled back on any error (a DuckDB one: CacheError)."""
-    import duckdb  # loaded already: the connection is open
-
-    try:
-        con.execute("BEGIN TRANSACTION")
-        for sql, params in statements:
-            con.execute(sql, params)
-        con.execute("COMMIT")
-    except BaseException as e:
-        try:
-            con.execute("ROLLBACK")
-        except duckdb.Error:
-            pass
-        if isinstance(e, duckdb.Error):
-            raise CacheError(f"cannot write {what} to the cache at {path}: {e}") from e
-        raise

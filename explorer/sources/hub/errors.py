@@ -41,7 +41,7 @@ from explorer.errors import (
     RepoNotFoundError,
     RevisionNotFoundError,
 )
-from explorer.sources.hub.settings import HubSettings, env_true
+from explorer.sources.hub.settings import REQUEST_TIMEOUT_S, HubSettings, env_true
 
 _TOKEN_HINT = "pass a token with --token or set HF_TOKEN"
 
@@ -99,7 +99,8 @@ def _typed(e: Exception, s: HubSettings, repo_id: str, what: str, revision: str 
     if isinstance(e, hfe.OfflineModeIsEnabled):
         return OfflineMissError(f"offline mode (HF_HUB_OFFLINE): not asking the Hub for {what} of {repo_id}")
     if isinstance(e, httpx2.TimeoutException):
-        return HubTimeoutError(f"the Hub at {s.endpoint} did not answer within {s.timeout_s:g} s ({what} of {repo_id})")
+        waited = min(REQUEST_TIMEOUT_S, s.timeout_s)
+        return HubTimeoutError(f"the Hub at {s.endpoint} did not answer within {waited:g} s ({what} of {repo_id})")
     if isinstance(e, httpx2.TransportError):
         return HubConnectionError(f"could not reach the Hub at {s.endpoint} ({type(e).__name__}: {e})")
     if isinstance(e, httpx2.TooManyRedirects):

@@ -5,7 +5,7 @@ library of huggingface_hub 2.x) made on first use, following at most
 :data:`MAX_REDIRECTS` redirects (the Hub sends weight files to its CDN). It
 bounds everything a faulty or hostile server could stretch:
 
-- **time**: each wait for bytes is at most :data:`REQUEST_TIMEOUT_S` and never
+- **time**: each wait for bytes is at most ``settings.REQUEST_TIMEOUT_S`` (10 s) and never
   past the resolution's deadline (:meth:`HubSettings.started`); the body is
   streamed and the deadline checked at every chunk, so a server that drips a
   byte every few seconds is cut off at the deadline;
@@ -47,7 +47,7 @@ from urllib.parse import quote
 
 from explorer import __version__
 from explorer.errors import HubRateLimitError, HubResponseError, RepoNotFoundError
-from explorer.sources.hub.settings import HubSettings, clean_token, env_true
+from explorer.sources.hub.settings import REQUEST_TIMEOUT_S, HubSettings, clean_token, env_true
 
 if TYPE_CHECKING:
     import httpx2
@@ -64,8 +64,6 @@ __all__ = [
     "validate_repo_id",
 ]
 
-#: the most one wait for bytes (connect, each read) takes, within the resolution's deadline
-REQUEST_TIMEOUT_S = 10.0
 #: retries of an answer of 429 (too many requests) or 503 (unavailable)
 MAX_RETRIES = 3
 #: the wait before the first retry when the answer gives no Retry-After; doubled each time

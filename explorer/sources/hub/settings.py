@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_ENDPOINT",
     "DEFAULT_TIMEOUT_S",
     "MAX_TIMEOUT_S",
+    "REQUEST_TIMEOUT_S",
     "HubSettings",
     "clean_token",
     "env_true",
@@ -40,6 +41,8 @@ __all__ = [
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 30.0
+#: the most one wait for bytes (connect, each read) takes, within the resolution's deadline
+REQUEST_TIMEOUT_S = 10.0
 #: the longest a resolution may be given (a day); past it a typo is likelier than a wish
 MAX_TIMEOUT_S = 86_400.0
 #: the longest endpoint URL accepted
