@@ -26,9 +26,11 @@ from explorer.errors import ExplorerError
 from explorer.memo import memo
 
 __all__ = [
+    "MAX_CONCURRENCY",
     "MAX_CONTEXT_TOKENS",
     "MAX_JSON_DEPTH",
     "MAX_LAYERS",
+    "MAX_NGL",
     "PLAUSIBLE_MAXIMA",
     "check_count",
     "check_figures",
@@ -53,6 +55,10 @@ MAX_CONTEXT_TOKENS = 1 << 30
 MAX_WIDTH = 1 << 22
 #: any other count a file gives
 MAX_OTHER = 1 << 40
+#: sequences one request may ask for at once (a million is far past any card's KV cache)
+MAX_CONCURRENCY = 1 << 20
+#: the largest llama.cpp -ngl (any count is taken: past the layers, all of them; people type 99, 999, 9999)
+MAX_NGL = 1 << 20
 
 #: (words a key contains, the most it may hold, what it counts), first match wins; each cap is
 #: far above any published model and far below what would exhaust memory or time

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from explorer.limits import MAX_CONTEXT_TOKENS
 
 __all__ = [
-    "MAX_CONCURRENCY",
     "MAX_TENSOR_SPLIT_PARTS",
     "context_tokens",
     "fraction",
@@ -30,8 +29,6 @@ __all__ = [
     "split_fractions",
 ]
 
-#: sequences one request may ask for at once (a million is far past any card's KV cache)
-MAX_CONCURRENCY = 1 << 20
 #: devices a llama.cpp tensor split may name
 MAX_TENSOR_SPLIT_PARTS = 4096
 #: the largest share in a tensor split (they are proportions: 3,1 or 0.75,0.25)

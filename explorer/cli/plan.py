@@ -7,12 +7,12 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from explorer.cli.args import MAX_CONCURRENCY, context_tokens, fraction, int_range, split_fractions
+from explorer.cli.args import context_tokens, fraction, int_range, split_fractions
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.engines.options import PlanResult
 from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import Cluster
-from explorer.limits import MAX_CONTEXT_TOKENS, MAX_LAYERS
+from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_NGL
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.offer import plan_artifacts
 from explorer.plan.pinning import check_pinned
@@ -58,7 +58,7 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flash-attn", default="auto", choices=("on", "off", "auto"), help="llama.cpp flash attention")
     p.add_argument(
         "--ngl",
-        type=int_range(0, MAX_LAYERS + 1, "-ngl"),
+        type=int_range(0, MAX_NGL, "-ngl"),  # more than the layers means all of them, as in llama.cpp
         default=None,
         help="llama.cpp layers on the GPU (default: as many as fit)",
     )

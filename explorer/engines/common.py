@@ -15,7 +15,7 @@ from typing import Literal
 
 from explorer.engines.fit_search import largest_fitting
 from explorer.errors import ImplausibleFigureError, PlanError
-from explorer.limits import MAX_CONTEXT_TOKENS, check_figures
+from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_NGL, check_figures
 from explorer.model.dtypes import ElementType
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
@@ -90,14 +90,14 @@ class PlanRequest:
     def __post_init__(self) -> None:
         """Every number in range, or PlanError naming it: nothing downstream sees NaN, inf or a negative count."""
         _in_range("context_tokens", self.context_tokens, 1, MAX_CONTEXT_TOKENS)
-        _in_range("concurrency", self.concurrency, 1, 1 << 20)
+        _in_range("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
         _in_range("batch_tokens", self.batch_tokens, 1, MAX_CONTEXT_TOKENS)
         _in_range("ubatch_tokens", self.ubatch_tokens, 1, MAX_CONTEXT_TOKENS)
         for name in ("max_num_batched_tokens", "max_num_seqs", "chunked_prefill_size", "cuda_graph_max_bs"):
             if (value := getattr(self, name)) is not None:
                 _in_range(name, value, 0, MAX_CONTEXT_TOKENS)
         if self.n_gpu_layers is not None:
-            _in_range("n_gpu_layers", self.n_gpu_layers, 0, 1 << 20)
+            _in_range("n_gpu_layers", self.n_gpu_layers, 0, MAX_NGL)
         for name in ("gpu_memory_utilization", "mem_fraction_static", "host_fraction"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and 0 < value <= 1):
