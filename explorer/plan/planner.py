@@ -67,18 +67,6 @@ def plan(
         raise PlanError(f"context ({request.context_tokens}) and concurrency ({request.concurrency}) must be ≥ 1")
     if not 0 < request.gpu_memory_utilization <= 1:
         raise PlanError(f"gpu_memory_utilization must be in (0, 1], got {request.gpu_memory_utilization}")
-    sizes = {
-        "tp": request.tensor_parallel_size,
-        "pp": request.pipeline_parallel_size,
-        "dp": request.data_parallel_size,
-    }
-    bad = {k: v for k, v in sizes.items() if v is not None and v < 1}
-    if bad:
-        raise PlanError(f"parallel sizes must be at least 1, got {bad}")
-    if (request.swap_space_gib or 0) < 0 or request.hicache_ratio <= 0:
-        raise PlanError(
-            f"--swap-space must be >= 0 and --hicache-ratio > 0, got {request.swap_space_gib} and {request.hicache_ratio}"
-        )
     engines = engines_named(request.engines)
     model_ref = model_ref or shape.name or "MODEL"
     if artifacts is None:
