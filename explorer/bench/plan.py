@@ -3,9 +3,14 @@
 Prints the median and p95 of one plan() for a model on 8-, 64- and
 1,000-GPU mixed clusters (all engines, speed estimates attached; each run
 at a context 256 tokens longer than the last, as a slider moves, so nothing
-is answered from a cache), and a sweep rate: plan() calls per second over a
-grid of contexts × concurrencies × precisions on the 64-GPU cluster. Figures are from one run on this machine; compare them as ratios
-(the 1,000-GPU median against the 20 ms target), not as absolutes.
+is answered from a cache), in wall and CPU milliseconds (CPU moves less with
+the load of a shared machine); a sweep rate: plan() calls per second over a
+grid of contexts × concurrencies × precisions on the 64-GPU cluster; and the
+scale check: one node of 8, 10,000 and 100,000 H100s, planned by counts (the
+100,000-card node should cost what the 8-card one does, with the same
+layouts and more replicas). Figures are from one run on this machine;
+compare them as ratios (the 1,000-GPU median against the 20 ms target, the
+wide nodes against the 8-card one), not as absolutes.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ CLUSTERS = {
     "+ 2xcpu-1024g",
 }
 TARGET_1000_MS = 20.0
+#: one node, ever wider: planning counts cards, so the time should not grow with the width
+WIDE_NODES = (8, 10_000, 100_000)
 
 
 def _bundled_config(name: str) -> dict:
@@ -38,14 +45,15 @@ def _bundled_config(name: str) -> dict:
     return entry.config
 
 
-def _time(fn, runs: int) -> list[float]:
-    """Milliseconds of ``fn(i)`` for i in range(runs)."""
-    out = []
+def _time(fn, runs: int) -> tuple[list[float], list[float]]:
+    """(wall, CPU) milliseconds of ``fn(i)`` for i in range(runs)."""
+    wall, cpu = [], []
     for i in range(runs):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         fn(i)
-        out.append((time.perf_counter() - start) * 1000)
-    return out
+        wall.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.thread_time() - start_cpu) * 1000)
+    return wall, cpu
 
 
 def _p95(values: list[float]) -> float:
@@ -66,13 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         cluster = parse_cluster(spec)
         result = plan(shape, cluster, request)
         # each run moves the context by 256 tokens, as a slider does, so no answer is reused
-        times = _time(
+        wall, cpu = _time(
             lambda i, c=cluster: plan(shape, c, replace(request, context_tokens=32768 + 256 * (i + 1))), args.runs
         )
-        medians[gpus] = statistics.median(times)
+        medians[gpus] = statistics.median(cpu)
         print(
-            f"  {cluster.total_gpus:>5} GPUs: median {medians[gpus]:7.2f} ms  p95 {_p95(times):7.2f} ms  "
-            f"({len(result.options)} options, {result.considered:,} ways considered)"
+            f"  {cluster.total_gpus:>5} GPUs: median {statistics.median(wall):7.2f} ms wall {medians[gpus]:7.2f} ms CPU"
+            f"  p95 {_p95(wall):7.2f} ms wall  ({len(result.options)} options, {result.considered:,} ways considered)"
         )
     cluster = parse_cluster(CLUSTERS[64])
     grid = [
@@ -87,8 +95,29 @@ def main(argv: list[str] | None = None) -> int:
     rate = len(grid) / (time.perf_counter() - start)
     print(f"  sweep on 64 GPUs: {len(grid)} cases, {rate:,.0f} cases/s")
     ratio = medians[1000] / TARGET_1000_MS
-    print(f"  1,000-GPU median / {TARGET_1000_MS:.0f} ms target = {ratio:.2f}")
+    print(f"  1,000-GPU CPU median / {TARGET_1000_MS:.0f} ms target = {ratio:.2f}")
+    _wide_nodes(shape, request, args.runs)
     return 0
+
+
+def _wide_nodes(shape, request: PlanRequest, runs: int) -> None:
+    """One node of 8, 10,000 and 100,000 H100s: time, layouts and replicas, against the 8-card node."""
+    print("  one wide node of h100-80g (planned by counts):")
+    base_ms, base_labels = None, None
+    for width in WIDE_NODES:
+        cluster = parse_cluster(f"1x{width}xh100-80g")
+        result = plan(shape, cluster, request)
+        wall, cpu = _time(
+            lambda i, c=cluster: plan(shape, c, replace(request, context_tokens=32768 + 256 * (i + 1))), runs
+        )
+        ms = statistics.median(cpu)
+        labels = [o.label for o in result.options]
+        base_ms, base_labels = base_ms or ms, base_labels or labels
+        replicas = ", ".join(f"{o.layout.cards}: ×{o.replicas:,}" for o in result.options if o.engine == "vllm")
+        print(
+            f"    1x{width:<7,} median {statistics.median(wall):7.2f} ms wall {ms:7.2f} ms CPU "
+            f"({ms / base_ms:4.2f}× 1x8); same layouts as 1x8: {labels == base_labels}; vLLM cards: replicas {replicas}"
+        )
 
 
 if __name__ == "__main__":

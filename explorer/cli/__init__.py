@@ -66,6 +66,13 @@ COMMANDS: tuple[Command, ...] = (
         "best first, with what each card holds and why other ways do not work.",
     ),
     Command(
+        name="fit",
+        help="list every known model with its best option on a cluster",
+        description="Hardware first: every model explorer knows (the shipped snapshot, and the local cache "
+        "read-only) with its best option on the cluster: tier, engine, precision, longest context, tok/s, "
+        "replicas; models that do not fit come last with their best suggestion.",
+    ),
+    Command(
         name="place",
         help="place several models on one fleet (swap groups, replicas, manual plans)",
         description="Place several models on a cluster's cards: co-location, splits, swap groups for "

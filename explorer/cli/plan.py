@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 from explorer.cli.args import amount, context_tokens, fraction, int_range, split_fractions
+from explorer.cli.plan_table import print_result
 from explorer.engines.common import ENGINES, PlanRequest
-from explorer.engines.options import PlanResult
 from explorer.engines.registry import engine_serving
 from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import MAX_GPUS, Cluster
@@ -19,13 +18,22 @@ from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.offer import plan_artifacts
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
+from explorer.plan.ranking import GOALS, SORT_ALIASES
 from explorer.sources.cache.calibrations import stored_calibrations
 from explorer.sources.checkpoints import checkpoints_for_plan
 from explorer.sources.resolve import load_model
-from explorer.sources.shipped import load_cluster_file, parse_cluster, read_prices, shipped_prices
+from explorer.sources.shipped import (
+    load_cluster_file,
+    parse_cluster,
+    read_prices,
+    shipped_catalogue,
+    shipped_prices,
+)
 from explorer.sources.spec import parse_model_spec
 from explorer.speed.estimate import SpeedSettings
 from explorer.units import gib
+
+__all__ = ["add_request_arguments", "goal_from_args", "print_result", "read_cluster", "request_from_args", "run"]
 
 
 def add_request_arguments(p: argparse.ArgumentParser) -> None:
@@ -275,12 +283,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=1,
         help="with --gpus: replicas over the pinned GPUs, in the order given (refused if any overcommits)",
     )
-    p.add_argument(
-        "--sort",
-        choices=("default", "speed"),
-        default="default",
-        help="ranking (speed: the highest decode estimate first)",
-    )
+    add_goal_arguments(p)
     p.add_argument(
         "--efficiency",
         type=fraction("the efficiency"),
@@ -297,7 +300,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--top", type=int_range(0, MAX_CONCURRENCY, "--top"), default=15, help="options to print (human form)"
     )
+    p.add_argument("--wide", action="store_true", help="every column: most sequences, free now, $/Mtok, full label")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def add_goal_arguments(p: argparse.ArgumentParser) -> None:
+    """``--goal`` (and the deprecated ``--sort``), shared with ``explorer fit``."""
+    p.add_argument(
+        "--goal",
+        choices=GOALS,
+        default=None,
+        help="what to rank for inside each tier (default fewest-cards: the fewest cards and nodes, "
+        "the better precision, free now, faster, more headroom)",
+    )
+    p.add_argument(
+        "--sort",
+        choices=tuple(SORT_ALIASES),
+        default=None,
+        help="deprecated: --sort speed is --goal fastest, --sort default is --goal fewest-cards",
+    )
+
+
+def goal_from_args(args: argparse.Namespace) -> str:
+    """The goal: ``--goal``, else the deprecated ``--sort`` (with a note on stderr), else fewest-cards."""
+    if args.sort is not None:
+        goal = SORT_ALIASES[args.sort]
+        print(f"explorer: --sort {args.sort} is deprecated; use --goal {goal}", file=sys.stderr)
+        if args.goal is None:
+            return goal
+    return args.goal or "fewest-cards"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -312,13 +343,14 @@ def run(args: argparse.Namespace) -> int:
         request_from_args(args),
         artifacts=artifacts,
         model_ref=model_ref,
-        sort=args.sort,
+        goal=goal_from_args(args),
         speed=speed_settings(args),
+        catalogue=shipped_catalogue(),
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
-        print_result(result, top=args.top)
+        print_result(result, top=args.top, wide=args.wide)
     return 0 if result.options else 3
 
 
@@ -374,100 +406,3 @@ def speed_settings(args: argparse.Namespace) -> SpeedSettings:
         kwargs["default_efficiency"] = args.efficiency
     kwargs["prices"] = read_prices(args.price_table) if args.price_table else shipped_prices()
     return SpeedSettings(**kwargs)
-
-
-def _speed_cells(o) -> str:
-    """``tok/s est`` and ``$/Mtok est`` cells (blank when unknown)."""
-    sp = o.speed
-    if sp is None:
-        return f"{'?':>9} {'':>8}"
-    cost = f"{sp.cost_per_million_tokens:8.3f}" if sp.cost_per_million_tokens is not None else f"{'':>8}"
-    return f"{sp.decode_estimate_tokens_per_s:9.1f} {cost}"
-
-
-def print_speed(o) -> None:
-    """The best option's speed: bound, estimate, time to first token, cost, and what a step is made of."""
-    sp = o.speed
-    if sp is None:
-        print("  speed: unknown (the card class has no bandwidth figure)")
-        return
-    agg = (
-        (
-            f"; {sp.concurrency} sequences: {sp.decode_aggregate_estimate_tokens_per_s:,.0f} tokens/s estimate "
-            f"(bound {sp.decode_aggregate_bound_tokens_per_s:,.0f})"
-        )
-        if sp.concurrency > 1
-        else ""
-    )
-    ttft = (
-        (
-            f"; time to first token {sp.time_to_first_token_estimate_s:.2f} s estimate "
-            f"(bound {sp.time_to_first_token_bound_s:.2f} s)"
-        )
-        if sp.time_to_first_token_bound_s is not None
-        else ""
-    )
-    print(
-        f"  decode {sp.decode_estimate_tokens_per_s:,.1f} tokens/s a sequence estimate "
-        f"(bound {sp.decode_bound_tokens_per_s:,.1f}, {sp.bound_by}){agg}{ttft}"
-    )
-    if sp.cost_per_million_tokens is not None:
-        print(
-            f"  cost ${sp.cost_per_million_tokens:,.3f} per million output tokens estimate "
-            f"(${sp.usd_per_gpu_hour:g} per GPU-hour)"
-        )
-    print(f"  {sp.breakdown}")
-
-
-def print_result(result: PlanResult, *, top: int = 15) -> None:
-    """The ranked table, the launch commands of the best, and the refusals by rule."""
-    r = result.request
-    print(f"{result.model}: context {r.context_tokens:,} × {r.concurrency} sequence(s), KV {r.kv_dtype}")
-    if not result.options:
-        print("no way fits.")
-    else:
-        header = (
-            f"{'#':>2}  {'option':<84} {'per card (GiB)':>17} {'max ctx':>9} {'max conc':>8} {'free':>4} "
-            f"{'tok/s est':>9} {'$/Mtok':>8}"
-        )
-        print(header)
-        print("-" * len(header))
-        for i, o in enumerate(result.options[:top], 1):
-            card = o.per_card
-            use = f"{card.total / 2**30:6.1f} / {card.usable / 2**30:6.1f}"
-            print(
-                f"{i:>2}  {o.label[:84]:<84} {use:>17} {o.evaluation.max_context_tokens:>9,} "
-                f"{o.evaluation.max_concurrency:>8,} {'yes' if o.free_now else 'no':>4} {_speed_cells(o)}"
-            )
-        if len(result.options) > top:
-            print(f"    … and {len(result.options) - top} more (--top N)")
-        best = result.options[0]
-        card = best.per_card
-        print(
-            f"\nbest: {best.label}\n  {card.role}: weights {gib(card.weights)} + KV {gib(card.kv_cache)} + "
-            f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
-            f"of {gib(card.usable)} usable\n  {best.memory_text}\n  {best.evaluation.command}"
-        )
-        calibrated = [n for n in best.evaluation.notes if n.startswith("calibrated from")]
-        if calibrated:
-            print(f"  {calibrated[0]}")
-        print_speed(best)
-        print(
-            "  (tok/s est: one sequence's decode rate at the asked concurrency, bound × efficiency; "
-            "$/Mtok: USD per million output tokens at that estimate; bounds in --json)"
-        )
-    print_refusals(result)
-
-
-def print_refusals(result: PlanResult, examples: int = 3) -> None:
-    """Refusals grouped by rule: the count and a few reasons."""
-    if not result.pruned:
-        return
-    by_rule = defaultdict(list)
-    for x in result.rejected:
-        by_rule[x.rule].append(x)
-    print(f"\nrefused ({result.considered:,} ways considered):")
-    for rule, count in sorted(result.pruned.items(), key=lambda kv: -kv[1]):
-        print(f"  {rule}: {count:,}")
-        for x in by_rule[rule][:examples]:
-            print(f"    {x.label}: {x.reason}")

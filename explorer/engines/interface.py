@@ -84,6 +84,12 @@ class Engine(Protocol):
         """The engine's name in requests and layouts: ``vllm``, ``sglang``, ``llamacpp``."""
         ...
 
+    @property
+    def data_parallel_flag(self) -> str | None:
+        """The flag that starts several copies of one single-node layout in one launch (vLLM
+        ``--data-parallel-size``, SGLang ``--dp-size``); None: each copy is launched on its own."""
+        ...
+
     def walk(
         self,
         shape: ModelShape,

@@ -9,14 +9,27 @@ tensor parallel size (8)"; "needs 91.3 GiB a card, has 72.0 GiB usable").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from explorer.engines.common import ENGINE_LABELS, CardMemory, Evaluation, Layout, PlanRequest
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
 from explorer.units import gib
+
+Placement = Literal["accelerators", "rpc", "host-offload", "cpu"]
+#: where an option's layers run, best first; the order is kept under every goal
+PLACEMENTS: tuple[Placement, ...] = ("accelerators", "rpc", "host-offload", "cpu")
+#: the tier of each placement: 1 every layer on accelerators (any engine); 2 llama.cpp's RPC across
+#: nodes or layers left in host memory; 3 the CPU alone
+TIER_OF: dict[Placement, int] = {"accelerators": 1, "rpc": 2, "host-offload": 2, "cpu": 3}
+TIER_LABELS: dict[int, str] = {
+    1: "every layer on accelerators",
+    2: "across nodes through llama.cpp RPC, or layers in host memory",
+    3: "CPU only",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +47,9 @@ class Option:
         gpu: the card class (None on the CPU).
         node: a node it would run on (its host RAM bounds llama.cpp's host share).
         speed: the speed-of-light estimate, when computed (see explorer.speed.estimate).
+        replicas: copies of this layout the cluster holds at once (its cards, nodes, fabrics, MIG
+            slices; for llama.cpp also the host RAM each copy needs).
+        replicas_now: copies that fit on the cards free right now (None: not counted).
     """
 
     layout: Layout
@@ -46,6 +62,8 @@ class Option:
     gpu: GPUClass | None = None
     node: Node | None = None
     speed: Any = None
+    replicas: int = 1
+    replicas_now: int | None = None
 
     @property
     def engine(self) -> str:
@@ -61,6 +79,31 @@ class Option:
     def per_card(self) -> CardMemory:
         """The binding card: the one with the least headroom."""
         return self.evaluation.binding
+
+    @property
+    def placement(self) -> Placement:
+        """Where its layers run: all on accelerators, over llama.cpp RPC, some in host memory, or the CPU."""
+        if self.layout.cpu:
+            return "cpu"
+        if self.evaluation.layers_on_host:
+            return "host-offload"
+        return "rpc" if self.layout.rpc else "accelerators"
+
+    @property
+    def tier(self) -> int:
+        """1: every layer on accelerators; 2: llama.cpp RPC or host offload; 3: CPU only (:data:`TIER_LABELS`)."""
+        return TIER_OF[self.placement]
+
+    @property
+    def aggregate_decode_tokens_per_s(self) -> tuple[float, float] | None:
+        """(bound, estimate) of the tokens/s every replica decodes together at the asked concurrency
+        (``replicas`` × the aggregate of one replica); None without a speed estimate."""
+        if self.speed is None:
+            return None
+        return (
+            self.replicas * self.speed.decode_aggregate_bound_tokens_per_s,
+            self.replicas * self.speed.decode_aggregate_estimate_tokens_per_s,
+        )
 
     @property
     def label(self) -> str:
@@ -145,8 +188,13 @@ class Option:
             "unified": lay.unified,
             "rpc": lay.rpc,
             "fits": self.fits,
+            "tier": self.tier,
+            "tier_label": TIER_LABELS[self.tier],
+            "placement": self.placement,
             "free_now": self.free_now,
             "hosts": self.hosts,
+            "replicas": self.replicas,
+            "replicas_now": self.replicas_now,
             "per_card": _card_dict(card),
             "total_on_cards": self.cards_total_bytes,
             "usable_on_cards": self.cards_usable_bytes,
@@ -161,6 +209,13 @@ class Option:
         }
         if self.speed is not None:
             out.update(self.speed.to_dict())
+            bound, estimate = self.aggregate_decode_tokens_per_s  # type: ignore[misc]
+            out["aggregate_decode_tokens_per_s"] = {
+                "bound": round(bound, 2),
+                "estimate": round(estimate, 2),
+                "replicas": self.replicas,
+                "concurrency": self.speed.concurrency,
+            }
         return out
 
 
@@ -189,6 +244,9 @@ class Rejection:
         rule: a short rule id (``attention-heads``, ``memory``, ``more-than-needed``…).
         reason: the reason in words, with the numbers.
         option: for a memory refusal, the evaluated option (``fits`` False), for charts.
+        max_context: for a memory refusal, the longest context (tokens a sequence) that fits this
+            layout at the asked concurrency, as the engine accounts it (0: not even one token);
+            None for other rules.
     """
 
     engine: str
@@ -197,6 +255,7 @@ class Rejection:
     rule: str
     reason: str
     option: Option | None = None
+    max_context: int | None = None
 
     @property
     def label(self) -> str:
@@ -216,7 +275,13 @@ class Rejection:
         }
         if self.option is not None:
             out["per_card"] = _card_dict(self.option.per_card)
+        if self.max_context is not None:
+            out["max_context"] = self.max_context
         return out
+
+
+#: refusal rules that are about memory: each such refusal carries ``max_context``
+MEMORY_RULES = frozenset({"memory", "memory-lower-bound"})
 
 
 def memory_reason(card: CardMemory) -> str:
@@ -236,6 +301,11 @@ class PlanResult:
         rejected: refused ways (the first few hundred; ``pruned`` counts them all).
         pruned: how many ways each rule refused.
         considered: how many ways were considered in all.
+        goal: what the options are ranked for inside each tier (``fewest-cards``, ``fastest``…).
+        suggestions: concrete changes that make the model fit (or fit a better tier), each with
+            its result; empty when the best option keeps every layer on accelerators.
+        replica_launch: gives an option's launch for all its replicas (set by the planner, which
+            knows the cluster); None: not known.
     """
 
     model: str
@@ -244,6 +314,16 @@ class PlanResult:
     rejected: tuple[Rejection, ...]
     pruned: dict[str, int] = field(default_factory=dict)
     considered: int = 0
+    goal: str = "fewest-cards"
+    suggestions: tuple[Any, ...] = ()
+    replica_launch: Callable[[Option], Any] | None = field(default=None, compare=False, repr=False)
+
+    def best_per_engine(self) -> dict[str, Option]:
+        """The best option of each engine that has one, in the ranked order (for a "best per engine" strip)."""
+        out: dict[str, Option] = {}
+        for o in self.options:
+            out.setdefault(o.engine, o)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """``{"model":…, "options":[…], "rejected":[…]}`` plus counts."""
@@ -258,8 +338,25 @@ class PlanResult:
                 "engines": list(r.engines),
                 "gpu_memory_utilization": r.gpu_memory_utilization,
             },
-            "options": [o.to_dict() for o in self.options],
+            "goal": self.goal,
+            "tiers": {str(k): v for k, v in TIER_LABELS.items()},
+            "best_per_engine": self._best_ranks(),
+            "options": [self._option_dict(o) for o in self.options],
             "rejected": [x.to_dict() for x in self.rejected],
             "pruned": dict(self.pruned),
             "considered": self.considered,
+            "suggestions": [s.to_dict() for s in self.suggestions],
         }
+
+    def _best_ranks(self) -> dict[str, int]:
+        """engine -> the rank (1 = first) of its best option."""
+        out: dict[str, int] = {}
+        for rank, o in enumerate(self.options, 1):
+            out.setdefault(o.engine, rank)
+        return out
+
+    def _option_dict(self, option: Option) -> dict[str, Any]:
+        out = option.to_dict()
+        if self.replica_launch is not None:
+            out["replica_launch"] = self.replica_launch(option).to_dict()
+        return out

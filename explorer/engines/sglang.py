@@ -311,6 +311,7 @@ class SGLang(SplitWalk):
     name: ClassVar[EngineName] = "sglang"
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
+    data_parallel_flag: ClassVar[str | None] = "--dp-size"
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

@@ -15,48 +15,50 @@ under that rule:
    SGLang's hierarchical-cache pool: :mod:`explorer.engines.host_ram`);
    ``memory``: the engine's accounting does not fit the asked context × concurrency;
 5. ``more-than-needed``: it fits, but a way with no more cards and no more
-   nodes (and fewer of one) fits too. On one node every width that fits is
-   kept (scaling up is a choice); across nodes only the fewest are.
+   nodes (and fewer of one) fits too. On one node the fewest cards that fit
+   are kept, with scale-ups to powers of two and the node's whole width up to
+   :data:`~explorer.engines.split_pool.SCALE_UP_CARDS` (8: 2 → 4 → 8, so a 100,000-card node offers what
+   an 8-card one does, with more replicas); a model one node holds never
+   spans two (its ``replicas`` say how many copies the cluster holds).
+   Across nodes the fewest cards are kept, and the whole-node layout too
+   (tp = a node's cards, pp = nodes), which the engines' docs recommend.
 6. ``split``: the same cards fit with a better split (more tensor parallelism).
+
+Card and node counts start at a lower bound (the weights and the asked KV
+cache against the engine's share of a card, ``memory-lower-bound`` for those
+below it) and step up at most :data:`~explorer.engines.split_pool.SEARCH_STEPS` times (``search-limit``):
+equal cards are counted, never enumerated one by one.
 
 Before any pool, an artifact that is not safetensors (``format``), a context
 past the model's limit (``context-limit``) and every unified-memory host
 (``platform``) are refused.
 
 A user's ``--tp``/``--pp``/``--dp`` narrow the walk to launches of exactly tp ×
-pp × dp cards with that split (:func:`launch_splits`); no pool offering that
+pp × dp cards with that split (:func:`~explorer.engines.launches.launch_splits`; the pool walk then tries
+only those launches, fewest nodes first); no pool offering that
 many is ``world-size``. Plain data parallelism (``--dp`` without DP attention)
 runs dp replicas of the tp × pp split side by side on one node, in one launch,
-each holding its share of the sequences (:func:`evaluate_launch`).
+each holding its share of the sequences (:func:`~explorer.engines.launches.evaluate_launch`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 from explorer.engines.collect import Collector
 from explorer.engines.common import Layout, PlanRequest, serve_reference
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
-from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, plain_dp, world_refusal
-from explorer.engines.options import Option, memory_reason
+from explorer.engines.launches import evaluate_launch, world_refusal
+from explorer.engines.options import Option
 from explorer.engines.split_pinned import pin_split
+from explorer.engines.split_pool import PoolWeights, walk_pool
 from explorer.hardware.cards import CardRef
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import Pool, gpu_pools
 from explorer.model.artifacts import Artifact
-from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import weight_breakdown
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Weights:
-    """An artifact's weights at its precision: bits a served parameter, bytes in all (before any split)."""
-
-    bits: float
-    total_bytes: int
 
 
 def tp_pp_splits(nodes: int, width: int) -> Iterator[tuple[int, int]]:
@@ -117,8 +119,10 @@ def walk_splits(
                 "platform",
                 f"{name} does not run on unified-memory host {node.name} (use llama.cpp)",
             )
-        weights = _Weights(
-            bits=shape.bits_per_weight(precision), total_bytes=weight_breakdown(shape, precision).total_bytes
+        weights = PoolWeights(
+            bits=shape.bits_per_weight(precision),
+            total_bytes=weight_breakdown(shape, precision).total_bytes,
+            asked_kv_bytes=shape.kv_bytes(request.context_tokens, request.kv_dtype, request.concurrency),
         )
         pools = gpu_pools(cluster)
         world = world_refusal(pools, request)
@@ -127,137 +131,7 @@ def walk_splits(
             continue
         ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
         for pool in pools:
-            _walk_pool(engine, shape, artifact, precision, weights, pool, request, ref, out)
-
-
-def _walk_pool(
-    engine: SplitEngine,
-    shape: ModelShape,
-    artifact: Artifact,
-    precision: Precision,
-    weights: _Weights,
-    pool: Pool,
-    request: PlanRequest,
-    model_ref: str,
-    out: Collector,
-) -> None:
-    name = engine.name
-    max_width = 1 if pool.gpu.is_mig else pool.width()
-    if pool.gpu.is_mig and pool.width() > 1:
-        out.refuse(
-            name,
-            None,
-            artifact.name,
-            "mig-single-slice",
-            f"{pool.gpu.name}: a replica takes exactly one MIG slice; slices are never joined",
-            count=pool.width() - 1,
-        )
-    max_nodes = len(pool.nodes) if pool.spannable else 1
-    best: Option | None = None  # fewest cards, then fewest nodes, of the ways that fit so far
-    for nodes in range(1, max_nodes + 1):
-        if nodes > 1 and best is not None and nodes >= best.layout.cards:
-            layout = engine.make_layout(pool, nodes, max_width, max_width, nodes, shape, request)
-            out.refuse(
-                name,
-                layout,
-                artifact.name,
-                "more-than-needed",
-                f"{nodes} or more nodes are more than needed: {best.layout.label} holds it",
-                count=(max_nodes - nodes + 1) * max_width,
-            )
-            break
-        for width in range(1, max_width + 1):
-            hosts = pool.hosts(width)
-            if hosts < nodes or (request.world_size is not None and nodes * width != request.world_size):
-                continue
-            if nodes > 1 and best is not None and nodes * width >= best.layout.cards:
-                layout = engine.make_layout(pool, nodes, width, width, nodes, shape, request)
-                out.refuse(
-                    name,
-                    layout,
-                    artifact.name,
-                    "more-than-needed",
-                    f"{layout.label} is more than needed: {best.layout.label} holds it",
-                    count=max_width - width + 1,
-                )
-                break
-            option = _try_split(
-                engine, shape, artifact, precision, weights, pool, nodes, width, hosts, request, model_ref, out
-            )
-            if option is None:
-                continue
-            out.accept(option)
-            if best is None or option.layout.cards < best.layout.cards:
-                best = option
-            if nodes > 1:
-                break  # wider widths on as many nodes take more cards
-
-
-def _try_split(
-    engine: SplitEngine,
-    shape: ModelShape,
-    artifact: Artifact,
-    precision: Precision,
-    weights: _Weights,
-    pool: Pool,
-    nodes: int,
-    width: int,
-    hosts: int,
-    request: PlanRequest,
-    model_ref: str,
-    out: Collector,
-) -> Option | None:
-    """The best (tp, pp) split of ``nodes × width`` cards that fits, refusing the others."""
-    name, cards = engine.name, nodes * width
-    accepted = None
-    for tp, pp in launch_splits(engine, nodes, width, request):
-        layout = make_launch(engine, pool, nodes, width, tp, pp, shape, request)
-        if accepted is not None:
-            out.refuse(
-                name, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards"
-            )
-            continue
-        reasons = engine.refusals(shape, layout, request)
-        if reasons:
-            rule, reason = reasons[0]
-            out.refuse(name, layout, artifact.name, rule, reason)
-            continue
-        replica_cards = cards // plain_dp(request)
-        if weights.total_bytes > pool.gpu.memory_bytes * engine.usable_share(request) * replica_cards:
-            out.refuse(
-                name,
-                layout,
-                artifact.name,
-                "memory-lower-bound",
-                f"the weights alone ({weights.total_bytes / 2**30:.1f} GiB) exceed {replica_cards} × {pool.gpu.name}",
-            )
-            break
-        evaluation = evaluate_launch(engine, shape, precision, layout, pool.gpu, request, model_ref)
-        claim = engine.host_claim(layout, evaluation, request)
-        roomy = [n for n in pool.nodes if n.group(pool.gpu.name).count >= width and claim.fits(n)]
-        if len(roomy) < nodes:
-            most = max(pool.nodes, key=lambda n: n.host_ram_bytes)
-            out.refuse(name, layout, artifact.name, "host-ram", claim.refusal(most, name))
-            break
-        node = max(roomy, key=lambda n: n.host_ram_bytes)
-        evaluation = with_host(evaluation, claim, node)
-        ram_now = sum(1 for n in roomy if claim.fits_now(n)) >= nodes
-        option = Option(
-            layout=layout,
-            artifact=artifact,
-            precision=precision.name,
-            bits_per_weight=weights.bits,
-            evaluation=evaluation,
-            free_now=ram_now and pool.free_now(nodes, width, evaluation.free_needed_bytes),
-            hosts=min(hosts, len(roomy)),
-            gpu=pool.gpu,
-            node=node,
-        )
-        if not evaluation.fits:
-            out.refuse(name, layout, artifact.name, "memory", memory_reason(option.per_card), option=option)
-            continue
-        accepted = option
-    return accepted
+            walk_pool(engine, shape, artifact, precision, weights, pool, request, ref, out)
 
 
 def recheck_split(

@@ -198,6 +198,7 @@ class VLLM(SplitWalk):
     name: ClassVar[EngineName] = "vllm"
     #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
+    data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

@@ -65,6 +65,29 @@ def node_cards(node: Node) -> tuple[CardRef, ...]:
     return tuple(out)
 
 
+def class_cards(node: Node, class_name: str, count: int | None = None) -> list[CardRef]:
+    """A node's cards of one class, by position (the first ``count`` of them): built from its one group of
+    that class, so a 100,000-card node costs ``count`` cards, not all of them."""
+    offset = 0
+    for group in node.gpus:
+        if group.gpu.name == class_name:
+            many = group.count if count is None else min(count, group.count)
+            return [CardRef(node=node, group=group, index=k, position=offset + k) for k in range(many)]
+        offset += group.count
+    return []
+
+
 def roomiest_cards(cards: tuple[CardRef, ...] | list[CardRef], count: int) -> list[CardRef]:
     """The ``count`` cards with the most memory free now (ties: lower position first)."""
     return sorted(cards, key=lambda c: (-c.free_bytes, c.node.name, c.position))[:count]
+
+
+def roomiest_class_cards(node: Node, class_name: str, count: int) -> list[CardRef]:
+    """:func:`roomiest_cards` of a node's cards of one class. Without per-card figures the group's free cards
+    come first by index and offer alike, so the roomiest are its first ``count``: counted, not sorted."""
+    group = node.group(class_name)
+    if group is None:
+        return []
+    if not group.card_free_bytes:
+        return class_cards(node, class_name, count)
+    return roomiest_cards(class_cards(node, class_name), count)

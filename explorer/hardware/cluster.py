@@ -83,6 +83,12 @@ class GPUGroup:
                 raise ClusterSpecError(f"{name}: {free:,} bytes free on a card of {self.gpu.memory_bytes:,} bytes")
 
     @property
+    def alike_key(self) -> tuple:
+        """What makes two groups alike (class name, counts, free figures), cheap to hash: alike nodes are
+        counted together by it (:mod:`explorer.hardware.pools`, :mod:`explorer.hardware.copies`)."""
+        return (self.gpu.name, self.count, self.free_count, self.free_bytes, self.card_free_bytes)
+
+    @property
     def memory_bytes(self) -> int:
         """Total memory of the group's devices."""
         return self.count * self.gpu.memory_bytes
@@ -107,10 +113,27 @@ class GPUGroup:
 
     def free_bytes_for(self, width: int) -> int:
         """Free bytes per card a replica on ``width`` of these cards can count on (0 if it cannot have them):
-        the ``width``-th largest of :meth:`free_bytes_on` over the group's cards."""
+        the ``width``-th largest of :meth:`free_bytes_on` over the group's cards.
+
+        Counted, not enumerated: without per-card figures every free card has the same free bytes,
+        so a 100,000-card group costs what an 8-card one does.
+        """
         if not 1 <= width <= self.count:
             return 0
-        return sorted((self.free_bytes_on(k) for k in range(self.count)), reverse=True)[width - 1]
+        if not self.card_free_bytes:
+            return self.free_bytes_on(0) if width <= self.free_count else 0
+        return self._free_sorted[width - 1]
+
+    def cards_free_for(self, needed_bytes: int) -> int:
+        """How many of the group's cards have at least ``needed_bytes`` free right now (see :meth:`free_bytes_on`)."""
+        if not self.card_free_bytes:
+            return self.free_count if self.free_count and self.free_bytes_on(0) >= needed_bytes else 0
+        return sum(1 for free in self._free_sorted if free >= needed_bytes)
+
+    @property
+    def _free_sorted(self) -> tuple[int, ...]:
+        """:meth:`free_bytes_on` of every card, largest first (only used with per-card figures, which a file gives)."""
+        return tuple(sorted((self.free_bytes_on(k) for k in range(self.count)), reverse=True))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -238,3 +238,32 @@ def format_cluster_spec(cluster: Cluster) -> str:
         else:
             terms.append([1, text])
     return " + ".join(f"{k}x{text}" for k, text in terms)
+
+
+def uniform_cluster(gpu: GPUClass, nodes: int, width: int, fabric: str | None = None) -> Cluster:
+    """``nodes`` alike nodes of ``width`` cards of ``gpu`` (on ``fabric`` when several), as the text
+    ``{nodes}x{width}x{gpu}[@fabric]`` would give: host RAM assumed, every card free.
+
+    A unified-memory class is one device a node, its RAM the class's memory.
+    """
+    if nodes < 1 or width < 1 or nodes * width > MAX_GPUS:
+        raise ClusterSpecError(f"{nodes} × {width} {gpu.name} is not a cluster explorer plans for")
+    width = 1 if gpu.unified else width
+    ram = gpu.memory_bytes if gpu.unified else default_host_ram_bytes(width * gpu.memory_bytes)
+    fabric = fabric if nodes > 1 else None
+    base = f"{gpu.name}@{fabric}" if fabric else gpu.name
+    group = GPUGroup(gpu=gpu, count=width, free_count=width)
+    return Cluster(
+        nodes=tuple(
+            Node(
+                name=f"{base}#{i}",
+                fabric=fabric,
+                gpus=(group,),
+                host_ram_bytes=ram,
+                host_free_bytes=ram,
+                unified=gpu.unified,
+                host_ram_assumed=not gpu.unified,
+            )
+            for i in range(nodes)
+        )
+    )

@@ -171,12 +171,12 @@ class Precision:
         return self.groups[0].fmt.bits if self.groups else self.base.bits_per_element
 
     @cached_property
-    def _skip_matcher(self) -> ModuleMatcher | None:
-        return ModuleMatcher.of(self.skip)
+    def _skip_matcher(self) -> _ModuleMatcher | None:
+        return _compile(self.skip)
 
     @cached_property
-    def _target_matchers(self) -> tuple[ModuleMatcher | None, ...]:
-        return tuple(None if g.targets == ("Linear",) else ModuleMatcher.of(g.targets) for g in self.groups)
+    def _target_matchers(self) -> tuple[_ModuleMatcher | None, ...]:
+        return tuple(None if g.targets == ("Linear",) else _compile(g.targets) for g in self.groups)
 
     def format_for(self, tensor: Tensor, layer: int | None) -> WeightFormat | None:
         """The quantised format storing ``tensor``, or None when it stays in ``base``."""
@@ -188,7 +188,18 @@ class Precision:
             return None
         if self.roles is not None and tensor.role not in self.roles:
             return None
-        name = _normalise(tensor.module.replace("{i}", str(layer)) if layer is not None else tensor.module)
+        key = (tensor.module, layer)
+        memo = self._formats_by_module
+        if key not in memo:  # every layer's modules are asked for again at each split and card
+            memo[key] = self._format_for_module(tensor.module, layer)
+        return memo[key]
+
+    @cached_property
+    def _formats_by_module(self) -> dict[tuple[str, int | None], WeightFormat | None]:
+        return {}
+
+    def _format_for_module(self, module: str, layer: int | None) -> WeightFormat | None:
+        name = _normalise(module.replace("{i}", str(layer)) if layer is not None else module)
         if self._skip_matcher is not None and self._skip_matcher.matches(name):
             return None
         for group, matcher in zip(self.groups, self._target_matchers, strict=True):
@@ -211,54 +222,47 @@ def _normalise(name: str) -> str:
     return name
 
 
-def _pattern_regex(pattern: str) -> str:
-    """One skip/target pattern as a regex over a module path."""
+def _pattern_regex(pattern: str) -> str | None:
+    """One ``re:`` or glob skip/target pattern as a regex over a module path; None for a plain name."""
     if pattern.startswith("re:"):
         return pattern[3:]
     pattern = _normalise(pattern)
     if any(ch in pattern for ch in "*?["):
         glob = fnmatch.translate(pattern).removesuffix(r"\Z").removeprefix("(?s:").removesuffix(")")
         return rf"(?:^|\.)(?:{glob})(?:\.|$)"
-    # a plain name matches that module or any module under it, anywhere in the path
-    return rf"(?:^|\.){re.escape(pattern)}(?:\.|$)"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
-class ModuleMatcher:
-    """Whether a module path matches any of a list of skip/target patterns.
+class _ModuleMatcher:
+    """Skip or target patterns over module paths.
 
-    A plain name matches when it is a run of whole components of the path
-    (``mlp.gate`` in ``layers.3.mlp.gate.weight``): those are looked up in a
-    set, over the path's runs of components (a path has about 6, so 21 runs);
-    globs and ``re:`` patterns go to one regex. A quantised checkpoint lists
-    hundreds of plain names (Qwen3-235B-FP8 skips 283 modules), and one
-    alternation of them all cost half a millisecond a tensor.
-
-    Attributes:
-        plain: the plain names, normalised.
-        regex: the globs and regexes as one pattern, or None.
+    A plain name matches that module or any module under it, anywhere in the
+    path: a run of whole dotted components equal to it. Plain names are kept
+    in a set and looked up run by run (a checkpoint's skip list can name every
+    layer's modules: Qwen3-30B-A3B-FP8 lists 336, and one regex alternation of
+    them cost half a millisecond a tensor); ``re:`` and glob patterns stay a regex.
     """
 
     plain: frozenset[str]
     regex: re.Pattern[str] | None
 
-    @classmethod
-    def of(cls, patterns: tuple[str, ...]) -> ModuleMatcher | None:
-        if not patterns:
-            return None
-        special = [p for p in patterns if p.startswith("re:") or any(ch in p for ch in "*?[")]
-        plain = frozenset(_normalise(p) for p in patterns if p not in special)
-        regex = re.compile("|".join(f"(?:{_pattern_regex(p)})" for p in special)) if special else None
-        return cls(plain=plain, regex=regex)
-
     def matches(self, name: str) -> bool:
-        if self.plain:
-            parts = name.split(".")
-            for i in range(len(parts)):
-                for j in range(i + 1, len(parts) + 1):
-                    if ".".join(parts[i:j]) in self.plain:
-                        return True
-        return self.regex is not None and self.regex.search(name) is not None
+        """Whether ``name`` (a normalised module path) is matched."""
+        if self.regex is not None and self.regex.search(name):
+            return True
+        if not self.plain:
+            return False
+        parts = name.split(".")
+        return any(".".join(parts[i:j]) in self.plain for i in range(len(parts)) for j in range(i + 1, len(parts) + 1))
+
+
+def _compile(patterns: tuple[str, ...]) -> _ModuleMatcher | None:
+    if not patterns:
+        return None
+    regexes = [r for r in map(_pattern_regex, patterns) if r is not None]
+    plain = frozenset(_normalise(p) for p in patterns if _pattern_regex(p) is None)
+    return _ModuleMatcher(plain=plain, regex=re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None)
 
 
 def dense(dtype: str = "bf16", *, source: Source = "what-if") -> Precision:

@@ -1,4 +1,4 @@
-"""plan(): every way a model can run on a cluster, best first, and why the others cannot.
+"""plan(): every way a model can run on a cluster, best first, why the others cannot, and a way forward.
 
 Each engine the request names walks the cluster itself (the
 :class:`~explorer.engines.interface.Engine` protocol) and writes the ways
@@ -8,24 +8,33 @@ tensor × pipeline walk of :mod:`explorer.engines.split_walk` (its docstring
 lists the refusal rules in order), llama.cpp through its own
 (:mod:`explorer.engines.llamacpp.walk`: one card, a layer split, a node's
 cards of several classes, RPC across nodes, partial offload, CPU, unified memory). The planner checks the request,
-adds speed estimates and ranks.
+then for every option adds its speed estimate and its replicas
+(:mod:`explorer.plan.replicas`), for every memory refusal the longest context
+that would fit (:mod:`explorer.plan.longest_context`), ranks by tier and goal
+(:mod:`explorer.plan.ranking`), and, when nothing keeps every layer on
+accelerators, suggests changes (:mod:`explorer.plan.suggest`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 
 from explorer.engines.collect import Collector
 from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option, PlanResult
 from explorer.engines.registry import engine_named, engines_named
 from explorer.errors import PlanError
+from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
+from explorer.plan.longest_context import with_refusal_contexts
 from explorer.plan.offer import original_artifact, what_if_artifact
-from explorer.plan.ranking import SortKey, rank
+from explorer.plan.ranking import DEFAULT_GOAL, goal_named, rank
+from explorer.plan.replicas import Census, replica_launch, with_replicas
+from explorer.plan.suggest import KINDS, suggestions
 from explorer.speed.estimate import SpeedSettings, speed_of
 
 
@@ -46,6 +55,46 @@ def recheck(
     return replace(out, speed=speed_of(out, shape, request, settings) if speed else None)
 
 
+def _check(request: PlanRequest) -> None:
+    if request.context_tokens < 1 or request.concurrency < 1:
+        raise PlanError(f"context ({request.context_tokens}) and concurrency ({request.concurrency}) must be ≥ 1")
+    if not 0 < request.gpu_memory_utilization <= 1:
+        raise PlanError(f"gpu_memory_utilization must be in (0, 1], got {request.gpu_memory_utilization}")
+    engines_named(request.engines)  # an unknown engine is refused before any walk
+
+
+def _ranked(
+    shape: ModelShape,
+    cluster: Cluster,
+    request: PlanRequest,
+    artifacts: Sequence[Artifact],
+    *,
+    model_ref: str,
+    goal: str,
+    speed: bool | SpeedSettings,
+) -> PlanResult:
+    """Walk, estimate, count replicas, rank: a plan without suggestions."""
+    out = Collector()
+    for engine in engines_named(request.engines):
+        engine.walk(shape, cluster, artifacts, request, model_ref, out)
+    options = out.options
+    if speed:
+        settings = speed if isinstance(speed, SpeedSettings) else None
+        options = [replace(o, speed=speed_of(o, shape, request, settings)) for o in options]
+    census = Census(cluster)
+    options = [with_replicas(o, cluster, request, census) for o in options]
+    return PlanResult(
+        model=model_ref,
+        request=request,
+        options=tuple(rank(options, goal)),
+        rejected=with_refusal_contexts(shape, out.rejected, request),
+        pruned=dict(out.pruned),
+        considered=out.considered,
+        goal=goal,
+        replica_launch=partial(replica_launch, cluster=cluster, request=request),
+    )
+
+
 def plan(
     shape: ModelShape,
     cluster: Cluster,
@@ -53,36 +102,79 @@ def plan(
     *,
     artifacts: Sequence[Artifact] | None = None,
     model_ref: str | None = None,
-    sort: SortKey = "default",
+    goal: str | None = None,
+    sort: str | None = None,
     speed: bool | SpeedSettings = True,
+    suggest: bool | Sequence[str] = True,
+    first_fit: bool = False,
+    catalogue: Catalogue | None = None,
 ) -> PlanResult:
-    """Every way ``shape`` can run on ``cluster``, best first, and the refused ways with reasons.
+    """Every way ``shape`` can run on ``cluster``, best first, the refused ways with reasons, and suggestions.
 
-    With ``speed`` (True, or :class:`~explorer.speed.estimate.SpeedSettings`) each option carries its
-    speed-of-light bound and estimate (``Option.speed``, see :mod:`explorer.speed.estimate`); ``sort="speed"``
-    ranks on it.
+    Args:
+        goal: what to rank for inside each tier (:data:`explorer.plan.ranking.GOALS`; default
+            ``fewest-cards``). ``sort`` is the old name: ``default`` or ``speed`` (= ``fastest``).
+        speed: True or :class:`~explorer.speed.estimate.SpeedSettings`: each option carries its
+            speed-of-light bound and estimate (``Option.speed``, see :mod:`explorer.speed.estimate`);
+            the settings' price table also prices the ``card-class`` suggestion.
+        suggest: suggestions when no option keeps every layer on accelerators (True: every kind,
+            or the kinds to make, :data:`explorer.plan.suggest.KINDS`; False: none).
+        first_fit: stop at the first suggestion that fits (a model's one best suggestion).
+        catalogue: the GPU catalogue, for the suggestions that name other card classes.
+
+    Raises:
+        PlanError: a context or concurrency below 1, a utilisation outside (0, 1], an unknown goal or
+            engine (a parallel size, swap space or hicache ratio out of range is refused where the
+            :class:`~explorer.engines.common.PlanRequest` is made).
     """
     request = request or PlanRequest()
-    if request.context_tokens < 1 or request.concurrency < 1:
-        raise PlanError(f"context ({request.context_tokens}) and concurrency ({request.concurrency}) must be ≥ 1")
-    if not 0 < request.gpu_memory_utilization <= 1:
-        raise PlanError(f"gpu_memory_utilization must be in (0, 1], got {request.gpu_memory_utilization}")
-    engines = engines_named(request.engines)
+    _check(request)
+    chosen = goal_named(goal, sort=sort)
     model_ref = model_ref or shape.name or "MODEL"
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
-    out = Collector()
-    for engine in engines:
-        engine.walk(shape, cluster, artifacts, request, model_ref, out)
-    options = out.options
-    if speed:
-        settings = speed if isinstance(speed, SpeedSettings) else None
-        options = [replace(o, speed=speed_of(o, shape, request, settings)) for o in options]
-    return PlanResult(
-        model=model_ref,
-        request=request,
-        options=tuple(rank(options, sort)),
-        rejected=tuple(out.rejected),
-        pruned=dict(out.pruned),
-        considered=out.considered,
+    result = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+    if not suggest:
+        return result
+    return with_suggestions(
+        result,
+        shape,
+        cluster,
+        artifacts,
+        speed=speed,
+        kinds=KINDS if suggest is True else tuple(suggest),  # type: ignore[arg-type]
+        first_fit=first_fit,
+        catalogue=catalogue,
     )
+
+
+def with_suggestions(
+    result: PlanResult,
+    shape: ModelShape,
+    cluster: Cluster,
+    artifacts: Sequence[Artifact],
+    *,
+    speed: bool | SpeedSettings = True,
+    kinds: Sequence[str] = KINDS,
+    first_fit: bool = False,
+    catalogue: Catalogue | None = None,
+) -> PlanResult:
+    """``result`` (a plan made with ``suggest=False``) with its suggestions: for a face that shows the table
+    first and the way forward when asked (each suggestion plans again, tens of milliseconds each)."""
+    run = partial(_ranked, model_ref=result.model, goal=result.goal, speed=speed)
+    made = suggestions(
+        shape,
+        cluster,
+        result.request,
+        artifacts,
+        result,
+        lambda s, c, r, a: run(s, c, r, a),
+        catalogue=catalogue,
+        prices=speed.prices if isinstance(speed, SpeedSettings) else None,
+        kinds=kinds,
+        first_fit=first_fit,
+    )
+    return replace(result, suggestions=made)
+
+
+__all__ = ["DEFAULT_GOAL", "plan", "recheck", "with_suggestions"]

@@ -1,19 +1,40 @@
-"""Ranking options: by what the hardware is, not by what it is doing.
+"""Ranking options: tiers first, then the goal the user picks.
 
-Best first:
+**Tiers, always** (:attr:`~explorer.engines.options.Option.placement`, best first):
 
-1. on a GPU before the CPU;
-2. the fewest cards, then the fewest nodes;
-3. the better precision: rising to about 8.6 bits a weight and falling past
-   it (eight bits keep what sixteen do, near enough, for half the memory);
-   the cap is 5.8 on the CPU, where every bit is read for every token;
-4. whether the cards are free now only breaks ties (busy is not unfit: a
-   model served onto busy cards waits for one);
-5. then the most headroom.
+1. every layer on accelerators, any engine (a card, a node's cards, vLLM or
+   SGLang across nodes, a Mac's GPU);
+2. llama.cpp across nodes through RPC, then llama.cpp with layers left in
+   host memory (partial offload);
+3. the CPU alone.
 
-Ties after that fall back to names, so the order never depends on the order
-options were found in. A "fastest that fits" sort (decode tokens per second
-estimate, best first) is the user's alternative.
+No option of a lower tier ranks above one of a higher tier under any goal,
+and inside tier 2 RPC (every layer on a GPU) stays above partial offload.
+With the fewest-cards goal this is the order of gpustack's GGUF selector
+(``_filter_in_sequence``): one card › several cards of one node › across
+nodes (RPC) › partial offload › CPU.
+
+**Goals, inside a tier:**
+
+- ``fewest-cards`` (the default, the seeds' order): the fewest cards, then
+  the fewest nodes; then the better precision, counted in whole bits (Q8_0's
+  8.5 and fp8's 8.03 are both 8), rising to about 8.6 bits a weight and falling
+  past it (eight bits keep what sixteen do, near enough, for half the memory;
+  the cap is 5.8 on the CPU, where every bit is read for every token); then
+  whether the cards are free now (busy is not unfit); then the faster decode
+  estimate, in steps of 2 % (explorer's addition: of two engines on the same
+  cards, the one that serves faster); then the serving engines before llama.cpp
+  in the order plans list them (:data:`~explorer.engines.common.ENGINES`:
+  vLLM, SGLang, llama.cpp), whose continuous batching and paged KV cache the
+  roofline does not see; then the most headroom;
+- ``fastest``: the highest decode estimate of one sequence at the asked concurrency;
+- ``throughput``: the highest aggregate decode estimate over the cluster, every
+  replica at the asked concurrency;
+- ``cost``: the fewest dollars per million output tokens (options without a price last);
+- ``longest-context``: the longest context one sequence can have.
+
+Each goal falls back to the fewest-cards order, and ties after that to names,
+so the order never depends on the order options were found in.
 
 Why the cap sits at 8.6 bits: llama-quantize's own figures
 (:data:`PUBLISHED_PERPLEXITY`) put Q8_0 — 7.96 GiB for Llama-3-8B's 8.03 B
@@ -27,8 +48,13 @@ every weight is read for every token, so speed wins sooner: the cap there is
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Literal
+import math
+from collections.abc import Callable, Iterable
+from typing import Literal, get_args
+
+from explorer.engines.common import ENGINES
+from explorer.engines.options import PLACEMENTS, Option
+from explorer.errors import PlanError
 
 # fmt: off
 #: llama-quantize's quality figures: (mix, file size in GiB as it prints "G", perplexity increase over the
@@ -58,7 +84,11 @@ QUALITY_CAP_BITS = 8.6
 CPU_QUALITY_CAP_BITS = 5.8
 PAST_CAP_SLOPE = 0.25
 
-SortKey = Literal["default", "speed"]
+Goal = Literal["fewest-cards", "fastest", "throughput", "cost", "longest-context"]
+GOALS: tuple[Goal, ...] = get_args(Goal)
+DEFAULT_GOAL: Goal = "fewest-cards"
+#: the old ``sort`` names and the goals they became
+SORT_ALIASES: dict[str, Goal] = {"default": "fewest-cards", "speed": "fastest"}
 
 
 def quality(bits_per_weight: float, *, cpu: bool) -> float:
@@ -71,32 +101,99 @@ def quality(bits_per_weight: float, *, cpu: bool) -> float:
     return cap - (bits_per_weight - cap) * PAST_CAP_SLOPE
 
 
-def default_key(option) -> tuple:
-    """The ranking key of an option (see the module docstring)."""
+def whole_bits(bits_per_weight: float) -> int:
+    """The precision's nominal bits: 8.5 (Q8_0) and 8.03 (fp8 with block scales) are 8, 4.85 (Q4_K_M) is 4."""
+    return math.floor(bits_per_weight + 1e-6)
+
+
+#: decode estimates within this factor of each other rank as equally fast (the estimate is a bound × 0.6)
+SPEED_STEP = 1.02
+
+
+def _decode(option: Option) -> float:
+    speed = option.speed
+    return speed.decode_estimate_tokens_per_s if speed is not None else 0.0
+
+
+def _speed_step(option: Option) -> int:
+    """The decode estimate in steps of 2 %: 30.9 and 31.1 tokens/s are one step, 27.6 and 30.9 are not."""
+    tokens = _decode(option)
+    return round(math.log(tokens) / math.log(SPEED_STEP)) if tokens > 0 else -(10**9)
+
+
+def _tier_key(option: Option) -> tuple:
+    return (PLACEMENTS.index(option.placement),)
+
+
+def _fewest_cards(option: Option) -> tuple:
     layout = option.layout
     return (
-        layout.cpu,
         layout.cards,
         layout.nodes,
-        -quality(option.bits_per_weight, cpu=layout.cpu),
+        -quality(whole_bits(option.bits_per_weight), cpu=layout.cpu),
         not option.free_now,
+        -_speed_step(option),
+        ENGINES.index(option.engine) if option.engine in ENGINES else len(ENGINES),
         -option.per_card.headroom,
         option.engine,
         layout.gpu_class,
         layout.tp,
         layout.pp,
         option.artifact.name,
+        option.precision,
     )
 
 
-def speed_key(option) -> tuple:
-    """Fastest that fits: the decode estimate at the asked concurrency, best first, then the default order."""
-    speed = getattr(option, "speed", None)
-    tokens = speed.decode_estimate_tokens_per_s if speed is not None else 0.0
-    return (-tokens,) + default_key(option)
+def _fastest(option: Option) -> tuple:
+    return (-round(_decode(option), 6),)
 
 
-def rank(options: Iterable, sort: SortKey = "default") -> list:
-    """Options best first, by the default ranking or fastest first."""
-    key = speed_key if sort == "speed" else default_key
-    return sorted(options, key=key)
+def _throughput(option: Option) -> tuple:
+    aggregate = option.aggregate_decode_tokens_per_s
+    return (-round(aggregate[1], 6) if aggregate else 0.0,)
+
+
+def _cost(option: Option) -> tuple:
+    speed = option.speed
+    cost = speed.cost_per_million_tokens if speed is not None else None
+    return (cost is None, round(cost, 9) if cost is not None else 0.0)
+
+
+def _longest_context(option: Option) -> tuple:
+    return (-option.evaluation.max_context_tokens,)
+
+
+_GOAL_KEYS: dict[str, Callable[[Option], tuple]] = {
+    "fewest-cards": lambda o: (),
+    "fastest": _fastest,
+    "throughput": _throughput,
+    "cost": _cost,
+    "longest-context": _longest_context,
+}
+
+
+def goal_named(goal: str | None = None, *, sort: str | None = None) -> Goal:
+    """The goal for a name (or an old ``sort`` name: ``default``, ``speed``).
+
+    Raises:
+        PlanError: neither names a goal.
+    """
+    if goal is None and sort is not None:
+        if sort not in SORT_ALIASES:
+            raise PlanError(f"unknown sort {sort!r}", hint=f"use a goal: {', '.join(GOALS)}")
+        return SORT_ALIASES[sort]
+    goal = goal or DEFAULT_GOAL
+    if goal not in _GOAL_KEYS:
+        raise PlanError(f"unknown goal {goal!r}", hint=f"goals: {', '.join(GOALS)}")
+    return goal  # type: ignore[return-value]
+
+
+def rank_key(goal: str = DEFAULT_GOAL) -> Callable[[Option], tuple]:
+    """The sort key of a goal: the placement (tier), the goal's figure, then the fewest-cards order."""
+    goal_key = _GOAL_KEYS[goal_named(goal)]
+    return lambda o: _tier_key(o) + goal_key(o) + _fewest_cards(o)
+
+
+def rank(options: Iterable[Option], goal: str = DEFAULT_GOAL) -> list[Option]:
+    """Options best first: tiers, then ``goal`` inside each (``default`` and ``speed`` are read as the old sorts)."""
+    return sorted(options, key=rank_key(SORT_ALIASES.get(goal, goal)))

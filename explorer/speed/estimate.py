@@ -83,6 +83,8 @@ class SpeedEstimate:
         context_tokens: the context the figures are for.
         concurrency: the sequences decoding together.
         breakdown: a short text of what a step is made of.
+        assumptions: what the figures assume where the catalogue is silent (a unified-memory host
+            named by its memory alone decodes at the host's bandwidth).
     """
 
     decode_bound_tokens_per_s: float
@@ -98,6 +100,7 @@ class SpeedEstimate:
     context_tokens: int
     concurrency: int
     breakdown: str
+    assumptions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_figures(
@@ -138,6 +141,7 @@ class SpeedEstimate:
                 "concurrency": self.concurrency,
                 "usd_per_gpu_hour": self.usd_per_gpu_hour,
                 "breakdown": self.breakdown,
+                "assumptions": list(self.assumptions),
             },
         }
 
@@ -259,6 +263,13 @@ def _estimate(
     priced = prices is not None and layout.cards and not (layout.cpu or layout.unified)
     price = prices.usd_per_gpu_hour(layout.gpu_class) if priced else None
     cost = None if price is None else layout.cards * price * step / (concurrency * 3600) * 1e6
+    assumed = ()
+    if layout.unified and gpu is not None and not gpu.bandwidth_bytes_per_s:
+        assumed = (
+            f"{gpu.name} names no chip, so its memory bandwidth is taken as the host's "
+            f"{gb(settings.host_bandwidth_bytes_per_s, 0)}/s; name the chip (m4-max-128g, m3-ultra-256g…) "
+            "for its own figure",
+        )
     return SpeedEstimate(
         decode_bound_tokens_per_s=bound,
         decode_estimate_tokens_per_s=1.0 / step,
@@ -273,6 +284,7 @@ def _estimate(
         context_tokens=context,
         concurrency=concurrency,
         breakdown=_breakdown(tally, cycle, concurrency, context, eff, floor if floor > cycle / eff else 0.0),
+        assumptions=assumed,
     )
 
 

@@ -180,3 +180,42 @@ def test_a_what_if_awq_plan_loads_a_published_awq_checkpoint(capsys, offline):
     assert vllm["command"].startswith("vllm serve hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4 ")
     assert any("stands in for meta-llama/Meta-Llama-3.1-70B" in n for n in vllm["notes"])
     assert all("serve meta-llama/Meta-Llama-3.1-70B " not in o["command"] for o in out["options"])
+
+
+def test_the_table_fits_120_columns_by_tier_and_wide_shows_every_column(capsys):
+    args = ["plan", "meta-llama/Meta-Llama-3.1-405B", "--offline", "--cluster", "2x8xh100-80g@ib0"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    table = [line for line in text.splitlines() if line[:3].strip().isdigit() or line.startswith("  # ")]
+    assert table and max(len(line) for line in table) <= 120
+    assert "tier 1: every layer on accelerators" in text and "tier 2:" in text and "tier 3: CPU only" in text
+    assert "(tp8 pp2)" in text and "best SGLang" in text
+    assert main([*args, "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert "max conc" in wide and "$/Mtok" in wide and "original (bf16)" in wide
+
+
+def test_goal_and_the_deprecated_sort(capsys):
+    config = str(CONFIGS / "meta-llama__Meta-Llama-3.1-70B.json")
+    status, out = _json(capsys, config, "--cluster", "1x8xh100-80g", "--engine", "vllm", "--goal", "fastest")
+    assert status == 0 and out["goal"] == "fastest" and out["options"][0]["tp"] == 8
+    assert main(["plan", config, "--cluster", "1x8xh100-80g", "--engine", "vllm", "--sort", "speed", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["goal"] == "fastest" and "--sort speed is deprecated" in captured.err
+
+
+def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
+    args = ["plan", "meta-llama/Meta-Llama-3.1-8B", "--offline", "--cluster", "1x1xl4-24g"]
+    args += ["--context", "131072", "--gpu-memory-utilization", "0.92"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "(max context 31,184)" in text  # vLLM 0.26: tests/plan/test_longest_context.py works it out
+    assert "to keep every layer on accelerators (best now: tier 2):" in text
+    assert "an fp8 KV cache" in text and "1x2xl4-24g: fits (tier 1)" in text
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    refusal = next(x for x in out["rejected"] if x["engine"] == "vllm")
+    assert refusal["max_context"] == 31_184 and isinstance(refusal["per_card"]["total"], int)
+    kinds = {s["kind"] for s in out["suggestions"]}
+    assert {"kv-cache", "context", "cluster", "precision"} <= kinds
+    assert all(o["tier"] == 2 or o["tier"] == 3 for o in out["options"])

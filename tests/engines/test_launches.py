@@ -38,13 +38,13 @@ def test_whole_nodes_when_asked():
 
 
 def test_vllm_data_parallel_replicas_in_one_launch():
-    """--dp 2 --tp 4: two tp-4 replicas side by side on 8 cards; each holds half of the 8 sequences. (tp 2 no
-    longer holds 4 sequences of the 70B a replica: 73.0 GiB a card against 0.9 × 79.19 GiB = 71.3 usable.)"""
-    result = _plan("1x8xh100-80g", tensor_parallel_size=4, data_parallel_size=2, concurrency=8)
+    """--dp 2 --tp 2: two tp-2 replicas side by side on 4 cards; each holds half of the 2 sequences (70B bf16 at
+    tp 2 holds one 4,096-token sequence in torch's 79.19 GiB × 0.9 of an H100: 71.1 of 71.3 GiB, not two)."""
+    result = _plan("1x8xh100-80g", tensor_parallel_size=2, data_parallel_size=2, concurrency=2)
     (option,) = result.options
-    assert (option.layout.tp, option.layout.dp, option.layout.cards) == (4, 2, 8)
-    assert "--tensor-parallel-size 4 --data-parallel-size 2" in option.evaluation.command
-    single = _plan("1x8xh100-80g", tensor_parallel_size=4, concurrency=4).options[0]
+    assert (option.layout.tp, option.layout.dp, option.layout.cards) == (2, 2, 4)
+    assert "--tensor-parallel-size 2 --data-parallel-size 2" in option.evaluation.command
+    single = _plan("1x8xh100-80g", tensor_parallel_size=2, concurrency=1).options[0]
     assert option.per_card.kv_cache == single.per_card.kv_cache
     assert option.evaluation.max_concurrency == 2 * single.evaluation.max_concurrency
 
@@ -64,3 +64,12 @@ def test_every_option_says_what_all_its_cards_hold():
     assert row["memory_text"] == option.memory_text
     pipeline = _plan("1x8xh100-80g", tensor_parallel_size=2, pipeline_parallel_size=2).options[0]
     assert pipeline.cards_total_bytes == sum(2 * c.total for c in pipeline.evaluation.cards)
+
+
+def test_a_world_size_one_node_holds_is_not_spread_over_two():
+    """tp 2 × pp 2 on 2 × 8 H100s: four cards of one node; the same four as 2 nodes × 2 are more than needed."""
+    result = _plan("2x8xh100-80g@ib0", tensor_parallel_size=2, pipeline_parallel_size=2)
+    (option,) = result.options
+    assert (option.layout.nodes, option.layout.cards) == (1, 4)
+    spread = next(x for x in result.rejected if x.rule == "more-than-needed")
+    assert (spread.layout.nodes, spread.layout.gpus_per_node) == (2, 2)

@@ -157,10 +157,10 @@ def test_ngl_zero_pins_nothing():
 
 
 def test_overcommit_and_short_now_together_with_the_counts():
-    """70B bf16 on 2 L40S at half free: each card needs 69.7 GiB but vLLM may use 90 % (40.5 GiB): overcommit;
-    and each has 22.5 GiB free where vLLM needs 40.5 GiB free to start: short now. 0 of the 2 cards have that;
-    together they offer 2 × int(47,695,611,822 × 0.9) = 85,852,101,278 bytes = 80.0 GiB usable (vLLM budgets from
-    the torch-visible total, 47,695,611,822 bytes on an L40S), 45.0 GiB free."""
+    """70B bf16 on 2 L40S at half free: each card needs 69.7 GiB but vLLM may use 90 % of the 44.42 GiB torch
+    sees (40.0 GiB): overcommit; and each has 22.5 GiB free where vLLM needs 40.0 GiB free to start: short now.
+    0 of the 2 cards have that; together they offer 2 × int(47,695,611,822 × 0.9) = 85,852,101,278 bytes =
+    80.0 GiB usable, 45.0 GiB free (half the driver's 48,305,799,168 each)."""
     r = check_pinned(shape_of(L70), parse_cluster("1x8xl40s-48g,free=0.5"), ["0", "1"])
     assert r.overcommitted and r.short_now_bytes > 0
     assert "overcommits" in r.message and "less free now" in r.message

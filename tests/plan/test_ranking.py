@@ -1,16 +1,27 @@
-"""Ranking: the seed's order, independent of input order."""
+"""Ranking: tiers first, then the goal; the seed's order inside a tier, independent of input order."""
 
 from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.corpus import shape_of
 
 from explorer.engines.common import PlanRequest
+from explorer.engines.options import PLACEMENTS
+from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.plan.planner import plan
-from explorer.plan.ranking import CPU_QUALITY_CAP_BITS, PUBLISHED_PERPLEXITY, QUALITY_CAP_BITS, quality, rank
+from explorer.plan.ranking import (
+    CPU_QUALITY_CAP_BITS,
+    GOALS,
+    PUBLISHED_PERPLEXITY,
+    QUALITY_CAP_BITS,
+    quality,
+    rank,
+    whole_bits,
+)
 from explorer.sources.shipped import parse_cluster
 
 
@@ -50,3 +61,93 @@ def test_ranking_ignores_input_order(seed):
     shuffled = list(OPTIONS)
     random.Random(seed).shuffle(shuffled)
     assert [o.label for o in rank(shuffled)] == [o.label for o in OPTIONS]
+
+
+# --- tiers and goals (issue 13 §1, issue 15 item 1) ---------------------------------------------------------------
+
+
+def test_whole_bits_counts_the_nominal_bits():
+    # Q8_0 8.5 and fp8 with 128 × 128 block scales 8.03 are both eight bits; Q4_K_M 4.89 and AWQ 4.25 are four
+    assert [whole_bits(b) for b in (8.5, 8.03, 16.0, 4.89, 4.25, 6.5625)] == [8, 8, 16, 4, 4, 6]
+
+
+def _llama70b(spec, quants, goal):
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
+    artifacts = [what_if_artifact(shape, q) for q in quants]
+    return plan(shape, parse_cluster(spec), PlanRequest(), artifacts=artifacts, goal=goal)
+
+
+@pytest.mark.parametrize("goal", GOALS)
+def test_full_rpc_offload_ranks_above_a_one_card_partial_offload(goal):
+    """70B at Q4_K_M is 42.5 GB (39.6 GiB): one RTX 4090 (23.5 GiB usable) keeps 37 of 80 layers on the CPU
+    (2.7 tok/s); two of them over RPC hold every layer (13.8 tok/s). gpustack's order: RPC › partial › CPU."""
+    result = _llama70b("2x1xrtx4090-24g@eth", ("Q4_K_M",), goal)
+    places = [o.placement for o in result.options]
+    assert places == ["rpc", "host-offload", "cpu"]
+    assert result.options[0].layout.rpc and result.options[0].evaluation.layers_on_host == 0
+    assert result.options[1].evaluation.layers_on_host >= 30
+
+
+@pytest.mark.parametrize("goal", GOALS)
+def test_a_partial_offload_ranks_below_a_full_offload_under_every_goal(goal):
+    """On one RTX 4090, Q4_K_M (39.6 GiB) leaves layers on the CPU; IQ2_XS (2.31 bits, about 19 GiB) holds every
+    layer. The fewest-cards goal would prefer four bits to two, but the tier comes first."""
+    result = _llama70b("1x1xrtx4090-24g", ("Q4_K_M", "IQ2_XS"), goal)
+    first, second = result.options[0], result.options[1]
+    assert first.precision == "IQ2_XS" and first.tier == 1
+    assert second.precision == "Q4_K_M" and second.placement == "host-offload"
+
+
+PLANS = [
+    plan(shape_of(name), parse_cluster(spec), PlanRequest(context_tokens=ctx), artifacts=arts)
+    for name, spec, ctx, arts in (
+        ("meta-llama__Meta-Llama-3.1-70B", "2x8xh100-80g@ib0 + 1x2xl40s-48g + 1x1xrtx4090-24g", 32768, None),
+        (
+            "meta-llama__Meta-Llama-3.1-70B",
+            "1x2xl40s-48g",
+            32768,
+            [original_artifact(shape_of("meta-llama__Meta-Llama-3.1-70B"))]
+            + [what_if_artifact(shape_of("meta-llama__Meta-Llama-3.1-70B"), q) for q in ("int4-awq", "Q4_K_M")],
+        ),
+        ("meta-llama__Meta-Llama-3.1-405B", "2x8xh100-80g@ib0", 4096, None),
+    )
+]
+
+
+def _figure(goal, o):
+    sp = o.speed
+    return {
+        "fastest": sp.decode_estimate_tokens_per_s,
+        "throughput": o.aggregate_decode_tokens_per_s[1],
+        "cost": -(sp.cost_per_million_tokens or 0.0),
+        "longest-context": o.evaluation.max_context_tokens,
+    }.get(goal)
+
+
+@pytest.mark.parametrize("goal", GOALS)
+@pytest.mark.parametrize("index", range(len(PLANS)))
+def test_goals_reorder_within_tiers_but_never_across(goal, index):
+    ranked = rank(PLANS[index].options, goal)
+    order = [PLACEMENTS.index(o.placement) for o in ranked]
+    assert order == sorted(order), "a lower tier above a higher one"
+    for tier in set(order):
+        inside = [o for o in ranked if PLACEMENTS.index(o.placement) == tier]
+        figures = [_figure(goal, o) for o in inside]
+        if goal == "fewest-cards":
+            assert [o.layout.cards for o in inside] == sorted(o.layout.cards for o in inside)
+        elif goal != "cost":
+            assert figures == sorted(figures, reverse=True)
+
+
+def test_cost_ranks_priced_options_cheapest_first_and_unpriced_last():
+    ranked = [o for o in rank(PLANS[0].options, "cost") if o.tier == 1]
+    costs = [o.speed.cost_per_million_tokens for o in ranked]
+    priced = [c for c in costs if c is not None]
+    assert priced == sorted(priced) and costs[: len(priced)] == priced
+
+
+def test_same_cards_and_speed_prefer_the_serving_engines():
+    """Qwen3-32B bf16 (65.5 GB) on one H100: vLLM and llama.cpp both decode at about 31 tok/s (the same bytes
+    read a token); the serving engines come first, then llama.cpp (headroom no longer decides it)."""
+    result = plan(shape_of("Qwen__Qwen3-32B"), parse_cluster("1x1xh100-80g"), PlanRequest())
+    assert [o.engine for o in result.options if o.tier == 1][:3] == ["vllm", "sglang", "llamacpp"]

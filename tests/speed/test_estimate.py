@@ -381,7 +381,7 @@ def test_cli_prints_and_emits_speed(capsys, tmp_path):
     )
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "tok/s est" in text and "tokens/s a sequence estimate (bound" in text and "per million output tokens" in text
+    assert "tok/s" in text and "tokens/s a sequence estimate (bound" in text and "per million output tokens" in text
 
 
 # --- invariants ------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.seats import Seat, seats_from_cards
 from explorer.engines.options import Option, memory_reason
 from explorer.errors import LlamaCppAbortError, LlamaCppConfigError, LlamaCppFitError
-from explorer.hardware.cards import CardRef, node_cards
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
 
@@ -112,11 +111,6 @@ def accept(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], No
         shares = ",".join(f"{x:.3g}" for x in split)
         ev = replace(ev, notes=(*ev.notes, f"launched now, llama.cpp splits by free memory: --tensor-split {shares}"))
     ctx.out.accept(replace(option, evaluation=ev, free_now=split is not None))
-
-
-def class_cards(node: Node, gpu: GPUClass) -> list[CardRef]:
-    """A node's cards of one class, by position."""
-    return [c for c in node_cards(node) if c.gpu.name == gpu.name]
 
 
 def more_than_needed(ctx: Ctx, layout: Layout, label: str, count: int) -> None:

@@ -57,6 +57,8 @@ class LlamaCpp:
     unified memory)."""
 
     name: ClassVar[EngineName] = NAME
+    #: each copy is its own ``llama-server`` (no flag starts several)
+    data_parallel_flag: ClassVar[str | None] = None
 
     def walk(
         self,

@@ -58,7 +58,13 @@ def max_gpu_layers(model: LlamaModel, settings: LlamaCppSettings, devices: Seque
         return memo[ngl]
 
     # a unified device's share comes out of the host's RAM, so there the host counts too
-    best = largest_fitting(lambda ngl: _slack(memory(ngl), host_bytes if unified else None), 0, model.n_layer + 1)
+    def slack(ngl: int) -> int:
+        return _slack(memory(ngl), host_bytes if unified else None)
+
+    everything = model.n_layer + 1
+    if slack(everything) >= 0 and memory(everything).fits(host_bytes):
+        return everything  # the common case, in one allocation: every layer fits
+    best = largest_fitting(slack, 0, everything)
     mem = memory(best or 0)
     if mem.fits(host_bytes):
         return best or 0

@@ -53,7 +53,7 @@ def gguf_quant_for(shape: ModelShape, artifact: Artifact) -> str:
     return "Q8_0" if shape.precision_of(artifact).nominal_bits >= 8 else "Q4_K_M"
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=512)  # a model at each quant: the hardware-first view asks for a hundred models
 def _model_from_shape(shape: ModelShape, quant: str) -> LlamaModel:
     return llama_model_from_shape(shape, quant)
 
@@ -229,7 +229,8 @@ def evaluate(
     unified = sum(d.total_bytes for d in mem.devices if d.device.unified)
     host = _host_card(mem, node, request, unified_bytes=unified)
     fits = mem.fits(host_bytes)
-    longest = _longest(model, settings, tuple(devices), host_bytes) if fits else 0
+    # one sequence, any context: the key leaves the asked context out, so a slider's moves hit the memo
+    longest = _longest(model, replace(settings, n_seq=1, n_ctx=0), tuple(devices), host_bytes) if fits else 0
     conc = (
         max_sequences(model, settings, devices, host_bytes, context_tokens=request.context_tokens, known=mem)
         if fits
@@ -256,11 +257,10 @@ def evaluate(
 
 @lru_cache(maxsize=256)
 def _longest(model: LlamaModel, settings: LlamaCppSettings, devices: tuple[Device, ...], host_bytes: int) -> int:
-    """The longest single-sequence context that fits with these devices and ``-ngl``."""
+    """The longest single-sequence context that fits with these devices and ``-ngl`` (``settings`` at one
+    sequence, ``n_ctx`` 0)."""
     try:
-        return max_context(
-            model, replace(settings, n_seq=1, n_ctx=0), devices, host_bytes, limit_tokens=max(model.n_ctx_train, 1)
-        )
+        return max_context(model, settings, devices, host_bytes, limit_tokens=max(model.n_ctx_train, 1))
     except LlamaCppFitError:
         return 0
 

@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 
 from explorer.engines.common import Layout
-from explorer.engines.llamacpp.candidates import Ctx, accept, asked, class_cards, more_than_needed, try_launch
+from explorer.engines.llamacpp.candidates import Ctx, accept, asked, more_than_needed, try_launch
 from explorer.engines.llamacpp.launch import NAME
 from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, card_seats, class_seats, rpc_seats
 from explorer.engines.options import Option
-from explorer.hardware.cards import CardRef, node_cards
+from explorer.hardware.cards import CardRef, class_cards, node_cards
 from explorer.hardware.cluster import Node
 from explorer.hardware.pools import Pool
 
@@ -32,7 +33,9 @@ def walk_rpc(ctx: Ctx, pool: Pool, local: Option | None) -> None:
     """The node with the most cards, plus single-card RPC servers on the pool's other nodes."""
     main = max(pool.nodes, key=lambda n: (n.group(pool.gpu.name).count, n.host_ram_bytes))
     width = main.group(pool.gpu.name).count if not pool.gpu.is_mig else 1
-    others = [c for n in pool.nodes if n is not main for c in class_cards(n, pool.gpu)][:MAX_RPC_SERVERS]
+    others = list(
+        islice((c for n in pool.nodes if n is not main for c in class_cards(n, pool.gpu.name)), MAX_RPC_SERVERS)
+    )
     if not others:
         return
     room = pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES
@@ -64,7 +67,7 @@ def walk_rpc(ctx: Ctx, pool: Pool, local: Option | None) -> None:
         return option is not None and asked(ctx, option)
 
     found = _fewest(first, len(others), holds_every_layer)
-    main_cards = class_cards(main, pool.gpu)[:width]
+    main_cards = class_cards(main, pool.gpu.name, width)
     if found is not None:
         option = probe(found)
         accept(ctx, option, [(card_seats(main_cards, now=True) + rpc_seats(others[:found], now=True), main)])
@@ -93,11 +96,9 @@ def _fewest(low: int, high: int, holds: Callable[[int], bool]) -> int | None:
 
 def mixed_cards(node: Node) -> list[CardRef]:
     """A node's cards of more than one class (MIG slices and unified hosts aside), largest first; else empty."""
-    if node.unified:
-        return []
+    if node.unified or len({g.gpu.name for g in node.gpus if not g.gpu.is_mig}) < 2:
+        return []  # decided from the groups: a node of one class is never enumerated card by card
     cards = [c for c in node_cards(node) if not c.gpu.is_mig]
-    if len({c.gpu.name for c in cards}) < 2:
-        return []
     return sorted(cards, key=lambda c: (-c.capacity_bytes, c.position))
 
 

@@ -7,6 +7,9 @@ For each artifact, what the request allows (:func:`~explorer.engines.llamacpp.of
    layer (with ``-ngl N``: that hold N layers); wider is "more than needed".
    When no width holds every layer, the node's cards with the most layers on
    them, the rest on the CPU (partial offload), when CPU offload is allowed.
+   Widths start at a lower bound (the offloaded weights against a card's
+   room, counted not enumerated), and a width narrower than the node's is
+   checked in one allocation with every layer on it before it is evaluated.
 2. **One node, several classes** (:mod:`~explorer.engines.llamacpp.spans`): a node whose cards differ (an RTX 4090 beside
    an RTX 3090) is one pool to llama.cpp, split in proportion to each card's
    memory; tried only with more cards than one class of the node needs.
@@ -31,19 +34,20 @@ from dataclasses import replace
 
 from explorer.engines.collect import Collector
 from explorer.engines.common import Layout, PlanRequest
-from explorer.engines.llamacpp.candidates import Ctx, accept, asked, class_cards, more_than_needed, try_launch
-from explorer.engines.llamacpp.launch import NAME, gguf_quant_for, llama_model
+from explorer.engines.llamacpp.candidates import Ctx, accept, asked, more_than_needed, try_launch
+from explorer.engines.llamacpp.launch import NAME, gguf_quant_for, launch_split, llama_model, settings_for
+from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.offload import offload_for
-from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, card_seats, class_seats, metal_seat
+from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, Seat, card_seats, class_seats, metal_seat
 from explorer.engines.llamacpp.spans import mixed_cards, walk_mixed, walk_rpc
 from explorer.engines.options import Option
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
-from explorer.hardware.cards import roomiest_cards
+from explorer.hardware.cards import roomiest_class_cards
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.pools import Pool, gpu_pools
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
-from explorer.units import gib
+from explorer.units import cdiv, gib
 
 
 def walk(
@@ -114,24 +118,57 @@ def _count(nodes: Sequence[Node], like: Node) -> int:
     )
 
 
+def _fewest_width(ctx: Ctx, pool: Pool, max_width: int) -> int:
+    """The fewest cards whose room the offloaded weights need, counted not enumerated (1 with ``-ngl`` given);
+    narrower widths are refused at once (``memory-lower-bound``)."""
+    if ctx.offload.fixed_ngl is not None:
+        return 1
+    room = pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES
+    first = min(max_width, max(1, cdiv(ctx.offloadable_bytes, room)))
+    if first > 1:
+        below = Layout(engine=NAME, gpu_class=pool.gpu.name, gpus_per_node=first - 1, pp=first - 1)
+        ctx.out.refuse(
+            NAME,
+            below,
+            ctx.artifact.name,
+            "memory-lower-bound",
+            f"the offloaded weights alone ({gib(ctx.offloadable_bytes)}) exceed {below.label}"
+            + (f"; partial offload is planned on all {max_width} cards" if ctx.offload.partial else ""),
+            count=first - 1,
+        )
+    return first
+
+
+def _holds_every_layer(ctx: Ctx, seats: Sequence[Seat]) -> bool:
+    """One allocation with every layer on ``seats``: whether they hold it (the host aside). A partial offload on
+    fewer cards than the node has is never offered, so a width that fails this needs no full evaluation."""
+    settings = replace(settings_for(ctx.request, split=launch_split(ctx.request, seats)), n_gpu_layers=-1)
+    try:
+        mem = llamacpp_memory(ctx.model, settings, [s.device for s in seats])
+    except LlamaCppConfigError:
+        return True  # the full evaluation refuses it with llama.cpp's own reason
+    return all(d.total_bytes <= d.device.memory_bytes for d in mem.devices)
+
+
 def _walk_pool(ctx: Ctx, pool: Pool) -> None:
     """One node of a pool: the fewest cards that hold it, else the node's cards with the rest on the CPU."""
     max_width = 1 if pool.gpu.is_mig else pool.width()
     node = max(pool.nodes, key=lambda n: (n.group(pool.gpu.name).count, n.host_ram_bytes))
-    room = pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES
     chosen: Option | None = None
-    for width in range(1, max_width + 1):
+    for width in range(_fewest_width(ctx, pool, max_width), max_width + 1):
         layout = Layout(engine=NAME, gpu_class=pool.gpu.name, gpus_per_node=width, pp=width)
-        if ctx.offload.fixed_ngl is None and width < max_width and ctx.offloadable_bytes > width * room:
+        seats = class_seats(pool.gpu, width)
+        partial_here = width < max_width and ctx.offload.fixed_ngl is None and ctx.offload.partial
+        if partial_here and not _holds_every_layer(ctx, seats):
             ctx.out.refuse(
                 NAME,
                 layout,
                 ctx.artifact.name,
-                "memory-lower-bound",
-                f"the offloaded weights alone ({gib(ctx.offloadable_bytes)}) exceed {layout.label}",
+                "partial-offload",
+                f"not every layer fits on {layout.label}: the node's {max_width} cards take more",
             )
             continue
-        option = try_launch(ctx, layout, class_seats(pool.gpu, width), pool.gpu, node, hosts=pool.hosts(width))
+        option = try_launch(ctx, layout, seats, pool.gpu, node, hosts=pool.hosts(width))
         if option is None:
             continue
         if asked(ctx, option):
@@ -154,9 +191,9 @@ def _walk_pool(ctx: Ctx, pool: Pool) -> None:
             )
     if chosen is not None:
         width = chosen.layout.gpus_per_node
-        launches = [
-            (card_seats(roomiest_cards(class_cards(n, pool.gpu), width), now=True), n)
-            for n in pool.nodes
+        launches = [  # one node of each kind: alike nodes launch alike
+            (card_seats(roomiest_class_cards(n, pool.gpu.name, width), now=True), n)
+            for n, _ in pool.kinds
             if n.group(pool.gpu.name).count >= width
         ]
         accept(ctx, chosen, launches)

@@ -65,6 +65,7 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
     hidden = shape.hidden_size
     layers = []
     offset = wb.embedding_bytes
+    matrix_bytes: dict[int, tuple[int, int]] = {}  # (matrices, experts); layers sharing tensors share them
     notes = [f"what-if: {shape.name or 'model'} at {precision.name}, bytes from average bits per weight"]
     for i, layer in enumerate(shape.decoder):
         c = layer.cache
@@ -83,8 +84,13 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         elif isinstance(c, RecurrentState):
             r_row, s_row = c.conv_elements, c.ssm_elements  # llama.cpp keeps both in f32
         size = wb.layer_bytes[i]
-        matrices = sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1)
-        experts = sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1 and t.role == "expert")
+        key = id(layer.tensors) if precision.all_matrices else -1 - i
+        if key not in matrix_bytes:  # layers of one tensor group at an every-matrix precision weigh the same
+            matrix_bytes[key] = (
+                sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1),
+                sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1 and t.role == "expert"),
+            )
+        matrices, experts = matrix_bytes[key]
         block = (offset, offset + size)
         amx_src = matrices - experts if amx[0] else 0
         host = HostPlacement(

@@ -384,6 +384,15 @@ class Cache:
             "fetched_at": at,
         }
 
+    def repos(self) -> list[str]:
+        """Every repo this endpoint's rows hold a config.json or a GGUF header of, sorted (for ``explorer fit``)."""
+        rows = self._rows(
+            "SELECT DISTINCT repo FROM configs WHERE filename = 'config.json' AND endpoint = ? "
+            "UNION SELECT DISTINCT repo FROM gguf_headers WHERE endpoint = ? ORDER BY 1",
+            [self.endpoint, self.endpoint],
+        )
+        return [r[0] for r in rows]
+
     # --- published checkpoints -------------------------------------------------------------
 
     def put_checkpoints(self, repo: str, checkpoints: Sequence[PublishedCheckpoint]) -> bool:

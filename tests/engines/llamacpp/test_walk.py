@@ -60,6 +60,24 @@ def test_ngl_at_or_above_every_layer_is_full_offload_only(ngl):
     assert any(x.rule == "memory" and x.layout.gpus_per_node == 1 for x in result.rejected)
 
 
+# --- issue 13: widths counted from a lower bound, narrow ones checked in one allocation -----------------------
+
+
+def test_widths_start_at_the_lower_bound_and_narrow_ones_are_checked_at_once():
+    """70B bf16 on 8 L4s: the offloaded weights (129.5 GiB; token_embd stays on the host) over an L4's room
+    (23,034 MiB less the 512 MiB CUDA context = 21.99 GiB) need ⌈5.89⌉ = 6 cards, so widths 1–5 are one refusal
+    counted 5. Six hold 21.6 GiB of weights each, with the KV and compute buffers past 21.99: one allocation with
+    every layer says so (partial offload below the node's width is never offered); seven hold it."""
+    result = _plan("1x8xl4-24g", precision="bf16")
+    assert result.pruned == {"memory-lower-bound": 5, "partial-offload": 1, "more-than-needed": 1}
+    lower = next(x for x in result.rejected if x.rule == "memory-lower-bound")
+    assert lower.layout.gpus_per_node == 5 and "129.5 GiB" in lower.reason
+    partial = next(x for x in result.rejected if x.rule == "partial-offload")
+    assert partial.layout.gpus_per_node == 6 and partial.reason.startswith("not every layer fits on 6 × l4-24g")
+    gpu = next(o for o in result.options if not o.layout.cpu)
+    assert gpu.layout.gpus_per_node == 7 and gpu.evaluation.layers_on_host == 0
+
+
 # --- item 15: --no-cpu-offload --------------------------------------------------------------------
 
 

@@ -1,0 +1,91 @@
+"""Every model explorer knows without the network: the shipped snapshot's, and those in the local cache.
+
+:func:`known_models` lists them as :class:`~explorer.plan.fit_view.KnownModel`
+records (shape and offered artifacts) for the hardware-first view (``explorer
+fit``): the snapshot's entries first, then every repo the DuckDB cache holds a
+config or GGUF header of (from the Hub endpoint of ``HF_ENDPOINT``) that the
+snapshot lacks, each resolved offline from the cache. The cache is opened
+read-only and only when its file exists, so listing never creates or writes
+one (and imports no DuckDB without a file).
+A model that cannot be read is left out with a note saying why.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from explorer.errors import ExplorerError
+from explorer.plan.fit_view import KnownModel
+from explorer.plan.offer import original_artifact
+from explorer.sources.cache.file import default_cache_path
+from explorer.sources.snapshot.read import Snapshot, load_snapshot
+
+__all__ = ["KnownModels", "known_models"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnownModels:
+    """The models listed, and those left out.
+
+    Attributes:
+        models: the models, snapshot first, then the cache's.
+        skipped: ``"repo: why"`` for each model that could not be read.
+        cache_path: the cache file read, or None when there was none.
+    """
+
+    models: tuple[KnownModel, ...]
+    skipped: tuple[str, ...] = field(default=())
+    cache_path: str | None = None
+
+
+def _from_snapshot(snapshot: Snapshot, skipped: list[str]) -> list[KnownModel]:
+    out = []
+    for repo in snapshot.repos:
+        try:
+            shape = snapshot.shape(repo)
+            artifacts = snapshot.get(repo).offered() or (original_artifact(shape),)  # type: ignore[union-attr]
+        except ExplorerError as err:
+            skipped.append(f"{repo}: {err}")
+            continue
+        out.append(KnownModel(ref=repo, shape=shape, artifacts=tuple(artifacts), origin="snapshot"))
+    return out
+
+
+def _from_cache(path: str, known: set[str], skipped: list[str]) -> list[KnownModel]:
+    from explorer.sources.cache.store import Cache
+    from explorer.sources.hub.settings import HubSettings
+    from explorer.sources.resolve import resolve_model
+
+    out = []
+    settings = HubSettings.resolve(offline=True)  # the rows of HF_ENDPOINT's answers: a mirror's never mix in
+    with Cache.open(path, read_only=True, endpoint=settings.endpoint) as cache:
+        for repo in cache.repos():
+            if repo.lower() in known:
+                continue
+            try:
+                resolved = resolve_model(repo, offline=True, cache=cache, settings=settings)
+            except ExplorerError as err:
+                skipped.append(f"{repo}: {err}")
+                continue
+            artifacts = resolved.artifacts or (original_artifact(resolved.shape),)
+            out.append(KnownModel(ref=repo, shape=resolved.shape, artifacts=tuple(artifacts), origin="cache"))
+    return out
+
+
+def known_models(
+    *, snapshot: Snapshot | None = None, cache_path: str | os.PathLike | None = None, use_cache: bool = True
+) -> KnownModels:
+    """The snapshot's models, then the cache's others (read-only; ``cache_path`` default: ``$EXPLORER_CACHE``
+    or the user's cache directory; skipped when the file does not exist or ``use_cache`` is False)."""
+    skipped: list[str] = []
+    models = _from_snapshot(snapshot or load_snapshot(), skipped)
+    path = str(cache_path) if cache_path is not None else default_cache_path()
+    if not use_cache or path == ":memory:" or not os.path.exists(path):
+        return KnownModels(models=tuple(models), skipped=tuple(skipped))
+    known = {m.ref.lower() for m in models}
+    try:
+        models += _from_cache(path, known, skipped)
+    except ExplorerError as err:
+        skipped.append(f"the cache at {path}: {err}")
+    return KnownModels(models=tuple(models), skipped=tuple(skipped), cache_path=path)

@@ -1,0 +1,136 @@
+"""The recommendations an inference engineer would sign (issue 13's cases, on real configs and clusters).
+
+Byte figures are worked by hand in the comments: H100 80 GB = 81,559 MiB = 79.65 GiB; L40S 48 GB = 46,068 MiB
+= 44.99 GiB; H200 = 143,771 MiB = 140.4 GiB; L4 = 23,034 MiB; vLLM offers 0.9 of a card unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.corpus import shape_of
+
+from explorer.engines.common import PlanRequest
+from explorer.plan.offer import original_artifact, what_if_artifacts
+from explorer.plan.planner import plan
+from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
+from explorer.speed.estimate import SpeedSettings
+
+LLAMA_8B, LLAMA_70B, LLAMA_405B = (
+    "meta-llama__Meta-Llama-3.1-8B",
+    "meta-llama__Meta-Llama-3.1-70B",
+    "meta-llama__Meta-Llama-3.1-405B",
+)
+
+
+def _plan(name, spec, *, what_ifs=(), **request):
+    shape = shape_of(name)
+    artifacts = [original_artifact(shape), *what_if_artifacts(shape, what_ifs)]
+    return plan(shape, parse_cluster(spec), PlanRequest(**request), artifacts=artifacts)
+
+
+def test_70b_on_two_l40s_keeps_every_layer_on_the_gpus_first():
+    """bf16 weights 70.55B × 2 bytes = 141.1 GB (131.4 GiB) > 2 × 45.0 GiB: bf16 only runs with layers on the host.
+    int4 AWQ (39.7 GB) and fp8 (70.6 GB) fit the two cards; either comes before any offload."""
+    result = _plan(LLAMA_70B, "1x2xl40s-48g", what_ifs=("fp8", "int4-awq"), context_tokens=32768)
+    first = result.options[0]
+    assert first.tier == 1 and first.evaluation.layers_on_host == 0 and first.placement == "accelerators"
+    offloads = [i for i, o in enumerate(result.options) if o.evaluation.layers_on_host]
+    assert offloads, "the bf16 llama.cpp partial offload is still listed"
+    last_tier_1 = max(i for i, o in enumerate(result.options) if o.tier == 1)
+    assert min(offloads) > last_tier_1
+    awq = next(o for o in result.options if o.engine == "vllm" and "AWQ" in o.precision)
+    assert result.options.index(awq) < min(offloads)  # vLLM AWQ (about 19 tok/s) above the 0.8 tok/s offload
+
+
+def test_405b_on_two_h100_nodes_lists_the_whole_node_layout():
+    """bf16 405.85B × 2 = 811.7 GB = 756 GiB; one node offers 8 × 79.65 × 0.9 = 573 GiB: it must span nodes.
+    The fewest cards are 12 (tp 2 × pp 6); the layout the engines' docs recommend, tp 8 × pp 2 on all 16, is kept."""
+    result = _plan(LLAMA_405B, "2x8xh100-80g@ib0", context_tokens=4096, engines=("vllm", "sglang"))
+    vllm = {(o.layout.tp, o.layout.pp, o.layout.cards) for o in result.options if o.engine == "vllm"}
+    assert (8, 2, 16) in vllm and (2, 6, 12) in vllm
+    sglang = {(o.layout.tp, o.layout.pp) for o in result.options if o.engine == "sglang"}
+    assert (16, 1) in sglang  # SGLang spans nodes with tensor parallelism itself (--nnodes 2)
+    whole = next(o for o in result.options if o.engine == "vllm" and o.layout.tp == 8)
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in whole.evaluation.command
+    assert not any(x.rule == "more-than-needed" and x.layout and x.layout.cards == 16 for x in result.rejected)
+
+
+def test_405b_fastest_puts_the_whole_node_layout_first():
+    result = plan(
+        shape_of(LLAMA_405B), parse_cluster("2x8xh100-80g@ib0"), PlanRequest(engines=("vllm",)), goal="fastest"
+    )
+    assert (result.options[0].layout.tp, result.options[0].layout.pp) == (8, 2)
+
+
+def test_deepseek_v3_on_two_h200_nodes_runs_two_replicas_of_one_node():
+    """fp8 weights of 671B (block scales counted) are about 642 GiB; one node offers 8 × 140.4 × 0.9 = 1,011 GiB:
+    a node holds it, so two nodes hold two copies; a second node is never one replica's "more than needed"."""
+    result = _plan("deepseek-ai__DeepSeek-V3", "2x8xh200-141g@ib0", context_tokens=4096)
+    one_node = [o for o in result.options if o.layout.nodes == 1 and not o.layout.cpu]
+    assert one_node and all(o.replicas == 2 for o in one_node)
+    tp8 = next(o for o in one_node if o.engine == "vllm" and o.layout.tp == 8)
+    assert tp8.replicas_now == 2
+    bound, estimate = tp8.aggregate_decode_tokens_per_s
+    assert estimate == pytest.approx(2 * tp8.speed.decode_aggregate_estimate_tokens_per_s)
+    assert bound == pytest.approx(2 * tp8.speed.decode_aggregate_bound_tokens_per_s)
+    refusal = next(x for x in result.rejected if x.rule == "more-than-needed" and x.layout and x.layout.nodes == 2)
+    assert "replicas" in refusal.reason
+
+
+def test_the_kvplan_case_refuses_with_max_context_and_suggests_the_fp8_kv_cache():
+    """Llama-3.1-8B on one L4 at 131,072 tokens, gpu_memory_utilization 0.92 (the kvplan case).
+
+    vLLM's current release: 0.92 × torch's 22.05 GiB = 21,781,926,641 B; weights 16,060,522,496; the sampler's
+    peak 508,919,808; CUDA graphs and non-torch 1,124,492,902: 4,087,991,435 B for 128 KiB a token = 31,189
+    tokens, 31,184 in blocks of 16 (explorer.plan.longest_context). An fp8 KV cache halves the token: 62,377,
+    62,368 in blocks: still short of 131,072 on vLLM (llama.cpp's full offload holds more, which it reports).
+    """
+    result = plan(
+        shape_of(LLAMA_8B),
+        parse_cluster("1x1xl4-24g"),
+        PlanRequest(context_tokens=131072, gpu_memory_utilization=0.92),
+        speed=SpeedSettings(prices=shipped_prices()),
+        catalogue=shipped_catalogue(),
+    )
+    refusal = next(x for x in result.rejected if x.engine == "vllm" and x.rule == "memory")
+    assert refusal.max_context == 31_184
+    assert refusal.to_dict()["max_context"] == 31_184
+    assert all(o.tier > 1 for o in result.options)  # only a partial offload and the CPU fit
+    kinds = {s.kind: s for s in result.suggestions}
+    kv = kinds["kv-cache"]
+    assert kv.change == {"kv_dtype": "fp8"} and not kv.fits and kv.max_context >= 62_368
+    assert kinds["context"].fits and kinds["context"].change["context"] >= 31_184
+    assert kinds["cluster"].change == {"cluster": "1x2xl4-24g"} and kinds["cluster"].best.layout.tp == 2
+    assert "card-class" in kinds and kinds["card-class"].fits
+    assert any(s.kind == "precision" and s.fits for s in result.suggestions)
+    assert [s.fits for s in result.suggestions] == sorted((s.fits for s in result.suggestions), reverse=True)
+
+
+def test_a_plan_on_accelerators_suggests_nothing():
+    result = plan(shape_of(LLAMA_8B), parse_cluster("1x1xh100-80g"), PlanRequest(), catalogue=shipped_catalogue())
+    assert result.options[0].tier == 1 and result.suggestions == ()
+
+
+def test_nothing_fits_suggests_the_smallest_cluster_of_the_users_class():
+    """405B bf16 (756 GiB) on one L4: nothing fits, not even the CPU (64 GiB of RAM assumed). Its own class
+    needs at least 756 / (0.95 × 22.5) = 36 L4s: five nodes of 8 (``5x8xl4-24g@ib0``) or more."""
+    result = plan(
+        shape_of(LLAMA_405B),
+        parse_cluster("1x1xl4-24g"),
+        PlanRequest(),
+        speed=SpeedSettings(prices=shipped_prices()),
+        catalogue=shipped_catalogue(),
+    )
+    assert not result.options
+    own = next(s for s in result.suggestions if s.kind == "cluster")
+    spec = own.change["cluster"]
+    nodes = int(spec.split("x")[0])
+    assert spec.endswith("x8xl4-24g@ib0") and nodes >= 5 and own.fits and own.best.layout.nodes > 1
+
+
+def test_goal_names_and_the_old_sort_names():
+    shape, cluster = shape_of(LLAMA_70B), parse_cluster("1x8xh100-80g")
+    fastest = plan(shape, cluster, PlanRequest(engines=("vllm",)), goal="fastest")
+    by_sort = plan(shape, cluster, PlanRequest(engines=("vllm",)), sort="speed")
+    assert [o.label for o in fastest.options] == [o.label for o in by_sort.options]
+    assert fastest.options[0].layout.tp == 8 and fastest.goal == "fastest"

@@ -1,0 +1,76 @@
+"""Suggestions: each change planned again, with what it leads to."""
+
+from __future__ import annotations
+
+import pytest
+from support.corpus import shape_of
+
+from explorer.engines.common import PlanRequest
+from explorer.plan.offer import original_artifact
+from explorer.plan.planner import plan, with_suggestions
+from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
+from explorer.speed.estimate import SpeedSettings
+
+SPEED = SpeedSettings(prices=shipped_prices())
+
+
+def _plan(name, spec, **request):
+    return plan(shape_of(name), parse_cluster(spec), PlanRequest(**request), speed=SPEED, catalogue=shipped_catalogue())
+
+
+def test_a_uma_host_names_its_assumed_bandwidth_and_the_chips_that_have_their_own():
+    """On ``uma-128g`` the decode reads at the host's assumed 100 GB/s; an M4 Max (546 GB/s) reads 5.46 times as
+    fast, the same bytes a token (Llama-3.1-8B at Q4_K_M: the issue's 10.6 against 57.9 tok/s)."""
+    result = _plan("meta-llama__Meta-Llama-3.1-8B", "1xuma-128g", precision="Q4_K_M")
+    best = result.options[0]
+    assert best.layout.unified and "100 GB/s" in best.speed.assumptions[0]
+    chips = {s.change["cluster"]: s for s in result.suggestions if s.kind == "named-chip"}
+    m4 = chips["1x1xm4-max-128g"]
+    assert m4.fits and m4.best.speed.assumptions == ()
+    ratio = m4.best.speed.decode_estimate_tokens_per_s / best.speed.decode_estimate_tokens_per_s
+    assert ratio == pytest.approx(5.46, rel=0.02)
+    assert best.to_dict()["speed"]["assumptions"] == list(best.speed.assumptions)
+
+
+def test_only_lower_tiers_fit_suggest_the_precision_that_keeps_every_layer_on_the_cards():
+    """70B bf16 on two L40S: only a llama.cpp partial offload (and the CPU) fit; fp8 (72.7 GB) on vLLM holds
+    every layer on the two cards (2 × 40.5 GiB usable), so the family stops at fp8. Its bits a weight: 68.45B
+    linear weights at 8.002 (fp8 and a 4-byte scale per 128 × 128 block) and the bf16 embeddings and head,
+    2 × 128,256 × 8,192 = 2.10B at 16: (68.45 × 8.002 + 2.10 × 16) / 70.55 = 8.24."""
+    result = _plan("meta-llama__Meta-Llama-3.1-70B", "1x2xl40s-48g", context_tokens=4096)
+    assert result.options[0].tier == 2
+    precisions = {s.change["quant"]: s for s in result.suggestions if s.kind == "precision"}
+    fp8 = precisions["fp8"]
+    assert fp8.fits and fp8.tier == 1 and fp8.best.engine in ("vllm", "sglang") and "8.24 bits a weight" in fp8.text
+    assert "Q8_0" in precisions and precisions["Q8_0"].fits  # llama.cpp's family: 75 GB on 2 × 44.5 GiB
+
+
+def test_fewer_sequences_are_suggested_with_the_number_that_fits():
+    """8 × 8,192 tokens on one L4: vLLM's KV room at 0.9 (0.9 × 23,676,007,219 B less weights 16,060,522,496,
+    sampler 508,919,808, graphs and non-torch 1,124,492,902 = 3,614,471,291 B: 1,723 blocks of 16 × 128 KiB)
+    holds 3 sequences of 512 blocks, not 8."""
+    result = _plan("meta-llama__Meta-Llama-3.1-8B", "1x1xl4-24g", context_tokens=8192, concurrency=8)
+    fewer = next(s for s in result.suggestions if s.kind == "concurrency")
+    most = fewer.change["concurrency"]
+    assert most == 3 and fewer.fits and fewer.best.evaluation.max_concurrency >= most
+
+
+def test_the_cheapest_class_for_one_node_has_a_price():
+    result = _plan("meta-llama__Meta-Llama-3.1-405B", "1x1xl4-24g")
+    cheapest = next(s for s in result.suggestions if s.kind == "card-class")
+    assert cheapest.fits and "an hour" in cheapest.text and cheapest.change["cluster"].startswith("1x")
+    spec = cheapest.change["cluster"]
+    assert cheapest.best.layout.gpu_class == spec.split("x", 2)[2]
+
+
+def test_suggestions_can_come_after_the_table():
+    """A face plans without suggestions first, then asks for them: the same as planning with them."""
+    shape, cluster = shape_of("meta-llama__Meta-Llama-3.1-70B"), parse_cluster("1x2xl40s-48g")
+    at_once = plan(shape, cluster, PlanRequest(), speed=SPEED, catalogue=shipped_catalogue())
+    table = plan(shape, cluster, PlanRequest(), speed=SPEED, suggest=False)
+    assert table.suggestions == ()
+    later = with_suggestions(
+        table, shape, cluster, [original_artifact(shape)], speed=SPEED, catalogue=shipped_catalogue()
+    )
+    assert [s.to_dict() for s in later.suggestions] == [s.to_dict() for s in at_once.suggestions]
+    assert later.suggestions
