@@ -15,7 +15,7 @@ from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import MAX_GPUS, Cluster
 from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_HICACHE_RATIO, MAX_HOST_GIB, MAX_NGL
 from explorer.model.dtypes import KV_CACHE_TYPES
-from explorer.plan.offer import plan_artifacts
+from explorer.plan.offer import fallback_artifacts, plan_artifacts
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
 from explorer.plan.ranking import GOALS, SORT_ALIASES
@@ -234,7 +234,11 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def resolve_for_plan(args: argparse.Namespace):
-    """(shape, artifacts, model reference) for a MODEL argument."""
+    """(shape, artifacts, model reference, fallback) for a MODEL argument.
+
+    The fallback (:func:`explorer.plan.offer.fallback_artifacts`) is planned only when the model's own
+    weights keep no layout on accelerators alone; none when the user chose a precision or named a file.
+    """
     kw = {}
     if args.offline:
         kw["offline"] = True
@@ -258,7 +262,9 @@ def resolve_for_plan(args: argparse.Namespace):
         selected=resolved.selected if named else None,
         checkpoints=checkpoints,
     )
-    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model
+    chosen = bool(args.quant) or bool(named)
+    fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, checkpoints)
+    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model, fallback
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -333,7 +339,7 @@ def goal_from_args(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Plan and print."""
-    shape, artifacts, model_ref = resolve_for_plan(args)
+    shape, artifacts, model_ref, fallback = resolve_for_plan(args)
     cluster = read_cluster(args.cluster)
     if args.gpus:
         return run_pinned(args, shape, cluster, artifacts, model_ref)
@@ -346,7 +352,14 @@ def run(args: argparse.Namespace) -> int:
         goal=goal_from_args(args),
         speed=speed_settings(args),
         catalogue=shipped_catalogue(),
+        fallback=fallback,
     )
+    if result.widened and not args.json:
+        print(
+            f"note: the model's own weights keep no layout on accelerators alone here; also planned: "
+            f"{', '.join(result.widened)} (choose one with --quant)",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

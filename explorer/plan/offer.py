@@ -33,8 +33,10 @@ from explorer.model.shapes import ModelShape
 
 __all__ = [
     "DEFAULT_WHAT_IFS",
+    "FALLBACK_WHAT_IFS",
     "build_offer",
     "computed_disk_bytes",
+    "fallback_artifacts",
     "gguf_sets",
     "is_projector",
     "original_artifact",
@@ -46,6 +48,10 @@ __all__ = [
 
 #: the what-if precisions offered next to the original weights by default
 DEFAULT_WHAT_IFS = ("bf16", "fp8", "int4-awq")
+#: the precisions a plan falls back to when a model's own weights keep no layout on accelerators alone:
+#: the two that vLLM and SGLang serve from published checkpoints (or quantise while loading) and the
+#: two GGUF quants llama.cpp users pick first
+FALLBACK_WHAT_IFS = ("fp8", "int4-awq", "Q8_0", "Q4_K_M")
 
 _HF_WEIGHTS = re.compile(r"^model(-\d{5}-of-\d{5})?\.safetensors$")
 #: projector quants in order of preference when a repo ships several (llama.cpp loads F16 by default)
@@ -332,6 +338,19 @@ def what_if_artifacts(
         seen.add(artifact.quant)
         out.append(artifact)
     return tuple(out)
+
+
+def fallback_artifacts(
+    shape: ModelShape, offered: Iterable[Artifact], checkpoints: Iterable[PublishedCheckpoint] = ()
+) -> tuple[Artifact, ...]:
+    """:data:`FALLBACK_WHAT_IFS` as artifacts (published checkpoints where known), leaving out the
+    precisions already ``offered`` (a GGUF repository's own Q4_K_M stays the one planned)."""
+    have = {artifact.quant.upper() for artifact in offered}
+    return tuple(
+        artifact
+        for artifact in what_if_artifacts(shape, FALLBACK_WHAT_IFS, checkpoints)
+        if artifact.quant.upper() not in have
+    )
 
 
 def plan_artifacts(

@@ -95,6 +95,11 @@ def _ranked(
     )
 
 
+def _on_accelerators(result: PlanResult) -> bool:
+    """Whether the best option keeps every layer on accelerators (tier 1)."""
+    return bool(result.options) and result.options[0].placement == "accelerators"
+
+
 def plan(
     shape: ModelShape,
     cluster: Cluster,
@@ -108,6 +113,7 @@ def plan(
     suggest: bool | Sequence[str] = True,
     first_fit: bool = False,
     catalogue: Catalogue | None = None,
+    fallback: Sequence[Artifact] = (),
 ) -> PlanResult:
     """Every way ``shape`` can run on ``cluster``, best first, the refused ways with reasons, and suggestions.
 
@@ -121,6 +127,10 @@ def plan(
             or the kinds to make, :data:`explorer.plan.suggest.KINDS`; False: none).
         first_fit: stop at the first suggestion that fits (a model's one best suggestion).
         catalogue: the GPU catalogue, for the suggestions that name other card classes.
+        fallback: other precisions of the model (published quantised checkpoints, what-ifs: see
+            :func:`explorer.plan.offer.what_if_artifacts`) planned too when ``artifacts`` keep no option
+            on accelerators alone, so that the first row is the all-GPU layout an engineer would run
+            rather than layers left on the CPU (``PlanResult.widened`` names them).
 
     Raises:
         PlanError: a context or concurrency below 1, a utilisation outside (0, 1], an unknown goal or
@@ -133,11 +143,16 @@ def plan(
     model_ref = model_ref or shape.name or "MODEL"
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
-    result = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+    own = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+    result = own
+    if fallback and not _on_accelerators(own):
+        wider = _ranked(shape, cluster, request, [*artifacts, *fallback], model_ref=model_ref, goal=chosen, speed=speed)
+        if _on_accelerators(wider):
+            result = replace(wider, widened=tuple(a.label for a in fallback))
     if not suggest:
         return result
-    return with_suggestions(
-        result,
+    advised = with_suggestions(  # what to change to fit the model's own weights, widened or not
+        own,
         shape,
         cluster,
         artifacts,
@@ -146,6 +161,7 @@ def plan(
         first_fit=first_fit,
         catalogue=catalogue,
     )
+    return replace(result, suggestions=advised.suggestions)
 
 
 def with_suggestions(
