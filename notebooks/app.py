@@ -8,7 +8,6 @@ __generated_with = "0.25.2"
 app = marimo.App(width="full", app_title="explorer: will it fit?")
 
 with app.setup(hide_code=True):
-    import html
     import time
     from dataclasses import replace
 
@@ -19,6 +18,7 @@ with app.setup(hide_code=True):
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
     from explorer.plan.planner import plan
+    from explorer.safe_text import safe_html
     from explorer.sources.resolve import resolve_model
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
     from explorer.sources.snapshot.read import load_snapshot
@@ -103,14 +103,13 @@ def _(fetch, hub_text, hub_token, set_fetched):
                 _fetched = resolve_model(_text, token=_token, progress=_progress)
                 set_fetched(_fetched)
                 fetch_note = mo.callout(
-                    mo.md(f"Read **{html.escape(_fetched.repo or _fetched.shape.name)}** from the {_fetched.origin}."),
+                    mo.md(f"Read **{safe_html(_fetched.repo or _fetched.shape.name)}** from the {_fetched.origin}."),
                     kind="success",
                 )
             except Exception as _e:  # ExplorerError says what to do; anything else still gets a callout
                 _msg = str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
-                _msg = _msg.replace(_token, "…") if _token else _msg
                 fetch_note = mo.callout(
-                    mo.md(f"**Could not read {html.escape(_text)}.** {html.escape(_msg)}"), kind="danger"
+                    mo.md(f"**Could not read {safe_html(_text)}.** {safe_html(_msg)}"), kind="danger"
                 )
     fetch_note
     return
@@ -125,22 +124,20 @@ def _(get_fetched, popular):
             model = resolve_model(popular.value, offline=True)
         except ExplorerError as _e:
             _error = str(_e)
-    mo.stop(
-        model is None, mo.callout(mo.md(f"**No model.** {html.escape(_error or 'Pick one above.')}"), kind="danger")
-    )
+    mo.stop(model is None, mo.callout(mo.md(f"**No model.** {safe_html(_error or 'Pick one above.')}"), kind="danger"))
     shape = model.shape
     summary = shape_summary(shape)
-    _facts = "\n".join(f"| {k} | {html.escape(v)} |" for k, v in shape_rows(summary))
+    _facts = "\n".join(f"| {k} | {safe_html(v)} |" for k, v in shape_rows(summary))
     mo.hstack(
         [
             mo.md(
-                f"**{html.escape(model.repo or shape.name)}** · answered from the **{model.origin}**\n\n"
+                f"**{safe_html(model.repo or shape.name)}** · answered from the **{model.origin}**\n\n"
                 f"| | |\n|---|---|\n{_facts}"
             ),
             mo.accordion(
                 {
                     f"How it was resolved ({len(model.notes)} notes)": mo.md(
-                        "\n".join(f"- {html.escape(n)}" for n in model.notes) or "nothing to note"
+                        "\n".join(f"- {safe_html(n)}" for n in model.notes) or "nothing to note"
                     )
                 }
             ),
@@ -247,7 +244,7 @@ def _(free, gpu_class, gpus, nodes, preset, preset_pick, spec):
     mo.vstack(
         [
             mo.md("## 4 · Cluster"),
-            mo.hstack([preset_pick, mo.md(f"*{html.escape(preset.description)}*")], justify="start", gap=2),
+            mo.hstack([preset_pick, mo.md(f"*{safe_html(preset.description)}*")], justify="start", gap=2),
             mo.hstack([nodes, gpus, gpu_class, free], justify="start", gap=2),
             spec,
             mo.md(
@@ -268,7 +265,7 @@ def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort,
         cluster, _cluster_error = None, str(_e)
     mo.stop(
         cluster is None,
-        mo.callout(mo.md(f"**The cluster spec does not parse.** {html.escape(_cluster_error or '')}"), kind="danger"),
+        mo.callout(mo.md(f"**The cluster spec does not parse.** {safe_html(_cluster_error or '')}"), kind="danger"),
     )
     _chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
     request = PlanRequest(
@@ -294,7 +291,7 @@ def _(artifact_menu, concurrency, context, engine, kv_dtype, model, shape, sort,
     except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
         result, _plan_error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000
-    mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {html.escape(_plan_error or '')}"), kind="danger"))
+    mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {safe_html(_plan_error or '')}"), kind="danger"))
     return cluster, plan_ms, request, result
 
 

@@ -60,18 +60,6 @@ def _check(request: PlanRequest) -> None:
         raise PlanError(f"context ({request.context_tokens}) and concurrency ({request.concurrency}) must be ≥ 1")
     if not 0 < request.gpu_memory_utilization <= 1:
         raise PlanError(f"gpu_memory_utilization must be in (0, 1], got {request.gpu_memory_utilization}")
-    sizes = {
-        "tp": request.tensor_parallel_size,
-        "pp": request.pipeline_parallel_size,
-        "dp": request.data_parallel_size,
-    }
-    bad = {k: v for k, v in sizes.items() if v is not None and v < 1}
-    if bad:
-        raise PlanError(f"parallel sizes must be at least 1, got {bad}")
-    if (request.swap_space_gib or 0) < 0 or request.hicache_ratio <= 0:
-        raise PlanError(
-            f"--swap-space must be >= 0 and --hicache-ratio > 0, got {request.swap_space_gib} and {request.hicache_ratio}"
-        )
     engines_named(request.engines)  # an unknown engine is refused before any walk
 
 
@@ -151,8 +139,9 @@ def plan(
             first (``PlanResult.widened`` names what was added).
 
     Raises:
-        PlanError: a context or concurrency below 1, a utilisation outside (0, 1], a parallel size below 1,
-            a negative swap space or hicache ratio, an unknown goal or engine.
+        PlanError: a context or concurrency below 1, a utilisation outside (0, 1], an unknown goal or
+            engine (a parallel size, swap space or hicache ratio out of range is refused where the
+            :class:`~explorer.engines.common.PlanRequest` is made).
     """
     request = request or PlanRequest()
     _check(request)

@@ -10,7 +10,6 @@ lay them out. Byte figures stay ints until a row shows them, in GiB
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -20,6 +19,7 @@ from explorer.engines.common import ENGINE_LABELS, ENGINES, PlanRequest
 from explorer.engines.options import Option, PlanResult
 from explorer.errors import ExplorerError
 from explorer.model.artifacts import Artifact
+from explorer.safe_text import safe_html
 from explorer.ui.sweep_cache import SWEEPS
 from explorer.units import GiB, gib
 
@@ -247,14 +247,14 @@ def rows_html(
     Plain HTML (not an interactive grid) so that it renders the same in a live
     app, a static HTML export and a Jupyter output.
     """
-    head = "".join(f"<th style='text-align:left;padding:4px 8px'>{html.escape(c)}</th>" for c in columns)
+    head = "".join(f"<th style='text-align:left;padding:4px 8px'>{safe_html(c)}</th>" for c in columns)
     body = []
     for r in rows:
         bad = str(r.get("fits", "")).startswith("✗")
         style = "color:#b91c1c;background:#fef2f2" if bad else ""
         cells = []
         for c in columns:
-            text = html.escape(str(r.get(c, "")))
+            text = safe_html(str(r.get(c, "")))
             if c == "command" and text:
                 text = f"<code style='font-size:11px;white-space:pre-wrap'>{text}</code>"
             cells.append(f"<td style='padding:4px 8px;vertical-align:top'>{text}</td>")

@@ -18,7 +18,6 @@ resolved model), :attr:`result` (the last ``PlanResult``), :attr:`rows`
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from explorer.engines.common import PlanRequest
 from explorer.errors import ExplorerError
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.planner import plan
+from explorer.safe_text import safe_html
 from explorer.sources.shipped import parse_cluster, shipped_prices
 from explorer.speed.settings import SpeedSettings
 from explorer.ui import plan_rows as nd
@@ -183,7 +183,7 @@ class ExplorerWidget(w.VBox):
         self.rows = nd.option_rows(self.result, limit=25) + nd.near_miss_rows(self.result, limit=3)
         r = self.result
         self.status.value = (
-            f"<b>{html.escape(self.model.repo or shape.name)}</b> ({self.model.origin}): "
+            f"<b>{safe_html(self.model.repo or shape.name)}</b> ({self.model.origin}): "
             f"<b>{len(r.options)} ways fit</b> on {cluster.total_gpus:,} GPUs; "
             f"{sum(r.pruned.values()):,} refused. Per card: needs / usable, GiB."
         )
@@ -196,4 +196,4 @@ class ExplorerWidget(w.VBox):
 
     def _show_error(self, message: str) -> None:
         self.error = message
-        self.status.value = f"<span style='color:#b91c1c'><b>Error:</b> {html.escape(message)}</span>"
+        self.status.value = f"<span style='color:#b91c1c'><b>Error:</b> {safe_html(message)}</span>"

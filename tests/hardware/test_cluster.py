@@ -334,8 +334,10 @@ def test_file_errors(tmp_path):
     assert load_cluster_file(raw).nodes[0].host_ram_bytes == 8 * GiB
     binary = tmp_path / "x.toml"
     binary.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ClusterSpecError, match="cannot read"):
+    with pytest.raises(ClusterSpecError, match=r"x.toml is not UTF-8 text \(byte 0 is 0xff\)"):
         load_cluster_file(binary)
+    with pytest.raises(ClusterSpecError, match="is a folder, not a file"):
+        load_cluster_file(tmp_path)
 
 
 def test_host_cpu_from_the_spec_and_the_file():
