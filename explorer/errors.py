@@ -5,12 +5,15 @@ it. The edges (CLI, notebooks, widgets) turn them into messages or callouts;
 the planner core raises them and never prints.
 
 All of them derive from :class:`ExplorerError`, so a caller can catch the
-whole family with one ``except``. Messages never contain a token.
+whole family with one ``except``. Messages never contain a token: every
+message and hint goes through :func:`explorer.safe_text.redact` here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+from explorer.safe_text import redact
 
 
 def capped_list(items: Iterable[object], limit: int = 8) -> str:
@@ -29,7 +32,8 @@ class ExplorerError(Exception):
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         if hint is not None:
-            self.hint = hint
+            self.hint = redact(hint)
+        message = redact(message)
         full = message if not self.hint else f"{message} ({self.hint})"
         super().__init__(full)
         self.message = message
@@ -96,6 +100,16 @@ class PlanError(ExplorerError):
 
 class ManualSelectionError(PlanError):
     """A user-pinned set of GPUs or a manual placement plan is invalid."""
+
+
+class ImplausibleFigureError(PlanError):
+    """A derived figure came out negative, NaN or infinite: an input slipped past its checks.
+
+    Raised where a record of figures is built (per-card memory, an evaluation,
+    a speed estimate) instead of presenting nonsense.
+    """
+
+    hint = "an input is out of range; check the numbers given (fractions, context, tensor split)"
 
 
 # --- GGUF ----------------------------------------------------------------------
@@ -198,8 +212,35 @@ class RevisionNotFoundError(HubError):
     """The branch, tag or commit does not exist in the repository."""
 
 
+class HubFileNotFoundError(HubError):
+    """A file of the repo is not on the Hub at that revision (HTTP 404)."""
+
+
 class NothingToPlanError(HubError):
     """The repository has neither a config.json nor a GGUF file."""
+
+
+class TokenError(HubError):
+    """A Hub token is not token-shaped (after stripping spaces and line ends); it is never shown."""
+
+    hint = "pass the token exactly as the Hub's settings page shows it (--token, HF_TOKEN or the token file)"
+
+
+class HubSettingsError(HubError):
+    """The Hub settings are unusable: an endpoint that is not an http(s) URL, a timeout that is not a positive number."""
+
+
+class HubResponseError(HubError):
+    """The Hub answered, but not as the Hub does: HTML or non-UTF-8 where JSON belongs, a redirect loop,
+    a range answer that makes no progress, too many requests for one header."""
+
+    hint = "the endpoint may be a proxy or captive portal: check HF_ENDPOINT, or use --offline"
+
+
+class HubRateLimitError(HubError):
+    """The Hub kept answering 429 (too many requests) or 503 (unavailable) after the retries."""
+
+    hint = "wait a while and try again, or use --offline to plan from the cache and the snapshot"
 
 
 class HubTimeoutError(HubError):

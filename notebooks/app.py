@@ -8,7 +8,6 @@ __generated_with = "0.25.2"
 app = marimo.App(width="full", app_title="explorer: will it fit?")
 
 with app.setup(hide_code=True):
-    import html
     import time
     from dataclasses import replace
 
@@ -20,7 +19,9 @@ with app.setup(hide_code=True):
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
     from explorer.plan.fit_view import fit_rows
+    from explorer.plan.offer import fallback_artifacts
     from explorer.plan.planner import plan, with_suggestions
+    from explorer.safe_text import safe_html
     from explorer.sources.known_models import known_models
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
     from explorer.sources.snapshot.read import load_snapshot
@@ -211,9 +212,7 @@ def _(fetch_failure, get_model_text, model_problem, set_model_text):
         ]
     )
     _failed = (
-        f"**Could not fetch `{html.escape(get_model_text())}`:** {html.escape(fetch_failure)}\n\n"
-        if fetch_failure
-        else ""
+        f"**Could not fetch `{safe_html(get_model_text())}`:** {safe_html(fetch_failure)}\n\n" if fetch_failure else ""
     )
     if isinstance(model_problem, UnknownModelError):
         _note = mo.callout(
@@ -226,7 +225,7 @@ def _(fetch_failure, get_model_text, model_problem, set_model_text):
             kind="warn",
         )
     elif model_problem is not None:
-        _note = mo.callout(mo.md(f"**Could not read the model.** {html.escape(model_problem)}"), kind="danger")
+        _note = mo.callout(mo.md(f"**Could not read the model.** {safe_html(model_problem)}"), kind="danger")
     else:
         _note = mo.callout(mo.md(_failed), kind="danger") if _failed else None
     _note
@@ -247,9 +246,12 @@ def _(defaults, get_model_text, model):
     _asked = set(defaults.weights) if get_model_text() == defaults.model else set()
     _what_ifs = model.what_ifs(WHAT_IFS)
     # a what-if a link or a suggestion names by precision (``what-if int4-awq``) that the menu lacks
-    _extra = nd.asked_what_ifs(model.what_ifs, sorted(_asked), (*model.artifacts, *_what_ifs))
+    _extra = nd.asked_what_ifs(model.what_ifs, sorted(_asked))
     _asked |= {nd.artifact_key(a) for a in _extra}
-    artifact_menu = nd.artifact_choices(model.artifacts, (*_what_ifs, *_extra))
+    _known = {nd.artifact_key(a) for a in (*model.artifacts, *_what_ifs)}
+    artifact_menu = nd.artifact_choices(
+        model.artifacts, (*_what_ifs, *(a for a in _extra if nd.artifact_key(a) not in _known))
+    )
     _keys = [k for k, a in artifact_menu.items() if nd.artifact_key(a) in _asked]
     weights = mo.ui.multiselect(
         options=list(artifact_menu),
@@ -418,10 +420,10 @@ def _(
     term_ram,
 ):
     _about = (
-        [mo.md("\n".join(f"- {html.escape(line)}" for line in describe_cluster(cluster)))]
-        + ([mo.md(f"*{html.escape(_note)}*")] if (_note := host_ram_note(cluster)) else [])
+        [mo.md("\n".join(f"- {safe_html(line)}" for line in describe_cluster(cluster)))]
+        + ([mo.md(f"*{safe_html(_note)}*")] if (_note := host_ram_note(cluster)) else [])
         if cluster is not None
-        else [mo.callout(mo.md(f"**The cluster does not parse.** {html.escape(cluster_error or '')}"), kind="danger")]
+        else [mo.callout(mo.md(f"**The cluster does not parse.** {safe_html(cluster_error or '')}"), kind="danger")]
     )
     _controls = (
         [
@@ -504,10 +506,13 @@ def _(concurrency, context, engine, kv_dtype, request_settings):
 
 
 @app.cell(hide_code=True)
-def _(artifact_menu, cluster, goal, model_name, request, shape, weights):
+def _(artifact_menu, cluster, goal, model, model_name, request, shape, weights):
     # The planner call: everything below reads `result`; nothing here touches the network.
     mo.stop(cluster is None)
     chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
+    # as `explorer plan` does: when the model's own weights keep no layout on the GPUs alone, quantised
+    # what-ifs are planned too; not when a what-if precision was chosen
+    _fallback = () if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints)
     _t0 = time.perf_counter()
     try:
         result, _error = (
@@ -520,13 +525,14 @@ def _(artifact_menu, cluster, goal, model_name, request, shape, weights):
                 goal=goal.value,
                 speed=SpeedSettings(prices=shipped_prices()),
                 suggest=False,  # the table first; the ways forward are planned in a run of their own
+                fallback=_fallback,
             ),
             None,
         )
     except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
         result, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000
-    mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {html.escape(_error or '')}"), kind="danger"))
+    mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
     return chosen, plan_ms, result
 
 
@@ -548,12 +554,22 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
     _strip = best_per_engine_strip(result)
     _head = (
-        f"**{html.escape(model_name)}**: **{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
+        f"**{safe_html(model_name)}**: **{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
         f"at {request.context_tokens:,} tokens × {request.concurrency} sequence{'s' if request.concurrency > 1 else ''} "
         f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused; planned in {plan_ms:.0f} ms)"
         + (f"  \nBest of each engine ({GOALS[result.goal]}): {_strip}" if _strip else "")
     )
-    _notes = [mo.callout(mo.md("**Some settings are ignored:** " + "; ".join(settings_errors)), kind="warn")]
+    _notes = [mo.callout(mo.md("**Some settings are ignored:** " + safe_html("; ".join(settings_errors))), kind="warn")]
+    if result.widened:
+        _notes.append(
+            mo.callout(
+                mo.md(
+                    "**The model's own weights keep no layout on the GPUs alone,** so these precisions were "
+                    f"planned too (as `explorer plan` does): {safe_html(', '.join(result.widened))}."
+                ),
+                kind="info",
+            )
+        )
     if not result.options:
         _notes.append(
             mo.callout(
@@ -601,6 +617,8 @@ def _(app_state, chosen, cluster, get_below, set_applied, shape):
     _lead = (
         "**Nothing fits.** Each change below was planned again; click one to make it:"
         if not _result.options
+        else "**To keep every layer on the accelerators with the model's own weights**, click a change to make it:"
+        if _result.widened
         else f"**To keep every layer on the accelerators** (the best way now is tier {_result.options[0].tier}), "
         "click a change to make it:"
     )
@@ -609,7 +627,7 @@ def _(app_state, chosen, cluster, get_below, set_applied, shape):
             [
                 mo.md(_lead),
                 *[
-                    mo.hstack([b, mo.md(html.escape(r["outcome"]))], justify="start", align="center")
+                    mo.hstack([b, mo.md(safe_html(r["outcome"]))], justify="start", align="center")
                     for b, r in zip(suggestion_buttons, _rows, strict=True)
                 ],
             ],
@@ -650,7 +668,7 @@ def _(draw, result):
                 align="center",
             ),
             vega.VegaLiteSpec(vega.card_memory_spec(nd.card_parts(picked), title=picked.label)),
-            mo.md((f"*{html.escape(_host)}* · " if _host else "") + f"Launch: `{picked.evaluation.command}`"),
+            mo.md((f"*{safe_html(_host)}* · " if _host else "") + f"Launch: `{picked.evaluation.command}`"),
         ],
         gap=0.25,
     )
@@ -700,20 +718,20 @@ def _(chosen, cluster, context_steps, engine, get_below, model, model_name, pin,
             _o = _pinned.option
             _tabs["Pinned GPUs"] = mo.callout(
                 mo.md(
-                    f"**{html.escape(_o.label)}**: the worst card needs {gib(_o.per_card.total)} of "
-                    f"{gib(_o.per_card.usable)} usable. {html.escape(_pinned.message)}\n\n"
-                    f"`{html.escape(_o.evaluation.command)}`"
+                    f"**{safe_html(_o.label)}**: the worst card needs {gib(_o.per_card.total)} of "
+                    f"{gib(_o.per_card.usable)} usable. {safe_html(_pinned.message)}\n\n"
+                    f"`{safe_html(_o.evaluation.command)}`"
                 ),
                 kind="danger" if _pinned.overcommitted else "success",
             )
         except ExplorerError as _e:
-            _tabs["Pinned GPUs"] = mo.callout(mo.md(f"**Cannot pin:** {html.escape(str(_e))}"), kind="danger")
-    _facts = "\n".join(f"| {k} | {html.escape(v)} |" for k, v in shape_rows(shape_summary(shape)))
+            _tabs["Pinned GPUs"] = mo.callout(mo.md(f"**Cannot pin:** {safe_html(str(_e))}"), kind="danger")
+    _facts = "\n".join(f"| {k} | {safe_html(v)} |" for k, v in shape_rows(shape_summary(shape)))
     _flags = settings_text(settings_values)
     _tabs["Model"] = mo.md(
-        f"**{html.escape(model_name)}**, answered from the **{model.origin}**\n\n| | |\n|---|---|\n{_facts}\n\n"
-        + "\n".join(f"- {html.escape(n)}" for n in model.notes)
-        + (f"\n\nEngine settings in force: `{html.escape(_flags)}`" if _flags else "")
+        f"**{safe_html(model_name)}**, answered from the **{model.origin}**\n\n| | |\n|---|---|\n{_facts}\n\n"
+        + "\n".join(f"- {safe_html(n)}" for n in model.notes)
+        + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
     mo.ui.tabs(_tabs)
     return (sweep,)
@@ -798,7 +816,7 @@ def _(engine_log):
                     engine_log,
                     *([mo.Html(nd.rows_html(log_rows, LOG_COLUMNS, table_id="explorer-log"))] if log_rows else []),
                     *(
-                        [mo.callout(mo.md(f"**The log was not read.** {html.escape(_problem)}"), kind="warn")]
+                        [mo.callout(mo.md(f"**The log was not read.** {safe_html(_problem)}"), kind="warn")]
                         if _problem
                         else []
                     ),

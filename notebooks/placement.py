@@ -8,7 +8,6 @@ __generated_with = "0.25.2"
 app = marimo.App(width="full", app_title="Many models on one fleet")
 
 with app.setup(hide_code=True):
-    import html
     import time
 
     import marimo as mo
@@ -16,6 +15,7 @@ with app.setup(hide_code=True):
     from explorer.errors import ExplorerError, OfflineMissError
     from explorer.fleet.footprints import fleet_cards, unique_names
     from explorer.fleet.place import place
+    from explorer.safe_text import safe_html
     from explorer.sources.shipped import parse_cluster
     from explorer.ui import charts
     from explorer.ui import fleet_rows as nf
@@ -103,7 +103,7 @@ def _(extra_terms, fetch, model_rows):
         widths=_widths,
         gap=1,
     )
-    _story = "\n".join(f"- **{r.name}** ({r.repo}): {html.escape(r.why)}" for r in nf.DEFAULT_FLEET)
+    _story = "\n".join(f"- **{r.name}** ({r.repo}): {safe_html(r.why)}" for r in nf.DEFAULT_FLEET)
     mo.vstack(
         [
             mo.md(
@@ -178,7 +178,7 @@ def _(engine, precision, preset, preset_pick, spec, usable):
     mo.vstack(
         [
             mo.md("## 2 · Cluster and accounting"),
-            mo.hstack([preset_pick, mo.md(f"*{html.escape(preset.description)}*")], justify="start", gap=2),
+            mo.hstack([preset_pick, mo.md(f"*{safe_html(preset.description)}*")], justify="start", gap=2),
             spec,
             mo.md(
                 "Grammar: `NODESxGPUSxCLASS[@FABRIC][,free=…]` joined by `+` (see docs/cluster_spec.md). Every GPU "
@@ -228,7 +228,7 @@ def _(engine, extra_terms, model_rows, precision, shape_of, spec, usable):
         offer, _error = None, str(_e)
     mo.stop(
         offer is None,
-        mo.callout(mo.md(f"**The cluster spec does not work here.** {html.escape(_error or '')}"), kind="danger"),
+        mo.callout(mo.md(f"**The cluster spec does not work here.** {safe_html(_error or '')}"), kind="danger"),
     )
     terms, term_errors = nf.terms_from_rows(model_rows.value, extra_terms.value)
     models, term_notes, _errors = nf.fleet_demands(
@@ -251,7 +251,7 @@ def _(engine, extra_terms, model_rows, precision, shape_of, spec, usable):
     _problems = (
         [
             mo.callout(
-                mo.md("**Some models were left out.**\n\n" + "\n".join(f"- {html.escape(e)}" for e in term_errors)),
+                mo.md("**Some models were left out.**\n\n" + "\n".join(f"- {safe_html(e)}" for e in term_errors)),
                 kind="warn",
             )
         ]
@@ -259,14 +259,14 @@ def _(engine, extra_terms, model_rows, precision, shape_of, spec, usable):
         else []
     )
     if term_notes:
-        _problems.append(mo.callout(mo.md("\n".join(f"- {html.escape(n)}" for n in term_notes)), kind="info"))
+        _problems.append(mo.callout(mo.md("\n".join(f"- {safe_html(n)}" for n in term_notes)), kind="info"))
     mo.stop(
         placement is None,
         mo.vstack(
             [
                 *_problems,
                 mo.callout(
-                    mo.md(f"**Nothing was placed.** {html.escape(_error or 'Pick at least one model above.')}"),
+                    mo.md(f"**Nothing was placed.** {safe_html(_error or 'Pick at least one model above.')}"),
                     kind="danger",
                 ),
             ]
@@ -298,7 +298,7 @@ def _(models, offer, place_ms, placement):
 @app.cell(hide_code=True)
 def _(notes):
     def _callout(key, kind, head):
-        return mo.callout(mo.md(f"**{head}**\n\n" + "\n".join(f"- {html.escape(s)}" for s in notes[key])), kind=kind)
+        return mo.callout(mo.md(f"**{head}**\n\n" + "\n".join(f"- {safe_html(s)}" for s in notes[key])), kind=kind)
 
     _out = []
     if notes["swap groups"]:
@@ -381,12 +381,12 @@ def _(models, offer, placement, plan_editor):
     )
     plan_check = nf.check_plan_text(plan_editor.value, models, offer.plan_cards)  # charged against each total
     if plan_check.error:
-        _verdict = mo.callout(mo.md(f"**The plan does not read.** {html.escape(plan_check.error)}"), kind="danger")
+        _verdict = mo.callout(mo.md(f"**The plan does not read.** {safe_html(plan_check.error)}"), kind="danger")
     elif plan_check.violations:
         _verdict = mo.callout(
             mo.md(
                 f"**The plan does not fit** ({len(plan_check.violations)} problem(s)):\n\n"
-                + "\n".join(f"- {html.escape(v.message)}" for v in plan_check.violations)
+                + "\n".join(f"- {safe_html(v.message)}" for v in plan_check.violations)
             ),
             kind="danger",
         )

@@ -4,7 +4,8 @@ Every import form counts: ``import a.b``, ``from a import b``, relative
 imports, imports inside functions, and ``importlib.import_module("...")`` /
 ``__import__("...")`` with a literal name. The pure core (model, gguf,
 hardware, engines, speed, plan, fleet) imports only the standard library, the
-``gguf`` package, ``explorer.errors``, ``explorer.units``, ``explorer.memo`` and the core packages
+``gguf`` package, ``explorer.errors``, ``explorer.units``, ``explorer.memo``, ``explorer.limits``,
+``explorer.safe_text`` and the core packages
 below it. The edges (sources, ui, cli, bench) may import anything.
 """
 
@@ -30,7 +31,7 @@ CORE_LAYERS: dict[str, frozenset[str]] = {
     "fleet": frozenset({"model", "gguf", "hardware", "engines", "speed", "plan"}),
 }
 #: explorer modules every package may import
-SHARED = frozenset({"explorer.errors", "explorer.units", "explorer.memo"})
+SHARED = frozenset({"explorer.errors", "explorer.units", "explorer.memo", "explorer.limits", "explorer.safe_text"})
 #: third-party packages the core may import
 CORE_THIRD_PARTY = frozenset({"gguf"})
 #: standard-library modules the core may not use: they reach the disk, the network, or hide imports

@@ -7,17 +7,29 @@ so ``explorer --help`` imports no command: a command's module is imported
 only when its parser is used (its arguments are added then) and run.
 Library errors (:class:`explorer.errors.ExplorerError`) become a one-line
 message on stderr and exit status 2; nothing here computes a figure.
+
+Everything a command prints passes through :func:`explorer.safe_text.safe_text`
+on its way out (:class:`SafeStream`): a token-shaped string is redacted, and a
+control character read from a file (an ANSI escape, a right-to-left override
+in a GGUF's ``general.architecture``) is written as a visible escape, never
+sent to the terminal. Standard error is redacted too (its progress bars keep
+their carriage returns).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TextIO
 
 from explorer import __version__
 from explorer.errors import ExplorerError
+from explorer.safe_text import redact, safe_text
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +128,47 @@ class CommandParser(argparse.ArgumentParser):
         return super().format_usage()
 
 
+class SafeStream(io.TextIOBase):
+    """A text stream that redacts tokens (and, with ``escape``, escapes control characters) in what is written.
+
+    Newlines and tabs pass; everything else goes to the wrapped stream. Each
+    ``write`` is cleaned whole, and ``print`` writes a value in one call, so a
+    token in one value is always caught.
+    """
+
+    def __init__(self, stream: TextIO, *, escape: bool) -> None:
+        self._stream = stream
+        self._escape = escape
+
+    def write(self, text: str) -> int:
+        self._stream.write(safe_text(text, multiline=True) if self._escape else redact(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", "utf-8")
+
+
+@contextmanager
+def safe_output() -> Iterator[None]:
+    """Standard output escaped and redacted, standard error redacted, for the block."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(out, escape=True), SafeStream(err, escape=False)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser; each subcommand's own arguments are added when it is used."""
     parser = argparse.ArgumentParser(
@@ -138,9 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     run = importlib.import_module(f"explorer.cli.{args.command}").run
     try:
-        return int(run(args) or 0)
+        with safe_output():
+            return int(run(args) or 0)
     except ExplorerError as err:
-        print(f"explorer {args.command}: {err}", file=sys.stderr)
+        print(f"explorer {args.command}: {safe_text(err, multiline=True)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into head, less...
         sys.stderr.close()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
+from explorer.cli.args import int_range
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``bench`` subcommand's arguments."""
     p.add_argument("--model", default="meta-llama/Meta-Llama-3.1-70B", help="a model in the shipped snapshot")
-    p.add_argument("--runs", type=int, default=30, help="timed runs per cluster")
+    p.add_argument("--runs", type=int_range(1, 100_000, "--runs"), default=30, help="timed runs per cluster")
 
 
 def run(args: argparse.Namespace) -> int:

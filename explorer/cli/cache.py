@@ -73,10 +73,7 @@ def run(args: argparse.Namespace) -> int:
         if not cache.clear():
             from explorer.errors import CacheError
 
-            raise CacheError(
-                f"the cache at {cache.path} is {cache.mode}: nothing removed",
-                hint="close the other explorer process using it, then try again",
-            )
+            raise CacheError(f"the cache at {cache.path} is {cache.mode}: nothing removed", hint=unwritable_hint(cache))
         print(f"removed {sum(before.values()):,} rows ({_counts(before)}) from {cache.path}")
     return 0
 
@@ -87,7 +84,9 @@ def _clear_calibrations(cache) -> int:
 
     count = len(load_calibrations(cache))
     if count and not clear_calibrations(cache):
-        raise CacheError(f"the cache at {cache.path} is {cache.mode}: no calibration removed")
+        raise CacheError(
+            f"the cache at {cache.path} is {cache.mode}: no calibration removed", hint=unwritable_hint(cache)
+        )
     print(f"removed {count} calibration{'' if count == 1 else 's'} from {cache.path}")
     return 0
 
@@ -106,6 +105,17 @@ def _calibration_line(c) -> str:
     if c.activation_scale is not None:
         figures.append(f"activation × {c.activation_scale:g}")
     return f"  {c.engine} on {c.gpu_class}: {', '.join(figures)} (from {c.source or 'a log'} of {c.measured_on})"
+
+
+def unwritable_hint(cache) -> str:
+    """What to do about a cache that cannot be written, by why it cannot."""
+    if cache.why == "locked":
+        return "another explorer process is using it: let it finish, then try again"
+    if cache.why == "read-only file system":
+        return "it is on a read-only file system: delete it by other means, or set EXPLORER_CACHE to a writable path"
+    if cache.why == "no permission to write it":
+        return "you may not write it: delete it by other means, or set EXPLORER_CACHE to a writable path"
+    return f"it could not be opened ({cache.why}): delete the file, or set EXPLORER_CACHE to another path"
 
 
 def _counts(counts: dict[str, int]) -> str:

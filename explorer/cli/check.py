@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 from pathlib import Path
 
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
@@ -48,13 +49,11 @@ def read_log_file(path: str) -> str:
     """The log's text (undecodable bytes replaced; cut at :data:`MAX_LOG_BYTES`).
 
     Raises:
-        EngineLogError: the file cannot be read.
+        EngineLogError: the file cannot be read (missing, a folder, no permission).
     """
-    try:
-        with Path(path).open("rb") as f:
-            return f.read(MAX_LOG_BYTES).decode("utf-8", errors="replace")
-    except OSError as e:
-        raise EngineLogError(f"cannot read the log {path}: {e.strerror or e}") from None
+    from explorer.sources.shipped import read_user_text
+
+    return read_user_text(path, "the log", EngineLogError, head_bytes=MAX_LOG_BYTES, lossy=True)
 
 
 def settings_from_args(pairs: list[str]) -> dict[str, object]:
@@ -70,9 +69,15 @@ def settings_from_args(pairs: list[str]) -> dict[str, object]:
             raise EngineLogError(f"--set {pair!r} is not KEY=VALUE", hint="e.g. --set mem_fraction_static=0.9")
         text = value.strip()
         try:
-            out[key.strip()] = int(text) if text.lstrip("-").isdigit() else float(text)
+            number = int(text) if text.lstrip("-").isdigit() else float(text)
         except ValueError:
             out[key.strip()] = {"true": True, "false": False}.get(text.lower(), text)
+            continue
+        if not math.isfinite(number):
+            raise EngineLogError(
+                f"--set {pair!r}: {text} is not a finite number", hint="e.g. --set max_model_len=32768"
+            )
+        out[key.strip()] = number
     return out
 
 
@@ -106,15 +111,16 @@ def run(args: argparse.Namespace) -> int:
 def _store(calibration, path: str | None) -> dict:
     import dataclasses
 
+    from explorer.cli.cache import unwritable_hint
     from explorer.errors import CacheError
     from explorer.sources.cache.calibrations import put_calibration
-    from explorer.sources.cache.store import Cache
+    from explorer.sources.cache.store import FLUSH_WAIT_S, Cache
 
-    with Cache.open(path) as cache:
+    with Cache.open(path, lock_wait_s=FLUSH_WAIT_S) as cache:  # another process's write ends within it
         if not put_calibration(cache, calibration):
             raise CacheError(
                 f"the cache at {cache.path} is {cache.mode}: the calibration was not stored",
-                hint="close the other explorer process using it, then try again",
+                hint=unwritable_hint(cache),
             )
     return dataclasses.asdict(calibration)
 

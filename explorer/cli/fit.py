@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from explorer.cli.args import context_tokens, fraction, int_range
 from explorer.cli.plan import add_goal_arguments, goal_from_args, read_cluster, speed_settings
 from explorer.cli.plan_table import compact_label
 from explorer.engines.common import ENGINES, PlanRequest
+from explorer.limits import MAX_CONCURRENCY
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.fit_view import FitRow, fit_rows, summary
 from explorer.sources.cache.calibrations import stored_calibrations
@@ -33,18 +35,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="cluster spec (1x8xh100-80g, 1x1xm4-max-128g, 2x1xrtx4090-24g@eth) or a .json/.toml file",
     )
-    p.add_argument("--context", type=int, default=4096, help="context tokens per sequence (default 4096)")
-    p.add_argument("--concurrency", type=int, default=1, help="sequences that must fit at that context")
+    p.add_argument("--context", type=context_tokens, default=4096, help="context tokens per sequence (default 4096)")
+    p.add_argument(
+        "--concurrency",
+        type=int_range(1, MAX_CONCURRENCY, "concurrency"),
+        default=1,
+        help="sequences that must fit at that context",
+    )
     p.add_argument("--engine", action="append", choices=ENGINES, help="engine(s) to consider (default: all)")
     p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM's share of each card")
+    p.add_argument(
+        "--gpu-memory-utilization", type=fraction("vLLM's share"), default=0.9, help="vLLM's share of each card"
+    )
     add_goal_arguments(p)
-    p.add_argument("--efficiency", type=float, default=None, metavar="F", help="share of the speed bound (0.6)")
+    p.add_argument(
+        "--efficiency",
+        type=fraction("the efficiency"),
+        default=None,
+        metavar="F",
+        help="share of the speed bound (0.6)",
+    )
     p.add_argument("--price-table", default=None, metavar="FILE", help="CSV of prices (default: data/prices.csv)")
     p.add_argument(
         "--no-cache", action="store_true", help="list only the shipped snapshot's models; no stored calibrations"
     )
-    p.add_argument("--top", type=int, default=0, help="rows to print (default: all)")
+    p.add_argument("--top", type=int_range(0, MAX_CONCURRENCY, "--top"), default=0, help="rows to print (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from explorer.sources.hub.settings import HubSettings
+from explorer.cli.args import seconds
+from explorer.sources.hub.settings import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, HubSettings
 
 
 def add_hub_options(p: argparse.ArgumentParser) -> None:
@@ -24,10 +25,10 @@ def add_hub_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--revision", default=None, metavar="REV", help="branch, tag or commit (default: main)")
     g.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(MAX_TIMEOUT_S),
         default=None,
         metavar="SECONDS",
-        help="seconds to wait for each Hub answer (default: 10)",
+        help=f"seconds the whole Hub read may take, retries included (default: {DEFAULT_TIMEOUT_S:g})",
     )
 
 

@@ -8,12 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from explorer.cli.args import fraction
 from explorer.cli.plan import read_cluster
-from explorer.errors import PlacementError
+from explorer.errors import ManualPlanError, PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.fleet.text import describe_placement
 from explorer.sources.resolve import load_shape
+from explorer.sources.shipped import read_user_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,7 +36,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="vllm",
         help="whose accounting sizes each model (vllm: even shards on cards of one class; llamacpp: any split)",
     )
-    p.add_argument("--usable-fraction", type=float, default=0.9, help="share of each card a placement may use")
+    p.add_argument(
+        "--usable-fraction",
+        type=fraction("the usable share"),
+        default=0.9,
+        help="share of each card a placement may use",
+    )
     p.add_argument("--kv-dtype", default="auto", help="KV cache type")
     p.add_argument("--quant", default=None, help="what-if precision for every model")
     p.add_argument("--offline", action="store_true", help="use only the cache and the shipped snapshot")
@@ -68,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     ]
     if args.plan:
         path = Path(args.plan)
-        manual = parse_plan_text(path.read_text(), fmt="toml" if path.suffix == ".toml" else "json")
+        text = read_user_text(path, "the placement plan", ManualPlanError)
+        manual = parse_plan_text(text, fmt="toml" if path.suffix == ".toml" else "json")
         placement = validate_plan(manual, models, offer.plan_cards)  # a plan is charged against each card's total
     else:
         placement = place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)

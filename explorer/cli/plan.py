@@ -7,13 +7,15 @@ import json
 import sys
 from pathlib import Path
 
+from explorer.cli.args import amount, context_tokens, fraction, int_range, split_fractions
 from explorer.cli.plan_table import print_result
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.engines.registry import engine_serving
 from explorer.errors import ClusterSpecError
-from explorer.hardware.cluster import Cluster
+from explorer.hardware.cluster import MAX_GPUS, Cluster
+from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_HICACHE_RATIO, MAX_HOST_GIB, MAX_NGL
 from explorer.model.dtypes import KV_CACHE_TYPES
-from explorer.plan.offer import plan_artifacts
+from explorer.plan.offer import fallback_artifacts, plan_artifacts
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
 from explorer.plan.ranking import GOALS, SORT_ALIASES
@@ -42,46 +44,94 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SPEC",
         help="cluster spec (2x8xh100-80g@ib0 + 1xcpu-256g) or a .json/.toml file",
     )
-    p.add_argument("--context", type=int, default=4096, help="context tokens per sequence (default 4096)")
-    p.add_argument("--concurrency", type=int, default=1, help="sequences that must fit at that context")
+    p.add_argument("--context", type=context_tokens, default=4096, help="context tokens per sequence (default 4096)")
+    p.add_argument(
+        "--concurrency",
+        type=int_range(1, MAX_CONCURRENCY, "concurrency"),
+        default=1,
+        help="sequences that must fit at that context",
+    )
     p.add_argument("--engine", action="append", choices=ENGINES, help="engine(s) to consider (default: all)")
     p.add_argument(
         "--quant", default=None, help="what-if precision (bf16, fp8, int8, int4-awq, int4-gptq, nf4) or a GGUF quant"
     )
     p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM's share of each card")
     p.add_argument(
-        "--mem-fraction-static", type=float, default=None, help="SGLang's static share (default: its own rule)"
+        "--gpu-memory-utilization", type=fraction("vLLM's share"), default=0.9, help="vLLM's share of each card"
+    )
+    p.add_argument(
+        "--mem-fraction-static",
+        type=fraction("SGLang's static share"),
+        default=None,
+        help="SGLang's static share (default: its own rule)",
     )
     p.add_argument("--dp-attention", action="store_true", help="SGLang --enable-dp-attention")
     p.add_argument("--speculative", default=None, metavar="ALGO", help="SGLang speculative algorithm (EAGLE, NGRAM…)")
     p.add_argument("--flash-attn", default="auto", choices=("on", "off", "auto"), help="llama.cpp flash attention")
-    p.add_argument("--ngl", type=int, default=None, help="llama.cpp layers on the GPU (default: as many as fit)")
-    p.add_argument("--tensor-split", default=None, help="llama.cpp tensor split, e.g. 3,1")
-    p.add_argument("--batch", type=int, default=2048, help="llama.cpp -b")
-    p.add_argument("--ubatch", type=int, default=512, help="llama.cpp -ub")
-    p.add_argument("--parallel", type=int, default=None, help="llama.cpp -np (same as --concurrency)")
+    p.add_argument(
+        "--ngl",
+        type=int_range(-1, MAX_NGL, "-ngl"),  # -1 or more than the layers means all of them, as in llama.cpp
+        default=None,
+        help="llama.cpp layers on the GPU (default: as many as fit)",
+    )
+    p.add_argument("--tensor-split", type=split_fractions, default=None, help="llama.cpp tensor split, e.g. 3,1")
+    p.add_argument("--batch", type=int_range(1, MAX_CONTEXT_TOKENS, "-b"), default=2048, help="llama.cpp -b")
+    p.add_argument("--ubatch", type=int_range(1, MAX_CONTEXT_TOKENS, "-ub"), default=512, help="llama.cpp -ub")
+    p.add_argument(
+        "--parallel",
+        type=int_range(1, MAX_CONCURRENCY, "-np"),
+        default=None,
+        help="llama.cpp -np (same as --concurrency)",
+    )
     p.add_argument("--no-mmap", action="store_true", help="llama.cpp --no-mmap")
     p.add_argument(
         "--no-cpu-offload",
         action="store_true",
         help="keep every layer on the accelerators: no llama.cpp partial offload (one node's or over RPC), no CPU",
     )
-    p.add_argument("--tp", type=int, default=None, help="tensor-parallel size (vLLM, SGLang); default: every split")
-    p.add_argument("--pp", type=int, default=None, help="pipeline-parallel size (vLLM, SGLang); default: every split")
+    p.add_argument(
+        "--tp",
+        type=int_range(1, MAX_GPUS, "--tp"),
+        default=None,
+        help="tensor-parallel size (vLLM, SGLang); default: every split",
+    )
+    p.add_argument(
+        "--pp",
+        type=int_range(1, MAX_GPUS, "--pp"),
+        default=None,
+        help="pipeline-parallel size (vLLM, SGLang); default: every split",
+    )
     p.add_argument(
         "--dp",
-        type=int,
+        type=int_range(1, MAX_GPUS, "--dp"),
         default=None,
         help="data-parallel replicas in one launch (vLLM --data-parallel-size, SGLang --dp-size; "
         "with --dp-attention its DP attention size)",
     )
-    p.add_argument("--max-num-seqs", type=int, default=None, help="vLLM --max-num-seqs (default: vLLM's for the card)")
     p.add_argument(
-        "--max-num-batched-tokens", type=int, default=None, help="vLLM --max-num-batched-tokens (default: vLLM's)"
+        "--max-num-seqs",
+        type=int_range(1, MAX_CONCURRENCY, "--max-num-seqs"),
+        default=None,
+        help="vLLM --max-num-seqs (default: vLLM's for the card)",
     )
-    p.add_argument("--chunked-prefill-size", type=int, default=None, help="SGLang --chunked-prefill-size")
-    p.add_argument("--cuda-graph-max-bs", type=int, default=None, help="SGLang --cuda-graph-max-bs")
+    p.add_argument(
+        "--max-num-batched-tokens",
+        type=int_range(1, MAX_CONTEXT_TOKENS, "--max-num-batched-tokens"),
+        default=None,
+        help="vLLM --max-num-batched-tokens (default: vLLM's)",
+    )
+    p.add_argument(
+        "--chunked-prefill-size",
+        type=int_range(1, MAX_CONTEXT_TOKENS, "--chunked-prefill-size"),
+        default=None,
+        help="SGLang --chunked-prefill-size",
+    )
+    p.add_argument(
+        "--cuda-graph-max-bs",
+        type=int_range(1, MAX_CONCURRENCY, "--cuda-graph-max-bs"),
+        default=None,
+        help="SGLang --cuda-graph-max-bs",
+    )
     p.add_argument(
         "--enforce-eager",
         action="store_true",
@@ -93,13 +143,13 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--piecewise-cuda-graph", action="store_true", help="SGLang --enable-piecewise-cuda-graph")
     p.add_argument(
         "--piecewise-cuda-graph-max-tokens",
-        type=int,
+        type=int_range(1, MAX_CONTEXT_TOKENS, "--piecewise-cuda-graph-max-tokens"),
         default=None,
         help="SGLang --piecewise-cuda-graph-max-tokens (reserves a quarter MiB a token; implies the switch)",
     )
     p.add_argument(
         "--swap-space",
-        type=float,
+        type=amount(0, MAX_HOST_GIB, "--swap-space"),
         default=None,
         metavar="GIB",
         help="vLLM --swap-space, host RAM per GPU (default: the release's: 4 up to vLLM 0.11, none after)",
@@ -107,8 +157,19 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--hierarchical-cache", action="store_true", help="SGLang --enable-hierarchical-cache (a host KV pool)"
     )
-    p.add_argument("--hicache-ratio", type=float, default=2.0, help="SGLang --hicache-ratio (host pool / device pool)")
-    p.add_argument("--hicache-size", type=float, default=None, metavar="GB", help="SGLang --hicache-size, GB per rank")
+    p.add_argument(
+        "--hicache-ratio",
+        type=amount(0, MAX_HICACHE_RATIO, "--hicache-ratio", above=True),
+        default=2.0,
+        help="SGLang --hicache-ratio (host pool / device pool)",
+    )
+    p.add_argument(
+        "--hicache-size",
+        type=amount(0, MAX_HOST_GIB, "--hicache-size"),
+        default=None,
+        metavar="GB",
+        help="SGLang --hicache-size, GB per rank",
+    )
     p.add_argument(
         "--vllm-version", default=None, metavar="VER", help="the vLLM release to plan for (default: the current one)"
     )
@@ -125,12 +186,9 @@ def read_cluster(text: str) -> Cluster:
 
 def request_from_args(args: argparse.Namespace) -> PlanRequest:
     """A PlanRequest from parsed arguments."""
-    split = None
-    if args.tensor_split:
-        try:
-            split = tuple(float(x) for x in args.tensor_split.split(","))
-        except ValueError:
-            raise ClusterSpecError(f"--tensor-split {args.tensor_split!r} is not a list of numbers") from None
+    split = args.tensor_split  # checked by args.split_fractions
+    if isinstance(split, str):  # a namespace made by hand, not by the parser
+        split = split_fractions(split)
     return PlanRequest(
         context_tokens=args.context,
         concurrency=args.parallel or args.concurrency,
@@ -176,7 +234,11 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def resolve_for_plan(args: argparse.Namespace):
-    """(shape, artifacts, model reference) for a MODEL argument."""
+    """(shape, artifacts, model reference, fallback) for a MODEL argument.
+
+    The fallback (:func:`explorer.plan.offer.fallback_artifacts`) is planned only when the model's own
+    weights keep no layout on accelerators alone; none when the user chose a precision or named a file.
+    """
     kw = {}
     if args.offline:
         kw["offline"] = True
@@ -200,7 +262,9 @@ def resolve_for_plan(args: argparse.Namespace):
         selected=resolved.selected if named else None,
         checkpoints=checkpoints,
     )
-    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model
+    chosen = bool(args.quant) or bool(named)
+    fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, checkpoints)
+    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model, fallback
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -221,14 +285,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--replicas",
-        type=int,
+        type=int_range(1, MAX_GPUS, "--replicas"),
         default=1,
         help="with --gpus: replicas over the pinned GPUs, in the order given (refused if any overcommits)",
     )
     add_goal_arguments(p)
     p.add_argument(
         "--efficiency",
-        type=float,
+        type=fraction("the efficiency"),
         default=None,
         metavar="F",
         help="share of the speed-of-light bound the engines reach, 0 < F <= 1 (default 0.6)",
@@ -239,7 +303,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="CSV of gpu_class,usd_per_gpu_hour,... for cost per million tokens (default: data/prices.csv)",
     )
-    p.add_argument("--top", type=int, default=15, help="options to print (human form)")
+    p.add_argument(
+        "--top", type=int_range(0, MAX_CONCURRENCY, "--top"), default=15, help="options to print (human form)"
+    )
     p.add_argument("--wide", action="store_true", help="every column: most sequences, free now, $/Mtok, full label")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -273,7 +339,7 @@ def goal_from_args(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Plan and print."""
-    shape, artifacts, model_ref = resolve_for_plan(args)
+    shape, artifacts, model_ref, fallback = resolve_for_plan(args)
     cluster = read_cluster(args.cluster)
     if args.gpus:
         return run_pinned(args, shape, cluster, artifacts, model_ref)
@@ -286,7 +352,14 @@ def run(args: argparse.Namespace) -> int:
         goal=goal_from_args(args),
         speed=speed_settings(args),
         catalogue=shipped_catalogue(),
+        fallback=fallback,
     )
+    if result.widened and not args.json:
+        print(
+            f"note: the model's own weights keep no all-GPU layout here that loads them as published; also planned: "
+            f"{', '.join(result.widened)} (choose one with --quant)",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -120,6 +120,8 @@ def print_best(result: PlanResult) -> None:
         f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
         f"of {gib(card.usable)} usable\n  {best.memory_text}"
     )
+    if best.artifact.note:  # a stand-in checkpoint, or none published
+        print(f"  note: {best.artifact.note}")
     calibrated = [n for n in best.evaluation.notes if n.startswith("calibrated from")]
     if calibrated:
         print(f"  {calibrated[0]}")
@@ -178,6 +180,8 @@ def print_suggestions(result: PlanResult) -> None:
         return
     if not result.options:
         print("\nnothing fits; each change below, planned again:")
+    elif result.widened:
+        print("\nto keep every layer on accelerators with the model's own weights:")
     elif result.options[0].tier > 1:
         print(f"\nto keep every layer on accelerators (best now: tier {result.options[0].tier}):")
     else:
@@ -199,9 +203,11 @@ def print_refusals(result: PlanResult, examples: int = 3) -> None:
     by_rule = defaultdict(list)
     for x in result.rejected:
         by_rule[x.rule].append(x)
+    several = len({x.artifact for x in result.rejected}) > 1  # then each refusal names what it loads
     print(f"\nrefused ({result.considered:,} ways considered):")
     for rule, count in sorted(result.pruned.items(), key=lambda kv: -kv[1]):
         print(f"  {rule}: {count:,}")
         for x in by_rule[rule][:examples]:
             longest = f" (max context {x.max_context:,})" if x.max_context is not None else ""
-            print(f"    {x.label}: {x.reason}{longest}")
+            what = f" · {x.artifact}" if several and x.layout is not None else ""
+            print(f"    {x.label}{what}: {x.reason}{longest}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from explorer.cli.args import context_tokens
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.model.summary import shape_rows, shape_summary
@@ -19,7 +20,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type (default: the model's dtype)"
     )
     p.add_argument(
-        "--context", type=int, default=None, help="context length for the KV figure (default: the model's limit)"
+        "--context",
+        type=context_tokens,
+        default=None,
+        help="context length for the KV figure (default: the model's limit)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_hub_options(p)

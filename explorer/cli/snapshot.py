@@ -13,6 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
+from explorer.cli.args import int_range
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.units import gib, human_count
 
@@ -22,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     ls = actions.add_parser("list", help="the repositories the snapshot knows")
     ls.add_argument("--search", default="", metavar="TEXT", help="only entries matching every word of TEXT")
-    ls.add_argument("--limit", type=int, default=1000, help="show at most this many")
+    ls.add_argument("--limit", type=int_range(0, 1 << 20, "--limit"), default=1000, help="show at most this many")
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     ref = actions.add_parser("refresh", help="re-read repositories from the Hub and write the snapshot")
     ref.add_argument(
@@ -35,7 +36,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ref.add_argument(
         "--out", type=Path, default=None, metavar="PATH", help="where to write (default: over the snapshot)"
     )
-    ref.add_argument("--workers", type=int, default=4, metavar="N", help="repositories fetched at once (default 4)")
+    ref.add_argument(
+        "--workers",
+        type=int_range(1, 64, "--workers"),
+        default=4,
+        metavar="N",
+        help="repositories fetched at once (default 4)",
+    )
     add_hub_options(ref)
     ckpt = actions.add_parser(
         "checkpoints", help="re-read each model's published quantised checkpoints (the Hub's model tree)"
@@ -103,7 +110,10 @@ def _repos(args: argparse.Namespace) -> list[str]:
 
     if args.repos is None:
         return list(load_snapshot().repos)
-    lines = args.repos.read_text().splitlines()
+    from explorer.errors import SnapshotError
+    from explorer.sources.shipped import read_user_text
+
+    lines = read_user_text(args.repos, "the list of repos", SnapshotError).splitlines()
     return [ln.split("#", 1)[0].strip() for ln in lines if ln.split("#", 1)[0].strip()]
 
 

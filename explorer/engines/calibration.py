@@ -21,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from explorer.errors import ImplausibleFigureError
+from explorer.limits import check_figures
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Calibration:
@@ -51,6 +54,19 @@ class Calibration:
     distributed: bool = False
     graph_bytes: int | None = None
     startup_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        """Every figure finite and ≥ 0 (a hostile log or cache row is refused, not planned with)."""
+        check_figures(
+            f"the calibration of {self.engine} on {self.gpu_class}",
+            ImplausibleFigureError,
+            torch_memory_bytes=self.torch_memory_bytes,
+            activation_scale=self.activation_scale,
+            activation_bytes=self.activation_bytes,
+            non_torch_bytes=self.non_torch_bytes,
+            graph_bytes=self.graph_bytes,
+            startup_bytes=self.startup_bytes,
+        )
 
     @property
     def note(self) -> str:

@@ -15,6 +15,16 @@ from typing import Literal
 
 from explorer.engines.calibration import Calibration
 from explorer.engines.fit_search import largest_fitting
+from explorer.errors import ImplausibleFigureError, PlanError
+from explorer.hardware.cluster import MAX_GPUS
+from explorer.limits import (
+    MAX_CONCURRENCY,
+    MAX_CONTEXT_TOKENS,
+    MAX_HICACHE_RATIO,
+    MAX_HOST_GIB,
+    MAX_NGL,
+    check_figures,
+)
 from explorer.model.artifacts import Artifact
 from explorer.model.checkpoints import placeholder_ref
 from explorer.model.dtypes import ElementType
@@ -57,7 +67,7 @@ class PlanRequest:
         enable_mixed_chunk: SGLang ``--enable-mixed-chunk``.
         enforce_eager: no CUDA graphs (vLLM ``--enforce-eager``, SGLang ``--disable-cuda-graph``).
         flash_attn: llama.cpp ``-fa`` (``on``/``off``/``auto``).
-        n_gpu_layers: llama.cpp ``-ngl`` (None: as many as fit).
+        n_gpu_layers: llama.cpp ``-ngl`` (None: as many as fit; -1 or past the layers: all of them).
         tensor_split: llama.cpp ``--tensor-split`` fractions (None: proportional to free memory).
         batch_tokens: llama.cpp ``-b``.
         ubatch_tokens: llama.cpp ``-ub``.
@@ -135,6 +145,51 @@ class PlanRequest:
 
     vllm_version: str | None = None
     calibrations: tuple[Calibration, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Every number in range, or PlanError naming it: nothing downstream sees NaN, inf or a negative count."""
+        _in_range("context_tokens", self.context_tokens, 1, MAX_CONTEXT_TOKENS)
+        _in_range("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
+        _in_range("batch_tokens", self.batch_tokens, 1, MAX_CONTEXT_TOKENS)
+        _in_range("ubatch_tokens", self.ubatch_tokens, 1, MAX_CONTEXT_TOKENS)
+        for name in ("max_num_batched_tokens", "max_num_seqs", "chunked_prefill_size", "cuda_graph_max_bs"):
+            if (value := getattr(self, name)) is not None:
+                _in_range(name, value, 0, MAX_CONTEXT_TOKENS)
+        if self.n_gpu_layers is not None:
+            _in_range("n_gpu_layers", self.n_gpu_layers, -1, MAX_NGL)  # -1: every layer, as llama.cpp reads it
+        for name in ("gpu_memory_utilization", "mem_fraction_static", "host_fraction"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float) and 0 < value <= 1):
+                raise PlanError(f"{name} is {value!r}; it must be a share above 0 and at most 1")
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            if (value := getattr(self, name)) is not None:
+                _in_range(name, value, 1, MAX_GPUS)
+        if self.piecewise_cuda_graph_max_tokens is not None:
+            _in_range("piecewise_cuda_graph_max_tokens", self.piecewise_cuda_graph_max_tokens, 0, MAX_CONTEXT_TOKENS)
+        _amount("swap_space_gib", self.swap_space_gib, MAX_HOST_GIB, zero=True)
+        _amount("hicache_ratio", self.hicache_ratio, MAX_HICACHE_RATIO, zero=False)
+        _amount("hicache_size_gb", self.hicache_size_gb, MAX_HOST_GIB, zero=True)
+        if self.tensor_split is not None:
+            split = self.tensor_split
+            if not split or not all(isinstance(x, int | float) and 0 <= x < float("inf") for x in split):
+                raise PlanError(f"tensor_split {split!r} must hold finite shares ≥ 0")
+            if not 0 < sum(split) < float("inf"):
+                raise PlanError(f"tensor_split {split!r} must have shares summing to a finite number above 0")
+
+
+def _in_range(name: str, value: object, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise PlanError(f"{name} is {value!r}; it must be a whole number from {lo:,} to {hi:,}")
+
+
+def _amount(name: str, value: object, hi: float, *, zero: bool) -> None:
+    """A finite amount up to ``hi`` (None passes): ≥ 0 with ``zero``, else above 0."""
+    if value is None:
+        return
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not (0 <= value <= hi if zero else 0 < value <= hi):  # NaN fails both
+        least = "0" if zero else "above 0"
+        raise PlanError(f"{name} is {value!r}; it must be a finite number from {least} to {hi:,g}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -221,6 +276,18 @@ class CardMemory:
     capacity: int
     count: int = 1
 
+    def __post_init__(self) -> None:
+        check_figures(
+            f"card memory ({self.role})",
+            ImplausibleFigureError,
+            weights=self.weights,
+            kv_cache=self.kv_cache,
+            activations=self.activations,
+            overhead=self.overhead,
+            usable=self.usable,
+            capacity=self.capacity,
+        )
+
     @property
     def total(self) -> int:
         """Everything the card must hold."""
@@ -263,6 +330,16 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
     free_needed_bytes: int = 0
     n_gpu_layers: int | None = None
+
+    def __post_init__(self) -> None:
+        check_figures(
+            "an evaluation",
+            ImplausibleFigureError,
+            max_context_tokens=self.max_context_tokens,
+            max_concurrency=self.max_concurrency,
+            layers_on_host=self.layers_on_host,
+            free_needed_bytes=self.free_needed_bytes,
+        )
 
     @property
     def fits(self) -> bool:

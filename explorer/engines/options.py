@@ -17,6 +17,7 @@ from explorer.engines.common import ENGINE_LABELS, CardMemory, Evaluation, Layou
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
+from explorer.model.checkpoints import loads_published_weights
 from explorer.units import gib
 
 Placement = Literal["accelerators", "rpc", "host-offload", "cpu"]
@@ -104,6 +105,12 @@ class Option:
             self.replicas * self.speed.decode_aggregate_bound_tokens_per_s,
             self.replicas * self.speed.decode_aggregate_estimate_tokens_per_s,
         )
+
+    @property
+    def runs_as_printed(self) -> bool:
+        """Whether its launch command loads published weights as they are (no placeholder for a checkpoint
+        nobody publishes, no conversion to a GGUF first)."""
+        return loads_published_weights(self.evaluation.command)
 
     @property
     def label(self) -> str:
@@ -306,6 +313,8 @@ class PlanResult:
             its result; empty when the best option keeps every layer on accelerators.
         replica_launch: gives an option's launch for all its replicas (set by the planner, which
             knows the cluster); None: not known.
+        widened: the precisions planned besides the model's own weights because those kept no layout
+            on accelerators alone (published quantised checkpoints, what-ifs); empty: none were needed.
     """
 
     model: str
@@ -316,6 +325,7 @@ class PlanResult:
     considered: int = 0
     goal: str = "fewest-cards"
     suggestions: tuple[Any, ...] = ()
+    widened: tuple[str, ...] = ()
     replica_launch: Callable[[Option], Any] | None = field(default=None, compare=False, repr=False)
 
     def best_per_engine(self) -> dict[str, Option]:
@@ -346,6 +356,7 @@ class PlanResult:
             "pruned": dict(self.pruned),
             "considered": self.considered,
             "suggestions": [s.to_dict() for s in self.suggestions],
+            "widened": list(self.widened),
         }
 
     def _best_ranks(self) -> dict[str, int]:

@@ -20,14 +20,13 @@ is pure: reading the file is the caller's job.
 
 from __future__ import annotations
 
-import json
-import tomllib
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from explorer.errors import ManualPlanError
 from explorer.fleet.manual import ManualPlan, PlanEntry
 from explorer.fleet.result import Placement
+from explorer.limits import load_json, load_toml
 
 # The spellings accepted for each entry key (the first is the one written back).
 _KEYS = {
@@ -88,12 +87,9 @@ def parse_plan(data: Mapping[str, Any]) -> ManualPlan:
 
 
 def parse_plan_text(text: str, *, fmt: Literal["json", "toml"]) -> ManualPlan:
-    """Parse a plan file's text; ``fmt`` comes from the file's suffix."""
-    try:
-        data = json.loads(text) if fmt == "json" else tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ManualPlanError(f"the placement plan is not valid {fmt.upper()}: {exc}") from exc
-    return parse_plan(data)
+    """Parse a plan file's text; ``fmt`` comes from the file's suffix (nesting bounded, see explorer.limits)."""
+    load = load_json if fmt == "json" else load_toml
+    return parse_plan(load(text, where="the placement plan", error=ManualPlanError))
 
 
 def plan_to_dict(plan: ManualPlan) -> dict[str, Any]:

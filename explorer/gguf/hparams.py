@@ -29,14 +29,20 @@ src/llama-hparams.cpp, commit 0c1e57098):
 
 An architecture llama.cpp's table here does not know still gets values
 (the generic keys), with ``approximate`` set and the reason in ``notes``.
+
+Every number is checked as it is read, before anything is built from it: a
+count past its plausible maximum (:func:`explorer.limits.check_count`: 1,024
+layers, 2^23 tokens of vocabulary…) or below 0 is a GGUFLimitError naming the
+key, the value and the cap; a NaN or infinite float a GGUFValueError.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from explorer.errors import GGUFShapeError
+from explorer.errors import GGUFLimitError, GGUFShapeError, GGUFValueError
 from explorer.gguf.header import GGUFHeader
+from explorer.limits import check_count, check_finite
 
 #: archs whose every layer is recurrent
 RECURRENT_ARCHS = frozenset({"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"})
@@ -154,11 +160,18 @@ class GGUFHParams:
         return self.n_head_kv[il] > 0 and (not self.recurrent_layers[il] or self.arch in HYBRID_PARALLEL)
 
 
+def _checked(header: GGUFHeader, key: str, value: int | float) -> int:
+    """A number read from the file as a count: finite, ≥ 0 and at most its key's plausible maximum."""
+    where, full = header.name or "GGUF", f"{header.architecture}.{key}"
+    check_finite(value, full, where=where, error=GGUFValueError)
+    return check_count(int(value), full, where=where, error=GGUFLimitError)
+
+
 def _int(header: GGUFHeader, key: str, default: int | None = None) -> int | None:
     value = header.arch_get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
-    return int(value)
+    return _checked(header, key, value)
 
 
 def _per_layer(header: GGUFHeader, key: str, n_layer: int, default: int) -> tuple[int, ...]:
@@ -170,21 +183,21 @@ def _per_layer(header: GGUFHeader, key: str, n_layer: int, default: int) -> tupl
                 f"{header.name or 'GGUF'}: {header.architecture}.{key} has {len(value)} entries for {n_layer} layers",
                 hint="the file's per-layer array does not match block_count; re-convert it",
             )
-        return tuple(int(v) for v in value)
+        return tuple(_checked(header, key, v) for v in value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return (int(value),) * n_layer
+        return (_checked(header, key, value),) * n_layer
     return (default,) * n_layer
 
 
 def _vocab(header: GGUFHeader) -> int:
     tokens = header.array_count("tokenizer.ggml.tokens")
     if tokens:
-        return tokens
+        return _checked(header, "vocab_size", tokens)
     size = _int(header, "vocab_size")
     if size:
         return size
     embd = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
-    return embd.shape[1] if embd is not None and len(embd.shape) > 1 else 0
+    return _checked(header, "vocab_size", embd.shape[1]) if embd is not None and len(embd.shape) > 1 else 0
 
 
 def _swa(header: GGUFHeader, arch: str, n_layer: int, notes: list[str]) -> tuple[tuple[bool, ...], int, str]:
@@ -210,7 +223,7 @@ def _swa(header: GGUFHeader, arch: str, n_layer: int, notes: list[str]) -> tuple
         flags = tuple(bool(v) for v in pattern_value[:n_layer]) + (False,) * max(0, n_layer - len(pattern_value))
         return flags, window, kind
     if isinstance(pattern_value, int) and not isinstance(pattern_value, bool):
-        pattern = pattern_value
+        pattern = _checked(header, "attention.sliding_window_pattern", pattern_value)
     # llama_hparams::set_swa_pattern: il % n < n - 1 (n == 0: every layer)
     return tuple(pattern == 0 or il % pattern < pattern - 1 for il in range(n_layer)), window, kind
 
@@ -236,6 +249,10 @@ def _rope_scaling(header: GGUFHeader) -> str:
     factor = header.arch_get("rope.scaling.factor")
     if not isinstance(kind, str) or kind in ("", "none"):
         return ""
+    if isinstance(factor, float):
+        check_finite(
+            factor, f"{header.architecture}.rope.scaling.factor", where=header.name or "GGUF", error=GGUFValueError
+        )
     return f"{kind} ×{factor:g}" if isinstance(factor, (int, float)) and factor else kind
 
 
@@ -252,9 +269,11 @@ def read_hparams(header: GGUFHeader) -> GGUFHParams:
         raise GGUFShapeError(f"{where}: no general.architecture key", hint="this is not a llama.cpp model file")
     notes: list[str] = []
     blocks = [t.block for t in header.tensors if t.block is not None]
-    n_layer = _int(header, "block_count") or (max(blocks) + 1 if blocks else 0)
+    n_layer = _int(header, "block_count") or (_checked(header, "block_count", max(blocks) + 1) if blocks else 0)
     embd = next((t for t in header.tensors if t.name == "token_embd.weight"), None)
-    n_embd = _int(header, "embedding_length") or (embd.shape[0] if embd is not None else 0)
+    n_embd = _int(header, "embedding_length") or (
+        _checked(header, "embedding_length", embd.shape[0]) if embd is not None else 0
+    )
     if n_layer <= 0 or n_embd <= 0:
         raise GGUFShapeError(
             f"{where}: {arch}.block_count ({n_layer}) or {arch}.embedding_length ({n_embd}) is missing or zero",

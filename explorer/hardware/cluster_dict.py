@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import tomllib
-
 from explorer.errors import ClusterSpecError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import MAX_GPUS, MAX_RAM_BYTES, Cluster, GPUGroup, Node, default_host_ram_bytes
 from explorer.hardware.cluster_text import FABRIC_NAME, ram_bytes
 from explorer.hardware.host_cpu import DEFAULT_CPU, CPUTable, cpu_from_label, parse_bandwidth, with_bandwidth
+from explorer.limits import load_json, load_toml
 from explorer.units import GiB
 
 _NODE_KEYS = {
@@ -36,9 +34,10 @@ def cluster_data_from_text(text: str, *, source: str = "cluster", toml_first: bo
     errors = []
     for kind in ("toml", "json") if toml_first else ("json", "toml"):
         try:
-            return tomllib.loads(text) if kind == "toml" else json.loads(text)
-        except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as e:
-            errors.append(f"{kind}: {e}")
+            load = load_toml if kind == "toml" else load_json
+            return load(text, where=f"cluster file {source}", error=ClusterSpecError)
+        except ClusterSpecError as e:
+            errors.append(f"{kind}: {e.message}")
     raise ClusterSpecError(f"cluster file {source} is neither JSON nor TOML ({errors[0]})")
 
 

@@ -132,6 +132,8 @@ def _parse_term(
         cpu = with_bandwidth(cpu, bandwidth)
     host = _HOST.match(body)
     gpus_m = None if host else _GPUS.match(body)
+    if host is None and gpus_m is None and _names_unified_chip(body, catalogue):
+        gpus_m = _GPUS.match(f"1x{body}")  # 1xm4-max-128g: a Mac is one device a node
     if host is None and gpus_m is None:
         fail(
             "missing 'x' between the GPU count and the class"
@@ -272,3 +274,11 @@ def uniform_cluster(gpu: GPUClass, nodes: int, width: int, fabric: str | None = 
             for i in range(nodes)
         )
     )
+
+
+def _names_unified_chip(body: str, catalogue: Catalogue) -> bool:
+    """Whether a term's body after the node count is a unified-memory class alone (``m4-max-128g``)."""
+    try:
+        return catalogue.resolve(body).unified
+    except ClusterSpecError:
+        return False

@@ -124,9 +124,26 @@ def checkpoint_for(
     return min(matches, key=_rank) if matches else None
 
 
+#: how a launch command's placeholder for weights nobody publishes ends (:func:`placeholder_ref`)
+UNPUBLISHED_MARK = ": no published checkpoint known>"
+#: how a launch command's placeholder for weights that must be converted to a GGUF first ends
+CONVERT_MARK = " GGUF (convert_hf_to_gguf.py, then llama-quantize)>"
+
+
 def placeholder_ref(label: str, base_repo: str) -> str:
     """What a launch command names when no checkpoint of ``label`` is known: visible, never runnable."""
-    return f"<{base_repo} at {label}: no published checkpoint known>"
+    return f"<{base_repo} at {label}{UNPUBLISHED_MARK}"
+
+
+def convert_ref(quant: str, base_repo: str) -> str:
+    """What a llama.cpp launch names for weights it loads only once converted to a ``quant`` GGUF."""
+    return f"<{base_repo} converted to a {quant}{CONVERT_MARK}"
+
+
+def loads_published_weights(command: str) -> bool:
+    """Whether a launch command runs as printed: it names no weights that someone must first make
+    (:func:`placeholder_ref`, :func:`convert_ref`)."""
+    return UNPUBLISHED_MARK not in command and CONVERT_MARK not in command
 
 
 def checkpoint_record(checkpoint: PublishedCheckpoint) -> dict:

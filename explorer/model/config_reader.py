@@ -6,18 +6,20 @@ Configs name the same thing differently (``hidden_size``, ``n_embd``,
 under ``text_config`` or ``llm_config``. :class:`ConfigView` hides that:
 it reads the language model's keys first and the wrapper's second, and its
 getters validate types so a hostile config gives a typed error, never a
-``TypeError`` deep inside the planner.
+``TypeError`` deep inside the planner, and every count is checked against its
+key's plausible maximum (:func:`explorer.limits.check_count`) before a layer
+is built: 10^7 layers is refused at once, not built in a minute and a GiB.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from explorer.errors import ConfigError, InvalidConfigValueError, MissingConfigKeysError, NotAModelConfigError
+from explorer.limits import check_count, load_json
 from explorer.model.config_defaults import with_class_defaults
 
 #: keys under which wrappers keep their language model's config
@@ -51,13 +53,10 @@ def parse_config_text(text: str | bytes, *, where: str = "config.json") -> dict[
     """Parse config.json text (NaN/Infinity allowed, as Python's json does).
 
     Raises:
-        ConfigError: the text is not JSON.
+        ConfigError: the text is not UTF-8, not JSON, or nested deeper than ``explorer.limits.MAX_JSON_DEPTH``.
         NotAModelConfigError: it is JSON but not an object.
     """
-    try:
-        data = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{where} is not valid JSON: {err}", hint="check the file is a config.json") from None
+    data = load_json(text, where=where, error=ConfigError, hint="check the file is a config.json")
     if not isinstance(data, dict):
         raise NotAModelConfigError(f"{where} holds a JSON {type(data).__name__}, not an object")
     return data
@@ -113,7 +112,8 @@ class ConfigView:
         return default
 
     def get_int(self, *keys: str, default: int | None = None, minimum: int = 0) -> int | None:
-        """An integer value (accepting integral floats), validated ``>= minimum``."""
+        """An integer value (accepting integral floats), validated ``>= minimum`` and at most the key's
+        plausible maximum (:func:`explorer.limits.plausible_max`)."""
         value = self.raw(*keys)
         if value is None:
             return default
@@ -125,9 +125,7 @@ class ConfigView:
             value = int(value)
         if value < minimum:
             raise InvalidConfigValueError(f"{self.where}: {keys[0]} must be ≥ {minimum}, got {value}")
-        if value > 2**40:
-            raise InvalidConfigValueError(f"{self.where}: {keys[0]} is absurdly large ({value})")
-        return value
+        return check_count(value, keys[0], where=self.where, error=InvalidConfigValueError, minimum=minimum)
 
     def get_float(self, *keys: str, default: float | None = None) -> float | None:
         """A finite float value."""

@@ -33,8 +33,11 @@ from explorer.model.shapes import ModelShape
 
 __all__ = [
     "DEFAULT_WHAT_IFS",
+    "FALLBACK_MAX_SHARE",
+    "FALLBACK_WHAT_IFS",
     "build_offer",
     "computed_disk_bytes",
+    "fallback_artifacts",
     "gguf_sets",
     "is_projector",
     "original_artifact",
@@ -46,6 +49,12 @@ __all__ = [
 
 #: the what-if precisions offered next to the original weights by default
 DEFAULT_WHAT_IFS = ("bf16", "fp8", "int4-awq")
+#: the precisions a plan falls back to when a model's own weights keep no layout on accelerators alone:
+#: the two that vLLM and SGLang serve from published checkpoints (or quantise while loading) and the
+#: two GGUF quants llama.cpp users pick first
+FALLBACK_WHAT_IFS = ("fp8", "int4-awq", "Q8_0", "Q4_K_M")
+#: the largest share of the model's own size a fallback precision may keep (bf16 → fp8 keeps about 0.5)
+FALLBACK_MAX_SHARE = 0.75
 
 _HF_WEIGHTS = re.compile(r"^model(-\d{5}-of-\d{5})?\.safetensors$")
 #: projector quants in order of preference when a repo ships several (llama.cpp loads F16 by default)
@@ -332,6 +341,23 @@ def what_if_artifacts(
         seen.add(artifact.quant)
         out.append(artifact)
     return tuple(out)
+
+
+def fallback_artifacts(
+    shape: ModelShape, offered: Iterable[Artifact], checkpoints: Iterable[PublishedCheckpoint] = ()
+) -> tuple[Artifact, ...]:
+    """:data:`FALLBACK_WHAT_IFS` as artifacts (published checkpoints where known) that make the weights
+    clearly smaller: at most :data:`FALLBACK_MAX_SHARE` of the smallest ``offered`` artifact, and not a
+    precision already offered (a GGUF repository's own Q4_K_M stays the one planned). gpt-oss-120b's
+    MXFP4 experts (60.8 GiB) get none: int4 AWQ would save 4 %, not a change an engineer would make."""
+    offered = list(offered)
+    have = {artifact.quant.upper() for artifact in offered}
+    smallest = min((a.size_bytes for a in offered), default=shape.weight_bytes(shape.precision))
+    return tuple(
+        artifact
+        for artifact in what_if_artifacts(shape, FALLBACK_WHAT_IFS, checkpoints)
+        if artifact.quant.upper() not in have and artifact.size_bytes <= smallest * FALLBACK_MAX_SHARE
+    )
 
 
 def plan_artifacts(

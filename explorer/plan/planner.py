@@ -60,18 +60,6 @@ def _check(request: PlanRequest) -> None:
         raise PlanError(f"context ({request.context_tokens}) and concurrency ({request.concurrency}) must be ≥ 1")
     if not 0 < request.gpu_memory_utilization <= 1:
         raise PlanError(f"gpu_memory_utilization must be in (0, 1], got {request.gpu_memory_utilization}")
-    sizes = {
-        "tp": request.tensor_parallel_size,
-        "pp": request.pipeline_parallel_size,
-        "dp": request.data_parallel_size,
-    }
-    bad = {k: v for k, v in sizes.items() if v is not None and v < 1}
-    if bad:
-        raise PlanError(f"parallel sizes must be at least 1, got {bad}")
-    if (request.swap_space_gib or 0) < 0 or request.hicache_ratio <= 0:
-        raise PlanError(
-            f"--swap-space must be >= 0 and --hicache-ratio > 0, got {request.swap_space_gib} and {request.hicache_ratio}"
-        )
     engines_named(request.engines)  # an unknown engine is refused before any walk
 
 
@@ -107,6 +95,15 @@ def _ranked(
     )
 
 
+def _standing(result: PlanResult) -> tuple[int, bool]:
+    """How good a plan's best option is: its tier, then whether its launch runs as printed (ranking puts
+    those first inside a tier, so the first option tells); a plan with no option stands below every tier."""
+    if not result.options:
+        return (4, True)  # below tier 3, the CPU alone
+    best = result.options[0]
+    return (best.tier, not best.runs_as_printed)
+
+
 def plan(
     shape: ModelShape,
     cluster: Cluster,
@@ -120,6 +117,7 @@ def plan(
     suggest: bool | Sequence[str] = True,
     first_fit: bool = False,
     catalogue: Catalogue | None = None,
+    fallback: Sequence[Artifact] = (),
 ) -> PlanResult:
     """Every way ``shape`` can run on ``cluster``, best first, the refused ways with reasons, and suggestions.
 
@@ -133,10 +131,17 @@ def plan(
             or the kinds to make, :data:`explorer.plan.suggest.KINDS`; False: none).
         first_fit: stop at the first suggestion that fits (a model's one best suggestion).
         catalogue: the GPU catalogue, for the suggestions that name other card classes.
+        fallback: other precisions of the model (published quantised checkpoints, what-ifs: see
+            :func:`explorer.plan.offer.fallback_artifacts`) planned too when ``artifacts`` keep no option
+            on accelerators alone whose launch runs as printed; the wider plan is kept when its best option
+            stands higher (a higher tier, or a launch that runs as printed), so that the first row is the
+            all-GPU layout an engineer would run rather than layers left on the CPU or weights to convert
+            first (``PlanResult.widened`` names what was added).
 
     Raises:
-        PlanError: a context or concurrency below 1, a utilisation outside (0, 1], a parallel size below 1,
-            a negative swap space or hicache ratio, an unknown goal or engine.
+        PlanError: a context or concurrency below 1, a utilisation outside (0, 1], an unknown goal or
+            engine (a parallel size, swap space or hicache ratio out of range is refused where the
+            :class:`~explorer.engines.common.PlanRequest` is made).
     """
     request = request or PlanRequest()
     _check(request)
@@ -144,11 +149,16 @@ def plan(
     model_ref = model_ref or shape.name or "MODEL"
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
-    result = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+    own = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+    result = own
+    if fallback and _standing(own) > (1, False):
+        wider = _ranked(shape, cluster, request, [*artifacts, *fallback], model_ref=model_ref, goal=chosen, speed=speed)
+        if _standing(wider) < _standing(own):
+            result = replace(wider, widened=tuple(a.label for a in fallback))
     if not suggest:
         return result
-    return with_suggestions(
-        result,
+    advised = with_suggestions(  # what to change to fit the model's own weights, widened or not
+        own,
         shape,
         cluster,
         artifacts,
@@ -157,6 +167,7 @@ def plan(
         first_fit=first_fit,
         catalogue=catalogue,
     )
+    return replace(result, suggestions=advised.suggestions)
 
 
 def with_suggestions(

@@ -16,17 +16,27 @@ nodes (RPC) › partial offload › CPU.
 
 **Goals, inside a tier:**
 
-- ``fewest-cards`` (the default, the seeds' order): the fewest cards, then
-  the fewest nodes; then the better precision, counted in whole bits (Q8_0's
-  8.5 and fp8's 8.03 are both 8), rising to about 8.6 bits a weight and falling
-  past it (eight bits keep what sixteen do, near enough, for half the memory;
-  the cap is 5.8 on the CPU, where every bit is read for every token); then
-  whether the cards are free now (busy is not unfit); then the faster decode
-  estimate, in steps of 2 % (explorer's addition: of two engines on the same
-  cards, the one that serves faster); then the serving engines before llama.cpp
-  in the order plans list them (:data:`~explorer.engines.common.ENGINES`:
-  vLLM, SGLang, llama.cpp), whose continuous batching and paged KV cache the
-  roofline does not see; then the most headroom;
+- ``fewest-cards`` (the default, the seeds' order): first the options whose
+  launch command runs as printed (published weights as they are; explorer's
+  addition: converting bf16 weights to a GGUF for llama.cpp, or quantising
+  them yourself, is work the serving engines do not ask for); then the fewest cards, counted
+  as the cards a copy takes from its nodes (:func:`cards_spent`: 6 of an
+  8-card node leave 2 that hold no second copy, so the copy spends 8, as an
+  8-card layout does; 3 of 8 spend 4, two copies a node), then the fewest
+  nodes; then, on several cards, a tensor-parallel layout before a layer
+  split alone (pipeline stages, llama.cpp's split by layer), whose cards run
+  one after another (explorer's addition: 70B on 2 × L40S is served at int4
+  with tp 2 at about three times the speed of Q8_0 split by layer); then the
+  better precision, counted in whole bits (Q8_0's 8.5 and fp8's 8.03 are
+  both 8), rising to about 8.6 bits a weight and falling past it (eight bits
+  keep what sixteen do, near enough, for half the memory; the cap is 5.8 on
+  the CPU, where every bit is read for every token); then whether the cards
+  are free now (busy is not unfit); then the faster decode estimate, in
+  steps of 2 % (of two engines on the same cards, the one that serves
+  faster); then the serving engines before llama.cpp in the order plans list
+  them (:data:`~explorer.engines.common.ENGINES`: vLLM, SGLang, llama.cpp),
+  whose continuous batching and paged KV cache the roofline does not see;
+  then the most headroom;
 - ``fastest``: the highest decode estimate of one sequence at the asked concurrency;
 - ``throughput``: the highest aggregate decode estimate over the cluster, every
   replica at the asked concurrency;
@@ -50,6 +60,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from fractions import Fraction
 from typing import Literal, get_args
 
 from explorer.engines.common import ENGINES
@@ -125,16 +136,37 @@ def _tier_key(option: Option) -> tuple:
     return (PLACEMENTS.index(option.placement),)
 
 
+def cards_spent(option: Option) -> int:
+    """The cards one copy of an option takes from its nodes: its cards on each node, rounded up to what the
+    node's width leaves for further copies (``width / (width // cards a node)``, up to a whole card), times
+    its nodes.
+
+    6 cards of an 8-card node spend 8 (the 2 left hold no second copy); 3 spend 4 (two copies a node);
+    a CPU or unified-memory host spends none.
+    """
+    layout = option.layout
+    per_node = layout.gpus_per_node
+    if not layout.cards or per_node <= 0 or option.gpu is None or option.node is None:
+        return layout.cards
+    group = option.node.group(option.gpu.name)
+    width = group.count if group is not None else per_node
+    copies = width // per_node
+    return layout.nodes * math.ceil(Fraction(width, copies)) if copies else layout.cards
+
+
 def _fewest_cards(option: Option) -> tuple:
     layout = option.layout
     return (
-        layout.cards,
+        not option.runs_as_printed,
+        cards_spent(option),
         layout.nodes,
+        layout.tp == 1 and layout.pp > 1,
         -quality(whole_bits(option.bits_per_weight), cpu=layout.cpu),
         not option.free_now,
         -_speed_step(option),
         ENGINES.index(option.engine) if option.engine in ENGINES else len(ENGINES),
         -option.per_card.headroom,
+        layout.cards,
         option.engine,
         layout.gpu_class,
         layout.tp,

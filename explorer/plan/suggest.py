@@ -118,8 +118,8 @@ def _precisions(ask: Ask, *, first_fit: bool = False) -> list[Suggestion]:
         out += _family(ask, SAFETENSORS_STEPS, split, own_bits, offloads=False)
     if gguf and not (first_fit and any(s.fits for s in out)):
         offered = {a.quant.upper() for a in ask.artifacts if a.format == "gguf"}
-        gguf_bits = min((a.size_bytes * 8 / ask.shape.params for a in ask.artifacts if a.format == "gguf"),
-                        default=own_bits)  # fmt: skip
+        sized = (a for a in ask.artifacts if a.format == "gguf" and ask.shape.params > 0)  # a header may count none
+        gguf_bits = min((a.size_bytes * 8 / ask.shape.params for a in sized), default=own_bits)
         steps = tuple(q for q in GGUF_STEPS if q not in offered)
         out += _family(ask, steps, gguf, gguf_bits, offloads=True)
     return out

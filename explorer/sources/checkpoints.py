@@ -100,13 +100,13 @@ def published_checkpoints(repo: str, *, settings=None, cache=None, offline: bool
 
 
 def checkpoints_for_plan(repo: str, *, offline: bool = False, token: str | None = None) -> PublishedList:
-    """:func:`published_checkpoints` with the Hub settings of the environment and the default cache
-    (opened read-only offline, and only when it exists), for a command that plans one model."""
+    """:func:`published_checkpoints` with the Hub settings of the environment and the default cache of
+    their endpoint (opened read-only offline, and only when it exists), for a command that plans one model."""
     from explorer.sources.cache.store import open_default_cache
     from explorer.sources.hub.settings import HubSettings
 
     settings = HubSettings.resolve(token=token, offline=True if offline else None)
-    cache = open_default_cache(settings.offline)
+    cache = open_default_cache(settings, read_only=settings.offline, notes=[])
     try:
         return published_checkpoints(repo, settings=settings, cache=cache, offline=settings.offline)
     finally:

@@ -1,38 +1,45 @@
-"""A Hub repo's facts at one commit: read from the Hub, stored in the cache, read back.
+"""A Hub repo's facts at one commit: read from the Hub, stored in the cache, read back, made a model.
 
 :func:`fetch_facts` reads the listing, config.json and companions, the
 safetensors parameter counts and GGUF headers (header bytes only: the first
 part of each set, every part of a set the user named or the shape is read
 from). :func:`store_facts` writes them one transaction per record, the
 listing last, so a listed repo has everything; :func:`facts_from_cache`
-reads them back, or misses when anything required is absent.
+reads them back, or misses when anything required is absent; :func:`build_model`
+makes the shape and the offer of them (the checks a poisoned entry fails).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from explorer.errors import (
     CacheError,
     GGUFError,
     HubError,
+    HubFileNotFoundError,
+    HubResponseError,
     capped_list,
 )
-from explorer.gguf.header import GGUFHeader
+from explorer.gguf.header import GGUFHeader, merge_split_headers
 from explorer.gguf.quant import quant_from_filename
-from explorer.plan.offer import gguf_sets
-from explorer.sources.gguf_files import header_from_record, header_record
+from explorer.model.shapes import ModelShape, shape_from_config
+from explorer.plan.offer import build_offer, gguf_sets
+from explorer.sources.checkpoints import shipped_checkpoints
+from explorer.sources.gguf_files import header_from_record, header_record, shape_from_header
 from explorer.sources.hub.records import (
     COMPANION_FILES,
     CONFIG_FILE,
     RepoListing,
     SafetensorsParams,
 )
+from explorer.sources.resolved import ResolvedModel
+from explorer.sources.spec import ModelSpec
 
-__all__ = ["HubFacts", "facts_from_cache", "fetch_facts", "shape_set", "store_facts", "wanted_gguf"]
+__all__ = ["HubFacts", "build_model", "facts_from_cache", "fetch_facts", "shape_set", "store_facts", "wanted_gguf"]
 
 #: the quant a GGUF-only repo's shape is read from, by preference (then the first set by name)
 _SHAPE_QUANTS = ("Q4_K_M", "Q8_0", "Q6_K", "Q5_K_M")
@@ -106,6 +113,7 @@ def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settin
     from explorer.sources.hub.many import fetch_repo_basics
     from explorer.sources.hub.weights import fetch_gguf_header_bytes
 
+    settings = settings.started()
     listing, configs, st = fetch_repo_basics(
         repo,
         revision,
@@ -115,7 +123,7 @@ def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settin
         cancel=cancel,
     )
     read, required = wanted_gguf(listing, filename)
-    headers, notes = {}, []
+    headers, notes, missing = {}, [], set()
     for path in read:
         size = listing.file(path).size_bytes
         try:
@@ -129,10 +137,17 @@ def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settin
                 progress=progress,
                 cancel=cancel,
             )
-        except GGUFError as e:
+        except HubFileNotFoundError:
+            if path in required:
+                raise
+            missing.add(path)
+            notes.append(f"{path}: the Hub answered 404 (not found) for it; dropped from the offer")
+        except (GGUFError, HubResponseError) as e:
             if path in required:
                 raise
             notes.append(f"{path}: header unreadable ({e}); its quant is taken from the file name")
+    if missing:  # a 404 at a resolved commit is for good: the file is not part of the repo at that commit
+        listing = replace(listing, files=tuple(f for f in listing.files if f.path not in missing))
     return HubFacts(listing=listing, configs=configs, safetensors=st, headers=headers, notes=tuple(notes))
 
 
@@ -152,6 +167,8 @@ def store_facts(cache: Any, facts: HubFacts) -> str | None:
         cache.put_listing(listing)
     except CacheError as e:
         return f"not cached: {e}"
+    if not cache.writable and not cache.pending:
+        return f"not cached: the cache at {cache.path} is {cache.mode}" + (f" ({cache.why})" if cache.why else "")
     return None
 
 
@@ -176,3 +193,67 @@ def facts_from_cache(cache: Any, repo: str, sha: str, revision: str | None, file
         elif path in required:
             return None
     return HubFacts(listing=listing, configs=configs, safetensors=cache.get_safetensors(repo, sha), headers=headers)
+
+
+# --- the model the facts make ----------------------------------------------------------------
+
+
+def _set_header(headers: Mapping[str, GGUFHeader], parts: tuple[str, ...]) -> GGUFHeader | None:
+    if not all(p in headers for p in parts):
+        return None
+    return headers[parts[0]] if len(parts) == 1 else merge_split_headers([headers[p] for p in parts])
+
+
+def build_model(
+    spec: ModelSpec, facts: HubFacts, origin: str, notes: list[str], *, stale: bool = False
+) -> ResolvedModel:
+    """The ResolvedModel of a repo's facts: the shape and the offer (every check of the shape passed).
+
+    Raises:
+        ExplorerError: the facts do not make a model (a hostile or broken header or config).
+    """
+    listing, repo = facts.listing, facts.listing.repo_id
+    files = {f.path: f.size_bytes for f in listing.files}
+    config = facts.configs.get(CONFIG_FILE)
+    companions = {k: v for k, v in facts.configs.items() if k != CONFIG_FILE}
+    sets = gguf_sets(files)
+    shape: ModelShape | None = None
+    if spec.filename:
+        chosen = next(s for s in sets if spec.filename in s)
+        try:
+            shape = shape_from_header(_set_header(facts.headers, chosen), name=f"{repo}:{chosen[0]}")
+        except GGUFError as e:
+            if config is None:
+                raise
+            notes.append(f"shape from config.json, not from {chosen[0]} ({e.message})")
+    if shape is None and config is not None:
+        shape = shape_from_config(config, name=repo, companions=companions)
+    if shape is None:
+        parts = shape_set(sets)
+        shape = shape_from_header(_set_header(facts.headers, parts), name=repo)
+        notes.append(f"shape read from the GGUF header of {parts[0]}")
+    st = facts.safetensors
+    artifacts = build_offer(
+        files,
+        shape=shape,
+        params_by_dtype=st.params_by_dtype if st else None,
+        shards=list(st.files) if st else None,
+        gguf_headers=facts.headers,
+        has_config=config is not None,
+        where=f"{repo}@{listing.sha[:12]}",
+    )
+    if spec.filename:
+        artifacts = tuple(sorted(artifacts, key=lambda a: spec.filename not in a.files))
+    notes += list(facts.notes)
+    notes += [f"{a.label}: size computed from the shape" for a in artifacts if a.size_source == "computed"]
+    return ResolvedModel(
+        spec=spec,
+        shape=shape,
+        artifacts=artifacts,
+        origin=origin,  # type: ignore[arg-type]
+        repo=repo,
+        sha=listing.sha,
+        notes=tuple(notes),
+        checkpoints=shipped_checkpoints(repo),
+        stale=stale,
+    )

@@ -3,9 +3,10 @@
 :func:`known_models` lists them as :class:`~explorer.plan.fit_view.KnownModel`
 records (shape and offered artifacts) for the hardware-first view (``explorer
 fit``): the snapshot's entries first, then every repo the DuckDB cache holds a
-config or GGUF header of that the snapshot lacks, each resolved offline from
-the cache. The cache is opened read-only and only when its file exists, so
-listing never creates or writes one (and imports no DuckDB without a file).
+config or GGUF header of (from the Hub endpoint of ``HF_ENDPOINT``) that the
+snapshot lacks, each resolved offline from the cache. The cache is opened
+read-only and only when its file exists, so listing never creates or writes
+one (and imports no DuckDB without a file).
 A model that cannot be read is left out with a note saying why.
 """
 
@@ -53,15 +54,17 @@ def _from_snapshot(snapshot: Snapshot, skipped: list[str]) -> list[KnownModel]:
 
 def _from_cache(path: str, known: set[str], skipped: list[str]) -> list[KnownModel]:
     from explorer.sources.cache.store import Cache
+    from explorer.sources.hub.settings import HubSettings
     from explorer.sources.resolve import resolve_model
 
     out = []
-    with Cache.open(path, read_only=True) as cache:
+    settings = HubSettings.resolve(offline=True)  # the rows of HF_ENDPOINT's answers: a mirror's never mix in
+    with Cache.open(path, read_only=True, endpoint=settings.endpoint) as cache:
         for repo in cache.repos():
             if repo.lower() in known:
                 continue
             try:
-                resolved = resolve_model(repo, offline=True, cache=cache)
+                resolved = resolve_model(repo, offline=True, cache=cache, settings=settings)
             except ExplorerError as err:
                 skipped.append(f"{repo}: {err}")
                 continue

@@ -37,6 +37,7 @@ class ResolvedModel:
         checkpoints: published quantised checkpoints of the model known without asking the Hub
             (the cache, the shipped list): what-if precisions load from them
             (:func:`explorer.sources.checkpoints.published_checkpoints` asks the Hub's model tree).
+        stale: answered from a cache entry past its TTL because the Hub could not answer.
     """
 
     spec: ModelSpec
@@ -47,6 +48,7 @@ class ResolvedModel:
     sha: str | None = None
     notes: tuple[str, ...] = ()
     checkpoints: tuple[PublishedCheckpoint, ...] = ()
+    stale: bool = False
 
     def __repr__(self) -> str:
         labels = ", ".join(a.label for a in self.artifacts)
@@ -73,6 +75,7 @@ class ResolvedModel:
         """A JSON-ready dict of where the model came from and what it offers (no GGUF headers)."""
         return {
             "origin": self.origin,
+            "stale": self.stale,
             "repo": self.repo,
             "sha": self.sha,
             "notes": list(self.notes),

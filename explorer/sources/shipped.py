@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from explorer.datafiles import data_path
-from explorer.errors import CatalogueError, ClusterSpecError
+from explorer.errors import CatalogueError, ClusterSpecError, ExplorerError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.cluster_dict import cluster_from_text
@@ -23,12 +23,36 @@ from explorer.hardware.host_cpu import CPUTable
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.published import Measurement, parse_measurements
 
+#: the largest file of the user's read (cluster files, plans, price tables, repo lists are a few kB)
+MAX_USER_FILE_BYTES = 16 * 1024 * 1024
 
-def _read_text(path: str | Path, what: str, error: type[CatalogueError] | type[ClusterSpecError]) -> str:
+
+def read_user_text(
+    path: str | Path, what: str, error: type[ExplorerError], *, head_bytes: int | None = None, lossy: bool = False
+) -> str:
+    """The UTF-8 text of a file the user named; ``error`` saying what is wrong (missing, a folder, no
+    permission, too large, not UTF-8) instead of an OSError or a UnicodeDecodeError.
+
+    ``head_bytes``: read only the file's first bytes, however large it is (an engine's log: its start-up
+    lines are at the head). ``lossy``: bytes that are not UTF-8 become U+FFFD instead of an error (a log
+    holds whatever the programs it ran printed).
+    """
+    p = Path(path)
     try:
-        return Path(path).read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise error(f"cannot read {what} {path}: {e}") from None
+        if p.is_dir():
+            raise error(f"{what} {p} is a folder, not a file", hint="give the path of the file itself")
+        if head_bytes is None and (size := p.stat().st_size) > MAX_USER_FILE_BYTES:
+            raise error(f"{what} {p} is {size:,} bytes; at most {MAX_USER_FILE_BYTES:,} are read")
+        with p.open("rb") as f:
+            data = f.read(MAX_USER_FILE_BYTES + 1 if head_bytes is None else head_bytes)
+    except OSError as e:
+        raise error(f"cannot read {what} {p}: {e.strerror or e}", hint="check the path") from None
+    if len(data) > MAX_USER_FILE_BYTES:  # it grew after stat(), or is a device that never ends
+        raise error(f"{what} {p} is over {MAX_USER_FILE_BYTES:,} bytes; at most that many are read")
+    try:
+        return data.decode("utf-8-sig", errors="replace" if lossy else "strict")
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {p} is not UTF-8 text (byte {e.start:,} is {data[e.start]:#04x})") from None
 
 
 @cache
@@ -39,7 +63,7 @@ def shipped_catalogue() -> Catalogue:
 
 def read_catalogue(path: str | Path) -> Catalogue:
     """A GPU catalogue table from a file (the columns of ``data/gpus.csv``)."""
-    return Catalogue.from_csv_text(_read_text(path, "the GPU catalogue", CatalogueError), source=str(path))
+    return Catalogue.from_csv_text(read_user_text(path, "the GPU catalogue", CatalogueError), source=str(path))
 
 
 @cache
@@ -50,7 +74,7 @@ def shipped_cpus() -> CPUTable:
 
 def read_cpus(path: str | Path) -> CPUTable:
     """A CPU table from a file (the columns of ``data/cpus.csv``)."""
-    return CPUTable.from_csv_text(_read_text(path, "the CPU table", CatalogueError), source=str(path))
+    return CPUTable.from_csv_text(read_user_text(path, "the CPU table", CatalogueError), source=str(path))
 
 
 @cache
@@ -65,14 +89,14 @@ def read_prices(path: str | Path) -> PriceTable:
     Raises:
         CatalogueError: the file cannot be read or is malformed.
     """
-    return parse_prices(_read_text(path, "the price table", CatalogueError), source=str(path))
+    return parse_prices(read_user_text(path, "the price table", CatalogueError), source=str(path))
 
 
 @cache
 def published_speeds() -> tuple[Measurement, ...]:
     """The published decode measurements shipped in ``data/published_speeds.csv`` (read once; sources per row)."""
     path = data_path("published_speeds.csv")
-    return parse_measurements(_read_text(path, "the published speeds", CatalogueError), source=str(path))
+    return parse_measurements(read_user_text(path, "the published speeds", CatalogueError), source=str(path))
 
 
 def parse_cluster(text: str, catalogue: Catalogue | None = None, cpus: CPUTable | None = None) -> Cluster:
@@ -86,7 +110,7 @@ def load_cluster_file(path: str | Path, catalogue: Catalogue | None = None, cpus
     Raises:
         ClusterSpecError: the file cannot be read or parsed, or describes an impossible cluster.
     """
-    text = _read_text(path, "cluster file", ClusterSpecError)
+    text = read_user_text(path, "cluster file", ClusterSpecError)
     return cluster_from_text(
         text,
         catalogue or shipped_catalogue(),

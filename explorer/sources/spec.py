@@ -4,7 +4,11 @@
 
 - a path to a ``config.json`` or to a folder holding one;
 - a path to a ``.gguf`` file (the first part of a split set stands for all);
-- a Hub id: ``org/name``, ``org/name@revision`` or ``org/name:FILE.gguf``.
+- a Hub id: ``org/name``, ``org/name@revision`` or ``org/name:FILE.gguf``
+  (the file may sit in a folder of the repo: ``org/name:sub/x-Q4_K_M.gguf``).
+
+Text longer than :data:`MAX_MODEL_CHARS`, or a path the system cannot even
+look up (a name too long), is a typed error, never an ``OSError``.
 
 This module only classifies the text (it looks at the disk to see whether a
 path exists): :mod:`explorer.sources.resolve` reads what it names. It is the
@@ -23,6 +27,8 @@ from explorer.errors import ConfigError
 SpecKind = Literal["config", "gguf", "hub"]
 
 _HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+?))?(?::(?P<file>[^:]+\.gguf))?$")
+#: the longest MODEL argument read (a path may be 4,096 bytes; a Hub id is far shorter)
+MAX_MODEL_CHARS = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,19 +57,44 @@ def parse_model_spec(text: str) -> ModelSpec:
     text = text.strip()
     if not text:
         raise ConfigError("no model given", hint="pass a config.json path, a .gguf file or a Hub id like org/name")
+    if len(text) > MAX_MODEL_CHARS:
+        raise ConfigError(
+            f"the model argument is {len(text):,} characters long; at most {MAX_MODEL_CHARS:,} are read",
+            hint="pass a path to config.json / a model folder / a .gguf file, or org/name[@revision][:FILE.gguf]",
+        )
     path = Path(text).expanduser()
-    if path.exists():
+    if _exists(path):
         kind: SpecKind = "gguf" if path.suffix.lower() == ".gguf" else "config"
         return ModelSpec(kind=kind, text=text, path=path)
+    m = _HUB_ID.match(text)
+    if m and m["file"] and not text.startswith((".", "/", "~")):  # org/name:sub/file.gguf is a Hub id, not a path
+        return _hub_spec(text, m)
     looks_like_path = text.startswith((".", "/", "~")) or (
         text.lower().endswith((".json", ".gguf")) and text.count("/") != 1
     )
     if looks_like_path:
         raise ConfigError(f"{text} does not exist", hint="check the path")
-    m = _HUB_ID.match(text)
     if m:
-        return ModelSpec(kind="hub", text=text, repo=m["repo"], revision=m["rev"], filename=m["file"])
+        return _hub_spec(text, m)
     raise ConfigError(
-        f"{text} is neither an existing file nor a Hub id",
+        f"{text[:200]} is neither an existing file nor a Hub id",
         hint="pass a path to config.json / a model folder / a .gguf file, or org/name[@revision][:FILE.gguf]",
     )
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` exists; a path the system cannot look up (too long, a NUL byte) does not."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _hub_spec(text: str, m: re.Match[str]) -> ModelSpec:
+    """The Hub spec of a match; a file path that climbs out of the repo (``..``, a leading ``/``) is refused."""
+    filename = m["file"]
+    if filename and (filename.startswith("/") or ".." in filename.split("/") or "\\" in filename):
+        raise ConfigError(
+            f"{text}: the file {filename!r} is not a path inside the repo", hint="write org/name:FOLDER/FILE.gguf"
+        )
+    return ModelSpec(kind="hub", text=text, repo=m["repo"], revision=m["rev"], filename=filename)

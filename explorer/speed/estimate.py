@@ -48,7 +48,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from explorer.engines.common import PlanRequest
-from explorer.errors import UnknownPrecisionError
+from explorer.errors import ImplausibleFigureError, UnknownPrecisionError
+from explorer.limits import check_figures
 from explorer.memo import memo
 from explorer.model.artifacts import ORIGINAL
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat
@@ -100,6 +101,21 @@ class SpeedEstimate:
     concurrency: int
     breakdown: str
     assumptions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_figures(
+            "a speed estimate",
+            ImplausibleFigureError,
+            decode_bound_tokens_per_s=self.decode_bound_tokens_per_s,
+            decode_estimate_tokens_per_s=self.decode_estimate_tokens_per_s,
+            decode_aggregate_bound_tokens_per_s=self.decode_aggregate_bound_tokens_per_s,
+            decode_aggregate_estimate_tokens_per_s=self.decode_aggregate_estimate_tokens_per_s,
+            time_to_first_token_bound_s=self.time_to_first_token_bound_s,
+            time_to_first_token_estimate_s=self.time_to_first_token_estimate_s,
+            cost_per_million_tokens=self.cost_per_million_tokens,
+            usd_per_gpu_hour=self.usd_per_gpu_hour,
+            efficiency=self.efficiency,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, merged into an option's dict."""

@@ -3,11 +3,11 @@ click applies (:func:`explorer.ui.app_state.apply_change`). Plain text and rows:
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from explorer.engines.common import ENGINE_LABELS
 from explorer.engines.options import PlanResult
+from explorer.safe_text import safe_html
 from explorer.ui.plan_rows import speed_of_option
 from explorer.units import gib
 
@@ -23,7 +23,7 @@ def best_per_engine_strip(result: PlanResult) -> str:
         tps, _ttft, _cost = speed_of_option(o)
         speed = f", {tps:,.1f} tok/s" if tps is not None else ""
         parts.append(
-            f"**{html.escape(ENGINE_LABELS.get(engine, engine))}** #{ranks[id(o)]}: {html.escape(o.layout.label)}, "  # type: ignore[call-overload]
+            f"**{safe_html(ENGINE_LABELS.get(engine, engine))}** #{ranks[id(o)]}: {safe_html(o.layout.label)}, "  # type: ignore[call-overload]
             f"{gib(o.per_card.total)} of {gib(o.per_card.usable)}{speed}"
         )
     return " · ".join(parts)

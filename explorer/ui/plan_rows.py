@@ -10,7 +10,6 @@ lay them out. Byte figures stay ints until a row shows them, in GiB
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -20,6 +19,7 @@ from explorer.engines.common import ENGINE_LABELS, ENGINES, PlanRequest
 from explorer.engines.options import Option, PlanResult
 from explorer.errors import ExplorerError
 from explorer.model.artifacts import Artifact
+from explorer.safe_text import safe_html
 from explorer.ui.sweep_cache import SWEEPS
 from explorer.units import GiB, gib
 
@@ -102,22 +102,22 @@ def artifact_key(artifact: Artifact) -> str:
 
 
 def asked_what_ifs(
-    what_ifs: Callable[[tuple[str, ...]], Sequence[Artifact]], keys: Iterable[str], have: Iterable[Artifact] = ()
+    what_ifs: Callable[[tuple[str, ...]], Sequence[Artifact]], keys: Iterable[str]
 ) -> tuple[Artifact, ...]:
     """The what-if artifacts ``keys`` ask for by precision name (``what-if int4-awq``, as a suggestion or a
-    link names them) that ``have`` lacks; ``what_ifs`` is the model's (``ResolvedModel.what_ifs``). A name
-    that is no precision is left out."""
-    known = {artifact_key(a) for a in have}
-    out: list[Artifact] = []
+    link names them), each once; ``what_ifs`` is the model's (``ResolvedModel.what_ifs``). A name that is
+    no precision is left out."""
+    out: dict[str, Artifact] = {}
     for key in keys:
-        if not key.startswith("what-if ") or key in known:
+        if not key.startswith("what-if "):
             continue
         try:
             made = what_ifs((key.removeprefix("what-if "),))
         except ExplorerError:
             continue
-        out += [a for a in made if artifact_key(a) not in known and a not in out]
-    return tuple(out)
+        for a in made:
+            out.setdefault(artifact_key(a), a)
+    return tuple(out.values())
 
 
 def artifact_choices(artifacts: Sequence[Artifact], what_ifs: Sequence[Artifact] = ()) -> dict[str, Artifact]:
@@ -318,7 +318,7 @@ def rows_html(
     """
     cell = "padding:3px 6px;vertical-align:top;"
     head = "".join(
-        f"<th style='{cell}text-align:{'right' if c in _NUMERIC else 'left'};white-space:nowrap'>{html.escape(c)}</th>"
+        f"<th style='{cell}text-align:{'right' if c in _NUMERIC else 'left'};white-space:nowrap'>{safe_html(c)}</th>"
         for c in columns
     )
     body = []
@@ -327,7 +327,7 @@ def rows_html(
         style = "color:#b91c1c;background:#fef2f2" if bad else ""
         cells = []
         for c in columns:
-            text = html.escape(str(r.get(c, "")))
+            text = safe_html(str(r.get(c, "")))
             if c == "command" and text:
                 text = f"<code style='font-size:11px;white-space:pre-wrap;overflow-wrap:anywhere'>{text}</code>"
             how = "text-align:right;white-space:nowrap" if c in _NUMERIC else "overflow-wrap:anywhere"

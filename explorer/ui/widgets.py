@@ -23,7 +23,6 @@ message, or None).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +32,7 @@ from explorer.engines.common import PlanRequest
 from explorer.errors import ExplorerError
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.planner import plan
+from explorer.safe_text import safe_html
 from explorer.sources.shipped import parse_cluster, shipped_prices
 from explorer.speed.settings import SpeedSettings
 from explorer.ui import plan_rows as nd
@@ -195,7 +195,7 @@ class ExplorerWidget(w.VBox):
         self.rows = nd.option_rows(self.result, limit=25) + nd.near_miss_rows(self.result, limit=3)
         r = self.result
         self.status.value = (
-            f"<b>{html.escape(self.model.repo or shape.name)}</b> ({self.model.origin}): "
+            f"<b>{safe_html(self.model.repo or shape.name)}</b> ({self.model.origin}): "
             f"<b>{len(r.options)} ways fit</b> on {cluster.total_gpus:,} GPUs; "
             f"{sum(r.pruned.values()):,} refused. Per card: needs / usable, GiB."
         )
@@ -220,7 +220,7 @@ class ExplorerWidget(w.VBox):
                 _show_chart(spec)
         self.refusals = nd.refusal_groups(r)
         self.why_not.value = "".join(
-            f"<details><summary>{html.escape(rule)}: {n:,} ways</summary>"
+            f"<details><summary>{safe_html(rule)}: {n:,} ways</summary>"
             f"{nd.rows_html(rows[:40], ('way', 'artifact', 'reason'), table_id=f'refused-{rule}')}</details>"
             for rule, n, rows in self.refusals
         )
@@ -232,7 +232,7 @@ class ExplorerWidget(w.VBox):
 
     def _show_error(self, message: str) -> None:
         self.error = message
-        self.status.value = f"<span style='color:#b91c1c'><b>Error:</b> {html.escape(message)}</span>"
+        self.status.value = f"<span style='color:#b91c1c'><b>Error:</b> {safe_html(message)}</span>"
 
 
 def _show_chart(spec: dict[str, Any]) -> None:

@@ -28,3 +28,19 @@ def test_the_table_fits_120_columns_and_suggests_for_lower_tiers(capsys):
     text = capsys.readouterr().out
     assert max(len(line) for line in text.splitlines()) <= 120
     assert "try int4 (AWQ or GPTQ) weights" in text and "fits nowhere" in text
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--context", "-1", "argument --context: -1 is out of range: the context must be 1"),
+        ("--concurrency", "0", "argument --concurrency: 0 is out of range"),
+        ("--gpu-memory-utilization", "nan", "argument --gpu-memory-utilization: 'nan' is not a finite number"),
+        ("--efficiency", "2", "argument --efficiency: 2 is out of range: the efficiency must be above 0"),
+        ("--top", "-3", "argument --top: -3 is out of range"),
+    ],
+)
+def test_each_number_is_refused_at_the_edge_naming_it(capsys, flag, value, says):
+    with pytest.raises(SystemExit) as e:
+        main(["fit", "--cluster", "1x1xh100-80g", flag, value])
+    assert e.value.code == 2 and says in capsys.readouterr().err

@@ -334,8 +334,10 @@ def test_file_errors(tmp_path):
     assert load_cluster_file(raw).nodes[0].host_ram_bytes == 8 * GiB
     binary = tmp_path / "x.toml"
     binary.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ClusterSpecError, match="cannot read"):
+    with pytest.raises(ClusterSpecError, match=r"x.toml is not UTF-8 text \(byte 0 is 0xff\)"):
         load_cluster_file(binary)
+    with pytest.raises(ClusterSpecError, match="is a folder, not a file"):
+        load_cluster_file(tmp_path)
 
 
 def test_host_cpu_from_the_spec_and_the_file():
@@ -397,3 +399,11 @@ def test_the_cpu_table_is_checked():
         with pytest.raises(CatalogueError, match=message):
             CPUTable.from_csv_text(bad)
     assert len(shipped_cpus()) >= 20
+
+
+def test_a_unified_chip_alone_after_the_node_count_is_one_device_a_node():
+    """``1xm4-max-128g`` reads as ``1x1xm4-max-128g``: a Mac is one unified-memory device a node."""
+    short, full = parse_cluster("1xm4-max-128g"), parse_cluster("1x1xm4-max-128g")
+    assert short.nodes == full.nodes and short.nodes[0].gpus[0].gpu.unified
+    with pytest.raises(ClusterSpecError, match="after the node count comes GPUSxCLASS"):
+        parse_cluster("1xh100-80g")  # a discrete card still needs its count

@@ -10,6 +10,8 @@ from explorer.model.checkpoints import (
     checkpoint_for,
     checkpoint_from_record,
     checkpoint_record,
+    convert_ref,
+    loads_published_weights,
     placeholder_ref,
 )
 
@@ -61,3 +63,17 @@ def test_the_placeholder_is_visible_and_never_a_repo_id():
     ref = placeholder_ref("int4 AWQ g128", BASE)
     assert ref == "<meta-llama/Meta-Llama-3.1-70B at int4 AWQ g128: no published checkpoint known>"
     assert ref.startswith("<") and " " in ref  # a shell would refuse it; no engine would take it for a repo
+
+
+def test_a_command_runs_as_printed_only_without_a_placeholder():
+    published = "vllm serve hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4 --tensor-parallel-size 2"
+    unpublished = f"vllm serve {placeholder_ref('int4 AWQ g128', BASE)} --tensor-parallel-size 2"
+    converted = f"llama-server -m {convert_ref('BF16', BASE)} -ngl 81"
+    assert converted == (
+        "llama-server -m <meta-llama/Meta-Llama-3.1-70B converted to a BF16 GGUF "
+        "(convert_hf_to_gguf.py, then llama-quantize)> -ngl 81"
+    )
+    assert loads_published_weights(published)
+    assert not loads_published_weights(unpublished) and not loads_published_weights(converted)
+    # an RPC host placeholder names a machine, not weights: the command still loads what is published
+    assert loads_published_weights("llama-server --hf-repo a/b --hf-file m.gguf --rpc <node1>:50052")

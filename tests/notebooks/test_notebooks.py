@@ -428,3 +428,18 @@ def test_explorer_links_the_lessons(offline):
     texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
     for page in ("kv_cache.py", "parallelism.py", "quantisation.py", "speed.py"):
         assert f'href="{page}"' in texts and (NOTEBOOKS / page).exists()
+
+
+def test_explorer_plans_the_cli_fallback_when_the_own_weights_keep_no_gpu_layout(offline):
+    """70B's 131 GiB of bf16 on one 48 GB card: as `explorer plan` does, the quantised precisions are planned too."""
+    outputs, defs = load_notebook("app.py").run(
+        defs={"defaults": AppDefaults(spec="1x1xl40s-48g", context_tokens=8192)}
+    )
+    result = defs["result"]
+    assert "Q4_K_M" in result.widened and result.options
+    assert result.options[0].layout.cards == 1 and result.options[0].artifact.label in result.widened
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert "own weights keep no layout on the GPUs alone" in texts
+    # a what-if chosen by hand is planned alone: no fallback
+    chosen = run_explorer(spec="1x1xl40s-48g", context_tokens=8192, weights=("what-if fp8",))
+    assert chosen["result"].widened == () and {o.artifact.what_if for o in chosen["result"].options} <= {True}

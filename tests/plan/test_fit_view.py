@@ -71,5 +71,6 @@ def test_goal_orders_the_fitting_rows():
 def test_a_model_that_cannot_be_planned_is_a_row_with_its_error():
     shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-8B")
     model = KnownModel(ref="x/8b", shape=shape, artifacts=(original_artifact(shape),))
-    row = fit_row(model, parse_cluster("1x1xh100-80g"), PlanRequest(context_tokens=0))
-    assert row.best is None and "context" in row.error
+    # (a context of 0 is refused where the request is made, before any model: PlanRequest checks its numbers)
+    row = fit_row(model, parse_cluster("1x1xh100-80g"), PlanRequest(engines=("tgi",)))
+    assert row.best is None and row.error == "unknown engine 'tgi' (engines: vllm, sglang, llamacpp)"

@@ -8,6 +8,7 @@ from support.corpus import shape_of
 from explorer.engines.common import PlanRequest
 from explorer.errors import ClusterSpecError, PlanError
 from explorer.plan.planner import plan, recheck
+from explorer.plan.ranking import cards_spent
 from explorer.sources.shipped import parse_cluster
 
 GPU_ENGINES = ("vllm", "sglang")
@@ -75,8 +76,11 @@ def test_longer_context_recheck_keeps_weights_and_grows_kv():
 
 def test_ranking_prefers_fewer_cards_then_precision():
     result = _plan("meta-llama__Meta-Llama-3.1-70B", "1x8xh100-80g", context_tokens=8192)
-    cards = [o.layout.cards for o in result.options]
-    assert cards == sorted(cards)
+    spent = [cards_spent(o) for o in result.options]
+    assert spent == sorted(spent)
+    # 3 of the node's 8 cards leave 5, room for one more copy: the copy spends 8 / 2 = 4, as a 4-card one does
+    three = next(o for o in result.options if o.layout.cards == 3)
+    assert cards_spent(three) == 4
 
 
 def test_free_now_only_breaks_ties():

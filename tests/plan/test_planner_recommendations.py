@@ -10,8 +10,9 @@ import pytest
 from support.corpus import shape_of
 
 from explorer.engines.common import PlanRequest
-from explorer.plan.offer import original_artifact, what_if_artifacts
+from explorer.plan.offer import fallback_artifacts, original_artifact, what_if_artifacts
 from explorer.plan.planner import plan
+from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings
 
@@ -40,6 +41,26 @@ def test_70b_on_two_l40s_keeps_every_layer_on_the_gpus_first():
     assert min(offloads) > last_tier_1
     awq = next(o for o in result.options if o.engine == "vllm" and "AWQ" in o.precision)
     assert result.options.index(awq) < min(offloads)  # vLLM AWQ (about 19 tok/s) above the 0.8 tok/s offload
+
+
+def test_the_own_weights_fall_back_to_quantised_ones_only_when_they_keep_no_gpu_layout():
+    """The default plan (no precision asked) of the bf16 70B on 2 × L40S at 32k: bf16 keeps no all-GPU layout, so
+    the fallback (fp8, int4 AWQ, Q8_0, Q4_K_M; here none published, so placeholders) is planned too. vLLM tp 2 at int4 AWQ comes first: 39.7 GB of weights
+    is 18.5 GiB a card; it is a tensor-parallel layout on the fewest cards (2), so it ranks above llama.cpp's Q8_0
+    split by layer on the same two cards, which decodes at a third of its speed."""
+    shape, cluster = shape_of(LLAMA_70B), parse_cluster("1x2xl40s-48g")
+    fallback = fallback_artifacts(shape, [original_artifact(shape)])
+    assert [a.quant for a in fallback] == ["fp8 block 128×128", "int4 AWQ g128", "Q8_0", "Q4_K_M"]
+    result = plan(shape, cluster, PlanRequest(context_tokens=32768), fallback=fallback)
+    first = result.options[0]
+    assert result.widened == tuple(a.label for a in fallback)
+    assert (first.engine, first.layout.tp, first.precision, first.tier) == ("vllm", 2, "int4 AWQ g128", 1)
+    q8 = next(o for o in result.options if o.precision == "Q8_0" and o.tier == 1)
+    assert q8.speed.decode_estimate_tokens_per_s < first.speed.decode_estimate_tokens_per_s / 2
+    assert any(s.kind == "cluster" and s.fits for s in result.suggestions)  # the bf16 weights' way forward
+    # 8 × H100 hold the bf16 weights on the GPUs: the fallback is not used and nothing is widened
+    roomy = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(context_tokens=32768), fallback=fallback)
+    assert not roomy.widened and {o.precision for o in roomy.options} == {"bf16", "BF16"}
 
 
 def test_405b_on_two_h100_nodes_lists_the_whole_node_layout():
@@ -134,3 +155,38 @@ def test_goal_names_and_the_old_sort_names():
     by_sort = plan(shape, cluster, PlanRequest(engines=("vllm",)), sort="speed")
     assert [o.label for o in fastest.options] == [o.label for o in by_sort.options]
     assert fastest.options[0].layout.tp == 8 and fastest.goal == "fastest"
+
+
+def test_a_launch_that_converts_the_weights_ranks_after_one_that_loads_them():
+    """70B bf16 on 8 × H100 at 32k: llama.cpp holds it on 2 cards (65.3 GiB of weights a card of 79.1), vLLM needs 4
+    (tp 2 needs 75.5 GiB a card of 71.3). llama.cpp's command loads the weights only once converted to a BF16 GGUF,
+    so vLLM tp 4, which loads the published safetensors, comes first; the 2-card llama.cpp option stays listed."""
+    result = _plan(LLAMA_70B, "1x8xh100-80g", context_tokens=32768)
+    first = result.options[0]
+    assert (first.engine, first.layout.tp, first.runs_as_printed) == ("vllm", 4, True)
+    two = next(o for o in result.options if o.engine == "llamacpp" and o.layout.cards == 2)
+    assert not two.runs_as_printed and "convert_hf_to_gguf.py" in two.evaluation.command
+
+
+def test_a_mac_falls_back_to_a_published_gguf_rather_than_converting_the_bf16_weights():
+    """Llama-3.1-8B bf16 on an M4 Max: only llama.cpp runs there, and it loads the safetensors only once they are
+    converted to a BF16 GGUF (a placeholder command). The fallback's Q8_0 GGUF (8.5 bits: 8.03B × 8.5 / 8 = 8.5 GB)
+    loads as published and comes first; the converted BF16 stays listed below it."""
+    shape = shape_of(LLAMA_8B)
+    published = shipped_checkpoints("meta-llama/Meta-Llama-3.1-8B")  # bartowski's GGUFs among them
+    fallback = fallback_artifacts(shape, [original_artifact(shape)], published)
+    result = plan(shape, parse_cluster("1xm4-max-128g"), PlanRequest(), fallback=fallback)
+    first = result.options[0]
+    assert result.widened and (first.engine, first.precision, first.runs_as_printed) == ("llamacpp", "Q8_0", True)
+    converted = next(o for o in result.options if o.tier == 1 and not o.runs_as_printed)
+    assert converted.precision == "BF16" and result.options.index(converted) > 0
+
+
+def test_no_fallback_for_weights_already_about_four_bits():
+    """gpt-oss-120b ships its experts in MXFP4 (60.8 GiB all told): int4 AWQ would be 58.2 GiB, 96 % of it, over the
+    0.75 share a fallback may keep; fp8 (110 GiB), Q8_0 and Q4_K_M are larger still. Nothing is added, so a plan where
+    the own weights do not fit says so and suggests the fp8 KV cache or a shorter context instead."""
+    shape = shape_of("openai__gpt-oss-120b")
+    assert fallback_artifacts(shape, [original_artifact(shape)]) == ()
+    bf16 = shape_of(LLAMA_70B)  # 141.1 GB: fp8 (70.6 GB, 0.50) … Q4_K_M (0.31) all clearly smaller
+    assert len(fallback_artifacts(bf16, [original_artifact(bf16)])) == 4

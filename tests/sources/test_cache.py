@@ -15,6 +15,7 @@ import warnings
 
 import pytest
 from support.cache_checks import check_consistent, run_script
+from support.corpus import ROOT
 
 from explorer.errors import CacheError
 from explorer.sources.cache.schema import json_safe
@@ -223,7 +224,7 @@ HOLDER = """
 """
 
 
-def test_second_process_reads_a_snapshot_and_does_not_write(tmp_path):
+def test_second_process_reads_a_snapshot_and_writes_once_the_first_lets_go(tmp_path):
     path = tmp_path / "cache.duckdb"
     holder = run_script(tmp_path, HOLDER, str(path))
     try:
@@ -234,14 +235,32 @@ def test_second_process_reads_a_snapshot_and_does_not_write(tmp_path):
         assert 0.25 <= time.monotonic() - t0 < 3  # retried with backoff for about lock_wait_s
         assert second.mode in ("snapshot", "read-only") and not second.writable
         assert second.get_listing("org/held", "f" * 40) is not None  # the holder's checkpointed rows
-        assert second.put_listing(make_listing()) is False  # a no-op
+        assert second.put_listing(make_listing()) is False and second.pending == 1  # queued, not dropped
         assert second.get_listing("org/model", SHA) is None
+        threading.Timer(0.5, holder.stdin.close).start()  # the holder lets go while close() waits
         second.close()
+        assert second.pending == 0
     finally:
-        holder.stdin.close()
+        holder.stdin.close() if not holder.stdin.closed else None
         holder.wait(10)
     with Cache.open(path) as third:
         assert third.mode == "read-write" and third.get_listing("org/held", "f" * 40) is not None
+        assert third.get_listing("org/model", SHA) is not None  # the queued write landed
+
+
+def test_queued_writes_are_given_up_with_a_warning_past_the_wait(tmp_path):
+    path = tmp_path / "cache.duckdb"
+    holder = run_script(tmp_path, HOLDER, str(path))
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.warns(CacheWarning, match="in use by another"):
+            second = Cache.open(path, lock_wait_s=0.1, flush_wait_s=0.3)
+        second.put_listing(make_listing())
+        with pytest.warns(CacheWarning, match="1 fetched record"):
+            second.close()
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
 
 
 def test_waits_for_a_short_lived_writer(tmp_path):
@@ -260,8 +279,8 @@ def test_corrupt_file_is_moved_aside_and_rebuilt(tmp_path):
     path = tmp_path / "cache.duckdb"
     with Cache.open(path) as c:
         c.put_listing(make_listing())
-    size = path.stat().st_size
-    path.write_bytes(os.urandom(size))
+    data = path.read_bytes()
+    path.write_bytes(data[:4096] + os.urandom(len(data) - 4096))  # DuckDB's header kept: a damaged cache
     with pytest.warns(CacheWarning, match="unreadable"):
         c = Cache.open(path)
     with c:
@@ -341,6 +360,29 @@ def test_damage_inside_the_file_is_caught_at_open(tmp_path):
         assert c.mode == "read-write" and c.info()["counts"]["repos"] == 0
 
 
+@pytest.mark.parametrize("content", [b"my notes, not a cache\n", os.urandom(4096)])
+def test_a_file_explorer_did_not_make_is_refused_and_left_alone(tmp_path, content):
+    path = tmp_path / "cache.duckdb"
+    path.write_bytes(content)
+    with pytest.raises(CacheError, match="not a DuckDB database, so explorer did not make it"):
+        Cache.open(path)
+    assert path.read_bytes() == content and not list(tmp_path.glob("*.corrupt-*"))
+
+
+def test_another_programs_duckdb_database_is_refused_and_left_alone(tmp_path):
+    import duckdb
+
+    path = tmp_path / "theirs.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE sales (id INTEGER)")
+    con.close()
+    with pytest.raises(CacheError, match="DuckDB database that explorer did not make"):
+        Cache.open(path)
+    con = duckdb.connect(str(path), read_only=True)
+    assert {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()} == {"sales"}
+    con.close()
+
+
 def test_a_path_that_cannot_be_a_database_is_left_alone(tmp_path):
     (tmp_path / "dir.duckdb").mkdir()
     with pytest.warns(CacheWarning, match="cannot be opened"), Cache.open(tmp_path / "dir.duckdb") as c:
@@ -358,3 +400,15 @@ def test_rewriting_a_key_is_seen_by_the_next_read(cache):
     assert cache.get_config("org/model", SHA) == {"v": 2}
     cache.clear()
     assert cache.get_config("org/model", SHA) is None
+
+
+def test_concurrent_resolvers_keep_every_fetched_record():
+    """Three processes resolving repos into one cache at once: every repo read from the Hub ends up cached.
+
+    (Before the write queue, the processes that found the file locked ran read-only and dropped their
+    records; ``python -m explorer.bench.cache_writers`` measures it at scale.)
+    """
+    from explorer.bench.cache_writers import run
+
+    got = run(processes=3, repos_count=9, code_root=ROOT)
+    assert not got["failed"] and got["fetched"] == 9 and got["kept"] == 9

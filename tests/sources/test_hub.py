@@ -95,7 +95,7 @@ def test_config_and_companions(hub_endpoint):
 def test_config_parsing_is_lenient_but_typed(hub_endpoint):
     cfg = fetch_config(NAN_CONFIG, "main")
     assert cfg["rope_theta"] != cfg["rope_theta"] and cfg["max"] == float("inf")
-    with pytest.raises(ConfigError, match="not JSON"):
+    with pytest.raises(ConfigError, match="not valid JSON"):
         fetch_config(BAD_CONFIG, "main")
 
 

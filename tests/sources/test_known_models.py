@@ -29,9 +29,10 @@ def test_without_a_cache_file_only_the_snapshot_and_no_file_is_made(own_cache):
     assert all(m.origin == "snapshot" and m.artifacts for m in known.models)
 
 
-def test_a_model_fetched_once_is_listed_from_the_cache(new_hub_server, own_cache):
+def test_a_model_fetched_once_is_listed_from_the_cache(new_hub_server, own_cache, monkeypatch):
     server = new_hub_server()
-    resolve_model(SHARDED, settings=HubSettings.resolve(endpoint=server.endpoint), progress=lambda *a: None)
+    monkeypatch.setenv("HF_ENDPOINT", server.endpoint)  # the cache is keyed by endpoint: listed under the same one
+    resolve_model(SHARDED, settings=HubSettings.resolve(), progress=lambda *a: None)
     server.stop()
     before = os.path.getmtime(own_cache)
     known = known_models()
@@ -39,3 +40,14 @@ def test_a_model_fetched_once_is_listed_from_the_cache(new_hub_server, own_cache
     assert [m.ref for m in cached] == [SHARDED] and cached[0].shape.params == 106_816
     assert known.cache_path == str(own_cache) and os.path.getmtime(own_cache) == before  # read, never written
     assert [m.ref for m in known_models(use_cache=False).models] == list(load_snapshot().repos)
+
+
+def test_another_endpoints_rows_are_not_listed(new_hub_server, own_cache, monkeypatch):
+    """A model fetched from a mirror is not a model of the Hub: ``fit`` under another HF_ENDPOINT lists none."""
+    server = new_hub_server()
+    resolve_model(SHARDED, settings=HubSettings.resolve(endpoint=server.endpoint), progress=lambda *a: None)
+    server.stop()
+    monkeypatch.setenv("HF_ENDPOINT", "https://mirror.example.org")
+    known = known_models()
+    assert known.cache_path == str(own_cache) and not [m for m in known.models if m.origin == "cache"]
+    assert not known.skipped

@@ -29,9 +29,10 @@ from support.hub_fixtures import (
 )
 
 from explorer.errors import (
+    ConfigError,
     GatedRepoError,
+    GGUFLimitError,
     GGUFSplitError,
-    HubConnectionError,
     HubError,
     HubTimeoutError,
     NothingToPlanError,
@@ -52,6 +53,12 @@ from explorer.sources.resolve import load_model, load_shape, resolve_model
 QUIET = {"progress": lambda *a: None}
 SPLIT_REPO = "tmp-org/split-GGUF"
 SPLIT_NAMES = ("m-Q4_K_M-00001-of-00002.gguf", "m-Q4_K_M-00002-of-00002.gguf")
+#: the tiny config the standard tree serves for SINGLE
+TINY_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
+    "torch_dtype": "bfloat16",
+}  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -144,15 +151,27 @@ def test_hub_then_cache_with_the_server_stopped(new_hub_server, own_cache):
     assert resolve_model(f"{SHARDED}@{first.sha}", settings=settings, **QUIET).origin == "cache"
 
 
-def test_branch_mapping_expires_but_a_pinned_sha_does_not(hub_server, own_cache, closed_port_endpoint):
-    sha = resolve_model(SINGLE, settings=HubSettings.resolve(endpoint=hub_server.endpoint), **QUIET).sha
-    settings = HubSettings.resolve(endpoint=closed_port_endpoint, timeout_s=1)  # the Hub is gone
-    with Cache.open(own_cache, ttl_s=0, clock=lambda: time.time() + 5) as stale:
-        with pytest.raises(HubConnectionError):  # main's mapping is stale, the Hub is gone, no snapshot entry
-            resolve_model(SINGLE, settings=settings, cache=stale, **QUIET)
-        assert resolve_model(SINGLE, revision=sha, settings=settings, cache=stale, **QUIET).origin == "cache"
+def test_branch_mapping_expires_but_a_pinned_sha_does_not(new_hub_server, own_cache):
+    server = new_hub_server()
+    sha = resolve_model(SINGLE, settings=HubSettings.resolve(endpoint=server.endpoint), **QUIET).sha
+    server.set_slow(3)  # the Hub stops answering in time
+    settings = HubSettings.resolve(endpoint=server.endpoint, timeout_s=1)
+    with Cache.open(own_cache, ttl_s=0, clock=lambda: time.time() + 7200, endpoint=server.endpoint) as old:
+        # main's mapping is past its TTL and the Hub cannot answer: the entry answers, marked stale
+        stale = resolve_model(SINGLE, settings=settings, cache=old, **QUIET)
+        assert stale.origin == "cache" and stale.stale and stale.sha == sha
+        assert any(n.startswith("stale: the Hub failed (HubTimeoutError") and "2.0 h ago" in n for n in stale.notes)
+        pinned = resolve_model(SINGLE, revision=sha, settings=settings, cache=old, **QUIET)
+        assert pinned.origin == "cache" and not pinned.stale
+    with pytest.raises(HubTimeoutError):  # another endpoint's rows are not this one's: a miss, then no snapshot
+        resolve_model(
+            SINGLE,
+            settings=HubSettings.resolve(endpoint=server.endpoint.replace("127.0.0.1", "localhost"), timeout_s=1),
+            **QUIET,
+        )
     # offline, with the cache opened by the resolver: a mapping of any age answers
-    assert resolve_model(SINGLE, offline=True, **QUIET).origin == "cache"
+    offline = resolve_model(SINGLE, offline=True, settings=settings, **QUIET)
+    assert offline.origin == "cache" and not offline.stale
 
 
 def test_gguf_repo_reads_under_one_percent_and_caches_headers(new_hub_server):
@@ -235,8 +254,89 @@ def test_definite_hub_answers_are_not_hidden_by_the_snapshot(hub_endpoint):
 
 def test_a_listing_stored_last_means_a_half_written_repo_is_a_miss(hub_endpoint, own_cache):
     got = resolve_model(SINGLE, **QUIET)
-    with Cache.open(own_cache) as cache:
+    with Cache.open(own_cache, endpoint=hub_endpoint) as cache:
         assert facts_from_cache(cache, SINGLE, got.sha, None, None) is not None
         cache.put_config("o/half", "a" * 40, "config.json", {"model_type": "llama"})  # killed before the listing
         assert cache.resolve_revision("o/half") is None
         assert facts_from_cache(cache, "o/half", "a" * 40, None, None) is None
+
+
+# --- hostile headers, poisoned entries, mirrors, folders --------------------------------------
+
+
+def test_a_hostile_header_from_the_hub_is_refused_before_it_is_cached(new_hub_server, own_cache, tmp_path):
+    root = tmp_path / "hub"
+    md = llama_metadata(**{"llama.block_count": Typed(2**32 - 1, VT.UINT32)})
+    write_gguf(root / "tmp-org/poison-GGUF/p-Q4_K_M.gguf", md, llama_like(), file_size=64 << 20)
+    server = new_hub_server(root)
+    settings = HubSettings.resolve(endpoint=server.endpoint)
+    with pytest.raises(GGUFLimitError, match="block_count is 4,294,967,295, past the plausible maximum of 1,024"):
+        resolve_model("tmp-org/poison-GGUF", settings=settings, **QUIET)
+    with Cache.open(own_cache, endpoint=server.endpoint) as cache:  # nothing of it was written
+        assert cache.info()["counts"]["gguf_headers"] == 0 and cache.info()["counts"]["repos"] == 0
+    with pytest.raises(OfflineMissError):  # offline: a miss, not a crash on a poisoned entry
+        resolve_model("tmp-org/poison-GGUF", offline=True, settings=settings, **QUIET)
+
+
+def test_a_cached_entry_that_fails_its_checks_is_dropped_with_a_note(new_hub_server, own_cache):
+    server = new_hub_server()
+    settings = HubSettings.resolve(endpoint=server.endpoint)
+    first = resolve_model(SINGLE, settings=settings, **QUIET)
+    with Cache.open(own_cache, endpoint=server.endpoint) as cache:  # as an older explorer might have cached it
+        cache.put_config(SINGLE, first.sha, "config.json", {"model_type": "llama", "num_hidden_layers": 10**7})
+    again = resolve_model(SINGLE, settings=settings, **QUIET)
+    assert again.origin == "hub" and again.shape.params == first.shape.params
+    assert any(n.startswith(f"the cached entry of {SINGLE}@{first.sha[:12]} failed its checks") and "dropped" in n
+               for n in again.notes)  # fmt: skip
+    assert resolve_model(SINGLE, settings=settings, **QUIET).origin == "cache"  # read again, and sound
+
+
+def test_a_mirror_and_the_hub_never_mix(new_hub_server, tmp_path):
+    other = tmp_path / "mirror"
+    make_repo(other, SINGLE, {"config.json": {**json.loads(json.dumps(TINY_CONFIG)), "num_hidden_layers": 7}})
+    hub, mirror = new_hub_server(), new_hub_server(other)
+    from_hub = resolve_model(SINGLE, settings=HubSettings.resolve(endpoint=hub.endpoint), **QUIET)
+    from_mirror = resolve_model(SINGLE, settings=HubSettings.resolve(endpoint=mirror.endpoint), **QUIET)
+    assert from_hub.shape.layers == 2 and from_mirror.origin == "hub" and from_mirror.shape.layers == 7
+    again = resolve_model(SINGLE, settings=HubSettings.resolve(endpoint=hub.endpoint), **QUIET)
+    assert again.origin == "cache" and again.shape.layers == 2
+
+
+def test_a_gguf_in_a_folder_of_the_repo(new_hub_server, tmp_path):
+    root = tmp_path / "hub"
+    write_gguf(root / "tmp-org/folders-GGUF/sub/x-Q4_K_M.gguf", llama_metadata(), llama_like(), file_size=64 << 20)
+    q8 = llama_metadata(**{"general.file_type": 7})  # MOSTLY_Q8_0
+    write_gguf(root / "tmp-org/folders-GGUF/sub/x-Q8_0.gguf", q8, llama_like(), file_size=96 << 20)
+    server = new_hub_server(root)
+    got = resolve_model(
+        "tmp-org/folders-GGUF:sub/x-Q4_K_M.gguf", settings=HubSettings.resolve(endpoint=server.endpoint), **QUIET
+    )
+    assert got.origin == "hub" and got.selected.files == ("sub/x-Q4_K_M.gguf",) and got.selected.quant == "Q4_K_M"
+    assert {a.quant for a in got.artifacts} >= {"Q4_K_M", "Q8_0"}
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("o/" + "x" * 5000, "at most 4,096 are read"),
+        ("org/name:../x.gguf", "is not a path inside the repo"),
+        ("org/name:/etc/x.gguf", "is not a path inside the repo"),
+    ],
+)
+def test_ids_too_long_or_climbing_out_of_the_repo_are_typed(text, says):
+    with pytest.raises(ConfigError, match=says):
+        resolve_model(text, offline=True, **QUIET)
+
+
+def test_a_repo_id_past_the_hubs_length_is_not_an_os_error(hub_endpoint):
+    with pytest.raises(RepoNotFoundError, match="not a valid repo id"):
+        resolve_model("org/" + "n" * 300, **QUIET)
+
+
+def test_a_safetensors_index_nested_too_deep_is_a_typed_error(new_hub_server, tmp_path):
+    root = tmp_path / "hub"
+    make_repo(root, "tmp-org/deep-index", {"config.json": TINY_CONFIG,
+              "model.safetensors.index.json": '{"weight_map": ' + "[" * 100_000 + "]" * 100_000 + "}"})  # fmt: skip
+    server = new_hub_server(root)
+    with pytest.raises(ConfigError, match="nests deeper than 64 levels"):
+        resolve_model("tmp-org/deep-index", settings=HubSettings.resolve(endpoint=server.endpoint), **QUIET)

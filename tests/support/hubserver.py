@@ -30,7 +30,10 @@ changes when the files do. Big files can be sparse: write the header, then
 ``truncate`` to full size; Range reads are real and cost no disk.
 
 Fault knobs: ``server.slow(delay_s, routes=regex)`` delays matching requests;
-``server.stats`` counts requests and body bytes per path.
+``server.fault(mode, routes=regex, ...)`` answers them as a broken Hub, proxy or
+CDN would (HTML, non-UTF-8 bytes, redirect loops, a drip, short ranges, any
+status with Retry-After: see ``hubfaults``); ``server.stats`` counts requests
+and body bytes per path, and keeps every ``Authorization`` token sent.
 
 Script: ``python tests/support/hubserver.py --root R [--port 0] [--port-file F] [--slow S --slow-routes RE]``.
 Writers for test content (real safetensors and GGUF headers over sparse data,
@@ -52,6 +55,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
+
+try:  # as a package module (tests) or as a script next to it
+    from support import hubfaults
+except ImportError:  # pragma: no cover - run as a script
+    import hubfaults  # type: ignore[no-redef]
 
 LFS_THRESHOLD_BYTES = 10 * 1024 * 1024  # the Hub stores files >= 10 MiB in LFS
 LFS_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".onnx", ".msgpack", ".h5")
@@ -171,12 +179,14 @@ class Stats:
         requests: number of requests per path.
         bytes_sent: body bytes sent per path (headers not counted).
         log: (method, path, Range header or "", status) for every request, in order.
+        tokens: every bearer token received, exactly as sent.
         in_flight: requests being answered now; max_in_flight: the most at once.
     """
 
     requests: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     log: list[tuple[str, str, str, int]] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -249,6 +259,9 @@ class _Handler(BaseHTTPRequestHandler):
         u = urlsplit(self.path)
         self._path, self._query = unquote(u.path), parse_qs(u.query)
         self.owner._enter()
+        auth = self.headers.get("Authorization") or ""
+        if auth.lower().startswith("bearer "):
+            self.owner._saw_token(auth[7:])
         self.owner._delay(self._path)
 
     def _finish(self) -> None:
@@ -261,6 +274,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self._begin()
         try:
+            if self.owner._faulted(self):
+                return
             self._get(urlsplit(self.path).path)
         except (BrokenPipeError, ConnectionResetError):  # the client hung up (timeout, read enough)
             self.close_connection = True
@@ -438,6 +453,7 @@ class HubServer:
         self.stats = Stats()
         self._lock = threading.Lock()
         self._slow: tuple[float, re.Pattern] | None = None
+        self._faults: list[hubfaults.Fault] = []
         self._stop = threading.Event()
         handler = type("BoundHandler", (_Handler,), {"owner": self})
         self._httpd = _Server((host, port), handler)
@@ -475,6 +491,28 @@ class HubServer:
             yield self
         finally:
             self.set_slow(0)
+
+    @contextlib.contextmanager
+    def fault(self, mode: hubfaults.Mode, routes: str = ".*", **params):
+        """``with server.fault("status", "/api/", status=429, headers={"Retry-After": "1"}, times=2) as f:``
+        answers matching requests with the fault (see ``hubfaults``); ``f.hits`` counts them."""
+        armed = hubfaults.Fault(mode=mode, routes=re.compile(routes), **params)
+        self._faults.append(armed)
+        try:
+            yield armed
+        finally:
+            self._faults.remove(armed)
+
+    def _faulted(self, handler) -> bool:
+        """Whether an armed fault answered the request (the first that takes it)."""
+        for armed in list(self._faults):
+            if armed.take(handler._path):
+                return hubfaults.apply(handler, armed, self._stop)
+        return False
+
+    def _saw_token(self, token: str) -> None:
+        with self._lock:
+            self.stats.tokens.append(token)
 
     def reset_stats(self) -> None:
         with self._lock:

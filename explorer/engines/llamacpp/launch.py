@@ -32,7 +32,7 @@ from explorer.engines.options import Option
 from explorer.errors import LlamaCppFitError
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
-from explorer.model.checkpoints import placeholder_ref
+from explorer.model.checkpoints import convert_ref, placeholder_ref
 from explorer.model.shapes import ModelShape
 
 NAME: EngineName = "llamacpp"
@@ -142,7 +142,7 @@ def gguf_source(artifact: Artifact, quant: str, model_ref: str) -> str:
         return f"-m {artifact.files[0]}"
     if artifact.format == "gguf":  # a what-if GGUF quant that no known repository publishes
         return f"-m {placeholder_ref(f'{quant} GGUF', model_ref)}"
-    return f"-m <{model_ref} converted to a {quant} GGUF (convert_hf_to_gguf.py, then llama-quantize)>"
+    return f"-m {convert_ref(quant, model_ref)}"
 
 
 def _is_hub_id(ref: str) -> bool:

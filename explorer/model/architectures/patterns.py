@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from explorer.errors import InvalidConfigValueError
+from explorer.limits import check_count, check_finite
 from explorer.model.config_reader import ConfigView
 
 FULL = "full"
@@ -140,9 +141,17 @@ def context_limit(view: ConfigView, default: int = 2048) -> ContextLimit:
     original = rope.get("original_max_position_embeddings")
     if not isinstance(factor, (int, float)) or isinstance(factor, bool) or factor <= 0:
         return ContextLimit(stated, stated, rope_type, note)
+    check_finite(factor, "rope_scaling.factor", where=view.where, error=InvalidConfigValueError)
+    if isinstance(original, int) and not isinstance(original, bool):
+        check_count(original, "original_max_position_embeddings", where=view.where, error=InvalidConfigValueError)
     label = f"{rope_type} ×{factor:g}" + (f" from {original:,}" if isinstance(original, int) else "")
     if rope_type in ("yarn", "linear", "dynamic") and isinstance(original, int) and original > 0:
-        derived = int(original * factor)
+        derived = check_count(
+            int(min(original * factor, 2.0**62)),
+            "rope_scaling context (original × factor)",
+            where=view.where,
+            error=InvalidConfigValueError,
+        )
         if derived > stated:
             return ContextLimit(stated, derived, label, f"{rope_type} rope scaling: {original:,} × {factor:g}")
     return ContextLimit(stated, stated, label, note)

@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from explorer.errors import InvalidConfigValueError
+from explorer.limits import check_count
 from explorer.model.architectures.common import (
     ArchParts,
     Dims,
@@ -156,9 +158,11 @@ def ffn_mult_to_width(ffn_mult: float, hidden: int) -> int:
     return round_up(int(2 * ffn_mult * hidden / 3), 256)
 
 
-def _deci_block(p: str, block: dict, d: Dims) -> tuple[tuple[Tensor, ...], LayerCache]:
+def _deci_block(p: str, block: dict, d: Dims, where: str) -> tuple[tuple[Tensor, ...], LayerCache]:
     attn_cfg = block.get("attention") if isinstance(block.get("attention"), dict) else {}
     ffn_cfg = block.get("ffn") if isinstance(block.get("ffn"), dict) else {}
+    attn = ConfigView.of(attn_cfg, where=f"{where}.attention")  # typed getters: counts capped, floats finite
+    ffn = ConfigView.of(ffn_cfg, where=f"{where}.ffn")
     tensors: tuple[Tensor, ...] = ()
     cache: LayerCache = NoCache()
     if attn_cfg.get("replace_with_linear"):
@@ -166,10 +170,10 @@ def _deci_block(p: str, block: dict, d: Dims) -> tuple[tuple[Tensor, ...], Layer
             f"{p}.self_attn.linear_attn", d.hidden, d.hidden, role="attention", split="column"
         )
     elif not attn_cfg.get("no_op"):
-        group = attn_cfg.get("n_heads_in_group") or 1
-        kv = max(1, d.heads // int(group))
+        group = attn.get_int("n_heads_in_group") or 1
+        kv = max(1, d.heads // group)
         tensors += norm(f"{p}.input_layernorm", d.hidden) + attention(f"{p}.self_attn", d, kv_heads=kv)
-        window = attn_cfg.get("window_length")
+        window = attn.get_int("window_length")
         full = FullAttention(kv_heads=kv, head_dim=d.head_dim, v_head_dim=d.head_dim)
         cache = (
             SlidingWindowAttention(kv_heads=kv, head_dim=d.head_dim, v_head_dim=d.head_dim, window=int(window))
@@ -181,7 +185,11 @@ def _deci_block(p: str, block: dict, d: Dims) -> tuple[tuple[Tensor, ...], Layer
             f"{p}.mlp.linear_mlp", d.hidden, d.hidden, role="mlp", split="column"
         )
     elif not ffn_cfg.get("no_op"):
-        width = ffn_mult_to_width(float(ffn_cfg.get("ffn_mult") or 1.0), d.hidden)
+        mult = ffn.get_float("ffn_mult") or 1.0
+        width = check_count(
+            ffn_mult_to_width(min(abs(mult), 2.0**40), d.hidden), "intermediate_size (ffn_mult)", where=ffn.where,
+            error=InvalidConfigValueError,
+        )  # fmt: skip
         tensors += norm(f"{p}.post_attention_layernorm", d.hidden) + gated_mlp(f"{p}.mlp", d.hidden, width)
     return tensors, cache
 
@@ -196,7 +204,7 @@ def build_deci(view: ConfigView) -> ArchParts:
         block = blocks[i] if i < len(blocks) and isinstance(blocks[i], dict) else {}
         key = repr(sorted((k, sorted(v.items()) if isinstance(v, dict) else v) for k, v in block.items()))
         if key not in memo:
-            memo[key] = _deci_block("model.layers.{i}", block, d)
+            memo[key] = _deci_block("model.layers.{i}", block, d, f"{view.where}: block_configs[{i}]")
         tensors, cache = memo[key]
         layers.append(Layer(cache=cache, tensors=tensors))
     no_attention = sum(1 for layer in layers if isinstance(layer.cache, NoCache))

@@ -3,14 +3,26 @@
 DuckDB lets one process open a file for writing, and while it does, no other
 process can open it at all (read-only included: the lock is exclusive). So a
 second explorer process retries for a short while with backoff, then reads a
-copy of the file as of its last checkpoint, never writing. A file DuckDB
-cannot read is moved aside (``cache.duckdb.corrupt-<time>``) and rebuilt.
+copy of the file as of its last checkpoint and queues its writes for later
+(:func:`connect_for_writing` waits for the lock again when they are written).
+
+Only a file explorer made is ever changed:
+
+- a file that is not DuckDB (its bytes 8 to 12 are not ``DUCK``), or a DuckDB
+  database without explorer's ``meta`` table, is another program's: refused
+  with a CacheError, left as it is;
+- a DuckDB file DuckDB cannot read is a damaged cache: moved aside
+  (``cache.duckdb.corrupt-<time>``) and rebuilt;
+- a file on a read-only file system (or one that cannot be opened for
+  writing for want of permission) is opened read-only: it is still read.
+
 Each degradation warns with :class:`CacheWarning`.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import time
 import warnings
@@ -19,13 +31,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 from explorer.errors import CacheError
-from explorer.sources.cache.schema import CALIBRATIONS, DATA_TABLES, SCHEMA_VERSION, TABLES
+from explorer.sources.cache.schema import (
+    CALIBRATION_COLUMNS,
+    CALIBRATIONS,
+    CREATED_BY,
+    DATA_TABLES,
+    SCHEMA_VERSION,
+    TABLES,
+)
 
 LOCK_WAIT_S = 2.0
 #: DuckDB's words when another process (or, with other settings, this one) holds the file
 _LOCKED = ("could not set lock", "conflicting lock", "different configuration than existing connections")
 #: DuckDB's words for a damaged file; anything else (a directory, no permission) is not moved aside
 _CORRUPT = ("not a valid duckdb database file", "corrupt", "checksum", "could not read enough bytes", "serializ", "wal")
+#: DuckDB's (and the system's) words for a file that may be read but not written
+_READ_ONLY_FS = ("read-only file system", "permission denied")
+#: where a DuckDB file says what it is: bytes 8 to 12 of its main header
+DUCKDB_MAGIC = (8, b"DUCK")
 
 Mode = Literal["read-write", "read-only", "snapshot", "disabled"]
 
@@ -44,11 +67,14 @@ class Opened:
             reads); ``snapshot`` (a copy of a file another process writes);
             ``disabled`` (nothing could be opened: reads miss, writes are no-ops).
         tmp: a temporary folder holding the snapshot copy, to delete on close.
+        why: why it is not ``read-write``: ``asked``, ``locked`` (another process holds it),
+            ``read-only file system``, ``absent`` or the error met; empty when it is.
     """
 
     con: Any
     mode: Mode
     tmp: str | None = None
+    why: str = ""
 
 
 def default_cache_path() -> str:
@@ -67,43 +93,120 @@ def is_corrupt_error(e: Exception) -> bool:
     return any(s in f"{type(e).__name__} {e}".lower() for s in _CORRUPT)
 
 
+def is_read_only_error(e: Exception) -> bool:
+    return any(s in str(e).lower() for s in _READ_ONLY_FS)
+
+
+def refuse_foreign_file(p: str) -> None:
+    """Raise CacheError when ``p`` is a file that is not a DuckDB database (explorer makes only those)."""
+    try:
+        if not os.path.isfile(p) or os.path.getsize(p) == 0:
+            return
+        with open(p, "rb") as f:
+            head = f.read(DUCKDB_MAGIC[0] + len(DUCKDB_MAGIC[1]))
+    except OSError:
+        return  # unreadable: DuckDB's own error says why
+    if head[DUCKDB_MAGIC[0] :] != DUCKDB_MAGIC[1]:
+        raise CacheError(
+            f"the cache path {p} holds a file that is not a DuckDB database, so explorer did not make it;"
+            " it is left as it is",
+            hint="set EXPLORER_CACHE (or --cache) to a new file's path, or move that file away",
+        )
+
+
+def _foreign_database(p: str) -> CacheError:
+    return CacheError(
+        f"the cache path {p} holds a DuckDB database that explorer did not make (no explorer meta table);"
+        " it is left as it is",
+        hint="set EXPLORER_CACHE (or --cache) to a new file's path",
+    )
+
+
 def open_connection(p: str, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S) -> Opened:
-    """Connect to the cache at ``p`` (``:memory:`` allowed), degrading rather than failing."""
+    """Connect to the cache at ``p`` (``:memory:`` allowed), degrading rather than failing.
+
+    Raises:
+        CacheError: ``p`` is another program's file (see the module docstring).
+    """
     if read_only and p != ":memory:" and not os.path.exists(p):
-        return Opened(None, "disabled")  # no cache yet: nothing to warn about, nor duckdb to import
+        return Opened(None, "disabled", why="absent")  # no cache yet: nothing to warn about, nor duckdb to import
+    refuse_foreign_file(p)
     import duckdb  # 0.15 s: paid only by a process that opens a cache file
 
     if p == ":memory:":
         con = duckdb.connect(":memory:")
         ensure_schema(con)
-        return Opened(con, "read-only" if read_only else "read-write")
+        return Opened(con, "read-only" if read_only else "read-write", why="asked" if read_only else "")
     if not read_only:
-        Path(p).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            Path(p).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            if not os.path.exists(p):
+                warnings.warn(f"cache {p} cannot be created ({e.strerror}); going on without it", CacheWarning, 3)
+                return Opened(None, "disabled", why=str(e.strerror))
     con = None
     try:
         con = _connect(p, read_only=read_only, wait_s=lock_wait_s)
+        if not ours(con):
+            con.close()
+            raise _foreign_database(p)
         if not read_only:
             ensure_schema(con)
         elif not schema_ok(con):
             con.close()
-            return Opened(None, "disabled")
-        return Opened(con, "read-only" if read_only else "read-write")
+            return Opened(None, "disabled", why="an older schema")
+        return Opened(con, "read-only" if read_only else "read-write", why="asked" if read_only else "")
     except duckdb.Error as e:
         if con is not None:
             con.close()  # a file that opened but fails to read: release it before moving it aside
         if is_lock_error(e):
             return _shared(p)
+        if not read_only and is_read_only_error(e):
+            return _read_only(p, e)
         if read_only or not is_corrupt_error(e):
             warnings.warn(f"cache {p} cannot be opened ({e}); going on without it", CacheWarning, stacklevel=3)
-            return Opened(None, "disabled")
+            return Opened(None, "disabled", why=str(e))
         return _rebuild(p, e)
 
 
-def _connect(p: str, *, read_only: bool, wait_s: float):
-    """Connect, retrying with backoff (20 ms doubling to 0.5 s) while another process holds the lock."""
+def _read_only(p: str, err: Exception) -> Opened:
+    """The file cannot be written (a read-only file system, no permission): read it, write nothing."""
     import duckdb
 
-    deadline, delay = time.monotonic() + wait_s, 0.02
+    why = "read-only file system" if "read-only file system" in str(err).lower() else "no permission to write it"
+    try:
+        con = duckdb.connect(p, read_only=True)
+    except duckdb.Error as e:
+        warnings.warn(f"cache {p} cannot be opened ({e}); going on without it", CacheWarning, stacklevel=4)
+        return Opened(None, "disabled", why=why)
+    if not schema_ok(con):
+        con.close()
+        return Opened(None, "disabled", why=why)
+    warnings.warn(f"cache {p} cannot be written ({why}); reading it without writing", CacheWarning, stacklevel=4)
+    return Opened(con, "read-only", why=why)
+
+
+def connect_for_writing(p: str, *, wait_s: float):
+    """A read-write connection to an existing cache file, waiting up to ``wait_s`` for another process's lock;
+    None when the lock stayed held (or the file cannot be written)."""
+    import duckdb
+
+    try:
+        con = _connect(p, read_only=False, wait_s=wait_s)
+    except duckdb.Error:
+        return None
+    if not schema_ok(con):
+        con.close()
+        return None
+    return con
+
+
+def _connect(p: str, *, read_only: bool, wait_s: float):
+    """Connect, retrying while another process holds the lock: waits of 10 ms doubling to 100 ms, each
+    stretched by a random 0 to 50 % so that processes waiting together do not retry in step."""
+    import duckdb
+
+    deadline, delay = time.monotonic() + wait_s, 0.01
     while True:
         try:
             return duckdb.connect(p, read_only=read_only)
@@ -112,29 +215,31 @@ def _connect(p: str, *, read_only: bool, wait_s: float):
             left = deadline - time.monotonic()
             if not other_process or left <= 0:
                 raise
-        time.sleep(min(delay, left))  # the last wait lands on the deadline: the whole budget is used
-        delay = min(delay * 2, 0.5)
+        time.sleep(min(delay * (1 + random.random() / 2), left))  # the last wait lands on the deadline
+        delay = min(delay * 2, 0.1)
 
 
 def _shared(p: str) -> Opened:
     """Another process holds the file: open it read-only, else a copy of it; never write."""
     import duckdb
 
-    opened = Opened(None, "disabled")
+    opened = Opened(None, "disabled", why="locked")
     try:
-        opened = Opened(duckdb.connect(p, read_only=True), "read-only")
+        opened = Opened(duckdb.connect(p, read_only=True), "read-only", why="locked")
     except duckdb.Error:
         import tempfile  # only here, for the rare copy of a file another process holds
 
         tmp = tempfile.mkdtemp(prefix="explorer-cache-")
         try:
             shutil.copyfile(p, os.path.join(tmp, "cache.duckdb"))  # the WAL stays behind: last checkpoint only
-            opened = Opened(duckdb.connect(os.path.join(tmp, "cache.duckdb"), read_only=True), "snapshot", tmp)
+            opened = Opened(
+                duckdb.connect(os.path.join(tmp, "cache.duckdb"), read_only=True), "snapshot", tmp, "locked"
+            )
         except (OSError, duckdb.Error):
             shutil.rmtree(tmp, ignore_errors=True)
     if opened.con is not None and not schema_ok(opened.con):
         opened.con.close()
-        opened = Opened(None, "disabled", opened.tmp)
+        opened = Opened(None, "disabled", opened.tmp, "locked")
     warnings.warn(
         f"cache {p} is in use by another explorer process; reading it ({opened.mode}) without writing",
         CacheWarning,
@@ -160,6 +265,17 @@ def _rebuild(p: str, err: Exception) -> Opened:
     return Opened(con, "read-write")
 
 
+def ours(con) -> bool:
+    """Whether an opened file is explorer's: empty (just created), or holding explorer's ``meta`` table."""
+    import duckdb
+
+    try:
+        tables = {t for (t,) in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    except duckdb.Error:
+        return True  # cannot even list its tables: a damaged file, handled as such
+    return not tables or "meta" in tables
+
+
 def schema_ok(con) -> bool:
     """Whether the file holds this version's schema."""
     import duckdb
@@ -172,16 +288,31 @@ def schema_ok(con) -> bool:
 
 
 def ensure_schema(con) -> None:
-    """Create the tables, or drop and recreate them when the file has another schema version."""
+    """Create the tables, or drop and recreate them when the file has another schema version.
+
+    The calibrations are the user's own measurements, not Hub facts: a rebuild keeps their table
+    when it has this version's columns (a version 2 file's does), and creates it where it is missing.
+    """
     if schema_ok(con):
         for t in DATA_TABLES:  # touch every table, so that a damaged file fails here, at open
             con.execute(f"SELECT count(*) FROM {t}").fetchall()
         con.execute(f"CREATE TABLE IF NOT EXISTS {CALIBRATIONS} ({TABLES[CALIBRATIONS]})")  # added after version 1
         return
+    keep = _table_columns(con, CALIBRATIONS) == CALIBRATION_COLUMNS
     con.execute("BEGIN TRANSACTION")
     for t in TABLES:
+        if t == CALIBRATIONS and keep:
+            continue
         con.execute(f"DROP TABLE IF EXISTS {t}")
         con.execute(f"CREATE TABLE {t} ({TABLES[t]})")
-    con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('created_by', ?)", [str(SCHEMA_VERSION), CREATED_BY])
     con.execute("COMMIT")
     con.execute("CHECKPOINT")
+
+
+def _table_columns(con, table: str) -> tuple[str, ...]:
+    """The column names of ``table`` in the file, in order; empty when it has no such table."""
+    rows = con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position", [table]
+    ).fetchall()
+    return tuple(name for (name,) in rows)

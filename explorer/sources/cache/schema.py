@@ -1,9 +1,20 @@
 """The cache's tables, and turning values into JSON the cache can store.
 
-Every table is keyed by repo and resolved commit sha (and file name where a
+Every table is keyed by the Hub endpoint (``HF_ENDPOINT``: a mirror's answers
+never mix with the Hub's), repo and resolved commit sha (and file name where a
 repo has several), so a row never goes stale: only ``revisions`` (branch or
-tag -> sha) and ``checkpoints`` (a model's quantised repos, which grow) expire. Bump :data:`SCHEMA_VERSION` when a table changes; an
-older file is then rebuilt empty.
+tag -> sha) and ``checkpoints`` (a model's quantised repos, keyed by endpoint
+and repo: they grow) expire. ``calibrations`` holds the user's own
+measurements (``explorer check --calibrate``), not Hub facts: it is keyed by
+engine and card class, not by endpoint, and ``cache clear`` keeps it.
+
+Bump :data:`SCHEMA_VERSION` when a table changes; an older file is then
+rebuilt empty, but for its calibrations when their table has the same
+columns. Version 3 keys every Hub-fact table, ``checkpoints`` included, by
+endpoint; both earlier version 2 layouts (endpoint keys without
+``checkpoints``; ``checkpoints`` and ``calibrations`` without endpoint keys)
+are rebuilt, the latter keeping its calibrations. ``meta`` also holds :data:`CREATED_BY`, the mark of
+a file explorer made.
 """
 
 from __future__ import annotations
@@ -13,42 +24,57 @@ import enum
 import json
 from collections.abc import Mapping
 
-SCHEMA_VERSION = 2
+from explorer.errors import CacheError
+from explorer.limits import load_json
+
+SCHEMA_VERSION = 3
+#: ``meta``'s ``created_by`` value in every file explorer makes
+CREATED_BY = "explorer"
 
 #: arrays longer than this are stored as a summary (a GGUF vocabulary has 150k entries)
 MAX_ARRAY_ITEMS = 64
 #: how many leading items a summary keeps
 SUMMARY_HEAD = 8
 
+#: each data table's columns; the endpoint column (last, so rows are written as its key's last part) is added below
+_COLUMNS: dict[str, tuple[str, str]] = {
+    # repo facts at one commit; file_count lets a reader check the files rows are all there
+    "repos": ("repo VARCHAR, sha VARCHAR, gated BOOLEAN, private BOOLEAN, file_count INTEGER, fetched_at DOUBLE",
+              "repo, sha"),
+    # branch, tag or sha -> sha, with the time it was learnt (seconds since the epoch)
+    "revisions": ("repo VARCHAR, revision VARCHAR, sha VARCHAR, fetched_at DOUBLE", "repo, revision"),
+    # idx keeps the Hub's order of the listing
+    "files": ("repo VARCHAR, sha VARCHAR, idx INTEGER, path VARCHAR, size_bytes BIGINT, lfs BOOLEAN", "repo, sha, path"),
+    "configs": ("repo VARCHAR, sha VARCHAR, filename VARCHAR, text VARCHAR, fetched_at DOUBLE", "repo, sha, filename"),
+    # params_by_dtype and files are JSON objects: dtype -> count, file -> size in bytes
+    "safetensors": ("repo VARCHAR, sha VARCHAR, total_params BIGINT, params_by_dtype VARCHAR, files VARCHAR,"
+                    " fetched_at DOUBLE", "repo, sha"),
+    # metadata and tensors are JSON (arrays summarised); header_bytes: bytes the header spans
+    "gguf_headers": ("repo VARCHAR, sha VARCHAR, filename VARCHAR, metadata VARCHAR, tensors VARCHAR,"
+                     " header_bytes BIGINT, file_size_bytes BIGINT, fetched_at DOUBLE", "repo, sha, filename"),
+    # a base model's published quantised checkpoints (the Hub's model tree), a JSON list; expires like revisions
+    "checkpoints": ("repo VARCHAR, entries VARCHAR, fetched_at DOUBLE", "repo"),
+}  # fmt: skip
+
+#: the calibrations table's columns (unchanged since version 2: a rebuild keeps a table that has exactly these)
+_CALIBRATION_COLUMNS = (("engine", "VARCHAR"), ("gpu_class", "VARCHAR"), ("record", "VARCHAR"), ("stored_at", "DOUBLE"))
+CALIBRATION_COLUMNS = tuple(name for name, _ in _CALIBRATION_COLUMNS)
+
 TABLES: dict[str, str] = {
     "meta": "key VARCHAR PRIMARY KEY, value VARCHAR",
-    # repo facts at one commit; file_count lets a reader check the files rows are all there
-    "repos": "repo VARCHAR, sha VARCHAR, gated BOOLEAN, private BOOLEAN, file_count INTEGER,"
-    " fetched_at DOUBLE, PRIMARY KEY (repo, sha)",
-    # branch, tag or sha -> sha, with the time it was learnt (seconds since the epoch)
-    "revisions": "repo VARCHAR, revision VARCHAR, sha VARCHAR, fetched_at DOUBLE, PRIMARY KEY (repo, revision)",
-    # idx keeps the Hub's order of the listing
-    "files": "repo VARCHAR, sha VARCHAR, idx INTEGER, path VARCHAR, size_bytes BIGINT, lfs BOOLEAN,"
-    " PRIMARY KEY (repo, sha, path)",
-    "configs": "repo VARCHAR, sha VARCHAR, filename VARCHAR, text VARCHAR, fetched_at DOUBLE,"
-    " PRIMARY KEY (repo, sha, filename)",
-    # params_by_dtype and files are JSON objects: dtype -> count, file -> size in bytes
-    "safetensors": "repo VARCHAR, sha VARCHAR, total_params BIGINT, params_by_dtype VARCHAR, files VARCHAR,"
-    " fetched_at DOUBLE, PRIMARY KEY (repo, sha)",
-    # metadata and tensors are JSON (arrays summarised); header_bytes: bytes the header spans
-    "gguf_headers": "repo VARCHAR, sha VARCHAR, filename VARCHAR, metadata VARCHAR, tensors VARCHAR,"
-    " header_bytes BIGINT, file_size_bytes BIGINT, fetched_at DOUBLE, PRIMARY KEY (repo, sha, filename)",
-    # a base model's published quantised checkpoints (the Hub's model tree), a JSON list; expires like revisions
-    "checkpoints": "repo VARCHAR PRIMARY KEY, entries VARCHAR, fetched_at DOUBLE",
+    **{t: f"{cols}, endpoint VARCHAR, PRIMARY KEY ({key}, endpoint)" for t, (cols, key) in _COLUMNS.items()},
     # constants measured from the user's engine logs (explorer check --calibrate): record is the JSON of an
-    # explorer.engines.calibration.Calibration; not Hub facts, so `cache clear` keeps them
-    "calibrations": "engine VARCHAR, gpu_class VARCHAR, record VARCHAR, stored_at DOUBLE, PRIMARY KEY (engine, gpu_class)",
+    # explorer.engines.calibration.Calibration; not Hub facts, so `cache clear` keeps them and no endpoint keys them
+    "calibrations": ", ".join(f"{name} {kind}" for name, kind in _CALIBRATION_COLUMNS)
+    + ", PRIMARY KEY (engine, gpu_class)",
 }
 
 #: the user's own measurements: kept by `cache clear`, dropped by `cache clear --calibrations`
 CALIBRATIONS = "calibrations"
 #: tables holding cached Hub facts (all but meta and the calibrations), in the order info() and export() list them
 DATA_TABLES = tuple(t for t in TABLES if t not in ("meta", CALIBRATIONS))
+#: the Hub-fact tables whose rows belong to one commit (they have a sha column): a dropped entry's rows
+SHA_TABLES = tuple(t for t, (cols, _) in _COLUMNS.items() if "sha VARCHAR" in cols)
 
 
 def json_safe(value: object, *, max_items: int = MAX_ARRAY_ITEMS) -> object:
@@ -93,5 +119,5 @@ def dumps(value: object) -> str:
 
 
 def loads(text: str | None) -> object:
-    """Parse what :func:`dumps` wrote."""
-    return None if text is None else json.loads(text)
+    """Parse what :func:`dumps` wrote; CacheError for text that is not (bad JSON, nested too deep)."""
+    return None if text is None else load_json(text, where="a cached record", error=CacheError)

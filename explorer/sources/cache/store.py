@@ -1,8 +1,10 @@
 """The local cache of Hub facts: one DuckDB file, a thin adapter returning plain records.
 
-Rows are keyed on (repo, resolved commit sha, file name) and never go stale;
-only a branch or tag name's mapping to a sha expires, after ``ttl_s``
-(24 h by default). A 40-hex sha resolves to itself and never expires.
+Rows are keyed on (Hub endpoint, repo, resolved commit sha, file name) and
+never go stale; only a branch or tag name's mapping to a sha expires, after
+``ttl_s`` (24 h by default). A 40-hex sha resolves to itself and never
+expires. A :class:`Cache` reads and writes the rows of one endpoint
+(``HF_ENDPOINT``), so a mirror's answers and the Hub's never mix.
 
 Where: ``path`` if given, else ``$EXPLORER_CACHE``, else
 ``$XDG_CACHE_HOME/explorer/cache.duckdb`` (``~/.cache/explorer/cache.duckdb``).
@@ -13,10 +15,15 @@ Safety:
   mid-write (even with SIGKILL) leaves whole rows only: DuckDB replays its WAL;
 - a second process finding the file locked retries for ``lock_wait_s``, then
   reads a copy of it as of its last checkpoint (writes are checkpointed at most
-  a second apart) and turns its own writes into no-ops, with a CacheWarning;
-- a file DuckDB cannot read is moved aside to ``cache.duckdb.corrupt-<time>``
-  and rebuilt, with a warning; an older schema version is rebuilt empty
-  (see :mod:`explorer.sources.cache.file`);
+  a second apart) and queues its own writes: :meth:`Cache.close` takes the
+  lock as soon as the other process lets it go (waiting at most
+  ``flush_wait_s``) and writes them, so no fetched record is dropped; only
+  past that wait are they given up, with a CacheWarning saying how many;
+- a DuckDB file DuckDB cannot read is moved aside to ``cache.duckdb.corrupt-<time>``
+  and rebuilt, with a warning; an older schema version of explorer's is
+  rebuilt empty; any other file (not DuckDB, or another program's database)
+  is refused with a CacheError and left alone; a file on a read-only file
+  system is read (see :mod:`explorer.sources.cache.file`);
 - no token is ever written: nothing here takes one.
 
 Speed: one connection per Cache, held open; a hit is one or two point queries
@@ -36,21 +43,35 @@ import re
 import shutil
 import threading
 import time
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from explorer.errors import CacheError
+from explorer.limits import load_json
 from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_from_record, checkpoint_record
-from explorer.sources.cache.file import LOCK_WAIT_S, CacheWarning, Mode, default_cache_path, open_connection
-from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, dumps, loads
+from explorer.safe_text import redact
+from explorer.sources.cache import sql
+from explorer.sources.cache.file import (
+    LOCK_WAIT_S,
+    CacheWarning,
+    Mode,
+    connect_for_writing,
+    default_cache_path,
+    open_connection,
+)
+from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, SHA_TABLES, dumps, loads
 from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams, frozen
+from explorer.sources.hub.settings import DEFAULT_ENDPOINT, HubSettings
 
-__all__ = ["DEFAULT_TTL_S", "Cache", "CacheWarning", "default_cache_path", "open_default_cache"]
+__all__ = ["DEFAULT_TTL_S", "FLUSH_WAIT_S", "Cache", "CacheWarning", "default_cache_path", "open_default_cache"]
 
 DEFAULT_TTL_S = 24 * 3600.0
 CHECKPOINT_EVERY_S = 1.0
 MEMO_ENTRIES = 1024
+#: the longest :meth:`Cache.close` waits for another process to let the file go, to write what it queued
+FLUSH_WAIT_S = 15.0
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 
@@ -59,16 +80,22 @@ class Cache:
 
     Attributes:
         path: the database file, or ``":memory:"``.
-        mode: ``read-write``; ``read-only`` (asked for, or another process holds the
-            write lock but only reads); ``snapshot`` (a copy of a file another process
-            is writing); ``disabled`` (no file could be opened: every read misses).
+        mode: ``read-write``; ``read-only`` (asked for, another process holds the
+            write lock but only reads, or the file system is read-only); ``snapshot``
+            (a copy of a file another process is writing); ``disabled`` (no file could
+            be opened: every read misses).
+        why: why it is not ``read-write`` (empty when it is), for messages.
+        endpoint: the Hub endpoint whose rows it reads and writes.
         ttl_s: seconds a branch or tag name -> sha mapping stays valid.
     """
 
-    def __init__(self, con, *, path: str, mode: Mode, ttl_s: float, clock: Callable[[], float], tmp: str | None):
+    def __init__(self, con, *, path: str, mode: Mode, ttl_s: float, clock: Callable[[], float], tmp: str | None,
+                 why: str = "", endpoint: str = DEFAULT_ENDPOINT, flush_wait_s: float = FLUSH_WAIT_S) -> None:  # fmt: skip
         self._con = con
         self.path = path
         self.mode: Mode = mode
+        self.why = why
+        self.endpoint = endpoint
         self.ttl_s = ttl_s
         self._clock = clock
         self._tmp = tmp
@@ -76,6 +103,10 @@ class Cache:
         self._last_checkpoint = float("-inf")  # the first write checkpoints at once
         # rows keyed by sha never change, so repeated reads are served from memory
         self._memo: OrderedDict[tuple, list[tuple]] = OrderedDict()
+        # writes made while another process held the file: written by close() once it lets go
+        self._queue_writes = why == "locked"
+        self._pending: list[tuple[str, list[tuple[str, list]]]] = []
+        self._flush_wait_s = flush_wait_s
 
     @classmethod
     def open(
@@ -86,11 +117,21 @@ class Cache:
         ttl_s: float = DEFAULT_TTL_S,
         clock: Callable[[], float] = time.time,
         lock_wait_s: float = LOCK_WAIT_S,
+        endpoint: str = DEFAULT_ENDPOINT,
+        flush_wait_s: float = FLUSH_WAIT_S,
     ) -> Cache:
-        """Open (creating if needed) the cache; a locked or corrupt file degrades it with a CacheWarning."""
+        """Open (creating if needed) the cache of ``endpoint``'s answers.
+
+        A locked, corrupt or read-only file degrades it with a CacheWarning.
+
+        Raises:
+            CacheError: the path holds a file explorer did not make (not DuckDB, or another
+                program's database); it is left alone.
+        """
         p = str(path) if path is not None else default_cache_path()
         opened = open_connection(p, read_only=read_only, lock_wait_s=lock_wait_s)
-        return cls(opened.con, path=p, mode=opened.mode, ttl_s=ttl_s, clock=clock, tmp=opened.tmp)
+        return cls(opened.con, path=p, mode=opened.mode, ttl_s=ttl_s, clock=clock, tmp=opened.tmp, why=opened.why,
+                   endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s)  # fmt: skip
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -107,20 +148,31 @@ class Cache:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @property
+    def pending(self) -> int:
+        """Writes queued while another process held the file (written by :meth:`close`)."""
+        return len(self._pending)
+
     def close(self) -> None:
-        """Checkpoint and close; the object reads as empty afterwards."""
+        """Write what was queued (see :meth:`flush`), checkpoint and close; the object reads as empty afterwards."""
         with self._lock:
-            if self._con is not None:
-                try:
-                    if self.writable:
-                        self._con.execute("CHECKPOINT")
-                finally:
-                    self._con.close()
-                    self._con, self.mode = None, "disabled"
-            self._memo.clear()
-            if self._tmp:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-                self._tmp = None
+            if self._pending:
+                self.flush()
+            self._release()
+
+    def _release(self) -> None:
+        """Checkpoint (when writable) and close the connection, and delete a snapshot copy."""
+        if self._con is not None:
+            try:
+                if self.writable:
+                    self._con.execute("CHECKPOINT")
+            finally:
+                self._con.close()
+                self._con, self.mode = None, "disabled"
+        self._memo.clear()
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     def _rows(self, sql: str, params: list) -> list[tuple]:
         with self._lock:
@@ -151,84 +203,117 @@ class Cache:
             for key in [k for k in self._memo if repo is None or k[1:3] == (repo, sha)]:
                 del self._memo[key]
 
-    def _write(self, what: str, statements: list[tuple[str, list]]) -> bool:
-        """Run ``statements`` as one transaction; False when the cache is not writable."""
+    def _write(self, what: str, statements: list[tuple[str, list]], *, queue: bool = True) -> bool:
+        """Run ``statements`` as one transaction; False when not written now (queued, or not writable)."""
         with self._lock:
             if not self.writable:
+                if self._queue_writes and queue:
+                    self._pending.append((what, statements))
                 return False
-            import duckdb  # loaded already: the connection is open
-
             for _, params in statements:  # every statement's first two parameters are repo and sha
                 if len(params) >= 2:
                     self._forget(params[0], params[1])
-            con = self._con
-            try:
-                con.execute("BEGIN TRANSACTION")
-                for sql, params in statements:
-                    con.execute(sql, params)
-                con.execute("COMMIT")
-            except BaseException as e:
-                try:
-                    con.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
-                if isinstance(e, duckdb.Error):
-                    raise CacheError(f"cannot write {what} to the cache at {self.path}: {e}") from e
-                raise
+            sql.transaction(self._con, what, self.path, statements)
             if time.monotonic() - self._last_checkpoint >= CHECKPOINT_EVERY_S:
-                con.execute("CHECKPOINT")  # so that a process reading a copy sees recent rows
+                self._con.execute("CHECKPOINT")  # so that a process reading a copy sees recent rows
                 self._last_checkpoint = time.monotonic()
         return True
+
+    def flush(self) -> int:
+        """Write the queued writes: wait (at most ``flush_wait_s``) for the other process to let the file go,
+        then write each in its own transaction. Returns how many were written; those that could not be
+        are given up with a CacheWarning saying how many."""
+        with self._lock:
+            if not self._pending:
+                return 0
+            pending, self._pending = self._pending, []
+            self._release()  # this process's own read connection would conflict with its write one
+            con = connect_for_writing(self.path, wait_s=self._flush_wait_s)
+            if con is None:
+                warnings.warn(
+                    f"cache {self.path} stayed in use by another explorer process for {self._flush_wait_s:g} s: "
+                    f"{len(pending)} fetched record(s) not cached",
+                    CacheWarning,
+                    stacklevel=3,
+                )
+                return 0
+            try:
+                for what, statements in pending:
+                    sql.transaction(con, what, self.path, statements)
+                con.execute("CHECKPOINT")
+            finally:
+                con.close()
+            self._memo.clear()
+            return len(pending)
 
     # --- revisions --------------------------------------------------------------------------
 
     def resolve_revision(self, repo: str, revision: str | None = None) -> str | None:
         """The sha a revision stands for: itself for a 40-hex sha, else the cached mapping if younger than ttl_s."""
+        found = self.revision_entry(repo, revision)
+        if found is None or self._clock() - found[1] > self.ttl_s:
+            return None
+        return found[0]
+
+    def revision_entry(self, repo: str, revision: str | None = None) -> tuple[str, float] | None:
+        """(sha, seconds since the epoch it was learnt) of a branch or tag mapping, of any age; a sha: (itself, inf)."""
         rev = revision or "main"
         if _SHA.fullmatch(rev.lower()):
-            return rev.lower()
-        rows = self._rows("SELECT sha, fetched_at FROM revisions WHERE repo = ? AND revision = ?", [repo, rev])
-        if not rows or self._clock() - rows[0][1] > self.ttl_s:
-            return None
-        return rows[0][0]
+            return rev.lower(), float("inf")
+        rows = self._rows(*sql.select("revisions", "sha, fetched_at", {"repo": repo, "revision": rev}, self.endpoint))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def age_s(self, learnt_at: float) -> float:
+        """Seconds since ``learnt_at`` by this cache's clock."""
+        return self._clock() - learnt_at
 
     def put_revision(self, repo: str, revision: str, sha: str) -> bool:
         """Remember that ``revision`` pointed at ``sha`` now."""
-        return self._write("a revision", _revision_stmts(repo, revision, sha, self._clock()))
+        return self._write("a revision", self._revision(repo, revision, sha))
+
+    def _revision(self, repo: str, revision: str, sha: str) -> list[sql.Statement]:
+        key = {"repo": repo, "revision": revision}
+        return sql.replace("revisions", key, [repo, revision, sha, self._clock()], self.endpoint)
+
+    def drop(self, repo: str, sha: str) -> bool:
+        """Delete every row of (repo, sha) (one transaction)."""
+        stmts = [sql.delete(t, {"repo": repo, "sha": sha}, self.endpoint) for t in SHA_TABLES]
+        return self._write(f"the entry of {repo}@{sha[:12]}", stmts)
 
     # --- listings, configs, safetensors, GGUF headers ---------------------------------------
 
     def put_listing(self, listing: RepoListing) -> bool:
         """Store a listing and its revision -> sha mapping, in one transaction."""
-        r, sha, now = listing.repo_id, listing.sha, self._clock()
-        f = listing.files
+        r, sha, f = listing.repo_id, listing.sha, listing.files
+        key = {"repo": r, "sha": sha}
         stmts = [
-            ("DELETE FROM files WHERE repo = ? AND sha = ?", [r, sha]),
-            ("DELETE FROM repos WHERE repo = ? AND sha = ?", [r, sha]),
-            ("INSERT INTO repos VALUES (?, ?, ?, ?, ?, ?)", [r, sha, listing.gated, listing.private, len(f), now]),
+            sql.delete("files", key, self.endpoint),
+            *sql.replace("repos", key, [r, sha, listing.gated, listing.private, len(f), self._clock()], self.endpoint),
         ]
         if f:
+            columns = [list(range(len(f))), [x.path for x in f], [x.size_bytes for x in f], [x.lfs for x in f]]
             stmts.append(
                 (
                     "INSERT INTO files SELECT ?, ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
-                    " unnest(?::BOOLEAN[])",
-                    [r, sha, list(range(len(f))), [x.path for x in f], [x.size_bytes for x in f], [x.lfs for x in f]],
+                    " unnest(?::BOOLEAN[]), ?",
+                    [r, sha, *columns, self.endpoint],
                 )
             )
         if listing.revision and listing.revision != sha:
-            stmts += _revision_stmts(r, listing.revision, sha, now)
+            stmts += self._revision(r, listing.revision, sha)
         return self._write(f"the listing of {r}", stmts)
 
     def get_listing(self, repo: str, sha: str, *, revision: str | None = None) -> RepoListing | None:
         """The listing stored for (repo, sha), or None (also when its rows are incomplete)."""
+        key = {"repo": repo, "sha": sha}
         head = self._memo_rows(
-            ("repos", repo, sha), "SELECT gated, private, file_count FROM repos WHERE repo = ? AND sha = ?", [repo, sha]
+            ("repos", repo, sha), *sql.select("repos", "gated, private, file_count", key, self.endpoint)
         )
         if not head:
             return None
         gated, private, count = head[0]
         rows = self._memo_rows(
-            ("files", repo, sha), "SELECT idx, path, size_bytes, lfs FROM files WHERE repo = ? AND sha = ?", [repo, sha]
+            ("files", repo, sha), *sql.select("files", "idx, path, size_bytes, lfs", key, self.endpoint)
         )
         if len(rows) != count:  # cannot happen with whole transactions; a miss rather than half a listing
             return None
@@ -240,42 +325,31 @@ class Cache:
         if isinstance(config, bytes):
             config = config.decode("utf-8-sig")
         text = config if isinstance(config, str) else json.dumps(config, allow_nan=True)
+        key = {"repo": repo, "sha": sha, "filename": filename}
         return self._write(
             f"{filename} of {repo}",
-            [
-                ("DELETE FROM configs WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename]),
-                ("INSERT INTO configs VALUES (?, ?, ?, ?, ?)", [repo, sha, filename, text, self._clock()]),
-            ],
+            sql.replace("configs", key, [repo, sha, filename, text, self._clock()], self.endpoint),
         )
 
     def get_config(self, repo: str, sha: str, filename: str = "config.json") -> dict | None:
-        """The parsed JSON file, or None."""
-        rows = self._memo_rows(
-            ("configs", repo, sha, filename),
-            "SELECT text FROM configs WHERE repo = ? AND sha = ? AND filename = ?",
-            [repo, sha, filename],
-        )
-        return json.loads(rows[0][0]) if rows else None
+        """The parsed JSON file, or None; CacheError when its text is not JSON (a damaged row)."""
+        key = {"repo": repo, "sha": sha, "filename": filename}
+        rows = self._memo_rows(("configs", repo, sha, filename), *sql.select("configs", "text", key, self.endpoint))
+        return load_json(rows[0][0], where=f"the cached {filename} of {repo}", error=CacheError) if rows else None
 
     def put_safetensors(self, repo: str, sha: str, params: SafetensorsParams) -> bool:
         by_dtype, files = dumps(dict(params.params_by_dtype)), dumps(dict(params.files))
+        row = [repo, sha, params.total_params, by_dtype, files, self._clock()]
         return self._write(
             f"the safetensors counts of {repo}",
-            [
-                ("DELETE FROM safetensors WHERE repo = ? AND sha = ?", [repo, sha]),
-                (
-                    "INSERT INTO safetensors VALUES (?, ?, ?, ?, ?, ?)",
-                    [repo, sha, params.total_params, by_dtype, files, self._clock()],
-                ),
-            ],
+            sql.replace("safetensors", {"repo": repo, "sha": sha}, row, self.endpoint),
         )
 
     def get_safetensors(self, repo: str, sha: str) -> SafetensorsParams | None:
-        rows = self._memo_rows(
-            ("safetensors", repo, sha),
-            "SELECT total_params, params_by_dtype, files FROM safetensors WHERE repo = ? AND sha = ?",
-            [repo, sha],
+        query = sql.select(
+            "safetensors", "total_params, params_by_dtype, files", {"repo": repo, "sha": sha}, self.endpoint
         )
+        rows = self._memo_rows(("safetensors", repo, sha), *query)
         if not rows:
             return None
         total, by_dtype, files = rows[0]
@@ -286,31 +360,18 @@ class Cache:
         """Store a GGUF header record: ``metadata``, ``tensors`` (made JSON-safe, long arrays
         summarised), ``header_bytes`` and ``file_size_bytes`` (or ``file_size``)."""
         size = record.get("file_size_bytes", record.get("file_size"))
-        row = [
-            repo,
-            sha,
-            filename,
-            dumps(record.get("metadata", {})),
-            dumps(record.get("tensors", [])),
-            int(record.get("header_bytes") or 0),
-            None if size is None else int(size),
-            self._clock(),
-        ]
-        return self._write(
-            f"the GGUF header of {filename}",
-            [
-                ("DELETE FROM gguf_headers WHERE repo = ? AND sha = ? AND filename = ?", [repo, sha, filename]),
-                ("INSERT INTO gguf_headers VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row),
-            ],
-        )
+        metadata, tensors = dumps(record.get("metadata", {})), dumps(record.get("tensors", []))
+        header_bytes, size = int(record.get("header_bytes") or 0), None if size is None else int(size)
+        row = [repo, sha, filename, metadata, tensors, header_bytes, size, self._clock()]
+        key = {"repo": repo, "sha": sha, "filename": filename}
+        return self._write(f"the GGUF header of {filename}", sql.replace("gguf_headers", key, row, self.endpoint))
 
     def get_gguf_header(self, repo: str, sha: str, filename: str) -> dict | None:
         """``{"metadata", "tensors", "header_bytes", "file_size_bytes", "fetched_at"}`` or None."""
+        columns = "metadata, tensors, header_bytes, file_size_bytes, fetched_at"
+        key = {"repo": repo, "sha": sha, "filename": filename}
         rows = self._memo_rows(
-            ("gguf_headers", repo, sha, filename),
-            "SELECT metadata, tensors, header_bytes, file_size_bytes, fetched_at FROM gguf_headers"
-            " WHERE repo = ? AND sha = ? AND filename = ?",
-            [repo, sha, filename],
+            ("gguf_headers", repo, sha, filename), *sql.select("gguf_headers", columns, key, self.endpoint)
         )
         if not rows:
             return None
@@ -324,35 +385,39 @@ class Cache:
         }
 
     def repos(self) -> list[str]:
-        """Every repo the cache holds a config.json or a GGUF header of, sorted (for listings: ``explorer fit``)."""
+        """Every repo this endpoint's rows hold a config.json or a GGUF header of, sorted (for ``explorer fit``)."""
         rows = self._rows(
-            "SELECT DISTINCT repo FROM configs WHERE filename = 'config.json' "
-            "UNION SELECT DISTINCT repo FROM gguf_headers ORDER BY 1",
-            [],
+            "SELECT DISTINCT repo FROM configs WHERE filename = 'config.json' AND endpoint = ? "
+            "UNION SELECT DISTINCT repo FROM gguf_headers WHERE endpoint = ? ORDER BY 1",
+            [self.endpoint, self.endpoint],
         )
         return [r[0] for r in rows]
-
-    # --- housekeeping -----------------------------------------------------------------------
 
     # --- published checkpoints -------------------------------------------------------------
 
     def put_checkpoints(self, repo: str, checkpoints: Sequence[PublishedCheckpoint]) -> bool:
         """Remember a model's published quantised checkpoints (as found in the Hub's model tree now)."""
         entries = dumps([checkpoint_record(c) for c in checkpoints])
-        return self._write(
-            f"the checkpoints of {repo}",
-            [
-                ("DELETE FROM checkpoints WHERE repo = ?", [repo]),
-                ("INSERT INTO checkpoints VALUES (?, ?, ?)", [repo, entries, self._clock()]),
-            ],
-        )
+        row = [repo, entries, self._clock()]
+        return self._write(f"the checkpoints of {repo}", sql.replace("checkpoints", {"repo": repo}, row, self.endpoint))
 
     def get_checkpoints(self, repo: str) -> tuple[PublishedCheckpoint, ...] | None:
-        """A model's cached checkpoints if younger than ttl_s (marked ``source="cache"``), else None."""
-        rows = self._rows("SELECT entries, fetched_at FROM checkpoints WHERE repo = ?", [repo])
+        """A model's cached checkpoints if younger than ttl_s (marked ``source="cache"``), else None.
+
+        A row that does not read back as checkpoints (damaged, or written by another explorer) is a miss.
+        """
+        rows = self._rows(*sql.select("checkpoints", "entries, fetched_at", {"repo": repo}, self.endpoint))
         if not rows or self._clock() - rows[0][1] > self.ttl_s:
             return None
-        return tuple(checkpoint_from_record(e, source="cache") for e in loads(rows[0][0]))  # type: ignore[union-attr]
+        try:
+            records = loads(rows[0][0])
+            if not isinstance(records, list):
+                return None
+            return tuple(checkpoint_from_record(e, source="cache") for e in records)
+        except (CacheError, ValueError):
+            return None
+
+    # --- housekeeping -----------------------------------------------------------------------
 
     def info(self) -> dict:
         """``{"path", "mode", "size_bytes", "schema_version", "counts": {table: rows}}``."""
@@ -367,9 +432,9 @@ class Cache:
         }
 
     def clear(self) -> bool:
-        """Delete every cached row (one transaction)."""
+        """Delete every cached row (one transaction); False, with nothing queued, when the file cannot be written."""
         self._forget()
-        return self._write("a clear", [(f"DELETE FROM {t}", []) for t in DATA_TABLES])
+        return self._write("a clear", [(f"DELETE FROM {t}", []) for t in DATA_TABLES], queue=False)
 
     def export(self, path: str | os.PathLike) -> Path:
         """Write every table to one JSON file and return its path.
@@ -395,23 +460,28 @@ class Cache:
             "exported_at": self._clock(),
             "tables": tables,
         }
-        out.write_text(json.dumps(doc, indent=1, allow_nan=True))
+        text = redact(json.dumps(doc, indent=1, allow_nan=True))  # no token-shaped string leaves in a file
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as e:
+            raise CacheError(
+                f"cannot write the export to {out}: {e.strerror or e}",
+                hint="give a path to a file in a folder that exists and that you can write",
+            ) from None
         return out
 
 
-def _revision_stmts(repo: str, revision: str, sha: str, now: float) -> list[tuple[str, list]]:
-    return [
-        ("DELETE FROM revisions WHERE repo = ? AND revision = ?", [repo, revision]),
-        ("INSERT INTO revisions VALUES (?, ?, ?, ?)", [repo, revision, sha, now]),
-    ]
+def open_default_cache(s: HubSettings, *, read_only: bool, notes: list[str]) -> Cache | None:
+    """The default cache of ``s.endpoint``'s answers, or None (with a note) when it cannot be opened.
 
-
-def open_default_cache(offline: bool) -> Cache | None:
-    """The default cache for a resolver, or None when it cannot be opened (a miss, never a failure).
-
-    Offline, the file is only read and a branch mapping of any age beats no answer.
+    Offline, a branch mapping of any age beats no answer. Opened to write, it waits up to
+    FLUSH_WAIT_S for another process to let the file go (each holds it for one short read or
+    write), and only then reads a copy and queues its writes.
     """
+    ttl_s = float("inf") if s.offline else DEFAULT_TTL_S
+    wait_s = LOCK_WAIT_S if read_only else FLUSH_WAIT_S
     try:
-        return Cache.open(read_only=offline, ttl_s=float("inf") if offline else DEFAULT_TTL_S)
-    except CacheError:
+        return Cache.open(read_only=read_only, ttl_s=ttl_s, endpoint=s.endpoint, lock_wait_s=wait_s)
+    except CacheError as e:
+        notes.append(f"the cache was not used: {e}")
         return None

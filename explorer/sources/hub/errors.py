@@ -8,10 +8,11 @@ An answer of HTTP 400 or more is classified by huggingface_hub 2.x
 - ``RepositoryNotFoundError`` (``RepoNotFound``, or a bare 401 on a repo URL) -> RepoNotFoundError,
   with the token hint when no token was sent (a private repo looks missing);
 - ``RevisionNotFoundError`` -> RevisionNotFoundError;
-- ``RemoteEntryNotFoundError`` -> HubError (callers turn it into "absent" where that is normal);
+- ``RemoteEntryNotFoundError`` -> HubFileNotFoundError (callers turn it into "absent" where that is normal);
 - any other ``HfHubHTTPError``: 401/403 -> GatedRepoError, else HubError with the status;
 - ``httpx2.TimeoutException`` -> HubTimeoutError; other ``httpx2.TransportError``
-  (connection refused, DNS, reset) -> HubConnectionError;
+  (connection refused, DNS, reset) -> HubConnectionError; ``TooManyRedirects`` (a loop),
+  a body that cannot be decoded, any other ``httpx2`` failure -> HubResponseError;
 - ``OfflineModeIsEnabled`` -> OfflineMissError; ``HFValidationError`` (a malformed repo id)
   -> RepoNotFoundError; ``SafetensorsParsingError`` -> HubError.
 
@@ -33,12 +34,14 @@ from explorer.errors import (
     GatedRepoError,
     HubConnectionError,
     HubError,
+    HubFileNotFoundError,
+    HubResponseError,
     HubTimeoutError,
     OfflineMissError,
     RepoNotFoundError,
     RevisionNotFoundError,
 )
-from explorer.sources.hub.settings import HubSettings, env_true
+from explorer.sources.hub.settings import REQUEST_TIMEOUT_S, HubSettings, env_true
 
 _TOKEN_HINT = "pass a token with --token or set HF_TOKEN"
 
@@ -84,7 +87,7 @@ def _typed(e: Exception, s: HubSettings, repo_id: str, what: str, revision: str 
             hint = "check the repo id, and that the token given can see it"
         return RepoNotFoundError(f"{repo_id} was not found on {s.endpoint} (HTTP {status})", hint=hint)
     if isinstance(e, hfe.RemoteEntryNotFoundError):
-        return HubError(f"{repo_id} has no {what} at revision {revision or 'main'} (HTTP 404)")
+        return HubFileNotFoundError(f"{repo_id} has no {what} at revision {revision or 'main'} (HTTP 404)")
     if isinstance(e, hfe.HfHubHTTPError):
         status = e.response.status_code if e.response is not None else 0
         if status in (401, 403):
@@ -96,9 +99,16 @@ def _typed(e: Exception, s: HubSettings, repo_id: str, what: str, revision: str 
     if isinstance(e, hfe.OfflineModeIsEnabled):
         return OfflineMissError(f"offline mode (HF_HUB_OFFLINE): not asking the Hub for {what} of {repo_id}")
     if isinstance(e, httpx2.TimeoutException):
-        return HubTimeoutError(f"the Hub at {s.endpoint} did not answer within {s.timeout_s:g} s ({what} of {repo_id})")
+        waited = min(REQUEST_TIMEOUT_S, s.timeout_s)
+        return HubTimeoutError(f"the Hub at {s.endpoint} did not answer within {waited:g} s ({what} of {repo_id})")
     if isinstance(e, httpx2.TransportError):
         return HubConnectionError(f"could not reach the Hub at {s.endpoint} ({type(e).__name__}: {e})")
+    if isinstance(e, httpx2.TooManyRedirects):
+        return HubResponseError(f"the Hub at {s.endpoint} redirected {what} of {repo_id} in a loop ({e})")
+    if isinstance(e, (httpx2.HTTPError, httpx2.InvalidURL, httpx2.StreamError)):
+        return HubResponseError(
+            f"the Hub at {s.endpoint} gave an unusable answer for {what} of {repo_id} ({type(e).__name__}: {e})"
+        )
     if isinstance(e, hfe.HFValidationError):
         return RepoNotFoundError(f"{repo_id!r} is not a valid repo id", hint="write it as org/name")
     if isinstance(e, (hfe.SafetensorsParsingError, hfe.NotASafetensorsRepoError)):

@@ -1,9 +1,20 @@
-"""The Hub's HTTP: one shared httpx2 client, request headers, URLs, status checks.
+"""The Hub's HTTP: one shared httpx2 client, request headers, URLs, and :func:`get`, the one request.
 
-Every request goes through :func:`client`, one ``httpx2.Client`` (the HTTP
-library of huggingface_hub 2.x) made on first use, following redirects (the
-Hub sends weight files to its CDN), with an explicit timeout on each request
-and no retries, so a dead or slow Hub fails within ``timeout_s``.
+Every request goes through :func:`get`, on one ``httpx2.Client`` (the HTTP
+library of huggingface_hub 2.x) made on first use, following at most
+:data:`MAX_REDIRECTS` redirects (the Hub sends weight files to its CDN). It
+bounds everything a faulty or hostile server could stretch:
+
+- **time**: each wait for bytes is at most ``settings.REQUEST_TIMEOUT_S`` (10 s) and never
+  past the resolution's deadline (:meth:`HubSettings.started`); the body is
+  streamed and the deadline checked at every chunk, so a server that drips a
+  byte every few seconds is cut off at the deadline;
+- **size**: at most ``max_bytes`` of a body are read;
+- **retries**: a 429 or 503 answer is retried up to :data:`MAX_RETRIES` times,
+  after its ``Retry-After`` (seconds or an HTTP date) or a doubling backoff
+  from :data:`BACKOFF_S`, while the deadline allows; then
+  :class:`~explorer.errors.HubRateLimitError`, which the resolver answers from
+  the cache or the snapshot.
 
 huggingface_hub itself takes about 0.3 s to import, longer than a whole cold
 read of a repo, so it is imported only where it decides something:
@@ -14,7 +25,7 @@ read of a repo, so it is imported only where it decides something:
   into explorer's typed errors;
 - with no token given (``--token``, ``HF_TOKEN``) but a saved login
   (huggingface_hub's token file, ``HF_OIDC_RESOURCE``), its
-  ``build_hf_headers`` finds the token and sends it.
+  ``build_hf_headers`` finds the token and sends it (checked as any token is).
 
 A read of a public repo with no saved login imports neither. The URLs and
 the repo-id check are huggingface_hub's (``hf_hub_url``, ``validate_repo_id``),
@@ -23,20 +34,44 @@ written out here.
 
 from __future__ import annotations
 
+import email.utils
+import math
 import os
 import re
 import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from explorer import __version__
-from explorer.errors import RepoNotFoundError
-from explorer.sources.hub.settings import HubSettings, env_true
+from explorer.errors import HubRateLimitError, HubResponseError, RepoNotFoundError
+from explorer.sources.hub.settings import REQUEST_TIMEOUT_S, HubSettings, clean_token, env_true
 
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["client", "file_url", "headers", "model_info_url", "raise_for_status", "validate_repo_id"]
+__all__ = [
+    "Answer",
+    "client",
+    "file_url",
+    "get",
+    "headers",
+    "model_info_url",
+    "raise_for_status",
+    "retry_after_s",
+    "validate_repo_id",
+]
+
+#: retries of an answer of 429 (too many requests) or 503 (unavailable)
+MAX_RETRIES = 3
+#: the wait before the first retry when the answer gives no Retry-After; doubled each time
+BACKOFF_S = 0.5
+#: the statuses retried
+RETRIED_STATUSES = frozenset({429, 503})
+#: redirects followed (the Hub uses one, to its CDN); a loop stops here
+MAX_REDIRECTS = 10
 
 _client: httpx2.Client | None = None
 _client_lock = threading.Lock()
@@ -53,7 +88,7 @@ def client() -> httpx2.Client:
             if _client is None:
                 import httpx2  # 0.1 s: only a process that asks the Hub pays for it
 
-                _client = httpx2.Client(follow_redirects=True, timeout=None)
+                _client = httpx2.Client(follow_redirects=True, max_redirects=MAX_REDIRECTS, timeout=None)
     return _client
 
 
@@ -80,11 +115,13 @@ def headers(s: HubSettings, extra: dict[str, str] | None = None) -> dict[str, st
         if os.environ.get("HF_OIDC_RESOURCE") or _token_file_exists():
             from huggingface_hub.utils import build_hf_headers  # finds a saved login exactly as it always has
 
-            return {
-                **build_hf_headers(token=None, library_name="explorer", library_version=__version__),
-                **(extra or {}),
-            }
-        token = (os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or "").strip() or None
+            found = build_hf_headers(token=None, library_name="explorer", library_version=__version__)
+            auth = next((k for k in found if k.lower() == "authorization"), None)
+            if auth is not None:  # a saved token is checked as any other: stripped, token-shaped
+                found[auth] = f"Bearer {clean_token(found[auth][7:], source='the saved Hub login')}"
+            return {**found, **(extra or {})}
+        env = "HF_TOKEN" if os.environ.get("HF_TOKEN") else "HUGGING_FACE_HUB_TOKEN"
+        token = clean_token(os.environ.get(env), source=env)
     base = {"user-agent": f"explorer/{__version__}"}
     if token:
         base["authorization"] = f"Bearer {token}"
@@ -110,6 +147,79 @@ def raise_for_status(response: httpx2.Response) -> None:
     from huggingface_hub.utils import hf_raise_for_status  # names the failure from the Hub's X-Error-Code
 
     hf_raise_for_status(response)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A successful answer (HTTP status below 400), its body read.
+
+    Attributes:
+        status: the HTTP status (200, or 206 for a range).
+        body: the body bytes read (at most the ``max_bytes`` asked for).
+        headers: the answer's headers, names in lower case.
+    """
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str]
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (a number, or an HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None or when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - time.time()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def get(
+    s: HubSettings, url: str, *, what: str, max_bytes: int, extra: dict[str, str] | None = None, too_long: str = ""
+) -> Answer:
+    """GET ``url``, retrying 429 and 503, reading at most ``max_bytes`` of the body before the deadline.
+
+    With ``too_long`` set, a body longer than ``max_bytes`` is a HubResponseError
+    saying so; without, the body is cut at ``max_bytes`` (a range read whose
+    server ignored the range). Run it inside :func:`explorer.sources.hub.errors.hub_errors`,
+    which turns the library's failures into typed errors.
+    """
+    for attempt in range(MAX_RETRIES + 1):
+        timeout = min(REQUEST_TIMEOUT_S, s.seconds_left(what))
+        with client().stream("GET", url, headers=headers(s, extra), timeout=timeout) as r:
+            if r.status_code not in RETRIED_STATUSES:
+                raise_for_status(r)
+                return Answer(r.status_code, _read_body(s, r, what, max_bytes, too_long), r.headers)
+            asked = retry_after_s(r.headers.get("retry-after"))
+        wait = BACKOFF_S * 2**attempt if asked is None else asked
+        if attempt == MAX_RETRIES or wait >= s.seconds_left(what):
+            break
+        time.sleep(wait)
+    said = "" if asked is None else f"; it asked to wait {asked:g} s"
+    raise HubRateLimitError(
+        f"the Hub at {s.endpoint} answered HTTP {r.status_code} for {what} {attempt + 1} times in a row{said}"
+    )
+
+
+def _read_body(s: HubSettings, r: httpx2.Response, what: str, max_bytes: int, too_long: str) -> bytes:
+    out = bytearray()
+    for chunk in r.iter_bytes():
+        out += chunk
+        if len(out) > max_bytes:
+            if too_long:
+                raise HubResponseError(f"{what}: {too_long} (over {max_bytes:,} bytes)")
+            break
+        if s.deadline is not None:
+            s.seconds_left(what)  # a server dripping bytes is cut off at the deadline
+    return bytes(out[:max_bytes])
 
 
 def validate_repo_id(repo_id: Any) -> None:

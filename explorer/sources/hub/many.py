@@ -198,7 +198,7 @@ def fetch_model(
     file. GGUF headers are parsed with ``gguf_parse`` (default:
     ``explorer.gguf.header.parse_gguf_header`` when present, else skipped).
     """
-    s = settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)
+    s = (settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)).started()
     progress = default_progress(progress) or _quiet
     listing, configs, st = fetch_repo_basics(
         repo_id, revision, settings=s, has_gguf=lambda l: bool(gguf_select(l)), progress=progress, cancel=cancel

@@ -13,24 +13,38 @@ Each repository is classified by its ``config.json``'s ``quantization_config``
 sizes come from one listing each (at most :data:`MAX_SIZED_REPOS`). Requests in
 all: one or two listings of the tree, one per fine-tune asked (at most
 :data:`MAX_FINETUNES`), one per sized GGUF repository.
+
+Every request goes through :func:`explorer.sources.hub.http.get`, as every Hub
+request does: one deadline for the whole tree (``timeout_s``), 429 and 503
+retried after their ``Retry-After``, at most :data:`MAX_TREE_BYTES` of an
+answer read. An answer that is not the Hub's JSON list (an HTML page, bytes
+that are not UTF-8, nesting past ``explorer.limits.MAX_JSON_DEPTH``) is a
+:class:`~explorer.errors.HubResponseError`; entries that are not a model's
+record (a config that is not an object, file names that are not text) are
+skipped, never followed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from urllib.parse import urlencode
 
+from explorer.errors import HubResponseError, RepoNotFoundError
 from explorer.gguf.quant import quant_from_filename
+from explorer.limits import load_json
 from explorer.model.checkpoints import GGUFFile, PublishedCheckpoint
 from explorer.plan.offer import gguf_sets
 from explorer.sources.hub.client import fetch_repo_listing
 from explorer.sources.hub.errors import hub_errors
-from explorer.sources.hub.http import client, headers, raise_for_status
+from explorer.sources.hub.http import get, validate_repo_id
 from explorer.sources.hub.settings import HubSettings
 
-__all__ = ["MAX_FINETUNES", "MAX_SIZED_REPOS", "classify", "fetch_model_tree"]
+__all__ = ["MAX_FINETUNES", "MAX_SIZED_REPOS", "MAX_TREE_BYTES", "classify", "fetch_model_tree"]
 
 #: repositories asked for per listing of the tree
 TREE_LIMIT = 100
+#: the most read of one listing of the tree (100 models with their configs and file lists: a few MB)
+MAX_TREE_BYTES = 64 * 1024 * 1024
 #: fine-tunes of a base model whose quants are asked for
 MAX_FINETUNES = 1
 #: GGUF repositories whose file sizes are read (one listing each)
@@ -55,20 +69,37 @@ def _list_models(s: HubSettings, tag: str, *, author: str | None = None) -> list
     params += [("expand", e) for e in ("tags", "config", "siblings", "library_name")]
     if author:
         params.append(("author", author))
+    what = f"the model tree of {tag.rsplit(':', 1)[-1]}"
     with hub_errors(s, tag.rsplit(":", 1)[-1], "the model tree", None):
-        r = client().get(f"{s.endpoint}/api/models", params=params, headers=headers(s), timeout=s.timeout_s)
-        raise_for_status(r)
-        models = r.json()
-    return (
-        [m for m in models if isinstance(m, dict) and isinstance(m.get("id"), str)] if isinstance(models, list) else []
-    )
+        url = f"{s.endpoint}/api/models?{urlencode(params)}"
+        body = get(s, url, what=what, max_bytes=MAX_TREE_BYTES, too_long="too long for a list of models").body
+    models = load_json(body, where=f"{what} from {s.endpoint}", error=HubResponseError)
+    if not isinstance(models, list):
+        raise HubResponseError(f"{what} from {s.endpoint} is not a list of models")
+    return [m for m in models if isinstance(m, dict) and _valid_id(m.get("id"))]
+
+
+def _valid_id(repo_id: object) -> bool:
+    """Whether a listed id is one the Hub can hold (a hostile list's other ids are skipped, never asked for)."""
+    try:
+        validate_repo_id(repo_id)
+    except RepoNotFoundError:
+        return False
+    return True
 
 
 def classify(model: dict, base_model: str, *, stands_in: bool) -> PublishedCheckpoint | None:
     """A listed repository as a checkpoint, or None when it is not a quantisation explorer knows."""
-    qc = (model.get("config") or {}).get("quantization_config") or {}
+    config = model.get("config")
+    qc = config.get("quantization_config") if isinstance(config, dict) else None
+    qc = qc if isinstance(qc, dict) else {}
     method = str(qc.get("quant_method") or "").lower()
-    names = [s.get("rfilename", "") for s in model.get("siblings") or () if isinstance(s, dict)]
+    siblings = model.get("siblings")
+    names = [
+        s["rfilename"]
+        for s in (siblings if isinstance(siblings, list) else ())
+        if isinstance(s, dict) and isinstance(s.get("rfilename"), str)
+    ]
     files = tuple(
         GGUFFile(name=parts[0], quant=quant)
         for parts in gguf_sets(names)
@@ -83,11 +114,12 @@ def classify(model: dict, base_model: str, *, stands_in: bool) -> PublishedCheck
     else:
         return None
     bits = qc.get("bits", qc.get("w_bit"))
+    bits = bits if isinstance(bits, int) and not isinstance(bits, bool) and 1 <= bits <= 64 else None
     return PublishedCheckpoint(
         repo=model["id"],
         base_model=base_model,
         format=fmt,  # type: ignore[arg-type]
-        bits=bits if isinstance(bits, int) else None,
+        bits=bits,
         files=files if fmt == "gguf" else (),
         stands_in=stands_in,
         verified="hub",
@@ -128,8 +160,11 @@ def fetch_model_tree(base_repo: str, *, settings: HubSettings) -> tuple[Publishe
     """Every published quantised checkpoint of ``base_repo`` the Hub's model tree lists (see the module).
 
     Raises:
-        HubError (and its subclasses): the Hub failed or answered nonsense.
+        HubError (and its subclasses): the Hub failed, answered nonsense, or took past ``timeout_s`` in all;
+            RepoNotFoundError for an id the Hub cannot hold.
     """
+    validate_repo_id(base_repo)
+    settings = settings.started()  # one deadline for every request of the tree
     found = _quants_of(settings, base_repo, stands_in=False)
     if not {c.format for c in found} >= COMMON_FORMATS:
         org = base_repo.split("/", 1)[0]

@@ -6,14 +6,18 @@
   messages), the shards named by ``model.safetensors.index.json``, read in
   parallel.
 - GGUF: ranged GETs of the file's first bytes, grown geometrically until the
-  caller's parser stops raising :class:`~explorer.errors.GGUFNeedMoreBytes`.
+  caller's parser stops raising :class:`~explorer.errors.GGUFNeedMoreBytes`,
+  at most :data:`MAX_GGUF_REQUESTS` of them: a server that answers each range
+  with a few bytes is refused, not followed for a hundred thousand requests.
+
+Every request goes through :func:`explorer.sources.hub.http.get` (deadline,
+retries, a cap on the bytes read).
 
 Both check ``cancel`` between requests and report ``progress(stage, done, total)``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 import threading
@@ -21,10 +25,11 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import TypeVar
 
-from explorer.errors import GGUFError, GGUFNeedMoreBytes, HubError
+from explorer.errors import GGUFError, GGUFNeedMoreBytes, HubError, HubResponseError
+from explorer.limits import load_json
 from explorer.sources.hub.client import fetch_repo_listing, get_file, parse_json_file
 from explorer.sources.hub.errors import check_cancel, hub_errors
-from explorer.sources.hub.http import client, file_url, headers, raise_for_status, validate_repo_id
+from explorer.sources.hub.http import file_url, get, validate_repo_id
 from explorer.sources.hub.records import (
     SAFETENSORS_INDEX,
     SAFETENSORS_SINGLE,
@@ -47,6 +52,10 @@ SHARD_WORKERS = 8
 SAFETENSORS_FIRST_RANGE_BYTES = 100_000
 #: the longest safetensors header accepted (huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH)
 SAFETENSORS_MAX_HEADER_BYTES = 25_000_000
+#: range requests one GGUF header may take; doubling from 2 MiB reaches the 64 MiB header cap in 6
+MAX_GGUF_REQUESTS = 24
+#: shards an index may name (the largest real checkpoints have a few hundred)
+MAX_SHARDS = 10_000
 
 
 def safetensors_files(listing: RepoListing, *, settings: HubSettings) -> list[str]:
@@ -61,7 +70,12 @@ def safetensors_files(listing: RepoListing, *, settings: HubSettings) -> list[st
         weight_map = index.get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise HubError(f"{SAFETENSORS_INDEX} of {listing.repo_id} has no weight_map")
-        return sorted({str(v) for v in weight_map.values()})
+        shards = sorted({str(v) for v in weight_map.values()})
+        if len(shards) > MAX_SHARDS:
+            raise HubError(
+                f"{SAFETENSORS_INDEX} of {listing.repo_id} names {len(shards):,} shards; at most {MAX_SHARDS:,}"
+            )
+        return shards
     return [SAFETENSORS_SINGLE] if listing.has(SAFETENSORS_SINGLE) else []
 
 
@@ -81,7 +95,7 @@ def fetch_safetensors_params(
 
     ``listing`` (of the same sha) saves one request and supplies file sizes.
     """
-    s = settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)
+    s = (settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)).started()
     listing = listing or fetch_repo_listing(repo_id, sha, settings=s)
     files = safetensors_files(listing, settings=s)
     if not files:
@@ -117,19 +131,15 @@ def fetch_safetensors_params(
 def read_safetensors_counts(s: HubSettings, repo_id: str, sha: str, filename: str) -> dict[str, int]:
     """Parameters per dtype in one safetensors file's header: a ranged GET of its first 100 kB, a second if longer."""
     validate_repo_id(repo_id)
-    url = file_url(s, repo_id, sha, filename)
-    r = client().get(
-        url, headers=headers(s, {"range": f"bytes=0-{SAFETENSORS_FIRST_RANGE_BYTES}"}), timeout=s.timeout_s
-    )
-    raise_for_status(r)
+    url, what = file_url(s, repo_id, sha, filename), f"the safetensors header of {filename}"
+    first = get(s, url, what=what, max_bytes=SAFETENSORS_FIRST_RANGE_BYTES + 1,
+                extra={"range": f"bytes=0-{SAFETENSORS_FIRST_RANGE_BYTES}"}).body  # fmt: skip
     context = f"repo '{repo_id}', revision '{sha}'"
-    length = safetensors_header_length(r.content[:8], repo_id, filename, context)
-    if length <= len(r.content) - 8:
-        header = r.content[8 : 8 + length]
+    length = safetensors_header_length(first[:8], repo_id, filename, context)
+    if length <= len(first) - 8:
+        header = first[8 : 8 + length]
     else:
-        r = client().get(url, headers=headers(s, {"range": f"bytes=8-{length + 7}"}), timeout=s.timeout_s)
-        raise_for_status(r)
-        header = r.content
+        header = get(s, url, what=what, max_bytes=length, extra={"range": f"bytes=8-{length + 7}"}).body
     return parameter_counts(header, repo_id, filename, context)
 
 
@@ -160,8 +170,10 @@ def safetensors_header_length(first: bytes, repo_id: str, filename: str, context
 def parameter_counts(header: bytes, repo_id: str, filename: str, context: str) -> dict[str, int]:
     """Parameters per dtype of a safetensors JSON header (each tensor: the product of its shape, 1 for a scalar)."""
     try:
-        doc = json.loads(header.decode(errors="ignore"))
-    except json.JSONDecodeError:
+        doc = load_json(header.decode(errors="ignore"), where=filename, error=HubResponseError)
+        if not isinstance(doc, dict):
+            raise HubResponseError(f"{filename}: the header is a JSON {type(doc).__name__}")
+    except HubResponseError:
         raise _unreadable(
             repo_id,
             filename,
@@ -175,6 +187,8 @@ def parameter_counts(header: bytes, repo_id: str, filename: str, context: str) -
                 continue
             dtype, shape = tensor["dtype"], tensor["shape"]
             tuple(tensor["data_offsets"])  # required, as huggingface_hub requires it
+            if not isinstance(dtype, str) or not all(type(d) is int and d >= 0 for d in shape):
+                raise TypeError("a dtype that is not a name or a dimension that is not a count")
             counts[dtype] = counts.get(dtype, 0) + (math.prod(shape) if shape else 1)
     except (KeyError, IndexError, TypeError, AttributeError):
         raise _unreadable(
@@ -191,16 +205,11 @@ def read_range(s: HubSettings, repo_id: str, sha: str, filename: str, start: int
     want = end - start + 1
     url = file_url(s, repo_id, sha, filename)
     with hub_errors(s, repo_id, filename, sha):
-        asked = headers(s, {"Range": f"bytes={start}-{end}"})
-        with client().stream("GET", url, headers=asked, timeout=s.timeout_s) as r:
-            raise_for_status(r)
-            skip = start if r.status_code == 200 else 0  # Range ignored: the body starts at byte 0
-            out = bytearray()
-            for chunk in r.iter_bytes():
-                out += chunk
-                if len(out) >= skip + want:
-                    break
-    return bytes(out[skip : skip + want])
+        # a server ignoring Range answers 200 from byte 0: read on to the range's end, then cut
+        answer = get(s, url, what=f"the GGUF header of {filename}", max_bytes=end + 1,
+                     extra={"Range": f"bytes={start}-{end}"})  # fmt: skip
+    skip = start if answer.status == 200 else 0
+    return answer.body[skip : skip + want]
 
 
 def fetch_gguf_header_bytes(
@@ -226,21 +235,26 @@ def fetch_gguf_header_bytes(
     at ``size_bytes``, and parses again. Only the new bytes are requested.
     Returns the parser's result and what the reads moved.
     """
-    s = settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)
+    s = (settings or HubSettings.resolve(token=token, endpoint=endpoint, timeout_s=timeout_s)).started()
     if size_bytes <= 0:
         raise GGUFError(f"{filename} in {repo_id} is empty ({size_bytes} bytes)")
     prefix, requests = b"", 0
     want = min(max(first_range, 1), size_bytes)
     while True:
-        check_cancel(cancel, f"the GGUF header of {filename}")
-        if want > len(prefix):
+        while want > len(prefix):  # a short answer is followed by a request for the rest
+            check_cancel(cancel, f"the GGUF header of {filename}")
+            if requests >= MAX_GGUF_REQUESTS:
+                raise HubResponseError(
+                    f"the Hub at {s.endpoint} took {requests} range requests to send {len(prefix):,} bytes of the "
+                    f"header of {filename} ({want:,} needed); a server answering ranges this short is not followed"
+                )
             got = read_range(s, repo_id, sha, filename, len(prefix), want - 1)
             requests += 1
             if not got:
-                raise HubError(f"the Hub sent no bytes of {filename} from offset {len(prefix):,}")
+                raise HubResponseError(f"the Hub sent no bytes of {filename} from offset {len(prefix):,}")
             prefix += got
-        if progress:
-            progress(f"GGUF header {filename}", len(prefix), want)
+            if progress:
+                progress(f"GGUF header {filename}", len(prefix), want)
         try:
             return parse(prefix), FetchStats(bytes_read=len(prefix), requests=requests)
         except GGUFNeedMoreBytes as e:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import threading
 from collections.abc import Iterable, Mapping
@@ -25,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from explorer.datafiles import data_path
-from explorer.errors import ExplorerError
+from explorer.errors import ExplorerError, SnapshotError
+from explorer.limits import load_json
 from explorer.model.artifacts import Artifact
 from explorer.model.quant_config import GGUF_MIX_BITS
 from explorer.model.shapes import ModelShape, shape_from_config
 from explorer.plan.offer import build_offer, computed_disk_bytes
+from explorer.sources.shipped import read_user_text
 from explorer.sources.snapshot.read import (
     SNAPSHOT_FORMAT,
     SNAPSHOT_VERSION,
@@ -87,9 +90,25 @@ def _shape_fields(shape: ModelShape) -> dict[str, Any]:
 # --- seeding from a config corpus --------------------------------------------------------------
 
 
+#: the provenance CSV's columns seed reads
+PROVENANCE_COLUMNS = ("file", "hf_model_id", "source_repo", "source_path", "commit")
+
+
 def _provenance(path: Path) -> dict[str, dict[str, str]]:
-    with open(path, newline="") as f:
-        return {row["file"]: row for row in csv.DictReader(f)}
+    """file -> its provenance row; SnapshotError for a file that cannot be read or lacks a column."""
+    text = read_user_text(path, "the provenance CSV", SnapshotError)
+    try:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as e:
+        raise SnapshotError(f"the provenance CSV {path} is not CSV: {e}") from None
+    missing = [c for c in PROVENANCE_COLUMNS if rows and c not in rows[0]] if rows else list(PROVENANCE_COLUMNS)
+    if missing:
+        raise SnapshotError(f"the provenance CSV {path} lacks the column(s) {', '.join(missing)}")
+    return {row["file"]: {k: v or "" for k, v in row.items() if isinstance(k, str)} for row in rows}
+
+
+def _read_json(path: Path, what: str) -> Any:
+    return load_json(read_user_text(path, what, SnapshotError), where=f"{what} {path}", error=SnapshotError)
 
 
 def _repo_id(hf_model_id: str) -> str:
@@ -111,6 +130,10 @@ def seed(configs: Path, provenance: Path, *, indexes: Path | None = None,
     ``org__name.model.safetensors.index.json`` files whose ``metadata.total_size``
     sizes the original weights.
     """
+    if not configs.is_dir():
+        raise SnapshotError(f"--configs {configs} is not a folder", hint="give the folder of org__name.json configs")
+    if indexes is not None and not indexes.is_dir():
+        raise SnapshotError(f"--indexes {indexes} is not a folder")
     rows = _provenance(provenance)
     entries: list[dict[str, Any]] = []
     shapes: dict[str, ModelShape] = {}
@@ -118,7 +141,9 @@ def seed(configs: Path, provenance: Path, *, indexes: Path | None = None,
         row = rows.get(f"configs/{path.name}")
         if path.stem in SEED_SKIP or "hf_quant_config" in path.name or row is None:
             continue
-        config = json.loads(path.read_text())
+        config = _read_json(path, "the config")
+        if not isinstance(config, dict):
+            raise SnapshotError(f"the config {path} holds a JSON {type(config).__name__}, not an object")
         notes = [f"config.json as published in {row['source_repo']}@{row['commit'][:12]} ({row['source_path']})"]
         if row.get("notes"):
             notes.append(f"corpus note: {row['notes'][:300]}")
@@ -127,7 +152,7 @@ def seed(configs: Path, provenance: Path, *, indexes: Path | None = None,
             notes.append("the corpus copy is a third-party quantised re-save; its quantization_config was dropped")
         companions = {}
         if (companion := configs / f"{path.stem}.hf_quant_config.json").is_file():
-            companions["hf_quant_config.json"] = json.loads(companion.read_text())
+            companions["hf_quant_config.json"] = _read_json(companion, "the quantisation config")
         repo = _repo_id(row["hf_model_id"])
         shape = shapes[repo] = shape_from_config(config, name=repo, companions=companions)
         artifact = _seed_original(shape, indexes, path.stem, rows)
@@ -190,14 +215,17 @@ def seed(configs: Path, provenance: Path, *, indexes: Path | None = None,
 def _seed_original(shape: ModelShape, indexes: Path | None, stem: str, rows: Mapping[str, Mapping[str, str]]) -> dict:
     index = indexes / f"{stem}.model.safetensors.index.json" if indexes else None
     if index is not None and index.is_file():
-        doc = json.loads(index.read_text())
+        doc = _read_json(index, "the safetensors index")
         row = rows.get(f"safetensors_index/{index.name}", {})
-        shards = sorted(set(doc["weight_map"].values()))
+        weight_map, meta = (doc.get("weight_map"), doc.get("metadata")) if isinstance(doc, dict) else (None, None)
+        size = meta.get("total_size") if isinstance(meta, dict) else None
+        if not isinstance(weight_map, dict) or isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise SnapshotError(f"the safetensors index {index} has no weight_map or no metadata.total_size ≥ 0")
+        shards = sorted({str(v) for v in weight_map.values()})
         how = (
             f"fetched: metadata.total_size of model.safetensors.index.json from {row.get('source_repo', '?')}"
             f"@{row.get('commit', '?')[:12]} (tensor bytes; each shard's header adds a few kB)"
         )
-        size = int(doc["metadata"]["total_size"])
         a = Artifact(
             name="original",
             format="safetensors",
@@ -318,10 +346,18 @@ def write_snapshot(doc: Mapping[str, Any], path: Path) -> Path:
         import gzip
 
         data = gzip.compress(data, mtime=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    return _write_atomically(path, data, "the snapshot")
+
+
+def _write_atomically(path: Path, data: bytes, what: str) -> Path:
+    """Write ``data`` to ``path`` through a temporary file, so a reader sees the old file or the new one."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)  # atomic: a reader sees the old file or the new one
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as e:
+        raise SnapshotError(f"cannot write {what} to {path}: {e.strerror or e}", hint="check the --out path") from None
     return path
 
 
@@ -354,7 +390,5 @@ def refresh_checkpoints(repo_ids: Iterable[str], *, settings: Any = None, out: s
     entries = sorted(kept.values(), key=lambda e: (e["base_model"].lower(), e["format"], e["repo"].lower()))
     head = json.dumps({k: v for k, v in doc.items() if k != "entries"}, separators=(",", ":"))[:-1]
     text = head + ',"entries":[\n' + ",\n".join(json.dumps(e, separators=(",", ":")) for e in entries) + "\n]}\n"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    _write_atomically(path, text.encode("utf-8"), "the checkpoint list")
     return {"path": str(path), "refreshed": refreshed, "errors": errors, "entries": len(entries)}

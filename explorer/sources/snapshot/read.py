@@ -220,7 +220,7 @@ def read_snapshot_file(path: Path) -> dict[str, Any]:
         if path.suffix == ".gz":
             raw = gzip.decompress(raw)
         return json.loads(raw)
-    except (OSError, ValueError, EOFError) as e:
+    except (OSError, ValueError, EOFError, RecursionError) as e:
         raise SnapshotError(
             f"cannot read the snapshot {path}: {e}", hint="reinstall explorer, or unset EXPLORER_SNAPSHOT"
         ) from None

@@ -1,0 +1,119 @@
+"""Every number the command line takes, checked at the edge: the argparse ``type=`` of each option.
+
+Each function here returns a checker for one kind of number, with its
+allowed range; argparse calls it on the text typed and, on a bad value,
+prints ``explorer plan: error: argument --context: -1 is out of range: …``
+with the usage line and exits with status 2. No command reads a number any
+other way, so NaN, infinities, negative counts and fractions above 1 stop
+here, before anything is computed.
+
+The core checks again where figures are built (``PlanRequest``, per-card
+memory, speed estimates): these checkers only make the message name the
+option and what it allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+from explorer.limits import MAX_CONTEXT_TOKENS
+
+__all__ = [
+    "MAX_TENSOR_SPLIT_PARTS",
+    "amount",
+    "context_tokens",
+    "fraction",
+    "int_range",
+    "seconds",
+    "split_fractions",
+]
+
+#: devices a llama.cpp tensor split may name
+MAX_TENSOR_SPLIT_PARTS = 4096
+#: the largest share in a tensor split (they are proportions: 3,1 or 0.75,0.25)
+MAX_SPLIT_SHARE = 1e6
+
+
+def _number(text: str, kind: type) -> float | int:
+    try:
+        value = kind(text.strip())
+    except (ValueError, OverflowError):
+        name = "a whole number" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"{text!r} is not {name}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def int_range(lo: int, hi: int, what: str = "") -> Callable[[str], int]:
+    """A whole number in ``[lo, hi]``: ``--context 32768``, ``--workers 4``."""
+
+    def check(text: str) -> int:
+        value = _number(text, int)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value:,} is out of range: {what or 'it'} must be {lo:,} to {hi:,}")
+        return value
+
+    check.__name__ = "int_range"  # argparse names the type in its messages
+    return check
+
+
+def fraction(what: str = "the share") -> Callable[[str], float]:
+    """A share of a card in ``(0, 1]``: ``--gpu-memory-utilization 0.9``."""
+
+    def check(text: str) -> float:
+        value = float(_number(text, float))
+        if not 0 < value <= 1:
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range: {what} must be above 0 and at most 1")
+        return value
+
+    check.__name__ = "fraction"
+    return check
+
+
+def amount(lo: float, hi: float, what: str, *, above: bool = False) -> Callable[[str], float]:
+    """A finite amount in ``[lo, hi]`` (``(lo, hi]`` with ``above``): ``--swap-space 4``, ``--hicache-ratio 2``."""
+
+    def check(text: str) -> float:
+        value = float(_number(text, float))
+        if not (lo < value <= hi if above else lo <= value <= hi):
+            least = f"above {lo:g}" if above else f"{lo:g}"
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range: {what} must be {least} to {hi:,g}")
+        return value
+
+    check.__name__ = "amount"
+    return check
+
+
+def seconds(hi: float) -> Callable[[str], float]:
+    """A duration in ``(0, hi]`` seconds: ``--timeout 30``."""
+
+    def check(text: str) -> float:
+        value = float(_number(text, float))
+        if not 0 < value <= hi:
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range: seconds must be above 0 and at most {hi:,g}")
+        return value
+
+    check.__name__ = "seconds"
+    return check
+
+
+def split_fractions(text: str) -> tuple[float, ...]:
+    """A llama.cpp tensor split, ``3,1`` or ``0.6,0.4``: finite shares ≥ 0, at most 10^6 each, not all 0."""
+    parts = text.split(",")
+    if len(parts) > MAX_TENSOR_SPLIT_PARTS:
+        raise argparse.ArgumentTypeError(f"{len(parts):,} shares; a split names at most {MAX_TENSOR_SPLIT_PARTS:,}")
+    shares = tuple(float(_number(p, float)) for p in parts)
+    if any(not 0 <= s <= MAX_SPLIT_SHARE for s in shares):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is out of range: each share must be 0 to {MAX_SPLIT_SHARE:,.0f} (they are proportions)"
+        )
+    if not any(shares):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} gives every device 0: at least one share must be above 0")
+    return shares
+
+
+#: ``--context``: tokens of one sequence
+context_tokens = int_range(1, MAX_CONTEXT_TOKENS, "the context")
