@@ -66,6 +66,9 @@ MAX_NGL = 1 << 20
 MAX_HOST_GIB = 1 << 20
 #: the largest SGLang --hicache-ratio (host KV pool over device KV pool; SGLang's default is 2)
 MAX_HICACHE_RATIO = 1000
+#: the least share of a card (or of the speed bound) a setting may name: 1 %; below it the figures divided
+#: by the share (SGLang's "all cards need", a step time over the efficiency) leave the range of a float
+MIN_SHARE = 0.01
 
 #: (words a key contains, the most it may hold, what it counts), first match wins; each cap is
 #: far above any published model and far below what would exhaust memory or time

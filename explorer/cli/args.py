@@ -18,7 +18,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from explorer.limits import MAX_CONTEXT_TOKENS
+from explorer.limits import MAX_CONTEXT_TOKENS, MIN_SHARE
 
 __all__ = [
     "MAX_TENSOR_SPLIT_PARTS",
@@ -61,12 +61,12 @@ def int_range(lo: int, hi: int, what: str = "") -> Callable[[str], int]:
 
 
 def fraction(what: str = "the share") -> Callable[[str], float]:
-    """A share of a card in ``(0, 1]``: ``--gpu-memory-utilization 0.9``."""
+    """A share of a card in ``[MIN_SHARE, 1]`` (1 % to all of it): ``--gpu-memory-utilization 0.9``."""
 
     def check(text: str) -> float:
         value = float(_number(text, float))
-        if not 0 < value <= 1:
-            raise argparse.ArgumentTypeError(f"{value:g} is out of range: {what} must be above 0 and at most 1")
+        if not MIN_SHARE <= value <= 1:
+            raise argparse.ArgumentTypeError(f"{value:g} is out of range: {what} must be {MIN_SHARE:g} to 1")
         return value
 
     check.__name__ = "fraction"

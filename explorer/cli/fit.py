@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from explorer.cli.args import context_tokens, fraction, int_range
-from explorer.cli.plan import add_goal_arguments, goal_from_args, read_cluster, speed_settings
+from explorer.cli.args import fraction, int_range
+from explorer.cli.plan import add_goal_arguments, add_workload_arguments, goal_from_args, read_cluster, speed_settings
 from explorer.cli.plan_table import compact_label
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.limits import MAX_CONCURRENCY
@@ -29,20 +29,7 @@ from explorer.units import human_count
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``fit`` subcommand's arguments."""
-    p.add_argument(
-        "--cluster",
-        required=True,
-        metavar="SPEC",
-        help="cluster spec (1x8xh100-80g, 1x1xm4-max-128g, 2x1xrtx4090-24g@eth) or a .json/.toml file",
-    )
-    p.add_argument("--context", type=context_tokens, default=4096, help="context tokens per sequence (default 4096)")
-    p.add_argument(
-        "--concurrency",
-        type=int_range(1, MAX_CONCURRENCY, "concurrency"),
-        default=1,
-        help="sequences that must fit at that context",
-    )
-    p.add_argument("--engine", action="append", choices=ENGINES, help="engine(s) to consider (default: all)")
+    add_workload_arguments(p, "1x8xh100-80g, 1x1xm4-max-128g, 2x1xrtx4090-24g@eth")
     p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type")
     p.add_argument(
         "--gpu-memory-utilization", type=fraction("vLLM's share"), default=0.9, help="vLLM's share of each card"

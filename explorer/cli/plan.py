@@ -33,16 +33,24 @@ from explorer.sources.spec import parse_model_spec
 from explorer.speed.estimate import SpeedSettings
 from explorer.units import gib
 
-__all__ = ["add_request_arguments", "goal_from_args", "print_result", "read_cluster", "request_from_args", "run"]
+__all__ = [
+    "add_request_arguments",
+    "add_workload_arguments",
+    "goal_from_args",
+    "print_result",
+    "read_cluster",
+    "request_from_args",
+    "run",
+]
 
 
-def add_request_arguments(p: argparse.ArgumentParser) -> None:
-    """The options that shape a plan request (shared with other subcommands)."""
+def add_workload_arguments(p: argparse.ArgumentParser, example: str = "2x8xh100-80g@ib0 + 1xcpu-256g") -> None:
+    """``--cluster``, ``--context``, ``--concurrency`` and ``--engine`` (shared with ``explorer fit``)."""
     p.add_argument(
         "--cluster",
         required=True,
         metavar="SPEC",
-        help="cluster spec (2x8xh100-80g@ib0 + 1xcpu-256g) or a .json/.toml file",
+        help=f"cluster spec ({example}) or a .json/.toml file",
     )
     p.add_argument("--context", type=context_tokens, default=4096, help="context tokens per sequence (default 4096)")
     p.add_argument(
@@ -52,6 +60,11 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         help="sequences that must fit at that context",
     )
     p.add_argument("--engine", action="append", choices=ENGINES, help="engine(s) to consider (default: all)")
+
+
+def add_request_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that shape a plan request (shared with other subcommands)."""
+    add_workload_arguments(p)
     p.add_argument(
         "--quant", default=None, help="what-if precision (bf16, fp8, int8, int4-awq, int4-gptq, nf4) or a GGUF quant"
     )

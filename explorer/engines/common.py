@@ -23,6 +23,7 @@ from explorer.limits import (
     MAX_HICACHE_RATIO,
     MAX_HOST_GIB,
     MAX_NGL,
+    MIN_SHARE,
     check_figures,
 )
 from explorer.model.artifacts import Artifact
@@ -159,8 +160,8 @@ class PlanRequest:
             _in_range("n_gpu_layers", self.n_gpu_layers, -1, MAX_NGL)  # -1: every layer, as llama.cpp reads it
         for name in ("gpu_memory_utilization", "mem_fraction_static", "host_fraction"):
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, int | float) and 0 < value <= 1):
-                raise PlanError(f"{name} is {value!r}; it must be a share above 0 and at most 1")
+            if value is not None and not (isinstance(value, int | float) and MIN_SHARE <= value <= 1):
+                raise PlanError(f"{name} is {value!r}; it must be a share from {MIN_SHARE:g} to 1")
         for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
             if (value := getattr(self, name)) is not None:
                 _in_range(name, value, 1, MAX_GPUS)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from explorer.errors import PlanError
+from explorer.limits import MIN_SHARE
 from explorer.units import GB
 
 NVLINK_CLASS_BYTES_PER_S = 200 * GB
@@ -66,9 +67,9 @@ class SpeedSettings:
         pairs = self.efficiency.items() if isinstance(self.efficiency, Mapping) else self.efficiency
         pairs = tuple(sorted((str(k), float(v)) for k, v in pairs))  # type: ignore[union-attr]
         for engine, value in pairs + (("default", self.default_efficiency),):
-            if not 0 < value <= 1:
+            if not MIN_SHARE <= value <= 1:
                 raise PlanError(
-                    f"speed efficiency for {engine} is {value}; it must be in (0, 1]",
+                    f"speed efficiency for {engine} is {value}; it must be {MIN_SHARE:g} to 1",
                     hint="an efficiency is the share of the bound reached, e.g. 0.6",
                 )
         if self.host_bandwidth_bytes_per_s <= 0 or self.host_tflops <= 0:

@@ -155,7 +155,10 @@ def test_cli_arguments_end_in_a_status_and_a_message(offline, capsys, files, tmp
         (["shape", "Qwen/Qwen3-8B", "--context", "-1"], "argument --context: -1 is out of range: the context must be 1"),
         (["plan", "Qwen/Qwen3-8B", "--cluster", "1x1xh100-80g", "--mem-fraction-static", "nan"], "not a finite number"),
         (["plan", "Qwen/Qwen3-8B", "--cluster", "1x1xh100-80g", "--mem-fraction-static", "2"],
-         "2 is out of range: SGLang's static share must be above 0 and at most 1"),
+         "2 is out of range: SGLang's static share must be 0.01 to 1"),
+        # the 5,000-case CI fuzz's find: SGLang's "all cards need static / share" overflowed a float
+        (["plan", "Qwen/Qwen3-8B", "--cluster", "1x8xh100-80g", "--mem-fraction-static=1e-308"],
+         "1e-308 is out of range: SGLang's static share must be 0.01 to 1"),
         (["plan", "Qwen/Qwen3-8B", "--cluster", "1x2xh100-80g", "--tensor-split", "1e308,1e308"],
          "each share must be 0 to 1,000,000"),
         (["shape", "Qwen/Qwen3-8B", "--timeout", "nan"], "argument --timeout: 'nan' is not a finite number"),

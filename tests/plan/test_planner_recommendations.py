@@ -190,3 +190,16 @@ def test_no_fallback_for_weights_already_about_four_bits():
     assert fallback_artifacts(shape, [original_artifact(shape)]) == ()
     bf16 = shape_of(LLAMA_70B)  # 141.1 GB: fp8 (70.6 GB, 0.50) … Q4_K_M (0.31) all clearly smaller
     assert len(fallback_artifacts(bf16, [original_artifact(bf16)])) == 4
+
+
+def test_llamacpp_converts_the_original_weights_never_a_safetensors_what_if():
+    """llama.cpp makes a GGUF from the model's own bf16 weights; an int4 AWQ what-if (safetensors nobody publishes)
+    is vLLM's and SGLang's to load, and a Q4_K_M what-if says the quant. So Gemma 4 26B on one 4090 lists
+    llama.cpp Q4_K_M once, not a second time as "int4 AWQ as a Q4_K_M GGUF"."""
+    shape = shape_of("google__gemma-4-26B-A4B")
+    fallback = fallback_artifacts(shape, [original_artifact(shape)])
+    result = plan(shape, parse_cluster("1x1xrtx4090-24g"), PlanRequest(context_tokens=16384), fallback=fallback)
+    llamacpp = [o for o in result.options if o.engine == "llamacpp"]
+    assert all(o.artifact.format == "gguf" or not o.artifact.what_if for o in llamacpp)
+    labels = [o.label for o in result.options]
+    assert len(labels) == len(set(labels))

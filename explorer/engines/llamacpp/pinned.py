@@ -33,8 +33,9 @@ from explorer.units import gib
 
 
 def serves(artifact: Artifact) -> bool:
-    """A GGUF, or the model's own weights (converted); not another repository's safetensors (AWQ, FP8…)."""
-    return artifact.format == "gguf" or not artifact.repo
+    """A GGUF, or the model's own weights (converted); not another repository's safetensors (AWQ, FP8…) nor a
+    safetensors what-if (a GGUF is made from the original weights; the GGUF what-ifs say which quant)."""
+    return artifact.format == "gguf" or not (artifact.repo or artifact.what_if)
 
 
 def one_layer_bytes(model: LlamaModel, request: PlanRequest, card: CardRef) -> int:

@@ -38,6 +38,7 @@ from explorer.engines.llamacpp.candidates import Ctx, accept, asked, more_than_n
 from explorer.engines.llamacpp.launch import NAME, gguf_quant_for, launch_split, llama_model, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.offload import offload_for
+from explorer.engines.llamacpp.pinned import serves
 from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, Seat, card_seats, class_seats, metal_seat
 from explorer.engines.llamacpp.spans import mixed_cards, walk_mixed, walk_rpc
 from explorer.engines.options import Option
@@ -61,13 +62,14 @@ def walk(
     """Every llama.cpp way to run each artifact on the cluster, into ``out`` (see the module docstring)."""
     served = shape.params - sum(t.elements for t in shape.mtp)
     for artifact in artifacts:
-        if artifact.format != "gguf" and artifact.repo:  # another repository's safetensors (AWQ, FP8…)
+        if not serves(artifact):  # another repository's safetensors (AWQ, FP8…), or a safetensors what-if
+            where = f"{artifact.repo} publishes" if artifact.repo else "a what-if of"
             out.refuse(
                 NAME,
                 None,
                 artifact.name,
                 "format",
-                f"llama.cpp loads GGUF files; {artifact.repo} publishes {artifact.quant} safetensors "
+                f"llama.cpp loads GGUF files; {where} {artifact.quant} safetensors "
                 "(plan a GGUF quant such as Q4_K_M for llama.cpp)",
             )
             continue
