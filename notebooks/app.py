@@ -47,6 +47,7 @@ with app.setup(hide_code=True):
     )
     from explorer.ui.engine_settings import SETTINGS, engine_groups, request_changes, settings_text
     from explorer.ui.fit_view import FIT_COLUMNS, fit_table
+    from explorer.ui.lesson_links import lesson_links
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
     from explorer.units import gib
@@ -72,9 +73,7 @@ def _():
             mo.md(
                 "**Will it fit?** Every way to serve the model on the cluster, best first, and what each card "
                 "holds; the controls are on the left. Sizes are GiB (1024³ bytes).  \n"
-                "**Lessons:** [Why long context eats memory](kv_cache.py) · "
-                "[Splitting a model across cards](parallelism.py) · "
-                "[What a precision costs and saves](quantisation.py) · [Why decode is memory-bound](speed.py)"
+                + lesson_links(in_browser=IN_BROWSER, query_file=mo.query_params().get("file"))
             ),
         ],
         gap=0,

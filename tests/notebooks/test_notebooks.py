@@ -424,10 +424,13 @@ def test_explorer_checks_a_pasted_engine_log(offline):
 
 
 def test_explorer_links_the_lessons(offline):
+    """Run as one file (`marimo run notebooks/app.py`) the server serves no other notebook: each lesson is named
+    with the command that opens it, never a link that answers 404."""
     outputs, _defs = load_notebook("app.py").run(defs={"defaults": AppDefaults()})
     texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
     for page in ("kv_cache.py", "parallelism.py", "quantisation.py", "speed.py"):
-        assert f'href="{page}"' in texts and (NOTEBOOKS / page).exists()
+        assert f"marimo run notebooks/{page}" in texts and f'href="{page}"' not in texts
+        assert (NOTEBOOKS / page).exists()
 
 
 def test_explorer_plans_the_cli_fallback_when_the_own_weights_keep_no_gpu_layout(offline):
