@@ -92,8 +92,9 @@ def _row(i: int, r: FitRow) -> str:
         return f"{i:>3} {_fit(r.model, 33):<33} {params:>7}  {_fit(why, 70)}"
     b = r.best
     tok = r.decode_tokens_per_s
+    label = ("* " if r.widened else "") + compact_label(b)  # *: a quantised fallback, not the own weights
     return (
-        f"{i:>3} {_fit(r.model, 33):<33} {params:>7} {b.tier:>4}  {_fit(compact_label(b), 44):<44} "
+        f"{i:>3} {_fit(r.model, 33):<33} {params:>7} {b.tier:>4}  {_fit(label, 44):<44} "
         f"{b.evaluation.max_context_tokens:>9,} {'?' if tok is None else f'{tok:,.1f}':>7} {b.replicas:>5,}"
     )
 
@@ -129,5 +130,6 @@ def print_rows(rows: list[FitRow], args: argparse.Namespace, goal: str, cache: s
         print(f"    … and {len(rows) - top} more (--top N)")
     print(
         "    (tier 1: every layer on accelerators; 2: llama.cpp RPC or layers in host memory; 3: CPU only. "
-        "tok/s: one\n     sequence's decode estimate; repl: copies the cluster holds at once)"
+        "tok/s: one\n     sequence's decode estimate; repl: copies the cluster holds at once; *: a quantised "
+        "precision, as explorer plan\n     widens to when the model's own weights keep no all-GPU layout)"
     )

@@ -45,12 +45,15 @@ class KnownModel:
         shape: its shape.
         artifacts: what its repository offers (the original weights, GGUF files).
         origin: where it came from (``snapshot``, ``cache``).
+        fallback: the precisions planned when ``artifacts`` keep no all-GPU layout that runs as printed
+            (:func:`explorer.plan.offer.fallback_artifacts`, as ``explorer plan`` does); empty: none.
     """
 
     ref: str
     shape: ModelShape
     artifacts: tuple[Artifact, ...]
     origin: str = "snapshot"
+    fallback: tuple[Artifact, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +68,9 @@ class FitRow:
         suggestion: when the best option is not tier 1, the first change that fits, else the one
             holding the longest context on accelerators; None when no single change helps (a bigger
             cluster then: ``explorer plan`` lists those suggestions).
+        widened: the best option is a fallback precision (the model's own weights keep no all-GPU layout
+            that runs as printed; ``PlanResult.widened``); the suggestion is then left out, as the row
+            already holds the change.
         error: why the model could not be planned, or None.
     """
 
@@ -73,6 +79,7 @@ class FitRow:
     origin: str
     best: Option | None
     suggestion: Suggestion | None = None
+    widened: bool = False
     error: str | None = None
 
     @property
@@ -104,6 +111,7 @@ class FitRow:
             "replicas": best.replicas if best is not None else None,
             "command": best.evaluation.command if best is not None else None,
             "suggestion": self.suggestion.to_dict() if self.suggestion is not None else None,
+            "widened": self.widened,
             "error": self.error,
         }
 
@@ -130,14 +138,22 @@ def fit_row(
             suggest=FIT_KINDS,
             first_fit=True,
             catalogue=catalogue,
+            fallback=model.fallback,
         )
     except ExplorerError as err:
         return FitRow(model=model.ref, params=model.shape.params, origin=model.origin, best=None, error=str(err))
-    made = result.suggestions
+    made = () if result.widened else result.suggestions
     closer = [s for s in made if s.max_context > 0]  # changes that at least hold some context on accelerators
     suggestion = next((s for s in made if s.fits), max(closer, key=lambda s: s.max_context, default=None))
     best = result.options[0] if result.options else None
-    return FitRow(model=model.ref, params=model.shape.params, origin=model.origin, best=best, suggestion=suggestion)
+    return FitRow(
+        model=model.ref,
+        params=model.shape.params,
+        origin=model.origin,
+        best=best,
+        suggestion=suggestion,
+        widened=bool(result.widened),
+    )
 
 
 def _order(goal: str):

@@ -95,6 +95,21 @@ def _ranked(
     )
 
 
+def _merged(own: PlanResult, extra: PlanResult) -> PlanResult:
+    """Two plans of one model on one cluster over different artifacts as one: the options ranked together,
+    the refusals and counts added (each artifact is walked on its own, so this equals planning them at once)."""
+    pruned = dict(own.pruned)
+    for rule, count in extra.pruned.items():
+        pruned[rule] = pruned.get(rule, 0) + count
+    return replace(
+        own,
+        options=tuple(rank([*own.options, *extra.options], own.goal)),
+        rejected=(*own.rejected, *extra.rejected),
+        pruned=pruned,
+        considered=own.considered + extra.considered,
+    )
+
+
 def _standing(result: PlanResult) -> tuple[int, bool]:
     """How good a plan's best option is: its tier, then whether its launch runs as printed (ranking puts
     those first inside a tier, so the first option tells); a plan with no option stands below every tier."""
@@ -152,7 +167,8 @@ def plan(
     own = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
     result = own
     if fallback and _standing(own) > (1, False):
-        wider = _ranked(shape, cluster, request, [*artifacts, *fallback], model_ref=model_ref, goal=chosen, speed=speed)
+        extra = _ranked(shape, cluster, request, fallback, model_ref=model_ref, goal=chosen, speed=speed)
+        wider = _merged(own, extra)
         if _standing(wider) < _standing(own):
             result = replace(wider, widened=tuple(a.label for a in fallback))
     if not suggest:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 from explorer.errors import ExplorerError
 from explorer.plan.fit_view import KnownModel
-from explorer.plan.offer import original_artifact
+from explorer.plan.offer import fallback_artifacts, original_artifact
 from explorer.sources.cache.file import default_cache_path
+from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.snapshot.read import Snapshot, load_snapshot
 
 __all__ = ["KnownModels", "known_models"]
@@ -39,6 +40,12 @@ class KnownModels:
     cache_path: str | None = None
 
 
+def _known(repo: str, shape, artifacts, origin: str) -> KnownModel:
+    """A listed model with the fallback precisions ``explorer plan`` would widen to (published where known)."""
+    fallback = fallback_artifacts(shape, artifacts, shipped_checkpoints(repo))
+    return KnownModel(ref=repo, shape=shape, artifacts=tuple(artifacts), origin=origin, fallback=fallback)
+
+
 def _from_snapshot(snapshot: Snapshot, skipped: list[str]) -> list[KnownModel]:
     out = []
     for repo in snapshot.repos:
@@ -48,7 +55,7 @@ def _from_snapshot(snapshot: Snapshot, skipped: list[str]) -> list[KnownModel]:
         except ExplorerError as err:
             skipped.append(f"{repo}: {err}")
             continue
-        out.append(KnownModel(ref=repo, shape=shape, artifacts=tuple(artifacts), origin="snapshot"))
+        out.append(_known(repo, shape, artifacts, "snapshot"))
     return out
 
 
@@ -69,7 +76,7 @@ def _from_cache(path: str, known: set[str], skipped: list[str]) -> list[KnownMod
                 skipped.append(f"{repo}: {err}")
                 continue
             artifacts = resolved.artifacts or (original_artifact(resolved.shape),)
-            out.append(KnownModel(ref=repo, shape=resolved.shape, artifacts=tuple(artifacts), origin="cache"))
+            out.append(_known(repo, resolved.shape, artifacts, "cache"))
     return out
 
 

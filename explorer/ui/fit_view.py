@@ -32,7 +32,9 @@ def fit_table(rows: Sequence[FitRow]) -> list[dict[str, str]]:
                 else "—",
                 "max context": f"{best.evaluation.max_context_tokens:,}" if best else "—",
                 "decode tok/s": "—" if tps is None else f"{tps:,.1f}",
-                "to fit": "" if s is None else (s.text if s.fits else f"{s.text} (still short)"),
+                "to fit": "quantised: its own weights keep no GPU-only layout here"
+                if row.widened
+                else ("" if s is None else (s.text if s.fits else f"{s.text} (still short)")),
             }
         )
     return out

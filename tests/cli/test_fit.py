@@ -27,7 +27,10 @@ def test_the_table_fits_120_columns_and_suggests_for_lower_tiers(capsys):
     assert main(["fit", "--cluster", "1x1xrtx4090-24g", "--context", "8192"]) == 0
     text = capsys.readouterr().out
     assert max(len(line) for line in text.splitlines()) <= 120
-    assert "try int4 (AWQ or GPTQ) weights" in text and "fits nowhere" in text
+    # Qwen3-32B: a published AWQ checkpoint, marked as the quantised fallback; falcon-180B fits nowhere even at
+    # Q2_K's 3.35 bits a weight without 56 layers on the CPU
+    assert "* vLLM 1 × rtx4090-24g · int4 AWQ g128" in text and "fits nowhere" in text
+    assert "try Q2_K weights, 3.35 bits a weight (llama.cpp)" in text
 
 
 @pytest.mark.parametrize(

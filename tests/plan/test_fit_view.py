@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from explorer.engines.common import PlanRequest
@@ -47,8 +49,15 @@ def test_an_8b_runs_on_one_4090_and_a_32b_gets_a_suggestion(on_a_4090):
     small = _row(on_a_4090, "meta-llama/Meta-Llama-3.1-8B")
     assert small.tier == 1 and small.best.replicas == 1 and small.suggestion is None
     assert small.best.evaluation.max_context_tokens >= 4096 and small.decode_tokens_per_s > 0
-    big = _row(on_a_4090, "Qwen/Qwen3-32B")
-    assert big.tier == 2 and big.best.evaluation.layers_on_host > 0
+    # as explorer plan does, the row widens to the quantised fallback: at 4,096 tokens the published
+    # Qwen/Qwen3-32B-AWQ (19.3 GB) holds every layer on the 4090 in vLLM; the row holds the change, so no suggestion
+    widened = _row(on_a_4090, "Qwen/Qwen3-32B")
+    assert widened.widened and widened.tier == 1 and widened.suggestion is None
+    assert widened.best.artifact.repo == "Qwen/Qwen3-32B-AWQ" and widened.to_dict()["widened"]
+    # the own bf16 weights alone: only a partial offload runs, and the int4 suggestion is the way forward
+    model = next(m for m in MODELS if m.ref == "Qwen/Qwen3-32B")
+    big = fit_row(replace(model, fallback=()), parse_cluster("1x1xrtx4090-24g"), PlanRequest())
+    assert big.tier == 2 and big.best.evaluation.layers_on_host > 0 and not big.widened
     assert big.suggestion.fits and big.suggestion.kind == "precision" and big.suggestion.best.tier == 1
     out = big.to_dict()
     assert out["tier"] == 2 and out["suggestion"]["best"]["tier"] == 1 and out["suggestion"]["change"]["quant"]

@@ -203,3 +203,16 @@ def test_llamacpp_converts_the_original_weights_never_a_safetensors_what_if():
     assert all(o.artifact.format == "gguf" or not o.artifact.what_if for o in llamacpp)
     labels = [o.label for o in result.options]
     assert len(labels) == len(set(labels))
+
+
+def test_a_widened_plan_equals_planning_every_artifact_at_once():
+    """The fallback is walked on its own and merged with the own weights' plan: the same options in the same order,
+    and the same refusal counts, as one plan over all the artifacts."""
+    shape, cluster = shape_of(LLAMA_70B), parse_cluster("1x2xl40s-48g + 1x1xrtx4090-24g")
+    own = [original_artifact(shape)]
+    fallback = fallback_artifacts(shape, own, shipped_checkpoints("meta-llama/Meta-Llama-3.1-70B"))
+    request = PlanRequest(context_tokens=16384)
+    widened = plan(shape, cluster, request, artifacts=own, fallback=fallback, suggest=False)
+    at_once = plan(shape, cluster, request, artifacts=[*own, *fallback], suggest=False)
+    assert widened.widened and [o.label for o in widened.options] == [o.label for o in at_once.options]
+    assert widened.pruned == at_once.pruned and widened.considered == at_once.considered

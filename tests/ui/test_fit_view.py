@@ -28,3 +28,17 @@ def test_what_runs_on_one_4090_with_vllm(offline):
     assert rows[0]["max context"] == f"{best.evaluation.max_context_tokens:,}" and rows[0]["tier"] == "1"
     assert rows[2]["tier"] == "✗" and rows[2]["per card (GiB)"] == "—"
     assert rows[2]["params (B)"] == f"{models[1].shape.params / 1e9:,.1f}"
+
+
+def test_a_widened_row_says_it_is_quantised(offline):
+    """Qwen3-32B's bf16 (65.5 GB) keeps no vLLM layout on one 4090; with the fallback its row is the int4 AWQ
+    checkpoint, and the table says why it is not the model's own weights."""
+    from explorer.plan.offer import fallback_artifacts
+    from explorer.sources.checkpoints import shipped_checkpoints
+
+    m = pick_model("Qwen/Qwen3-32B")
+    fallback = fallback_artifacts(m.shape, m.artifacts, shipped_checkpoints("Qwen/Qwen3-32B"))
+    model = KnownModel(ref="Qwen/Qwen3-32B", shape=m.shape, artifacts=tuple(m.artifacts), fallback=fallback)
+    (row,) = fit_table(fit_rows([model], parse_cluster("1x1xrtx4090-24g"), PlanRequest(engines=("vllm",))))
+    assert row["tier"] == "1" and "int4 AWQ" in row["best way"]
+    assert row["to fit"] == "quantised: its own weights keep no GPU-only layout here"
