@@ -255,7 +255,7 @@ def _estimate(
     cycle = decode_cycle_s(shape, where, concurrency, context, kv, tally)
     prefill = prefill_s(shape, where, context)
     eff = settings.efficiency_for(layout.engine)
-    floor = decode_floor_s(shape, layout.engine)
+    floor = decode_floor_s(shape, layout.engine, layout.cards)
     step = max(cycle / eff, floor)
     bound = 1.0 / cycle
     aggregate = concurrency * bound

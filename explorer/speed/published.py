@@ -248,7 +248,7 @@ def compare(
     precision = shape.resolve_precision(QUANTS[m.quant])
     kv = shape.kv_type("fp8" if m.source_id.startswith(FP8_KV) else "auto")
     where = placement(shape, precision, layout, gpu, 0, True, 0, settings)
-    eff, floor = settings.efficiency_for(engine), decode_floor_s(shape, engine)
+    eff, floor = settings.efficiency_for(engine), decode_floor_s(shape, engine, layout.cards)
     label = f"cpu {machine.name}" if gpu is None else gpu.name
     conc, common = m.concurrency, {"measurement": m, "repo": MODELS[m.model], "gpu_class": label}
     if m.source_id in REQUESTS:
