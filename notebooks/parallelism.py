@@ -16,6 +16,7 @@ with app.setup(hide_code=True):
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.ui import lesson_charts as lc
     from explorer.ui import plan_rows as nd
+    from explorer.ui import vega
     from explorer.ui.parallel_lesson import (
         CARD_STEPS,
         LESSON_MODELS,
@@ -114,7 +115,7 @@ def verdict(split, title):
     fits = "fits" if binding.fits else f"does **not** fit: short by {gib(-binding.headroom)}"
     return mo.vstack(
         [
-            lc.split_chart(card_rows(split), title=title),
+            vega.VegaLiteSpec(lc.split_spec(card_rows(split), title=title)),
             mo.md(f"The fullest card holds {gib(binding.total)} of the {gib(binding.usable)} vLLM may use: it {fits}."),
         ]
     )

@@ -16,6 +16,7 @@ with app.setup(hide_code=True):
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.ui import lesson_charts as lc
     from explorer.ui import plan_rows as nd
+    from explorer.ui import vega
     from explorer.ui.quant_lesson import (
         LADDER,
         LESSON_MODELS,
@@ -135,7 +136,7 @@ def _(chosen, ladder, row, shape):
                 "safetensors formats (fp8, int8, AWQ, GPTQ) quantise the Linear layers and keep the embeddings, "
                 "the LM head and the norms at 16 bits; a GGUF quantises every matrix, the embeddings too."
             ),
-            lc.ladder_chart(ladder, chosen=chosen),
+            vega.VegaLiteSpec(lc.ladder_spec(ladder, chosen=chosen)),
             mo.Html(nd.rows_html(_table, list(_table[0]), table_id="lesson-ladder")),
         ]
     )
@@ -179,7 +180,9 @@ def _(mix, mix_name, mix_reason, mix_rows, rules, shape):
         )
         _out = mo.vstack(
             [
-                lc.mix_chart(mix_rows, title=f"{shape.name} at {mix_name}: each layer's bytes by type"),
+                vega.VegaLiteSpec(
+                    lc.mix_spec(mix_rows, title=f"{shape.name} at {mix_name}: each layer's bytes by type")
+                ),
                 mo.Html(nd.rows_html(rules, list(rules[0]), table_id="lesson-mix-rules")),
                 mo.md(
                     f"By bytes: {_types}. Tensor by tensor the mix is **{mix['mix_bytes']:,} bytes**; the planner's "
@@ -242,7 +245,7 @@ def _(marks, row):
                 "above F32 — past about 8.5 bits nothing is measured; below, each bit counts (Q4_K_M +0.1754, Q3_K_M "
                 f"+0.6569, Q2_K +3.5199). **{html.escape(row['label'])}** at {row['bits']:.2f} bits is the red line."
             ),
-            lc.quality_chart(quality_rows(), perplexity_rows(), marks=marks),
+            vega.VegaLiteSpec(lc.quality_spec(quality_rows(), perplexity_rows(), marks=marks)),
         ]
     )
     return

@@ -16,6 +16,7 @@ with app.setup(hide_code=True):
     from explorer.speed.estimate import DEFAULT_SETTINGS
     from explorer.ui import lesson_charts as lc
     from explorer.ui import plan_rows as nd
+    from explorer.ui import vega
     from explorer.ui.speed_lesson import (
         BATCH_STEPS,
         CARDS,
@@ -108,7 +109,7 @@ def _(batch, ceiling, ctx, gpu, precision, shape, step, sweep):
                 f"{step.peak_flops_per_s / 1e12:,.1f} TFLOP/s over {step.bandwidth_bytes_per_s / 1e12:,.2f} TB/s = "
                 f"**{step.ridge:,.0f} FLOPs per byte** (its *ridge*). Below the ridge the card waits on memory."
             ),
-            lc.roofline_chart(ceiling, sweep, batch=batch.value),
+            vega.VegaLiteSpec(lc.roofline_spec(ceiling, sweep, batch=batch.value)),
         ]
     )
     return
@@ -132,7 +133,7 @@ def _(batch, sweep):
                 "throughput climbs almost in step with the batch. Each sequence still reads its own KV cache and "
                 f"does its own FLOPs. Here {_text}{_w}. Shorten the context to see decode turn compute-bound."
             ),
-            lc.batch_chart(sweep, batch=batch.value),
+            vega.VegaLiteSpec(lc.batch_spec(sweep, batch=batch.value)),
         ]
     )
     return
@@ -180,7 +181,7 @@ def _(gpu, offload, shape):
                 f"**{_all:,.1f}** with all {shape.layers} on the host, one sequence. (Whether it fits is the "
                 "planner's llama.cpp accounting, in the app.)"
             ),
-            lc.offload_chart(offload),
+            vega.VegaLiteSpec(lc.offload_spec(offload)),
         ]
     )
     return
@@ -213,7 +214,7 @@ def _(published):
                 "a fast card (llama.cpp's Llama-2-7B Q4_0 on an A100: about 7 ms a token whatever the card, a fixed "
                 "cost per token that bandwidth does not explain) and on large batches, where prefill shares the cards."
             ),
-            lc.published_chart(published),
+            vega.VegaLiteSpec(lc.published_spec(published)),
             mo.Html(nd.rows_html(_table, list(_table[0]), table_id="lesson-published")),
         ]
     )

@@ -11,10 +11,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 # One line a page: the notebook, then its folder in the site ("." is the site's front page). A lesson's folder is
 # its file's name, so the app's links (`kv_cache.py`) open it on the site as they do beside the notebooks.
-# The other lessons draw with altair, whose browser chain (jsonschema, rpds-py, markupsafe) the mirror lacks.
+# Every lesson draws its charts as plain vega-lite dicts (explorer.ui.vega, explorer.ui.lesson_charts): no altair.
 NOTEBOOKS=(
   "notebooks/app.py ."
   "notebooks/kv_cache.py kv_cache.py"
+  "notebooks/parallelism.py parallelism.py"
+  "notebooks/quantisation.py quantisation.py"
+  "notebooks/speed.py speed.py"
 )
 
 WHEEL=$(ls "$PWD"/dist/explorer-*-py3-none-any.whl)

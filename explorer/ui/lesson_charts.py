@@ -1,7 +1,10 @@
-"""Altair charts for the lessons (parallelism, quantisation, speed): rows from the ``*_lesson`` modules in, charts out.
+"""The lessons' charts (parallelism, quantisation, speed) as vega-lite specs (plain dicts): rows from the
+``*_lesson`` modules in, a vega-lite v6 spec out.
 
-An edge module like :mod:`explorer.ui.charts`, whose conventions it keeps: data as a
-plain dict on the top chart, encodings as channel objects, the unit on every axis.
+Built as :mod:`explorer.ui.vega` builds the app's: plain data, no altair, so the lessons draw in a browser
+page (Pyodide) with nothing more to install; :class:`explorer.ui.vega.VegaLiteSpec` shows one in marimo.
+Every axis says its unit; a single or layered chart fills its container's width, a concatenated one
+(side by side, one above the other) keeps fixed widths, as vega-lite sizes concatenated views one by one.
 """
 
 from __future__ import annotations
@@ -9,22 +12,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import altair as alt
-
-from explorer.ui.charts import MISFIT, _data
+from explorer.ui.vega import MISFIT, SCHEMA, _top
 
 __all__ = [
-    "batch_chart",
-    "ladder_chart",
-    "mix_chart",
-    "offload_chart",
-    "published_chart",
-    "quality_chart",
-    "roofline_chart",
-    "split_chart",
+    "batch_spec",
+    "ladder_spec",
+    "mix_spec",
+    "offload_spec",
+    "published_spec",
+    "quality_spec",
+    "roofline_spec",
+    "split_spec",
 ]
 
 Rows = Sequence[Mapping[str, Any]]
+Spec = dict[str, Any]
 
 #: a card's parts, bottom to top
 SPLIT_PARTS = ("embeddings", "decoder layers", "LM head", "KV cache", "activations + overhead")
@@ -44,47 +46,72 @@ MIX_COLOURS = (
     "#54a24b",
 )
 _BATCH_TICKS = [2**i for i in range(11)]
+_LOG = {"type": "log"}
 #: the perplexity points labelled by name (the rest are close neighbours)
 LABELLED_MIXES = ("Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16")
 
 
-def split_chart(rows: Rows, *, title: str, width: int = 560, height: int = 240) -> alt.Chart:
+def _q(field: str, **more: Any) -> Spec:
+    """A quantitative channel (``title``, ``format``, ``scale``… as keywords)."""
+    return {"field": field, "type": "quantitative", **more}
+
+
+def _n(field: str, **more: Any) -> Spec:
+    """A nominal channel."""
+    return {"field": field, "type": "nominal", **more}
+
+
+def _values(rows: Rows) -> Spec:
+    return {"values": [dict(r) for r in rows]}
+
+
+def _if(test: str, yes: Any, no: Any) -> Spec:
+    """A conditional value: ``yes`` where the vega expression ``test`` holds, else ``no``."""
+    return {"condition": {"test": test, "value": yes}, "value": no}
+
+
+def _concat(key: str, views: list[Spec], rows: Rows = ()) -> Spec:
+    """Views side by side (``hconcat``) or one above the other (``vconcat``), sharing ``rows``."""
+    return {"$schema": SCHEMA, "data": _values(rows), key: views}
+
+
+def split_spec(rows: Rows, *, title: str, height: int = 240) -> Spec:
     """Cards side by side, each a stack of its parts (GiB); outlined red where the card does not hold them."""
     cards = [c for _, c in sorted({(r["card_order"], r["card"]) for r in rows})]
-    return (
-        alt.Chart(_data(rows))
-        .mark_bar()
-        .encode(
-            x=alt.X("card:N", sort=cards, title=None, axis=alt.Axis(labelAngle=0 if len(cards) <= 12 else -45)),
-            y=alt.Y("gib:Q", title="GiB (1024³ bytes)", stack="zero"),
-            color=alt.Color(
-                "part:N",
-                scale=alt.Scale(domain=list(SPLIT_PARTS), range=list(SPLIT_COLOURS)),
-                legend=alt.Legend(title=None, orient="right"),
+    spec = _top(rows, title, "GiB (1024³ bytes) a card, part by part; red outline: does not fit", height)
+    spec.update(
+        mark="bar",
+        encoding={
+            "x": _n("card", sort=cards, title=None, axis={"labelAngle": 0 if len(cards) <= 12 else -45}),
+            "y": _q("gib", title="GiB (1024³ bytes)", stack="zero"),
+            "color": _n(
+                "part",
+                scale={"domain": list(SPLIT_PARTS), "range": list(SPLIT_COLOURS)},
+                legend={"title": None, "orient": "right"},
             ),
-            order=alt.Order("part_order:Q"),
-            stroke=alt.condition("datum.fits", alt.value(None), alt.value(MISFIT)),
-            strokeWidth=alt.value(2),
-            tooltip=[
-                alt.Tooltip("card:N"),
-                alt.Tooltip("layers:N", title="layers"),
-                alt.Tooltip("part:N"),
-                alt.Tooltip("gib:Q", format=",.2f", title="GiB"),
-                alt.Tooltip("usable_gib:Q", format=",.1f", title="usable GiB"),
+            "order": _q("part_order"),
+            "stroke": _if("datum.fits", None, MISFIT),
+            "strokeWidth": {"value": 2},
+            "tooltip": [
+                _n("card"),
+                _n("layers", title="layers"),
+                _n("part"),
+                _q("gib", format=",.2f", title="GiB"),
+                _q("usable_gib", format=",.1f", title="usable GiB"),
             ],
-        )
-        .properties(width=width, height=height, title=title)
+        },
     )
+    return spec
 
 
-def batch_chart(rows: Rows, *, batch: int, width: int = 520, height: int = 260) -> alt.HConcatChart:
+def batch_spec(rows: Rows, *, batch: int, width: int = 520, height: int = 260) -> Spec:
     """Left: one step's milliseconds against the batch (reading weights, reading KV, both, computing);
     right: tokens/s of all sequences together. A grey rule marks the chosen batch."""
-    x = alt.X(
-        "batch:Q",
-        scale=alt.Scale(type="log", base=2),
+    x = _q(
+        "batch",
+        scale={"type": "log", "base": 2},
         title="sequences decoding together (log scale)",
-        axis=alt.Axis(values=_BATCH_TICKS),
+        axis={"values": _BATCH_TICKS},
     )
     names = {
         "weights_ms": "read weights",
@@ -92,41 +119,37 @@ def batch_chart(rows: Rows, *, batch: int, width: int = 520, height: int = 260) 
         "memory_ms": "read both (memory)",
         "compute_ms": "compute",
     }
-    rule = alt.Chart({"values": [{"batch": batch}]}).mark_rule(color="grey").encode(x=alt.X("batch:Q"))
-    lines = (
-        alt.Chart()
-        .transform_fold(list(names), as_=["what", "ms"])
-        .transform_calculate(label=_lookup(names))
-        .mark_line(point=True)
-        .encode(
-            x=x,
-            y=alt.Y("ms:Q", scale=alt.Scale(type="log"), title="ms a step (log scale)"),
-            color=alt.Color(
-                "label:N",
+    rule = {
+        "data": _values([{"batch": int(batch)}]),
+        "mark": {"type": "rule", "color": "grey"},
+        "encoding": {"x": _q("batch")},
+    }
+    lines = {
+        "transform": [{"fold": list(names), "as": ["what", "ms"]}, {"calculate": _lookup(names), "as": "label"}],
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "x": x,
+            "y": _q("ms", scale=_LOG, title="ms a step (log scale)"),
+            "color": _n(
+                "label",
                 sort=list(names.values()),
-                scale=alt.Scale(domain=list(names.values()), range=["#4c78a8", "#f58518", "#000000", "#d62728"]),
-                legend=alt.Legend(title=None, orient="bottom", columns=2),
+                scale={"domain": list(names.values()), "range": ["#4c78a8", "#f58518", "#000000", "#d62728"]},
+                legend={"title": None, "orient": "bottom", "columns": 2},
             ),
-            tooltip=[alt.Tooltip("batch:Q"), alt.Tooltip("label:N"), alt.Tooltip("ms:Q", format=",.3f")],
-        )
-    )
-    speed = (
-        alt.Chart()
-        .mark_line(point=True, color="black")
-        .encode(
-            x=x,
-            y=alt.Y("tokens_per_s:Q", title="tokens/s, all sequences (bound)"),
-            tooltip=[
-                alt.Tooltip("batch:Q"),
-                alt.Tooltip("tokens_per_s:Q", format=",.0f"),
-                alt.Tooltip("bound_by:N"),
-            ],
-        )
-    )
-    data = _data(rows)
-    left = alt.layer(lines, rule, data=data).properties(width=width, height=height, title="One decode step")
-    right = alt.layer(speed, rule, data=data).properties(width=width // 2 + 60, height=height, title="Throughput")
-    return alt.hconcat(left, right)
+            "tooltip": [_q("batch"), _n("label"), _q("ms", format=",.3f")],
+        },
+    }
+    speed = {
+        "mark": {"type": "line", "point": True, "color": "black"},
+        "encoding": {
+            "x": x,
+            "y": _q("tokens_per_s", title="tokens/s, all sequences (bound)"),
+            "tooltip": [_q("batch"), _q("tokens_per_s", format=",.0f"), _n("bound_by")],
+        },
+    }
+    left = {"title": "One decode step", "width": width, "height": height, "layer": [lines, rule]}
+    right = {"title": "Throughput", "width": width // 2 + 60, "height": height, "layer": [speed, rule]}
+    return _concat("hconcat", [left, right], rows)
 
 
 def _lookup(names: Mapping[str, str]) -> str:
@@ -137,142 +160,145 @@ def _lookup(names: Mapping[str, str]) -> str:
     return expr
 
 
-def roofline_chart(ceiling: Rows, points: Rows, *, batch: int, width: int = 520, height: int = 300) -> alt.LayerChart:
+def roofline_spec(ceiling: Rows, points: Rows, *, batch: int, height: int = 300) -> Spec:
     """The card's roofline (log-log): attainable TFLOP/s against FLOPs per byte read, each batch's step a point,
     the chosen batch in red. Left of the ridge a step waits on memory; right of it, on compute."""
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log"), title="FLOPs per byte read (arithmetic intensity, log)")
-    y = alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="TFLOP/s (10¹² a second, log)")
-    roof = alt.Chart(_data(ceiling)).mark_line(color="black").encode(x=x, y=y)
+    x = _q("intensity", scale=_LOG, title="FLOPs per byte read (arithmetic intensity, log)")
+    y = _q("tflops", scale=_LOG, title="TFLOP/s (10¹² a second, log)")
+    chosen = f"datum.batch == {int(batch)}"
     tip = [
-        alt.Tooltip("batch:Q"),
-        alt.Tooltip("intensity:Q", format=",.1f", title="FLOPs a byte"),
-        alt.Tooltip("tflops:Q", format=",.1f", title="TFLOP/s"),
-        alt.Tooltip("bound_by:N"),
+        _q("batch"),
+        _q("intensity", format=",.1f", title="FLOPs a byte"),
+        _q("tflops", format=",.1f", title="TFLOP/s"),
+        _n("bound_by"),
     ]
-    steps = (
-        alt.Chart(_data(points))
-        .mark_point(filled=True, size=50)
-        .encode(
-            x=x,
-            y=y,
-            color=alt.condition(f"datum.batch == {int(batch)}", alt.value(MISFIT), alt.value("#4c78a8")),
-            size=alt.condition(f"datum.batch == {int(batch)}", alt.value(160), alt.value(50)),
-            tooltip=tip,
-        )
-    )
-    labels = (
-        alt.Chart(_data([p for p in points if p["batch"] == batch]))
-        .mark_text(dy=-14, fontSize=12, color=MISFIT)
-        .encode(x=x, y=y, text=alt.Text("label:N"))
-        .transform_calculate(label="'batch ' + datum.batch")
-    )
-    return alt.layer(roof, steps, labels).properties(
-        width=width,
-        height=height,
-        title=alt.Title("The roofline of one card", subtitle="points: one decode step at each batch 1 … 1,024"),
-    )
+    spec = _top([], "The roofline of one card", "points: one decode step at each batch 1 … 1,024", height)
+    spec["layer"] = [
+        {"data": _values(ceiling), "mark": {"type": "line", "color": "black"}, "encoding": {"x": x, "y": y}},
+        {
+            "data": _values(points),
+            "mark": {"type": "point", "filled": True, "size": 50},
+            "encoding": {
+                "x": x,
+                "y": y,
+                "color": _if(chosen, MISFIT, "#4c78a8"),
+                "size": _if(chosen, 160, 50),
+                "tooltip": tip,
+            },
+        },
+        {
+            "data": _values([p for p in points if p["batch"] == batch]),
+            "transform": [{"calculate": "'batch ' + datum.batch", "as": "label"}],
+            "mark": {"type": "text", "dy": -14, "fontSize": 12, "color": MISFIT},
+            "encoding": {"x": x, "y": y, "text": _n("label")},
+        },
+    ]
+    return spec
 
 
-def offload_chart(rows: Rows, *, width: int = 520, height: int = 220) -> alt.Chart:
+def offload_spec(rows: Rows, *, height: int = 220) -> Spec:
     """One sequence's decode bound against the layers llama.cpp leaves on the host."""
-    return (
-        alt.Chart(_data(rows))
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("layers_on_host:Q", title="layers on the host (of the model's decoder layers)"),
-            y=alt.Y("tokens_per_s:Q", title="tokens/s (bound, one sequence)"),
-            tooltip=[alt.Tooltip("layers_on_host:Q"), alt.Tooltip("tokens_per_s:Q", format=",.1f")],
-        )
-        .properties(width=width, height=height, title="Layers left on the host run at the host's bandwidth")
+    spec = _top(rows, "Layers left on the host run at the host's bandwidth", "tokens/s, a bound", height)
+    spec.update(
+        mark={"type": "line", "point": True},
+        encoding={
+            "x": _q("layers_on_host", title="layers on the host (of the model's decoder layers)"),
+            "y": _q("tokens_per_s", title="tokens/s (bound, one sequence)"),
+            "tooltip": [_q("layers_on_host"), _q("tokens_per_s", format=",.1f")],
+        },
     )
+    return spec
 
 
-def published_chart(rows: Rows, *, width: int = 460, height: int = 400) -> alt.LayerChart:
+def published_spec(rows: Rows, *, height: int = 400) -> Spec:
     """Each published measurement (x) against the model's bound and estimate (y), log-log, with y = x."""
-    scale = alt.Scale(type="log")
-    points = (
-        alt.Chart()
-        .transform_fold(["bound", "estimate"], as_=["figure", "model_tokens_per_s"])
-        .mark_point(filled=True, size=60)
-        .encode(
-            x=alt.X("measured:Q", scale=scale, title="measured tokens/s (published)"),
-            y=alt.Y("model_tokens_per_s:Q", scale=scale, title="explorer's tokens/s"),
-            color=alt.Color("figure:N", scale=alt.Scale(domain=["bound", "estimate"], range=["#d62728", "#4c78a8"])),
-            shape=alt.Shape("engine:N", legend=alt.Legend(title="engine")),
-            tooltip=[
-                alt.Tooltip("source:N"),
-                alt.Tooltip("setup:N"),
-                alt.Tooltip("metric:N"),
-                alt.Tooltip("measured:Q", format=",.1f"),
-                alt.Tooltip("figure:N"),
-                alt.Tooltip("model_tokens_per_s:Q", format=",.1f"),
-            ],
-        )
-    )
     low = min(r["measured"] for r in rows) * 0.8
     high = max(max(r["bound"], r["measured"]) for r in rows) * 1.2
-    diagonal = (
-        alt.Chart({"values": [{"measured": low, "y": low}, {"measured": high, "y": high}]})
-        .mark_line(color="grey", strokeDash=[4, 3])
-        .encode(x=alt.X("measured:Q", scale=scale), y=alt.Y("y:Q", scale=scale))
-    )
-    return alt.layer(diagonal, points, data=_data(rows)).properties(
-        width=width,
-        height=height,
-        title=alt.Title("Published measurements", subtitle="dashed: explorer = measured; a bound sits above it"),
-    )
+    spec = _top(rows, "Published measurements", "dashed: explorer = measured; a bound sits above it", height)
+    spec["layer"] = [
+        {
+            "data": _values([{"measured": low, "y": low}, {"measured": high, "y": high}]),
+            "mark": {"type": "line", "color": "grey", "strokeDash": [4, 3]},
+            "encoding": {"x": _q("measured", scale=_LOG), "y": _q("y", scale=_LOG)},
+        },
+        {
+            "transform": [{"fold": ["bound", "estimate"], "as": ["figure", "model_tokens_per_s"]}],
+            "mark": {"type": "point", "filled": True, "size": 60},
+            "encoding": {
+                "x": _q("measured", scale=_LOG, title="measured tokens/s (published)"),
+                "y": _q("model_tokens_per_s", scale=_LOG, title="explorer's tokens/s"),
+                "color": _n("figure", scale={"domain": ["bound", "estimate"], "range": ["#d62728", "#4c78a8"]}),
+                "shape": _n("engine", legend={"title": "engine"}),
+                "tooltip": [
+                    _n("source"),
+                    _n("setup"),
+                    _n("metric"),
+                    _q("measured", format=",.1f"),
+                    _n("figure"),
+                    _q("model_tokens_per_s", format=",.1f"),
+                ],
+            },
+        },
+    ]
+    return spec
 
 
-def ladder_chart(rows: Rows, *, chosen: str, width: int = 520) -> alt.Chart:
+def ladder_spec(rows: Rows, *, chosen: str) -> Spec:
     """Weight GiB per precision, split into what is quantised and what stays at 16 bits; the chosen one opaque."""
     long = []
     for r in rows:
         for part, nbytes in (("quantised", r["bytes"] - r["kept_bytes"]), ("kept at 16 bits", r["kept_bytes"])):
             long.append({**r, "part": part, "part_gib": nbytes / 2**30, "chosen": r["name"] == chosen})
-    order = [r["label"] for r in rows]
-    return (
-        alt.Chart(_data(long))
-        .mark_bar()
-        .encode(
-            y=alt.Y("label:N", sort=order, title=None),
-            x=alt.X("part_gib:Q", stack="zero", title="weights (GiB, 1024³ bytes)"),
-            color=alt.Color(
-                "part:N",
-                scale=alt.Scale(domain=["quantised", "kept at 16 bits"], range=["#4c78a8", "#bab0ac"]),
-                legend=alt.Legend(title=None, orient="bottom"),
-            ),
-            opacity=alt.condition("datum.chosen", alt.value(1.0), alt.value(0.35)),
-            stroke=alt.condition("datum.chosen", alt.value("black"), alt.value(None)),
-            tooltip=[
-                alt.Tooltip("label:N"),
-                alt.Tooltip("part:N"),
-                alt.Tooltip("part_gib:Q", format=",.2f", title="GiB"),
-                alt.Tooltip("bits:Q", format=".2f", title="bits a weight"),
-            ],
-        )
-        .properties(width=width, height=24 * len(rows), title="The same weights at each precision")
+    spec = _top(
+        long, "The same weights at each precision", "GiB (1024³ bytes); outlined: the one chosen", 24 * len(rows)
     )
+    spec.update(
+        mark="bar",
+        encoding={
+            "y": _n("label", sort=[r["label"] for r in rows], title=None),
+            "x": _q("part_gib", stack="zero", title="weights (GiB, 1024³ bytes)"),
+            "color": _n(
+                "part",
+                scale={"domain": ["quantised", "kept at 16 bits"], "range": ["#4c78a8", "#bab0ac"]},
+                legend={"title": None, "orient": "bottom"},
+            ),
+            "opacity": _if("datum.chosen", 1.0, 0.35),
+            "stroke": _if("datum.chosen", "black", None),
+            "tooltip": [
+                _n("label"),
+                _n("part"),
+                _q("part_gib", format=",.2f", title="GiB"),
+                _q("bits", format=".2f", title="bits a weight"),
+            ],
+        },
+    )
+    return spec
 
 
-def mix_chart(rows: Rows, *, title: str, width: int = 560, height: int = 220) -> alt.Chart:
+def mix_spec(rows: Rows, *, title: str, height: int = 220) -> Spec:
     """Each decoder layer's MiB by the ggml type llama.cpp stores it in."""
     present = [t for t in MIX_TYPES if any(r["type"] == t for r in rows)]
-    return (
-        alt.Chart(_data(rows))
-        .mark_bar()
-        .encode(
-            x=alt.X("layer:O", title="decoder layer", axis=alt.Axis(labelAngle=0, values=_every(rows))),
-            y=alt.Y("mib:Q", stack="zero", title="MiB (1024² bytes)"),
-            color=alt.Color(
-                "type:N",
+    spec = _top(rows, title, "MiB (1024² bytes) a layer, by ggml type", height)
+    spec.update(
+        mark="bar",
+        encoding={
+            "x": {"field": "layer", "type": "ordinal", "title": "decoder layer",
+                  "axis": {"labelAngle": 0, "values": _every(rows)}},
+            "y": _q("mib", stack="zero", title="MiB (1024² bytes)"),
+            "color": _n(
+                "type",
                 sort=present,
-                scale=alt.Scale(domain=present, range=[MIX_COLOURS[MIX_TYPES.index(t)] for t in present]),
-                legend=alt.Legend(title="ggml type", orient="right"),
+                scale={"domain": present, "range": [MIX_COLOURS[MIX_TYPES.index(t)] for t in present]},
+                legend={"title": "ggml type", "orient": "right"},
             ),
-            tooltip=[alt.Tooltip("layer:O"), alt.Tooltip("type:N"), alt.Tooltip("mib:Q", format=",.1f", title="MiB")],
-        )
-        .properties(width=width, height=height, title=title)
-    )
+            "tooltip": [
+                {"field": "layer", "type": "ordinal"},
+                _n("type"),
+                _q("mib", format=",.1f", title="MiB"),
+            ],
+        },
+    )  # fmt: skip
+    return spec
 
 
 def _every(rows: Rows) -> list[int]:
@@ -282,58 +308,59 @@ def _every(rows: Rows) -> list[int]:
     return [n for n in layers if n % step == 0]
 
 
-def quality_chart(quality: Rows, perplexity: Rows, *, marks: Rows, width: int = 520) -> alt.VConcatChart:
+def quality_spec(quality: Rows, perplexity: Rows, *, marks: Rows, width: int = 520) -> Spec:
     """Top: the ranking's precision score against bits a weight (GPU, CPU), the ladder's precisions as ticks;
     bottom: llama-quantize's perplexity increase at the same bits (symlog scale)."""
-    x_scale = alt.Scale(domain=[2, 16.5])
-    x = alt.X("bits:Q", scale=x_scale, title="bits a weight (scales counted)")
-    score = (
-        alt.Chart(_data(quality))
-        .mark_line()
-        .encode(
-            x=x,
-            y=alt.Y("quality:Q", title="ranking score"),
-            color=alt.Color("where:N", scale=alt.Scale(domain=["GPU", "CPU"], range=["#4c78a8", "#f58518"])),
-            tooltip=[
-                alt.Tooltip("where:N"),
-                alt.Tooltip("bits:Q", format=".1f"),
-                alt.Tooltip("quality:Q", format=".2f"),
-            ],
-        )
-    )
-    ticks = (
-        alt.Chart(_data(marks))
-        .mark_rule(strokeDash=[2, 2], color="grey")
-        .encode(x=alt.X("bits:Q", scale=x_scale), tooltip=[alt.Tooltip("label:N"), alt.Tooltip("bits:Q", format=".2f")])
-    )
-    chosen = (
-        alt.Chart(_data([m for m in marks if m.get("chosen")]))
-        .mark_rule(color=MISFIT, strokeWidth=2)
-        .encode(x=alt.X("bits:Q", scale=x_scale), tooltip=[alt.Tooltip("label:N"), alt.Tooltip("bits:Q", format=".2f")])
-    )
-    top = alt.layer(ticks, score, chosen).properties(
-        width=width, height=200, title="How the ranking scores a precision (dashed: this model's ladder)"
-    )
-    ppl = (
-        alt.Chart(_data(perplexity))
-        .mark_point(filled=True, size=60, color="#54a24b")
-        .encode(
-            x=x,
-            y=alt.Y("dppl:Q", scale=alt.Scale(type="symlog", constant=0.01), title="perplexity increase (symlog)"),
-            tooltip=[
-                alt.Tooltip("mix:N"),
-                alt.Tooltip("bits:Q", format=".2f"),
-                alt.Tooltip("dppl:Q", format="+.4f", title="Δ perplexity"),
-                alt.Tooltip("model:N", title="measured on"),
-            ],
-        )
-    )
-    labels = (
-        ppl.transform_filter(alt.FieldOneOfPredicate(field="mix", oneOf=list(LABELLED_MIXES)))
-        .mark_text(dy=-9, fontSize=10)
-        .encode(text=alt.Text("mix:N"))
-    )
-    bottom = alt.layer(ppl, labels).properties(
-        width=width, height=200, title="llama-quantize's perplexity increase (Llama-3-8B; 16-bit rows: Mistral-7B)"
-    )
-    return alt.vconcat(top, bottom)
+    x_scale = {"domain": [2, 16.5]}
+    x = _q("bits", scale=x_scale, title="bits a weight (scales counted)")
+    mark_tip = [_n("label"), _q("bits", format=".2f")]
+    ticks = {
+        "data": _values(marks),
+        "mark": {"type": "rule", "strokeDash": [2, 2], "color": "grey"},
+        "encoding": {"x": _q("bits", scale=x_scale), "tooltip": mark_tip},
+    }
+    score = {
+        "data": _values(quality),
+        "mark": "line",
+        "encoding": {
+            "x": x,
+            "y": _q("quality", title="ranking score"),
+            "color": _n("where", scale={"domain": ["GPU", "CPU"], "range": ["#4c78a8", "#f58518"]}),
+            "tooltip": [_n("where"), _q("bits", format=".1f"), _q("quality", format=".2f")],
+        },
+    }
+    chosen = {
+        "data": _values([m for m in marks if m.get("chosen")]),
+        "mark": {"type": "rule", "color": MISFIT, "strokeWidth": 2},
+        "encoding": {"x": _q("bits", scale=x_scale), "tooltip": mark_tip},
+    }
+    ppl = {
+        "x": x,
+        "y": _q("dppl", scale={"type": "symlog", "constant": 0.01}, title="perplexity increase (symlog)"),
+        "tooltip": [
+            _n("mix"),
+            _q("bits", format=".2f"),
+            _q("dppl", format="+.4f", title="Δ perplexity"),
+            _n("model", title="measured on"),
+        ],
+    }
+    points = {"mark": {"type": "point", "filled": True, "size": 60, "color": "#54a24b"}, "encoding": ppl}
+    labels = {
+        "transform": [{"filter": {"field": "mix", "oneOf": list(LABELLED_MIXES)}}],
+        "mark": {"type": "text", "dy": -9, "fontSize": 10},
+        "encoding": {**ppl, "text": _n("mix")},
+    }
+    top = {
+        "title": "How the ranking scores a precision (dashed: this model's ladder)",
+        "width": width,
+        "height": 200,
+        "layer": [ticks, score, chosen],
+    }
+    bottom = {
+        "title": "llama-quantize's perplexity increase (Llama-3-8B; 16-bit rows: Mistral-7B)",
+        "data": _values(perplexity),
+        "width": width,
+        "height": 200,
+        "layer": [points, labels],
+    }
+    return _concat("vconcat", [top, bottom])

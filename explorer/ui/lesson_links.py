@@ -2,9 +2,8 @@
 
 - ``marimo run notebooks/`` (folder mode: the app's URL holds ``?file=app.py``): each lesson is
   ``?file=LESSON.py`` on the same server;
-- the published WASM site: the lessons exported beside the app (``LESSON.py/``); a lesson that draws
-  with altair (no wasm wheels for its browser dependencies) is not exported, so it is named with the
-  command that opens it;
+- the published WASM site: the lessons exported beside the app (``LESSON.py/``), all four (their
+  charts are plain vega-lite dicts, so they need nothing Pyodide lacks);
 - ``marimo run notebooks/app.py`` (one file): the server serves no other notebook, so each lesson is
   named with the command that opens it.
 """
@@ -20,8 +19,8 @@ LESSONS: tuple[tuple[str, str], ...] = (
     ("quantisation.py", "What a precision costs and saves"),
     ("speed.py", "Why decode is memory-bound"),
 )
-#: the lessons the WASM export carries (the others draw with altair)
-EXPORTED: frozenset[str] = frozenset({"kv_cache.py"})
+#: the lessons the WASM export carries (.ci/wasm/export.sh): every one
+EXPORTED: frozenset[str] = frozenset(name for name, _title in LESSONS)
 
 
 def lesson_links(*, in_browser: bool, query_file: str | None, exported: Iterable[str] = EXPORTED) -> str:

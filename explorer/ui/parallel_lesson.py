@@ -135,7 +135,7 @@ def split_model(shape, gpu_class: str, cards: int, mode: Mode, request: PlanRequ
 
 
 def card_rows(split: Split) -> list[dict[str, Any]]:
-    """Long-form rows of what each card holds, part by part (GiB), for :func:`explorer.ui.lesson_charts.split_chart`.
+    """Long-form rows of what each card holds, part by part (GiB), for :func:`explorer.ui.lesson_charts.split_spec`.
 
     Parts: embeddings (and a vision tower), decoder layers, LM head, KV cache, activations + overhead;
     they sum to the engine's per-card total. Empty when the split is refused.

@@ -1,5 +1,6 @@
 """The three lessons (notebooks/parallelism.py, quantisation.py, speed.py) run headless with the network
-blocked, show the planner's numbers, pass ``marimo check --strict``, and import nothing Pyodide lacks.
+blocked, show the planner's numbers, pass ``marimo check --strict``, and import nothing Pyodide lacks
+(altair included: the charts are plain vega-lite dicts).
 
 Each lesson opens on a defaults record (``ParallelDefaults``…) that a test replaces through ``app.run(defs=…)``.
 """
@@ -24,8 +25,10 @@ from explorer.ui.speed_lesson import SpeedDefaults
 
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = ("parallelism.py", "quantisation.py", "speed.py")
-#: packages with no Pyodide wheel (or too heavy for the page): the lessons must not import them
+#: packages with no Pyodide wheel (or too heavy for the page): the lessons must not import them. altair is
+#: pure Python, but its browser chain (jsonschema, rpds-py, markupsafe) has no wasm wheels in the site's mirror
 NOT_IN_THE_BROWSER = (
+    "altair",
     "numpy",
     "duckdb",
     "huggingface_hub",

@@ -4,7 +4,8 @@ Every request off 127.0.0.1 is refused (a playwright route, DNS mapped to nothin
 blocked): the page must carry Pyodide, marimo, explorer's wheel and the snapshot itself. The app plans in
 the browser: the ranked table shows, a context slider move changes it, the URL carries the state and a
 reload restores it, a pasted config.json is planned, and Fetch (no Hub client in a browser) is not offered.
-The teaching page opens too. Prints the export's size and the time to the first table.
+Each lesson page opens too, computes its numbers and draws its charts. Prints the export's size, the time to
+the first table and each lesson's time to its first render.
 
 Marked ``wasm``: ``.ci/wasm/run`` exports the site and runs this with ``EXPLORER_WASM_SITE`` set; elsewhere it
 skips, saying why. A cold page takes 20 s (an idle machine) to over a minute (a loaded one) to start Python.
@@ -158,4 +159,32 @@ def test_the_teaching_page_opens(site, offline_browser, page):
         timeout=START_S * 1000,
         polling=500,
     )
+    assert refused == []
+
+
+#: each lesson's page: a line its Python writes (with the planner's numbers) once it has run
+LESSON_TEXT = {
+    "parallelism.py": ("Splitting a model across cards", "28 query heads / 4 cards = 7 a card"),
+    "quantisation.py": ("What a precision costs and saves", "at 4.89 bits a weight"),
+    "speed.py": ("Why decode is memory-bound", "221.2 tokens/s"),
+}
+
+
+@pytest.mark.parametrize("lesson", sorted(LESSON_TEXT))
+def test_each_lesson_page_opens_and_draws(site, offline_browser, page, lesson):
+    """The lesson's title and numbers show, and its charts (vega-lite dicts, no altair) draw, offline."""
+    _context, url, refused = offline_browser
+    if not (site / lesson / "index.html").exists():
+        pytest.skip(f"the site has no {lesson} page")
+    t0 = time.perf_counter()
+    page.goto(url + lesson)  # the app's lesson link
+    page.wait_for_function(
+        "(texts) => texts.every((t) => document.body.innerText.includes(t))",
+        arg=list(LESSON_TEXT[lesson]),
+        timeout=START_S * 1000,
+        polling=500,
+    )
+    page.locator(".vega-embed canvas, .vega-embed svg").first.wait_for(timeout=60_000)
+    print(f"\nwasm lesson {lesson}: first render {time.perf_counter() - t0:.1f} s after opening")
+    assert "Traceback" not in page.inner_text("body")
     assert refused == []
