@@ -7,6 +7,7 @@ figure is exact to ±0.005 of its unit.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -86,3 +87,12 @@ def put_max(out: dict[str, int], key: str, values: Iterable[int]) -> None:
     values = list(values)
     if values:
         out[key] = max(values)
+
+
+def setting_value(text: str) -> Any:
+    """A value as an engine prints it in its settings (``8192``, ``'fp8'``, ``None``, ``[1, 2]``); text that is
+    no Python literal comes back as it is, without its quotes."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text.strip("'\"")

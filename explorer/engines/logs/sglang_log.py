@@ -14,11 +14,19 @@ Lines read (each optional; at least one figure must be there):
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
 
-from explorer.engines.logs.record import NUMBER, EngineLog, find_all, first, gib_bytes, put_max, put_min
+from explorer.engines.logs.record import (
+    NUMBER,
+    EngineLog,
+    find_all,
+    first,
+    gib_bytes,
+    put_max,
+    put_min,
+    setting_value,
+)
 
 SIGNATURES = (r"KV Cache is allocated", r"Load weight end", r"Load weight begin", r"server_args=ServerArgs")
 #: ServerArgs field → the setting name explorer uses
@@ -59,13 +67,6 @@ _REFUSALS = (
 )
 
 
-def _value(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return text.strip("'\"")
-
-
 def _settings(text: str) -> tuple[str | None, dict[str, Any]]:
     out: dict[str, Any] = {}
     model = None
@@ -76,16 +77,16 @@ def _settings(text: str) -> tuple[str | None, dict[str, Any]]:
             if flag in ("--model", "--model-path"):
                 model = value
             elif flag in _FLAGS and value and not value.startswith("--"):
-                out[_FIELDS[_FLAGS[flag]]] = _value(value)
+                out[_FIELDS[_FLAGS[flag]]] = setting_value(value)
             elif flag == "--enable-dp-attention":
                 out["enable_dp_attention"] = True
     args = first(r"server_args=ServerArgs\((.*)$", text)
     if args:
         for key, value in re.findall(r"\b(\w+)=('[^']*'|[^,]+)", args[1]):
             if key == "model_path":
-                model = _value(value)
+                model = setting_value(value)
             elif key in _FIELDS and value != "None":
-                out[_FIELDS[key]] = _value(value)
+                out[_FIELDS[key]] = setting_value(value)
     return (str(model) if model else None), out
 
 

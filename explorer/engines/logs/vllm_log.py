@@ -18,11 +18,19 @@ Lines read (each optional; at least one figure must be there):
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
 
-from explorer.engines.logs.record import NUMBER, EngineLog, find_all, first, gib_bytes, put_max, put_min
+from explorer.engines.logs.record import (
+    NUMBER,
+    EngineLog,
+    find_all,
+    first,
+    gib_bytes,
+    put_max,
+    put_min,
+    setting_value,
+)
 
 #: lines that say vLLM measured its memory (one is needed to call a log vLLM's)
 SIGNATURES = (
@@ -66,32 +74,25 @@ _VERSION = (
 )
 
 
-def _literal(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return text.strip("'\"")
-
-
 def _settings(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     config = first(r"with config: (.*)$", text)
     if config:
         for key, value in re.findall(r"\b(\w+)=('[^']*'|[^,]+)", config[1]):
             if key == "max_seq_len":
-                out["max_model_len"] = _literal(value)
+                out["max_model_len"] = setting_value(value)
             elif key == "model":
-                out["model"] = _literal(value)
+                out["model"] = setting_value(value)
             elif key in SETTING_KEYS and value not in ("None",):
-                out[key] = _literal(value)
+                out[key] = setting_value(value)
     namespace = first(r"args: Namespace\((.*)\)", text)
     if namespace:
         for key, value in re.findall(r"\b(\w+)=('[^']*'|[^,]+)", namespace[1]):
             if (key in SETTING_KEYS or key in ("model", "model_tag")) and value != "None":
-                out[key] = _literal(value)
+                out[key] = setting_value(value)
     args = first(r"non-default args: (\{.*\})", text)
     if args:
-        parsed = _literal(args[1])
+        parsed = setting_value(args[1])
         if isinstance(parsed, dict):
             out.update({k: v for k, v in parsed.items() if k in SETTING_KEYS or k in ("model", "model_tag")})
     for pattern, key in (
