@@ -14,7 +14,7 @@ A model the planner cannot read is a row with its error, never a crash of the vi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,14 +46,15 @@ class KnownModel:
         artifacts: what its repository offers (the original weights, GGUF files).
         origin: where it came from (``snapshot``, ``cache``).
         fallback: the precisions planned when ``artifacts`` keep no all-GPU layout that runs as printed
-            (:func:`explorer.plan.offer.fallback_artifacts`, as ``explorer plan`` does); empty: none.
+            (:func:`explorer.plan.offer.fallback_artifacts`, as ``explorer plan`` does), or a callable that
+            makes them, called only for a model that needs them; empty: none.
     """
 
     ref: str
     shape: ModelShape
     artifacts: tuple[Artifact, ...]
     origin: str = "snapshot"
-    fallback: tuple[Artifact, ...] = ()
+    fallback: tuple[Artifact, ...] | Callable[[], tuple[Artifact, ...]] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,7 +17,7 @@ accelerators, suggests changes (:mod:`explorer.plan.suggest`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -132,7 +132,7 @@ def plan(
     suggest: bool | Sequence[str] = True,
     first_fit: bool = False,
     catalogue: Catalogue | None = None,
-    fallback: Sequence[Artifact] = (),
+    fallback: Sequence[Artifact] | Callable[[], Sequence[Artifact]] = (),
 ) -> PlanResult:
     """Every way ``shape`` can run on ``cluster``, best first, the refused ways with reasons, and suggestions.
 
@@ -152,6 +152,7 @@ def plan(
             stands higher (a higher tier, or a launch that runs as printed), so that the first row is the
             all-GPU layout an engineer would run rather than layers left on the CPU or weights to convert
             first (``PlanResult.widened`` names what was added).
+            A callable is called only then (a listing of many models makes none it does not need).
 
     Raises:
         PlanError: a context or concurrency below 1, a utilisation outside (0, 1], an unknown goal or
@@ -166,11 +167,14 @@ def plan(
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
     own = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
     result = own
+    extra_artifacts = ()
     if fallback and _standing(own) > (1, False):
-        extra = _ranked(shape, cluster, request, fallback, model_ref=model_ref, goal=chosen, speed=speed)
+        extra_artifacts = tuple(fallback() if callable(fallback) else fallback)
+    if extra_artifacts:
+        extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)
         wider = _merged(own, extra)
         if _standing(wider) < _standing(own):
-            result = replace(wider, widened=tuple(a.label for a in fallback))
+            result = replace(wider, widened=tuple(a.label for a in extra_artifacts))
     if not suggest:
         return result
     advised = with_suggestions(  # what to change to fit the model's own weights, widened or not

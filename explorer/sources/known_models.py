@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 
 from explorer.errors import ExplorerError
 from explorer.plan.fit_view import KnownModel
@@ -42,8 +43,9 @@ class KnownModels:
 
 def _known(repo: str, shape, artifacts, origin: str) -> KnownModel:
     """A listed model with the fallback precisions ``explorer plan`` would widen to (published where known)."""
-    fallback = fallback_artifacts(shape, artifacts, shipped_checkpoints(repo))
-    return KnownModel(ref=repo, shape=shape, artifacts=tuple(artifacts), origin=origin, fallback=fallback)
+    artifacts = tuple(artifacts)
+    fallback = partial(fallback_artifacts, shape, artifacts, shipped_checkpoints(repo))  # made when needed
+    return KnownModel(ref=repo, shape=shape, artifacts=artifacts, origin=origin, fallback=fallback)
 
 
 def _from_snapshot(snapshot: Snapshot, skipped: list[str]) -> list[KnownModel]:

@@ -83,3 +83,22 @@ def test_a_model_that_cannot_be_planned_is_a_row_with_its_error():
     # (a context of 0 is refused where the request is made, before any model: PlanRequest checks its numbers)
     row = fit_row(model, parse_cluster("1x1xh100-80g"), PlanRequest(engines=("tgi",)))
     assert row.best is None and row.error == "unknown engine 'tgi' (engines: vllm, sglang, llamacpp)"
+
+
+def test_the_fallback_is_made_only_for_a_model_that_needs_it():
+    """Listing 81 models makes no fallback up front: a callable is called only when the own weights keep no all-GPU
+    layout. Llama-3.1-8B fits one H100, so its fallback is never asked for; Qwen3-32B's bf16 on a 4090 asks once."""
+    calls = []
+
+    def made(name):
+        def fallback():
+            calls.append(name)
+            return ()
+
+        return fallback
+
+    small = next(m for m in MODELS if m.ref == "meta-llama/Meta-Llama-3.1-8B")
+    big = next(m for m in MODELS if m.ref == "Qwen/Qwen3-32B")
+    fit_row(replace(small, fallback=made("8B")), parse_cluster("1x1xh100-80g"), PlanRequest())
+    fit_row(replace(big, fallback=made("32B")), parse_cluster("1x1xrtx4090-24g"), PlanRequest())
+    assert calls == ["32B"]
