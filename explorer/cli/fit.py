@@ -36,14 +36,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_goal_arguments(p)
     p.add_argument(
-        "--efficiency",
-        type=fraction("the efficiency"),
-        default=None,
-        metavar="F",
-        help="share of the speed bound (0.6)",
-    )
-    p.add_argument("--price-table", default=None, metavar="FILE", help="CSV of prices (default: data/prices.csv)")
-    p.add_argument(
         "--no-cache", action="store_true", help="list only the shipped snapshot's models; no stored calibrations"
     )
     p.add_argument("--top", type=int_range(0, MAX_CONCURRENCY, "--top"), default=0, help="rows to print (default: all)")

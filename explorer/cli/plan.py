@@ -304,19 +304,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_goal_arguments(p)
     p.add_argument(
-        "--efficiency",
-        type=fraction("the efficiency"),
-        default=None,
-        metavar="F",
-        help="share of the speed-of-light bound the engines reach, 0 < F <= 1 (default 0.6)",
-    )
-    p.add_argument(
-        "--price-table",
-        default=None,
-        metavar="FILE",
-        help="CSV of gpu_class,usd_per_gpu_hour,... for cost per million tokens (default: data/prices.csv)",
-    )
-    p.add_argument(
         "--top", type=int_range(0, MAX_CONCURRENCY, "--top"), default=15, help="options to print (human form)"
     )
     p.add_argument("--wide", action="store_true", help="every column: most sequences, free now, $/Mtok, full label")
@@ -324,7 +311,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_goal_arguments(p: argparse.ArgumentParser) -> None:
-    """``--goal`` (and the deprecated ``--sort``), shared with ``explorer fit``."""
+    """``--goal`` (and the deprecated ``--sort``) and the speed settings the goals rank by (``--efficiency``,
+    ``--price-table``), shared with ``explorer fit``."""
     p.add_argument(
         "--goal",
         choices=GOALS,
@@ -337,6 +325,19 @@ def add_goal_arguments(p: argparse.ArgumentParser) -> None:
         choices=tuple(SORT_ALIASES),
         default=None,
         help="deprecated: --sort speed is --goal fastest, --sort default is --goal fewest-cards",
+    )
+    p.add_argument(
+        "--efficiency",
+        type=fraction("the efficiency"),
+        default=None,
+        metavar="F",
+        help="share of the speed-of-light bound the engines reach, 0.01 to 1 (default 0.6)",
+    )
+    p.add_argument(
+        "--price-table",
+        default=None,
+        metavar="FILE",
+        help="CSV of gpu_class,usd_per_gpu_hour,... for cost per million tokens (default: data/prices.csv)",
     )
 
 
