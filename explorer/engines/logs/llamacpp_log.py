@@ -15,14 +15,15 @@ Lines read (each optional; at least one buffer must be there):
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
-from explorer.engines.logs.record import NUMBER, EngineLog, find_all, first, mib_bytes
+from explorer.engines.logs.record import NUMBER, EngineLog, find_all, first, first_line, log_lines, mib_bytes
 
 SIGNATURES = (r"model buffer size", r"KV buffer size", r"compute buffer size")
 _GPU = re.compile(r"^(CUDA|ROCm|Metal|Vulkan|SYCL|CANN|MUSA|OpenCL|BLAS)\d*(_Mapped)?$")
 _REFUSALS = (r"failed to allocate", r"unable to load model", r"out of memory", r"failed to load model")
-_SETTINGS: tuple[tuple[str, str, type], ...] = (
+_SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("n_ctx", r"llama_context: n_ctx\s+= (\d+)", int),
     ("n_ctx_seq", r"n_ctx_(?:per_)?seq\s+= (\d+)", int),
     ("n_batch", r"llama_context: n_batch\s+= (\d+)", int),
@@ -32,7 +33,7 @@ _SETTINGS: tuple[tuple[str, str, type], ...] = (
     ("kv_unified", r"kv_unified\s+= (\S+)", str),
     ("type_k", r" K \((\w+)\):", str),
     ("type_v", r" V \((\w+)\):", str),
-    ("file_type", r"file type\s+= (.+?)\s*$", str),
+    ("file_type", r"file type\s+= (.+)", str.strip),
 )
 
 
@@ -47,10 +48,10 @@ def _figures(text: str) -> dict[str, int]:
     buffers it frees); the KV and compute buffers are those after the last model buffer, summed by
     device (an interleaved sliding-window cache has two)."""
     out: dict[str, int] = {}
-    pattern = re.compile(r"(\S+) (model|KV|RS|compute) buffer size =\s+" + NUMBER + " MiB")
+    pattern = re.compile(r"(?<!\S)(\S+) (model|KV|RS|compute) buffer size =\s+" + NUMBER + " MiB")
     model: dict[str, int] = {}
     after: dict[str, dict[str, int]] = {"KV": {}, "RS": {}, "compute": {}}
-    for line in text.splitlines():
+    for line in log_lines(text):
         m = pattern.search(line)
         if m is None:
             continue
@@ -90,21 +91,21 @@ def read_llamacpp(text: str) -> EngineLog:
     if free:
         observed["free_at_start_bytes"] = mib_bytes(free[1])
     build = first(r"build: (\d+) \((\w+)\)", text)
-    name = first(r"general\.name\s+(?:str\s+)?= (.+?)\s*$", text)
-    devices = {d for d, _ in find_all(r"(\S+) model buffer size =\s+" + NUMBER, text) if _GPU.match(d)}
-    refusal = next((m.group(0) for p in _REFUSALS if (m := first(r".*" + p + r".*", text))), "")
+    name = first(r"general\.name\s+(?:str\s+)?= (.+)", text)
+    devices = {d for d, _ in find_all(r"(?<!\S)(\S+) model buffer size =\s+" + NUMBER, text) if _GPU.match(d)}
+    refusal = next((line for p in _REFUSALS if (line := first_line(p, text))), "")
     loaded = first(
         r"server is listening|model loaded|main: model loaded|llama_new_context_with_model|graph splits", text
     )
     return EngineLog(
         engine="llamacpp",
         version=f"b{build[1]} ({build[2]})" if build else None,
-        model=name[1] if name else None,
+        model=name[1].strip() if name else None,
         card=device[1].strip() if device else None,
         cards=max(1, len(devices)),
         settings=_settings(text),
         observed=observed,
         refused=True if refusal else (False if loaded else None),
-        refusal=refusal.strip()[:400],
+        refusal=refusal[:400],
         lines=text.count("\n") + 1,
     )

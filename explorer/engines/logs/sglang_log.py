@@ -22,6 +22,7 @@ from explorer.engines.logs.record import (
     EngineLog,
     find_all,
     first,
+    first_line,
     gib_bytes,
     put_max,
     put_min,
@@ -113,7 +114,7 @@ def _figures(text: str) -> dict[str, int]:
 def read_sglang(text: str) -> EngineLog:
     """An SGLang log's record (the text already cleaned of colour codes)."""
     model, settings = _settings(text)
-    refusal = next((m.group(0) for p in _REFUSALS if (m := first(r".*" + p + r".*", text))), "")
+    refusal = next((line for p in _REFUSALS if (line := first_line(p, text))), "")
     started = first(r"KV Cache is allocated|The server is fired up", text)
     version = first(r"sglang[_=-]v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)", text)
     cards = int(settings.get("tensor_parallel_size", 1) or 1) * int(settings.get("pipeline_parallel_size", 1) or 1)
@@ -125,6 +126,6 @@ def read_sglang(text: str) -> EngineLog:
         settings=settings,
         observed=_figures(text),
         refused=True if refusal else (False if started else None),
-        refusal=refusal.strip()[:400],
+        refusal=refusal[:400],
         lines=text.count("\n") + 1,
     )

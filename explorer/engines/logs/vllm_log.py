@@ -26,6 +26,7 @@ from explorer.engines.logs.record import (
     EngineLog,
     find_all,
     first,
+    first_line,
     gib_bytes,
     put_max,
     put_min,
@@ -192,7 +193,7 @@ def read_vllm(text: str) -> EngineLog:
     settings = _settings(text)
     model = settings.pop("model", None) or settings.pop("model_tag", None)
     settings.pop("model_tag", None)
-    refusal = next((m.group(0) for p in _REFUSALS if (m := first(r".*" + p + r".*", text))), "")
+    refusal = next((line for p in _REFUSALS if (line := first_line(p, text))), "")
     refused = True if refusal else (False if any(first(p, text) for p in _STARTED) else None)
     device = first(r"device_name=([A-Za-z0-9_-]+)", text)
     cards = int(settings.get("tensor_parallel_size", 1) or 1) * int(settings.get("pipeline_parallel_size", 1) or 1)
@@ -205,6 +206,6 @@ def read_vllm(text: str) -> EngineLog:
         settings=settings,
         observed=_figures(text),
         refused=refused,
-        refusal=refusal.strip()[:400],
+        refusal=refusal[:400],
         lines=text.count("\n") + 1,
     )
