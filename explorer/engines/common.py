@@ -205,7 +205,8 @@ class Layout:
         gpus_per_node: cards used on each node (0 on the CPU).
         tp: tensor-parallel size.
         pp: pipeline-parallel size (llama.cpp: devices the layers are split over).
-        dp: data-parallel size (SGLang DP attention).
+        dp: data-parallel size: plain replicas side by side, SGLang's DP attention ranks within the tp
+            cards, or vLLM's expert-parallel dp ranks of tp cards each (see :attr:`expert_dp`).
         ep: expert-parallel size (1: experts split by tp instead).
         cpu: runs on the host's CPU only.
         unified: runs on a unified-memory host (Apple).
@@ -245,6 +246,12 @@ class Layout:
         if self.nodes > 1:
             return f"{self.nodes} nodes × {self.gpus_per_node} {self.gpu_class} on {self.fabric}"
         return f"{self.gpus_per_node} × {self.gpu_class}"
+
+    @property
+    def expert_dp(self) -> bool:
+        """Whether dp ranks of tp cards each share experts spread over all tp × dp ranks (vLLM
+        ``--data-parallel-size`` with ``--enable-expert-parallel``): attention and dense weights per rank."""
+        return self.dp > 1 and self.ep == self.tp * self.dp
 
     @property
     def parallel(self) -> str:
@@ -371,6 +378,8 @@ def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:
 
 def card_role(layout: Layout, stage: int, first: int, end: int) -> str:
     """Which cards a per-card figure is for: ``each of 8 cards`` or ``stage 2 of 3 (layers 27–53), 8 cards``."""
+    if layout.expert_dp:
+        return f"each of {layout.cards} cards ({layout.dp} dp ranks of {layout.tp})"
     if layout.pp == 1:
         return f"each of {layout.tp} cards" if layout.tp > 1 else "the card"
     return f"stage {stage + 1} of {layout.pp} (layers {first}–{end - 1}), {layout.tp} cards"

@@ -156,6 +156,14 @@ def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration 
     return (total or gpu.visible_memory_bytes) - startup_bytes(gpu, layout, calibration)
 
 
+#: SGLang's data parallelism across nodes (``server_args.py``: multi-node dp needs ``--enable-dp-attention``)
+DP_NODES_RULE = (
+    "SGLang runs data parallelism across nodes only with --enable-dp-attention (--dp-attention here), and DP "
+    "attention applies only to models that support it (DeepSeek-style MLA and some MoE models); use one "
+    "launch per node instead (the plan's replicas), or --tp over the nodes"
+)
+
+
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
     """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
     pipeline parallelism and multi-node data parallelism cannot combine with."""
@@ -166,7 +174,7 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     if request.speculative and request.enable_mixed_chunk:
         out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
     if layout.dp > 1 and layout.nodes > 1 and not request.dp_attention:
-        out.append(("dp-nodes", "SGLang runs data parallelism across nodes only with DP attention"))
+        out.append(("dp-nodes", DP_NODES_RULE))
     if (layout.tp * layout.pp) % layout.nodes:
         out.append(
             ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
@@ -253,6 +261,8 @@ def command(
         parts.append(f"--tp-size {layout.tp}")
     if layout.pp > 1:
         parts.append(f"--pp-size {layout.pp}")
+    if layout.ep > 1:
+        parts.append(f"--ep-size {layout.ep}")
     parts.append(f"--context-length {request.context_tokens}")
     if request.mem_fraction_static:
         parts.append(f"--mem-fraction-static {mfs:g}")
@@ -312,6 +322,9 @@ class SGLang(SplitWalk):
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
+    #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
+    expert_data_parallel: ClassVar[bool] = False
+    data_parallel_nodes_rule: ClassVar[str] = DP_NODES_RULE
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""
