@@ -182,6 +182,14 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     return out
 
 
+def attention_tp(layout: Layout, request: PlanRequest) -> int:
+    """The attention's tensor-parallel size: tp, or under DP attention ``tp / dp`` (SGLang's ``attn_tp_size``:
+    each DP rank's attention whole on ``tp / dp`` cards, its own sequences' KV cache beside it)."""
+    if request.dp_attention and layout.dp > 1:
+        return max(1, layout.tp // layout.dp)
+    return layout.tp
+
+
 def evaluate(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest, model_ref: str
 ) -> Evaluation:
@@ -194,8 +202,8 @@ def evaluate(
     _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
     activations = min(int(prefill_mib * MiB), capacity - static)
     overhead = capacity - static - activations
-    weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
-    attn_tp = 1 if request.dp_attention else layout.tp
+    attn_tp = attention_tp(layout, request)
+    weights = weight_breakdown(shape, precision, layout.tp, layout.ep, attn_tp)
     seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
     kv_type = shape.kv_type(request.kv_dtype)
 

@@ -135,3 +135,16 @@ def test_dense_dp_stays_copies_and_expert_ranks_count_every_card_against_the_wei
     (why,) = three.rejected
     assert why.layout.parallel == "dp3 ep3"  # the bound is over the 3 ranks' cards, not one copy's
     assert why.reason == "the weights alone (626.9 GiB) exceed 3 × h200-141g"
+
+
+def test_sglang_dp_attention_keeps_each_ranks_attention_whole():
+    """`--tp 8 --dp 8 --enable-dp-attention`: SGLang's attention tp is tp / dp = 1, so each card holds the whole
+    MLA attention, where tp 8 splits q_b, kv_b and o eight ways. Per layer, fp8 with 128 × 128 block scales:
+    q_b 24,576 × 1,536 (37,757,952 bytes whole, 4,719,744 an eighth), kv_b 32,768 × 512 (16,781,312; 2,097,664),
+    o 7,168 × 16,384 (117,469,184; 14,683,648): 150,507,392 bytes more a layer, × 61 layers."""
+    shape = shape_of(V3)
+    dp_attention = _plan(shape, "1x8xh200-141g", engines=("sglang",), dp_attention=True).options[0]
+    plain = _plan(shape, "1x8xh200-141g", engines=("sglang",), tensor_parallel_size=8).options[0]
+    assert dp_attention.layout.parallel == "tp8 dp8" and plain.layout.parallel == "tp8"
+    assert dp_attention.per_card.weights - plain.per_card.weights == 61 * 150_507_392 == 9_180_950_912
+    assert "--tp-size 8 --context-length 4096 --enable-dp-attention --dp-size 8" in dp_attention.evaluation.command
