@@ -158,9 +158,10 @@ def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration 
 
 #: SGLang's data parallelism across nodes (``server_args.py``: multi-node dp needs ``--enable-dp-attention``)
 DP_NODES_RULE = (
-    "SGLang runs data parallelism across nodes only with --enable-dp-attention (--dp-attention here), and DP "
-    "attention applies only to models that support it (DeepSeek-style MLA and some MoE models); use one "
-    "launch per node instead (the plan's replicas), or --tp over the nodes"
+    "SGLang runs data parallelism across nodes only with --enable-dp-attention (its message: \"multi-node data "
+    "parallel is not supported unless dp attention!\"), and DP attention (--dp-attention here) applies only to "
+    "models that support it (DeepSeek-style MLA and some MoE models); use one launch per node instead (the plan's "
+    "replicas), or --tp over the nodes"
 )
 
 
