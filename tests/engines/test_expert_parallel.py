@@ -7,6 +7,7 @@ from support.corpus import shape_of
 from support.moe_configs import moe_shape
 
 from explorer.engines.common import PlanRequest
+from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.units import GiB, MiB
@@ -148,3 +149,13 @@ def test_sglang_dp_attention_keeps_each_ranks_attention_whole():
     assert dp_attention.layout.parallel == "tp8 dp8" and plain.layout.parallel == "tp8"
     assert dp_attention.per_card.weights - plain.per_card.weights == 61 * 150_507_392 == 9_180_950_912
     assert "--tp-size 8 --context-length 4096 --enable-dp-attention --dp-size 8" in dp_attention.evaluation.command
+
+
+def test_pinned_cards_take_the_same_dp_ep_launch():
+    """Eight pinned H200s with `--dp 8`: vLLM lays the same dp 8 × ep 8 launch as the walk, a rank's weights as
+    worked above."""
+    shape = shape_of(V3)
+    gpus = [str(i) for i in range(8)]
+    pinned = check_pinned(shape, parse_cluster("1x8xh200-141g"), gpus, request=PlanRequest(data_parallel_size=8))
+    assert pinned.option.layout.parallel == "dp8 ep8" and not pinned.overcommitted
+    assert pinned.option.per_card.weights == 100_840_717_664
