@@ -81,6 +81,9 @@ class PlanRequest:
         pipeline_parallel_size: the user's pp (``--pipeline-parallel-size``, ``--pp-size``); None: any.
         data_parallel_size: replicas in one launch (vLLM ``--data-parallel-size``, SGLang ``--dp-size``
             without DP attention; with ``dp_attention`` the DP attention size); None: 1.
+        expert_parallel_size: SGLang ``--ep-size`` (dividing tp; the experts spread over ep groups, each
+            expert split by tp / ep); vLLM's expert-parallel group is every rank (tp × dp), so only that size
+            is allowed there. None: the engine's default (SGLang 1, vLLM tp × dp for a mixture of experts).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
@@ -123,6 +126,7 @@ class PlanRequest:
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
+    expert_parallel_size: int | None = None
     language_only: bool = False
     piecewise_cuda_graph: bool = False
     piecewise_cuda_graph_max_tokens: int | None = None
@@ -162,7 +166,7 @@ class PlanRequest:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and MIN_SHARE <= value <= 1):
                 raise PlanError(f"{name} is {value!r}; it must be a share from {MIN_SHARE:g} to 1")
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "expert_parallel_size"):
             if (value := getattr(self, name)) is not None:
                 _in_range(name, value, 1, MAX_GPUS)
         if self.piecewise_cuda_graph_max_tokens is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from explorer.engines.common import PlanRequest
 from explorer.memo import memo
 from explorer.model.kv_cache import FullAttention, RecurrentState
 from explorer.model.precision import Precision
@@ -86,6 +87,15 @@ def _tp_refusals(shape: ModelShape, tp: int, check_vision: bool) -> tuple[Refusa
     return tuple(out)
 
 
+def expert_size_refusals(shape: ModelShape, request: PlanRequest) -> list[Refusal]:
+    """An expert-parallel size asked of a model without experts (``--ep`` only applies to a mixture of experts)."""
+    if request.expert_parallel_size and request.expert_parallel_size > 1 and shape.moe is None:
+        return [
+            ("ep-size", f"--ep {request.expert_parallel_size} applies to a mixture of experts; this model has none")
+        ]
+    return []
+
+
 def pp_refusals(shape: ModelShape, pp: int) -> list[Refusal]:
     """Why a pipeline-parallel size cannot serve this model."""
     if pp > shape.layers:
@@ -100,8 +110,8 @@ def block_refusals(shape: ModelShape, precision: Precision, tp: int, ep: int) ->
     Both engines check each card's partition when they create the weights (vLLM
     ``fp8_utils.validate_fp8_block_shape`` and ``Fp8MoEMethod.create_weights``; SGLang's ``fp8.py`` is the same
     code): a column-parallel weight's output rows and a row-parallel weight's input columns on one card must be
-    multiples of the block's ``block_n`` and ``block_k``; a routed expert split by tp (no expert parallelism)
-    must keep its intermediate size a multiple of both. MiniMax-M2's experts (1536 wide) at tp 8: 192 a card,
+    multiples of the block's ``block_n`` and ``block_k``; a routed expert split by tp / ep (tp without expert
+    parallelism) must keep its intermediate size a multiple of both. MiniMax-M2's experts (1536 wide) at tp 8: 192 a card,
     refused; at tp 4 (384 = 3 × 128), or spread whole by ep, kept.
     """
     if tp <= 1 or not any(group.fmt.block for group in precision.groups):
@@ -125,16 +135,17 @@ def _block_reason(tensor: Tensor, block: tuple[int, int], tp: int, ep: int) -> s
     block_n, block_k = block
     split = tensor.split
     if split in ("expert_column", "expert_row"):
-        if ep > 1:
-            return None  # whole experts on each card
-        if split == "expert_column" and (tensor.rows % tp or (tensor.rows // tp) % block_n):
+        moe_tp = max(1, tp // ep)  # the experts' own tensor parallelism: whole experts at ep ≥ tp
+        if moe_tp == 1:
+            return None
+        if split == "expert_column" and (tensor.rows % moe_tp or (tensor.rows // moe_tp) % block_n):
             return (
-                f"The output_size of gate's and up's weight = {tensor.rows // tp} is not divisible by "
+                f"The output_size of gate's and up's weight = {tensor.rows // moe_tp} is not divisible by "
                 f"weight quantization block_n = {block_n}."
             )
-        if split == "expert_row" and (tensor.cols % tp or (tensor.cols // tp) % block_k):
+        if split == "expert_row" and (tensor.cols % moe_tp or (tensor.cols // moe_tp) % block_k):
             return (
-                f"The input_size of down's weight = {tensor.cols // tp} is not divisible by "
+                f"The input_size of down's weight = {tensor.cols // moe_tp} is not divisible by "
                 f"weight quantization block_k = {block_k}."
             )
         return None

@@ -52,7 +52,7 @@ from explorer.engines.common import (
 )
 from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import Footprint
-from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -158,8 +158,8 @@ def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration 
 
 #: SGLang's data parallelism across nodes (``server_args.py``: multi-node dp needs ``--enable-dp-attention``)
 DP_NODES_RULE = (
-    "SGLang runs data parallelism across nodes only with --enable-dp-attention (its message: \"multi-node data "
-    "parallel is not supported unless dp attention!\"), and DP attention (--dp-attention here) applies only to "
+    'SGLang runs data parallelism across nodes only with --enable-dp-attention (its message: "multi-node data '
+    'parallel is not supported unless dp attention!"), and DP attention (--dp-attention here) applies only to '
     "models that support it (DeepSeek-style MLA and some MoE models); use one launch per node instead (the plan's "
     "replicas), or --tp over the nodes"
 )
@@ -176,6 +176,11 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
         out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
     if layout.dp > 1 and layout.nodes > 1 and not request.dp_attention:
         out.append(("dp-nodes", DP_NODES_RULE))
+    if layout.ep > 1 and layout.tp % layout.ep:
+        out.append(
+            ("ep-size", f"SGLang splits experts by tp / ep: --ep-size {layout.ep} must divide --tp-size {layout.tp}")
+        )
+    out += expert_size_refusals(shape, request)
     if (layout.tp * layout.pp) % layout.nodes:
         out.append(
             ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
@@ -344,8 +349,10 @@ class SGLang(SplitWalk):
     def make_layout(
         self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
     ) -> Layout:
-        """The split, with dp = tp under ``--enable-dp-attention``."""
-        return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1)
+        """The split, with dp = tp under ``--enable-dp-attention`` and the user's ``--ep-size`` on a mixture of
+        experts."""
+        ep = request.expert_parallel_size if shape.moe is not None and request.expert_parallel_size else 1
+        return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1, ep=ep)
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility and combination rules (:func:`refusals`)."""

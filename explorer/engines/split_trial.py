@@ -38,7 +38,12 @@ def expert_dp_option(trial: Trial, nodes: int, width: int) -> Option | None:
     tp cards each, the fewest tp that fits first (tp 1 × dp 8 on one 8-card node, vLLM's recipe for DeepSeek-V3);
     None when the engine has none, the model has no experts, or none fits."""
     engine, shape, request, pool = trial.engine, trial.shape, trial.request, trial.pool
-    sizes = (request.tensor_parallel_size, request.pipeline_parallel_size, request.data_parallel_size)
+    sizes = (
+        request.tensor_parallel_size,
+        request.pipeline_parallel_size,
+        request.data_parallel_size,
+        request.expert_parallel_size,
+    )
     if not engine.expert_data_parallel or shape.moe is None or any(v is not None for v in sizes):
         return None
     if request.dp_attention or pool.gpu.is_mig or width != pool.width() or nodes * width < 2:

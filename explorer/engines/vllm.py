@@ -42,7 +42,7 @@ from explorer.engines.common import (
 )
 from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import Footprint
-from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
@@ -59,8 +59,18 @@ BLOCK_TOKENS = 16
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Divisibility rules vLLM enforces for this layout (none depends on the request)."""
-    return tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
+    """Divisibility rules vLLM enforces for this layout, and an ``--ep`` vLLM cannot set apart from tp × dp."""
+    out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
+    asked = request.expert_parallel_size
+    if asked and shape.moe is not None and asked != layout.ep:
+        out.append(
+            (
+                "ep-size",
+                f"vLLM's expert-parallel group is every rank of the launch (--enable-expert-parallel: tp × dp = "
+                f"{layout.ep}); --ep {asked} cannot be set apart from it",
+            )
+        )
+    return out
 
 
 def budget_total_bytes(gpu: GPUClass, calibration: Calibration | None) -> int:

@@ -7,8 +7,9 @@ A card's share follows how vLLM and SGLang shard each tensor:
 - vocabulary-parallel embeddings and heads hold ⌈round_up(vocab, 64) / tp⌉ rows;
 - K/V projections hold max(1, kv_heads // tp) heads: once tp exceeds the KV
   heads each card keeps a replica of one head;
-- routed experts are spread whole over ``ep`` cards (``--enable-expert-parallel``)
-  or, without it, each expert is split by tp;
+- routed experts are spread over ``ep`` groups (``--enable-expert-parallel``, SGLang's
+  ``--ep-size``), each expert split by ``tp / ep`` within its group (whole at ep ≥ tp);
+  without expert parallelism each expert is split by tp;
 - everything else (norms, routers, MLA's down-projections) is replicated;
 - under SGLang's DP attention the attention is split by its own, smaller
   tensor-parallel size (tp / dp), the rest by tp.
@@ -87,11 +88,11 @@ def shard_shape(t: Tensor, tp: int, ep: int) -> tuple[int, int, int]:
         per_head = rows // t.heads
         return per_head * max(1, t.heads // tp), cols, count
     if split in ("expert_column", "expert_row"):
-        if ep > 1:
-            return rows, cols, cdiv(count, ep)
+        moe_tp = max(1, tp // ep)  # SGLang's moe_tp_size: each expert split by tp / ep (whole at ep ≥ tp)
+        count = cdiv(count, ep)
         if split == "expert_column":
-            return cdiv(rows, tp), cols, count
-        return rows, cdiv(cols, tp), count
+            return cdiv(rows, moe_tp), cols, count
+        return rows, cdiv(cols, moe_tp), count
     return rows, cols, count
 
 

@@ -159,3 +159,21 @@ def test_pinned_cards_take_the_same_dp_ep_launch():
     pinned = check_pinned(shape, parse_cluster("1x8xh200-141g"), gpus, request=PlanRequest(data_parallel_size=8))
     assert pinned.option.layout.parallel == "dp8 ep8" and not pinned.overcommitted
     assert pinned.option.per_card.weights == 100_840_717_664
+
+
+def test_sglang_ep_size_within_tp_splits_each_expert_by_tp_over_ep():
+    """`--tp 8 --ep 2` on MiniMax-M2: 128 experts a group, each split 4 ways (1536 / 4 = 384 = 3 × 128, the blocks
+    kept): gate, up 384 × 3,072 and down 3,072 × 384 fp8, 1,179,648 bytes + 3 × 24 = 72 scales (288 bytes) each."""
+    minimax = moe_shape("MiniMaxAI/MiniMax-M2")
+    tp8 = {"engines": ("sglang",), "tensor_parallel_size": 8}
+    (ep2,) = _plan(minimax, "1x8xh200-141g", expert_parallel_size=2, **tp8).options
+    (ep8,) = _plan(minimax, "1x8xh200-141g", expert_parallel_size=8, **tp8).options
+    assert ep2.layout.parallel == "tp8 ep2" and "--tp-size 8 --ep-size 2" in ep2.evaluation.command
+    expert_ep2 = 3 * (384 * 3072 + 3 * 24 * 4)  # a quarter of an expert
+    expert_ep8 = 3 * (1536 * 3072 + 12 * 24 * 4)  # a whole one
+    assert ep2.per_card.weights - ep8.per_card.weights == 62 * (128 * expert_ep2 - 32 * expert_ep8)
+    refused = _plan(minimax, "1x8xh200-141g", expert_parallel_size=3, **tp8)
+    assert not refused.options and refused.rejected[0].reason.startswith("SGLang splits experts by tp / ep")
+    dense = _plan(shape_of("meta-llama__Meta-Llama-3.1-8B"), "1x8xh100-80g", engines=("vllm",), expert_parallel_size=2)
+    assert not dense.options and "ep-size" in {r.rule for r in dense.rejected}
+    assert "--ep 2 applies to a mixture of experts; this model has none" in {r.reason for r in dense.rejected}
