@@ -177,3 +177,11 @@ def test_sglang_ep_size_within_tp_splits_each_expert_by_tp_over_ep():
     dense = _plan(shape_of("meta-llama__Meta-Llama-3.1-8B"), "1x8xh100-80g", engines=("vllm",), expert_parallel_size=2)
     assert not dense.options and "ep-size" in {r.rule for r in dense.rejected}
     assert "--ep 2 applies to a mixture of experts; this model has none" in {r.reason for r in dense.rejected}
+
+
+def test_qwen3_235b_fp8_second_sglang_row_keeps_its_blocks():
+    """The issue's defect: SGLang's 8-card row for Qwen3-235B-A22B-FP8 was `--tp-size 8` (1,536 / 8 = 192 columns an
+    expert, which SGLang refuses); it is now `--tp-size 8 --ep-size 8`, after tp 4 (384 = 3 × 128)."""
+    result = _plan(shape_of("Qwen__Qwen3-235B-A22B-FP8"), "1x8xh100-80g", engines=("sglang",))
+    assert [o.layout.parallel for o in result.options] == ["tp4", "tp8 ep8"]
+    assert "--tp-size 8 --ep-size 8" in result.options[1].evaluation.command
