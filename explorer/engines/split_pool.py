@@ -310,7 +310,8 @@ def _try_split(
     A launch's split is narrowed by the user's tp, pp and dp (:func:`~explorer.engines.launches.launch_splits`);
     it needs ``nodes`` nodes with the cards and the host RAM the engine claims on each. A mixture of experts
     whose experts the block-FP8 rule keeps from splitting by tp spreads them whole instead (ep = tp). On a
-    pool's whole nodes, the engine's expert data parallelism is tried too (:func:`_expert_dp`): it is accepted
+    pool's whole nodes, the engine's expert data parallelism is tried too
+    (:func:`~explorer.engines.split_trial.expert_dp_option`): it is accepted
     here beside the split, or returned when no split fits.
     """
     trial = Trial(engine, shape, artifact, precision, weights, pool, hosts, request, model_ref, out)
