@@ -140,6 +140,8 @@ def _print(check, rows: list[dict]) -> None:
         print("  ".join(f"{cell:<{w}}" for cell, w in zip(line, widths, strict=True)).rstrip())
     for note in check.notes:
         print(f"note: {note}")
+    for missing in check.unread:
+        print(f"not in the log: {missing}")
     print("(GiB = 1024³ bytes; explorer plans the log's split, settings and engine release)")
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from explorer.engines.logs.oom import oom_figures
 from explorer.engines.logs.record import (
     NUMBER,
     EngineLog,
@@ -29,12 +30,20 @@ from explorer.engines.logs.record import (
     setting_value,
 )
 
-SIGNATURES = (r"KV Cache is allocated", r"Load weight end", r"Load weight begin", r"server_args=ServerArgs")
+SIGNATURES = (
+    r"KV Cache is allocated",
+    r"Load weight end",
+    r"Load weight begin",
+    r"server_args=ServerArgs",
+    r"max_total_num_tokens=",
+)
 #: ServerArgs field → the setting name explorer uses
 _FIELDS = {
     "tp_size": "tensor_parallel_size",
     "pp_size": "pipeline_parallel_size",
     "dp_size": "dp_size",
+    "ep_size": "expert_parallel_size",
+    "enable_ep_moe": "enable_ep_moe",
     "mem_fraction_static": "mem_fraction_static",
     "context_length": "context_length",
     "chunked_prefill_size": "chunked_prefill_size",
@@ -52,6 +61,8 @@ _FLAGS = {
     "--pp-size": "pp_size",
     "--dp": "dp_size",
     "--dp-size": "dp_size",
+    "--ep": "ep_size",
+    "--ep-size": "ep_size",
     "--mem-fraction-static": "mem_fraction_static",
     "--context-length": "context_length",
     "--chunked-prefill-size": "chunked_prefill_size",
@@ -65,6 +76,7 @@ _REFUSALS = (
     r"leave no GPU memory for the KV cache",
     r"larger than the profiled value -\d",
     r"CUDA out of memory",
+    r"OutOfMemoryError",
 )
 
 
@@ -79,8 +91,8 @@ def _settings(text: str) -> tuple[str | None, dict[str, Any]]:
                 model = value
             elif flag in _FLAGS and value and not value.startswith("--"):
                 out[_FIELDS[_FLAGS[flag]]] = setting_value(value)
-            elif flag == "--enable-dp-attention":
-                out["enable_dp_attention"] = True
+            elif flag in ("--enable-dp-attention", "--enable-ep-moe"):
+                out[flag[2:].replace("-", "_")] = True
     args = first(r"server_args=ServerArgs\((.*)$", text)
     if args:
         for key, value in re.findall(r"\b(\w+)=('[^']*'|[^,]+)", args[1]):
@@ -106,9 +118,29 @@ def _figures(text: str) -> dict[str, int]:
     if single and "kv_cache_tokens" not in out:
         put_min(out, "kv_cache_tokens", [int(n) for n, _ in single])
         put_min(out, "kv_cache_bytes", [gib_bytes(s) for _, s in single])
+    _older_releases(text, out)
     graphs = find_all(r"Capture cuda graph end\..*?mem usage=" + NUMBER, text)
     put_max(out, "cuda_graph_bytes", map(gib_bytes, graphs))
+    for key, value in oom_figures(text).items():
+        out.setdefault(key, value)
     return out
+
+
+def _older_releases(text: str, out: dict[str, int]) -> None:
+    """SGLang before 0.4: ``Load weight end`` without ``mem usage`` (the weights are SGLang's own difference of
+    the free memory before and after, as later releases print it), ``KV Cache is allocated. K size: X GB, V
+    size: Y GB`` without ``#tokens``, and the pool's tokens in ``max_total_num_tokens=N``."""
+    if "weights_bytes" not in out:
+        ends = find_all(r"Load weight end\..*?avail mem=" + NUMBER + " GB", text)
+        begins = find_all(r"Load weight begin\. avail mem=" + NUMBER + " GB", text)
+        if len(ends) == len(begins) and ends:
+            put_max(out, "weights_bytes", [gib_bytes(b) - gib_bytes(e) for b, e in zip(begins, ends, strict=True)])
+            put_min(out, "free_after_load_bytes", map(gib_bytes, ends))
+    if "kv_cache_bytes" not in out:
+        pools = find_all(r"KV Cache is allocated\. K size: " + NUMBER + " GB, V size: " + NUMBER, text)
+        put_min(out, "kv_cache_bytes", [gib_bytes(k) + gib_bytes(v) for k, v in pools])
+    if "kv_cache_tokens" not in out:
+        put_min(out, "kv_cache_tokens", map(int, find_all(r"max_total_num_tokens=(\d+)", text)))
 
 
 def read_sglang(text: str) -> EngineLog:

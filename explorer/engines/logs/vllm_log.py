@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from explorer.engines.logs.oom import oom_figures
 from explorer.engines.logs.record import (
     NUMBER,
     EngineLog,
@@ -43,6 +44,8 @@ SIGNATURES = (
     r"# GPU blocks",
     r"Free memory on device",
     r"KV cache is needed",
+    r"the current vLLM instance can use",
+    r"model weights take",
 )
 SETTING_KEYS = (
     "tensor_parallel_size",
@@ -55,6 +58,9 @@ SETTING_KEYS = (
     "quantization",
     "enforce_eager",
     "dtype",
+    "data_parallel_size",
+    "data_parallel_size_local",
+    "enable_expert_parallel",
 )
 _REFUSALS = (
     r"Available KV cache memory: -",
@@ -63,6 +69,8 @@ _REFUSALS = (
     r"Free memory on device .* is less than desired GPU memory utilization",
     r"No available memory for the cache blocks",
     r"CUDA out of memory",
+    r"HIP out of memory",
+    r"OutOfMemoryError",
     r"EngineCore failed to start",
     r"Engine core initialization failed",
 )
@@ -101,6 +109,7 @@ def _settings(text: str) -> dict[str, Any]:
         (r"Defaulting max_num_batched_tokens to (\d+)", "max_num_batched_tokens"),
         (r"Defaulting max_num_seqs to (\d+)", "max_num_seqs"),
         (r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)", "max_num_batched_tokens"),
+        (r"max seq len \((\d+)\)", "max_model_len"),
     ):
         m = first(pattern, text)
         if m and key not in out:
@@ -108,7 +117,7 @@ def _settings(text: str) -> dict[str, Any]:
     m = first(r"Requested memory: " + NUMBER + r" \(util\)", text) or first(
         r"GPU memory utilization (?:is )?\(" + NUMBER + ",", text
     )
-    m = m or first(r"gpu_memory_utilization=" + NUMBER, text)
+    m = m or first(r"gpu_memory_utilization=" + NUMBER, text) or first(r"gpu_memory_utilization \(" + NUMBER, text)
     if m and "gpu_memory_utilization" not in out:
         out["gpu_memory_utilization"] = float(m[1])
     return out
@@ -144,6 +153,56 @@ _V0_PROFILE = "GiB ".join(
 )
 
 
+#: V0 0.6.5 to V1 0.8's summary (every rank prints it; the binding rank's KV room is kept)
+_BUDGET = (
+    r"the current vLLM instance can use total_gpu_memory \(" + NUMBER + r" ?GiB\) x gpu_memory_utilization \("
+    + NUMBER + r"\) = " + NUMBER + " ?GiB"
+)
+_TAKES = "; ".join(
+    [
+        "model weights take " + NUMBER + " ?GiB",
+        "non_torch_memory takes " + NUMBER + " ?GiB",
+        "PyTorch activation peak memory takes " + NUMBER + " ?GiB",
+        "the rest of the memory reserved for KV Cache is " + NUMBER + " ?GiB",
+    ]
+)
+#: V1's refusal of a sequence longer than the KV room (0.8 on): needed, then available, then the estimate
+_V1_SHORT = (
+    r"max seq len \((\d+)\), \(" + NUMBER + r" GiB KV cache is needed, which is larger than the available KV cache "
+    r"memory \(" + NUMBER + r" GiB\)"
+)
+
+
+def _summaries(text: str, out: dict[str, int]) -> None:
+    """V0 0.6.5–0.7 and V1 0.8's profiling summary, the refusals' KV figures and an out-of-memory error's."""
+    budget = first(_BUDGET, text)
+    if budget:
+        out.setdefault("torch_total_bytes", gib_bytes(budget[1]))
+        out.setdefault("requested_bytes", gib_bytes(budget[3]))
+    takes = find_all(_TAKES, text)
+    if takes:
+        put_max(out, "weights_bytes", [gib_bytes(row[0]) for row in takes])
+        put_max(out, "non_torch_bytes", [gib_bytes(row[1]) for row in takes])
+        put_max(out, "activation_bytes", [gib_bytes(row[2]) for row in takes])
+        put_min(out, "kv_cache_bytes", [gib_bytes(row[3]) for row in takes])
+    short = first(_V1_SHORT, text)
+    if short:
+        out.setdefault("kv_cache_bytes", gib_bytes(short[3]))
+        out["kv_needed_bytes"] = gib_bytes(short[2])
+    fit = first(r"the estimated maximum model length is (\d+)", text)
+    if fit:
+        out["fitting_context_tokens"] = int(fit[1])
+    v0_short = first(
+        r"The model's max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV "
+        r"cache \((\d+)\)",
+        text,
+    )
+    if v0_short:
+        out.setdefault("kv_cache_tokens", int(v0_short[2]))
+    for key, value in oom_figures(text).items():
+        out.setdefault(key, value)
+
+
 def _figures(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for key, pick, pattern in _GIB_LINES:
@@ -174,9 +233,7 @@ def _figures(text: str) -> dict[str, int]:
     blocks = find_all(r"# GPU blocks: (\d+)", text)
     if blocks and "kv_cache_tokens" not in out:
         out["kv_cache_tokens"] = min(int(b) for b in blocks) * 16
-    m = first(r"total capacity of " + NUMBER + " GiB", text)
-    if m:
-        out.setdefault("torch_total_bytes", gib_bytes(m[1]))
+    _summaries(text, out)
     return out
 
 
