@@ -6,7 +6,7 @@ its settings (:mod:`explorer.engines.logs.setup`) and lines up what the engine
 measured with what explorer predicts, in bytes:
 
 - vLLM: weights (``Model loading took``), the KV cache room (``Available KV
-  cache memory``) and tokens, the activation peak, non-torch memory, the
+  cache memory``) and tokens, the KV one ``max_model_len`` sequence needs (a refusal's), the activation peak, non-torch memory, the
   CUDA-graph pool, the torch-visible total and the requested budget;
 - SGLang: weights, the KV pool (K + V) and tokens, the free memory its
   static share is taken of;
@@ -45,6 +45,7 @@ PARTS: dict[str, str] = {
     "weights_bytes": "weights",
     "kv_cache_bytes": "KV cache",
     "kv_cache_tokens": "KV cache (tokens)",
+    "kv_needed_bytes": "KV of one max_model_len sequence",
     "activation_bytes": "activation peak",
     "non_torch_bytes": "non-torch memory",
     "cuda_graph_bytes": "CUDA graphs",
@@ -59,7 +60,6 @@ PARTS: dict[str, str] = {
 }
 #: figures a log may print that explorer shows but does not predict (a refusal's and an out-of-memory error's)
 READ_ONLY: dict[str, str] = {
-    "kv_needed_bytes": "KV one max_model_len sequence needs (refusal)",
     "fitting_context_tokens": "longest context the KV room holds (vLLM's estimate)",
     **OOM_PARTS,
 }
@@ -157,6 +157,7 @@ def _split_predicted(shape: ModelShape, setup: LogSetup, model_ref: str) -> tupl
         release = vllm_release(request.vllm_version)
         tokens, seqs = scheduler_defaults(gpu, request, release)
         out["kv_cache_bytes"] = min(rooms)
+        out["kv_needed_bytes"] = max(c.kv_cache for c in ev.cards)  # one sequence: the request's concurrency is 1
         out["requested_bytes"] = ev.cards[0].usable
         out["non_torch_bytes"] = release.non_torch_bytes(tp, pp)
         out["cuda_graph_bytes"] = graph_bytes(seqs, tokens, None)

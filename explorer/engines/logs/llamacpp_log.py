@@ -25,16 +25,20 @@ _GPU = re.compile(r"^(CUDA|ROCm|Metal|Vulkan|SYCL|CANN|MUSA|OpenCL|BLAS)\d*(_Map
 #: builds before mid-2025 print the weights as ``llm_load_tensors: CUDA0 buffer size = X MiB`` (no "model")
 _OLDER_MODEL = re.compile(r"llm_load_tensors:\s+(\S+) buffer size =\s+" + NUMBER + " MiB")
 _REFUSALS = (r"failed to allocate", r"unable to load model", r"out of memory", r"failed to load model")
+#: the prefix of the context's settings lines, by build (2024, early 2025, since)
+_CONTEXT = r"(?:llama_context|llama_new_context_with_model|llama_init_from_model): "
 _SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
-    ("n_ctx", r"(?:llama_context|llama_new_context_with_model): n_ctx\s+= (\d+)", int),
+    ("n_ctx", _CONTEXT + r"n_ctx\s+= (\d+)", int),
     ("n_ctx_seq", r"n_ctx_(?:per_)?seq\s+= (\d+)", int),
-    ("n_batch", r"(?:llama_context|llama_new_context_with_model): n_batch\s+= (\d+)", int),
-    ("n_ubatch", r"(?:llama_context|llama_new_context_with_model): n_ubatch\s+= (\d+)", int),
-    ("n_seq_max", r"(?:llama_context|llama_new_context_with_model): n_seq_max\s+= (\d+)", int),
-    ("flash_attn", r"(?:llama_context|llama_new_context_with_model): flash_attn\s+= (\S+)", str),
+    ("n_batch", _CONTEXT + r"n_batch\s+= (\d+)", int),
+    ("n_ubatch", _CONTEXT + r"n_ubatch\s+= (\d+)", int),
+    ("n_seq_max", _CONTEXT + r"n_seq_max\s+= (\d+)", int),
+    ("flash_attn", _CONTEXT + r"flash_attn\s+= (\S+)", str),
     ("kv_unified", r"kv_unified\s+= (\S+)", str),
     ("type_k", r" K \((\w+)\):", str),
     ("type_v", r" V \((\w+)\):", str),
+    ("type_k", r"type_k = '(\w+)'", str),
+    ("type_v", r"type_v = '(\w+)'", str),
     ("file_type", r"file type\s+= (.+)", str.strip),
 )
 
@@ -74,7 +78,7 @@ def _figures(text: str) -> dict[str, int]:
 def _settings(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, pattern, kind in _SETTINGS:
-        m = first(pattern, text)
+        m = None if key in out else first(pattern, text)
         if m:
             out[key] = kind(m[1])
     m = first(r"offloaded (\d+)/(\d+) layers to GPU", text)

@@ -2,7 +2,7 @@
 
 PyTorch prints two forms (figures in ``bytes``, ``KiB``, ``MiB`` or ``GiB``, by size):
 
-- torch ≥ 2.1: ``CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 79.15 GiB of
+- torch ≥ 2.1 (2.1 spells it "capacty"): ``CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 79.15 GiB of
   which 1.02 GiB is free. … Of the allocated memory 75.38 GiB is allocated by PyTorch, and 1.47 GiB is
   reserved by PyTorch but unallocated.``
 - before: ``CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity; 14.56 GiB
@@ -44,7 +44,7 @@ def oom_figures(text: str) -> dict[str, int]:
     asked = first(r"Tried to allocate " + SIZE, text)
     if asked:
         out["oom_requested_bytes"] = sized_bytes(asked[1], asked[2])
-    new = first(r"GPU \d+ has a total capacity of " + SIZE + " of which " + SIZE + " is free", text)
+    new = first(r"GPU \d+ has a total capaci?ty of " + SIZE + " of which " + SIZE + " is free", text)
     if new:
         out["torch_total_bytes"] = sized_bytes(new[1], new[2])
         out["oom_free_bytes"] = sized_bytes(new[3], new[4])

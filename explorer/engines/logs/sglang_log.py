@@ -127,15 +127,9 @@ def _figures(text: str) -> dict[str, int]:
 
 
 def _older_releases(text: str, out: dict[str, int]) -> None:
-    """SGLang before 0.4: ``Load weight end`` without ``mem usage`` (the weights are SGLang's own difference of
-    the free memory before and after, as later releases print it), ``KV Cache is allocated. K size: X GB, V
-    size: Y GB`` without ``#tokens``, and the pool's tokens in ``max_total_num_tokens=N``."""
-    if "weights_bytes" not in out:
-        ends = find_all(r"Load weight end\..*?avail mem=" + NUMBER + " GB", text)
-        begins = find_all(r"Load weight begin\. avail mem=" + NUMBER + " GB", text)
-        if len(ends) == len(begins) and ends:
-            put_max(out, "weights_bytes", [gib_bytes(b) - gib_bytes(e) for b, e in zip(begins, ends, strict=True)])
-            put_min(out, "free_after_load_bytes", map(gib_bytes, ends))
+    """SGLang before 0.4.1: ``KV Cache is allocated. K size: X GB, V size: Y GB`` without ``#tokens``, and the
+    pool's tokens in ``max_total_num_tokens=N``. Its ``Load weight end`` prints no ``mem usage``: the weights are
+    then not read (the free memory around loading holds more than the weights)."""
     if "kv_cache_bytes" not in out:
         pools = find_all(r"KV Cache is allocated\. K size: " + NUMBER + " GB, V size: " + NUMBER, text)
         put_min(out, "kv_cache_bytes", [gib_bytes(k) + gib_bytes(v) for k, v in pools])
@@ -147,7 +141,7 @@ def read_sglang(text: str) -> EngineLog:
     """An SGLang log's record (the text already cleaned of colour codes)."""
     model, settings = _settings(text)
     refusal = next((line for p in _REFUSALS if (line := first_line(p, text))), "")
-    started = first(r"KV Cache is allocated|The server is fired up", text)
+    started = first(r"KV Cache is allocated|The server is fired up|Application startup complete", text)
     version = first(r"sglang[_=-]v?(\d+\.\d+(?:\.\d+)?(?:\.post\d+)?)", text)
     cards = int(settings.get("tensor_parallel_size", 1) or 1) * int(settings.get("pipeline_parallel_size", 1) or 1)
     return EngineLog(

@@ -42,6 +42,7 @@ SIGNATURES = (
     r"GPU KV cache size",
     r"Memory profiling results",
     r"# GPU blocks",
+    r"# CUDA blocks",
     r"Free memory on device",
     r"KV cache is needed",
     r"the current vLLM instance can use",
@@ -83,6 +84,16 @@ _VERSION = (
 )
 
 
+def _args_dict(text: str) -> dict[str, Any]:
+    """``non-default args: {…}`` as a dict: the whole literal, or, where it holds objects Python cannot read back
+    (``AttentionConfig(…)``) or the paste is cut, its ``'key': value`` pairs of plain values one by one."""
+    parsed = setting_value(text.strip())
+    if isinstance(parsed, dict):
+        return parsed
+    pairs = re.findall(r"'(\w+)': ('[^']*'|-?\d+(?:\.\d+)?|True|False|None)(?=[,}])", text)
+    return {k: setting_value(v) for k, v in pairs if v != "None"}
+
+
 def _settings(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     config = first(r"with config: (.*)$", text)
@@ -99,11 +110,9 @@ def _settings(text: str) -> dict[str, Any]:
         for key, value in re.findall(r"\b(\w+)=('[^']*'|[^,]+)", namespace[1]):
             if (key in SETTING_KEYS or key in ("model", "model_tag")) and value != "None":
                 out[key] = setting_value(value)
-    args = first(r"non-default args: (\{.*\})", text)
+    args = first(r"non-default args: (\{.*)$", text)
     if args:
-        parsed = setting_value(args[1])
-        if isinstance(parsed, dict):
-            out.update({k: v for k, v in parsed.items() if k in SETTING_KEYS or k in ("model", "model_tag")})
+        out.update({k: v for k, v in _args_dict(args[1]).items() if k in SETTING_KEYS or k in ("model", "model_tag")})
     for pattern, key in (
         (r"Using max model len (\d+)", "max_model_len"),
         (r"Defaulting max_num_batched_tokens to (\d+)", "max_num_batched_tokens"),
@@ -155,8 +164,13 @@ _V0_PROFILE = "GiB ".join(
 
 #: V0 0.6.5 to V1 0.8's summary (every rank prints it; the binding rank's KV room is kept)
 _BUDGET = (
-    r"the current vLLM instance can use total_gpu_memory \(" + NUMBER + r" ?GiB\) x gpu_memory_utilization \("
-    + NUMBER + r"\) = " + NUMBER + " ?GiB"
+    r"the current vLLM instance can use total_gpu_memory \("
+    + NUMBER
+    + r" ?GiB\) x gpu_memory_utilization \("
+    + NUMBER
+    + r"\) = "
+    + NUMBER
+    + " ?GiB"
 )
 _TAKES = "; ".join(
     [
@@ -230,7 +244,7 @@ def _figures(text: str) -> dict[str, int]:
         out.setdefault("kv_cache_bytes", min(gib_bytes(row[5]) for row in v0))
         if "weights_bytes" in out:
             out.setdefault("activation_bytes", gib_bytes(peak) - out["weights_bytes"])
-    blocks = find_all(r"# GPU blocks: (\d+)", text)
+    blocks = find_all(r"# (?:GPU|CUDA) blocks: (\d+)", text)
     if blocks and "kv_cache_tokens" not in out:
         out["kv_cache_tokens"] = min(int(b) for b in blocks) * 16
     _summaries(text, out)
