@@ -27,10 +27,11 @@ nodes (RPC) › partial offload › CPU.
   split alone (pipeline stages, llama.cpp's split by layer), whose cards run
   one after another (explorer's addition: 70B on 2 × L40S is served at int4
   with tp 2 at about three times the speed of Q8_0 split by layer); then the
-  better precision, counted in whole bits (Q8_0's 8.5 and fp8's 8.03 are
-  both 8), rising to about 8.6 bits a weight and falling past it (eight bits
-  keep what sixteen do, near enough, for half the memory; the cap is 5.8 on
-  the CPU, where every bit is read for every token); then whether the cards
+  better precision (:func:`precision_score`), rising to about 8.6 bits a
+  weight and falling past it (eight bits keep what sixteen do, near enough,
+  for half the memory; the cap is 5.8 on the CPU, where every bit is read for
+  every token), near-equal precisions under the cap counted alike (the same
+  whole bits: Q8_0's 8.5 and fp8's 8.03 are both 8); then whether the cards
   are free now (busy is not unfit); then the faster decode estimate, in
   steps of 2 % (of two engines on the same cards, the one that serves
   faster); then the serving engines before llama.cpp in the order plans list
@@ -117,6 +118,24 @@ def whole_bits(bits_per_weight: float) -> int:
     return math.floor(bits_per_weight + 1e-6)
 
 
+def precision_score(bits_per_weight: float, *, cpu: bool) -> float:
+    """The precision's rank score: :func:`quality` of the real bits, near-equal precisions counted alike.
+
+    Under the cap, precisions of the same whole bits are near-equal (Q8_0's 8.5 and fp8's 8.03; Q4_K_M's
+    4.85 and AWQ's 4.25): each counts as the top of its whole bit, ``min(whole + 1, cap)``, so that the
+    engine and the speed decide between them. Past the cap the real bits fall a quarter point a bit.
+    On the CPU (cap 5.8) that gives Q5_K_M (5.70 bits) 5.8 › Q6_K (6.57) 5.61 › Q8_0 (8.50) 5.13 ›
+    Q4_K_M (4.85) 5.0: the seed's order. Comparing whole bits on both sides of the cap put Q6_K (whole 6,
+    scored 5.75) and Q8_0 (5.25) above Q5_K_M (whole 5).
+    """
+    if bits_per_weight <= 0:
+        return 0.0
+    cap = CPU_QUALITY_CAP_BITS if cpu else QUALITY_CAP_BITS
+    if bits_per_weight <= cap:
+        return min(whole_bits(bits_per_weight) + 1, cap)
+    return quality(bits_per_weight, cpu=cpu)
+
+
 #: decode estimates within this factor of each other rank as equally fast (the estimate is a bound × 0.6)
 SPEED_STEP = 1.02
 
@@ -161,7 +180,7 @@ def _fewest_cards(option: Option) -> tuple:
         cards_spent(option),
         layout.nodes,
         layout.tp == 1 and layout.pp > 1,
-        -quality(whole_bits(option.bits_per_weight), cpu=layout.cpu),
+        -precision_score(option.bits_per_weight, cpu=layout.cpu),
         not option.free_now,
         -_speed_step(option),
         ENGINES.index(option.engine) if option.engine in ENGINES else len(ENGINES),
