@@ -570,11 +570,7 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
             )
         )
     if not result.options:
-        _notes.append(
-            mo.callout(
-                mo.md("**Nothing fits.** The closest misses are in red; *Why not* below says why."), kind="danger"
-            )
-        )
+        _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
     # marimo shows a run's outputs when the run ends: the slow part below waits for a run of its own
     set_below((result, request))
     mo.vstack(
@@ -668,6 +664,7 @@ def _(draw, result):
             ),
             vega.VegaLiteSpec(vega.card_memory_spec(nd.card_parts(picked), title=picked.label)),
             mo.md((f"*{safe_html(_host)}* · " if _host else "") + f"Launch: `{picked.evaluation.command}`"),
+            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in picked.notes],
         ],
         gap=0.25,
     )

@@ -120,11 +120,8 @@ def print_best(result: PlanResult) -> None:
         f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
         f"of {gib(card.usable)} usable\n  {best.memory_text}"
     )
-    if best.artifact.note:  # a stand-in checkpoint, or none published
-        print(f"  note: {best.artifact.note}")
-    calibrated = [n for n in best.evaluation.notes if n.startswith("calibrated from")]
-    if calibrated:
-        print(f"  {calibrated[0]}")
+    for note in best.notes:  # a stand-in checkpoint, none published; the engine's own (SGLang's combined need)
+        print(f"  note: {note}")
     if result.replica_launch is not None and best.replicas > 1:
         launch = result.replica_launch(best)
         print(f"  {best.replicas:,} replicas ({launch.method}):")

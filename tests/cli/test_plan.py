@@ -246,3 +246,17 @@ def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
     assert {"kv-cache", "context", "cluster", "precision"} <= kinds
     assert out["widened"] and out["options"][0]["tier"] == 1
     assert {o["tier"] for o in out["options"] if "Q4_K_M" not in o["label"]} <= {2, 3}
+
+
+def test_the_text_shows_the_best_options_notes_as_the_json_has_them(capsys):
+    """Issue 24: SGLang's "all N GPUs combined need at least X GiB" reached only the JSON."""
+    argv = [str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"), "--cluster", "1x2xl4-24g", "--engine", "sglang",
+            "--tp", "2", "--offline"]  # fmt: skip
+    status, out = _json(capsys, *argv)
+    notes = out["options"][0]["notes"]
+    combined = [n for n in notes if "all 2 GPUs combined need at least" in n]
+    assert status == 0 and len(combined) == 1 and "each card needs 83 % of its memory allocatable" in combined[0]
+    assert main(["plan", *argv]) == 0
+    text = capsys.readouterr().out
+    best = text[text.index("\nbest: ") :]
+    assert all(f"  note: {n}\n" in best for n in notes)

@@ -446,3 +446,24 @@ def test_explorer_plans_the_cli_fallback_when_the_own_weights_keep_no_gpu_layout
     # a what-if chosen by hand is planned alone: no fallback
     chosen = run_explorer(spec="1x1xl40s-48g", context_tokens=8192, weights=("what-if fp8",))
     assert chosen["result"].widened == () and {o.artifact.what_if for o in chosen["result"].options} <= {True}
+
+
+def test_explorer_shows_the_drawn_options_notes(offline):
+    """Issue 24: SGLang's "all 2 GPUs combined need at least X GiB" reached only the JSON, never the app."""
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-8B", spec="1x2xl4-24g", engine="sglang",
+                        context_tokens=65536)  # fmt: skip
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    picked = defs["picked"]
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    combined = [n for n in picked.notes if "GPUs combined need at least" in n]
+    assert picked.engine == "sglang" and picked.layout.cards == 2 and combined
+    assert all(n in texts for n in combined), combined
+
+
+def test_explorer_says_why_nothing_fits_when_no_miss_was_sized(offline):
+    """Issue 24: an empty table under "The closest misses are in red" when every refusal was a lower bound."""
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-405B", spec="1x1xh100-80g", engine="vllm")
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert defs["result"].options == () and defs["miss_rows"] == []
+    assert "closest misses are in red" not in texts and "no near miss to show" in texts
