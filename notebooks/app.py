@@ -563,7 +563,8 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
         _notes.append(
             mo.callout(
                 mo.md(
-                    "**The model's own weights keep no layout on the GPUs alone,** so these precisions were "
+                    "**The model's own weights keep no layout on the GPUs alone with headroom,** so these "
+                    "precisions were "
                     f"planned too (as `explorer plan` does): {safe_html(', '.join(result.widened))}."
                 ),
                 kind="info",
@@ -664,7 +665,7 @@ def _(draw, result):
             ),
             vega.VegaLiteSpec(vega.card_memory_spec(nd.card_parts(picked), title=picked.label)),
             mo.md((f"*{safe_html(_host)}* · " if _host else "") + f"Launch: `{picked.evaluation.command}`"),
-            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in picked.notes],
+            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
         ],
         gap=0.25,
     )

@@ -370,7 +370,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if result.widened and not args.json:
         print(
-            f"note: the model's own weights keep no all-GPU layout here that loads them as published; also planned: "
+            "note: the model's own weights keep no all-GPU layout here that loads them as published with headroom "
+            f"(at most 95 % of a card, room for 2 sequences); also planned: "
             f"{', '.join(result.widened)} (choose one with --quant)",
             file=sys.stderr,
         )

@@ -13,6 +13,7 @@ from collections import defaultdict
 
 from explorer.engines.common import ENGINE_LABELS
 from explorer.engines.options import TIER_LABELS, Option, PlanResult
+from explorer.plan.ranking import headroom_warning
 from explorer.units import gib
 
 #: the option column of the default table: 66 + the other columns = 118 characters
@@ -120,6 +121,9 @@ def print_best(result: PlanResult) -> None:
         f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
         f"of {gib(card.usable)} usable\n  {best.memory_text}"
     )
+    warning = headroom_warning(best)
+    if warning:
+        print(f"  warning: {warning}")
     for note in best.notes:  # a stand-in checkpoint, none published; the engine's own (SGLang's combined need)
         print(f"  note: {note}")
     if result.replica_launch is not None and best.replicas > 1:

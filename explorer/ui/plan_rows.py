@@ -19,6 +19,7 @@ from explorer.engines.common import ENGINE_LABELS, ENGINES, PlanRequest
 from explorer.engines.options import Option, PlanResult
 from explorer.errors import ExplorerError
 from explorer.model.artifacts import Artifact
+from explorer.plan.ranking import headroom_warning
 from explorer.safe_text import safe_html
 from explorer.ui.sweep_cache import SWEEPS
 from explorer.units import GiB, gib
@@ -39,6 +40,7 @@ __all__ = [
     "nearest_step",
     "nothing_fits_md",
     "option_names",
+    "option_notes",
     "option_rows",
     "refusal_groups",
     "rows_html",
@@ -190,6 +192,13 @@ def near_misses(result: PlanResult, limit: int = 3) -> list[Option]:
 def near_miss_rows(result: PlanResult, limit: int = 3) -> list[dict[str, Any]]:
     """Rows for the ways that just failed to fit, marked ✗ (shown in red)."""
     return [_row("✗", o, "✗ short by " + gib(-o.per_card.headroom)) for o in near_misses(result, limit)]
+
+
+def option_notes(option: Option) -> list[str]:
+    """What to read beside an option: the headroom warning when it is at the brim
+    (:func:`explorer.plan.ranking.headroom_warning`), then its notes (:attr:`Option.notes`)."""
+    warning = headroom_warning(option)
+    return [*([warning] if warning else []), *option.notes]
 
 
 def nothing_fits_md(result: PlanResult, misses_shown: int) -> str:
