@@ -587,7 +587,7 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
 
 
 @app.cell(hide_code=True)
-def _(app_state, chosen, cluster, get_below, set_applied, shape):
+def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
     # The ways forward when the best way leaves layers off the accelerators (or nothing fits): each change
     # planned again, in a run of its own after the table; a click applies the change to the controls.
     mo.stop(get_below() is None)
@@ -598,6 +598,7 @@ def _(app_state, chosen, cluster, get_below, set_applied, shape):
         chosen,
         speed=SpeedSettings(prices=shipped_prices()),
         catalogue=shipped_catalogue(),
+        precisions=() if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints),
     )
     _rows = suggestion_rows(_result)
     suggestion_buttons = mo.ui.array(

@@ -188,6 +188,7 @@ def plan(
         kinds=KINDS if suggest is True else tuple(suggest),  # type: ignore[arg-type]
         first_fit=first_fit,
         catalogue=catalogue,
+        precisions=extra_artifacts,
     )
     return replace(result, suggestions=advised.suggestions)
 
@@ -202,9 +203,11 @@ def with_suggestions(
     kinds: Sequence[str] = KINDS,
     first_fit: bool = False,
     catalogue: Catalogue | None = None,
+    precisions: Sequence[Artifact] = (),
 ) -> PlanResult:
     """``result`` (a plan made with ``suggest=False``) with its suggestions: for a face that shows the table
-    first and the way forward when asked (each suggestion plans again, tens of milliseconds each)."""
+    first and the way forward when asked (each suggestion plans again, tens of milliseconds each).
+    ``precisions``: the model's other precisions (its fallback) that a cluster change may take with it."""
     run = partial(_ranked, model_ref=result.model, goal=result.goal, speed=speed)
     made = suggestions(
         shape,
@@ -217,6 +220,7 @@ def with_suggestions(
         prices=speed.prices if isinstance(speed, SpeedSettings) else None,
         kinds=kinds,
         first_fit=first_fit,
+        precisions=precisions,
     )
     return replace(result, suggestions=made)
 

@@ -13,6 +13,10 @@ llama.cpp RPC, the CPU), each suggestion is one change, planned again:
   else the longest that fits at all, from the refusals' ``max_context``), or
   the most sequences that fit (the engines' concurrency at the asked context);
 - ``cluster``: the smallest cluster of the user's card class that holds it;
+- ``precision-cluster``: each other precision the plan widens to (published
+  checkpoints where known) on the smallest cluster of the user's class that
+  holds it: both changed at once (405B on one H100: FP8 on 8 × H100, the
+  published int4 AWQ on 4 × H100);
 - ``card-class``: the catalogue class whose one node holds it for the fewest
   dollars an hour (needs the catalogue and a price table);
 - ``named-chip``: on a unified-memory host named only by its memory
@@ -43,12 +47,12 @@ from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.offer import what_if_artifact
 from explorer.plan.ranking import at_the_brim
-from explorer.plan.suggest_hardware import cheapest_class, named_chips, own_class
+from explorer.plan.suggest_hardware import cheapest_class, named_chips, own_class, precision_and_cluster
 from explorer.plan.suggestion import NO_TIER, Ask, Replan, Suggestion, best_tier, longest_on_accelerators, outcome
 
 __all__ = ["KINDS", "Replan", "Suggestion", "suggestions"]
 
-KINDS = ("precision", "kv-cache", "context", "concurrency", "cluster", "card-class", "named-chip")
+KINDS = ("precision", "kv-cache", "context", "concurrency", "cluster", "precision-cluster", "card-class", "named-chip")
 #: what-if weights vLLM and SGLang load, best first (int4: AWQ, GPTQ alike)
 SAFETENSORS_STEPS = ("fp8", "int8", "int4-awq")
 #: GGUF quants llama.cpp loads, best first
@@ -69,11 +73,13 @@ def suggestions(
     prices: Any = None,
     kinds: Sequence[str] = KINDS,
     first_fit: bool = False,
+    precisions: Sequence[Artifact] = (),
 ) -> tuple[Suggestion, ...]:
     """The suggestions for a plan (see the module docstring), those that fit first; a change after which
     nothing fits and no layout holds any context is left out.
 
-    ``first_fit`` stops at the first change that fits (the fit view's "best suggestion").
+    ``first_fit`` stops at the first change that fits (the fit view's "best suggestion"); ``precisions`` are
+    the model's other precisions (the fallback: published checkpoints where known) a cluster change may take.
     """
     ask = Ask(
         shape=shape,
@@ -83,6 +89,7 @@ def suggestions(
         result=result,
         replan=replan,
         today=best_tier(result),
+        precisions=tuple(precisions),
     )
     out: list[Suggestion] = []
     makers: dict[str, Callable[[], list[Suggestion]]] = {
@@ -91,6 +98,7 @@ def suggestions(
         "context": lambda: _context(ask),
         "concurrency": lambda: _concurrency(ask),
         "cluster": lambda: own_class(ask),
+        "precision-cluster": lambda: precision_and_cluster(ask),
         "card-class": lambda: cheapest_class(ask, catalogue, prices),
         "named-chip": lambda: named_chips(ask, catalogue),
     }

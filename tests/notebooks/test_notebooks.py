@@ -467,3 +467,17 @@ def test_explorer_says_why_nothing_fits_when_no_miss_was_sized(offline):
     texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
     assert defs["result"].options == () and defs["miss_rows"] == []
     assert "closest misses are in red" not in texts and "no near miss to show" in texts
+
+
+def test_explorer_offers_a_precision_with_a_cluster_and_a_click_plans_it(offline):
+    """Issue 24: 405B on one H100; the app offers the published FP8 checkpoint on 8 × H100, and a click plans it."""
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-405B", spec="1x1xh100-80g", context_tokens=4096)
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert defs["result"].options == ()
+    assert "FP8 (fp8 block 128×128) on 1x8xh100-80g" in texts
+    change = {"quant": "fp8 block 128×128", "cluster": "1x8xh100-80g"}
+    clicked = apply_change(defs["app_state"], change)
+    after = run_explorer(**{f: getattr(clicked, f) for f in clicked.__dataclass_fields__})
+    first = after["result"].options[0]
+    assert (first.layout.cards, first.artifact.repo) == (8, "meta-llama/Meta-Llama-3.1-405B-FP8")
