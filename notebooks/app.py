@@ -570,6 +570,8 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
                 kind="info",
             )
         )
+    if cluster.assumptions:
+        _notes.append(mo.callout(mo.md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
     if not result.options:
         _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
     # marimo shows a run's outputs when the run ends: the slow part below waits for a run of its own

@@ -376,9 +376,9 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps({**result.to_dict(), "assumed": list(cluster.assumptions)}, indent=2))
     else:
-        print_result(result, top=args.top, wide=args.wide)
+        print_result(result, top=args.top, wide=args.wide, assumed=cluster.assumptions)
     return 0 if result.options else 3
 
 

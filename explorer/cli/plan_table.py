@@ -10,6 +10,7 @@ full label. Nothing here computes a figure: it shows the plan's.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from explorer.engines.common import ENGINE_LABELS
 from explorer.engines.options import TIER_LABELS, Option, PlanResult
@@ -82,13 +83,16 @@ def _header(wide: bool) -> str:
     return head + (f" {'max conc':>8} {'free':>4} {'$/Mtok':>8}" if wide else "")
 
 
-def print_result(result: PlanResult, *, top: int = 15, wide: bool = False) -> None:
-    """The ranked table under tier headings, the best option's launch, suggestions and refusals."""
+def print_result(result: PlanResult, *, top: int = 15, wide: bool = False, assumed: Sequence[str] = ()) -> None:
+    """The ranked table under tier headings, the best option's launch, suggestions and refusals; ``assumed``:
+    what the plan assumed of the cluster (:attr:`~explorer.hardware.cluster.Cluster.assumptions`), said first."""
     r = result.request
     print(
         f"{result.model}: context {r.context_tokens:,} × {r.concurrency} sequence(s), KV {r.kv_dtype}, "
         f"goal {result.goal}"
     )
+    for text in assumed:
+        print(f"assumed: {text}")
     if not result.options:
         print("no way fits.")
     else:

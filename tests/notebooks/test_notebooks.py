@@ -481,3 +481,11 @@ def test_explorer_offers_a_precision_with_a_cluster_and_a_click_plans_it(offline
     after = run_explorer(**{f: getattr(clicked, f) for f in clicked.__dataclass_fields__})
     first = after["result"].options[0]
     assert (first.layout.cards, first.artifact.repo) == (8, "meta-llama/Meta-Llama-3.1-405B-FP8")
+
+
+def test_explorer_says_what_it_assumed_of_a_class_the_catalogue_lacks(offline):
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xm3-pro-36g:36GiB", context_tokens=4096)
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert defs["result"].options and "Assumed:" in texts
+    assert "m3-pro-36g:36864MiB is not in the catalogue: planned as a discrete card of 36.0 GiB" in texts
