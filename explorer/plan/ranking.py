@@ -126,18 +126,20 @@ def precision_score(bits_per_weight: float, *, cpu: bool) -> float:
     """The precision's rank score: :func:`quality` of the real bits, near-equal precisions counted alike.
 
     Under the cap, precisions of the same whole bits are near-equal (Q8_0's 8.5 and fp8's 8.03; Q4_K_M's
-    4.85 and AWQ's 4.25): each counts as the top of its whole bit, ``min(whole + 1, cap)``, so that the
-    engine and the speed decide between them. Past the cap the real bits fall a quarter point a bit.
-    On the CPU (cap 5.8) that gives Q5_K_M (5.70 bits) 5.8 › Q6_K (6.57) 5.61 › Q8_0 (8.50) 5.13 ›
-    Q4_K_M (4.85) 5.0: the seed's order. Comparing whole bits on both sides of the cap put Q6_K (whole 6,
-    scored 5.75) and Q8_0 (5.25) above Q5_K_M (whole 5).
+    4.85 and AWQ's 4.25), so that the engine and the speed decide between them: the cap's own whole bit
+    counts as the cap (8.6; 5.8 on the CPU), a lower one as its middle (4.x: 4.5). Past the cap the real
+    bits fall a quarter point a bit. On the CPU that gives Q5_K_M (5.70 bits) 5.8 › Q6_K (6.57) 5.61 ›
+    Q8_0 (8.50) 5.13 › Q4_K_M (4.85) 4.5, the seed's order (comparing whole bits on both sides of the cap
+    put Q6_K, whole 6 scored 5.75, and Q8_0, 5.25, above Q5_K_M's 5); on a GPU fp8 = Q8_0 8.6 › F16 6.75 ›
+    Q6_K 6.5, as the seed's real bits (6.75 › 6.6).
     """
     if bits_per_weight <= 0:
         return 0.0
     cap = CPU_QUALITY_CAP_BITS if cpu else QUALITY_CAP_BITS
-    if bits_per_weight <= cap:
-        return min(whole_bits(bits_per_weight) + 1, cap)
-    return quality(bits_per_weight, cpu=cpu)
+    if bits_per_weight > cap:
+        return quality(bits_per_weight, cpu=cpu)
+    whole = whole_bits(bits_per_weight)
+    return cap if whole == whole_bits(cap) else whole + 0.5
 
 
 #: the share of a card's usable memory past which a layout is at the brim (:func:`at_the_brim`), in percent

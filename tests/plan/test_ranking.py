@@ -160,15 +160,17 @@ def test_same_cards_and_speed_prefer_the_serving_engines():
 
 
 def test_precision_score_compares_real_bits_under_the_cap_and_whole_bits_only_between_near_equal_ones():
-    # CPU, cap 5.8: Q5_K_M 5.70 is under it: min(5 + 1, 5.8) = 5.8; Q6_K 6.57 is past it: 5.8 - 0.77 × 0.25 = 5.6075;
-    # Q8_0 8.5: 5.8 - 2.7 × 0.25 = 5.125; Q4_K_M 4.85: min(4 + 1, 5.8) = 5.0
+    # CPU, cap 5.8: Q5_K_M 5.70 is in the cap's whole bit: 5.8; Q6_K 6.57 is past it: 5.8 - 0.77 × 0.25 = 5.6075;
+    # Q8_0 8.5: 5.8 - 2.7 × 0.25 = 5.125; Q4_K_M 4.85: the middle of its whole bit, 4.5
     cpu = {name: precision_score(bits, cpu=True) for name, bits in (("Q5_K_M", 5.7), ("Q6_K", 6.57), ("Q8_0", 8.5),
                                                                       ("Q4_K_M", 4.85))}  # fmt: skip
-    assert cpu == pytest.approx({"Q5_K_M": 5.8, "Q6_K": 5.6075, "Q8_0": 5.125, "Q4_K_M": 5.0})
-    # GPU, cap 8.6: fp8 8.03 and Q8_0 8.5 are near-equal (both 8.6); AWQ 4.25 and Q4_K_M 4.85 too (both 5)
+    assert cpu == pytest.approx({"Q5_K_M": 5.8, "Q6_K": 5.6075, "Q8_0": 5.125, "Q4_K_M": 4.5})
+    # GPU, cap 8.6: fp8 8.03 and Q8_0 8.5 are near-equal (both 8.6); AWQ 4.25 and Q4_K_M 4.85 too (both 4.5)
     assert precision_score(8.03, cpu=False) == precision_score(8.5, cpu=False) == 8.6
-    assert precision_score(4.25, cpu=False) == precision_score(4.85, cpu=False) == 5
-    assert precision_score(8.5, cpu=False) > precision_score(6.57, cpu=False) > precision_score(4.85, cpu=False)
+    assert precision_score(4.25, cpu=False) == precision_score(4.85, cpu=False) == 4.5
+    # F16 past the cap: 8.6 - 7.4 × 0.25 = 6.75, above Q6_K's 6.5 (the seed: 6.75 › 6.6)
+    assert precision_score(8.5, cpu=False) > precision_score(16, cpu=False) == 6.75 > precision_score(6.57, cpu=False)
+    assert precision_score(6.57, cpu=False) > precision_score(4.85, cpu=False)
     assert precision_score(0.0, cpu=True) == 0.0
 
 
