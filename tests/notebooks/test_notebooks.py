@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from support.corpus import ROOT
 
+from explorer.plan.offer import fallback_artifacts
 from explorer.plan.planner import plan, with_suggestions
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot
@@ -388,6 +389,7 @@ def test_explorer_suggestions_are_changes_a_click_applies(offline):
         defs["chosen"],
         speed=SpeedSettings(prices=shipped_prices()),
         catalogue=shipped_catalogue(),
+        precisions=fallback_artifacts(defs["shape"], defs["chosen"], defs["model"].checkpoints),
     ).suggestions
     assert len(defs["suggestion_buttons"]) == len(again) >= 2  # one button a suggestion
     assert "Nothing fits" in texts
