@@ -7,7 +7,7 @@ Lines read (each optional; at least one buffer must be there):
 - settings: ``llama_context: n_ctx = …`` (and ``n_ctx_seq``, ``n_batch``, ``n_ubatch``, ``n_seq_max``,
   ``flash_attn``, ``kv_unified``), the KV types (``K (f16)``), ``offloaded N/M layers to GPU``;
 - buffers: ``<device> model buffer size = X MiB`` (before mid-2025 ``llm_load_tensors: <device> buffer size``), ``<device> KV buffer size = X MiB``, ``<device> compute
-  buffer size = X MiB`` (and ``RS``, the recurrent state): devices named CUDA*, ROCm*, Metal*, Vulkan*… count as the GPU, CPU* and *_Host
+  buffer size = X MiB`` (and ``RS``, the recurrent state): devices named CUDA*, ROCm*, Metal* (MTL* since late 2025), Vulkan*… count as the GPU, CPU* and *_Host
   as the host;
 - refusals: ``failed to allocate``, ``unable to load model``, ``out of memory``.
 """
@@ -21,7 +21,7 @@ from typing import Any
 from explorer.engines.logs.record import NUMBER, EngineLog, find_all, first, first_line, log_lines, mib_bytes
 
 SIGNATURES = (r"model buffer size", r"KV buffer size", r"compute buffer size")
-_GPU = re.compile(r"^(CUDA|ROCm|Metal|Vulkan|SYCL|CANN|MUSA|OpenCL|BLAS)\d*(_Mapped)?$")
+_GPU = re.compile(r"^(CUDA|ROCm|Metal|MTL|Vulkan|SYCL|CANN|MUSA|OpenCL|BLAS)\d*(_Mapped)?$")
 #: builds before mid-2025 print the weights as ``llm_load_tensors: CUDA0 buffer size = X MiB`` (no "model")
 _OLDER_MODEL = re.compile(r"llm_load_tensors:\s+(\S+) buffer size =\s+" + NUMBER + " MiB")
 _REFUSALS = (r"failed to allocate", r"unable to load model", r"out of memory", r"failed to load model")

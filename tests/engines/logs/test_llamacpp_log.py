@@ -60,3 +60,26 @@ def test_an_early_2025_build_context_settings_and_kv_types():
     assert s["n_ctx"] == 16384 and s["n_seq_max"] == 8 and s["n_batch"] == 256 and s["flash_attn"] == "0"
     assert s["type_k"] == "q4_0" and s["type_v"] == "f16"
     assert log.observed["kv_cache_bytes"] == 2 * 5824 * MiB
+
+
+#: jonsjoberg/llm_cheating_sentiment llama_server.log (b7960, Apple M3 Pro): Metal named MTL0 since late 2025
+METAL_MTL0 = """build: 7960 (db6adb3c8) with AppleClang 17.0.0.17000603 for Darwin arm64
+llama_model_load_from_file_impl: using device MTL0 (Apple M3 Pro) (unknown id) - 28753 MiB free
+print_info: file type   = Q4_K - Medium
+load_tensors: offloaded 41/41 layers to GPU
+load_tensors:   CPU_Mapped model buffer size =   525.00 MiB
+load_tensors:  MTL0_Mapped model buffer size = 13672.05 MiB
+llama_context:        CPU  output buffer size =     2.00 MiB
+llama_kv_cache:       MTL0 KV buffer size = 14200.00 MiB
+sched_reserve:       MTL0 compute buffer size =   348.26 MiB
+sched_reserve:        CPU compute buffer size =   197.51 MiB
+"""
+
+
+def test_metal_named_mtl0_is_the_gpu():
+    # before: MTL0's buffers counted as the host's (0 GiB of weights on the GPU)
+    log = read_engine_log(METAL_MTL0)
+    o = log.observed
+    assert o["weights_bytes"] == round(13672.05 * MiB) and o["host_weights_bytes"] == 525 * MiB
+    assert o["kv_cache_bytes"] == 14200 * MiB and o["compute_bytes"] == round(348.26 * MiB)
+    assert log.card == "Apple M3 Pro" and o["free_at_start_bytes"] == 28753 * MiB and log.cards == 1
