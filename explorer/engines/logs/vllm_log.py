@@ -13,7 +13,10 @@ Lines read (each optional; at least one figure must be there):
   summary ``Actual usage is …``, and V0's ``Memory profiling results: total_gpu_memory=…``;
 - refusals: ``Available KV cache memory: -X``, ``… larger than the available KV cache memory``, ``… larger
   than the maximum number of tokens that can be stored in KV cache``, ``Free memory on device … is less
-  than desired``, ``CUDA out of memory``, ``EngineCore failed to start``.
+  than desired``, ``CUDA out of memory`` (and torch's ``OutOfMemoryError``, the allocator's ``CUDA Error: out
+  of memory``), ``EngineCore failed to start``; an error after ``Application startup complete`` is a later
+  failure, not a refusal to start. The figures a refusal or an out-of-memory error prints are read too
+  (:mod:`explorer.engines.logs.oom`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from explorer.engines.logs.record import (
     find_all,
     first,
     first_line,
+    first_line_number,
     gib_bytes,
     put_max,
     put_min,
@@ -70,12 +74,15 @@ _REFUSALS = (
     r"Free memory on device .* is less than desired GPU memory utilization",
     r"No available memory for the cache blocks",
     r"CUDA out of memory",
+    r"CUDA Error: out of memory",
     r"HIP out of memory",
     r"OutOfMemoryError",
     r"EngineCore failed to start",
     r"Engine core initialization failed",
 )
 _STARTED = (r"Graph capturing finished", r"Starting vLLM API server", r"Application startup complete", r"init engine")
+#: lines that say the server is up: an error after one is a later failure, not a refusal to start
+_SERVING = (r"Starting vLLM API server", r"Application startup complete")
 _VERSION = (
     r"vLLM API server version (\S+)",
     r"Initializing a V\d LLM engine \(v([^)]+)\)",
@@ -259,12 +266,22 @@ def _version(text: str) -> str | None:
     return None
 
 
+def _failed_after_serving(text: str) -> bool:
+    """Whether the server was up before the first refusal line (a later out-of-memory error, at wake-up or
+    under load, does not undo the start)."""
+    served = [n for p in _SERVING if (n := first_line_number(p, text)) is not None]
+    failed = [n for p in _REFUSALS if (n := first_line_number(p, text)) is not None]
+    return bool(served and failed) and min(served) < min(failed)
+
+
 def read_vllm(text: str) -> EngineLog:
     """A vLLM log's record (the text already cleaned of colour codes)."""
     settings = _settings(text)
     model = settings.pop("model", None) or settings.pop("model_tag", None)
     settings.pop("model_tag", None)
-    refusal = next((line for p in _REFUSALS if (line := first_line(p, text))), "")
+    refusal = (
+        "" if _failed_after_serving(text) else next((line for p in _REFUSALS if (line := first_line(p, text))), "")
+    )
     refused = True if refusal else (False if any(first(p, text) for p in _STARTED) else None)
     device = first(r"device_name=([A-Za-z0-9_-]+)", text)
     cards = int(settings.get("tensor_parallel_size", 1) or 1) * int(settings.get("pipeline_parallel_size", 1) or 1)

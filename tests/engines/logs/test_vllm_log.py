@@ -108,3 +108,22 @@ def test_data_and_expert_parallel_settings_from_args_python_cannot_read_back():
 
 def test_estimated_cuda_graph_memory():
     assert read_engine_log(GRAPHS).observed["cuda_graph_estimate_bytes"] == round(0.84 * GiB)
+
+
+#: WaroonRagwongsiri/SuperAi-SS6-Level2-Hack4 llm.log (0.22.0): the server up, then out of memory at a wake-up an hour later
+LATER_FAILURE = """(EngineCore pid=48200) INFO 06-02 13:32:30 [model_runner.py:295] Model loading took 15.27 GiB and 12.006092 seconds
+(EngineCore pid=48200) INFO 06-02 13:32:35 [gpu_worker.py:466] Available KV cache memory: 37.81 GiB
+(EngineCore pid=48200) INFO 06-02 13:32:36 [model_runner.py:661] Graph capturing finished in 1 secs, took 0.06 GiB
+(APIServer pid=47967) INFO:     Application startup complete.
+CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:139
+(EngineCore pid=48200) ERROR 06-02 14:31:01 [core.py:1365] RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:139
+"""
+
+
+def test_an_error_after_the_server_is_up_is_no_refusal_to_start():
+    log = read_engine_log(LATER_FAILURE)
+    assert log.refused is False and log.refusal == ""
+    before = read_engine_log(
+        LATER_FAILURE.replace("(APIServer pid=47967) INFO:     Application startup complete.\n", "")
+    )
+    assert before.refused is True and "CUDA Error: out of memory" in before.refusal
