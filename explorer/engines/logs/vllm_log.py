@@ -1,16 +1,19 @@
-"""Read a vLLM start-up log (V0 0.6 to V1 0.26): its settings, the memory it measured, whether it started.
+"""Read a vLLM start-up log (V0 0.4 to V1 0.26): its settings, the memory it measured, whether it started.
 
 Lines read (each optional; at least one figure must be there):
 
 - settings: ``non-default args: {…}``, ``args: Namespace(…)``, ``Initializing a V1 LLM engine (vX) with
   config: …``, ``Using max model len N``, ``Defaulting max_num_batched_tokens to N``, ``Chunked prefill is
   enabled with max_num_batched_tokens=N``, ``Requested memory: 0.95 (util)``, ``Desired GPU memory
-  utilization is (0.9, …)``;
+  utilization is (0.9, …)``; ``data_parallel_size`` and ``enable_expert_parallel`` among them;
 - figures: ``Model loading took X GiB``, ``Available KV cache memory: X GiB``, ``GPU KV cache size: N
   tokens``, ``torch peak memory increase: XGiB``, ``non-torch forward increase memory: XGiB``, ``Graph
   capturing finished in N secs, took X GiB``, ``Estimated CUDA graph memory: X GiB``, ``worker init memory
   snapshot: … free_memory=XGiB, total_memory=XGiB``, ``Free memory on device (F/T GiB)``, the start-up
-  summary ``Actual usage is …``, and V0's ``Memory profiling results: total_gpu_memory=…``;
+  summary ``Actual usage is …``, V0's ``Loading model weights took X GB`` and ``# GPU blocks: N`` (0.4 on;
+  ``# CUDA blocks`` in 0.7), its ``Memory profiling results: total_gpu_memory=…`` (0.6.4) and its summary of
+  0.6.5 to 0.8 (``the current vLLM instance can use total_gpu_memory (T) x gpu_memory_utilization (U) = B``,
+  ``model weights take W; … the rest of the memory reserved for KV Cache is K``);
 - refusals: ``Available KV cache memory: -X``, ``… larger than the available KV cache memory``, ``… larger
   than the maximum number of tokens that can be stored in KV cache``, ``Free memory on device … is less
   than desired``, ``CUDA out of memory`` (and torch's ``OutOfMemoryError``, the allocator's ``CUDA Error: out
