@@ -136,6 +136,7 @@ def test_a_v0_log_of_064_with_its_refusal(tmp_path, capsys):
     args = ["check", log, "--model", "meta-llama/Meta-Llama-3.1-8B", "--card", "rtx3090-24g", "--offline"]
     assert main([*args, "--engine-version", "0.6.4"]) == 0
     out = capsys.readouterr().out
+    assert out.startswith("vLLM 0.6.4 · meta-llama/Meta-Llama-3.1-8B · 1 × rtx3090-24g")  # the version given
     assert "KV cache (tokens)                   23,648 tokens" in out  # 1,478 blocks of 16, as the refusal says
     assert "activation peak                     2.99 GiB" in out  # peak_torch_memory 17.98 − weights 14.99
     assert "not in the log" not in out
