@@ -201,7 +201,8 @@ def _parallel(log: EngineLog, s: Mapping[str, Any], shape: ModelShape) -> tuple[
         ep = tp * dp if _truthy(s.get("enable_expert_parallel")) else 1
     else:
         ep = _int(s.get("expert_parallel_size"), 1) or 1
-        ep = tp if _truthy(s.get("enable_ep_moe")) and ep == 1 else ep
+        a2a = str(s.get("moe_a2a_backend") or "none").lower() != "none" or _truthy(s.get("enable_deepep_moe"))
+        ep = tp if (_truthy(s.get("enable_ep_moe")) or a2a) and ep == 1 else ep  # SGLang sets ep = tp for both
     return tp, pp, dp, ep if shape.moe is not None else 1
 
 

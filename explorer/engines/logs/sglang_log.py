@@ -44,6 +44,8 @@ _FIELDS = {
     "dp_size": "dp_size",
     "ep_size": "expert_parallel_size",
     "enable_ep_moe": "enable_ep_moe",
+    "enable_deepep_moe": "enable_deepep_moe",
+    "moe_a2a_backend": "moe_a2a_backend",
     "mem_fraction_static": "mem_fraction_static",
     "context_length": "context_length",
     "chunked_prefill_size": "chunked_prefill_size",
@@ -63,6 +65,7 @@ _FLAGS = {
     "--dp-size": "dp_size",
     "--ep": "ep_size",
     "--ep-size": "ep_size",
+    "--moe-a2a-backend": "moe_a2a_backend",
     "--mem-fraction-static": "mem_fraction_static",
     "--context-length": "context_length",
     "--chunked-prefill-size": "chunked_prefill_size",
@@ -91,7 +94,7 @@ def _settings(text: str) -> tuple[str | None, dict[str, Any]]:
                 model = value
             elif flag in _FLAGS and value and not value.startswith("--"):
                 out[_FIELDS[_FLAGS[flag]]] = setting_value(value)
-            elif flag in ("--enable-dp-attention", "--enable-ep-moe"):
+            elif flag in ("--enable-dp-attention", "--enable-ep-moe", "--enable-deepep-moe"):
                 out[flag[2:].replace("-", "_")] = True
     args = first(r"server_args=ServerArgs\((.*)$", text)
     if args:

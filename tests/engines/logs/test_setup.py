@@ -7,6 +7,7 @@ from support.engine_logs import shape_for
 from explorer.engines.logs import EngineLog
 from explorer.engines.logs.check import check_log
 from explorer.engines.logs.setup import log_setup
+from explorer.engines.logs.sglang_log import read_sglang
 from explorer.sources.shipped import shipped_catalogue
 
 MOE = "Qwen__Qwen3-30B-A3B"  # 48 layers of 128 experts
@@ -33,6 +34,14 @@ def test_sglang_ep_size_and_the_older_switch():
     assert log_setup(ep, shape_for(MOE), h100).ep == 4
     switch = EngineLog(engine="sglang", settings={"tensor_parallel_size": 8, "enable_ep_moe": True})
     assert log_setup(switch, shape_for(MOE), h100).ep == 8
+    # sgl-project/sglang#4232: "--tp 8 --dp 8 --enable-dp-attention --enable-deepep-moe"; DeepEP makes ep = tp
+    deepep = read_sglang(
+        "python3 -m sglang.launch_server --model-path /data00/models/DeepSeek-V3 --tp 8 --dp 8 --enable-dp-attention "
+        "--enable-deepep-moe --trust-remote-code  --port 8010 --context-length 8192 --mem-fraction-static 0.8 "
+        "--disable-cuda-graph\n"
+    )
+    assert deepep.settings["enable_deepep_moe"] is True and deepep.settings["dp_size"] == 8
+    assert log_setup(deepep, shape_for(MOE), h100).ep == 8
 
 
 def test_expert_parallel_weights_are_the_ranks_share():
