@@ -51,7 +51,7 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, sglang_claim
-from explorer.engines.interface import Footprint
+from explorer.engines.interface import Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
@@ -312,6 +312,10 @@ class SGLang(SplitWalk):
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
+    #: fitted on published SGLang rows (docs/notes/speed_model.md)
+    speed: ClassVar[SpeedFacts] = SpeedFacts(
+        efficiency=0.6, dense_layer_floor_s=2.0e-4, moe_layer_floor_s=1.5e-4, token_overhead_s=2.0e-3
+    )
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

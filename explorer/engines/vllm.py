@@ -41,7 +41,7 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, vllm_claim
-from explorer.engines.interface import Footprint
+from explorer.engines.interface import Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
@@ -199,6 +199,10 @@ class VLLM(SplitWalk):
     #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
+    #: fitted on published vLLM rows (docs/notes/speed_model.md)
+    speed: ClassVar[SpeedFacts] = SpeedFacts(
+        efficiency=0.6, dense_layer_floor_s=2.0e-4, moe_layer_floor_s=1.0e-4, token_overhead_s=0.0
+    )
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

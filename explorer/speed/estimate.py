@@ -53,7 +53,7 @@ from explorer.limits import check_figures
 from explorer.memo import memo
 from explorer.model.artifacts import ORIGINAL
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat
-from explorer.speed.floor import decode_floor_s
+from explorer.speed.floor import Pace, pace_for, speed_facts
 from explorer.speed.prices import PriceTable
 from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed.settings import SpeedSettings, node_host_bandwidth
@@ -151,18 +151,19 @@ def _r(x: float | None, digits: int = 2) -> float | None:
 
 
 def precision_for(
-    shape, artifact, *, engine: str = "vllm", loaded: str | None = None, bits_per_weight: float = 0.0
+    shape, artifact, *, gguf: bool = False, loaded: str | None = None, bits_per_weight: float = 0.0
 ) -> Precision:
     """The precision an option reads its weights at.
 
     vLLM and SGLang: the artifact's (:meth:`~explorer.model.shapes.ModelShape.precision_of`:
-    the checkpoint's own, or the what-if its ``quant`` labels). llama.cpp: the GGUF it loads —
+    the checkpoint's own, or the what-if its ``quant`` labels). An engine that loads a GGUF (``gguf``,
+    llama.cpp's :class:`~explorer.engines.interface.SpeedFacts`): the GGUF it loads —
     the shape's own per-tensor types when the shape was read from that GGUF, else
     the quant mix ``loaded`` names (original weights are planned as the GGUF
     they convert to: BF16, Q8_0, Q4_K_M). A label explorer does not know falls
     back to a mix of ``bits_per_weight`` bits, so the bytes stay right.
     """
-    if engine == "llamacpp":
+    if gguf:
         if artifact.format == "gguf" and shape.precision.source == "gguf":
             return shape.precision
         return _what_if(shape, loaded or artifact.quant, round(bits_per_weight, 3))
@@ -206,7 +207,7 @@ def speed_of(
     precision = precision or precision_for(
         shape,
         option.artifact,
-        engine=option.layout.engine,
+        gguf=speed_facts(option.layout.engine).gguf,
         loaded=option.precision,
         bits_per_weight=option.bits_per_weight,
     )
@@ -246,7 +247,8 @@ def _estimate(
     ubatch_tokens: int,
     settings: SpeedSettings,
 ) -> SpeedEstimate | None:
-    ubatch = ubatch_tokens if layout.engine == "llamacpp" else 0
+    facts = speed_facts(layout.engine)
+    ubatch = ubatch_tokens if facts.host_layers else 0
     where = placement(shape, precision, layout, gpu, layers_on_host, head_on_host, ubatch, settings)
     if where is None:
         return None
@@ -254,9 +256,9 @@ def _estimate(
     tally = Tally()
     cycle = decode_cycle_s(shape, where, concurrency, context, kv, tally)
     prefill = prefill_s(shape, where, context)
-    eff = settings.efficiency_for(layout.engine)
-    floor = decode_floor_s(shape, layout.engine, layout.cards)
-    step = max(cycle / eff, floor)
+    eff = settings.efficiency_for(layout.engine, facts.efficiency)
+    pace = pace_for(facts, None if layout.cpu else gpu, eff)
+    step = decode_cycle_s(shape, where, concurrency, context, kv, pace=pace)
     bound = 1.0 / cycle
     aggregate = concurrency * bound
     prices: PriceTable | None = settings.prices  # type: ignore[assignment]
@@ -283,12 +285,12 @@ def _estimate(
         efficiency=eff,
         context_tokens=context,
         concurrency=concurrency,
-        breakdown=_breakdown(tally, cycle, concurrency, context, eff, floor if floor > cycle / eff else 0.0),
+        breakdown=_breakdown(tally, cycle, concurrency, context, pace, step),
         assumptions=assumed,
     )
 
 
-def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float, floor: float) -> str:
+def _breakdown(t: Tally, cycle: float, batch: int, context: int, pace: Pace, step: float) -> str:
     parts = [f"{gb(t.weight_bytes, 2)} weights + {gb(t.kv_bytes, 2)} KV read a step (one card a stage)"]
     for label, s in (
         ("memory", t.memory_s),
@@ -298,11 +300,16 @@ def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float, flo
     ):
         if s > 0:
             parts.append(f"{label} {s * 1e3:.2f} ms")
-    estimate = f"the per-layer floor, {floor * 1e3:.2f} ms a step" if floor else f"bound × {eff:g}"
+    at_eff = cycle / pace.efficiency + pace.token_s
+    how = f"bound ÷ {pace.efficiency:g}"
+    if step > at_eff * 1.001:  # kernel floors or collectives in practice outweigh the roofline's share
+        how += ", each card's layers at least their kernel floors, collectives at what they take in practice"
+    if pace.token_s:
+        how += f", + {pace.token_s * 1e3:.2f} ms a token"
     return (
         f"batch {batch} at {context:,} tokens: "
         + ", ".join(parts)
-        + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate = {estimate}"
+        + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate {step * 1e3:.2f} ms a step ({how})"
     )
 
 
