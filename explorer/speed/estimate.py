@@ -23,19 +23,22 @@ compute-bound: 2 × active parameters × P + attention 2 × q heads × (key +
 value dims) × P(P+1)/2 a layer, over the stage's tensor-parallel cards, plus
 all-reduces; a pipeline runs its stages one after another.
 
-**Floor.** No engine decodes a step faster than its fixed cost per layer
-(:mod:`explorer.speed.floor`): the estimate's step is ``max(bound step /
-efficiency, floor)``; the bound is the roofline's alone.
+**Estimate.** Each card's part of a step is ``max(its roofline step /
+efficiency, its layers' kernel floors)`` plus its collectives at what they
+take in practice (tensor-parallel all-reduces, expert-parallel dispatch and
+combine), and the step adds the engine's per-token overhead
+(:mod:`explorer.speed.floor`, :func:`explorer.speed.roofline.part_estimate_s`).
+Floors, overhead and efficiency are the engine's own
+(:class:`~explorer.engines.interface.SpeedFacts`), fitted on published rows
+with a third kept out (docs/notes/speed_model.md); the bound is the roofline's alone.
 
 **Host.** Layers on the host and CPU-only runs read at the node's CPU
 bandwidth (``cpu=`` a CPU of data/cpus.csv, or ``bw=``), else a unified
 host's chip bandwidth, else the settings' default (100 GB/s).
 
-**Efficiency.** Every figure above is a bound. ``estimate = bound ×
-efficiency`` (default 0.6 for every engine: published measurements sit at
-0.64 of the bound on average, and 36 of 38 land within 1.5× of the estimate,
-docs/notes/speed_model.md); time to first token is divided by it. Neither is
-a measurement.
+**Efficiency.** Every figure above but the estimate is a bound; the
+efficiency (0.6 for each engine today) divides the roofline's step and the
+time to first token. Neither figure is a measurement.
 
 **Cost.** With a price (data/prices.csv): cards × USD per GPU-hour /
 (aggregate estimate tokens/s × 3600) × 10⁶ per million output tokens.
@@ -71,9 +74,10 @@ class SpeedEstimate:
     Attributes:
         decode_bound_tokens_per_s: one sequence's decode rate, at most, while ``concurrency``
             sequences decode together at ``context_tokens``.
-        decode_estimate_tokens_per_s: the same × efficiency, never faster than the per-layer floor.
+        decode_estimate_tokens_per_s: the estimate: bound step ÷ efficiency, never below the kernel floors,
+            plus collectives in practice and the per-token overhead.
         decode_aggregate_bound_tokens_per_s: all sequences together, at most.
-        decode_aggregate_estimate_tokens_per_s: the same × efficiency.
+        decode_aggregate_estimate_tokens_per_s: the same, all sequences together.
         time_to_first_token_bound_s: prefill of one prompt of ``context_tokens``, at least (None: FLOPs unknown).
         time_to_first_token_estimate_s: the same / efficiency.
         cost_per_million_tokens: USD per million output tokens at the aggregate estimate (None: no price).
@@ -215,7 +219,7 @@ def speed_of(
     host_bw = node_host_bandwidth(option.node) if option.node is not None else None
     if host_bw:
         settings = replace(settings, host_bandwidth_bytes_per_s=host_bw)
-    return _estimate(
+    got = _estimate(
         shape,
         precision,
         option.layout,
@@ -227,6 +231,19 @@ def speed_of(
         request.kv_dtype,
         request.ubatch_tokens,
         settings,
+    )
+    on_host = option.layout.cpu or ev.layers_on_host > 0
+    if got is None or host_bw or not on_host:
+        return got
+    return replace(got, assumptions=(*got.assumptions, _default_host_note(settings)))
+
+
+def _default_host_note(settings: SpeedSettings) -> str:
+    """What a plan with layers on a host of unknown memory bandwidth assumes."""
+    return (
+        f"layers on the host are read at the assumed {gb(settings.host_bandwidth_bytes_per_s, 0)}/s of host "
+        "memory bandwidth (the node names no CPU); name it in the cluster (cpu=NAME of data/cpus.csv, or bw=GBPS) for "
+        "its own figure"
     )
 
 

@@ -26,14 +26,16 @@ Mappings (stated, not hidden):
   data/cpus.csv, which brings its memory bandwidth;
 - DeepSeek-V3 → its config; Llama-3.1-405B → Meta-Llama-3.1-405B.
 
-Every estimate is held to the engines' per-layer floor
-(:mod:`explorer.speed.floor`), as the planner's is.
+Every estimate is the planner's: each part's roofline step ÷ efficiency, never below its kernel floors,
+plus its collectives and the engine's per-token overhead (:mod:`explorer.speed.floor`). A third of the
+rows are kept out of every fit (:func:`kept_out`). Rows at concurrency > 1 not in ``REQUESTS`` are one
+sequence's rate (1000 / TPOT) while that many decode together; ``LAYOUTS`` gives a row's nodes and fabric.
 
 Rows measured at concurrency > 1 report output tokens/s over whole requests
 (prefill included). For them the bound is ``B × N_out / max(N_out decode
 cycles, prefill of the B prompts)`` — the cards must do at least each —
 and the estimate ``B × N_out / (N_out × step + prefill / efficiency)``, a
-step being ``max(decode cycle / efficiency, the per-layer floor)``.
+step being the estimate's decode step.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ CPUS: dict[str, str] = {
 ENGINES: dict[str, str] = {
     "llama.cpp": "llamacpp", "ollama (llama.cpp)": "llamacpp", "sglang 0.4.1.post2": "sglang",
     "sglang 0.5.7 (InferenceX)": "sglang", "sglang (tt-inference-server sweep)": "sglang",
+    "sglang (Aug 2024)": "sglang", "sglang (Jan 2025)": "sglang",
 }
 # fmt: on
 #: rows whose layout is more than ``n_gpus`` cards at ``tp`` on one node: the layout's other fields
@@ -145,7 +148,7 @@ class Measurement:
         tp: tensor-parallel size (1: none, or llama.cpp's layer split).
         concurrency: sequences decoding together.
         context_tokens: the context the rate is measured at (None: the source does not say).
-        measured_tokens_per_s: tokens/s (one sequence's rate at concurrency 1, else the aggregate).
+        measured_tokens_per_s: tokens/s: one sequence's rate, or the aggregate over whole requests (``REQUESTS``).
         source: where the figure comes from (repository or URL, and the place in it).
     """
 
