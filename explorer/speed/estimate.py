@@ -299,7 +299,7 @@ def _estimate(
         cost_per_million_tokens=cost,
         usd_per_gpu_hour=price,
         bound_by=tally.bound_by,
-        efficiency=eff,
+        efficiency=pace.efficiency,
         context_tokens=context,
         concurrency=concurrency,
         breakdown=_breakdown(tally, cycle, concurrency, context, pace, step),

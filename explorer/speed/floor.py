@@ -36,6 +36,11 @@ GENERATIONS: tuple[tuple[str, str], ...] = (
 )  # fmt: skip
 #: layer floors by card generation, relative to a Hopper-class card (unlisted generations: 1)
 GENERATION_FLOOR: dict[str, float] = {"ampere": 3.0}
+#: the share of its nominal bandwidth a unified-memory chip family reaches, by the start of its class name
+#: (``m1-max-64g`` → ``m1``), relative to the engine's efficiency; unlisted families: 1. Fitted on the
+#: published Apple rows (docs/notes/speed_model.md): M1 Max and Ultra run 3B-70B models 1.3-1.7 × slower than
+#: M2 / M3 chips of the same bandwidth; the M2 and M3 Ultra rows need no share of their own.
+UNIFIED_REACH: dict[str, float] = {"m1": 0.85}
 
 
 def generation(gpu) -> str:
@@ -74,11 +79,20 @@ class Pace:
         return dense * self.dense_layer_s + moe * self.moe_layer_s
 
 
+def unified_reach(gpu) -> float:
+    """The share of its nominal bandwidth a unified-memory chip reaches beside others (1: a discrete card,
+    or a family :data:`UNIFIED_REACH` does not list)."""
+    if gpu is None or not getattr(gpu, "unified", False):
+        return 1.0
+    return UNIFIED_REACH.get(gpu.name.split("-", 1)[0], 1.0)
+
+
 def pace_for(facts: SpeedFacts, gpu, efficiency: float) -> Pace:
-    """The engine's pace on ``gpu``'s class (None: the CPU or an unnamed host, the Hopper-class floors)."""
+    """The engine's pace on ``gpu``'s class (None: the CPU or an unnamed host, the Hopper-class floors); a
+    unified-memory chip's efficiency is scaled by the share of its bandwidth its family reaches."""
     scale = GENERATION_FLOOR.get(generation(gpu), 1.0) if gpu is not None else 1.0
     return Pace(
-        efficiency=efficiency,
+        efficiency=efficiency * unified_reach(gpu),
         dense_layer_s=facts.dense_layer_floor_s * scale,
         moe_layer_s=facts.moe_layer_floor_s * scale,
         token_s=facts.token_overhead_s,

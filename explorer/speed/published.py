@@ -78,6 +78,7 @@ MODELS: dict[str, str] = {
     "DeepSeek-V3":             "deepseek-ai/DeepSeek-V3",
     "DeepSeek-R1":             "deepseek-ai/DeepSeek-R1",
     "gpt-oss-120b":            "openai/gpt-oss-120b",
+    "gpt-oss-20b":             "openai/gpt-oss-20b",
 }
 #: the row's quant → the precision explorer sizes it at (a what-if name)
 QUANTS: dict[str, str] = {
@@ -93,6 +94,8 @@ GPUS: dict[str, str] = {
     "H100 80GB": "h100-80g", "H200": "h200-141g",
     "Apple M1 Max 32-core GPU 64GB": "m1-max-64g", "Apple M2 Ultra 76-core GPU 192GB": "m2-ultra-192g",
     "Apple M3 Max 40-core GPU 64GB": "m3-max-64g", "MI300X": "mi300x-192g",
+    "Apple M3 Ultra 512GB": "m3-ultra-512g", "Apple M1 Ultra 64-core GPU 128GB": "m1-ultra-128g",
+    "Apple M1 Ultra 48-core GPU 64GB": "m1-ultra-64g", "Apple M1 Max 64GB": "m1-max-64g",
 }
 #: CPU-only rows: the machine → a CPU of data/cpus.csv
 CPUS: dict[str, str] = {

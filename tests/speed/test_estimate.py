@@ -22,7 +22,7 @@ from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.plan.planner import plan, recheck
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_context
-from explorer.speed.floor import decode_floor_s, generation, pace_for, speed_facts
+from explorer.speed.floor import decode_floor_s, generation, pace_for, speed_facts, unified_reach
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
 from explorer.speed.roofline import dispatch_bytes
@@ -322,6 +322,10 @@ def test_the_speed_facts_are_the_engines():
     assert (generation(a100), generation(h100)) == ("ampere", "hopper")
     facts = speed_facts("vllm")
     assert pace_for(facts, a100, 0.6).moe_layer_s == pytest.approx(3 * pace_for(facts, h100, 0.6).moe_layer_s)
+    # an M1 chip reaches 0.85 of the bandwidth an M2 or M3 of the same figure does (the published Apple rows)
+    m1, m2 = shipped_catalogue().get("m1-ultra-128g"), shipped_catalogue().get("m2-ultra-192g")
+    assert (unified_reach(m1), unified_reach(m2), unified_reach(h100)) == (0.85, 1.0, 1.0)
+    assert pace_for(speed_facts("llamacpp"), m1, 0.6).efficiency == pytest.approx(0.51)
 
 
 # --- prefill, efficiency, cost -----------------------------------------------------------
