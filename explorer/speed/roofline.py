@@ -9,7 +9,12 @@ into seconds; both are upper bounds on speed (lower bounds on time):
 
 - a part's step is ``max(bytes read / bandwidth, FLOPs / peak)`` plus, under
   tensor parallelism, two ring all-reduces a layer:
-  ``latency + 2(tp − 1)/tp × batch × hidden × 2 bytes / one-way link bandwidth``;
+  ``latency + 2(tp − 1)/tp × batch × hidden × 2 bytes / one-way link bandwidth``,
+  and under data + expert parallelism a dispatch and a combine a MoE layer
+  (each rank its own ⌈batch / dp⌉ sequences, its experts every rank's tokens);
+- the estimate (:func:`part_estimate_s`) divides the roofline step by the
+  efficiency, holds it to the layers' kernel floors, and pays the collectives
+  at what they take in practice;
 - a hand-off moves ``batch × hidden`` activations (2 bytes; llama.cpp 4) over
   its link, with the link's latency;
 - llama.cpp runs its parts one after another for the whole batch; vLLM and
@@ -68,6 +73,9 @@ class Part:
             (:data:`~explorer.speed.settings.COLLECTIVE_ESTIMATE_S`, the estimate's).
         dispatch_ranks: expert-parallel ranks a MoE layer dispatches tokens to and combines them from
             (data + expert parallelism; 0: the experts' outputs join the tensor-parallel all-reduce).
+        data_parallel: data-parallel ranks the batch is spread over (data + expert parallelism): each rank
+            runs its attention, dense layers and KV cache for its own share of the sequences, while its
+            experts serve the tokens of every rank.
     """
 
     profile: StageProfile
@@ -78,6 +86,7 @@ class Part:
     link_latency_s: float = 0.0
     link_kind: str = "nvlink"
     dispatch_ranks: int = 0
+    data_parallel: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,6 +182,7 @@ def placement(
             link_latency_s=tp_link[1],
             link_kind=tp_link[2],
             dispatch_ranks=dispatch,
+            data_parallel=layout.dp if dispatch else 1,
         )
         for i, (a, b) in enumerate(stages)
     )
@@ -250,7 +260,8 @@ def _collectives_s(shape, part: Part, tokens: int, latency_s: float) -> float:
         size = allreduce_bytes(p.tp, tokens, shape.hidden_size, ACTIVATION_BYTES)
         total += 2 * p.layers * (latency_s + size / part.link_bytes_per_s)
     if part.dispatch_ranks and shape.moe:
-        size = dispatch_bytes(part.dispatch_ranks, tokens, shape.hidden_size, shape.moe.experts_per_token)
+        own = cdiv(tokens, part.data_parallel)  # each rank dispatches its own sequences' tokens
+        size = dispatch_bytes(part.dispatch_ranks, own, shape.hidden_size, shape.moe.experts_per_token)
         total += 2 * p.moe_layers * (ALLTOALL_LATENCIES * latency_s + size / part.link_bytes_per_s)
     return total
 
@@ -288,15 +299,21 @@ class StepCost:
 
 
 def part_step_cost(shape, part: Part, batch: int, context: int, kv) -> StepCost:
-    """One decode step of ``batch`` sequences at ``context`` tokens on one part, term by term."""
+    """One decode step of ``batch`` sequences at ``context`` tokens on one part, term by term.
+
+    Under data + expert parallelism a rank reads its dense weights and the KV cache of its own ``⌈batch /
+    dp⌉`` sequences, while its experts serve every rank's tokens (the share touched by ``batch`` tokens;
+    their FLOPs ``2 × batch × k/E × expert params held``).
+    """
     p, moe = part.profile, shape.moe
+    own = cdiv(batch, part.data_parallel)
     share = experts_touched(batch, moe.experts, moe.experts_per_token) if moe else 0.0
     k_over_e = moe.experts_per_token / moe.experts if moe and moe.experts else 0.0
     weights = p.dense_bytes + p.expert_bytes * share
-    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1) * batch
+    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1) * own
     qh = q_heads_per_card(shape, p.tp)
     attn = sum(n * attention_width(c, qh) * c.tokens_held(context) for c, n in p.caches)
-    flops = 2.0 * batch * (p.dense_params + p.expert_params * k_over_e + attn)
+    flops = 2.0 * own * (p.dense_params + attn) + 2.0 * batch * p.expert_params * k_over_e
     return StepCost(
         weight_bytes=weights,
         kv_bytes=kv_read,

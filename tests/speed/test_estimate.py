@@ -25,9 +25,10 @@ from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_con
 from explorer.speed.floor import decode_floor_s, generation, pace_for, speed_facts, unified_reach
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
-from explorer.speed.roofline import dispatch_bytes
+from explorer.speed.roofline import dispatch_bytes, part_step_cost, placement
 
 GPU_ENGINES = ("vllm", "sglang")
+SETTINGS = SpeedSettings()
 
 H100_BW = 3.35e12
 LLAMA8B = "meta-llama__Meta-Llama-3.1-8B"
@@ -310,6 +311,15 @@ def test_data_and_expert_parallel_layouts_pay_dispatch_and_combine():
     memory_bound = 1 / got.decode_bound_tokens_per_s - 2 * 58 * (2 * 5e-6 + 100_352 / 450e9)
     estimate = max(memory_bound / 0.6, floors) + 2 * 58 * (2 * 15e-6 + 100_352 / 450e9)
     assert 1 / got.decode_estimate_tokens_per_s == pytest.approx(estimate)
+    # 64 sequences over 8 ranks: each rank reads the KV of its own 8, its whole attention once, and its 32
+    # experts a layer as 64 tokens touch them (1 − (1 − 8/256)^64 = 86.9 % of them)
+    where = placement(shape, shape.precision, layout, shipped_catalogue().get("h200-141g"), 0, False, 0, SETTINGS)
+    part = where.parts[0]
+    kv = shape.kv_type("auto")
+    many, one = part_step_cost(shape, part, 64, 1024, kv), part_step_cost(shape, part, 1, 1024, kv)
+    assert many.kv_bytes == 8 * one.kv_bytes
+    touched = 1 - (1 - 8 / 256) ** 64
+    assert many.weight_bytes == pytest.approx(part.profile.dense_bytes + part.profile.expert_bytes * touched)
 
 
 def test_the_speed_facts_are_the_engines():
