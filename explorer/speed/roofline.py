@@ -256,11 +256,11 @@ def _collectives_s(shape, part: Part, tokens: int, latency_s: float) -> float:
     if not part.link_bytes_per_s:
         return 0.0
     p, total = part.profile, 0.0
+    own = cdiv(tokens, part.data_parallel)  # a data-parallel rank all-reduces and dispatches its own tokens
     if p.tp > 1:
-        size = allreduce_bytes(p.tp, tokens, shape.hidden_size, ACTIVATION_BYTES)
+        size = allreduce_bytes(p.tp, own, shape.hidden_size, ACTIVATION_BYTES)
         total += 2 * p.layers * (latency_s + size / part.link_bytes_per_s)
     if part.dispatch_ranks and shape.moe:
-        own = cdiv(tokens, part.data_parallel)  # each rank dispatches its own sequences' tokens
         size = dispatch_bytes(part.dispatch_ranks, own, shape.hidden_size, shape.moe.experts_per_token)
         total += 2 * p.moe_layers * (ALLTOALL_LATENCIES * latency_s + size / part.link_bytes_per_s)
     return total

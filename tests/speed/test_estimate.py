@@ -320,6 +320,16 @@ def test_data_and_expert_parallel_layouts_pay_dispatch_and_combine():
     assert many.kv_bytes == 8 * one.kv_bytes
     touched = 1 - (1 - 8 / 256) ** 64
     assert many.weight_bytes == pytest.approx(part.profile.dense_bytes + part.profile.expert_bytes * touched)
+    # tp 2 within each of 4 DP ranks: 8 sequences are 2 a rank, and a rank all-reduces and dispatches those 2
+    # (the bound's latencies: 5 µs an all-reduce, 2 × 5 µs a dispatch or combine)
+    split = Layout(engine="vllm", gpu_class="h200-141g", gpus_per_node=8, tp=2, dp=4, ep=8)
+    part = placement(shape, shape.precision, split, shipped_catalogue().get("h200-141g"), 0, False, 0, SETTINGS).parts[
+        0
+    ]
+    got = part_step_cost(shape, part, 8, 1024, kv).allreduce_s
+    reduce = 2 * 61 * (5e-6 + 2 * 1 / 2 * 2 * 7168 * 2 / 450e9)
+    exchange = 2 * 58 * (2 * 5e-6 + dispatch_bytes(8, 2, 7168, 8) / 450e9)
+    assert got == pytest.approx(reduce + exchange)
 
 
 def test_the_speed_facts_are_the_engines():
