@@ -73,7 +73,7 @@ class SpeedFacts:
             (:data:`explorer.speed.floor.GENERATION_FLOOR`).
         moe_layer_floor_s: the same for a mixture-of-experts layer (router, experts, their gather).
         token_overhead_s: the time a decode step takes beyond its layers, whatever the model: sampling,
-            scheduling, the step's launch.
+            scheduling, the step's launch (on a Hopper-class card; scaled by generation as the floors are).
         host_layers: layers may sit on the host; the engine then runs its parts one after another for the
             whole batch (host layers, then each card of a layer split), hands off f32 activations, and reads
             its weights once per ubatch in prefill (llama.cpp).

@@ -7,9 +7,10 @@ with few active parameters), the step is bound by those kernels, not by
 memory. The floors are the engine's own facts
 (:class:`~explorer.engines.interface.SpeedFacts`: a dense layer, a MoE
 layer, and a per-token overhead for sampling, scheduling and the step's
-launch), fitted on the fastest published rows of each engine on a
-Hopper-class card; other card generations scale the layer floors
-(:data:`GENERATION_FLOOR`, fitted the same way; docs/notes/speed_model.md).
+launch), fitted on published rows of each engine with a third kept out
+(docs/notes/speed_model.md), for a Hopper-class card; other card generations
+scale the layer floors and the overhead (:data:`GENERATION_FLOOR`, fitted the
+same way), and a unified-memory chip family its efficiency (:data:`UNIFIED_REACH`).
 
 The floor holds the *estimate*, never the bound: a bound stays the roofline's.
 Collectives (tensor-parallel all-reduces, expert-parallel dispatch and
@@ -34,8 +35,8 @@ GENERATIONS: tuple[tuple[str, str], ...] = (
     ("l4", "ada"), ("l40", "ada"), ("rtx40", "ada"), ("rtx-6000-ada", "ada"),
     ("mi", "cdna"),
 )  # fmt: skip
-#: layer floors by card generation, relative to a Hopper-class card (unlisted generations: 1)
-GENERATION_FLOOR: dict[str, float] = {"ampere": 3.0}
+#: layer floors and per-token overhead by card generation, relative to a Hopper-class card (unlisted: 1)
+GENERATION_FLOOR: dict[str, float] = {"ampere": 2.5}
 #: the share of its nominal bandwidth a unified-memory chip family reaches, by the start of its class name
 #: (``m1-max-64g`` → ``m1``), relative to the engine's efficiency; unlisted families: 1. Fitted on the
 #: published Apple rows (docs/notes/speed_model.md): M1 Max and Ultra run 3B-70B models 1.3-1.7 × slower than
@@ -95,7 +96,7 @@ def pace_for(facts: SpeedFacts, gpu, efficiency: float) -> Pace:
         efficiency=efficiency * unified_reach(gpu),
         dense_layer_s=facts.dense_layer_floor_s * scale,
         moe_layer_s=facts.moe_layer_floor_s * scale,
-        token_s=facts.token_overhead_s,
+        token_s=facts.token_overhead_s * scale,
     )
 
 

@@ -79,6 +79,8 @@ MODELS: dict[str, str] = {
     "DeepSeek-R1":             "deepseek-ai/DeepSeek-R1",
     "gpt-oss-120b":            "openai/gpt-oss-120b",
     "gpt-oss-20b":             "openai/gpt-oss-20b",
+    "Qwen3-1.7B":              "Qwen/Qwen3-1.7B",
+    "Qwen3-30B-A3B":           "Qwen/Qwen3-30B-A3B",
 }
 #: the row's quant → the precision explorer sizes it at (a what-if name)
 QUANTS: dict[str, str] = {

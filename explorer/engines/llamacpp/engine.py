@@ -62,7 +62,7 @@ class LlamaCpp:
     #: fitted on published llama.cpp rows (docs/notes/speed_model.md)
     speed: ClassVar[SpeedFacts] = SpeedFacts(
         efficiency=0.6,
-        dense_layer_floor_s=0.5e-4,
+        dense_layer_floor_s=0.25e-4,
         moe_layer_floor_s=1.5e-4,
         token_overhead_s=1.5e-3,
         host_layers=True,
