@@ -201,7 +201,7 @@ class VLLM(SplitWalk):
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
     #: fitted on published vLLM rows (docs/notes/speed_model.md)
     speed: ClassVar[SpeedFacts] = SpeedFacts(
-        efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.875e-3
+        efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.75e-3
     )
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
