@@ -125,13 +125,14 @@ def print_best(result: PlanResult) -> None:
     calibrated = [n for n in best.evaluation.notes if n.startswith("calibrated from")]
     if calibrated:
         print(f"  {calibrated[0]}")
-    if result.replica_launch is not None and best.replicas > 1:
-        launch = result.replica_launch(best)
-        print(f"  {best.replicas:,} replicas ({launch.method}):")
-        for line in launch.text().splitlines():
-            print(f"    {line}")
-    else:
+    if result.replica_launch is None:
         print(f"  {best.evaluation.command}")
+    else:
+        launch = result.replica_launch(best)
+        if best.replicas > 1:
+            print(f"  {best.replicas:,} replicas ({launch.method}):")
+        for line in launch.text().splitlines():
+            print(f"    {line}" if best.replicas > 1 else f"  {line}")
     print_speed(best)
     others = [(e, o) for e, o in result.best_per_engine().items() if o is not best]
     for engine, o in others:

@@ -25,15 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
+    HEAD_ADDRESS,
     CardMemory,
     EngineName,
     Evaluation,
     Layout,
     PlanRequest,
+    across_nodes,
     card_role,
     largest_context,
     online_flags,
@@ -59,8 +62,16 @@ BLOCK_TOKENS = 16
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Divisibility rules vLLM enforces for this layout (none depends on the request)."""
-    return tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
+    """Divisibility rules vLLM enforces for this layout, and a KV cache type it has none of."""
+    out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
+    if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
+        out.append(
+            (
+                "kv-dtype",
+                f"vLLM has no {request.kv_dtype} KV cache (--kv-cache-dtype: auto, {', '.join(KV_CACHE_DTYPE)})",
+            )
+        )
+    return out
 
 
 def budget_total_bytes(gpu: GPUClass, calibration: Calibration | None) -> int:
@@ -142,19 +153,38 @@ def evaluate(
         notes.append(f"concurrency capped by max_num_seqs ({seqs})")
     if calibration is not None:
         notes.append(calibration.note)
+    base = command(model_ref, shape, precision, layout, request, max_num_seqs=seqs, max_num_batched_tokens=tokens)
+    head, workers = across_nodes(base, layout.nodes, partial(rank_flags, layout.nodes))
     return Evaluation(
         cards=tuple(cards),
         host=None,
         max_context_tokens=max_context,
         max_concurrency=max_conc,
-        command=command(model_ref, shape, precision, layout, request),
+        command=head,
         notes=tuple(notes),
         free_needed_bytes=usable,
+        workers=workers,
     )
 
 
-def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest) -> str:
-    """The ``vllm serve`` line for this layout."""
+#: ``--kv-cache-dtype`` for explorer's KV types (vLLM 0.26.0 ``vllm/config/cache.py`` ``CacheDType``); the others
+#: (fp32, llama.cpp's q8_0…) vLLM has no cache of, and a layout asking for one is refused
+KV_CACHE_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
+
+
+def command(
+    model_ref: str,
+    shape: ModelShape,
+    precision: Precision,
+    layout: Layout,
+    request: PlanRequest,
+    *,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+) -> str:
+    """The ``vllm serve`` line for this layout, with every setting the plan assumed: the memory share and the
+    scheduler's batch sizes are written out even at their defaults (the defaults moved between releases:
+    ``gpu_memory_utilization`` is 0.92 in 0.26, the batch sizes depend on the card)."""
     parts = ["vllm serve", model_ref]
     if layout.tp > 1:
         parts.append(f"--tensor-parallel-size {layout.tp}")
@@ -163,23 +193,25 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
     if layout.dp > 1:
         parts.append(f"--data-parallel-size {layout.dp}")
     parts.append(f"--max-model-len {request.context_tokens}")
-    if request.gpu_memory_utilization != 0.9:
-        parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
+    parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
     if layout.ep > 1:
         parts.append("--enable-expert-parallel")
     if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {request.kv_dtype}")
+        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           VLLM.online_methods)  # fmt: skip
-    if request.max_num_seqs:
-        parts.append(f"--max-num-seqs {request.max_num_seqs}")
-    if request.max_num_batched_tokens:
-        parts.append(f"--max-num-batched-tokens {request.max_num_batched_tokens}")
+    parts.append(f"--max-num-seqs {max_num_seqs}")
+    parts.append(f"--max-num-batched-tokens {max_num_batched_tokens}")
     if request.enforce_eager:
         parts.append("--enforce-eager")
-    if layout.nodes > 1:
-        parts.append("--distributed-executor-backend ray")
     return " ".join(parts)
+
+
+def rank_flags(nodes: int, rank: int) -> str:
+    """One node's flags in a launch across ``nodes`` nodes, as vLLM's multiprocessing backend takes them
+    (docs/serving/parallelism_scaling.md, 0.26.0): every node names the head, the others run ``--headless``."""
+    flags = f"--nnodes {nodes} --node-rank {rank} --master-addr {HEAD_ADDRESS}"
+    return flags + (" --headless" if rank else "")
 
 
 #: the two contexts a footprint's KV slope is measured between

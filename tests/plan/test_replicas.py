@@ -36,9 +36,14 @@ def test_70b_on_eight_h100_runs_its_replicas_in_one_launch_each_engine():
     assert (vllm.replicas, sglang.replicas, llama.replicas) == (4, 2, 4)
     assert _option(result, "vllm", 4).replicas == 2 and _option(result, "vllm", 8).replicas == 1
     launch = result.replica_launch(vllm)
-    assert launch.method == "data-parallel" and launch.lines[0].endswith("--tensor-parallel-size 2 "
-                                                                       "--max-model-len 4096 --data-parallel-size 4")  # fmt: skip
-    assert result.replica_launch(sglang).lines[0].endswith("--tp-size 4 --context-length 4096 --dp-size 2")
+    # one launch on all 8 cards: 4 engines of tp 2, one API server on port 8000
+    assert launch.method == "data-parallel"
+    assert launch.lines[0].startswith("h100-80g#0: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve")
+    assert " --tensor-parallel-size 2 " in launch.lines[0]
+    assert launch.lines[0].endswith("--data-parallel-size 4 --port 8000")
+    sglang_line = result.replica_launch(sglang).lines[0]
+    assert sglang_line.startswith("h100-80g#0: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 python -m sglang.launch_server")
+    assert " --tp-size 4 " in sglang_line and sglang_line.endswith("--dp-size 2 --port 8000")
     servers = result.replica_launch(llama)
     assert servers.method == "instances" and len(servers.lines) == 4
     assert servers.lines[3].startswith("h100-80g#0: CUDA_VISIBLE_DEVICES=6,7 llama-server")
@@ -63,7 +68,9 @@ def test_host_ram_claims_cap_the_copies_on_a_node():
     take 70 % of the RAM, 28 GiB: 3 copies (not 8 // 2 = 4), started with --data-parallel-size 3."""
     result = _plan(LLAMA_70B, "1x8xh100-80g,ram=40g", engines=("vllm",), swap_space_gib=4)
     tp2 = _option(result, "vllm", 2)
-    assert tp2.replicas == 3 and result.replica_launch(tp2).lines[0].endswith("--data-parallel-size 3")
+    line = result.replica_launch(tp2).lines[0]
+    assert tp2.replicas == 3 and line.endswith("--data-parallel-size 3 --port 8000")
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 " in line  # 3 copies × 2 cards
     assert _option(result, "vllm", 4).replicas == 1  # 16 GiB a copy: one in 28
 
 
@@ -80,13 +87,20 @@ def test_a_launch_with_the_users_dp_is_one_copy():
 
 def test_multi_node_replicas_pair_nodes_of_one_fabric():
     """405B on 4 × 8 H100 over ib0: tp 8 × pp 2 takes two whole nodes, so two copies; the stand-alone node
-    beside them never joins one."""
+    beside them never joins one. Each copy is a line a node: rank 0 (the API server, port 8000) on one node,
+    rank 1 (--headless) on the other, both naming the head node as the master's address."""
     result = _plan(LLAMA_405B, "4x8xh100-80g@ib0 + 1x8xh100-80g", engines=("vllm",))
     whole = next(o for o in result.options if (o.layout.tp, o.layout.pp) == (8, 2))
     assert whole.replicas == 2
     launch = replica_launch(whole, parse_cluster("4x8xh100-80g@ib0 + 1x8xh100-80g"))
-    assert launch.method == "instances" and len(launch.lines) == 2
-    assert all(line.count("h100-80g@ib0#") == 2 for line in launch.lines)
+    assert launch.method == "instances" and len(launch.lines) == 4 and launch.more == 0
+    for first, head in ((0, "h100-80g@ib0#0"), (2, "h100-80g@ib0#2")):
+        rank0, rank1 = launch.lines[first : first + 2]
+        assert rank0.startswith(f"{head}: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve")
+        assert rank0.endswith(f"--nnodes 2 --node-rank 0 --master-addr <{head}> --port 8000")
+        assert rank1.endswith(f"--nnodes 2 --node-rank 1 --master-addr <{head}> --headless")
+        assert not rank1.startswith(head)
+    assert not any("h100-80g#0" in line for line in launch.lines)  # the node off the fabric
 
 
 def test_free_cards_bound_the_replicas_that_fit_now():

@@ -22,7 +22,8 @@ Usage (a source tree, or a git directory and a revision, as the ``fetch`` tool b
     python -m tests.support.engine_args sglang GITDIR --rev v0.5.10.post1 --source "…"
 
 ROOT is the directory holding ``vllm/`` (vLLM), ``sglang/`` or ``python/sglang/`` (SGLang), ``common/``
-(llama.cpp, e.g. ``llama-cpp-python``'s ``vendor/llama.cpp``). The table goes to
+(llama.cpp, e.g. ``llama-cpp-python``'s ``vendor/llama.cpp``; its ``tools/rpc/rpc-server.cpp`` gives
+``rpc-server``'s few options). The table goes to
 ``tests/data/engine_args/ENGINE.json`` unless ``--out`` says otherwise.
 """
 
@@ -393,7 +394,29 @@ def llamacpp_table(src: Source) -> dict[str, Any]:
         row = _llamacpp_row(text[start:_balanced(text, start)], text)
         if row is not None:
             rows.append(row)
-    return {"flags": _merged(rows), "exclusive_groups": []}
+    return {"flags": _merged(rows), "exclusive_groups": [], "rpc_server_flags": rpc_server_flags(src)}
+
+
+def rpc_server_flags(src: Source) -> list[dict[str, Any]]:
+    """``rpc-server``'s options (``tools/rpc/rpc-server.cpp``, its own loop over ``argv``): a branch that reads
+    ``argv[++i]`` takes a value, an integer when it goes through ``std::stoi`` (with the range it checks)."""
+    text = src.read("tools/rpc/rpc-server.cpp")
+    rows = []
+    branches = re.split(r"\}\s*else if|if \(arg == ", text.split("rpc_server_params_parse", 1)[1].split("return true;")[0])
+    for branch in branches:
+        names = re.findall(r'arg == "([^"]+)"', "arg == " + branch)
+        if not names:
+            continue
+        if "++i" not in branch:
+            rows.append(flag(names, "flag", store_true=True))
+            continue
+        low = re.search(r"<= 0", branch)
+        high = re.search(r"> (\d+)\)", branch)
+        if "std::stoi" in branch:
+            rows.append(flag(names, "int", min=1 if low else None, max=int(high.group(1)) if high else None))
+        else:
+            rows.append(flag(names, "str"))
+    return rows
 
 
 # --- the table ----------------------------------------------------------------------------------------------
