@@ -277,7 +277,7 @@ def resolve_for_plan(args: argparse.Namespace):
     )
     chosen = bool(args.quant) or bool(named)
     fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, checkpoints)
-    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model, fallback
+    return resolved.shape, artifacts, resolved.launch_ref, fallback
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -40,7 +40,7 @@ from explorer.hardware.cards import CardRef, node_cards
 from explorer.hardware.cluster import Cluster
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
-from explorer.plan.launch_lines import FIRST_PORT, launch_lines
+from explorer.plan.launch_lines import FIRST_PORT, launch_lines, several_classes
 from explorer.plan.offer import original_artifact
 from explorer.units import gib
 
@@ -182,7 +182,8 @@ def pinned_launch(result: PinnedResult) -> tuple[str, ...]:
         on_node: dict[str, list[int]] = {option.node.name: []} if option.node is not None else {}
         for card in cards:
             on_node.setdefault(card.node.name, []).append(card.position)
-        lines += launch_lines(option.evaluation, list(on_node.items()), FIRST_PORT + i)
+        mixed = any(several_classes(card.node) for card in cards)
+        lines += launch_lines(option.evaluation, list(on_node.items()), FIRST_PORT + i, bus_order=mixed)
     return tuple(lines)
 
 

@@ -38,7 +38,7 @@ from explorer.engines.options import Option
 from explorer.engines.registry import engine_named
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.copies import Census, HostCap, node_slots
-from explorer.plan.launch_lines import FIRST_PORT, class_positions, launch_lines, on_devices
+from explorer.plan.launch_lines import FIRST_PORT, class_positions, launch_lines, on_devices, several_classes
 
 __all__ = ["MAX_LINES", "Census", "ReplicaLaunch", "replica_launch", "with_replicas"]
 
@@ -138,7 +138,8 @@ def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None
     if layout.rpc or (n == 1 and layout.nodes == 1):  # one launch where the plan put it (RPC servers name their cards)
         node = option.node
         head = class_positions(node, layout.gpu_class, layout.gpus_per_node) if node is not None else []
-        lines = launch_lines(ev, [(node.name if node is not None else "<node1>", head)], FIRST_PORT)
+        place = [(node.name if node is not None else "<node1>", head)]
+        lines = launch_lines(ev, place, FIRST_PORT, bus_order=several_classes(node))
         return ReplicaLaunch(replicas=n, method=method, lines=tuple(lines[:MAX_LINES]), more=max(0, n - 1))
     slots = [(m, k) for m, k in node_slots(cluster, layout.gpu_class, layout.gpus_per_node,
                                              host_cap=_host_cap(option, request)) if k]  # fmt: skip
@@ -168,7 +169,9 @@ def _data_parallel(option: Option, flag: str, slots: list[tuple[Node, int]], n: 
     for k, nodes in _by_slots(slots):
         command = ev.command + (f" {flag} {k}" if k > 1 else "")
         devices = class_positions(nodes[0], layout.gpu_class, k * layout.gpus_per_node)
-        lines.append(f"{_where(nodes)}: {on_devices(command, devices, FIRST_PORT)}")
+        lines.append(
+            f"{_where(nodes)}: {on_devices(command, devices, FIRST_PORT, bus_order=several_classes(nodes[0]))}"
+        )
     return ReplicaLaunch(
         replicas=n, method="data-parallel", lines=tuple(lines[:MAX_LINES]), more=max(0, len(lines) - MAX_LINES)
     )
@@ -184,7 +187,9 @@ def _instances(option: Option, slots: list[tuple[Node, int]], n: int) -> Replica
         for j in range(k):
             if len(lines) < MAX_LINES:
                 devices = positions[j * width : (j + 1) * width]
-                lines += launch_lines(ev, [(_where(nodes), devices)], FIRST_PORT + j)
+                lines += launch_lines(
+                    ev, [(_where(nodes), devices)], FIRST_PORT + j, bus_order=several_classes(nodes[0])
+                )
     return ReplicaLaunch(replicas=n, method="instances", lines=tuple(lines), more=max(0, _launches(slots) - len(lines)))
 
 
@@ -219,7 +224,8 @@ def _spanning(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaL
                 placed.append((name, positions[used[name] * width :]))
                 left[name] -= 1
                 used[name] += 1
-            lines += launch_lines(ev, placed, FIRST_PORT + heads[chosen[0]])
+            mixed = any(several_classes(by_name[name]) for name in chosen)
+            lines += launch_lines(ev, placed, FIRST_PORT + heads[chosen[0]], bus_order=mixed)
             heads[chosen[0]] += 1
             copies += 1
     if not lines:  # no copy fits the cards free of others: the layout on nodes the user picks

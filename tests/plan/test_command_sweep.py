@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections import Counter
 from functools import cache
 
-import pytest
 from support.command_check import Parsed, model_of, parse_line
 
 from explorer.engines.common import PlanRequest
@@ -271,7 +270,6 @@ def _sweep():
     yield from _sweep_pinned()
 
 
-@pytest.mark.slow
 def test_every_command_of_the_sweep_is_one_the_engine_takes_with_every_setting_the_plan_assumed():
     counts: Counter[str] = Counter()
     failures: list[str] = []

@@ -102,7 +102,7 @@ def parse_line(line: str) -> Parsed:
     while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
         key, _, value = words.pop(0).partition("=")
         out.env[key] = value
-    for program, (engine, lead) in PROGRAMS.items():
+    for engine, lead in PROGRAMS.values():
         if tuple(words[: len(lead)]) == lead:
             out.engine = engine
             _read_args(out, words[len(lead) :])
@@ -110,7 +110,6 @@ def parse_line(line: str) -> Parsed:
     else:
         out.problems.append(f"unknown program: {' '.join(words[:3])!r}")
         return out
-    del program
     _check_combinations(out)
     return out
 
@@ -156,7 +155,7 @@ def _read_args(out: Parsed, args: list[str]) -> None:
 
 def value_problem(row: dict[str, Any], value: str) -> str:
     """Why the engine's parser refuses ``value`` for the option ``row`` (empty: it takes it)."""
-    if value.startswith("<") and value.endswith(">") or re.fullmatch(r"<[^>]+>:\d+", value):
+    if (value.startswith("<") and value.endswith(">")) or re.fullmatch(r"<[^>]+>:\d+", value):
         return ""  # a visible placeholder the user fills in
     kind = row["type"]
     if row.get("choices") is not None and value not in [str(c) for c in row["choices"]]:
@@ -189,9 +188,9 @@ def _check_combinations(out: Parsed) -> None:
         if len(given) > 1:
             out.problems.append(f"mutually exclusive: {', '.join(given)}")
     for engine, a, b, why in CONFLICTS:
-        if engine == out.engine and out.value(a) is not None and out.value(b) is not None:
-            if not (a == "--nnodes" and str(out.value(a)) == "1"):
-                out.problems.append(f"{a} with {b}: {why}")
+        both = engine == out.engine and out.value(a) is not None and out.value(b) is not None
+        if both and not (a == "--nnodes" and str(out.value(a)) == "1"):
+            out.problems.append(f"{a} with {b}: {why}")
 
 
 def model_of(parsed: Parsed) -> str | None:

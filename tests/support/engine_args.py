@@ -273,9 +273,9 @@ def vllm_table(src: Source) -> dict[str, Any]:
     cli_args = ast.parse(src.read("vllm/entrypoints/openai/cli_args.py"))
     groups: dict[str, str] = {}
     for node in ast.walk(arg_utils):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-            if ast.unparse(node.value.func) == "get_kwargs" and node.value.args:
-                groups[ast.unparse(node.targets[0])] = ast.unparse(node.value.args[0])
+        call = node.value if isinstance(node, ast.Assign) else None
+        if isinstance(call, ast.Call) and ast.unparse(call.func) == "get_kwargs" and call.args:
+            groups[ast.unparse(node.targets[0])] = ast.unparse(call.args[0])  # type: ignore[union-attr]
     for tree in (arg_utils, cli_args):
         constants = _module_constants(tree)
         for call, names in _add_argument_calls(tree):
@@ -358,7 +358,7 @@ def _llamacpp_row(call: str, text: str) -> dict[str, Any] | None:
         return None
     signature = re.search(r"\[\]\s*\(\s*common_params\s*&\s*\w*\s*(?:,([^)]*))?\)", call)
     param = (signature.group(1) or "").strip() if signature else ""
-    body = call[signature.end():] if signature else ""
+    body = call[signature.end() :] if signature else ""
     if not param:
         return flag(names, "flag", store_true=True)
     if param.startswith("bool"):
@@ -391,7 +391,7 @@ def llamacpp_table(src: Source) -> dict[str, Any]:
     rows = []
     for match in re.finditer(r"add_opt\(common_arg\(", text):
         start = match.start() + len("add_opt")
-        row = _llamacpp_row(text[start:_balanced(text, start)], text)
+        row = _llamacpp_row(text[start : _balanced(text, start)], text)
         if row is not None:
             rows.append(row)
     return {"flags": _merged(rows), "exclusive_groups": [], "rpc_server_flags": rpc_server_flags(src)}
@@ -402,7 +402,9 @@ def rpc_server_flags(src: Source) -> list[dict[str, Any]]:
     ``argv[++i]`` takes a value, an integer when it goes through ``std::stoi`` (with the range it checks)."""
     text = src.read("tools/rpc/rpc-server.cpp")
     rows = []
-    branches = re.split(r"\}\s*else if|if \(arg == ", text.split("rpc_server_params_parse", 1)[1].split("return true;")[0])
+    branches = re.split(
+        r"\}\s*else if|if \(arg == ", text.split("rpc_server_params_parse", 1)[1].split("return true;")[0]
+    )
     for branch in branches:
         names = re.findall(r'arg == "([^"]+)"', "arg == " + branch)
         if not names:

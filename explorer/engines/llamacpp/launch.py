@@ -139,6 +139,8 @@ def gguf_source(artifact: Artifact, quant: str, model_ref: str) -> str:
         repo = artifact.repo or (model_ref if _is_hub_id(model_ref) else None)
         if repo:
             return f"--hf-repo {repo} --hf-file {artifact.files[0]}"
+        if model_ref.lower().endswith(".gguf"):  # a local file, by the path the plan was made from
+            return f"-m {model_ref}"
         return f"-m {artifact.files[0]}"
     if artifact.format == "gguf":  # a what-if GGUF quant that no known repository publishes
         return f"-m {placeholder_ref(f'{quant} GGUF', model_ref)}"
