@@ -6,9 +6,10 @@ import pytest
 from support.corpus import shape_of
 
 from explorer.engines.common import PlanRequest
+from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.planner import plan
 from explorer.plan.replicas import MAX_LINES, replica_launch
-from explorer.sources.shipped import parse_cluster
+from explorer.sources.shipped import parse_cluster, shipped_catalogue
 
 LLAMA_8B, LLAMA_70B, LLAMA_405B = (
     "meta-llama__Meta-Llama-3.1-8B",
@@ -126,3 +127,48 @@ def test_launch_lines_are_capped_on_a_huge_node():
     one = next(o for o in result.options if o.layout.cards == 1)
     launch = replica_launch(one, cluster)
     assert one.replicas == 100_000 and len(launch.lines) == MAX_LINES and launch.more == 100_000 - MAX_LINES
+
+
+# --- issue 24: launch lines name their devices and port ------------------------------------------------------
+
+
+def test_one_copy_names_its_card_and_port():
+    """One H100 holds one copy of the 8B: the line says which card (0) and which port (8000)."""
+    result = _plan(LLAMA_8B, "1x1xh100-80g", engines=("vllm",))
+    launch = result.replica_launch(result.options[0])
+    assert launch.method == "one" and launch.lines == (
+        "h100-80g#0: CUDA_VISIBLE_DEVICES=0 " + result.options[0].evaluation.command + " --port 8000",
+    )
+
+
+def test_a_mixed_node_fixes_the_device_order_its_tensor_split_assumes():
+    """A node whose card 0 is an RTX 4090 (24 GiB) and card 1 an L40S (48 GiB): llama.cpp's walk orders them
+    largest first and splits 70B Q8_0 0.654465 : 0.345535, in proportion to what each offers (44.5 and 23.5 GiB
+    after the CUDA context: 44.5 / 68.0 = 0.6545). The line puts the L40S first (CUDA_VISIBLE_DEVICES=1,0) and
+    numbers the cards as the node does (PCI bus order, not CUDA's fastest-first), so the 24 GiB card gets 35 %."""
+    cluster = cluster_from_dict(
+        {"nodes": [{"name": "mix", "gpus": [{"class": "rtx4090-24g"}, {"class": "l40s-48g"}]}]}, shipped_catalogue()
+    )
+    shape = shape_of(LLAMA_70B)
+    result = plan(shape, cluster, PlanRequest(engines=("llamacpp",), precision="Q8_0"))
+    mixed = next(o for o in result.options if "+" in o.layout.gpu_class)
+    assert mixed.layout.gpu_class == "l40s-48g+rtx4090-24g" and mixed.evaluation.devices == (1, 0)
+    (line,) = result.replica_launch(mixed).lines
+    assert line.startswith("mix: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1,0 llama-server ")
+    assert "--tensor-split 0.654465,0.345535" in line and line.endswith(" --port 8000")
+
+
+def test_copies_on_a_node_of_two_classes_take_their_own_class_cards():
+    """Two L40S after two RTX 4090s: the L40S copies of the 8B run on cards 2 and 3, not 0 and 1."""
+    cluster = cluster_from_dict(
+        {"nodes": [{"name": "box", "gpus": [{"class": "rtx4090-24g", "count": 2}, {"class": "l40s-48g", "count": 2}]}]},
+        shipped_catalogue(),
+    )
+    result = plan(shape_of(LLAMA_8B), cluster, PlanRequest(engines=("llamacpp",)))
+    l40s = next(o for o in result.options if o.layout.gpu_class == "l40s-48g" and o.layout.cards == 1)
+    lines = result.replica_launch(l40s).lines
+    assert [line.split(" llama-server")[0] for line in lines] == [
+        "box: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2",
+        "box: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=3",
+    ]
+    assert lines[0].endswith("--port 8000") and lines[1].endswith("--port 8001")

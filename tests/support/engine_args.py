@@ -77,7 +77,7 @@ class Source:
 def flag(names: list[str], type_: str, **extra: Any) -> dict[str, Any]:
     """One row of a table: the flag's names, the type of its value (``flag`` for none) and what else holds."""
     row: dict[str, Any] = {"names": names, "type": type_}
-    row.update({k: v for k, v in extra.items() if v not in (None, [], False)})
+    row.update({k: v for k, v in extra.items() if v is not None and v is not False and v != []})  # 0 is a bound
     return row
 
 

@@ -97,6 +97,17 @@ def test_exact_gguf_artifact_per_card_is_llamacpp_buffers():
     assert cpu.evaluation.command.startswith("llama-server -m llama_gqa.gguf -c 2048")
 
 
+def test_no_mmap_is_the_load_mode_llama_cpp_takes():
+    """llama.cpp 0c1e57098 has no --no-mmap (tests/data/engine_args/llamacpp.json): reading the weights into
+    buffers is ``--load-mode none``. The batch sizes the plan assumed are written out."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    request = PlanRequest(context_tokens=2048, engines=LLAMA, mmap=False)
+    result = plan(shape, parse_cluster("1x1xh100-80g"), request)
+    command = result.options[0].evaluation.command
+    assert "--load-mode none" in command and "--no-mmap" not in command
+    assert " -b 2048 -ub 512 " in command
+
+
 def test_recheck_keeps_ngl_and_grows_kv():
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
     result = plan(shape, parse_cluster("1x1xrtx4090-24g"), PlanRequest(context_tokens=4096, engines=LLAMA))
