@@ -143,7 +143,7 @@ def settings_problems(p: Parsed, option: Option, request: PlanRequest, dp_factor
             "-b": request.batch_tokens,
             "-ub": request.ubatch_tokens,
             "-np": request.concurrency if request.concurrency > 1 else None,
-            "-ngl": None if lay.cpu else "any",
+            "-ngl": 0 if lay.cpu else "any",  # the default is auto at 0c1e57098: a CPU launch must say 0
         }
     if request.kv_dtype not in ("auto", option.artifact.quant) and p.engine in ("vllm", "sglang"):
         want["--kv-cache-dtype"] = "any"

@@ -164,12 +164,14 @@ def command(
 ) -> str:
     """The ``llama-server`` line; ``quant`` names the converted file when the artifact is not a GGUF.
 
-    A CPU-only launch carries neither ``-ngl`` nor ``--tensor-split``; RPC servers are listed by endpoint. The
+    A CPU-only launch says ``-ngl 0`` and carries no ``--tensor-split``; RPC servers are listed by endpoint. The
     batch sizes are written out even at llama-server's defaults, as the plan assumed them.
     """
     parts = ["llama-server", gguf_source(artifact, quant, model_ref), f"-c {mem.settings.n_ctx}"]
     parts.append(f"-b {mem.settings.n_batch} -ub {mem.settings.n_ubatch}")
-    if not layout.cpu:
+    if layout.cpu:  # llama-server's default is "auto" (as many layers as fit on any GPU it finds), not none
+        parts.append("-ngl 0")
+    else:
         parts.append(f"-ngl {mem.n_gpu_layers}")
         if len(split) > 1:
             parts.append("--tensor-split " + ",".join(f"{x:g}" for x in split))

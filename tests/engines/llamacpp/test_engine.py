@@ -48,7 +48,7 @@ def test_cpu_only_cluster_gives_the_cpu_option():
     (cpu,) = result.options
     assert cpu.layout.cpu and cpu.per_card.role == "host"
     assert cpu.per_card.weights == cpu.evaluation.host.weights  # per_card holds the host's figures
-    assert "-ngl" not in cpu.evaluation.command
+    assert " -ngl 0" in cpu.evaluation.command  # llama.cpp 0c1e57098's default -ngl is auto, not none
 
 
 def test_unified_memory_mac():
