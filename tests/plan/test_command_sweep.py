@@ -120,7 +120,9 @@ def settings_problems(p: Parsed, option: Option, request: PlanRequest, dp_factor
             want["--enable-expert-parallel"] = True
         if request.enforce_eager:
             want["--enforce-eager"] = True
-        if lay.nodes > 1:
+        if lay.nodes > 1 and p.value("--data-parallel-size-local") is not None:  # dp ranks started node by node
+            want |= {"--data-parallel-size-local": lay.dp // lay.nodes, "--data-parallel-address": "any"}
+        elif lay.nodes > 1:
             want |= {"--nnodes": lay.nodes, "--node-rank": "any", "--master-addr": "any"}
     elif p.engine == "sglang":
         want = {
@@ -193,6 +195,14 @@ def line_problems(lines: list[str], option: Option, request: PlanRequest, refs: 
     return problems
 
 
+def _rank(p: Parsed) -> str:
+    """A line's node rank: ``--node-rank``, or for vLLM's dp ranks over nodes its first rank over its local ones."""
+    local = p.value("--data-parallel-size-local")
+    if local is not None:
+        return str(int(p.value("--data-parallel-start-rank") or 0) // int(local))
+    return str(p.value("--node-rank"))
+
+
 def _copies_across_nodes(parsed: list[Parsed], nodes: int) -> list[str]:
     """A copy across ``nodes`` nodes is ``nodes`` lines, ranks 0..nodes-1 in order, on distinct nodes, each naming
     the head (the rank-0 line's node) as a placeholder address."""
@@ -201,15 +211,16 @@ def _copies_across_nodes(parsed: list[Parsed], nodes: int) -> list[str]:
         return [f"{len(parsed)} lines are not copies of {nodes} nodes"]
     for first in range(0, len(parsed), nodes):
         copy = parsed[first : first + nodes]
-        ranks = [str(p.value("--node-rank")) for p in copy]
+        ranks = [_rank(p) for p in copy]
         if ranks != [str(r) for r in range(nodes)] or len({p.where for p in copy}) != nodes:
             problems.append(f"ranks {ranks} on {[p.where for p in copy]}: want 0..{nodes - 1} on distinct nodes")
         # a head on a node the user picks (``<node1>``) is named by the engine's own placeholder
         head = "<head-node>" if copy[0].where.startswith("<") else f"<{copy[0].where}>"
         for p in copy:
-            address = str(p.value("--master-addr") or p.value("--dist-init-addr") or "").rsplit(":", 1)[0]
+            named = p.value("--master-addr") or p.value("--dist-init-addr") or p.value("--data-parallel-address")
+            address = str(named or "").rsplit(":", 1)[0]
             if address != head:
-                problems.append(f"rank {p.value('--node-rank')} names the head {address!r}, not {head!r}")
+                problems.append(f"rank {_rank(p)} names the head {address!r}, not {head!r}")
     return problems
 
 

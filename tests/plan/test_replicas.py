@@ -172,3 +172,20 @@ def test_copies_on_a_node_of_two_classes_take_their_own_class_cards():
         "box: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=3",
     ]
     assert lines[0].endswith("--port 8000") and lines[1].endswith("--port 8001")
+
+
+def test_a_launch_with_a_line_a_node_names_each_node():
+    """DeepSeek-V3 dp 16 × ep 16 over two of four H100 nodes: two copies, each the head's line on one node (the API
+    server, port 8000) and the --headless line on the other, both naming the head node's address."""
+    cluster = "4x8xh100-80g@ib0"
+    result = _plan("deepseek-ai__DeepSeek-V3", cluster, engines=("vllm",), data_parallel_size=16)
+    (option,) = result.options
+    assert option.replicas == 2
+    launch = replica_launch(option, parse_cluster(cluster))
+    assert len(launch.lines) == 4  # two copies, a line a node
+    head, other = launch.lines[:2]
+    node = head.split(": ")[0]
+    assert head.endswith("--data-parallel-rpc-port 13345 --port 8000") and "--headless" not in head
+    assert other.endswith("--data-parallel-start-rank 8 --headless")
+    assert f"--data-parallel-address <{node}> " in head and f"--data-parallel-address <{node}> " in other
+    assert other.split(": ")[0] != node  # two nodes
