@@ -275,3 +275,18 @@ def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
     assert {"kv-cache", "context", "cluster", "precision"} <= kinds
     assert out["widened"] and out["options"][0]["tier"] == 1
     assert {o["tier"] for o in out["options"] if "Q4_K_M" not in o["label"]} <= {2, 3}
+
+
+def test_json_gives_a_launch_over_nodes_a_command_a_node(capsys):
+    """405B over two 8 × H100 nodes: the option's command is the head's; ``node_commands`` the other rank's; the
+    replica launch places both (devices, the head's port, the head node named as the master's address)."""
+    status, out = _json(capsys, "meta-llama/Meta-Llama-3.1-405B", "--offline", "--cluster", "2x8xh100-80g@ib0",
+                        "--engine", "vllm")  # fmt: skip
+    opt = next(o for o in out["options"] if o["tp"] == 8 and o["pp"] == 2)
+    assert status == 0 and opt["command"].endswith("--nnodes 2 --node-rank 0 --master-addr <head-node>")
+    (worker,) = opt["node_commands"]
+    assert worker["rank"] == 1 and worker["command"].endswith("--node-rank 1 --master-addr <head-node> --headless")
+    head, other = opt["replica_launch"]["lines"]
+    assert head.startswith("h100-80g@ib0#0: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve ")
+    assert head.endswith("--master-addr <h100-80g@ib0#0> --port 8000")
+    assert other.startswith("h100-80g@ib0#1: ") and other.endswith("--master-addr <h100-80g@ib0#0> --headless")
