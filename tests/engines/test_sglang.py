@@ -9,7 +9,7 @@ from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
 from explorer.errors import PlanError
 from explorer.sources.shipped import shipped_catalogue
-from explorer.units import GiB
+from explorer.units import GiB, gib
 
 CAT = shipped_catalogue()
 
@@ -196,3 +196,17 @@ def test_the_host_pool_size_is_whole_gb():
     with pytest.raises(PlanError, match="whole GB"):
         PlanRequest(hierarchical_cache=True, hicache_size_gb=8.5)
     assert PlanRequest(hierarchical_cache=True, hicache_size_gb=8.0).hicache_size_gb == 8.0
+
+
+def test_one_card_is_not_all_1_gpus_combined():
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=1)
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    ev = sglang.evaluate(shape, shape.precision, layout, g, PlanRequest(context_tokens=8192), "m")
+    mfs = sglang.mem_fraction_static(shape, g, layout, PlanRequest())
+    card = ev.cards[0]
+    note = next(n for n in ev.notes if "allocatable" in n)
+    assert (
+        f"--mem-fraction-static={mfs:g}, the GPU needs at least {gib(int((card.weights + card.kv_cache) / mfs))}"
+        in note
+    )
