@@ -50,7 +50,7 @@ from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_re
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
-from explorer.engines.vllm_release import VLLMRelease, vllm_release
+from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_release
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -63,9 +63,11 @@ BLOCK_TOKENS = 16
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, and a KV
-    cache type it has none of."""
+    """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, a KV
+    cache type it has none of, and a swap space at a release without ``--swap-space``."""
     out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
+    if (no_swap := swap_space_refusal(vllm_release(request.vllm_version), request.swap_space_gib)) is not None:
+        out.append(("swap-space", no_swap))
     asked = request.expert_parallel_size
     if asked and shape.moe is not None and asked != layout.ep:
         out.append(
@@ -206,7 +208,8 @@ def command(
     """The ``vllm serve`` line for this layout (the head's part common to every node), with every setting the plan
     assumed: the memory share and the scheduler's batch sizes are written out even at their defaults (the
     defaults moved between releases: ``gpu_memory_utilization`` is 0.92 in 0.26, the batch sizes depend on the
-    card). A launch over nodes adds each node's flags (:func:`launch_over_nodes`)."""
+    card), and the swap space the plan charges as host RAM where the release takes ``--swap-space``. A launch over
+    nodes adds each node's flags (:func:`launch_over_nodes`)."""
     parts = ["vllm serve", model_ref]
     if layout.tp > 1:
         parts.append(f"--tensor-parallel-size {layout.tp}")
@@ -226,6 +229,8 @@ def command(
     parts.append(f"--max-num-batched-tokens {max_num_batched_tokens}")
     if request.enforce_eager:
         parts.append("--enforce-eager")
+    if swap_gib := vllm_release(request.vllm_version).swap_space(request.swap_space_gib):
+        parts.append(f"--swap-space {swap_gib:g}")  # the host RAM the plan charges (host_ram.vllm_claim)
     return " ".join(parts)
 
 

@@ -29,6 +29,7 @@ from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.sources.known_models import known_models
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
+from explorer.units import GiB
 
 CLUSTERS = {
     "1x1xh100-80g": "1x1xh100-80g",
@@ -355,14 +356,24 @@ def test_the_checker_reads_a_placed_line():
     assert model_of(p) == "<o/r at AWQ (no published checkpoint)>" and p.value("-tp") == "2"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="H22 (--swap-space in the command) is not on main; and vLLM 0.26.0 has no --swap-space (gone with V0): "
-    "a swap space the plan charges must be a flag the pinned release takes, or refused",
-)
 def test_a_swap_space_the_plan_charges_is_in_the_command_as_a_flag_vllm_takes():
+    """vLLM 0.26.0 has no --swap-space (the table above; vllm-project/vllm#36216 removed it for 0.18.0): a swap
+    space asked there is refused with the release named, never charged; at 0.17.1, the last release with the
+    flag, the command prints what the plan charges (8 GiB × 1 GPU of host RAM)."""
     shape = next(m.shape for m in _models() if m.ref == "Qwen/Qwen3-8B")
-    result = plan(shape, parse_cluster("1x1xh100-80g"), PlanRequest(engines=("vllm",), swap_space_gib=8),
-                  suggest=False, speed=False)  # fmt: skip
-    parsed = parse_line(result.options[0].evaluation.command)
-    assert parsed.value("--swap-space") == "8" and not parsed.problems
+    cluster = parse_cluster("1x1xh100-80g")
+    current = plan(shape, cluster, PlanRequest(engines=("vllm",), swap_space_gib=8), suggest=False, speed=False)
+    assert not current.options
+    reasons = {x.reason for x in current.rejected if x.rule == "swap-space"}
+    assert reasons and all(
+        "vLLM 0.26 (current) has no --swap-space" in r and "--vllm-version 0.17.1" in r for r in reasons
+    )
+    older = plan(shape, cluster, PlanRequest(engines=("vllm",), swap_space_gib=8, vllm_version="0.17.1"),
+                 suggest=False, speed=False)  # fmt: skip
+    best = older.options[0].evaluation
+    words = best.command.split()  # (the checker's table is 0.26.0's, so the words are read here)
+    assert words[words.index("--swap-space") + 1] == "8"
+    assert best.host is not None and best.host.overhead == 8 * GiB  # one GPU × 8 GiB
+    # no swap space asked: none charged, none printed (V1 sets none aside)
+    plain = plan(shape, cluster, PlanRequest(engines=("vllm",)), suggest=False, speed=False).options[0].evaluation
+    assert "--swap-space" not in plain.command and plain.host is None

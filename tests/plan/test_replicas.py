@@ -67,7 +67,7 @@ def test_json_carries_replicas_aggregate_and_launch():
 def test_host_ram_claims_cap_the_copies_on_a_node():
     """vLLM --swap-space 4 on a 40 GiB node: tp 2 claims 2 × 4 = 8 GiB of host RAM a copy, and vLLM lets its claims
     take 70 % of the RAM, 28 GiB: 3 copies (not 8 // 2 = 4), started with --data-parallel-size 3."""
-    result = _plan(LLAMA_70B, "1x8xh100-80g,ram=40g", engines=("vllm",), swap_space_gib=4)
+    result = _plan(LLAMA_70B, "1x8xh100-80g,ram=40g", engines=("vllm",), swap_space_gib=4, vllm_version="0.17.1")
     tp2 = _option(result, "vllm", 2)
     line = result.replica_launch(tp2).lines[0]
     assert tp2.replicas == 3 and line.endswith("--data-parallel-size 3 --port 8000")
