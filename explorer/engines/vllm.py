@@ -183,6 +183,7 @@ def evaluate(
         notes=tuple(notes),
         free_needed_bytes=usable,
         workers=workers,
+        meeting_ports=meeting_ports(head) if workers else (),
     )
 
 
@@ -191,6 +192,10 @@ def evaluate(
 KV_CACHE_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
 #: the port the head's data-parallel RPC listens on in vLLM's multi-node example
 DP_RPC_PORT = 13345
+#: the port the head's torch.distributed store listens on (``--master-port``, 29501 by default in 0.26.0)
+MASTER_PORT_FLAG = "--master-port 29501"
+#: the data-parallel RPC port as every node of an expert-parallel dp launch names it
+DP_RPC_FLAG = f"--data-parallel-rpc-port {DP_RPC_PORT}"
 #: nodes beyond which the headless nodes' lines are folded into one with a placeholder start rank
 MAX_NODE_LINES = 4
 
@@ -243,10 +248,16 @@ def launch_over_nodes(base: str, layout: Layout) -> tuple[str, tuple[NodeCommand
     return across_nodes(base, layout.nodes, partial(rank_flags, layout.nodes))
 
 
+def meeting_ports(head: str) -> tuple[str, ...]:
+    """The texts of a launch across nodes that name a port on the head node (``Evaluation.meeting_ports``)."""
+    return tuple(flag for flag in (MASTER_PORT_FLAG, DP_RPC_FLAG) if flag in head)
+
+
 def rank_flags(nodes: int, rank: int) -> str:
     """One node's flags in a launch across ``nodes`` nodes, as vLLM's multiprocessing backend takes them
-    (docs/serving/parallelism_scaling.md, 0.26.0): every node names the head, the others run ``--headless``."""
-    flags = f"--nnodes {nodes} --node-rank {rank} --master-addr {HEAD_ADDRESS}"
+    (docs/serving/parallelism_scaling.md, 0.26.0): every node names the head and its port (the default, written
+    so that a second launch headed on the node can take another), the others run ``--headless``."""
+    flags = f"--nnodes {nodes} --node-rank {rank} --master-addr {HEAD_ADDRESS} {MASTER_PORT_FLAG}"
     return flags + (" --headless" if rank else "")
 
 
@@ -254,10 +265,7 @@ def node_commands(base: str, layout: Layout) -> list[str]:
     """One line a node for dp ranks over several nodes: each starts its ``dp / nodes`` local ranks; the head
     (rank 0 on) serves the API, the others run ``--headless`` from their first rank."""
     local = layout.dp // layout.nodes
-    shared = (
-        f"{base} --data-parallel-size-local {local} --data-parallel-address {HEAD_ADDRESS} "
-        f"--data-parallel-rpc-port {DP_RPC_PORT}"
-    )
+    shared = f"{base} --data-parallel-size-local {local} --data-parallel-address {HEAD_ADDRESS} {DP_RPC_FLAG}"
     if layout.nodes > MAX_NODE_LINES:
         return [
             shared,

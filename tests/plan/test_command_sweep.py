@@ -36,6 +36,7 @@ CLUSTERS = {
     "1x4xl40s-48g": "1x4xl40s-48g",
     "2x8xh100-80g@ib0": "2x8xh100-80g@ib0",
     "2x2xt4-16g": "2x2xt4-16g",  # two nodes, no fabric
+    "4x1xrtx4090-24g@eth0": "4x1xrtx4090-24g@eth0",  # one card a node on a fabric: llama.cpp over RPC, its copies
 }
 #: a node whose card 0 is an RTX 4090 and card 1 an L40S (issue 24's mixed node)
 MIXED = {"nodes": [{"name": "mix", "gpus": [{"class": "rtx4090-24g", "count": 1}, {"class": "l40s-48g", "count": 1}]}]}
@@ -90,7 +91,47 @@ def _ports_and_ranks(lines: list[Parsed], option: Option) -> list[str]:
                 problems.append(f"{p.engine}: no --port")
             seen[(p.where, str(port))] += 1
     problems += [f"port {port} twice on {where or 'one node'}" for (where, port), n in seen.items() if n > 1]
-    return problems
+    return problems + _meeting_ports(lines)
+
+
+def _meeting_ports(lines: list[Parsed]) -> list[str]:
+    """Two launches across nodes headed on one node meet at different ports there: vLLM's --master-port (29501
+    when not given) and --data-parallel-rpc-port, SGLang's --dist-init-addr port."""
+    heads: Counter[tuple[str, str, str]] = Counter()
+    for p in lines:
+        if not _serves_http(p):
+            continue
+        if p.engine == "vllm" and p.value("--nnodes") not in (None, "1"):
+            heads[(p.where, "--master-port", str(p.value("--master-port") or 29501))] += 1
+        if p.engine == "vllm" and p.value("--data-parallel-address") is not None:
+            heads[(p.where, "--data-parallel-rpc-port", str(p.value("--data-parallel-rpc-port")))] += 1
+        if p.engine == "sglang" and p.value("--dist-init-addr") is not None:
+            heads[(p.where, "--dist-init-addr", str(p.value("--dist-init-addr")).rsplit(":", 1)[1])] += 1
+    for p in lines:
+        if p.engine == "rpc-server":
+            heads[(_host(p.where), "rpc-server -p", str(p.value("-p")))] += 1
+    problems = [f"{flag} {port} twice on {where}" for (where, flag, port), n in heads.items() if n > 1]
+    return problems + _rpc_endpoints(lines)
+
+
+def _host(where: str) -> str:
+    """A line's node without the brackets of a placeholder (``<gpu-b>`` → ``gpu-b``)."""
+    return where[1:-1] if where.startswith("<") and where.endswith(">") else where
+
+
+def _rpc_endpoints(lines: list[Parsed]) -> list[str]:
+    """Every ``--rpc`` endpoint of a main server is an ``rpc-server`` line of the launch on that node and port,
+    and every rpc-server line is some server's endpoint."""
+    servers = {(_host(p.where), str(p.value("-p"))) for p in lines if p.engine == "rpc-server"}
+    wanted = set()
+    for p in lines:
+        if p.engine == "llamacpp" and p.value("--rpc"):
+            for endpoint in str(p.value("--rpc")).split(","):
+                host, _, port = endpoint.rpartition(":")
+                wanted.add((_host(host), port))
+    return [f"--rpc {h}:{port}: no rpc-server there" for h, port in sorted(wanted - servers)] + [
+        f"rpc-server on {h} -p {port}: no server uses it" for h, port in sorted(servers - wanted)
+    ]
 
 
 def _serves_http(p: Parsed) -> bool:
@@ -252,7 +293,11 @@ def _sweep_automatic():
 #: pinned cards a cluster: (cards, replicas, the user's tp)
 PINS = {
     "1x4xl40s-48g": [("l40s-48g#0:1", 1, None), ("l40s-48g#0:2,l40s-48g#0:3", 2, None), ("0,1,2,3", 1, 2)],
-    "2x8xh100-80g@ib0": [("h100-80g@ib0#0:0,h100-80g@ib0#0:1,h100-80g@ib0#1:0,h100-80g@ib0#1:1", 1, None)],
+    "2x8xh100-80g@ib0": [
+        ("h100-80g@ib0#0:0,h100-80g@ib0#0:1,h100-80g@ib0#1:0,h100-80g@ib0#1:1", 1, None),
+        # two copies each over both nodes (llama.cpp: two RPC servers on node 1; vLLM and SGLang refuse it)
+        ("h100-80g@ib0#0:0,h100-80g@ib0#1:0,h100-80g@ib0#0:1,h100-80g@ib0#1:1", 2, None),
+    ],
     "mixed": [("mix:0,mix:1", 1, None)],
 }
 
