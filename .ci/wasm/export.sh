@@ -52,6 +52,7 @@ PY
   start=$(date +%s)
   python "$HERE/marimo_pw.py" -q export html-wasm "$copy" -o "$out" --mode run --offline \
     --pyodide-index-url "http://127.0.0.1:$PORT/pyodide/" --pypi-index-url "http://127.0.0.1:$PORT/simple"
+  rm -f "$out/CLAUDE.md"  # marimo copies its _static folder whole, AI-assistant rules included: not the site's
   mkdir -p "$SITE/$folder" && cp -r "$out"/. "$SITE/$folder"/
   echo "wasm: $notebook -> $SITE/$folder in $(( $(date +%s) - start )) s"
 done

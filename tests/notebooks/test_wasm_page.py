@@ -119,6 +119,12 @@ def test_the_app_plans_in_the_browser_with_no_network(site, offline_browser, pag
     assert refused == [], f"the page asked the network for {refused[:5]}"
 
 
+def test_the_site_carries_no_stray_files(site):
+    # marimo's export copies its whole _static folder, whose CLAUDE.md (rules for an AI assistant) is no page's;
+    # .ci/wasm/export.sh drops it from every page's folder
+    assert sorted(str(path.relative_to(site)) for path in site.rglob("CLAUDE.md")) == []
+
+
 def test_a_link_restores_the_state_in_the_browser(site, offline_browser, page):
     _context, url, refused = offline_browser
     page.goto(url + "?context=8192&engine=vllm&cluster=1x4xl40s-48g")
