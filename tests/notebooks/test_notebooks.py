@@ -94,6 +94,17 @@ def test_explorer_linked_cluster_and_engine(offline):
     assert miss["engine"] == "vLLM" and miss["fits"].startswith("✗ short by")
 
 
+def test_explorer_shows_replicas_and_what_the_cluster_decodes_together(offline):
+    # a second node doubles the copies of the best way (as `explorer plan` shows in its repl column)
+    one, two = (run_explorer(spec=f"{n}x8xh100-80g", engine="vllm") for n in (1, 2))
+    best_one, best_two = one["result"].options[0], two["result"].options[0]
+    assert best_one.label == best_two.label and best_two.replicas == 2 * best_one.replicas
+    assert two["option_rows"][0]["replicas"] == f"{best_two.replicas:,}"
+    together = best_two.replicas * best_two.speed.decode_aggregate_estimate_tokens_per_s
+    assert two["option_rows"][0]["cluster tok/s"] == f"{together:,.1f}"
+    assert two["picked"] is best_two  # the per-card chart draws it, its replicas in the title
+
+
 def test_explorer_bad_spec_is_a_callout(offline):
     outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(spec="1x8xnosuchgpu")})
     assert "result" not in defs  # the plan cell stopped
