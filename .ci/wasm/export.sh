@@ -56,5 +56,9 @@ PY
   mkdir -p "$SITE/$folder" && cp -r "$out"/. "$SITE/$folder"/
   echo "wasm: $notebook -> $SITE/$folder in $(( $(date +%s) - start )) s"
 done
+# One Pyodide and one marimo frontend for the whole site: every page's export carries the same assets/,
+# pyodide/, packages/, lockfile/ and icons (about 49 MB). A page in a folder keeps only its index.html, its
+# other files move to (or already are, byte for byte) the site's root, and its "./x" references become "../x".
+python "$HERE/share_assets.py" "$SITE" "${NOTEBOOKS[@]#* }"
 touch "$SITE/.nojekyll"  # GitHub Pages would drop folders that start with "_"
 echo "wasm: site $(du -sh "$SITE" | cut -f1) ($(du -sb "$SITE" | cut -f1) bytes)"
