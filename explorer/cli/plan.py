@@ -16,7 +16,7 @@ from explorer.hardware.cluster import MAX_GPUS, Cluster
 from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_HICACHE_RATIO, MAX_HOST_GIB, MAX_NGL
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.offer import fallback_artifacts, plan_artifacts
-from explorer.plan.pinning import check_pinned
+from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.plan.ranking import GOALS, SORT_ALIASES
 from explorer.sources.cache.calibrations import stored_calibrations
@@ -286,7 +286,7 @@ def resolve_for_plan(args: argparse.Namespace):
     )
     chosen = bool(args.quant) or bool(named)
     fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, checkpoints)
-    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model, fallback
+    return resolved.shape, artifacts, resolved.launch_ref, fallback
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -379,14 +379,15 @@ def run(args: argparse.Namespace) -> int:
     )
     if result.widened and not args.json:
         print(
-            f"note: the model's own weights keep no all-GPU layout here that loads them as published; also planned: "
+            "note: the model's own weights keep no all-GPU layout here that loads them as published with headroom "
+            f"(at most 95 % of a card, room for 2 sequences); also planned: "
             f"{', '.join(result.widened)} (choose one with --quant)",
             file=sys.stderr,
         )
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps({**result.to_dict(), "assumed": list(cluster.assumptions)}, indent=2))
     else:
-        print_result(result, top=args.top, wide=args.wide)
+        print_result(result, top=args.top, wide=args.wide, assumed=cluster.assumptions)
     return 0 if result.options else 3
 
 
@@ -410,6 +411,7 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
                     "model": model_ref,
                     "option": result.option.to_dict(),
                     "replicas": [o.to_dict() for o in result.replicas],
+                    "launch": list(pinned_launch(result)),
                     "overcommit_bytes": result.overcommit_bytes,
                     "short_now_bytes": result.short_now_bytes,
                     "cards_pinned": result.cards_pinned,
@@ -429,9 +431,8 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
             f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
             f"of {gib(card.usable)} usable\n  {result.option.memory_text}\n  {result.message}"
         )
-        for option in result.replicas:
-            for line in option.evaluation.command.splitlines():  # a launch over nodes: a line a node
-                print(f"  {line}")
+        for line in pinned_launch(result):
+            print(f"  {line}")
     return 3 if result.overcommitted else 0
 
 
