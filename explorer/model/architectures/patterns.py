@@ -116,14 +116,20 @@ class ContextLimit:
     note: str
 
 
-def context_limit(view: ConfigView, default: int = 2048) -> ContextLimit:
-    """The context limit from ``max_position_embeddings`` and ``rope_scaling``.
+#: rope types whose config already states the extended length (vLLM leaves the length alone)
+_STATED_LENGTH_ROPES = ("su", "longrope", "llama3")
 
-    Yarn scales its ``original_max_position_embeddings`` by ``factor``
-    (DeepSeek-V3: 4096 × 40 = 163,840), as vLLM derives it. Llama 3's and
-    LongRoPE's configs already state the extended length. Linear and dynamic
-    scaling without an original length are taken at the config's own figure
-    (engines may allow factor × that; explorer does not assume it).
+
+def context_limit(view: ConfigView, default: int = 2048) -> ContextLimit:
+    """The context limit from ``max_position_embeddings`` and ``rope_scaling``, as vLLM derives it.
+
+    vLLM ``ModelConfig`` ``_get_and_verify_max_len`` (vllm/config/model.py at the pinned ~0.11): Llama 3's,
+    LongRoPE's (``su``) configs already state the extended length; YaRN scales its
+    ``original_max_position_embeddings`` by ``factor`` (DeepSeek-V3: 4096 × 40 = 163,840); every other type
+    with a factor (linear, dynamic) scales the stated length by it (a linear ×2 config of 32,768 accepts
+    65,536 tokens); Gemma 3's stated length is already scaled. SGLang's ``get_context_length`` agrees on
+    linear and dynamic (×factor) and on llama3 (×1); it keeps the stated length when the scaling names an
+    original length (YaRN), which is vLLM's figure for every published YaRN config read.
     """
     stated = view.alias_int("max_positions", minimum=1)
     note = ""
@@ -145,13 +151,17 @@ def context_limit(view: ConfigView, default: int = 2048) -> ContextLimit:
     if isinstance(original, int) and not isinstance(original, bool):
         check_count(original, "original_max_position_embeddings", where=view.where, error=InvalidConfigValueError)
     label = f"{rope_type} ×{factor:g}" + (f" from {original:,}" if isinstance(original, int) else "")
-    if rope_type in ("yarn", "linear", "dynamic") and isinstance(original, int) and original > 0:
-        derived = check_count(
-            int(min(original * factor, 2.0**62)),
-            "rope_scaling context (original × factor)",
-            where=view.where,
-            error=InvalidConfigValueError,
-        )
-        if derived > stated:
-            return ContextLimit(stated, derived, label, f"{rope_type} rope scaling: {original:,} × {factor:g}")
-    return ContextLimit(stated, stated, label, note)
+    if rope_type in _STATED_LENGTH_ROPES or "gemma3" in view.text_model_type() or factor == 1:
+        return ContextLimit(stated, stated, label, note)
+    from_original = rope_type == "yarn" and isinstance(original, int) and original > 0
+    base = original if from_original else stated
+    derived = check_count(
+        int(min(base * factor, 2.0**62)),
+        "rope_scaling context (length × factor)",
+        where=view.where,
+        error=InvalidConfigValueError,
+    )
+    if derived == stated:
+        return ContextLimit(stated, stated, label, note)
+    source = "original_max_position_embeddings" if from_original else "max_position_embeddings"
+    return ContextLimit(stated, derived, label, f"{rope_type} rope scaling: {source} {base:,} × {factor:g}")
