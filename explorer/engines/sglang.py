@@ -57,6 +57,7 @@ from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
+from explorer.model.kv_cache import MLAAttention
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import weight_breakdown
@@ -156,6 +157,21 @@ def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration 
     return (total or gpu.visible_memory_bytes) - startup_bytes(gpu, layout, calibration)
 
 
+#: architectures where SGLang keeps a sparse-attention (NSA) model's KV cache in fp8 when ``--kv-cache-dtype`` is
+#: ``auto``: docs/basic_usage/deepseek_v32.md (stored commit 01253e4e), "the default configuration on H200 and
+#: B200 ...: H200: ... ``bf16`` kv cache dtype; B200: ... ``fp8_e4m3`` kv cache dtype"
+NSA_FP8_KV_ARCHITECTURES = frozenset({"blackwell"})
+
+
+def default_kv_dtype(shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str:
+    """The KV dtype SGLang runs with: the asked one, or for ``auto`` its default by model and card (fp8 for
+    DeepSeek-V3.2's sparse attention on Blackwell: 656 + 132 bytes a token a layer, not 1,152 + 132)."""
+    sparse = any(isinstance(c, MLAAttention) and c.indexer_bytes_per_token for c in shape.caches)
+    if kv_dtype in ("auto", "") and sparse and gpu.architecture in NSA_FP8_KV_ARCHITECTURES:
+        return "fp8"
+    return kv_dtype
+
+
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
     """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
     pipeline parallelism and multi-node data parallelism cannot combine with."""
@@ -189,7 +205,7 @@ def evaluate(
     weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
     attn_tp = 1 if request.dp_attention else layout.tp
     seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
-    kv_type = shape.kv_type(request.kv_dtype)
+    kv_type = shape.kv_type(default_kv_dtype(shape, gpu, request.kv_dtype))
 
     def seq_kv(a: int, b: int, ctx: int) -> int:
         return stage_kv_bytes(shape, a, b, kv_type, attn_tp, ctx, 1)
