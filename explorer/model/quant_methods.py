@@ -79,8 +79,11 @@ def channel_fp8(qc: Mapping[str, Any], base: ElementType, method: str) -> Precis
 
 
 def w8a8_int8(qc: Mapping[str, Any], base: ElementType) -> Precision:
-    """SGLang ``w8a8_int8``: int8 per output channel, fp32 scale a row (``w8a8_int8.py``)."""
-    skip = _names(qc.get("ignore") or qc.get("modules_to_not_convert")) + ("lm_head",)
+    """SGLang ``w8a8_int8``: int8 per output channel, fp32 scale a row (``w8a8_int8.py``); ``ignore`` and the
+    weights ``quant_description`` marks ``FLOAT`` stay in the model dtype."""
+    described = qc.get("quant_description") if isinstance(qc.get("quant_description"), Mapping) else {}
+    kept = tuple(str(k).removesuffix(".weight") for k, v in described.items() if v == "FLOAT")
+    skip = _names(qc.get("ignore") or qc.get("modules_to_not_convert")) + kept + ("lm_head",)
     return _linear("int8 per-channel (W8A8)", "w8a8_int8", base, INT8_CHANNEL, skip)
 
 

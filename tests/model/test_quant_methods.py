@@ -58,6 +58,17 @@ def test_llama_405b_fbgemm_fp8_is_sized_within_two_percent_of_the_published_chec
     assert fp8.precision.method == "fbgemm_fp8"
 
 
+def test_nvfp4_llama_8b_is_sized_as_nvidias_published_checkpoint():
+    # nvidia/Llama-3.1-8B-Instruct-FP4 (ModelOpt NVFP4, lm_head excluded): 6,027,861,376 bytes on the Hub
+    # (data/checkpoints.json size_bytes). Linear weights: 4 bits + one fp8 scale per 16 + two fp32 globals;
+    # embeddings and head bf16. explorer: 6,027,749,120 (112,256 bytes less: the per-linear input scales).
+    shape = _shape(
+        {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}
+    )
+    assert shape.weight_bytes() == 6_027_749_120
+    assert shape.weight_bytes() == pytest.approx(6_027_861_376, rel=1e-4)
+
+
 @pytest.mark.parametrize("method", ["w8a8_fp8", "ptpc_fp8"])
 def test_channel_fp8_methods(method):
     p = _precision({"quant_method": method})
@@ -65,8 +76,10 @@ def test_channel_fp8_methods(method):
 
 
 def test_sglang_w8a8_int8_is_one_byte_a_weight_and_an_fp32_scale_a_row():
-    p = _precision({"quant_method": "w8a8_int8"})
-    assert p.tensor_bytes(DOWN, 0) == 4096 * 14336 + 4096 * 4
+    description = {"model.layers.0.mlp.down_proj.weight": "FLOAT", "model.layers.1.mlp.down_proj.weight": "W8A8"}
+    p = _precision({"quant_method": "w8a8_int8", "quant_description": description})
+    assert p.tensor_bytes(DOWN, 1) == 4096 * 14336 + 4096 * 4
+    assert p.tensor_bytes(DOWN, 0) == 4096 * 14336 * 2  # described FLOAT: kept in bf16
 
 
 def test_sglang_blockwise_int8_has_a_scale_per_128_tile():
