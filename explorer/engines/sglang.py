@@ -176,6 +176,16 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
     pipeline parallelism and multi-node data parallelism cannot combine with."""
     out = tp_refusals(shape, layout.tp, check_vision=not request.language_only) + pp_refusals(shape, layout.pp)
+    limit = shape.context_limit(keeps_stated_length=True)
+    if request.context_tokens > limit:  # get_context_length keeps the stated length when rope names an original
+        out.append(
+            (
+                "context-limit",
+                f"SGLang derives a context length of {limit:,} (max_position_embeddings; its rope scaling names an "
+                f"original length), below {request.context_tokens:,}: SGLang refuses a longer --context-length "
+                "unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+            )
+        )
     if layout.pp > 1 and (request.speculative or request.enable_mixed_chunk):
         what = "speculative decoding" if request.speculative else "mixed chunked prefill"
         out.append(("pp-incompatible", f"SGLang cannot combine pipeline parallelism (pp {layout.pp}) with {what}"))
@@ -229,7 +239,10 @@ def evaluate(
         )
         pools.append((a, b, static - w, per_seq))
     max_context = (
-        largest_context(lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool, _ in pools), shape.max_context_tokens)
+        largest_context(
+            lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool, _ in pools),
+            shape.context_limit(keeps_stated_length=True),
+        )
         if min(p[2] for p in pools) > 0
         else 0
     )

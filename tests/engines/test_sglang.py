@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from support.corpus import shape_of
+from support.corpus import load_config, shape_of
 
 from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
+from explorer.model.shapes import shape_from_config
 from explorer.sources.shipped import shipped_catalogue
 from explorer.units import GiB
 
@@ -170,3 +171,19 @@ def test_deepseek_v32_keeps_its_sparse_cache_in_fp8_by_default_on_blackwell(gpu,
     assert ev.cards[0].kv_cache == 8192 * bytes_a_token
     assert "--kv-cache-dtype" not in ev.command  # the engine's own default: nothing to pass
     assert sglang.default_kv_dtype(shape, card, "bf16") == "bf16"  # an asked dtype stands
+
+
+def test_sglang_keeps_the_stated_length_when_rope_names_an_original_one():
+    """SGLang's get_context_length applies no factor when rope_scaling names original_max_position_embeddings:
+    Qwen3-8B with YaRN ×4 from 32,768 (its docs' long-context recipe) over a stated 40,960 accepts 40,960 in SGLang,
+    131,072 in vLLM (original × factor)."""
+    config = load_config("Qwen__Qwen3-8B")
+    config["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    shape = shape_from_config(config, name="qwen3-yarn")
+    assert shape.max_position_embeddings == 40_960 and shape.max_context_tokens == 131_072
+    assert shape.context_limit(keeps_stated_length=True) == 40_960
+    assert shape.clamp_context(100_000, keeps_stated_length=True) == 40_960 and shape.clamp_context(100_000) == 100_000
+    layout = Layout(engine="sglang", gpu_class="h100-80g", nodes=1, gpus_per_node=1, tp=1, pp=1)
+    (rule, reason), *_ = sglang.refusals(shape, layout, PlanRequest(context_tokens=65_536))
+    assert rule == "context-limit" and reason.startswith("SGLang derives a context length of 40,960")
+    assert not sglang.refusals(shape, layout, PlanRequest(context_tokens=32_768))
