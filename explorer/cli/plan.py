@@ -119,8 +119,16 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         "--dp",
         type=int_range(1, MAX_GPUS, "--dp"),
         default=None,
-        help="data-parallel replicas in one launch (vLLM --data-parallel-size, SGLang --dp-size; "
-        "with --dp-attention its DP attention size)",
+        help="data-parallel ranks in one launch (vLLM --data-parallel-size: copies of a dense model, ranks sharing "
+        "a mixture of experts' experts with --enable-expert-parallel; SGLang --dp-size; with --dp-attention its DP "
+        "attention size)",
+    )
+    p.add_argument(
+        "--ep",
+        type=int_range(1, MAX_GPUS, "--ep"),
+        default=None,
+        help="SGLang --ep-size: the MoE layers' expert-parallel size within --tp (default: 1, or tp where the "
+        "block-FP8 rule needs it); vLLM's expert parallelism always spans tp × dp",
     )
     p.add_argument(
         "--max-num-seqs",
@@ -223,6 +231,7 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         tensor_parallel_size=args.tp,
         pipeline_parallel_size=args.pp,
         data_parallel_size=args.dp,
+        expert_parallel_size=args.ep,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         chunked_prefill_size=args.chunked_prefill_size,
@@ -424,7 +433,8 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
             f"of {gib(card.usable)} usable\n  {result.option.memory_text}\n  {result.message}"
         )
         for option in result.replicas:
-            print(f"  {option.evaluation.command}")
+            for line in option.evaluation.command.splitlines():  # a launch over nodes: a line a node
+                print(f"  {line}")
     return 3 if result.overcommitted else 0
 
 

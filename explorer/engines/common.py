@@ -81,6 +81,9 @@ class PlanRequest:
         pipeline_parallel_size: the user's pp (``--pipeline-parallel-size``, ``--pp-size``); None: any.
         data_parallel_size: replicas in one launch (vLLM ``--data-parallel-size``, SGLang ``--dp-size``
             without DP attention; with ``dp_attention`` the DP attention size); None: 1.
+        expert_parallel_size: SGLang ``--ep-size`` (dividing tp; the experts spread over ep groups, each
+            expert split by tp / ep); vLLM's expert-parallel group is every rank (tp × dp), so only that size
+            is allowed there. None: the engine's default (SGLang 1, vLLM tp × dp for a mixture of experts).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
@@ -123,6 +126,7 @@ class PlanRequest:
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
+    expert_parallel_size: int | None = None
     language_only: bool = False
     piecewise_cuda_graph: bool = False
     piecewise_cuda_graph_max_tokens: int | None = None
@@ -162,7 +166,7 @@ class PlanRequest:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and MIN_SHARE <= value <= 1):
                 raise PlanError(f"{name} is {value!r}; it must be a share from {MIN_SHARE:g} to 1")
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "expert_parallel_size"):
             if (value := getattr(self, name)) is not None:
                 _in_range(name, value, 1, MAX_GPUS)
         if self.piecewise_cuda_graph_max_tokens is not None:
@@ -205,7 +209,8 @@ class Layout:
         gpus_per_node: cards used on each node (0 on the CPU).
         tp: tensor-parallel size.
         pp: pipeline-parallel size (llama.cpp: devices the layers are split over).
-        dp: data-parallel size (SGLang DP attention).
+        dp: data-parallel size: plain replicas side by side, SGLang's DP attention ranks within the tp
+            cards, or vLLM's expert-parallel dp ranks of tp cards each (see :attr:`expert_dp`).
         ep: expert-parallel size (1: experts split by tp instead).
         cpu: runs on the host's CPU only.
         unified: runs on a unified-memory host (Apple).
@@ -245,6 +250,12 @@ class Layout:
         if self.nodes > 1:
             return f"{self.nodes} nodes × {self.gpus_per_node} {self.gpu_class} on {self.fabric}"
         return f"{self.gpus_per_node} × {self.gpu_class}"
+
+    @property
+    def expert_dp(self) -> bool:
+        """Whether dp ranks of tp cards each share experts spread over all tp × dp ranks (vLLM
+        ``--data-parallel-size`` with ``--enable-expert-parallel``): attention and dense weights per rank."""
+        return self.dp > 1 and self.ep == self.tp * self.dp
 
     @property
     def parallel(self) -> str:
@@ -371,6 +382,8 @@ def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:
 
 def card_role(layout: Layout, stage: int, first: int, end: int) -> str:
     """Which cards a per-card figure is for: ``each of 8 cards`` or ``stage 2 of 3 (layers 27–53), 8 cards``."""
+    if layout.expert_dp:
+        return f"each of {layout.cards} cards ({layout.dp} dp ranks of {layout.tp})"
     if layout.pp == 1:
         return f"each of {layout.tp} cards" if layout.tp > 1 else "the card"
     return f"stage {stage + 1} of {layout.pp} (layers {first}–{end - 1}), {layout.tp} cards"
