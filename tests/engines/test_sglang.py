@@ -9,7 +9,7 @@ from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
 from explorer.model.shapes import shape_from_config
 from explorer.sources.shipped import shipped_catalogue
-from explorer.units import GiB
+from explorer.units import GiB, gib
 
 CAT = shipped_catalogue()
 
@@ -187,3 +187,17 @@ def test_sglang_keeps_the_stated_length_when_rope_names_an_original_one():
     (rule, reason), *_ = sglang.refusals(shape, layout, PlanRequest(context_tokens=65_536))
     assert rule == "context-limit" and reason.startswith("SGLang derives a context length of 40,960")
     assert not sglang.refusals(shape, layout, PlanRequest(context_tokens=32_768))
+
+
+def test_one_card_is_not_all_1_gpus_combined():
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=1)
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    ev = sglang.evaluate(shape, shape.precision, layout, g, PlanRequest(context_tokens=8192), "m")
+    mfs = sglang.mem_fraction_static(shape, g, layout, PlanRequest())
+    card = ev.cards[0]
+    note = next(n for n in ev.notes if "allocatable" in n)
+    assert (
+        f"--mem-fraction-static={mfs:g}, the GPU needs at least {gib(int((card.weights + card.kv_cache) / mfs))}"
+        in note
+    )
