@@ -9,6 +9,7 @@ saying part by part what that card holds, in integer bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -174,6 +175,11 @@ class PlanRequest:
         _amount("swap_space_gib", self.swap_space_gib, MAX_HOST_GIB, zero=True)
         _amount("hicache_ratio", self.hicache_ratio, MAX_HICACHE_RATIO, zero=False)
         _amount("hicache_size_gb", self.hicache_size_gb, MAX_HOST_GIB, zero=True)
+        if self.hicache_size_gb is not None and self.hicache_size_gb != int(self.hicache_size_gb):
+            raise PlanError(
+                f"hicache_size_gb {self.hicache_size_gb:g}: SGLang's --hicache-size takes whole GB",
+                hint="give a whole number of GB, or size the host pool with --hicache-ratio",
+            )
         if self.tensor_split is not None:
             split = self.tensor_split
             if not split or not all(isinstance(x, int | float) and 0 <= x < float("inf") for x in split):
@@ -317,6 +323,24 @@ class CardMemory:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCommand:
+    """What a further node of a launch runs beside the head's command.
+
+    Attributes:
+        rank: which of the launch's nodes runs it (1 = the first after the head).
+        command: its line, without devices or port (the launch lines add them).
+        devices: the card positions on that node it runs on (``NODE:INDEX``'s index); empty: the same cards
+            as the head's.
+        where: the node's name when the engine named it (an RPC server's host), else empty.
+    """
+
+    rank: int
+    command: str
+    devices: tuple[int, ...] = ()
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evaluation:
     """An engine's answer for one layout.
 
@@ -331,6 +355,9 @@ class Evaluation:
         free_needed_bytes: free memory a card must have now for the engine to start on it
             (vLLM: total × utilisation; SGLang: total × mem_fraction_static; llama.cpp: what it allocates).
         n_gpu_layers: llama.cpp's ``-ngl`` as resolved (None for other engines).
+        devices: the head node's card positions the command runs on, in the order its figures assume
+            (llama.cpp's ``--tensor-split``); empty: the first cards of the layout's class.
+        workers: what the launch's other nodes run (ranks of a launch across nodes, RPC servers).
     """
 
     cards: tuple[CardMemory, ...]
@@ -342,6 +369,8 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
     free_needed_bytes: int = 0
     n_gpu_layers: int | None = None
+    devices: tuple[int, ...] = ()
+    workers: tuple[NodeCommand, ...] = ()
 
     def __post_init__(self) -> None:
         check_figures(
@@ -364,6 +393,20 @@ class Evaluation:
         """The card with the least headroom."""
         pool = list(self.cards) + ([self.host] if self.host is not None and not self.cards else [])
         return min(pool, key=lambda c: c.headroom)
+
+
+#: the head node's address in a launch across nodes: a placeholder the launch lines name the head node in
+HEAD_ADDRESS = "<head-node>"
+
+
+def across_nodes(base: str, nodes: int, rank_flags: Callable[[int], str]) -> tuple[str, tuple[NodeCommand, ...]]:
+    """A launch over ``nodes`` nodes: the head's command and each other node's, ``base`` with that rank's flags
+    (one node: ``base`` alone)."""
+    if nodes < 2:
+        return base, ()
+    return f"{base} {rank_flags(0)}", tuple(
+        NodeCommand(rank=r, command=f"{base} {rank_flags(r)}") for r in range(1, nodes)
+    )
 
 
 def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:
