@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support.corpus import shape_of
 
 from explorer.cli import main
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest
+from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
@@ -192,3 +194,13 @@ def test_place_cli_prints_each_instances_launch_lines(capsys):
     assert main([*argv, "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["launch"]
     assert [r["command"] for r in rows] == lines
+
+
+def test_weights_the_engine_cannot_run_on_the_card_are_refused_with_the_reason():
+    shape = shape_of("deepseek-ai__DeepSeek-R1")
+    term = parse_model_term("deepseek-ai/DeepSeek-R1")
+    a100 = shipped_catalogue().get("a100-80g")
+    with pytest.raises(PlacementError, match="sglang has no fp8-block kernel for ampere cards"):
+        demand_for(shape, term, gpu=a100, engine="sglang")
+    # its int4 AWQ what-if runs there
+    assert demand_for(shape, term, gpu=a100, engine="sglang", precision="int4-awq").weights_bytes > 0
