@@ -97,7 +97,9 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="llama.cpp -np (same as --concurrency)",
     )
-    p.add_argument("--no-mmap", action="store_true", help="llama.cpp --no-mmap")
+    p.add_argument(
+        "--no-mmap", action="store_true", help="llama.cpp reads the file instead of mapping it (--load-mode none)"
+    )
     p.add_argument(
         "--no-cpu-offload",
         action="store_true",
