@@ -85,6 +85,10 @@ class PlanRequest:
         expert_parallel_size: SGLang ``--ep-size`` (dividing tp; the experts spread over ep groups, each
             expert split by tp / ep); vLLM's expert-parallel group is every rank (tp × dp), so only that size
             is allowed there. None: the engine's default (SGLang 1, vLLM tp × dp for a mixture of experts).
+        all2all_backend: the experts' all-to-all, in vLLM's ``--all2all-backend`` spelling: ``deepep_low_latency``
+            (SGLang ``--moe-a2a-backend deepep --deepep-mode low_latency``) or ``deepep_high_throughput`` (vLLM
+            only); each rank holds DeepEP's buffers (:mod:`explorer.engines.all2all`). None: the engines' default
+            (NCCL collectives, no buffer).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
@@ -128,6 +132,7 @@ class PlanRequest:
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
     expert_parallel_size: int | None = None
+    all2all_backend: str | None = None
     language_only: bool = False
     piecewise_cuda_graph: bool = False
     piecewise_cuda_graph_max_tokens: int | None = None

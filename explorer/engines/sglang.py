@@ -38,6 +38,7 @@ from functools import partial
 from typing import ClassVar
 
 from explorer.engines import vllm
+from explorer.engines.all2all import LOW_LATENCY, backend_refusals, buffer_note, sglang_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     HEAD_ADDRESS,
@@ -184,6 +185,7 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
             ("ep-size", f"SGLang splits experts by tp / ep: --ep-size {layout.ep} must divide --tp-size {layout.tp}")
         )
     out += expert_size_refusals(shape, request)
+    out += backend_refusals(shape, layout.ep, request.all2all_backend, (LOW_LATENCY,))
     if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
         out.append(
             (
@@ -206,6 +208,14 @@ def attention_tp(layout: Layout, request: PlanRequest) -> int:
     return layout.tp
 
 
+def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> int:
+    """One rank's DeepEP buffer (:func:`explorer.engines.all2all.sglang_buffer_bytes`). SGLang makes it at the first
+    dispatch, after the KV pool is sized, so it must fit in what ``mem_fraction_static`` leaves."""
+    if shape.moe is None or layout.ep <= 1:
+        return 0
+    return sglang_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts)
+
+
 def evaluate(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest, model_ref: str
 ) -> Evaluation:
@@ -217,7 +227,8 @@ def evaluate(
     static = int(free * mfs)
     _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
     activations = min(int(prefill_mib * MiB), capacity - static)
-    overhead = capacity - static - activations
+    a2a = all2all_bytes(shape, layout, request)
+    overhead = max(capacity - static - activations, a2a)  # the buffer comes out of what the static share leaves
     attn_tp = attention_tp(layout, request)
     weights = weight_breakdown(shape, precision, layout.tp, layout.ep, attn_tp)
     seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
@@ -253,6 +264,8 @@ def evaluate(
     if request.dp_attention:
         conc *= layout.dp
     notes = (f"mem_fraction_static {mfs:g} of the {gib(free)} free at start", combined_note(cards, layout, mfs))
+    if a2a:
+        notes += (buffer_note(request.all2all_backend or "", a2a),)
     if calibration is not None:
         notes += (calibration.note,)
     batch = card_defaults(capacity // MiB, layout.tp, request)
@@ -307,6 +320,8 @@ def command(
         parts.append(f"--pp-size {layout.pp}")
     if layout.ep > 1:
         parts.append(f"--ep-size {layout.ep}")
+    if request.all2all_backend == LOW_LATENCY:
+        parts.append("--moe-a2a-backend deepep --deepep-mode low_latency")
     parts.append(f"--context-length {request.context_tokens}")
     parts.append(f"--mem-fraction-static {mfs:g}")
     if request.dp_attention:
@@ -383,9 +398,11 @@ class SGLang(SplitWalk):
     def make_layout(
         self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
     ) -> Layout:
-        """The split, with dp = tp under ``--enable-dp-attention`` and the user's ``--ep-size`` on a mixture of
-        experts."""
-        ep = request.expert_parallel_size if shape.moe is not None and request.expert_parallel_size else 1
+        """The split, with dp = tp under ``--enable-dp-attention`` and, on a mixture of experts, the user's
+        ``--ep-size`` (or ep = tp under ``--moe-a2a-backend deepep``, as SGLang sets it)."""
+        ep = 1
+        if shape.moe is not None:
+            ep = request.expert_parallel_size or (tp if request.all2all_backend else 1)
         return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1, ep=ep)
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
