@@ -63,7 +63,7 @@ from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
-from explorer.model.weights import weight_breakdown
+from explorer.model.weights import WeightBreakdown, weight_breakdown
 from explorer.units import GiB, MiB, cdiv, gib
 
 #: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
@@ -216,6 +216,11 @@ def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> in
     return sglang_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts)
 
 
+def card_weights(shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest) -> WeightBreakdown:
+    """One card's weights: the dense and expert layers by tp (experts by ep), the attention by :func:`attention_tp`."""
+    return weight_breakdown(shape, precision, layout.tp, layout.ep, attention_tp(layout, request))
+
+
 def evaluate(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest, model_ref: str
 ) -> Evaluation:
@@ -230,7 +235,7 @@ def evaluate(
     a2a = all2all_bytes(shape, layout, request)
     overhead = max(capacity - static - activations, a2a)  # the buffer comes out of what the static share leaves
     attn_tp = attention_tp(layout, request)
-    weights = weight_breakdown(shape, precision, layout.tp, layout.ep, attn_tp)
+    weights = card_weights(shape, precision, layout, request)
     seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
     kv_type = shape.kv_type(request.kv_dtype)
 
@@ -417,6 +422,12 @@ class SGLang(SplitWalk):
         """A bound of ``mem_fraction_static``: the user's, else :data:`DEFAULT_SHARE_BOUND` (the default's
         depends on the layout; the bound only refuses weights that cannot fit at any)."""
         return max(DEFAULT_SHARE_BOUND, request.mem_fraction_static or 0.0)
+
+    def card_weights(
+        self, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest
+    ) -> WeightBreakdown:
+        """The dense and expert layers by tp (experts by ep), the attention by :func:`attention_tp`."""
+        return card_weights(shape, precision, layout, request)
 
     def evaluate(
         self,

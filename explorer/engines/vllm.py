@@ -58,7 +58,7 @@ from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
-from explorer.model.weights import weight_breakdown
+from explorer.model.weights import WeightBreakdown, weight_breakdown
 
 BLOCK_TOKENS = 16
 
@@ -327,6 +327,12 @@ class VLLM(SplitWalk):
     def usable_share(self, request: PlanRequest) -> float:
         """``gpu_memory_utilization``: vLLM asks each card for that share."""
         return request.gpu_memory_utilization
+
+    def card_weights(
+        self, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest
+    ) -> WeightBreakdown:
+        """Every layer split by tp, the experts by ep (before MXFP4's re-layout)."""
+        return weight_breakdown(shape, precision, layout.tp, layout.ep)
 
     def evaluate(
         self,
