@@ -11,9 +11,11 @@ Sources, read at the engines' pinned releases and DeepEP's main branch:
   as much RDMA buffer (none within one node); ``DeepEPLLAll2AllManager`` (``deepep_low_latency``) the same NVLink
   buffer and ``Buffer.get_low_latency_rdma_size_hint(VLLM_MOE_DP_CHUNK_SIZE (256) tokens, hidden, ranks, experts)``
   (``fused_moe/all2all_utils.py``: ``max_num_tokens_per_dp_rank=moe.max_num_tokens``).
-* SGLang ``python/sglang/srt/layers/moe/token_dispatcher/deepep.py``: ``--moe-a2a-backend deepep --deepep-mode
-  low_latency`` asks for the same low-latency RDMA hint at ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK``
-  (128) tokens and no NVLink buffer.
+* SGLang ``python/sglang/srt/layers/moe/token_dispatcher/deepep.py`` (``DeepEPBuffer.get_deepep_buffer``):
+  ``--moe-a2a-backend deepep --deepep-mode low_latency`` asks for the same low-latency RDMA hint at
+  ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK`` (128) tokens and no NVLink buffer; ``--deepep-mode normal``
+  for the NVLink and RDMA hints of DeepEP's recommended dispatch and combine configs (``deep_ep/buffer.py``,
+  ``csrc/config.hpp`` ``Config::get_nvl_buffer_size_hint`` / ``get_rdma_buffer_size_hint``).
 * DeepEP ``csrc/config.hpp`` ``LowLatencyLayout``: two (odd/even) send, receive and signalling buffers; a dispatch
   message is ``16 + max(2 × hidden, hidden + 4 × hidden / 128)`` bytes (bf16, or fp8 with its scales), a combine
   message ``4 × hidden / 128 + 2 × hidden``; the total rounded as ``(n + 128) // 128 × 128``.
@@ -29,6 +31,7 @@ from explorer.units import MiB, cdiv
 
 __all__ = [
     "ALL2ALL_BACKENDS",
+    "DEEPEP_MODE",
     "HIGH_THROUGHPUT",
     "LOW_LATENCY",
     "SGLANG_DISPATCH_TOKENS",
@@ -37,6 +40,7 @@ __all__ = [
     "backend_refusals",
     "buffer_note",
     "low_latency_rdma_bytes",
+    "normal_buffer_bytes",
     "sglang_buffer_bytes",
     "vllm_buffer_bytes",
 ]
@@ -47,6 +51,8 @@ LOW_LATENCY: Backend = "deepep_low_latency"
 #: the backends explorer sizes, in vLLM's ``--all2all-backend`` spelling (SGLang: ``--moe-a2a-backend deepep`` with
 #: ``--deepep-mode normal`` or ``low_latency``)
 ALL2ALL_BACKENDS: tuple[Backend, ...] = (HIGH_THROUGHPUT, LOW_LATENCY)
+#: SGLang's ``--deepep-mode`` for each backend
+DEEPEP_MODE: dict[str, str] = {HIGH_THROUGHPUT: "normal", LOW_LATENCY: "low_latency"}
 #: vLLM's ``VLLM_DEEPEP_BUFFER_SIZE_MB`` default (1,024 MiB), its NVLink (and across nodes RDMA) buffer
 VLLM_BUFFER_BYTES = 1024 * MiB
 #: vLLM's ``VLLM_MOE_DP_CHUNK_SIZE`` default: the tokens a rank dispatches at most in one low-latency call
@@ -55,6 +61,19 @@ VLLM_DISPATCH_TOKENS = 256
 SGLANG_DISPATCH_TOKENS = 128
 #: DeepEP's ``NUM_BUFFER_ALIGNMENT_BYTES`` and the signalling buffers' alignment
 _ALIGN = 128
+#: DeepEP (``csrc/kernels/configs.cuh``, ``config.hpp``): NVLink peers a node, the top-k and scale slots a token,
+#: ``sizeof(SourceMeta)`` (two ints), and ``Buffer.num_sms`` (20, SGLang's too without ``--deepep-config``)
+_NVL_PEERS, _MAX_TOPK, _MAX_SCALES, _SOURCE_META_BYTES, _NUM_SMS = 8, 128, 128, 8, 20
+#: DeepEP ``Buffer.get_dispatch_config`` / ``get_combine_config``: EP ranks -> (NVLink receive tokens, RDMA send
+#: tokens, RDMA receive tokens) of the recommended config
+_DISPATCH_CONFIGS = {
+    2: (256, 6, 128), 4: (256, 6, 128), 8: (256, 6, 128), 16: (288, 20, 128), 24: (288, 32, 128),
+    32: (288, 32, 128), 64: (288, 28, 128), 128: (560, 32, 128), 144: (720, 12, 128), 160: (720, 12, 128),
+}  # fmt: skip
+_COMBINE_CONFIGS = {
+    2: (256, 6, 128), 4: (256, 6, 128), 8: (256, 6, 128), 16: (288, 28, 128), 24: (288, 20, 128),
+    32: (288, 20, 128), 64: (288, 20, 128), 128: (560, 12, 128), 144: (720, 8, 128), 160: (720, 8, 128),
+}  # fmt: skip
 
 
 def low_latency_rdma_bytes(tokens_per_rank: int, hidden: int, experts: int) -> int:
@@ -83,10 +102,51 @@ def vllm_buffer_bytes(backend: str | None, hidden: int, experts: int, nodes: int
     return 0
 
 
-def sglang_buffer_bytes(backend: str | None, hidden: int, experts: int) -> int:
-    """One rank's DeepEP buffer under SGLang's ``--moe-a2a-backend deepep --deepep-mode low_latency`` (0 without)."""
+def normal_buffer_bytes(hidden_bytes: int, ranks: int) -> int | None:
+    """DeepEP's high-throughput ("normal") buffers on each of ``ranks``: the larger of the dispatch and combine
+    configs' NVLink hint plus the larger RDMA hint (none within a node), as SGLang asks for them; None for a rank
+    count DeepEP has no config for ("Unsupported number of EP ranks")."""
+    configs = (_DISPATCH_CONFIGS.get(ranks), _COMBINE_CONFIGS.get(ranks))
+    if configs[0] is None or configs[1] is None:
+        return None
+    nvl = max(_nvl_hint(hidden_bytes, ranks, nvl_recv) for nvl_recv, _, _ in configs)
+    rdma = max(_rdma_hint(hidden_bytes, ranks, send, recv) for _, send, recv in configs)
+    return nvl + rdma
+
+
+def _nvl_hint(hidden_bytes: int, ranks: int, recv_tokens: int) -> int:
+    """``Config::get_nvl_buffer_size_hint``: per channel (SMs / 2) and NVLink peer, ``recv_tokens`` tokens of hidden
+    bytes, source meta, 128 top-k indices (8 bytes) and weights (4) and 128 scales (4), and the channels' counters.
+    DeepSeek-V3 (bf16 hidden 14,336 bytes) on 8 ranks: 10 × 8 × 256 × (14,336 + 8 + 1,024 + 512 + 512) + 10 × 8 × 5
+    × 4 = 335,709,760, rounded to 335,709,824."""
+    rdma_ranks, nvl_ranks, channels = max(ranks // _NVL_PEERS, 1), min(ranks, _NVL_PEERS), _NUM_SMS // 2
+    per_token = hidden_bytes + _SOURCE_META_BYTES + _MAX_TOPK * 8 + _MAX_TOPK * 4 + _MAX_SCALES * 4
+    total = channels * nvl_ranks * ((2 * rdma_ranks + 3) * 4 + recv_tokens * per_token)
+    return cdiv(total, _ALIGN) * _ALIGN
+
+
+def _rdma_hint(hidden_bytes: int, ranks: int, send_tokens: int, recv_tokens: int) -> int:
+    """``Config::get_rdma_buffer_size_hint``: 0 within a node; across nodes, per channel and RDMA peer, twice the
+    receive tokens (aligned up to the send chunk) of hidden bytes, source meta, top-k, scales and an int4, the
+    counters, and 1 MiB "to be safe"."""
+    if ranks <= _NVL_PEERS:
+        return 0
+    recv = cdiv(recv_tokens, send_tokens) * send_tokens
+    rdma_ranks, channels = ranks // _NVL_PEERS, _NUM_SMS // 2
+    per_token = hidden_bytes + _SOURCE_META_BYTES + _MAX_TOPK * 8 + _MAX_TOPK * 4 + _MAX_SCALES * 4 + 16
+    total = channels * rdma_ranks * ((_NVL_PEERS * 2 + 2) * 2 * 4 + recv * per_token * 2) + MiB
+    return cdiv(total, _ALIGN) * _ALIGN
+
+
+def sglang_buffer_bytes(backend: str | None, hidden: int, experts: int, ranks: int) -> int:
+    """One rank's DeepEP buffer under SGLang's ``--moe-a2a-backend deepep``: ``--deepep-mode low_latency`` the
+    low-latency RDMA hint at 128 tokens, ``normal`` DeepEP's config hints at a bf16 hidden state (2 bytes a value:
+    the larger of SGLang's two dispatch dtypes); 0 without the backend or where DeepEP has no config for ``ranks``
+    (:func:`backend_refusals` refuses that layout)."""
     if backend == LOW_LATENCY:
         return low_latency_rdma_bytes(SGLANG_DISPATCH_TOKENS, hidden, experts)
+    if backend == HIGH_THROUGHPUT:
+        return normal_buffer_bytes(2 * hidden, ranks) or 0
     return 0
 
 
@@ -101,6 +161,22 @@ def backend_refusals(shape: ModelShape, ep: int, backend: str | None, sized: tup
         return [("all2all-backend", f"{backend} moves a mixture of experts' tokens; this model has no experts")]
     if ep <= 1:
         return [("all2all-backend", f"{backend} runs between expert-parallel ranks; this layout has none (ep 1)")]
+    if backend == HIGH_THROUGHPUT and ep not in _DISPATCH_CONFIGS:
+        return [
+            (
+                "all2all-backend",
+                f"DeepEP's high-throughput kernels have no config for {ep} ranks (its message: "
+                f"'Unsupported number of EP ranks: {ep}'; {', '.join(map(str, _DISPATCH_CONFIGS))})",
+            )
+        ]
+    if backend == LOW_LATENCY and shape.moe.experts % ep:
+        return [
+            (
+                "all2all-backend",
+                f"DeepEP's low-latency kernels need the experts ({shape.moe.experts}) to divide "
+                f"evenly over the {ep} ranks",
+            )
+        ]
     return []
 
 

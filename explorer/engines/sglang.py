@@ -38,7 +38,7 @@ from functools import partial
 from typing import ClassVar
 
 from explorer.engines import vllm
-from explorer.engines.all2all import LOW_LATENCY, backend_refusals, buffer_note, sglang_buffer_bytes
+from explorer.engines.all2all import ALL2ALL_BACKENDS, DEEPEP_MODE, backend_refusals, buffer_note, sglang_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     HEAD_ADDRESS,
@@ -185,7 +185,7 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
             ("ep-size", f"SGLang splits experts by tp / ep: --ep-size {layout.ep} must divide --tp-size {layout.tp}")
         )
     out += expert_size_refusals(shape, request)
-    out += backend_refusals(shape, layout.ep, request.all2all_backend, (LOW_LATENCY,))
+    out += backend_refusals(shape, layout.ep, request.all2all_backend, ALL2ALL_BACKENDS)
     if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
         out.append(
             (
@@ -213,7 +213,7 @@ def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> in
     dispatch, after the KV pool is sized, so it must fit in what ``mem_fraction_static`` leaves."""
     if shape.moe is None or layout.ep <= 1:
         return 0
-    return sglang_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts)
+    return sglang_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts, layout.ep)
 
 
 def card_weights(shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest) -> WeightBreakdown:
@@ -325,8 +325,8 @@ def command(
         parts.append(f"--pp-size {layout.pp}")
     if layout.ep > 1:
         parts.append(f"--ep-size {layout.ep}")
-    if request.all2all_backend == LOW_LATENCY:
-        parts.append("--moe-a2a-backend deepep --deepep-mode low_latency")
+    if request.all2all_backend and layout.ep > 1:
+        parts.append(f"--moe-a2a-backend deepep --deepep-mode {DEEPEP_MODE[request.all2all_backend]}")
     parts.append(f"--context-length {request.context_tokens}")
     parts.append(f"--mem-fraction-static {mfs:g}")
     if request.dp_attention:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.all2all import low_latency_rdma_bytes, sglang_buffer_bytes, vllm_buffer_bytes
+from explorer.engines.all2all import (
+    ALL2ALL_BACKENDS,
+    backend_refusals,
+    low_latency_rdma_bytes,
+    normal_buffer_bytes,
+    sglang_buffer_bytes,
+    vllm_buffer_bytes,
+)
 from explorer.engines.common import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
@@ -37,8 +44,21 @@ def test_backends_per_rank():
     assert vllm_buffer_bytes("deepep_high_throughput", 7168, 256, 1) == GiB
     assert vllm_buffer_bytes("deepep_high_throughput", 7168, 256, 2) == 2 * GiB
     assert vllm_buffer_bytes("deepep_low_latency", 7168, 256, 1) == GiB + V3_LL_256
-    assert sglang_buffer_bytes("deepep_low_latency", 7168, 256) == V3_LL_128
-    assert sglang_buffer_bytes(None, 7168, 256) == 0
+    assert sglang_buffer_bytes("deepep_low_latency", 7168, 256, 8) == V3_LL_128
+    assert sglang_buffer_bytes("deepep_high_throughput", 7168, 256, 8) == 335_709_824
+    assert sglang_buffer_bytes(None, 7168, 256, 8) == 0
+
+
+def test_high_throughput_buffers_by_hand():
+    """DeepEP's config hints at a bf16 hidden state of DeepSeek-V3 (14,336 bytes); a token's slot carries it, 8 bytes
+    of source meta, 128 top-k indices (8 bytes) and weights (4) and 128 scales (4): 16,392 bytes."""
+    # 8 ranks, one node: 10 channels × 8 peers × (5 counters × 4 + 256 tokens × 16,392) = 335,709,760 → 335,709,824
+    assert normal_buffer_bytes(14_336, 8) == 335_709_824
+    # 16 ranks over two nodes: NVLink 10 × 8 × (7 × 4 + 288 × 16,392) = 377,673,920 → 377,673,984; RDMA with the
+    # 128 receive tokens aligned up to the send chunk (20, and 28 for the combine): 140, each slot 16 bytes more,
+    # 10 × 2 × (18 × 2 × 4 + 140 × 16,408 × 2) + 1 MiB = 92,936,256 → 92,936,320
+    assert normal_buffer_bytes(14_336, 16) == 377_673_984 + 92_936_320
+    assert normal_buffer_bytes(14_336, 6) is None  # no recommended config for 6 ranks
 
 
 def test_vllm_dp8_ep_low_latency_charges_each_rank_and_says_so_in_the_command():
@@ -71,12 +91,28 @@ def test_sglang_dp_attention_with_deepep_is_the_published_layout():
     assert " --enable-dp-attention --dp-size 8 " in deepep.evaluation.command
 
 
+def test_sglang_normal_mode_on_one_node():
+    option = _plan("sglang", all2all_backend="deepep_high_throughput").options[0]
+    assert option.layout.parallel == "tp8 ep8"
+    assert " --ep-size 8 --moe-a2a-backend deepep --deepep-mode normal " in option.evaluation.command
+    assert "deepep_high_throughput: 0.31 GiB of DeepEP buffers a rank" in option.evaluation.notes[-1]
+
+
 def test_refused_where_there_is_nothing_to_size():
-    result = _plan("sglang", all2all_backend="deepep_high_throughput")
-    assert not result.options
-    assert {r.reason for r in result.rejected if r.rule == "all2all-backend"} == {
-        "deepep_high_throughput: explorer sizes the buffers of deepep_low_latency for this engine"
-    }
+    v3 = shape_of(V3)
+    assert backend_refusals(v3, 8, "deepep_high_throughput", ALL2ALL_BACKENDS) == []
+    assert backend_refusals(v3, 6, "deepep_high_throughput", ALL2ALL_BACKENDS) == [
+        (
+            "all2all-backend",
+            "DeepEP's high-throughput kernels have no config for 6 ranks (its message: 'Unsupported number of EP "
+            "ranks: 6'; 2, 4, 8, 16, 24, 32, 64, 128, 144, 160)",
+        )
+    ]
+    assert backend_refusals(v3, 6, "deepep_low_latency", ALL2ALL_BACKENDS)[0][1] == (
+        "DeepEP's low-latency kernels need the experts (256) to divide evenly over the 6 ranks"
+    )
+    assert backend_refusals(v3, 1, "deepep_low_latency", ALL2ALL_BACKENDS)[0][1].endswith("(ep 1)")
+    assert backend_refusals(v3, 8, "pplx", ALL2ALL_BACKENDS)[0][1].startswith("pplx: explorer sizes the buffers of")
     dense = plan(
         shape_of("Qwen__Qwen2.5-7B"),
         parse_cluster("1x2xh100-80g"),
