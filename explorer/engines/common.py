@@ -269,6 +269,12 @@ class Layout:
         return self.dp > 1 and self.ep == self.tp * self.dp
 
     @property
+    def attention_dp(self) -> bool:
+        """Whether dp ranks are carved out of the tp cards (SGLang ``--enable-dp-attention``: the launch takes tp × pp
+        cards, each DP rank's attention on tp / dp of them, its own sequences)."""
+        return self.dp > 1 and not self.expert_dp and self.cards == self.tp * self.pp
+
+    @property
     def parallel(self) -> str:
         """The parallel sizes that are not 1: ``tp8 pp2 ep16``."""
         parts = [f"{k}{v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep)) if v > 1]
