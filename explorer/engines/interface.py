@@ -179,6 +179,12 @@ class SplitEngine(Engine, Protocol):
         ...
 
     @property
+    def attention_expert_parallel(self) -> bool:
+        """Whether DP attention's ranks can spread a mixture of experts' experts whole over the tp cards (SGLang's
+        ``--enable-dp-attention --ep-size tp``), offered beside DP attention alone."""
+        ...
+
+    @property
     def data_parallel_nodes_rule(self) -> str:
         """Why plain data parallelism is not planned across nodes, in the engine's terms."""
         ...

@@ -388,6 +388,7 @@ class SGLang(SplitWalk):
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
     #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
     expert_data_parallel: ClassVar[bool] = False
+    attention_expert_parallel: ClassVar[bool] = True
     data_parallel_nodes_rule: ClassVar[str] = DP_NODES_RULE
     #: fitted on published vLLM and SGLang rows together (docs/notes/speed_model.md)
     speed: ClassVar[SpeedFacts] = SpeedFacts(

@@ -296,6 +296,7 @@ class VLLM(SplitWalk):
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
     #: a mixture of experts' dp ranks spread the experts over all of them (``--enable-expert-parallel``)
     expert_data_parallel: ClassVar[bool] = True
+    attention_expert_parallel: ClassVar[bool] = False
     data_parallel_nodes_rule: ClassVar[str] = (
         "vLLM's data-parallel copies of a dense model are planned on one node; start one launch a node instead "
         "(the plan's replicas)"
