@@ -136,7 +136,8 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         choices=ALL2ALL_BACKENDS,
         default=None,
         help="the experts' all-to-all: DeepEP's buffers held on each rank (vLLM --all2all-backend; SGLang "
-        "--moe-a2a-backend deepep --deepep-mode low_latency); default: the engines' NCCL collectives, no buffer",
+        "--moe-a2a-backend deepep --deepep-mode normal / low_latency / auto, auto SGLang only); default: the "
+        "engines' NCCL collectives, no buffer",
     )
     p.add_argument(
         "--max-num-seqs",

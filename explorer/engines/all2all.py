@@ -31,10 +31,12 @@ from explorer.units import MiB, cdiv
 
 __all__ = [
     "ALL2ALL_BACKENDS",
+    "AUTO",
     "DEEPEP_MODE",
     "HIGH_THROUGHPUT",
     "LOW_LATENCY",
     "SGLANG_DISPATCH_TOKENS",
+    "VLLM_BACKENDS",
     "VLLM_BUFFER_BYTES",
     "VLLM_DISPATCH_TOKENS",
     "backend_refusals",
@@ -45,14 +47,17 @@ __all__ = [
     "vllm_buffer_bytes",
 ]
 
-Backend = Literal["deepep_high_throughput", "deepep_low_latency"]
+Backend = Literal["deepep_high_throughput", "deepep_low_latency", "deepep_auto"]
 HIGH_THROUGHPUT: Backend = "deepep_high_throughput"
 LOW_LATENCY: Backend = "deepep_low_latency"
+AUTO: Backend = "deepep_auto"
 #: the backends explorer sizes, in vLLM's ``--all2all-backend`` spelling (SGLang: ``--moe-a2a-backend deepep`` with
-#: ``--deepep-mode normal`` or ``low_latency``)
-ALL2ALL_BACKENDS: tuple[Backend, ...] = (HIGH_THROUGHPUT, LOW_LATENCY)
+#: ``--deepep-mode normal``, ``low_latency``, or ``auto``, SGLang's default, which holds both kernels' buffers)
+ALL2ALL_BACKENDS: tuple[Backend, ...] = (HIGH_THROUGHPUT, LOW_LATENCY, AUTO)
+#: those vLLM runs (it has no auto mode)
+VLLM_BACKENDS: tuple[Backend, ...] = (HIGH_THROUGHPUT, LOW_LATENCY)
 #: SGLang's ``--deepep-mode`` for each backend
-DEEPEP_MODE: dict[str, str] = {HIGH_THROUGHPUT: "normal", LOW_LATENCY: "low_latency"}
+DEEPEP_MODE: dict[str, str] = {HIGH_THROUGHPUT: "normal", LOW_LATENCY: "low_latency", AUTO: "auto"}
 #: vLLM's ``VLLM_DEEPEP_BUFFER_SIZE_MB`` default (1,024 MiB), its NVLink (and across nodes RDMA) buffer
 VLLM_BUFFER_BYTES = 1024 * MiB
 #: vLLM's ``VLLM_MOE_DP_CHUNK_SIZE`` default: the tokens a rank dispatches at most in one low-latency call
@@ -106,12 +111,18 @@ def normal_buffer_bytes(hidden_bytes: int, ranks: int) -> int | None:
     """DeepEP's high-throughput ("normal") buffers on each of ``ranks``: the larger of the dispatch and combine
     configs' NVLink hint plus the larger RDMA hint (none within a node), as SGLang asks for them; None for a rank
     count DeepEP has no config for ("Unsupported number of EP ranks")."""
+    hints = _normal_hints(hidden_bytes, ranks)
+    return None if hints is None else sum(hints)
+
+
+def _normal_hints(hidden_bytes: int, ranks: int) -> tuple[int, int] | None:
+    """(NVLink, RDMA) bytes of the normal kernels' buffers, the larger of the dispatch and combine configs'."""
     configs = (_DISPATCH_CONFIGS.get(ranks), _COMBINE_CONFIGS.get(ranks))
     if configs[0] is None or configs[1] is None:
         return None
     nvl = max(_nvl_hint(hidden_bytes, ranks, nvl_recv) for nvl_recv, _, _ in configs)
     rdma = max(_rdma_hint(hidden_bytes, ranks, send, recv) for _, send, recv in configs)
-    return nvl + rdma
+    return nvl, rdma
 
 
 def _nvl_hint(hidden_bytes: int, ranks: int, recv_tokens: int) -> int:
@@ -140,14 +151,18 @@ def _rdma_hint(hidden_bytes: int, ranks: int, send_tokens: int, recv_tokens: int
 
 def sglang_buffer_bytes(backend: str | None, hidden: int, experts: int, ranks: int) -> int:
     """One rank's DeepEP buffer under SGLang's ``--moe-a2a-backend deepep``: ``--deepep-mode low_latency`` the
-    low-latency RDMA hint at 128 tokens, ``normal`` DeepEP's config hints at a bf16 hidden state (2 bytes a value:
-    the larger of SGLang's two dispatch dtypes); 0 without the backend or where DeepEP has no config for ``ranks``
-    (:func:`backend_refusals` refuses that layout)."""
+    low-latency RDMA hint at 128 tokens; ``normal`` DeepEP's config hints at a bf16 hidden state (2 bytes a value:
+    the larger of SGLang's two dispatch dtypes); ``auto`` both: the normal NVLink hint and the larger RDMA one.
+    0 without the backend or where DeepEP has no config for ``ranks`` (:func:`backend_refusals` refuses that)."""
     if backend == LOW_LATENCY:
         return low_latency_rdma_bytes(SGLANG_DISPATCH_TOKENS, hidden, experts)
-    if backend == HIGH_THROUGHPUT:
-        return normal_buffer_bytes(2 * hidden, ranks) or 0
-    return 0
+    hints = _normal_hints(2 * hidden, ranks)
+    if backend not in (HIGH_THROUGHPUT, AUTO) or hints is None:
+        return 0
+    nvl, rdma = hints
+    if backend == AUTO:
+        rdma = max(rdma, low_latency_rdma_bytes(SGLANG_DISPATCH_TOKENS, hidden, experts))
+    return nvl + rdma
 
 
 def backend_refusals(shape: ModelShape, ep: int, backend: str | None, sized: tuple[str, ...]) -> list[Refusal]:
@@ -161,7 +176,7 @@ def backend_refusals(shape: ModelShape, ep: int, backend: str | None, sized: tup
         return [("all2all-backend", f"{backend} moves a mixture of experts' tokens; this model has no experts")]
     if ep <= 1:
         return [("all2all-backend", f"{backend} runs between expert-parallel ranks; this layout has none (ep 1)")]
-    if backend == HIGH_THROUGHPUT and ep not in _DISPATCH_CONFIGS:
+    if backend in (HIGH_THROUGHPUT, AUTO) and ep not in _DISPATCH_CONFIGS:
         return [
             (
                 "all2all-backend",
@@ -169,7 +184,7 @@ def backend_refusals(shape: ModelShape, ep: int, backend: str | None, sized: tup
                 f"'Unsupported number of EP ranks: {ep}'; {', '.join(map(str, _DISPATCH_CONFIGS))})",
             )
         ]
-    if backend == LOW_LATENCY and shape.moe.experts % ep:
+    if backend in (LOW_LATENCY, AUTO) and shape.moe.experts % ep:
         return [
             (
                 "all2all-backend",

@@ -86,9 +86,9 @@ class PlanRequest:
             expert split by tp / ep); vLLM's expert-parallel group is every rank (tp × dp), so only that size
             is allowed there. None: the engine's default (SGLang 1, vLLM tp × dp for a mixture of experts).
         all2all_backend: the experts' all-to-all, in vLLM's ``--all2all-backend`` spelling: ``deepep_low_latency``
-            (SGLang ``--moe-a2a-backend deepep --deepep-mode low_latency``) or ``deepep_high_throughput`` (vLLM
-            only); each rank holds DeepEP's buffers (:mod:`explorer.engines.all2all`). None: the engines' default
-            (NCCL collectives, no buffer).
+            or ``deepep_high_throughput`` (SGLang ``--moe-a2a-backend deepep --deepep-mode low_latency`` /
+            ``normal``), or ``deepep_auto`` (SGLang's ``auto`` only); each rank holds DeepEP's buffers
+            (:mod:`explorer.engines.all2all`). None: the engines' default (NCCL collectives, no buffer).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
-from explorer.engines.all2all import ALL2ALL_BACKENDS, backend_refusals, buffer_note, vllm_buffer_bytes
+from explorer.engines.all2all import VLLM_BACKENDS, backend_refusals, buffer_note, vllm_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     HEAD_ADDRESS,
@@ -67,7 +67,7 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, and a KV
     cache type it has none of."""
     out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
-    out += backend_refusals(shape, layout.ep, request.all2all_backend, ALL2ALL_BACKENDS)
+    out += backend_refusals(shape, layout.ep, request.all2all_backend, VLLM_BACKENDS)
     asked = request.expert_parallel_size
     if asked and shape.moe is not None and asked != layout.ep:
         out.append(

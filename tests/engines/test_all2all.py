@@ -6,6 +6,7 @@ from support.corpus import shape_of
 
 from explorer.engines.all2all import (
     ALL2ALL_BACKENDS,
+    VLLM_BACKENDS,
     backend_refusals,
     low_latency_rdma_bytes,
     normal_buffer_bytes,
@@ -46,6 +47,8 @@ def test_backends_per_rank():
     assert vllm_buffer_bytes("deepep_low_latency", 7168, 256, 1) == GiB + V3_LL_256
     assert sglang_buffer_bytes("deepep_low_latency", 7168, 256, 8) == V3_LL_128
     assert sglang_buffer_bytes("deepep_high_throughput", 7168, 256, 8) == 335_709_824
+    # SGLang's default mode holds both: the normal NVLink buffer and the larger RDMA one (here the low-latency)
+    assert sglang_buffer_bytes("deepep_auto", 7168, 256, 8) == 335_709_824 + V3_LL_128 == 2_244_120_320
     assert sglang_buffer_bytes(None, 7168, 256, 8) == 0
 
 
@@ -113,6 +116,12 @@ def test_refused_where_there_is_nothing_to_size():
     )
     assert backend_refusals(v3, 1, "deepep_low_latency", ALL2ALL_BACKENDS)[0][1].endswith("(ep 1)")
     assert backend_refusals(v3, 8, "pplx", ALL2ALL_BACKENDS)[0][1].startswith("pplx: explorer sizes the buffers of")
+    assert backend_refusals(v3, 8, "deepep_auto", VLLM_BACKENDS) == [
+        (
+            "all2all-backend",
+            "deepep_auto: explorer sizes the buffers of deepep_high_throughput, deepep_low_latency for this engine",
+        )
+    ]
     dense = plan(
         shape_of("Qwen__Qwen2.5-7B"),
         parse_cluster("1x2xh100-80g"),

@@ -383,6 +383,7 @@ LL, HT = "deepep_low_latency", "deepep_high_throughput"
             {"--moe-a2a-backend": "deepep", "--deepep-mode": "low_latency", "--ep-size": "8", "--dp-size": "8"},
         ),
         ("sglang", HT, {}, {"--moe-a2a-backend": "deepep", "--deepep-mode": "normal", "--ep-size": "8"}),
+        ("sglang", "deepep_auto", {"dp_attention": True}, {"--moe-a2a-backend": "deepep", "--deepep-mode": "auto"}),
     ],
 )
 def test_an_all_to_all_backend_the_plan_charges_is_in_the_command_as_flags_the_engine_takes(
