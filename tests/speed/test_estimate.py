@@ -228,9 +228,18 @@ def test_the_nodes_cpu_sets_the_host_bandwidth():
     assert speed_of(pi, shape, request).decode_bound_tokens_per_s == pytest.approx(17.064e9 / read)
     stated = dataclasses.replace(option, node=parse_cluster("1xcpu-64g,bw=60").nodes[0])
     assert speed_of(stated, shape, request).decode_bound_tokens_per_s == pytest.approx(60e9 / read)
-    # a CPU-only run on a Mac reads at the chip's bandwidth (M2 Max: 400 GB/s), not the default
+    # a CPU-only run on a Mac reads at the share of the chip's bandwidth its CPU threads reach (issue 26: an
+    # M2 Max's 400 GB/s × 0.5 = 200 GB/s, HOST_REACH), not the default, and says so
     mac = dataclasses.replace(option, node=parse_cluster("1x1xm2-max-64g").nodes[0])
-    assert speed_of(mac, shape, request).decode_bound_tokens_per_s == pytest.approx(400e9 / read)
+    assert speed_of(mac, shape, request).decode_bound_tokens_per_s == pytest.approx(200e9 / read)
+    (reach,) = speed_of(mac, shape, request).assumptions
+    assert "50% of its nominal 400 GB/s (200 GB/s)" in reach and "bw=" in reach
+    # cpu=NAME of an Apple Ultra: 800 GB/s × 0.5; a stated bw= is taken as measured
+    ultra = dataclasses.replace(option, node=parse_cluster("1xcpu-192g,cpu=apple-m2-ultra").nodes[0])
+    assert speed_of(ultra, shape, request).decode_bound_tokens_per_s == pytest.approx(400e9 / read)
+    told = dataclasses.replace(option, node=parse_cluster("1xcpu-192g,cpu=apple-m2-ultra,bw=300").nodes[0])
+    assert speed_of(told, shape, request).decode_bound_tokens_per_s == pytest.approx(300e9 / read)
+    assert speed_of(told, shape, request).assumptions == ()
     # issue 26: a plan that assumed the default host bandwidth says so; one that named its CPU does not
     unnamed = dataclasses.replace(option, node=parse_cluster("1xcpu-64g").nodes[0])
     (note,) = speed_of(unnamed, shape, request).assumptions
