@@ -4,7 +4,8 @@ A placement pins each instance to cards by index in the fleet
 (:func:`explorer.fleet.footprints.fleet_cards`); :attr:`FleetCards.places`
 says which node and which GPU of that node each card is. Each instance gets the
 planner's treatment (:mod:`explorer.plan.launch_lines`): ``CUDA_VISIBLE_DEVICES``
-on each node, one port a server on a node (8000, 8001, ...), a line a node for
+on each node in the order the split assumes (``CUDA_DEVICE_ORDER=PCI_BUS_ID`` on
+a node of several classes), one port a server on a node (8000, 8001, ...), a line a node for
 an instance across nodes, each further such launch meeting at ports of its own,
 and every setting the placement's footprint assumed:
 
@@ -144,7 +145,18 @@ def instance_lines(
     ev = _llamacpp(inst, model_id, nodes) if engine == "llamacpp" else _vllm(inst, model_id, offer, len(nodes))
     if not nodes:
         return [f"{_where(inst, offer)}: {on_devices(ev.command, (), port)}"]
-    return launch_lines(ev, nodes, port, copy=copy)
+    return launch_lines(ev, nodes, port, copy=copy, bus_order=_several_classes(offer, {n for n, _gpus in nodes}))
+
+
+def _several_classes(offer: FleetCards, names: set[str]) -> bool:
+    """Whether a node among ``names`` holds cards of more than one class, where CUDA's own order (fastest
+    first) may differ from the node's, so the lines fix it (``CUDA_DEVICE_ORDER=PCI_BUS_ID``)."""
+    classes: dict[str, set[str | None]] = {}
+    for card in offer.cards:
+        node = offer.places[card.index][0] if card.index < len(offer.places) else None
+        if node in names:
+            classes.setdefault(node, set()).add(card.gpu_class)
+    return any(len(found) > 1 for found in classes.values())
 
 
 def launch_rows(

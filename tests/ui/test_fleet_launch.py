@@ -10,7 +10,8 @@ from explorer.fleet.footprints import fleet_cards
 from explorer.fleet.place import place
 from explorer.fleet.records import ModelDemand
 from explorer.fleet.result import Instance
-from explorer.sources.shipped import parse_cluster
+from explorer.hardware.cluster_dict import cluster_from_dict
+from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.ui.fleet_launch import instance_lines, launch_rows
 
 GiB = 1024**3
@@ -79,6 +80,24 @@ def test_ports_count_up_on_each_node():
     rows = launch_rows(place(demands, offer.cards), offer, {}, engine="vllm")
     assert sorted(r["command"].split(":", 1)[0] for r in rows) == ["l40s-48g#0", "l40s-48g#1"]
     assert [r["command"].rsplit(" ", 1)[1] for r in rows] == ["8000", "8000"]
+
+
+def test_a_node_of_two_classes_fixes_the_device_order_the_split_assumes():
+    """The issue's mixed node (card 0 an RTX 4090, card 1 an L40S), an instance split L40S first: the line runs on
+    GPUs 1,0 in the node's own numbering (CUDA_DEVICE_ORDER=PCI_BUS_ID, not CUDA's fastest first), so the 29 GiB
+    shard goes to the L40S: shards 29 and 14 GiB, 0.674 / 0.326."""
+    mixed = {
+        "nodes": [{"name": "mix", "gpus": [{"class": "rtx4090-24g", "count": 1}, {"class": "l40s-48g", "count": 1}]}]
+    }
+    offer = fleet_cards(cluster_from_dict(mixed, shipped_catalogue()))
+    inst = Instance(model="m", replica=0, cards=(1, 0), split_bytes=(30 * GiB, 15 * GiB), fixed_bytes_per_card=GiB,
+                    context_tokens=4096, ratio_rule="proportional")  # fmt: skip
+    assert instance_lines(inst, "m.gguf", offer, engine="llamacpp", port=8000) == [
+        "mix: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1,0 llama-server -m m.gguf -c 4096 -b 2048 -ub 512 "
+        "-ngl 999 --tensor-split 0.674,0.326 --port 8000"
+    ]
+    one_class = fleet_cards(parse_cluster("1x2xl40s-48g"))
+    assert "CUDA_DEVICE_ORDER" not in instance_lines(inst, "m.gguf", one_class, engine="llamacpp", port=8000)[0]
 
 
 #: fleets the placement sweep lays models on: one node, two nodes on a fabric, two without, one big card
