@@ -235,10 +235,10 @@ def require_model_config(config: Any, where: str = "config.json") -> ConfigView:
     if not isinstance(config, Mapping):
         raise NotAModelConfigError(f"{where} is a {type(config).__name__}, not a JSON object")
     if not looks_like_model_config(config):
-        sample = ", ".join(sorted(map(str, config))[:6]) or "nothing"
+        # its keys are not named: the file may be anyone's (a Docker config.json's "auths"), not a model's
         raise NotAModelConfigError(
-            f"{where} is not a model config: it has no model_type, architectures, hidden size or layer count "
-            f"(its keys: {sample})",
+            f"{where} is not a model config: none of its {len(config):,} keys is a model_type, architectures, "
+            "hidden size or layer count",
             hint="pass the model's config.json",
         )
     return ConfigView.of(config, where=where)
