@@ -27,6 +27,9 @@ from explorer.errors import ConfigError
 SpecKind = Literal["config", "gguf", "hub"]
 
 _HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+?))?(?::(?P<file>[^:]+\.gguf))?$")
+#: characters no Hub id (nor its ``:FILE.gguf`` part) holds, refused so that an id shown in HTML or markdown
+#: can never open a tag, an attribute or a code span (issue 25: a crafted ``?model=`` link drew a form)
+FORBIDDEN_ID_CHARS = "<>\"'`"
 #: the longest MODEL argument read (a path may be 4,096 bytes; a Hub id is far shorter)
 MAX_MODEL_CHARS = 4096
 
@@ -66,6 +69,11 @@ def parse_model_spec(text: str) -> ModelSpec:
     if _exists(path):
         kind: SpecKind = "gguf" if path.suffix.lower() == ".gguf" else "config"
         return ModelSpec(kind=kind, text=text, path=path)
+    if bad := sorted({c for c in text if c in FORBIDDEN_ID_CHARS}):
+        raise ConfigError(
+            f"the model id holds {' '.join(bad)}, which no Hub id or file name does",
+            hint="write org/name, org/name@revision or org/name:FILE.gguf",
+        )
     m = _HUB_ID.match(text)
     if m and m["file"] and not text.startswith((".", "/", "~")):  # org/name:sub/file.gguf is a Hub id, not a path
         return _hub_spec(text, m)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from explorer.errors import OfflineMissError
+from explorer.safe_text import safe_html
 from explorer.sources.resolved import ResolvedModel
 
 __all__ = ["UnknownModelError", "in_browser", "pick_model", "unknown_model_advice"]
@@ -92,10 +93,12 @@ def _nearest(text: str) -> list[str]:
 
 
 def unknown_model_advice(error: UnknownModelError, *, can_fetch: bool) -> str:
-    """What the app says about a model it does not know (markdown, ids in backticks)."""
-    lines = [f"**explorer does not know `{error.text}` offline.**"]
+    """What the app says about a model it does not know (markdown; the ids HTML-escaped in ``<code>``, since
+    what a visitor typed or a link carried may hold markup or backticks that would end a code span)."""
+    lines = [f"**explorer does not know <code>{safe_html(error.text)}</code> offline.**"]
     if error.suggestions:
-        lines.append("Did you mean " + ", ".join(f"`{s}`" for s in error.suggestions) + "? Pick one below.")
+        ids = ", ".join(f"<code>{safe_html(s)}</code>" for s in error.suggestions)
+        lines.append(f"Did you mean {ids}? Pick one below.")
     if can_fetch:
         lines.append("Press **Fetch** to read it from the Hugging Face Hub (a token for gated models goes beside it).")
     else:
