@@ -183,3 +183,13 @@ def test_a_config_nested_past_the_limit_is_a_typed_error():
     with pytest.raises(ConfigError, match="nests deeper than 64"):
         parse_config_text('{"a": ' + "[" * 65 + "]" * 65 + "}")
     assert parse_config_text('{"a": ' + "[" * 60 + "]" * 60 + "}")["a"]  # deep, but within the limit
+
+
+@pytest.mark.parametrize("block", [[128, "granitehybrid"], [{"a": 2**31}, 128], [1e-300, 128], [0, 128], [2**62, 1]])
+def test_a_quantisation_block_that_is_not_two_whole_numbers_is_a_typed_error(config, block):
+    # issue 25: quantization_config bypassed the typed getters: int("granitehybrid") was a ValueError, int({…})
+    # a TypeError, a block of 1e-300 (int 0) a ZeroDivisionError
+    raw = config("RedHatAI__DeepSeek-V4-Flash-NVFP4-FP8")
+    raw["quantization_config"]["config_groups"]["group_0"]["weights"]["block_structure"] = block
+    with pytest.raises(ConfigError, match=r"block_structure\[[01]\]"):
+        run_case(json.dumps(raw), with_plan=False)
