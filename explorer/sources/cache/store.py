@@ -59,6 +59,7 @@ from explorer.sources.cache.file import (
     Mode,
     connect_for_writing,
     default_cache_path,
+    is_no_room_error,
     open_connection,
 )
 from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, SHA_TABLES, dumps, loads
@@ -213,11 +214,26 @@ class Cache:
             for _, params in statements:  # every statement's first two parameters are repo and sha
                 if len(params) >= 2:
                     self._forget(params[0], params[1])
-            sql.transaction(self._con, what, self.path, statements)
-            if time.monotonic() - self._last_checkpoint >= CHECKPOINT_EVERY_S:
-                self._con.execute("CHECKPOINT")  # so that a process reading a copy sees recent rows
-                self._last_checkpoint = time.monotonic()
+            try:
+                sql.transaction(self._con, what, self.path, statements)
+                if time.monotonic() - self._last_checkpoint >= CHECKPOINT_EVERY_S:
+                    self._con.execute("CHECKPOINT")  # so that a process reading a copy sees recent rows
+                    self._last_checkpoint = time.monotonic()
+            except Exception as e:  # CacheError from the transaction, duckdb.Error from the checkpoint
+                if not is_no_room_error(e):
+                    raise
+                self._no_room(e)
+                return False
         return True
+
+    def _no_room(self, error: BaseException) -> None:
+        """The disk is full: go on answering from what is cached, writing nothing more, with one warning."""
+        self.mode, self.why = "read-only", "disk full"
+        warnings.warn(
+            f"cache {self.path} cannot grow ({error}); answers go on without caching them",
+            CacheWarning,
+            stacklevel=4,
+        )
 
     def flush(self) -> int:
         """Write the queued writes: wait (at most ``flush_wait_s``) for the other process to let the file go,
