@@ -193,3 +193,13 @@ def test_a_quantisation_block_that_is_not_two_whole_numbers_is_a_typed_error(con
     raw["quantization_config"]["config_groups"]["group_0"]["weights"]["block_structure"] = block
     with pytest.raises(ConfigError, match=r"block_structure\[[01]\]"):
         run_case(json.dumps(raw), with_plan=False)
+
+
+@pytest.mark.parametrize(("value", "says"), [(math.inf, "mlp_ratio is inf"), (1e300, "past the plausible maximum")])
+def test_a_vision_mlp_ratio_past_any_width_is_a_typed_error(config, value, says):
+    # issue 25: vision_config.mlp_ratio = inf was an OverflowError (int(hidden * inf)), seed 28 case 9670
+    raw = config("allenai__olmOCR-7B-0225-preview")
+    raw["vision_config"]["mlp_ratio"] = value
+    raw["vision_config"].pop("intermediate_size", None)
+    with pytest.raises(ConfigError, match=says):
+        run_case(json.dumps(raw, allow_nan=True), with_plan=False)
