@@ -117,12 +117,12 @@ def headers(s: HubSettings, extra: dict[str, str] | None = None) -> dict[str, st
     """The headers of a request: user agent, ``Authorization`` when there is a token, then ``extra``.
 
     With no token in ``s``, the token huggingface_hub would find on its own
-    (unless ``HF_HUB_DISABLE_IMPLICIT_TOKEN``): ``HF_TOKEN`` or
+    (unless ``HF_HUB_DISABLE_IMPLICIT_TOKEN``, or ``s.implicit_token`` is False: a published app's visitor): ``HF_TOKEN`` or
     ``HUGGING_FACE_HUB_TOKEN``; a saved login or ``HF_OIDC_RESOURCE`` is left
     to huggingface_hub's ``build_hf_headers`` (it refreshes OAuth tokens).
     """
     token = s.token
-    if token is None and not env_true("HF_HUB_DISABLE_IMPLICIT_TOKEN"):
+    if token is None and s.implicit_token and not env_true("HF_HUB_DISABLE_IMPLICIT_TOKEN"):
         if os.environ.get("HF_OIDC_RESOURCE") or _token_file_exists():
             from huggingface_hub.utils import build_hf_headers  # finds a saved login exactly as it always has
 
