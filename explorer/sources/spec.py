@@ -71,16 +71,13 @@ def parse_model_spec(text: str, *, local_paths: bool = True, local_root: str | P
             hint="pass a path to config.json / a model folder / a .gguf file, or org/name[@revision][:FILE.gguf]",
         )
     if not local_paths:
+        _refuse_markup(text)
         return _visitor_spec(text, local_root)
     path = Path(text).expanduser()
     if _exists(path):
         kind: SpecKind = "gguf" if path.suffix.lower() == ".gguf" else "config"
         return ModelSpec(kind=kind, text=text, path=path)
-    if bad := sorted({c for c in text if c in FORBIDDEN_ID_CHARS}):
-        raise ConfigError(
-            f"the model id holds {' '.join(bad)}, which no Hub id or file name does",
-            hint="write org/name, org/name@revision or org/name:FILE.gguf",
-        )
+    _refuse_markup(text)
     m = _HUB_ID.match(text)
     if m and m["file"] and not text.startswith((".", "/", "~")):  # org/name:sub/file.gguf is a Hub id, not a path
         return _hub_spec(text, m)
@@ -95,6 +92,15 @@ def parse_model_spec(text: str, *, local_paths: bool = True, local_root: str | P
         f"{text[:200]} is neither an existing file nor a Hub id",
         hint="pass a path to config.json / a model folder / a .gguf file, or org/name[@revision][:FILE.gguf]",
     )
+
+
+def _refuse_markup(text: str) -> None:
+    """ConfigError when ``text`` holds a character no id takes (:data:`FORBIDDEN_ID_CHARS`)."""
+    if bad := sorted({c for c in text if c in FORBIDDEN_ID_CHARS}):
+        raise ConfigError(
+            f"the model id holds {' '.join(bad)}, which no Hub id or file name does",
+            hint="write org/name, org/name@revision or org/name:FILE.gguf",
+        )
 
 
 def _looks_like_path(text: str) -> bool:
