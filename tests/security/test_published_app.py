@@ -19,6 +19,7 @@ import pytest
 from support.hub_fixtures import GATED, GATED_TOKEN, SINGLE
 from support.notebook_server import ROOT, chromium, marimo_app
 
+from explorer.bench.browser import missing_browser
 from explorer.bench.logs import hostile_log
 from explorer.sources.cache.store import Cache
 
@@ -31,6 +32,8 @@ TABLE = "#explorer-options"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, hub_server):
     """One published server: HF_TOKEN (which sees the gated repo) in its environment, online, a fresh cache."""
+    if why := missing_browser():
+        pytest.skip(why)
     tmp = tmp_path_factory.mktemp("published")
     env = {
         "EXPLORER_CACHE": str(tmp / "cache.duckdb"),
