@@ -243,7 +243,8 @@ def _(resolved):
     model = resolved
     shape = model.shape
     model_name = model.repo or shape.name
-    return model, model_name, shape
+    model_ref = model.launch_ref  # what a launch loads: the repository, a local folder, or a placeholder
+    return model, model_name, model_ref, shape
 
 
 @app.cell(hide_code=True)
@@ -515,7 +516,7 @@ def _(concurrency, context, engine, kv_dtype, request_settings):
 
 
 @app.cell(hide_code=True)
-def _(artifact_menu, cluster, goal, model, model_name, request, shape, weights):
+def _(artifact_menu, cluster, goal, model, model_ref, request, shape, weights):
     # The planner call: everything below reads `result`; nothing here touches the network.
     mo.stop(cluster is None)
     chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
@@ -530,7 +531,7 @@ def _(artifact_menu, cluster, goal, model, model_name, request, shape, weights):
                 cluster,
                 request,
                 artifacts=chosen,
-                model_ref=model_name,
+                model_ref=model_ref,
                 goal=goal.value,
                 speed=SpeedSettings(prices=shipped_prices()),
                 suggest=False,  # the table first; the ways forward are planned in a run of their own
@@ -573,18 +574,17 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
         _notes.append(
             mo.callout(
                 mo.md(
-                    "**The model's own weights keep no layout on the GPUs alone,** so these precisions were "
+                    "**The model's own weights keep no layout on the GPUs alone with headroom,** so these "
+                    "precisions were "
                     f"planned too (as `explorer plan` does): {safe_html(', '.join(result.widened))}."
                 ),
                 kind="info",
             )
         )
+    if cluster.assumptions:
+        _notes.append(mo.callout(mo.md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
     if not result.options:
-        _notes.append(
-            mo.callout(
-                mo.md("**Nothing fits.** The closest misses are in red; *Why not* below says why."), kind="danger"
-            )
-        )
+        _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
     # marimo shows a run's outputs when the run ends: the slow part below waits for a run of its own
     set_below((result, request))
     mo.vstack(
@@ -600,7 +600,7 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
 
 
 @app.cell(hide_code=True)
-def _(app_state, chosen, cluster, get_below, set_applied, shape):
+def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
     # The ways forward when the best way leaves layers off the accelerators (or nothing fits): each change
     # planned again, in a run of its own after the table; a click applies the change to the controls.
     mo.stop(get_below() is None)
@@ -611,6 +611,7 @@ def _(app_state, chosen, cluster, get_below, set_applied, shape):
         chosen,
         speed=SpeedSettings(prices=shipped_prices()),
         catalogue=shipped_catalogue(),
+        precisions=() if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints),
     )
     _rows = suggestion_rows(_result)
     suggestion_buttons = mo.ui.array(
@@ -663,6 +664,7 @@ def _(draw, result):
     _tps, _ttft, _cost = nd.speed_of_option(picked)
     _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
     _host = nd.host_note(picked)
+    _launch = result.replica_launch(picked).text() if result.replica_launch else picked.evaluation.command
     mo.vstack(
         [
             mo.hstack(
@@ -677,7 +679,11 @@ def _(draw, result):
                 align="center",
             ),
             vega.VegaLiteSpec(vega.card_memory_spec(nd.card_parts(picked), title=picked.label)),
-            mo.md((f"*{safe_html(_host)}* · " if _host else "") + f"Launch: `{picked.evaluation.command}`"),
+            mo.md(
+                (f"*{safe_html(_host)}* · " if _host else "")
+                + f"Launch (devices, port, a line a node):<pre>{safe_html(_launch)}</pre>"
+            ),
+            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
         ],
         gap=0.25,
     )
@@ -685,7 +691,7 @@ def _(draw, result):
 
 
 @app.cell(hide_code=True)
-def _(chosen, cluster, context_steps, engine, get_below, model, model_name, pin, settings_values, shape):
+def _(chosen, cluster, context_steps, engine, get_below, model, model_name, model_ref, pin, settings_values, shape):
     # Below the answer: the curves against context, why the other ways were refused, pinning, the model.
     # It reads the plan from the table's cell (get_below): a slider move shows the table first.
     mo.stop(get_below() is None)
@@ -711,25 +717,25 @@ def _(chosen, cluster, context_steps, engine, get_below, model, model_name, pin,
         else mo.md("Nothing was refused.")
     )
     if pin.value.strip():
-        from explorer.plan.pinning import check_pinned
+        from explorer.ui.pinned_view import pinned_answer, pinned_launch
 
-        _engine = next((e for e in ENGINE_KEYS[engine.value] if e in ("vllm", "sglang")), "vllm")
         try:
-            _pinned = check_pinned(
+            _pinned = pinned_answer(
                 shape,
                 cluster,
-                [g.strip() for g in pin.value.split(",") if g.strip()],
-                engine=_engine,
+                pin.value,
+                engines=ENGINE_KEYS[engine.value],
                 request=_request,
-                artifact=next((a for a in chosen if a.format == "safetensors"), None),
-                model_ref=model_name,
+                artifacts=chosen,
+                model_ref=model_ref,
             )
             _o = _pinned.option
+            _lines = "\n".join(pinned_launch(_pinned))
             _tabs["Pinned GPUs"] = mo.callout(
                 mo.md(
                     f"**{safe_html(_o.label)}**: the worst card needs {gib(_o.per_card.total)} of "
                     f"{gib(_o.per_card.usable)} usable. {safe_html(_pinned.message)}\n\n"
-                    f"`{safe_html(_o.evaluation.command)}`"
+                    f"<pre>{safe_html(_lines)}</pre>"
                 ),
                 kind="danger" if _pinned.overcommitted else "success",
             )

@@ -16,7 +16,7 @@ from explorer.hardware.cluster import MAX_GPUS, Cluster
 from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_HICACHE_RATIO, MAX_HOST_GIB, MAX_NGL
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.offer import fallback_artifacts, plan_artifacts
-from explorer.plan.pinning import check_pinned
+from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.plan.ranking import GOALS, SORT_ALIASES
 from explorer.sources.cache.calibrations import stored_calibrations
@@ -118,8 +118,16 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         "--dp",
         type=int_range(1, MAX_GPUS, "--dp"),
         default=None,
-        help="data-parallel replicas in one launch (vLLM --data-parallel-size, SGLang --dp-size; "
-        "with --dp-attention its DP attention size)",
+        help="data-parallel ranks in one launch (vLLM --data-parallel-size: copies of a dense model, ranks sharing "
+        "a mixture of experts' experts with --enable-expert-parallel; SGLang --dp-size; with --dp-attention its DP "
+        "attention size)",
+    )
+    p.add_argument(
+        "--ep",
+        type=int_range(1, MAX_GPUS, "--ep"),
+        default=None,
+        help="SGLang --ep-size: the MoE layers' expert-parallel size within --tp (default: 1, or tp where the "
+        "block-FP8 rule needs it); vLLM's expert parallelism always spans tp × dp",
     )
     p.add_argument(
         "--max-num-seqs",
@@ -222,6 +230,7 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         tensor_parallel_size=args.tp,
         pipeline_parallel_size=args.pp,
         data_parallel_size=args.dp,
+        expert_parallel_size=args.ep,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         chunked_prefill_size=args.chunked_prefill_size,
@@ -277,7 +286,7 @@ def resolve_for_plan(args: argparse.Namespace):
     )
     chosen = bool(args.quant) or bool(named)
     fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, checkpoints)
-    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model, fallback
+    return resolved.shape, artifacts, resolved.launch_ref, fallback
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -370,14 +379,15 @@ def run(args: argparse.Namespace) -> int:
     )
     if result.widened and not args.json:
         print(
-            f"note: the model's own weights keep no all-GPU layout here that loads them as published; also planned: "
+            "note: the model's own weights keep no all-GPU layout here that loads them as published with headroom "
+            f"(at most 95 % of a card, room for 2 sequences); also planned: "
             f"{', '.join(result.widened)} (choose one with --quant)",
             file=sys.stderr,
         )
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps({**result.to_dict(), "assumed": list(cluster.assumptions)}, indent=2))
     else:
-        print_result(result, top=args.top, wide=args.wide)
+        print_result(result, top=args.top, wide=args.wide, assumed=cluster.assumptions)
     return 0 if result.options else 3
 
 
@@ -401,6 +411,7 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
                     "model": model_ref,
                     "option": result.option.to_dict(),
                     "replicas": [o.to_dict() for o in result.replicas],
+                    "launch": list(pinned_launch(result)),
                     "overcommit_bytes": result.overcommit_bytes,
                     "short_now_bytes": result.short_now_bytes,
                     "cards_pinned": result.cards_pinned,
@@ -420,8 +431,8 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
             f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
             f"of {gib(card.usable)} usable\n  {result.option.memory_text}\n  {result.message}"
         )
-        for option in result.replicas:
-            print(f"  {option.evaluation.command}")
+        for line in pinned_launch(result):
+            print(f"  {line}")
     return 3 if result.overcommitted else 0
 
 

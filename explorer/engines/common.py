@@ -9,6 +9,7 @@ saying part by part what that card holds, in integer bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -81,6 +82,9 @@ class PlanRequest:
         pipeline_parallel_size: the user's pp (``--pipeline-parallel-size``, ``--pp-size``); None: any.
         data_parallel_size: replicas in one launch (vLLM ``--data-parallel-size``, SGLang ``--dp-size``
             without DP attention; with ``dp_attention`` the DP attention size); None: 1.
+        expert_parallel_size: SGLang ``--ep-size`` (dividing tp; the experts spread over ep groups, each
+            expert split by tp / ep); vLLM's expert-parallel group is every rank (tp × dp), so only that size
+            is allowed there. None: the engine's default (SGLang 1, vLLM tp × dp for a mixture of experts).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
@@ -123,6 +127,7 @@ class PlanRequest:
     tensor_parallel_size: int | None = None
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
+    expert_parallel_size: int | None = None
     language_only: bool = False
     piecewise_cuda_graph: bool = False
     piecewise_cuda_graph_max_tokens: int | None = None
@@ -162,7 +167,7 @@ class PlanRequest:
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int | float) and MIN_SHARE <= value <= 1):
                 raise PlanError(f"{name} is {value!r}; it must be a share from {MIN_SHARE:g} to 1")
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "expert_parallel_size"):
             if (value := getattr(self, name)) is not None:
                 _in_range(name, value, 1, MAX_GPUS)
         if self.piecewise_cuda_graph_max_tokens is not None:
@@ -170,6 +175,11 @@ class PlanRequest:
         _amount("swap_space_gib", self.swap_space_gib, MAX_HOST_GIB, zero=True)
         _amount("hicache_ratio", self.hicache_ratio, MAX_HICACHE_RATIO, zero=False)
         _amount("hicache_size_gb", self.hicache_size_gb, MAX_HOST_GIB, zero=True)
+        if self.hicache_size_gb is not None and self.hicache_size_gb != int(self.hicache_size_gb):
+            raise PlanError(
+                f"hicache_size_gb {self.hicache_size_gb:g}: SGLang's --hicache-size takes whole GB",
+                hint="give a whole number of GB, or size the host pool with --hicache-ratio",
+            )
         if self.tensor_split is not None:
             split = self.tensor_split
             if not split or not all(isinstance(x, int | float) and 0 <= x < float("inf") for x in split):
@@ -205,7 +215,8 @@ class Layout:
         gpus_per_node: cards used on each node (0 on the CPU).
         tp: tensor-parallel size.
         pp: pipeline-parallel size (llama.cpp: devices the layers are split over).
-        dp: data-parallel size (SGLang DP attention).
+        dp: data-parallel size: plain replicas side by side, SGLang's DP attention ranks within the tp
+            cards, or vLLM's expert-parallel dp ranks of tp cards each (see :attr:`expert_dp`).
         ep: expert-parallel size (1: experts split by tp instead).
         cpu: runs on the host's CPU only.
         unified: runs on a unified-memory host (Apple).
@@ -245,6 +256,12 @@ class Layout:
         if self.nodes > 1:
             return f"{self.nodes} nodes × {self.gpus_per_node} {self.gpu_class} on {self.fabric}"
         return f"{self.gpus_per_node} × {self.gpu_class}"
+
+    @property
+    def expert_dp(self) -> bool:
+        """Whether dp ranks of tp cards each share experts spread over all tp × dp ranks (vLLM
+        ``--data-parallel-size`` with ``--enable-expert-parallel``): attention and dense weights per rank."""
+        return self.dp > 1 and self.ep == self.tp * self.dp
 
     @property
     def parallel(self) -> str:
@@ -306,6 +323,24 @@ class CardMemory:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCommand:
+    """What a further node of a launch runs beside the head's command.
+
+    Attributes:
+        rank: which of the launch's nodes runs it (1 = the first after the head).
+        command: its line, without devices or port (the launch lines add them).
+        devices: the card positions on that node it runs on (``NODE:INDEX``'s index); empty: the same cards
+            as the head's.
+        where: the node's name when the engine named it (an RPC server's host), else empty.
+    """
+
+    rank: int
+    command: str
+    devices: tuple[int, ...] = ()
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evaluation:
     """An engine's answer for one layout.
 
@@ -320,6 +355,9 @@ class Evaluation:
         free_needed_bytes: free memory a card must have now for the engine to start on it
             (vLLM: total × utilisation; SGLang: total × mem_fraction_static; llama.cpp: what it allocates).
         n_gpu_layers: llama.cpp's ``-ngl`` as resolved (None for other engines).
+        devices: the head node's card positions the command runs on, in the order its figures assume
+            (llama.cpp's ``--tensor-split``); empty: the first cards of the layout's class.
+        workers: what the launch's other nodes run (ranks of a launch across nodes, RPC servers).
     """
 
     cards: tuple[CardMemory, ...]
@@ -331,6 +369,8 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
     free_needed_bytes: int = 0
     n_gpu_layers: int | None = None
+    devices: tuple[int, ...] = ()
+    workers: tuple[NodeCommand, ...] = ()
 
     def __post_init__(self) -> None:
         check_figures(
@@ -355,6 +395,20 @@ class Evaluation:
         return min(pool, key=lambda c: c.headroom)
 
 
+#: the head node's address in a launch across nodes: a placeholder the launch lines name the head node in
+HEAD_ADDRESS = "<head-node>"
+
+
+def across_nodes(base: str, nodes: int, rank_flags: Callable[[int], str]) -> tuple[str, tuple[NodeCommand, ...]]:
+    """A launch over ``nodes`` nodes: the head's command and each other node's, ``base`` with that rank's flags
+    (one node: ``base`` alone)."""
+    if nodes < 2:
+        return base, ()
+    return f"{base} {rank_flags(0)}", tuple(
+        NodeCommand(rank=r, command=f"{base} {rank_flags(r)}") for r in range(1, nodes)
+    )
+
+
 def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:
     """vLLM's ``get_pp_indices``: ``layers // pp`` each, the remainder added to the stages
     before the last, from the second-to-last backwards (80 layers / 3 → 27, 27, 26)."""
@@ -371,6 +425,8 @@ def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:
 
 def card_role(layout: Layout, stage: int, first: int, end: int) -> str:
     """Which cards a per-card figure is for: ``each of 8 cards`` or ``stage 2 of 3 (layers 27–53), 8 cards``."""
+    if layout.expert_dp:
+        return f"each of {layout.cards} cards ({layout.dp} dp ranks of {layout.tp})"
     if layout.pp == 1:
         return f"each of {layout.tp} cards" if layout.tp > 1 else "the card"
     return f"stage {stage + 1} of {layout.pp} (layers {first}–{end - 1}), {layout.tp} cards"

@@ -62,6 +62,33 @@ class Footprint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedFacts:
+    """What the speed model (:mod:`explorer.speed`) knows of an engine: its own figures, fitted on published
+    decode measurements (docs/notes/speed_model.md), so the speed model never compares engine names.
+
+    Attributes:
+        efficiency: the share of the roofline bound the engine reaches by default (0 < e ≤ 1).
+        dense_layer_floor_s: the least time one dense decoder layer takes in a decode step (its kernels'
+            launch and latency), on a Hopper-class card; other card generations scale it
+            (:data:`explorer.speed.floor.GENERATION_FLOOR`).
+        moe_layer_floor_s: the same for a mixture-of-experts layer (router, experts, their gather).
+        token_overhead_s: the time a decode step takes beyond its layers, whatever the model: sampling,
+            scheduling, the step's launch (on a Hopper-class card; scaled by generation as the floors are).
+        host_layers: layers may sit on the host; the engine then runs its parts one after another for the
+            whole batch (host layers, then each card of a layer split), hands off f32 activations, and reads
+            its weights once per ubatch in prefill (llama.cpp).
+        gguf: the engine loads a GGUF (converted from the weights), so a step reads the GGUF's tensor types.
+    """
+
+    efficiency: float
+    dense_layer_floor_s: float
+    moe_layer_floor_s: float
+    token_overhead_s: float
+    host_layers: bool = False
+    gguf: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PinnedLayout:
     """An engine's launch on exactly the cards a user pinned.
 
@@ -82,6 +109,11 @@ class Engine(Protocol):
     @property
     def name(self) -> EngineName:
         """The engine's name in requests and layouts: ``vllm``, ``sglang``, ``llamacpp``."""
+        ...
+
+    @property
+    def speed(self) -> SpeedFacts:
+        """The engine's speed facts (floors, overhead, efficiency, host layers)."""
         ...
 
     @property
@@ -137,6 +169,17 @@ class SplitEngine(Engine, Protocol):
     def online_methods(self) -> frozenset[str]:
         """Precision methods the engine applies to the original weights while loading them
         (vLLM's ``--quantization fp8``): a what-if of these needs no published checkpoint."""
+        ...
+
+    @property
+    def expert_data_parallel(self) -> bool:
+        """Whether ``--dp`` ranks of a mixture of experts share experts spread over all of them (vLLM's
+        ``--data-parallel-size`` with ``--enable-expert-parallel``) instead of each holding a copy."""
+        ...
+
+    @property
+    def data_parallel_nodes_rule(self) -> str:
+        """Why plain data parallelism is not planned across nodes, in the engine's terms."""
         ...
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:

@@ -34,16 +34,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from explorer.engines import vllm
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
+    HEAD_ADDRESS,
     CardMemory,
     EngineName,
     Evaluation,
     Layout,
     PlanRequest,
+    across_nodes,
     card_role,
     largest_context,
     online_flags,
@@ -51,8 +54,8 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, sglang_claim
-from explorer.engines.interface import Footprint
-from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.interface import Footprint, SpeedFacts
+from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -156,6 +159,15 @@ def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration 
     return (total or gpu.visible_memory_bytes) - startup_bytes(gpu, layout, calibration)
 
 
+#: SGLang's data parallelism across nodes (``server_args.py``: multi-node dp needs ``--enable-dp-attention``)
+DP_NODES_RULE = (
+    'SGLang runs data parallelism across nodes only with --enable-dp-attention (its message: "multi-node data '
+    'parallel is not supported unless dp attention!"), and DP attention (--dp-attention here) applies only to '
+    "models that support it (DeepSeek-style MLA and some MoE models); use one launch per node instead (the plan's "
+    "replicas), or --tp over the nodes"
+)
+
+
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
     """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
     pipeline parallelism and multi-node data parallelism cannot combine with."""
@@ -166,12 +178,32 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     if request.speculative and request.enable_mixed_chunk:
         out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
     if layout.dp > 1 and layout.nodes > 1 and not request.dp_attention:
-        out.append(("dp-nodes", "SGLang runs data parallelism across nodes only with DP attention"))
+        out.append(("dp-nodes", DP_NODES_RULE))
+    if layout.ep > 1 and layout.tp % layout.ep:
+        out.append(
+            ("ep-size", f"SGLang splits experts by tp / ep: --ep-size {layout.ep} must divide --tp-size {layout.tp}")
+        )
+    out += expert_size_refusals(shape, request)
+    if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
+        out.append(
+            (
+                "kv-dtype",
+                f"SGLang has no {request.kv_dtype} KV cache (--kv-cache-dtype: auto, {', '.join(KV_CACHE_DTYPE)})",
+            )
+        )
     if (layout.tp * layout.pp) % layout.nodes:
         out.append(
             ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
         )
     return out
+
+
+def attention_tp(layout: Layout, request: PlanRequest) -> int:
+    """The attention's tensor-parallel size: tp, or under DP attention ``tp / dp`` (SGLang's ``attn_tp_size``:
+    each DP rank's attention whole on ``tp / dp`` cards, its own sequences' KV cache beside it)."""
+    if request.dp_attention and layout.dp > 1:
+        return max(1, layout.tp // layout.dp)
+    return layout.tp
 
 
 def evaluate(
@@ -186,8 +218,8 @@ def evaluate(
     _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
     activations = min(int(prefill_mib * MiB), capacity - static)
     overhead = capacity - static - activations
-    weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
-    attn_tp = 1 if request.dp_attention else layout.tp
+    attn_tp = attention_tp(layout, request)
+    weights = weight_breakdown(shape, precision, layout.tp, layout.ep, attn_tp)
     seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
     kv_type = shape.kv_type(request.kv_dtype)
 
@@ -223,13 +255,17 @@ def evaluate(
     notes = (f"mem_fraction_static {mfs:g} of the {gib(free)} free at start", combined_note(cards, layout, mfs))
     if calibration is not None:
         notes += (calibration.note,)
+    batch = card_defaults(capacity // MiB, layout.tp, request)
+    head, workers = across_nodes(command(model_ref, shape, precision, layout, request, mfs, batch), layout.nodes,
+                                 partial(rank_flags, layout.nodes))  # fmt: skip
     return Evaluation(
         cards=tuple(cards),
         host=None,
         max_context_tokens=max_context,
         max_concurrency=max(0, conc),
-        command=command(model_ref, shape, precision, layout, request, mfs),
+        command=head,
         notes=notes,
+        workers=workers,
         free_needed_bytes=static,
     )
 
@@ -238,49 +274,67 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
     """SGLang's static need over the whole launch, as gpustack words it: weights + KV of every card ÷ the static
     share is what all cards together must offer, and each card must have that share of its memory free."""
     static = sum((c.weights + c.kv_cache) * c.count for c in cards) * max(1, layout.cards // layout.tp // layout.pp)
+    cards = f"all {layout.cards} GPUs combined need" if layout.cards > 1 else "the GPU needs"
     return (
-        f"with --mem-fraction-static={mfs:g}, all {layout.cards} GPUs combined need at least "
+        f"with --mem-fraction-static={mfs:g}, {cards} at least "
         f"{gib(int(static / mfs))} and each card needs {int(mfs * 100)} % of its memory allocatable"
     )
 
 
+#: ``--kv-cache-dtype`` for explorer's KV types (SGLang 0.5.10.post1 ``server_args.py``: auto, fp8_e5m2, fp8_e4m3,
+#: bf16, bfloat16, fp4_e2m1); the others (fp16 on a bf16 model, fp32, llama.cpp's q8_0…) are refused
+KV_CACHE_DTYPE = {"bf16": "bf16", "fp8": "fp8_e4m3"}
+#: the port ``--dist-init-addr`` names on the head node (SGLang's docs use 5000; any free port does)
+DIST_INIT_PORT = 5000
+
+
 def command(
-    model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest, mfs: float
+    model_ref: str,
+    shape: ModelShape,
+    precision: Precision,
+    layout: Layout,
+    request: PlanRequest,
+    mfs: float,
+    batch: tuple[int, int],
 ) -> str:
-    """The ``sglang.launch_server`` line for this layout."""
+    """The ``sglang.launch_server`` line for this layout, with every setting the plan assumed: the static share
+    and ``batch`` (the chunked prefill size and the CUDA-graph batch cap, :func:`card_defaults`) are written
+    out even at SGLang's defaults, which depend on the card and the release."""
     parts = ["python -m sglang.launch_server", f"--model-path {model_ref}"]
     if layout.tp > 1:
         parts.append(f"--tp-size {layout.tp}")
     if layout.pp > 1:
         parts.append(f"--pp-size {layout.pp}")
+    if layout.ep > 1:
+        parts.append(f"--ep-size {layout.ep}")
     parts.append(f"--context-length {request.context_tokens}")
-    if request.mem_fraction_static:
-        parts.append(f"--mem-fraction-static {mfs:g}")
+    parts.append(f"--mem-fraction-static {mfs:g}")
     if request.dp_attention:
         parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
     elif layout.dp > 1:
         parts.append(f"--dp-size {layout.dp}")
     if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {'fp8_e4m3' if request.kv_dtype == 'fp8' else request.kv_dtype}")
+        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           SGLang.online_methods)  # fmt: skip
     if request.speculative:
         parts.append(f"--speculative-algorithm {request.speculative}")
     if request.enable_mixed_chunk:
         parts.append("--enable-mixed-chunk")
+    chunk, graph_bs = batch
+    parts += [f"--chunked-prefill-size {chunk}", f"--cuda-graph-max-bs {graph_bs}"]
     parts += _tuning_flags(request)
-    if layout.nodes > 1:
-        parts.append(f"--nnodes {layout.nodes} --node-rank <0..{layout.nodes - 1}> --dist-init-addr <head-node>:5000")
     return " ".join(parts)
+
+
+def rank_flags(nodes: int, rank: int) -> str:
+    """One node's flags in a launch across ``nodes`` nodes: its rank and the head's address."""
+    return f"--nnodes {nodes} --node-rank {rank} --dist-init-addr {HEAD_ADDRESS}:{DIST_INIT_PORT}"
 
 
 def _tuning_flags(request: PlanRequest) -> list[str]:
     """The launch flags of the request's SGLang knobs, those set."""
     flags = []
-    if request.chunked_prefill_size:
-        flags.append(f"--chunked-prefill-size {request.chunked_prefill_size}")
-    if request.cuda_graph_max_bs:
-        flags.append(f"--cuda-graph-max-bs {request.cuda_graph_max_bs}")
     if request.enforce_eager:
         flags.append("--disable-cuda-graph")
     if request.piecewise_cuda_graph:
@@ -292,7 +346,7 @@ def _tuning_flags(request: PlanRequest) -> list[str]:
     if request.hierarchical_cache:
         flags.append("--enable-hierarchical-cache")
         flags.append(
-            f"--hicache-size {request.hicache_size_gb:g}"
+            f"--hicache-size {request.hicache_size_gb:.0f}"  # whole GB (PlanRequest refuses a fraction)
             if request.hicache_size_gb
             else f"--hicache-ratio {request.hicache_ratio:g}"
         )
@@ -312,6 +366,13 @@ class SGLang(SplitWalk):
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
+    #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
+    expert_data_parallel: ClassVar[bool] = False
+    data_parallel_nodes_rule: ClassVar[str] = DP_NODES_RULE
+    #: fitted on published vLLM and SGLang rows together (docs/notes/speed_model.md)
+    speed: ClassVar[SpeedFacts] = SpeedFacts(
+        efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.75e-3
+    )
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""
@@ -322,8 +383,10 @@ class SGLang(SplitWalk):
     def make_layout(
         self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
     ) -> Layout:
-        """The split, with dp = tp under ``--enable-dp-attention``."""
-        return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1)
+        """The split, with dp = tp under ``--enable-dp-attention`` and the user's ``--ep-size`` on a mixture of
+        experts."""
+        ep = request.expert_parallel_size if shape.moe is not None and request.expert_parallel_size else 1
+        return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1, ep=ep)
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility and combination rules (:func:`refusals`)."""

@@ -25,15 +25,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
+    HEAD_ADDRESS,
     CardMemory,
     EngineName,
     Evaluation,
     Layout,
+    NodeCommand,
     PlanRequest,
+    across_nodes,
     card_role,
     largest_context,
     online_flags,
@@ -41,8 +45,8 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, vllm_claim
-from explorer.engines.interface import Footprint
-from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.interface import Footprint, SpeedFacts
+from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
@@ -59,8 +63,26 @@ BLOCK_TOKENS = 16
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Divisibility rules vLLM enforces for this layout (none depends on the request)."""
-    return tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
+    """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, and a KV
+    cache type it has none of."""
+    out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
+    asked = request.expert_parallel_size
+    if asked and shape.moe is not None and asked != layout.ep:
+        out.append(
+            (
+                "ep-size",
+                f"vLLM's expert-parallel group is every rank of the launch (--enable-expert-parallel: tp × dp = "
+                f"{layout.ep}); --ep {asked} cannot be set apart from it",
+            )
+        )
+    if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
+        out.append(
+            (
+                "kv-dtype",
+                f"vLLM has no {request.kv_dtype} KV cache (--kv-cache-dtype: auto, {', '.join(KV_CACHE_DTYPE)})",
+            )
+        )
+    return out
 
 
 def budget_total_bytes(gpu: GPUClass, calibration: Calibration | None) -> int:
@@ -68,6 +90,12 @@ def budget_total_bytes(gpu: GPUClass, calibration: Calibration | None) -> int:
     if calibration is not None and calibration.torch_memory_bytes:
         return calibration.torch_memory_bytes
     return gpu.visible_memory_bytes
+
+
+def distributed_size(layout: Layout) -> int:
+    """The group size the non-torch term is read at: tp, or every rank of an expert-parallel dp launch (its
+    expert group talks over NCCL like a tensor-parallel one; no log of it yet, so the tp figure stands in)."""
+    return layout.tp * layout.dp if layout.expert_dp else layout.tp
 
 
 def stage_weight_bytes(
@@ -96,7 +124,7 @@ def evaluate(
     graphs = 0
     if release.graphs_in_budget and not request.enforce_eager:
         graphs = graph_bytes(seqs, tokens, calibration)
-    overhead = graphs + non_torch_bytes(release, layout.tp, layout.pp, calibration)
+    overhead = graphs + non_torch_bytes(release, distributed_size(layout), layout.pp, calibration)
     stages = pp_partition(shape.layers, layout.pp)
     stage_weights = stage_weight_bytes(shape, precision, layout, gpu, release)
     context, conc = request.context_tokens, request.concurrency
@@ -120,7 +148,7 @@ def evaluate(
                 overhead=overhead,
                 usable=usable,
                 capacity=capacity,
-                count=layout.tp,
+                count=layout.tp * layout.dp if layout.expert_dp else layout.tp,
             )
         )
         rooms.append((a, b, usable - w - act - overhead, per_seq))
@@ -142,19 +170,43 @@ def evaluate(
         notes.append(f"concurrency capped by max_num_seqs ({seqs})")
     if calibration is not None:
         notes.append(calibration.note)
+    base = command(model_ref, shape, precision, layout, request, max_num_seqs=seqs, max_num_batched_tokens=tokens)
+    head, workers = launch_over_nodes(base, layout)
     return Evaluation(
         cards=tuple(cards),
         host=None,
         max_context_tokens=max_context,
         max_concurrency=max_conc,
-        command=command(model_ref, shape, precision, layout, request),
+        command=head,
         notes=tuple(notes),
         free_needed_bytes=usable,
+        workers=workers,
     )
 
 
-def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest) -> str:
-    """The ``vllm serve`` line for this layout."""
+#: ``--kv-cache-dtype`` for explorer's KV types (vLLM 0.26.0 ``vllm/config/cache.py`` ``CacheDType``); the others
+#: (fp32, llama.cpp's q8_0…) vLLM has no cache of, and a layout asking for one is refused
+KV_CACHE_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
+#: the port the head's data-parallel RPC listens on in vLLM's multi-node example
+DP_RPC_PORT = 13345
+#: nodes beyond which the headless nodes' lines are folded into one with a placeholder start rank
+MAX_NODE_LINES = 4
+
+
+def command(
+    model_ref: str,
+    shape: ModelShape,
+    precision: Precision,
+    layout: Layout,
+    request: PlanRequest,
+    *,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+) -> str:
+    """The ``vllm serve`` line for this layout (the head's part common to every node), with every setting the plan
+    assumed: the memory share and the scheduler's batch sizes are written out even at their defaults (the
+    defaults moved between releases: ``gpu_memory_utilization`` is 0.92 in 0.26, the batch sizes depend on the
+    card). A launch over nodes adds each node's flags (:func:`launch_over_nodes`)."""
     parts = ["vllm serve", model_ref]
     if layout.tp > 1:
         parts.append(f"--tensor-parallel-size {layout.tp}")
@@ -163,23 +215,50 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
     if layout.dp > 1:
         parts.append(f"--data-parallel-size {layout.dp}")
     parts.append(f"--max-model-len {request.context_tokens}")
-    if request.gpu_memory_utilization != 0.9:
-        parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
+    parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
     if layout.ep > 1:
         parts.append("--enable-expert-parallel")
     if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {request.kv_dtype}")
+        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           VLLM.online_methods)  # fmt: skip
-    if request.max_num_seqs:
-        parts.append(f"--max-num-seqs {request.max_num_seqs}")
-    if request.max_num_batched_tokens:
-        parts.append(f"--max-num-batched-tokens {request.max_num_batched_tokens}")
+    parts.append(f"--max-num-seqs {max_num_seqs}")
+    parts.append(f"--max-num-batched-tokens {max_num_batched_tokens}")
     if request.enforce_eager:
         parts.append("--enforce-eager")
-    if layout.nodes > 1:
-        parts.append("--distributed-executor-backend ray")
     return " ".join(parts)
+
+
+def launch_over_nodes(base: str, layout: Layout) -> tuple[str, tuple[NodeCommand, ...]]:
+    """The head's command and each other node's: an expert-parallel dp launch starts its dp ranks node by node
+    (:func:`node_commands`); any other runs vLLM's multiprocessing backend over the nodes (:func:`rank_flags`)."""
+    if layout.nodes > 1 and layout.expert_dp:
+        head, *others = node_commands(base, layout)
+        return head, tuple(NodeCommand(rank=k, command=line) for k, line in enumerate(others, 1))
+    return across_nodes(base, layout.nodes, partial(rank_flags, layout.nodes))
+
+
+def rank_flags(nodes: int, rank: int) -> str:
+    """One node's flags in a launch across ``nodes`` nodes, as vLLM's multiprocessing backend takes them
+    (docs/serving/parallelism_scaling.md, 0.26.0): every node names the head, the others run ``--headless``."""
+    flags = f"--nnodes {nodes} --node-rank {rank} --master-addr {HEAD_ADDRESS}"
+    return flags + (" --headless" if rank else "")
+
+
+def node_commands(base: str, layout: Layout) -> list[str]:
+    """One line a node for dp ranks over several nodes: each starts its ``dp / nodes`` local ranks; the head
+    (rank 0 on) serves the API, the others run ``--headless`` from their first rank."""
+    local = layout.dp // layout.nodes
+    shared = (
+        f"{base} --data-parallel-size-local {local} --data-parallel-address {HEAD_ADDRESS} "
+        f"--data-parallel-rpc-port {DP_RPC_PORT}"
+    )
+    if layout.nodes > MAX_NODE_LINES:
+        return [
+            shared,
+            f"{shared} --data-parallel-start-rank <{local} × k on node k = 1..{layout.nodes - 1}> --headless",
+        ]
+    return [shared] + [f"{shared} --data-parallel-start-rank {local * k} --headless" for k in range(1, layout.nodes)]
 
 
 #: the two contexts a footprint's KV slope is measured between
@@ -191,7 +270,8 @@ class VLLM(SplitWalk):
     """vLLM for the planner (a :class:`~explorer.engines.interface.SplitEngine`).
 
     Splits are tp × pp with tp within a node; a mixture of experts runs
-    expert-parallel over the tensor-parallel cards; a card offers
+    expert-parallel over the tensor-parallel cards, or over dp ranks of tp
+    cards each (``--data-parallel-size`` with ``--enable-expert-parallel``); a card offers
     ``gpu_memory_utilization`` of its memory.
     """
 
@@ -199,6 +279,16 @@ class VLLM(SplitWalk):
     #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
+    #: a mixture of experts' dp ranks spread the experts over all of them (``--enable-expert-parallel``)
+    expert_data_parallel: ClassVar[bool] = True
+    data_parallel_nodes_rule: ClassVar[str] = (
+        "vLLM's data-parallel copies of a dense model are planned on one node; start one launch a node instead "
+        "(the plan's replicas)"
+    )
+    #: fitted on published vLLM and SGLang rows together (docs/notes/speed_model.md)
+    speed: ClassVar[SpeedFacts] = SpeedFacts(
+        efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.75e-3
+    )
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

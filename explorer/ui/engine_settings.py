@@ -136,7 +136,8 @@ _KNOWN: dict[str, tuple[str, str, str, Kind | None, float | None, float | None, 
     "host_fraction":          ("llamacpp",    "host share",               "share of a node's RAM a replica may use", None, 0.01, 1.0, ()),
     "tensor_parallel_size":   ("vllm+sglang", "--tensor-parallel-size",   "tensor-parallel size (SGLang --tp-size)", None, 1, 65536, ()),
     "pipeline_parallel_size": ("vllm+sglang", "--pipeline-parallel-size", "pipeline-parallel size (SGLang --pp-size)", None, 1, 65536, ()),
-    "data_parallel_size":     ("vllm+sglang", "--data-parallel-size",     "replicas in one launch (SGLang --dp-size)", None, 1, 65536, ()),
+    "data_parallel_size":     ("vllm+sglang", "--data-parallel-size",     "ranks in one launch: copies, or a MoE's expert-parallel ranks (SGLang --dp-size)", None, 1, 65536, ()),
+    "expert_parallel_size":   ("sglang",      "--ep-size",                "MoE expert-parallel size within tp", None, 1, 65536, ()),
     "swap_space_gib":         ("vllm",        "--swap-space",             "GiB of host RAM a GPU",           None, 0, 1 << 20, ()),
     "vllm_version":           ("vllm",        "vLLM release",             "the release to plan for, e.g. 0.11.0", None, None, None, ()),
     "language_only":          ("sglang",      "--language-only",          "vision encoder elsewhere",        None, None, None, ()),
@@ -157,6 +158,7 @@ _KEYS = {
     "tensor_parallel_size": "tp",
     "pipeline_parallel_size": "pp",
     "data_parallel_size": "dp",
+    "expert_parallel_size": "ep",
     "vllm_version": "vllm-version",
 }
 

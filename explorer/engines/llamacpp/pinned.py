@@ -3,7 +3,8 @@
 As gpustack's GGUF selector takes selected GPUs: the cards of one node are
 llama.cpp's own devices, split in proportion to each card's memory; across
 nodes, the node with the most pinned cards keeps its cards and every pinned
-card elsewhere runs an ``rpc-server`` of its own. Every pinned card must be
+card elsewhere runs an ``rpc-server`` of its own (nodes of one fabric only, as
+the walk spans them). Every pinned card must be
 able to hold at least one layer (what ``-ngl 1`` puts on a card: the output
 layer and a compute buffer), or the pin is refused naming the card.
 ``-ngl`` and ``--no-cpu-offload`` act as in the walk
@@ -31,11 +32,17 @@ from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.units import gib
 
+#: the float precisions ``convert_hf_to_gguf.py --outtype`` writes from the model's own weights (f16, bf16, f32)
+CONVERTED_FLOATS = frozenset({"fp16", "bf16", "fp32"})
+
 
 def serves(artifact: Artifact) -> bool:
-    """A GGUF, or the model's own weights (converted); not another repository's safetensors (AWQ, FP8…) nor a
-    safetensors what-if (a GGUF is made from the original weights; the GGUF what-ifs say which quant)."""
-    return artifact.format == "gguf" or not (artifact.repo or artifact.what_if)
+    """A GGUF, or the model's own weights converted, as they are or to another float (``--quant F16`` on a bf16
+    model: ``convert_hf_to_gguf.py --outtype f16``, a routine conversion); not another repository's safetensors
+    (AWQ, FP8…) nor a quantised safetensors what-if (the GGUF what-ifs say which quant)."""
+    if artifact.format == "gguf" or not (artifact.repo or artifact.what_if):
+        return True
+    return not artifact.repo and artifact.quant.lower() in CONVERTED_FLOATS
 
 
 def one_layer_bytes(model: LlamaModel, request: PlanRequest, card: CardRef) -> int:
@@ -78,6 +85,12 @@ def pin(
             )
     local, remote = _main_and_rpc(cards)
     main = local[0].node
+    apart = sorted({c.node.name for c in remote if main.fabric is None or c.node.fabric != main.fabric})
+    if apart:  # as the walk, which spans only the nodes of one fabric (a pool's ``spannable``)
+        raise ManualSelectionError(
+            f"pinned GPUs on {', '.join(apart)} share no fabric with {main.name}: llama.cpp's RPC servers need one",
+            hint="pin cards of one node, or of nodes on one fabric (NODES x GPUS x CLASS @FABRIC)",
+        )
     seats = card_seats(local) + rpc_seats(remote)
     layout = _layout(local, remote)
     try:

@@ -48,7 +48,7 @@ def test_cpu_only_cluster_gives_the_cpu_option():
     (cpu,) = result.options
     assert cpu.layout.cpu and cpu.per_card.role == "host"
     assert cpu.per_card.weights == cpu.evaluation.host.weights  # per_card holds the host's figures
-    assert "-ngl" not in cpu.evaluation.command
+    assert " -ngl 0" in cpu.evaluation.command  # llama.cpp 0c1e57098's default -ngl is auto, not none
 
 
 def test_unified_memory_mac():
@@ -95,6 +95,17 @@ def test_exact_gguf_artifact_per_card_is_llamacpp_buffers():
     assert card.activations == mem.host.compute_bytes
     assert card.overhead == mem.host.output_bytes + mem.host.other_bytes
     assert cpu.evaluation.command.startswith("llama-server -m llama_gqa.gguf -c 2048")
+
+
+def test_no_mmap_is_the_load_mode_llama_cpp_takes():
+    """llama.cpp 0c1e57098 has no --no-mmap (tests/data/engine_args/llamacpp.json): reading the weights into
+    buffers is ``--load-mode none``. The batch sizes the plan assumed are written out."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    request = PlanRequest(context_tokens=2048, engines=LLAMA, mmap=False)
+    result = plan(shape, parse_cluster("1x1xh100-80g"), request)
+    command = result.options[0].evaluation.command
+    assert "--load-mode none" in command and "--no-mmap" not in command
+    assert " -b 2048 -ub 512 " in command
 
 
 def test_recheck_keeps_ngl_and_grows_kv():
@@ -192,3 +203,23 @@ def test_what_if_mla_on_an_amx_host_follows_the_quants_k_b_and_v_b_types():
     assert rules("Q4_K_M", "off") == ["CPU"]
     assert rules("Q4_K_M", "on") == ["llamacpp-abort"]
     assert rules("Q8_0", "off") == ["llamacpp-abort"]  # Q8_0 attn_k_b: AMX holds it
+
+
+def test_quant_f16_on_a_bf16_model_is_planned_as_an_f16_gguf():
+    """Issue 24: ``--quant F16 --engine llamacpp`` on a bf16 model was refused ("a what-if of fp16 safetensors");
+    casting the model's own weights to an F16 GGUF is routine (convert_hf_to_gguf.py --outtype f16)."""
+    from explorer.plan.offer import plan_artifacts
+
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    (artifact,) = plan_artifacts(shape, [], quant="F16")
+    assert artifact.quant == "fp16" and artifact.what_if and "--outtype f16" in artifact.note
+    result = plan(shape, parse_cluster("1x1xl40s-48g"), PlanRequest(engines=("llamacpp",)), artifacts=[artifact])
+    assert "format" not in result.pruned
+    best = result.options[0]
+    assert (best.precision, best.layout.gpu_class, best.layout.cpu) == ("F16", "l40s-48g", False)
+    # two bytes a weight: the GGUF holds 8,030,261,248 weights (2 B each; the norms' few F32 add 0.3 MB), 14.96 GiB,
+    # of which token_embd (128,256 × 4,096 × 2 B = 0.98 GiB) stays in host memory as llama.cpp keeps it
+    on_card = best.per_card.weights
+    on_host = best.evaluation.host.weights
+    assert on_card + on_host == pytest.approx(8_030_261_248 * 2, rel=1e-3)
+    assert on_host == 128_256 * 4_096 * 2

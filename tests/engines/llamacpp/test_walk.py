@@ -109,7 +109,8 @@ def test_an_ngl_that_needs_the_cpu_conflicts_with_no_cpu_offload(ngl):
 def test_the_cpu_launch_carries_no_tensor_split():
     result = _plan("1xcpu-256g", tensor_split=(1.0, 1.0))
     (cpu,) = result.options
-    assert "--tensor-split" not in cpu.evaluation.command and "-ngl" not in cpu.evaluation.command
+    # no split, and -ngl 0 said: llama.cpp 0c1e57098 offloads "auto" to any GPU it finds unless told none
+    assert "--tensor-split" not in cpu.evaluation.command and " -ngl 0" in cpu.evaluation.command
 
 
 # --- item 3: free memory -----------------------------------------------------------------------
@@ -200,3 +201,12 @@ def test_rpc_partial_offload_only_with_cpu_offload():
     assert partial[0].evaluation.layers_on_host < node_only.evaluation.layers_on_host
     forbidden = _plan("2x2xrtx4090-24g@lan,ram=512g", precision="bf16", cpu_offload=False)
     assert not forbidden.options
+
+
+@pytest.mark.parametrize("cpu", ["epyc-9654", "xeon-8480", "apple-m2-max", "rpi5", "i9-14900k"])
+def test_a_cpu_of_the_table_in_the_cluster_spec_keeps_every_llamacpp_option(cpu):
+    """Issue 24: ``cpu=NAME`` with any CPU of data/cpus.csv made every llama.cpp option fail ("not a CPU build")."""
+    named = _plan(f"1x1xrtx4090-24g,cpu={cpu}", name="meta-llama__Meta-Llama-3.1-8B", engines=("llamacpp",))
+    plain = _plan("1x1xrtx4090-24g", name="meta-llama__Meta-Llama-3.1-8B", engines=("llamacpp",))
+    assert "llamacpp-config" not in named.pruned
+    assert [o.label for o in named.options] == [o.label for o in plain.options] != []
