@@ -95,6 +95,8 @@ def _():
 def _(get_applied):
     # the starting point: a clicked suggestion, else URL query parameters (a shared link) over `--` arguments
     defaults = get_applied() or app_defaults(mo.cli_args().to_dict(), mo.query_params().to_dict())
+    _refused = " ".join(f"The link's {safe_html(r)}." for r in defaults.refused)
+    mo.callout(mo.md(_refused), kind="warn") if _refused else None
     return (defaults,)
 
 

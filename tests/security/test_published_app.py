@@ -138,3 +138,13 @@ def test_one_visitor_pastes_a_megabyte_log_while_the_others_slider_answers(serve
         )
         print(f"the other visitor's slider answered in {time.monotonic() - t0:.1f} s during the paste")
         _wait_text(paster, "The log was not read", timeout_ms=120_000)  # a typed refusal: no figure in it
+
+
+def test_a_linked_number_past_the_controls_keeps_the_default_and_says_so(served):
+    # before: out-of-range link values made the app's cells raise
+    url, _, _ = served
+    with chromium() as browser:
+        page = _open(browser, f"{url}?context={10**30}&concurrency=2000000")
+        _wait_text(page, "is past the 1,073,741,824 tokens the app plans for; the default is kept")
+        assert page.get_by_text("is past the 1,048,576 sequences").count() >= 1
+        assert "Traceback" not in page.inner_text("body")

@@ -101,3 +101,15 @@ def test_a_suggestions_change_lands_in_the_state():
     assert (moved.spec, moved.cluster_file, moved.pinned) == ("1x2xl4-24g", None, "")  # the pins were other cards
     assert apply_change(state, {"something-new": 1}) == state
     assert app_defaults(to_query(apply_change(state, {"quant": "Q4_K_M"}))).weights == ("what-if Q4_K_M",)
+
+
+def test_linked_numbers_past_what_the_app_plans_are_refused_with_a_sentence():
+    # issue 25: a link of context=10^30 made the app's cells raise; now the default stays and the app says why
+    d = app_defaults({"context": str(10**30), "concurrency": "2000000", "model": "Qwen/Qwen3-8B"})
+    assert (d.context_tokens, d.concurrency, d.model) == (32768, 1, "Qwen/Qwen3-8B")
+    assert d.refused == (
+        "context a 31-digit number is past the 1,073,741,824 tokens the app plans for; the default is kept",
+        "concurrency 2,000,000 is past the 1,048,576 sequences the app plans for; the default is kept",
+    )
+    assert app_defaults({"context": "1073741824"}).context_tokens == 2**30 and not app_defaults({}).refused
+    assert "refused" not in str(to_query(d))
