@@ -147,10 +147,9 @@ def _fp8(qc: Mapping[str, Any], base: ElementType) -> Precision:
 
 
 def _int_gptq_awq(qc: Mapping[str, Any], base: ElementType, method: str) -> Precision:
-    bits = qc.get("bits", qc.get("w_bit", 4))
-    group = qc.get("group_size", qc.get("q_group_size", 128))
-    bits = int(bits) if isinstance(bits, (int, float)) and bits > 0 else 4
-    group = int(group) if isinstance(group, (int, float)) and group > 0 else 0
+    bits = _count({"bits": qc.get("bits", qc.get("w_bit"))}, "bits", 4, minimum=1)
+    # -1 (or 0): one scale a row, no groups; a group_size of inf was an OverflowError (config fuzz seed 30)
+    group = max(0, _count({"group_size": qc.get("group_size", qc.get("q_group_size"))}, "group_size", 128, minimum=-1))
     fmt = WeightFormat(
         kind="int", bits=bits, group_size=group, packing=method, zero_points=True, g_idx=method == "gptq"
     )

@@ -203,3 +203,14 @@ def test_a_vision_mlp_ratio_past_any_width_is_a_typed_error(config, value, says)
     raw["vision_config"].pop("intermediate_size", None)
     with pytest.raises(ConfigError, match=says):
         run_case(json.dumps(raw, allow_nan=True), with_plan=False)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"), [(math.inf, "group_size must be a whole number"), ("128", "must be a number")]
+)
+def test_a_gptq_group_size_that_is_no_whole_number_is_a_typed_error(config, value, says):
+    # config fuzz seed 30 case 14426: quantization_config.group_size = inf was an OverflowError
+    raw = config("TheBloke__Llama-2-13B-chat-GPTQ")
+    raw["quantization_config"]["group_size"] = value
+    with pytest.raises(ConfigError, match=says):
+        run_case(json.dumps(raw, allow_nan=True), with_plan=False)
