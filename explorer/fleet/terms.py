@@ -59,8 +59,8 @@ def _number(text: str, digits: str, what: str, least: int, most: int, *, kilo: b
     """A term's number (``k``: × 1024), within [``least``, ``most``], else a :class:`ModelTermError` naming it."""
     value = int(digits) * (1024 if kilo else 1) if len(digits) <= _MAX_DIGITS else None
     if value is None or not least <= value <= most:
-        shown = digits if len(digits) <= _MAX_DIGITS else f"a {len(digits):,}-digit number"
-        raise _fail(text, f"{what} {shown}{'k' if kilo else ''} is out of range: {least:,} to {most:,}")
+        shown = digits + ("k" if kilo else "") if len(digits) <= _MAX_DIGITS else f"a {len(digits):,}-digit number"
+        raise _fail(text, f"{what} {shown} is out of range: {least:,} to {most:,}")
     return value
 
 
