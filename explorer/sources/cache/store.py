@@ -74,6 +74,24 @@ MEMO_ENTRIES = 1024
 #: the longest :meth:`Cache.close` waits for another process to let the file go, to write what it queued
 FLUSH_WAIT_S = 15.0
 _SHA = re.compile(r"[0-9a-f]{40}")
+#: the file size past which the least recently fetched entries are dropped (``EXPLORER_CACHE_MAX_BYTES``)
+DEFAULT_MAX_BYTES = 1024**3
+#: eviction starts when the stored text passes this share of the cap, and ends below EVICT_TO of it
+EVICT_AT, EVICT_TO = 0.9, 0.75
+
+
+def default_max_bytes() -> int:
+    """``$EXPLORER_CACHE_MAX_BYTES`` (a whole number of bytes, at least 1 MiB), else :data:`DEFAULT_MAX_BYTES`."""
+    text = os.environ.get("EXPLORER_CACHE_MAX_BYTES", "").strip()
+    if not text:
+        return DEFAULT_MAX_BYTES
+    if not text.isdigit() or not 1 << 20 <= int(text) <= 1 << 50:
+        raise CacheError(f"EXPLORER_CACHE_MAX_BYTES is {text[:40]!r}; it must be a number of bytes, 1 MiB to 1 PiB")
+    return int(text)
+
+
+def _file_bytes(path: str) -> int:
+    return sum(os.path.getsize(path + s) for s in ("", ".wal") if os.path.exists(path + s))
 
 
 class Cache:
@@ -91,7 +109,8 @@ class Cache:
     """
 
     def __init__(self, con, *, path: str, mode: Mode, ttl_s: float, clock: Callable[[], float], tmp: str | None,
-                 why: str = "", endpoint: str = DEFAULT_ENDPOINT, flush_wait_s: float = FLUSH_WAIT_S) -> None:  # fmt: skip
+                 why: str = "", endpoint: str = DEFAULT_ENDPOINT, flush_wait_s: float = FLUSH_WAIT_S,
+                 max_bytes: int | None = None) -> None:  # fmt: skip
         self._con = con
         self.path = path
         self.mode: Mode = mode
@@ -108,6 +127,7 @@ class Cache:
         self._queue_writes = why == "locked"
         self._pending: list[tuple[str, list[tuple[str, list]]]] = []
         self._flush_wait_s = flush_wait_s
+        self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
 
     @classmethod
     def open(
@@ -120,6 +140,7 @@ class Cache:
         lock_wait_s: float = LOCK_WAIT_S,
         endpoint: str = DEFAULT_ENDPOINT,
         flush_wait_s: float = FLUSH_WAIT_S,
+        max_bytes: int | None = None,
     ) -> Cache:
         """Open (creating if needed) the cache of ``endpoint``'s answers.
 
@@ -132,7 +153,7 @@ class Cache:
         p = str(path) if path is not None else default_cache_path()
         opened = open_connection(p, read_only=read_only, lock_wait_s=lock_wait_s)
         return cls(opened.con, path=p, mode=opened.mode, ttl_s=ttl_s, clock=clock, tmp=opened.tmp, why=opened.why,
-                   endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s)  # fmt: skip
+                   endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s, max_bytes=max_bytes)  # fmt: skip
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -224,7 +245,28 @@ class Cache:
                     raise
                 self._no_room(e)
                 return False
+            self._keep_within_cap()
         return True
+
+    def _keep_within_cap(self) -> None:
+        """Past :attr:`max_bytes` of file, drop the least recently fetched entries (a repo at a commit, every
+        table's rows) until the stored text is under :data:`EVICT_TO` of the cap. DuckDB reuses the blocks
+        freed, so the file stops growing near the cap (issue 25: one repo with a 10^6-key config added 4.3 MiB,
+        and nothing bounded the file)."""
+        if self.path == ":memory:" or _file_bytes(self.path) <= self.max_bytes:
+            return
+        entries = self._rows(sql.entry_sizes(), [self.endpoint] * 4)  # (repo, sha, bytes, fetched_at), oldest first
+        stored = sum(n for _, _, n, _ in entries)
+        if stored <= self.max_bytes * EVICT_AT:
+            return
+        target, dropped = self.max_bytes * EVICT_TO, []
+        for repo, sha, n, _ in entries:
+            if stored <= target:
+                break
+            dropped += [sql.delete(t, {"repo": repo, "sha": sha}, self.endpoint) for t in SHA_TABLES]
+            stored -= n
+            self._forget(repo, sha)
+        sql.transaction(self._con, "the eviction of the least recently fetched entries", self.path, dropped)
 
     def _no_room(self, error: BaseException) -> None:
         """The disk is full: go on answering from what is cached, writing nothing more, with one warning."""

@@ -108,3 +108,29 @@ def test_a_full_disk_degrades_to_answering_without_caching_with_one_warning(smal
         assert cache.get_config("org/m0", SHA) is not None  # what was cached is still read
     full = [w for w in seen if issubclass(w.category, CacheWarning) and "cannot grow" in str(w.message)]
     assert len(full) == 1
+
+
+def test_the_cache_is_capped_and_drops_the_least_recently_fetched_first(tmp_path):
+    # before: nothing bounded the file (one repo with a 10^6-key config added 4.3 MiB)
+    ticks = iter(range(10_000))
+    cap = 1 << 20  # the least cap: 1 MiB of stored text
+    with Cache.open(tmp_path / "cache.duckdb", clock=lambda: float(next(ticks)), max_bytes=cap) as cache:
+        for i in range(120):  # 120 × 20 kB = 2.4 MB written, twice the cap
+            cache.put_config(f"org/m{i:03d}", SHA, "config.json", {"hidden_size": i, "pad": "x" * 20_000})
+        kept = [i for i in range(120) if cache.get_config(f"org/m{i:03d}", SHA) is not None]
+    # eviction starts past 90 % of 1 MiB (47 configs of 20 kB) and ends below 75 % (39): the newest stay
+    assert kept == list(range(kept[0], 120)) and 39 <= len(kept) <= 48
+    assert sum(os.path.getsize(tmp_path / n) for n in os.listdir(tmp_path)) < 3 * cap
+
+
+def test_the_cap_comes_from_the_environment_and_is_checked(monkeypatch):
+    from explorer.errors import CacheError
+    from explorer.sources.cache.store import DEFAULT_MAX_BYTES, default_max_bytes
+
+    assert default_max_bytes() == DEFAULT_MAX_BYTES
+    monkeypatch.setenv("EXPLORER_CACHE_MAX_BYTES", "2097152")
+    assert default_max_bytes() == 2 * 1024 * 1024
+    for bad in ("-1", "1e9", "1024", "x" * 100):
+        monkeypatch.setenv("EXPLORER_CACHE_MAX_BYTES", bad)
+        with pytest.raises(CacheError, match="EXPLORER_CACHE_MAX_BYTES is"):
+            default_max_bytes()
