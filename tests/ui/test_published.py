@@ -101,3 +101,12 @@ def test_a_visitors_secret_redacts_only_that_visitors_text():
         other.join()
     seen["after"] = redact(f"token {secret}")
     assert seen == {"own": f"token {REDACTED}", "other": f"token {secret}", "after": f"token {secret}"}
+
+
+def test_a_model_named_in_a_pasted_log_is_held_to_the_same_rule(offline):
+    # before: a pasted log's model ("/dev/zero", a JSON file of the server's) was resolved from the disk
+    from explorer.ui.check_rows import check_rows
+
+    log = "INFO non-default args: {'model': '/root/.docker/config.json'}\nINFO Available KV cache memory: 10.0 GiB\n"
+    with pytest.raises(ConfigError, match="not from files of the server"):
+        check_rows(log, offline=True, **VISITOR.spec_options())
