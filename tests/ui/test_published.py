@@ -110,3 +110,15 @@ def test_a_model_named_in_a_pasted_log_is_held_to_the_same_rule(offline):
     log = "INFO non-default args: {'model': '/root/.docker/config.json'}\nINFO Available KV cache memory: 10.0 GiB\n"
     with pytest.raises(ConfigError, match="not from files of the server"):
         check_rows(log, offline=True, **VISITOR.spec_options())
+
+
+def test_each_paste_and_upload_is_capped_with_a_message_saying_the_cap():
+    # before: the log box took 8 MB; the server checks whatever the browser sends
+    from explorer.ui.published import PASTE_CAPS, over_cap
+
+    assert over_cap("log", "x" * 1_000_000) is None  # a 1 MB log is read
+    assert over_cap("log", "x" * (PASTE_CAPS["log"] + 1)) == (
+        "the log is 2,097,153 bytes; at most 2,097,152 (2,048 KiB) are read. Paste its start."
+    )
+    assert over_cap("config", "é" * 600_000).startswith("the config is 1,200,000 bytes")  # UTF-8 bytes, not chars
+    assert over_cap("cluster file", b"{" * (1024 * 1024)) is None
