@@ -11,6 +11,7 @@ from explorer.cli.args import amount, context_tokens, fraction, int_range, split
 from explorer.cli.plan_table import print_result
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.engines.registry import engine_serving
+from explorer.engines.weight_kernels import RULE as WEIGHTS_UNSUPPORTED
 from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import MAX_GPUS, Cluster
 from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_HICACHE_RATIO, MAX_HOST_GIB, MAX_NGL
@@ -378,9 +379,10 @@ def run(args: argparse.Namespace) -> int:
         fallback=fallback,
     )
     if result.widened and not args.json:
+        unsupported = next((r.reason for r in result.rejected if r.rule == WEIGHTS_UNSUPPORTED), "")
         print(
             "note: the model's own weights keep no all-GPU layout here that loads them as published with headroom "
-            f"(at most 95 % of a card, room for 2 sequences); also planned: "
+            f"(at most 95 % of a card, room for 2 sequences){f'; {unsupported}' if unsupported else ''}; also planned: "
             f"{', '.join(result.widened)} (choose one with --quant)",
             file=sys.stderr,
         )

@@ -158,6 +158,12 @@ def first_line(pattern: str, text: str) -> str:
     return m.string.strip() if m else ""
 
 
+def first_line_number(pattern: str, text: str) -> int | None:
+    """The number (from 0) of the first line that holds a match of ``pattern``, or None."""
+    rx, lead = _compiled(pattern)
+    return next((i for i, line in enumerate(log_lines(text)) if _match_on(line, rx, lead) is not None), None)
+
+
 def put_min(out: dict[str, int], key: str, values: Iterable[int]) -> None:
     """Store the least of ``values`` under ``key`` (per-rank lines: the binding rank), when there are any."""
     values = list(values)
