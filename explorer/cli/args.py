@@ -18,7 +18,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from explorer.limits import MAX_CONTEXT_TOKENS, MIN_SHARE
+from explorer.limits import MAX_CONTEXT_TOKENS, MAX_SPLIT_SHARE, MAX_TENSOR_SPLIT_PARTS, MIN_SHARE
 
 __all__ = [
     "MAX_TENSOR_SPLIT_PARTS",
@@ -30,10 +30,6 @@ __all__ = [
     "split_fractions",
 ]
 
-#: devices a llama.cpp tensor split may name
-MAX_TENSOR_SPLIT_PARTS = 4096
-#: the largest share in a tensor split (they are proportions: 3,1 or 0.75,0.25)
-MAX_SPLIT_SHARE = 1e6
 
 
 def _number(text: str, kind: type) -> float | int:

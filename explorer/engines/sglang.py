@@ -53,6 +53,7 @@ from explorer.engines.common import (
 from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import Footprint
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -264,39 +265,13 @@ def command(
         parts.append(f"--kv-cache-dtype {'fp8_e4m3' if request.kv_dtype == 'fp8' else request.kv_dtype}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           SGLang.online_methods)  # fmt: skip
-    if request.speculative:
-        parts.append(f"--speculative-algorithm {request.speculative}")
-    if request.enable_mixed_chunk:
-        parts.append("--enable-mixed-chunk")
-    parts += _tuning_flags(request)
+    parts += launch_flags(request, "sglang")  # --speculative-algorithm, --chunked-prefill-size… as the user set them
+    if request.hierarchical_cache:  # the host pool's size, or its ratio (SGLang's default 2 written out)
+        size = request.hicache_size_gb
+        parts.append(f"--hicache-size {size:g}" if size else f"--hicache-ratio {request.hicache_ratio:g}")
     if layout.nodes > 1:
         parts.append(f"--nnodes {layout.nodes} --node-rank <0..{layout.nodes - 1}> --dist-init-addr <head-node>:5000")
     return " ".join(parts)
-
-
-def _tuning_flags(request: PlanRequest) -> list[str]:
-    """The launch flags of the request's SGLang knobs, those set."""
-    flags = []
-    if request.chunked_prefill_size:
-        flags.append(f"--chunked-prefill-size {request.chunked_prefill_size}")
-    if request.cuda_graph_max_bs:
-        flags.append(f"--cuda-graph-max-bs {request.cuda_graph_max_bs}")
-    if request.enforce_eager:
-        flags.append("--disable-cuda-graph")
-    if request.piecewise_cuda_graph:
-        flags.append("--enable-piecewise-cuda-graph")
-        if request.piecewise_cuda_graph_max_tokens:
-            flags.append(f"--piecewise-cuda-graph-max-tokens {request.piecewise_cuda_graph_max_tokens}")
-    if request.language_only:
-        flags.append("--language-only")
-    if request.hierarchical_cache:
-        flags.append("--enable-hierarchical-cache")
-        flags.append(
-            f"--hicache-size {request.hicache_size_gb:g}"
-            if request.hicache_size_gb
-            else f"--hicache-ratio {request.hicache_ratio:g}"
-        )
-    return flags
 
 
 @dataclass(frozen=True, slots=True)

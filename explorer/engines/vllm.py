@@ -43,6 +43,7 @@ from explorer.engines.common import (
 from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import Footprint
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
@@ -171,12 +172,7 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
         parts.append(f"--kv-cache-dtype {request.kv_dtype}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           VLLM.online_methods)  # fmt: skip
-    if request.max_num_seqs:
-        parts.append(f"--max-num-seqs {request.max_num_seqs}")
-    if request.max_num_batched_tokens:
-        parts.append(f"--max-num-batched-tokens {request.max_num_batched_tokens}")
-    if request.enforce_eager:
-        parts.append("--enforce-eager")
+    parts += launch_flags(request, "vllm")  # --max-num-seqs, --enforce-eager, --swap-space… as the user set them
     if layout.nodes > 1:
         parts.append("--distributed-executor-backend ray")
     return " ".join(parts)
