@@ -31,7 +31,6 @@ __all__ = [
 ]
 
 
-
 def _number(text: str, kind: type) -> float | int:
     try:
         value = kind(text.strip())

@@ -147,7 +147,7 @@ class PlanRequest:
     enforce_eager: bool = setting(
         False, kind="bool", cli=("--enforce-eager",), launch="echo",
         flags={"vllm": "--enforce-eager", "sglang": "--disable-cuda-graph"},
-        help="no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)")
+        help="no CUDA graphs")
     piecewise_cuda_graph: bool = setting(
         False, kind="bool", cli=("--piecewise-cuda-graph",), url="enable-piecewise-cuda-graph", launch="echo",
         flags={"sglang": "--enable-piecewise-cuda-graph"}, help="piecewise CUDA graphs")
@@ -223,7 +223,7 @@ class PlanRequest:
         return (self.tensor_parallel_size or 1) * (self.pipeline_parallel_size or 1) * (dp or 1)
 
     vllm_version: str | None = setting(
-        kind="text", optional=True, cli=("--vllm-version",), launch="none", flags={"vllm": "vLLM release"},
+        kind="text", optional=True, cli=("--vllm-version",), launch="none", flags={"vllm": ""},
         help="the vLLM release to plan for, e.g. 0.11.0 (default: the current one)")  # fmt: skip
     calibrations: tuple[Calibration, ...] = ()
 

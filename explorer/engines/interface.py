@@ -85,6 +85,11 @@ class Engine(Protocol):
         ...
 
     @property
+    def label(self) -> str:
+        """The engine's name as people write it: ``vLLM``, ``SGLang``, ``llama.cpp``."""
+        ...
+
+    @property
     def data_parallel_flag(self) -> str | None:
         """The flag that starts several copies of one single-node layout in one launch (vLLM
         ``--data-parallel-size``, SGLang ``--dp-size``); None: each copy is launched on its own."""

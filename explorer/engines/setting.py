@@ -50,7 +50,8 @@ class Setting:
         default: the request's default value.
         help: one line of help: what it does.
         flags: engine name -> the engine's own flag as the engine spells it (``--gpu-memory-utilization``,
-            ``-ngl``); the engines it belongs to. Empty: explorer's own setting (no engine flag).
+            ``-ngl``; empty: the engine reads it but has no flag); the engines it belongs to. Empty: explorer's own
+            setting.
         cli: explorer's command-line options (``--ngl``; an alias after the first); empty: not on the command line.
         url: its URL query key where it differs from the first option without dashes.
         launch: how it enters the launch command (:data:`Launch`).
@@ -95,24 +96,22 @@ class Setting:
 
     @property
     def flag(self) -> str:
-        """The flag people know it by: its first engine's, else explorer's option."""
-        return next(iter(self.flags.values()), self.cli[0] if self.cli else self.field)
+        """The flag people know it by: its first engine's (an empty one: the engine has none), else explorer's
+        option."""
+        return next((f for f in self.flags.values() if f), self.cli[0] if self.cli else self.field)
 
     @property
     def range_text(self) -> str:
         """What it must be, in words: ``a whole number from 1 to 1,048,576``, ``one of on, off, auto``."""
         if self.kind == "choice":
             return f"one of {', '.join(self.choices)}"
+        low, high = _shown(self.low), _shown(self.high)
         if self.kind == "int":
-            return f"a whole number from {self.low:,.0f} to {self.high:,.0f}"
+            return f"a whole number from {low} to {high}"
         if self.kind == "float":
-            least = f"above {self.low:g}" if self.low_open else f"{self.low:g}"
-            return f"a finite number from {least} to {self.high:,g}"
+            return f"a finite number from {'above ' if self.low_open else ''}{low} to {high}"
         if self.kind == "floats":
-            return (
-                f"at most {MAX_TENSOR_SPLIT_PARTS:,} finite shares from {self.low:g} to {self.high:,g} "
-                "(proportions), not all 0"
-            )
+            return f"at most {MAX_TENSOR_SPLIT_PARTS:,} finite shares from {low} to {high} (proportions), not all 0"
         return "on or off" if self.kind == "bool" else "text"
 
     def refusal(self, value: Any) -> str | None:
@@ -187,6 +186,13 @@ class Setting:
         return value
 
 
+def _shown(value: float | None) -> str:
+    """A bound as people read it: ``1,048,576``, ``0.01``."""
+    if value is None:
+        return "?"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
 def _number(text: str, kind: type) -> float | int:
     """``int(text)`` or ``float(text)`` (``1_000`` allowed), finite, or PlanError saying what it is not."""
     try:
@@ -225,7 +231,7 @@ def launch_flags(request: Any, engine: str) -> list[str]:
     parts = []
     for s in declared_settings(request):
         value = getattr(request, s.field)
-        if s.launch != "echo" or engine not in s.flags or value == s.default or value is None:
+        if s.launch != "echo" or not s.flags.get(engine) or value == s.default or value is None:
             continue
         flag = s.flags[engine]
         parts.append(flag if s.kind == "bool" else f"{flag} {value:g}" if s.kind == "float" else f"{flag} {value}")

@@ -39,6 +39,7 @@ from typing import ClassVar
 from explorer.engines import vllm
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
+    ENGINE_LABELS,
     CardMemory,
     EngineName,
     Evaluation,
@@ -284,6 +285,7 @@ class SGLang(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "sglang"
+    label: ClassVar[str] = ENGINE_LABELS[name]
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     data_parallel_flag: ClassVar[str | None] = "--dp-size"

@@ -13,8 +13,8 @@ The keys are the CLI's words: ``model``, ``weights`` (comma-separated
 artifact keys), ``engine`` (``all``, ``vllm``, ``sglang``, ``llamacpp``),
 ``context``, ``kv``, ``concurrency``, ``cluster``, ``cluster_file`` (compact
 JSON), ``preset``, ``goal``, ``gpus`` (pinned, ``NODE:IDX,...``) and each
-engine setting under its flag without dashes (``gpu-memory-utilization``,
-``ngl``...).
+engine setting under its declared key (:attr:`explorer.engines.setting.Setting.key`:
+``gpu-memory-utilization``, ``ngl``...).
 """
 
 from __future__ import annotations
@@ -23,19 +23,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from explorer.engines.registry import engine_labels
 from explorer.plan.ranking import DEFAULT_GOAL, SORT_ALIASES
 from explorer.ui.engine_settings import SETTINGS_BY_KEY
 
-__all__ = ["ENGINE_KEYS", "GOALS", "QUERY_KEYS", "AppDefaults", "app_defaults", "apply_change", "to_query"]
+__all__ = [
+    "ENGINE_KEYS",
+    "ENGINE_MENU",
+    "GOALS",
+    "QUERY_KEYS",
+    "AppDefaults",
+    "app_defaults",
+    "apply_change",
+    "to_query",
+]
 
-#: the engine menu: URL key -> the engines planned
-ENGINE_KEYS: dict[str, tuple[str, ...]] = {
-    "all": ("vllm", "sglang", "llamacpp"),
-    "vllm": ("vllm",),
-    "sglang": ("sglang",),
-    "llamacpp": ("llamacpp",),
+#: the engine menu: URL key -> the engines planned (``all``, then each engine of the registry by its name)
+ENGINE_KEYS: dict[str, tuple[str, ...]] = {"all": tuple(engine_labels()), **{e: (e,) for e in engine_labels()}}
+#: the app's engine menu: what it says -> the key (``all three`` -> ``all``, ``vLLM`` -> ``vllm``)
+ENGINE_MENU: dict[str, str] = {
+    "all three" if len(ENGINE_KEYS) == 4 else f"all {len(ENGINE_KEYS) - 1}": "all",
+    **{label: e for e, label in engine_labels().items()},
 }
-_ENGINE_ALIASES = {"llama.cpp": "llamacpp", "all three, side by side": "all", "vLLM": "vllm", "SGLang": "sglang"}
+#: what an old link or a label may say instead of the key (``llama.cpp``, ``vLLM``)
+_ENGINE_ALIASES = {"all three, side by side": "all", **{label: e for e, label in engine_labels().items()}}
 
 #: the goal menu: the planner's goal (:data:`explorer.plan.ranking.GOALS`) -> what the menu says
 GOALS: dict[str, str] = {

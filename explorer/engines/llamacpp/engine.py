@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import EngineName, PlanRequest
+from explorer.engines.common import ENGINE_LABELS, EngineName, PlanRequest
 from explorer.engines.interface import Footprint, PinnedLayout
 from explorer.engines.llamacpp import pinned, walk
 from explorer.engines.llamacpp.launch import NAME, llama_model, recheck, settings_for
@@ -57,6 +57,7 @@ class LlamaCpp:
     unified memory)."""
 
     name: ClassVar[EngineName] = NAME
+    label: ClassVar[str] = ENGINE_LABELS[NAME]
     #: each copy is its own ``llama-server`` (no flag starts several)
     data_parallel_flag: ClassVar[str | None] = None
 
