@@ -18,7 +18,7 @@ from typing import Any
 from explorer.engines.calibration import Calibration
 from explorer.engines.common import PlanRequest
 from explorer.engines.registry import ENGINES_BY_NAME
-from explorer.engines.setting import Setting, declared_settings
+from explorer.engines.setting import Setting, declared_settings, with_implied
 from explorer.errors import PlanError
 from explorer.sources.engine_plugins import load_engine_plugins
 
@@ -80,10 +80,7 @@ def setting_values(args: argparse.Namespace) -> dict[str, Any]:
     values = {s.field: getattr(args, s.field) for s in CLI_SETTINGS if hasattr(args, s.field)}
     if "engines" in values:  # default: every engine the registry has
         values["engines"] = tuple(values["engines"] or ENGINES_BY_NAME)
-    for s in CLI_SETTINGS:
-        if s.implies and s.field in values and values[s.field] not in (None, s.default):
-            values[s.implies] = True
-    return values
+    return with_implied(CLI_SETTINGS, values)
 
 
 def request_from_args(args: argparse.Namespace, calibrations: tuple[Calibration, ...] = ()) -> PlanRequest:

@@ -102,7 +102,7 @@ class PlanRequest:
     # fmt: off
     context_tokens: int = setting(
         4096, kind="int", low=1, high=MAX_CONTEXT_TOKENS, main=True, cli=("--context",),
-        flags={"vllm": "--max-model-len", "sglang": "--context-length", "llamacpp": "--ctx-size"},
+        flags={"vllm": "--max-model-len", "sglang": "--context-length", "llamacpp": "-c"},
         help="context tokens per sequence")
     concurrency: int = setting(
         1, kind="int", low=1, high=MAX_CONCURRENCY, main=True, cli=("--concurrency", "--parallel"),
@@ -182,10 +182,12 @@ class PlanRequest:
         kind="floats", optional=True, low=0, high=MAX_SPLIT_SHARE, cli=("--tensor-split",),
         flags={"llamacpp": "--tensor-split"}, help="split over the cards, e.g. 3,1 (default: by free memory)")
     batch_tokens: int = setting(
-        2048, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--batch",), flags={"llamacpp": "-b"},
+        2048, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--batch",), launch="echo",
+        flags={"llamacpp": "-b"},
         help="logical batch, tokens")
     ubatch_tokens: int = setting(
-        512, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--ubatch",), flags={"llamacpp": "-ub"},
+        512, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--ubatch",), launch="echo",
+        flags={"llamacpp": "-ub"},
         help="physical batch, tokens")
     mmap: bool = setting(
         True, kind="bool", inverted=True, cli=("--no-mmap",), launch="echo", flags={"llamacpp": "--no-mmap"},

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -27,7 +27,7 @@ from explorer.errors import PlanError
 from explorer.limits import MAX_TENSOR_SPLIT_PARTS
 from explorer.memo import memo
 
-__all__ = ["Kind", "Launch", "Setting", "declared_settings", "launch_flags", "setting"]
+__all__ = ["Kind", "Launch", "Setting", "declared_settings", "launch_flags", "setting", "with_implied"]
 
 #: how a setting's text is read: a switch, a whole number, a number, one of a few words, free text,
 #: comma-separated shares (``3,1``), or engine names
@@ -222,6 +222,16 @@ def _declared(cls: type) -> tuple[Setting, ...]:
         for f in dataclasses.fields(cls)
         if "setting" in f.metadata
     )
+
+
+def with_implied(settings: Iterable[Setting], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` (field -> value) with the switch each given setting implies turned on (``--hicache-size 10``
+    turns on ``hierarchical_cache``): the command line and the app read a request the same way."""
+    out = dict(values)
+    for s in settings:
+        if s.implies and out.get(s.field, s.default) not in (None, s.default):
+            out[s.implies] = True
+    return out
 
 
 def launch_flags(request: Any, engine: str) -> list[str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from explorer.engines.common import PlanRequest
 from explorer.engines.registry import ENGINES_BY_NAME, engine_labels
-from explorer.engines.setting import Setting, declared_settings
+from explorer.engines.setting import Setting, declared_settings, with_implied
 from explorer.errors import PlanError
 from explorer.sources.engine_plugins import load_engine_plugins
 
@@ -100,10 +100,7 @@ def request_changes(values: Mapping[str, str]) -> tuple[dict[str, Any], list[str
             continue
         if value != setting.default:
             changes[setting.field] = value
-    for s in SETTINGS:
-        if s.implies and s.field in changes:
-            changes[s.implies] = True
-    return changes, errors
+    return with_implied(SETTINGS, changes), errors
 
 
 def settings_text(values: Mapping[str, str]) -> str:
