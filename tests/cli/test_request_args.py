@@ -101,10 +101,8 @@ def _raw(s: Setting, text: str):
 @given(_cases())
 def test_the_cli_the_app_and_the_request_accept_and_refuse_the_same_values(case):
     s, text = case
-    if s.kind == "bool":  # a switch: given on the command line, "on" in the app's box and a link
-        cli = _cli(s, text if text == "on" else None)
-    else:
-        cli = _cli(s, text)
+    # a switch: given on the command line, "on" in the app's box and a link
+    cli = _cli(s, (text if text == "on" else None) if s.kind == "bool" else text)
     app = _app(s, text) if s.field in APP_FIELDS else cli
     assert (cli is None) == (app is None), (s.field, text)
     if cli is not None:
