@@ -12,6 +12,7 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
+    from explorer.engines.registry import FLEET_ENGINE, engine_labels
     from explorer.errors import ExplorerError, OfflineMissError
     from explorer.fleet.footprints import fleet_cards, unique_names
     from explorer.fleet.place import place
@@ -145,8 +146,8 @@ def _():
         options=[p.name for p in nf.FLEET_PRESETS], value=nf.FLEET_PRESETS[0].name, label="Cluster preset"
     )
     engine = mo.ui.radio(
-        options={"vLLM": "vllm", "llama.cpp": "llamacpp"},
-        value="vLLM",
+        options={label: name for name, label in engine_labels().items()},
+        value=engine_labels()[FLEET_ENGINE.name],
         inline=True,
         label="Footprints by the accounting of",
     )

@@ -12,7 +12,7 @@ from explorer.cli.args import fraction
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.cli.plan import read_cluster
 from explorer.cli.request_args import add_setting_arguments
-from explorer.engines.registry import engine_labels
+from explorer.engines.registry import FLEET_ENGINE, engine_labels
 from explorer.errors import ManualPlanError, PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--engine",
         choices=tuple(engine_labels()),
-        default="vllm",
+        default=FLEET_ENGINE.name,
         help="whose accounting sizes each model (vllm, sglang: even shards on cards of one class; llamacpp: any split)",
     )
     p.add_argument(

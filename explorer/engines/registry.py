@@ -22,7 +22,7 @@ from explorer.errors import PlanError
 from explorer.model.artifacts import Artifact
 
 #: the methods an engine must have (:class:`~explorer.engines.interface.Engine`)
-ENGINE_METHODS = ("walk", "recheck", "footprint", "serves", "pin")
+ENGINE_METHODS = ("walk", "recheck", "footprint", "serves", "pin", "fleet_command")
 #: the methods that make it a split engine (:class:`~explorer.engines.interface.SplitEngine`)
 SPLIT_METHODS = ("decompositions", "make_layout", "refusals", "host_claim", "usable_share", "evaluate")
 
@@ -31,6 +31,8 @@ SPLIT_METHODS = ("decompositions", "make_layout", "refusals", "host_claim", "usa
 ENGINES_BY_NAME: dict[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, llamacpp.ENGINE)}
 #: the engines that split a replica tensor × pipeline over cards: those pinning can check
 SPLIT_ENGINES: dict[str, SplitEngine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE)}
+#: the engine whose accounting ``explorer place`` sizes a fleet's models by, unless told
+FLEET_ENGINE: Engine = vllm.ENGINE
 #: the engine that runs a model on a host without discrete GPUs (a CPU host's RAM)
 CPU_ENGINE: Engine = llamacpp.ENGINE
 

@@ -32,6 +32,7 @@ a token (an MLA latent whole on every card), with no block rounding.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -52,7 +53,7 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, sglang_claim
-from explorer.engines.interface import Footprint
+from explorer.engines.interface import FleetLaunch, Footprint
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -289,6 +290,19 @@ class SGLang(SplitWalk):
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> str:
+        """``sglang.launch_server``: ``--mem-fraction-static`` the largest share of a card charged, rounded *up* to
+        the hundredth; several cards ``--tp-size``; several nodes ``--nnodes``."""
+        cmd = f"python -m sglang.launch_server --model-path {model_id} --context-length {fleet.context_tokens}"
+        cmd += f" --port {fleet.port}"
+        if fleet.share is not None:
+            cmd += f" --mem-fraction-static {math.ceil(fleet.share * 100) / 100:.2f}"
+        if fleet.cards > 1:
+            cmd += f" --tp-size {fleet.cards}"
+        if fleet.nodes > 1:
+            cmd += f" --nnodes {fleet.nodes} --node-rank <0..{fleet.nodes - 1}> --dist-init-addr <head-node>:5000"
+        return cmd
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

@@ -23,6 +23,7 @@ every card. Each figure's logs are in docs/notes/engine_logs.md.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -42,7 +43,7 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, vllm_claim
-from explorer.engines.interface import Footprint
+from explorer.engines.interface import FleetLaunch, Footprint
 from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -197,6 +198,18 @@ class VLLM(SplitWalk):
     #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> str:
+        """``vllm serve``: ``--gpu-memory-utilization`` the largest share of a card charged, rounded *up* to the
+        hundredth (vLLM budgets that share of every card it uses); several cards ``--tensor-parallel-size``."""
+        cmd = f"vllm serve {model_id} --max-model-len {fleet.context_tokens} --port {fleet.port}"
+        if fleet.share is not None:
+            cmd += f" --gpu-memory-utilization {math.ceil(fleet.share * 100) / 100:.2f}"
+        if fleet.cards > 1:
+            cmd += f" --tensor-parallel-size {fleet.cards}"
+        if fleet.nodes > 1:
+            cmd += " --distributed-executor-backend ray"  # the instance spans nodes
+        return cmd
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""
