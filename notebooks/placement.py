@@ -18,7 +18,7 @@ with app.setup(hide_code=True):
     from explorer.fleet.place import place
     from explorer.safe_text import safe_html
     from explorer.sources.shipped import parse_cluster
-    from explorer.ui import charts
+    from explorer.ui import charts, vega
     from explorer.ui import fleet_rows as nf
     from explorer.ui import plan_rows as nd
     from explorer.ui.fleet_launch import LAUNCH_COLUMNS, launch_rows
@@ -290,7 +290,7 @@ def _(models, offer, place_ms, placement):
                 f"{_count['swap groups']} swap group(s), {_count['tight']} tight, {_count['refused']} refused, "
                 f"{_count['missing replicas']} short of replicas · placed in {place_ms:.1f} ms."
             ),
-            charts.VegaLite(charts.placement_chart(segments)),
+            vega.VegaLiteSpec(charts.placement_chart(segments)),
         ]
     )
     return notes, segments
@@ -400,7 +400,7 @@ def _(models, offer, placement, plan_editor):
                         nf.card_rows(plan_check.placement, offer.labels), nf.CARD_COLUMNS, table_id="plan-cards"
                     )
                 ),
-                charts.VegaLite(
+                vega.VegaLiteSpec(
                     charts.placement_chart(
                         nf.card_segments(plan_check.placement, offer.labels),
                         title="What each card holds under your plan",
