@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from huggingface_hub import HfApi, hf_hub_download
@@ -55,7 +56,7 @@ def test_the_same_safetensors_counts_and_config(hub_endpoint, hf_cache, repo):
     assert dict(ours.params_by_dtype) == theirs.parameter_count == {"BF16": 106_816}
     assert set(ours.files) == set(theirs.files_metadata)
     path = hf_hub_download(repo, "config.json", revision=sha, cache_dir=hf_cache / "hub", endpoint=hub_endpoint)
-    assert fetch_config(repo, sha) == json.loads(open(path).read())
+    assert fetch_config(repo, sha) == json.loads(Path(path).read_text())
 
 
 def test_the_same_token_from_the_environment_and_the_saved_login(hub_endpoint, hf_cache, monkeypatch):
