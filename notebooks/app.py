@@ -47,7 +47,14 @@ with app.setup(hide_code=True):
         first_gpu_term,
         host_ram_note,
     )
-    from explorer.ui.engine_settings import SETTINGS, engine_groups, placeholder, request_changes, settings_text
+    from explorer.ui.engine_settings import (
+        SETTINGS,
+        engine_groups,
+        label,
+        placeholder,
+        request_changes,
+        settings_text,
+    )
     from explorer.ui.fit_view import FIT_COLUMNS, fit_table
     from explorer.ui.lesson_links import lesson_links
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
@@ -457,15 +464,15 @@ def _(defaults):
     def _control(s):
         text = defaults.settings.get(s.key, "")
         if s.kind == "bool":
-            return mo.ui.checkbox(value=text == "on", label=f"`{s.flag}` {s.help}")
+            return mo.ui.checkbox(value=text == "on", label=f"`{s.flag}` {label(s)}")
         if s.kind == "choice":
             options = {"(default)" if s.optional else str(s.default): ""} | {c: c for c in s.choices if c != s.default}
             return mo.ui.dropdown(
                 options=options,
                 value=next((k for k, v in options.items() if v == text), next(iter(options))),
-                label=f"`{s.flag}` {s.help}",
+                label=f"`{s.flag}` {label(s)}",
             )
-        return mo.ui.text(value=text, placeholder=placeholder(s), label=f"`{s.flag}` {s.help}", full_width=True)
+        return mo.ui.text(value=text, placeholder=placeholder(s), label=f"`{s.flag}` {label(s)}", full_width=True)
 
     settings = mo.ui.dictionary({s.key: _control(s) for s in SETTINGS})
     pin = mo.ui.text(

@@ -54,7 +54,7 @@ def add_request_arguments(
         metavar="SPEC",
         help=f"cluster spec ({example}) or a .json/.toml file",
     )
-    add_setting_arguments(p.add_argument_group("request (each engine's own flag in brackets)"), skip=skip)
+    add_setting_arguments(p.add_argument_group("request (each engine's own flag in parentheses)"), skip=skip)
 
 
 def read_cluster(text: str) -> Cluster:

@@ -17,7 +17,7 @@ from typing import Any
 
 from explorer.engines.calibration import Calibration
 from explorer.engines.common import PlanRequest
-from explorer.engines.registry import ENGINES_BY_NAME
+from explorer.engines.registry import ENGINES_BY_NAME, engine_labels
 from explorer.engines.setting import Setting, declared_settings, with_implied
 from explorer.errors import PlanError
 from explorer.sources.engine_plugins import load_engine_plugins
@@ -26,6 +26,10 @@ __all__ = ["CLI_SETTINGS", "add_setting_arguments", "request_from_args", "settin
 
 #: the request's settings the command line takes, in declaration order
 CLI_SETTINGS: tuple[Setting, ...] = tuple(s for s in declared_settings(PlanRequest) if s.cli)
+
+
+#: how ``--help`` names a value of each kind
+_METAVARS = {"int": "N", "float": "X", "floats": "SHARES", "text": "TEXT"}
 
 
 def _reader(s: Setting) -> Callable[[str], Any]:
@@ -43,7 +47,8 @@ def _reader(s: Setting) -> Callable[[str], Any]:
 
 def _help(s: Setting) -> str:
     """The setting's help, the engines' own flags, its range and its default."""
-    own = ", ".join(f"{name} {flag}" for name, flag in s.flags.items() if flag != s.cli[0])
+    labels = engine_labels()
+    own = ", ".join(f"{labels.get(name, name)} {flag}" for name, flag in s.flags.items() if flag and flag != s.cli[0])
     parts = [s.help + (f" ({own})" if own else "")]
     if s.kind in ("int", "float"):
         parts.append(s.range_text)
@@ -68,7 +73,7 @@ def add_setting_arguments(
         elif s.kind == "engines":
             kw |= {"action": "append", "choices": tuple(ENGINES_BY_NAME), "default": None}
         else:
-            kw |= {"type": _reader(s), "default": None if s.optional else s.default}
+            kw |= {"type": _reader(s), "default": None if s.optional else s.default, "metavar": _METAVARS.get(s.kind)}
             if s.kind == "choice":
                 kw["metavar"] = "{" + ",".join(s.choices) + "}"
         p.add_argument(*s.cli, **kw)

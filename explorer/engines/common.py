@@ -106,7 +106,7 @@ class PlanRequest:
         help="context tokens per sequence")
     concurrency: int = setting(
         1, kind="int", low=1, high=MAX_CONCURRENCY, main=True, cli=("--concurrency", "--parallel"),
-        flags={"llamacpp": "-np"}, help="sequences that must fit at that context at once (--parallel: llama.cpp -np)")
+        flags={"llamacpp": "-np"}, help="sequences that must fit at that context at once")
     kv_dtype: str = setting(
         "auto", kind="choice", choices=KV_CACHE_TYPES, main=True, cli=("--kv-dtype",), url="kv",
         flags={"vllm": "--kv-cache-dtype", "sglang": "--kv-cache-dtype", "llamacpp": "-ctk"},

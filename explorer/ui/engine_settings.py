@@ -21,20 +21,18 @@ from explorer.engines.common import PlanRequest
 from explorer.engines.registry import ENGINES_BY_NAME, engine_labels
 from explorer.engines.setting import Setting, declared_settings, with_implied
 from explorer.errors import PlanError
-from explorer.sources.engine_plugins import load_engine_plugins
 
 __all__ = [
     "SETTINGS",
     "SETTINGS_BY_KEY",
     "engine_groups",
     "group_title",
+    "label",
     "placeholder",
     "read_text",
     "request_changes",
     "settings_text",
 ]
-
-load_engine_plugins()  # engines other packages add bring their settings' groups
 
 #: every setting the settings section offers, in the request's field order
 SETTINGS: tuple[Setting, ...] = tuple(s for s in declared_settings(PlanRequest) if not s.main)
@@ -47,6 +45,13 @@ def placeholder(s: Setting) -> str:
     if s.optional:
         return "proportional to free memory" if s.kind == "floats" else "engine's default"
     return str(s.default)
+
+
+def label(s: Setting) -> str:
+    """What the setting does, with the other engines' own flags: ``no CUDA graphs (SGLang --disable-cuda-graph)``."""
+    labels = engine_labels()
+    others = [f"{labels.get(e, e)} {flag}" for e, flag in s.flags.items() if flag and flag != s.flag]
+    return s.help + (f" ({', '.join(others)})" if others else "")
 
 
 def read_text(s: Setting, text: str) -> Any:

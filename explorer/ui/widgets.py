@@ -40,7 +40,7 @@ from explorer.sources.shipped import parse_cluster, shipped_prices
 from explorer.speed.settings import SpeedSettings
 from explorer.ui import plan_rows as nd
 from explorer.ui import vega
-from explorer.ui.engine_settings import SETTINGS, engine_groups, placeholder, request_changes
+from explorer.ui.engine_settings import SETTINGS, engine_groups, label, placeholder, request_changes
 from explorer.ui.presets import PRESETS
 
 __all__ = ["ExplorerWidget"]
@@ -265,12 +265,12 @@ def _setting_control(s: Any) -> w.Widget:
     description = s.flag
     style = {"description_width": "initial"}
     if s.kind == "bool":
-        return w.Checkbox(value=False, description=f"{s.flag}: {s.help}", style=style, indent=False)
+        return w.Checkbox(value=False, description=f"{s.flag}: {label(s)}", style=style, indent=False)
     if s.kind == "choice":
         first = "(default)" if s.optional else str(s.default)
         options = [(first, "")] + [(c, c) for c in s.choices if c != s.default]
-        return w.Dropdown(options=options, value="", description=description, tooltip=s.help, style=style)
-    return w.Text(value="", placeholder=placeholder(s), description=description, tooltip=s.help,
+        return w.Dropdown(options=options, value="", description=description, tooltip=label(s), style=style)
+    return w.Text(value="", placeholder=placeholder(s), description=description, tooltip=label(s),
                   continuous_update=False, style=style)  # fmt: skip
 
 
