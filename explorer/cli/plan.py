@@ -234,7 +234,8 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
             f"of {gib(card.usable)} usable\n  {result.option.memory_text}\n  {result.message}"
         )
         for option in result.replicas:
-            print(f"  {option.evaluation.command}")
+            for line in option.evaluation.command.splitlines():  # a launch over nodes: a line a node
+                print(f"  {line}")
     return 3 if result.overcommitted else 0
 
 

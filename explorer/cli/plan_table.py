@@ -131,7 +131,8 @@ def print_best(result: PlanResult) -> None:
         for line in launch.text().splitlines():
             print(f"    {line}")
     else:
-        print(f"  {best.evaluation.command}")
+        for line in best.evaluation.command.splitlines():  # a launch over nodes: a line a node
+            print(f"  {line}")
     print_speed(best)
     others = [(e, o) for e, o in result.best_per_engine().items() if o is not best]
     for engine, o in others:

@@ -83,6 +83,9 @@ class PlanRequest:
         pipeline_parallel_size: the user's pp (``--pipeline-parallel-size``, ``--pp-size``); None: any.
         data_parallel_size: replicas in one launch (vLLM ``--data-parallel-size``, SGLang ``--dp-size``
             without DP attention; with ``dp_attention`` the DP attention size); None: 1.
+        expert_parallel_size: SGLang ``--ep-size`` (dividing tp; the experts spread over ep groups, each
+            expert split by tp / ep); vLLM's expert-parallel group is every rank (tp × dp), so only that size
+            is allowed there. None: the engine's default (SGLang 1, vLLM tp × dp for a mixture of experts).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
@@ -209,7 +212,12 @@ class PlanRequest:
     data_parallel_size: int | None = setting(
         kind="int", optional=True, low=1, high=MAX_GPUS, cli=("--dp",),
         flags={"vllm": "--data-parallel-size", "sglang": "--dp-size"},
-        help="replicas in one launch (with --dp-attention: its DP attention size)")
+        help="data-parallel ranks in one launch: copies of a dense model, or ranks sharing a mixture of experts' "
+             "experts with vLLM's expert parallelism (with --dp-attention: its DP attention size)")
+    expert_parallel_size: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_GPUS, cli=("--ep",), flags={"sglang": "--ep-size"},
+        help="the MoE layers' expert-parallel size within --tp (default: 1, or tp where the block-FP8 rule needs "
+             "it); vLLM's expert parallelism always spans tp × dp")
     # fmt: on
     @property
     def world_size(self) -> int | None:
@@ -248,7 +256,8 @@ class Layout:
         gpus_per_node: cards used on each node (0 on the CPU).
         tp: tensor-parallel size.
         pp: pipeline-parallel size (llama.cpp: devices the layers are split over).
-        dp: data-parallel size (SGLang DP attention).
+        dp: data-parallel size: plain replicas side by side, SGLang's DP attention ranks within the tp
+            cards, or vLLM's expert-parallel dp ranks of tp cards each (see :attr:`expert_dp`).
         ep: expert-parallel size (1: experts split by tp instead).
         cpu: runs on the host's CPU only.
         unified: runs on a unified-memory host (Apple).
@@ -288,6 +297,12 @@ class Layout:
         if self.nodes > 1:
             return f"{self.nodes} nodes × {self.gpus_per_node} {self.gpu_class} on {self.fabric}"
         return f"{self.gpus_per_node} × {self.gpu_class}"
+
+    @property
+    def expert_dp(self) -> bool:
+        """Whether dp ranks of tp cards each share experts spread over all tp × dp ranks (vLLM
+        ``--data-parallel-size`` with ``--enable-expert-parallel``): attention and dense weights per rank."""
+        return self.dp > 1 and self.ep == self.tp * self.dp
 
     @property
     def parallel(self) -> str:
@@ -414,6 +429,8 @@ def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:
 
 def card_role(layout: Layout, stage: int, first: int, end: int) -> str:
     """Which cards a per-card figure is for: ``each of 8 cards`` or ``stage 2 of 3 (layers 27–53), 8 cards``."""
+    if layout.expert_dp:
+        return f"each of {layout.cards} cards ({layout.dp} dp ranks of {layout.tp})"
     if layout.pp == 1:
         return f"each of {layout.tp} cards" if layout.tp > 1 else "the card"
     return f"stage {stage + 1} of {layout.pp} (layers {first}–{end - 1}), {layout.tp} cards"

@@ -169,6 +169,17 @@ class SplitEngine(Engine, Protocol):
         (vLLM's ``--quantization fp8``): a what-if of these needs no published checkpoint."""
         ...
 
+    @property
+    def expert_data_parallel(self) -> bool:
+        """Whether ``--dp`` ranks of a mixture of experts share experts spread over all of them (vLLM's
+        ``--data-parallel-size`` with ``--enable-expert-parallel``) instead of each holding a copy."""
+        ...
+
+    @property
+    def data_parallel_nodes_rule(self) -> str:
+        """Why plain data parallelism is not planned across nodes, in the engine's terms."""
+        ...
+
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) splits of ``nodes × width`` cards the engine runs, the best first."""
         ...

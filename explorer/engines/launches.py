@@ -6,10 +6,19 @@ user's sizes mean the same in both:
 
 - a world size (tp × pp × dp, any missing one 1) fixes the cards of a launch;
 - tp and pp, when given, are the only split tried;
-- plain data parallelism (``--dp`` without DP attention: vLLM ``--data-parallel-size``,
-  SGLang ``--dp-size``) runs dp replicas of the tp × pp split side by side on one
-  node, in one launch; each holds its share of the sequences. Under DP attention
-  the dp ranks share the tp group's cards (SGLang requires dp to divide tp).
+- plain data parallelism (``--dp`` without DP attention: vLLM ``--data-parallel-size``
+  of a dense model, SGLang ``--dp-size``) runs dp replicas of the tp × pp split side
+  by side on one node, in one launch; each holds its share of the sequences. Under
+  DP attention the dp ranks share the tp group's cards (SGLang requires dp to divide tp);
+- expert data parallelism (vLLM ``--data-parallel-size`` of a mixture of experts, with
+  ``--enable-expert-parallel``): dp ranks of tp cards each, pp 1, over any whole nodes of
+  one fabric; each rank holds the attention and dense weights at its tp and its own
+  sequences' KV cache, and the routed experts are spread over all tp × dp ranks
+  (vLLM's ``docs/serving/data_parallel_deployment.md``: "expert layers form a tensor
+  parallel group of size DP × TP", expert-parallel with the flag).
+
+A launch the rules leave no split for is refused with the reason
+(:func:`no_split_reason`), never dropped unsaid.
 """
 
 from __future__ import annotations
@@ -27,18 +36,39 @@ from explorer.units import cdiv
 
 
 def plain_dp(request: PlanRequest) -> int:
-    """Replicas of one launch without DP attention (``--dp`` alone); 1 when none."""
+    """Data-parallel ranks of one launch without DP attention (``--dp`` alone); 1 when none."""
     return 1 if request.dp_attention else request.data_parallel_size or 1
 
 
-def launch_splits(engine: SplitEngine, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
+def expert_dp(engine: SplitEngine, shape: ModelShape, request: PlanRequest) -> bool:
+    """Whether the user's dp ranks share the experts (the engine's expert data parallelism on a mixture of
+    experts) rather than each holding a copy."""
+    return engine.expert_data_parallel and shape.moe is not None and plain_dp(request) > 1
+
+
+def weight_copy_cards(layout: Layout, request: PlanRequest) -> int:
+    """The cards one copy of the weights spans: every card of an expert-parallel dp launch, a plain replica's
+    share of the others."""
+    return layout.cards if layout.expert_dp else layout.cards // plain_dp(request)
+
+
+def launch_splits(
+    engine: SplitEngine, nodes: int, width: int, request: PlanRequest, shape: ModelShape
+) -> Iterator[tuple[int, int]]:
     """The engine's (tp, pp) splits of a launch on ``nodes × width`` cards, narrowed to the user's tp, pp, dp.
 
     With a world size given, only a launch of exactly that many cards; plain dp replicas sit side by side
-    on one node, so the split is of one replica's ``width / dp`` cards.
+    on one node, so the split is of one replica's ``width / dp`` cards; expert dp ranks take
+    ``cards / dp`` cards each (tp within a node, pp 1) on any whole nodes.
     """
     world, dp = request.world_size, plain_dp(request)
     if world is not None and nodes * width != world:
+        return
+    if expert_dp(engine, shape, request):
+        tp, rest = divmod(nodes * width, dp)
+        narrowed = request.tensor_parallel_size in (None, tp) and request.pipeline_parallel_size in (None, 1)
+        if tp and not rest and width % tp == 0 and narrowed:
+            yield tp, 1
         return
     if dp > 1 and (nodes > 1 or width % dp):
         return
@@ -53,9 +83,30 @@ def launch_splits(engine: SplitEngine, nodes: int, width: int, request: PlanRequ
 def make_launch(
     engine: SplitEngine, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
 ) -> Layout:
-    """The engine's layout of a launch, with the user's dp (plain replicas, or the DP attention size)."""
+    """The engine's layout of a launch, with the user's dp (plain replicas, expert dp ranks with ep = tp × dp, or
+    the DP attention size)."""
     layout = engine.make_layout(pool, nodes, width, tp, pp, shape, request)
+    if expert_dp(engine, shape, request):
+        return replace(layout, dp=plain_dp(request), ep=tp * plain_dp(request))
     return replace(layout, dp=request.data_parallel_size) if request.data_parallel_size else layout
+
+
+def no_split_reason(engine: SplitEngine, nodes: int, width: int, request: PlanRequest, shape: ModelShape) -> str:
+    """Why the user's sizes leave no split of ``nodes × width`` cards (said, so no launch is dropped unsaid)."""
+    dp, cards = plain_dp(request), nodes * width
+    if expert_dp(engine, shape, request):
+        return (
+            f"dp {dp} expert-parallel ranks on {nodes} node(s) × {width} need tp = {cards} / {dp} cards a rank, "
+            f"dividing a node's {width} cards, and pp 1"
+        )
+    if dp > 1 and nodes > 1:
+        return f"dp {dp} across {nodes} nodes: {engine.data_parallel_nodes_rule}"
+    if dp > 1 and width % dp:
+        return f"dp {dp} replicas do not divide a node's {width} cards"
+    asked = ", ".join(
+        f"{k} {v}" for k, v in (("tp", request.tensor_parallel_size), ("pp", request.pipeline_parallel_size)) if v
+    )
+    return f"{asked or 'the engine'} does not split {nodes} node(s) × {width} card(s)"
 
 
 def evaluate_launch(
@@ -67,8 +118,9 @@ def evaluate_launch(
     request: PlanRequest,
     model_ref: str,
 ) -> Evaluation:
-    """The engine's evaluation of a launch; dp plain replicas each hold their share of the sequences."""
-    dp = plain_dp(request)
+    """The engine's evaluation of a launch; dp plain replicas (or expert dp ranks) each hold their share of the
+    sequences."""
+    dp = layout.dp if layout.expert_dp else plain_dp(request)
     if dp == 1:
         return engine.evaluate(shape, precision, layout, gpu, request, model_ref)
     share = replace(request, concurrency=cdiv(request.concurrency, dp))

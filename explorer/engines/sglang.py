@@ -54,7 +54,7 @@ from explorer.engines.common import (
 )
 from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import FleetLaunch, Footprint
-from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
@@ -159,6 +159,15 @@ def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration 
     return (total or gpu.visible_memory_bytes) - startup_bytes(gpu, layout, calibration)
 
 
+#: SGLang's data parallelism across nodes (``server_args.py``: multi-node dp needs ``--enable-dp-attention``)
+DP_NODES_RULE = (
+    'SGLang runs data parallelism across nodes only with --enable-dp-attention (its message: "multi-node data '
+    'parallel is not supported unless dp attention!"), and DP attention (--dp-attention here) applies only to '
+    "models that support it (DeepSeek-style MLA and some MoE models); use one launch per node instead (the plan's "
+    "replicas), or --tp over the nodes"
+)
+
+
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
     """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
     pipeline parallelism and multi-node data parallelism cannot combine with."""
@@ -169,12 +178,25 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     if request.speculative and request.enable_mixed_chunk:
         out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
     if layout.dp > 1 and layout.nodes > 1 and not request.dp_attention:
-        out.append(("dp-nodes", "SGLang runs data parallelism across nodes only with DP attention"))
+        out.append(("dp-nodes", DP_NODES_RULE))
+    if layout.ep > 1 and layout.tp % layout.ep:
+        out.append(
+            ("ep-size", f"SGLang splits experts by tp / ep: --ep-size {layout.ep} must divide --tp-size {layout.tp}")
+        )
+    out += expert_size_refusals(shape, request)
     if (layout.tp * layout.pp) % layout.nodes:
         out.append(
             ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
         )
     return out
+
+
+def attention_tp(layout: Layout, request: PlanRequest) -> int:
+    """The attention's tensor-parallel size: tp, or under DP attention ``tp / dp`` (SGLang's ``attn_tp_size``:
+    each DP rank's attention whole on ``tp / dp`` cards, its own sequences' KV cache beside it)."""
+    if request.dp_attention and layout.dp > 1:
+        return max(1, layout.tp // layout.dp)
+    return layout.tp
 
 
 def evaluate(
@@ -189,8 +211,8 @@ def evaluate(
     _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
     activations = min(int(prefill_mib * MiB), capacity - static)
     overhead = capacity - static - activations
-    weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
-    attn_tp = 1 if request.dp_attention else layout.tp
+    attn_tp = attention_tp(layout, request)
+    weights = weight_breakdown(shape, precision, layout.tp, layout.ep, attn_tp)
     seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
     kv_type = shape.kv_type(request.kv_dtype)
 
@@ -256,6 +278,8 @@ def command(
         parts.append(f"--tp-size {layout.tp}")
     if layout.pp > 1:
         parts.append(f"--pp-size {layout.pp}")
+    if layout.ep > 1:
+        parts.append(f"--ep-size {layout.ep}")
     parts.append(f"--context-length {request.context_tokens}")
     if request.mem_fraction_static:
         parts.append(f"--mem-fraction-static {mfs:g}")
@@ -290,6 +314,9 @@ class SGLang(SplitWalk):
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
+    #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
+    expert_data_parallel: ClassVar[bool] = False
+    data_parallel_nodes_rule: ClassVar[str] = DP_NODES_RULE
 
     def fleet_command(self, model_id: str, fleet: FleetLaunch) -> str:
         """``sglang.launch_server``: ``--mem-fraction-static`` the largest share of a card charged, rounded *up* to
@@ -313,8 +340,10 @@ class SGLang(SplitWalk):
     def make_layout(
         self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
     ) -> Layout:
-        """The split, with dp = tp under ``--enable-dp-attention``."""
-        return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1)
+        """The split, with dp = tp under ``--enable-dp-attention`` and the user's ``--ep-size`` on a mixture of
+        experts."""
+        ep = request.expert_parallel_size if shape.moe is not None and request.expert_parallel_size else 1
+        return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1, ep=ep)
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility and combination rules (:func:`refusals`)."""

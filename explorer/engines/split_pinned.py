@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 from explorer.engines.common import PlanRequest, serve_reference
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
-from explorer.engines.launches import evaluate_launch, launch_splits, make_launch
+from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, no_split_reason
 from explorer.engines.options import Option
+from explorer.engines.parallel_rules import block_refusals
 from explorer.errors import ManualSelectionError
 from explorer.hardware.cards import CardRef
 from explorer.hardware.pools import Pool
@@ -65,9 +67,13 @@ def pin_split(
     precision = shape.precision_of(artifact)
     ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
     reasons: list[str] = []
-    for tp, pp in launch_splits(engine, len(nodes), width, request):
+    for tp, pp in launch_splits(engine, len(nodes), width, request, shape):
         layout = make_launch(engine, pool, len(nodes), width, tp, pp, shape, request)
-        refused = engine.refusals(shape, layout, request)
+        refused = engine.refusals(shape, layout, request) or list(block_refusals(shape, precision, tp, layout.ep))
+        if refused and refused[0][0] == "fp8-block" and shape.moe is not None and layout.ep == 1:
+            reasons.append(refused[0][1])
+            layout = replace(layout, ep=tp)  # the experts spread whole keep their blocks
+            refused = engine.refusals(shape, layout, request) or list(block_refusals(shape, precision, tp, tp))
         if refused:
             reasons.append(refused[0][1])
             continue
@@ -86,21 +92,5 @@ def pin_split(
             node=nodes[0],
         )
         return PinnedLayout(option=option, cards=tuple(cards), needs_bytes=(ev.free_needed_bytes,) * len(cards))
-    why = reasons[0] if reasons else _no_split(len(nodes), width, request)
+    why = reasons[0] if reasons else no_split_reason(engine, len(nodes), width, request, shape)
     raise ManualSelectionError(f"no split of the {len(cards)} pinned GPUs is allowed: {why}")
-
-
-def _no_split(nodes: int, width: int, request: PlanRequest) -> str:
-    asked = ", ".join(
-        f"{k} {v}"
-        for k, v in (
-            ("tp", request.tensor_parallel_size),
-            ("pp", request.pipeline_parallel_size),
-            ("dp", request.data_parallel_size),
-        )
-        if v
-    )
-    where = f"{nodes} node(s) × {width} card(s)"
-    return f"{asked or 'the engine'} does not split {where}" + (
-        " (dp replicas in one launch are planned on one node)" if nodes > 1 and request.data_parallel_size else ""
-    )

@@ -12,20 +12,27 @@ exactly that many cards are tried, fewest nodes first
 (:mod:`explorer.engines.launches`). Each launch is evaluated as the engine
 starts it (plain dp replicas each with their share of the sequences), and a
 node must also hold the host RAM the engine claims (``host-ram``,
-:mod:`explorer.engines.host_ram`).
+:mod:`explorer.engines.host_ram`); :mod:`explorer.engines.split_trial` checks each
+and adds the engine's expert data parallelism on whole nodes. A launch the user's
+sizes leave no split for is refused with the reason (``split-rules``).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import replace
 
 from explorer.engines.collect import Collector
 from explorer.engines.common import PlanRequest
-from explorer.engines.host_ram import with_host
 from explorer.engines.interface import SplitEngine
-from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, plain_dp
-from explorer.engines.options import Option, memory_reason
+from explorer.engines.launches import (
+    launch_splits,
+    make_launch,
+    no_split_reason,
+    plain_dp,
+)
+from explorer.engines.options import Option
+from explorer.engines.split_trial import PoolWeights, Trial, expert_dp_option
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
@@ -33,16 +40,6 @@ from explorer.model.shapes import ModelShape
 from explorer.units import gib
 
 __all__ = ["SCALE_UP_CARDS", "SEARCH_STEPS", "PoolWeights", "scale_up_widths", "walk_pool"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PoolWeights:
-    """An artifact's weights at its precision: bits a served parameter, bytes in all (before any split),
-    and the KV cache the request asks for, every layer once (no split makes it smaller in all)."""
-
-    bits: float
-    total_bytes: int
-    asked_kv_bytes: int
 
 
 #: on one node, layouts wider than the fewest cards that fit are offered at powers of two up to this many
@@ -311,56 +308,38 @@ def _try_split(
     """The best (tp, pp) split of ``nodes × width`` cards that fits, refusing the others.
 
     A launch's split is narrowed by the user's tp, pp and dp (:func:`~explorer.engines.launches.launch_splits`);
-    it needs ``nodes`` nodes with the cards and the host RAM the engine claims on each.
+    it needs ``nodes`` nodes with the cards and the host RAM the engine claims on each. A mixture of experts
+    whose experts the block-FP8 rule keeps from splitting by tp spreads them whole instead (ep = tp). On a
+    pool's whole nodes, the engine's expert data parallelism is tried too
+    (:func:`~explorer.engines.split_trial.expert_dp_option`): it is accepted
+    here beside the split, or returned when no split fits.
     """
-    name, cards = engine.name, nodes * width
-    accepted = None
-    for tp, pp in launch_splits(engine, nodes, width, request):
+    trial = Trial(engine, shape, artifact, precision, weights, pool, hosts, request, model_ref, out)
+    accepted, tried = None, False
+    for tp, pp in launch_splits(engine, nodes, width, request, shape):
+        tried = True
         layout = make_launch(engine, pool, nodes, width, tp, pp, shape, request)
         if accepted is not None:
             out.refuse(
-                name, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards"
-            )
-            continue
-        reasons = engine.refusals(shape, layout, request)
-        if reasons:
-            rule, reason = reasons[0]
-            out.refuse(name, layout, artifact.name, rule, reason)
-            continue
-        replica_cards = cards // plain_dp(request)
-        if weights.total_bytes > pool.gpu.memory_bytes * engine.usable_share(request) * replica_cards:
-            out.refuse(
-                name,
+                engine.name,
                 layout,
                 artifact.name,
-                "memory-lower-bound",
-                f"the weights alone ({weights.total_bytes / 2**30:.1f} GiB) exceed {replica_cards} × {pool.gpu.name}",
+                "split",
+                f"{accepted.layout.parallel} is a better split of the same cards",
             )
-            break
-        evaluation = evaluate_launch(engine, shape, precision, layout, pool.gpu, request, model_ref)
-        claim = engine.host_claim(layout, evaluation, request)
-        roomy = pool.kinds_holding(width, claim.fits)  # kinds of node, counted: never enumerated one by one
-        held = sum(many for _, many in roomy)
-        if held < nodes:
-            most = max((n for n, _ in pool.kinds), key=lambda n: n.host_ram_bytes)
-            out.refuse(name, layout, artifact.name, "host-ram", claim.refusal(most, name))
-            break
-        node = max((n for n, _ in roomy), key=lambda n: n.host_ram_bytes)
-        evaluation = with_host(evaluation, claim, node)
-        ram_now = sum(many for n, many in roomy if claim.fits_now(n)) >= nodes
-        option = Option(
-            layout=layout,
-            artifact=artifact,
-            precision=precision.name,
-            bits_per_weight=weights.bits,
-            evaluation=evaluation,
-            free_now=ram_now and pool.free_now(nodes, width, evaluation.free_needed_bytes),
-            hosts=min(hosts, held),
-            gpu=pool.gpu,
-            node=node,
-        )
-        if not evaluation.fits:
-            out.refuse(name, layout, artifact.name, "memory", memory_reason(option.per_card), option=option)
             continue
+        option, stop = trial.check(trial.block_kept(layout), nodes, width)
+        if stop:
+            break
         accepted = option
+    if not tried:
+        tp, pp = request.tensor_parallel_size or width, request.pipeline_parallel_size or 1
+        layout = replace(engine.make_layout(pool, nodes, width, tp, pp, shape, request), dp=plain_dp(request))
+        out.refuse(
+            engine.name, layout, artifact.name, "split-rules", no_split_reason(engine, nodes, width, request, shape)
+        )
+    extra = expert_dp_option(trial, nodes, width)
+    if extra is None or accepted is None:
+        return accepted or extra
+    out.accept(extra)
     return accepted

@@ -44,7 +44,7 @@ from explorer.engines.common import (
 )
 from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import FleetLaunch, Footprint
-from explorer.engines.parallel_rules import Refusal, pp_refusals, tp_refusals
+from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
@@ -62,8 +62,18 @@ BLOCK_TOKENS = 16
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Divisibility rules vLLM enforces for this layout (none depends on the request)."""
-    return tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp)
+    """Divisibility rules vLLM enforces for this layout, and an ``--ep`` vLLM cannot set apart from tp × dp."""
+    out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
+    asked = request.expert_parallel_size
+    if asked and shape.moe is not None and asked != layout.ep:
+        out.append(
+            (
+                "ep-size",
+                f"vLLM's expert-parallel group is every rank of the launch (--enable-expert-parallel: tp × dp = "
+                f"{layout.ep}); --ep {asked} cannot be set apart from it",
+            )
+        )
+    return out
 
 
 def budget_total_bytes(gpu: GPUClass, calibration: Calibration | None) -> int:
@@ -71,6 +81,12 @@ def budget_total_bytes(gpu: GPUClass, calibration: Calibration | None) -> int:
     if calibration is not None and calibration.torch_memory_bytes:
         return calibration.torch_memory_bytes
     return gpu.visible_memory_bytes
+
+
+def distributed_size(layout: Layout) -> int:
+    """The group size the non-torch term is read at: tp, or every rank of an expert-parallel dp launch (its
+    expert group talks over NCCL like a tensor-parallel one; no log of it yet, so the tp figure stands in)."""
+    return layout.tp * layout.dp if layout.expert_dp else layout.tp
 
 
 def stage_weight_bytes(
@@ -99,7 +115,7 @@ def evaluate(
     graphs = 0
     if release.graphs_in_budget and not request.enforce_eager:
         graphs = graph_bytes(seqs, tokens, calibration)
-    overhead = graphs + non_torch_bytes(release, layout.tp, layout.pp, calibration)
+    overhead = graphs + non_torch_bytes(release, distributed_size(layout), layout.pp, calibration)
     stages = pp_partition(shape.layers, layout.pp)
     stage_weights = stage_weight_bytes(shape, precision, layout, gpu, release)
     context, conc = request.context_tokens, request.concurrency
@@ -123,7 +139,7 @@ def evaluate(
                 overhead=overhead,
                 usable=usable,
                 capacity=capacity,
-                count=layout.tp,
+                count=layout.tp * layout.dp if layout.expert_dp else layout.tp,
             )
         )
         rooms.append((a, b, usable - w - act - overhead, per_seq))
@@ -156,8 +172,17 @@ def evaluate(
     )
 
 
+#: the port the head's data-parallel RPC listens on in vLLM's multi-node example
+DP_RPC_PORT = 13345
+#: the head node's address in a multi-node command: a placeholder the user fills in
+HEAD_ADDRESS = "<HEAD_NODE_IP>"
+#: nodes beyond which the headless nodes' lines are folded into one with a placeholder start rank
+MAX_NODE_LINES = 4
+
+
 def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest) -> str:
-    """The ``vllm serve`` line for this layout."""
+    """The ``vllm serve`` line for this layout; an expert-parallel dp launch over several nodes gets a line a node
+    (the head first, then ``--headless`` ones), one per line (vLLM's ``data_parallel_deployment.md``)."""
     parts = ["vllm serve", model_ref]
     if layout.tp > 1:
         parts.append(f"--tensor-parallel-size {layout.tp}")
@@ -175,9 +200,27 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           VLLM.online_methods)  # fmt: skip
     parts += launch_flags(request, "vllm")  # --max-num-seqs, --enforce-eager, --swap-space… as the user set them
+    if layout.nodes > 1 and layout.expert_dp:
+        return "\n".join(node_commands(" ".join(parts), layout))
     if layout.nodes > 1:
         parts.append("--distributed-executor-backend ray")
     return " ".join(parts)
+
+
+def node_commands(base: str, layout: Layout) -> list[str]:
+    """One line a node for dp ranks over several nodes: each starts its ``dp / nodes`` local ranks; the head
+    (rank 0 on) serves the API, the others run ``--headless`` from their first rank."""
+    local = layout.dp // layout.nodes
+    shared = (
+        f"{base} --data-parallel-size-local {local} --data-parallel-address {HEAD_ADDRESS} "
+        f"--data-parallel-rpc-port {DP_RPC_PORT}"
+    )
+    if layout.nodes > MAX_NODE_LINES:
+        return [
+            shared,
+            f"{shared} --data-parallel-start-rank <{local} × k on node k = 1..{layout.nodes - 1}> --headless",
+        ]
+    return [shared] + [f"{shared} --data-parallel-start-rank {local * k} --headless" for k in range(1, layout.nodes)]
 
 
 #: the two contexts a footprint's KV slope is measured between
@@ -189,7 +232,8 @@ class VLLM(SplitWalk):
     """vLLM for the planner (a :class:`~explorer.engines.interface.SplitEngine`).
 
     Splits are tp × pp with tp within a node; a mixture of experts runs
-    expert-parallel over the tensor-parallel cards; a card offers
+    expert-parallel over the tensor-parallel cards, or over dp ranks of tp
+    cards each (``--data-parallel-size`` with ``--enable-expert-parallel``); a card offers
     ``gpu_memory_utilization`` of its memory.
     """
 
@@ -198,6 +242,12 @@ class VLLM(SplitWalk):
     #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
+    #: a mixture of experts' dp ranks spread the experts over all of them (``--enable-expert-parallel``)
+    expert_data_parallel: ClassVar[bool] = True
+    data_parallel_nodes_rule: ClassVar[str] = (
+        "vLLM's data-parallel copies of a dense model are planned on one node; start one launch a node instead "
+        "(the plan's replicas)"
+    )
 
     def fleet_command(self, model_id: str, fleet: FleetLaunch) -> str:
         """``vllm serve``: ``--gpu-memory-utilization`` the largest share of a card charged, rounded *up* to the

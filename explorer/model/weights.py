@@ -7,9 +7,12 @@ A card's share follows how vLLM and SGLang shard each tensor:
 - vocabulary-parallel embeddings and heads hold ⌈round_up(vocab, 64) / tp⌉ rows;
 - K/V projections hold max(1, kv_heads // tp) heads: once tp exceeds the KV
   heads each card keeps a replica of one head;
-- routed experts are spread whole over ``ep`` cards (``--enable-expert-parallel``)
-  or, without it, each expert is split by tp;
-- everything else (norms, routers, MLA's down-projections) is replicated.
+- routed experts are spread over ``ep`` groups (``--enable-expert-parallel``, SGLang's
+  ``--ep-size``), each expert split by ``tp / ep`` within its group (whole at ep ≥ tp);
+  without expert parallelism each expert is split by tp;
+- everything else (norms, routers, MLA's down-projections) is replicated;
+- under SGLang's DP attention the attention is split by its own, smaller
+  tensor-parallel size (tp / dp), the rest by tp.
 
 Quantised formats are sized on the shard's own shape, so block scales are
 counted per card, as the engines allocate them.
@@ -85,24 +88,26 @@ def shard_shape(t: Tensor, tp: int, ep: int) -> tuple[int, int, int]:
         per_head = rows // t.heads
         return per_head * max(1, t.heads // tp), cols, count
     if split in ("expert_column", "expert_row"):
-        if ep > 1:
-            return rows, cols, cdiv(count, ep)
+        moe_tp = max(1, tp // ep)  # SGLang's moe_tp_size: each expert split by tp / ep (whole at ep ≥ tp)
+        count = cdiv(count, ep)
         if split == "expert_column":
-            return cdiv(rows, tp), cols, count
-        return rows, cdiv(cols, tp), count
+            return cdiv(rows, moe_tp), cols, count
+        return rows, cdiv(cols, moe_tp), count
     return rows, cols, count
 
 
-def _shard_bytes(t: Tensor, precision: Precision, layer: int | None, tp: int, ep: int) -> int:
-    rows, cols, count = shard_shape(t, tp, ep)
+def _shard_bytes(t: Tensor, precision: Precision, layer: int | None, tp: int, ep: int, attn_tp: int) -> int:
+    rows, cols, count = shard_shape(t, attn_tp if t.role == "attention" else tp, ep)
     fmt = precision.format_for(t, layer)
     if fmt is None:
         return rows * cols * count * precision.base.block_bytes // precision.base.block_elements
     return fmt.matrix_bytes(rows, cols) * count
 
 
-def _group_bytes(tensors: tuple[Tensor, ...], precision: Precision, layer: int | None, tp: int, ep: int) -> int:
-    return sum(_shard_bytes(t, precision, layer, tp, ep) for t in tensors)
+def _group_bytes(
+    tensors: tuple[Tensor, ...], precision: Precision, layer: int | None, tp: int, ep: int, attn_tp: int
+) -> int:
+    return sum(_shard_bytes(t, precision, layer, tp, ep, attn_tp) for t in tensors)
 
 
 def _layer_specific(precision: Precision) -> bool:
@@ -110,24 +115,28 @@ def _layer_specific(precision: Precision) -> bool:
     return any(re.search(r"layers\.\d", p) for p in precision.skip)
 
 
-@memo(256, keyed_on="shape identity, precision, tp, ep")
-def weight_breakdown(shape, precision: Precision, tp: int = 1, ep: int = 1) -> WeightBreakdown:
-    """Weight bytes of ``shape`` at ``precision``, for one card at tensor parallel ``tp`` and expert parallel ``ep``."""
+@memo(256, keyed_on="shape identity, precision, tp, ep, attn_tp")
+def weight_breakdown(
+    shape, precision: Precision, tp: int = 1, ep: int = 1, attn_tp: int | None = None
+) -> WeightBreakdown:
+    """Weight bytes of ``shape`` at ``precision``, for one card at tensor parallel ``tp`` and expert parallel ``ep``;
+    the attention split by ``attn_tp`` when it differs (SGLang's DP attention: tp / dp; None: tp)."""
+    attn_tp = tp if attn_tp is None else attn_tp
     per_layer = _layer_specific(precision)
     memo: dict[int, int] = {}
     layer_bytes = []
     for i, layer in enumerate(shape.decoder):
         if per_layer:
-            layer_bytes.append(_group_bytes(layer.tensors, precision, i, tp, ep))
+            layer_bytes.append(_group_bytes(layer.tensors, precision, i, tp, ep, attn_tp))
             continue
         key = id(layer.tensors)
         if key not in memo:
-            memo[key] = _group_bytes(layer.tensors, precision, i, tp, ep)
+            memo[key] = _group_bytes(layer.tensors, precision, i, tp, ep, attn_tp)
         layer_bytes.append(memo[key])
     return WeightBreakdown(
-        embedding_bytes=_group_bytes(shape.embeddings, precision, None, tp, ep),
-        head_bytes=_group_bytes(shape.head, precision, None, tp, ep),
+        embedding_bytes=_group_bytes(shape.embeddings, precision, None, tp, ep, attn_tp),
+        head_bytes=_group_bytes(shape.head, precision, None, tp, ep, attn_tp),
         layer_bytes=tuple(layer_bytes),
-        vision_bytes=_group_bytes(shape.vision, precision, None, tp, ep),
-        mtp_bytes=_group_bytes(shape.mtp, precision, None, tp, ep),
+        vision_bytes=_group_bytes(shape.vision, precision, None, tp, ep, attn_tp),
+        mtp_bytes=_group_bytes(shape.mtp, precision, None, tp, ep, attn_tp),
     )

@@ -22,7 +22,9 @@ Starting them (:func:`replica_launch`):
   --data-parallel-size 4`` (vLLM's data parallelism, one API server over 4
   engines) or SGLang's ``--dp-size 4``;
 - otherwise one launch a copy, each with its GPU list
-  (``CUDA_VISIBLE_DEVICES=2,3 … --port 8001``), behind a load balancer.
+  (``CUDA_VISIBLE_DEVICES=2,3 … --port 8001``), behind a load balancer; a copy
+  over nodes whose command has a line a node (vLLM's data-parallel head, then its
+  ``--headless`` ranks) names each line's node.
 """
 
 from __future__ import annotations
@@ -203,5 +205,9 @@ def _spanning(command: str, nodes: int, width: int, slots: list[tuple[Node, int]
                 parts.append(f"{name} GPUs {_gpus(used[name] * width, width)}")
                 left[name] -= 1
                 used[name] += 1
-            lines.append(f"{' + '.join(parts)}: {command}")
+            per_node = command.splitlines()
+            if len(per_node) == nodes:  # a line a node (vLLM's head, then --headless ranks): each its node
+                lines.append("; ".join(f"{part}: {line}" for part, line in zip(parts, per_node, strict=True)))
+            else:
+                lines.append(f"{' + '.join(parts)}: {command}")
     return ReplicaLaunch(replicas=n, method="instances", lines=tuple(lines), more=max(0, n - len(lines)))

@@ -108,10 +108,13 @@ CHANGED: dict[str, tuple[object, dict[str, str]]] = {
     "tensor_parallel_size": (2, {"vllm": "--tensor-parallel-size 2", "sglang": "--tp-size 2"}),
     "pipeline_parallel_size": (2, {"vllm": "--pipeline-parallel-size 2", "sglang": "--pp-size 2"}),
     "data_parallel_size": (2, {"vllm": "--data-parallel-size 2", "sglang": "--dp-size 2"}),
+    "expert_parallel_size": (2, {"sglang": "--ep-size 2"}),
 }
 # fmt: on
 #: where one engine takes another value than CHANGED's (llama.cpp's KV types are ggml's)
 ENGINE_VALUE = {("kv_dtype", "llamacpp"): "q8_0"}
+#: the model a setting needs other than Llama-3.2-3B: --ep-size splits a mixture of experts' experts
+MODEL = {"expert_parallel_size": "Qwen__Qwen3-30B-A3B"}
 
 
 def test_every_setting_a_command_carries_is_in_the_table():
@@ -127,10 +130,10 @@ def test_every_setting_a_command_carries_is_in_the_table():
 
 @pytest.mark.parametrize("field", sorted(CHANGED))
 def test_every_setting_the_user_changed_is_in_its_engine_command(field):
-    """Llama-3.2-3B on two H100s: the best option of each engine the setting belongs to carries its flag (the
+    """Llama-3.2-3B (a MoE for --ep-size) on two H100s: the best option of each engine the setting belongs to carries its flag (the
     request read as the CLI and the app read it: ``--hicache-size`` turns the host pool on)."""
     value, texts = CHANGED[field]
-    shape, cluster = shape_of("meta-llama__Llama-3.2-3B"), parse_cluster("1x2xh100-80g")
+    shape, cluster = shape_of(MODEL.get(field, "meta-llama__Llama-3.2-3B")), parse_cluster("1x2xh100-80g")
     for engine, text in texts.items():
         given = {field: ENGINE_VALUE.get((field, engine), value)}
         request = PlanRequest(engines=(engine,), **with_implied(SETTINGS.values(), given))

@@ -112,3 +112,18 @@ def test_launch_lines_are_capped_on_a_huge_node():
     one = next(o for o in result.options if o.layout.cards == 1)
     launch = replica_launch(one, cluster)
     assert one.replicas == 100_000 and len(launch.lines) == MAX_LINES and launch.more == 100_000 - MAX_LINES
+
+
+def test_a_launch_with_a_line_a_node_names_each_node():
+    """DeepSeek-V3 dp 16 × ep 16 over two of four H100 nodes: two copies, each the head's line on one node and the
+    --headless line on the other."""
+    cluster = "4x8xh100-80g@ib0"
+    result = _plan("deepseek-ai__DeepSeek-V3", cluster, engines=("vllm",), data_parallel_size=16)
+    (option,) = result.options
+    assert option.replicas == 2
+    launch = replica_launch(option, parse_cluster(cluster))
+    assert len(launch.lines) == 2
+    head, other = launch.lines[0].split("; ")
+    assert head.endswith("--data-parallel-rpc-port 13345") and "--headless" not in head
+    assert other.endswith("--data-parallel-start-rank 8 --headless")
+    assert head.split(": ")[0] != other.split(": ")[0]  # two nodes
