@@ -571,18 +571,17 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
         _notes.append(
             mo.callout(
                 mo.md(
-                    "**The model's own weights keep no layout on the GPUs alone,** so these precisions were "
+                    "**The model's own weights keep no layout on the GPUs alone with headroom,** so these "
+                    "precisions were "
                     f"planned too (as `explorer plan` does): {safe_html(', '.join(result.widened))}."
                 ),
                 kind="info",
             )
         )
+    if cluster.assumptions:
+        _notes.append(mo.callout(mo.md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
     if not result.options:
-        _notes.append(
-            mo.callout(
-                mo.md("**Nothing fits.** The closest misses are in red; *Why not* below says why."), kind="danger"
-            )
-        )
+        _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
     # marimo shows a run's outputs when the run ends: the slow part below waits for a run of its own
     set_below((result, request))
     mo.vstack(
@@ -598,7 +597,7 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
 
 
 @app.cell(hide_code=True)
-def _(app_state, chosen, cluster, get_below, set_applied, shape):
+def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
     # The ways forward when the best way leaves layers off the accelerators (or nothing fits): each change
     # planned again, in a run of its own after the table; a click applies the change to the controls.
     mo.stop(get_below() is None)
@@ -609,6 +608,7 @@ def _(app_state, chosen, cluster, get_below, set_applied, shape):
         chosen,
         speed=SpeedSettings(prices=shipped_prices()),
         catalogue=shipped_catalogue(),
+        precisions=() if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints),
     )
     _rows = suggestion_rows(_result)
     suggestion_buttons = mo.ui.array(
@@ -676,6 +676,7 @@ def _(draw, result):
             ),
             vega.VegaLiteSpec(vega.card_memory_spec(nd.card_parts(picked), title=picked.label)),
             mo.md((f"*{safe_html(_host)}* · " if _host else "") + f"Launch: `{picked.evaluation.command}`"),
+            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
         ],
         gap=0.25,
     )

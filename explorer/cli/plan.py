@@ -183,14 +183,15 @@ def run(args: argparse.Namespace) -> int:
     )
     if result.widened and not args.json:
         print(
-            f"note: the model's own weights keep no all-GPU layout here that loads them as published; also planned: "
+            "note: the model's own weights keep no all-GPU layout here that loads them as published with headroom "
+            f"(at most 95 % of a card, room for 2 sequences); also planned: "
             f"{', '.join(result.widened)} (choose one with --quant)",
             file=sys.stderr,
         )
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps({**result.to_dict(), "assumed": list(cluster.assumptions)}, indent=2))
     else:
-        print_result(result, top=args.top, wide=args.wide)
+        print_result(result, top=args.top, wide=args.wide, assumed=cluster.assumptions)
     return 0 if result.options else 3
 
 

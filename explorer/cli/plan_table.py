@@ -10,9 +10,11 @@ full label. Nothing here computes a figure: it shows the plan's.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from explorer.engines.options import TIER_LABELS, Option, PlanResult
 from explorer.engines.registry import engine_labels
+from explorer.plan.ranking import headroom_warning
 from explorer.units import gib
 
 #: the option column of the default table: 66 + the other columns = 118 characters
@@ -81,13 +83,16 @@ def _header(wide: bool) -> str:
     return head + (f" {'max conc':>8} {'free':>4} {'$/Mtok':>8}" if wide else "")
 
 
-def print_result(result: PlanResult, *, top: int = 15, wide: bool = False) -> None:
-    """The ranked table under tier headings, the best option's launch, suggestions and refusals."""
+def print_result(result: PlanResult, *, top: int = 15, wide: bool = False, assumed: Sequence[str] = ()) -> None:
+    """The ranked table under tier headings, the best option's launch, suggestions and refusals; ``assumed``:
+    what the plan assumed of the cluster (:attr:`~explorer.hardware.cluster.Cluster.assumptions`), said first."""
     r = result.request
     print(
         f"{result.model}: context {r.context_tokens:,} × {r.concurrency} sequence(s), KV {r.kv_dtype}, "
         f"goal {result.goal}"
     )
+    for text in assumed:
+        print(f"assumed: {text}")
     if not result.options:
         print("no way fits.")
     else:
@@ -120,11 +125,11 @@ def print_best(result: PlanResult) -> None:
         f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
         f"of {gib(card.usable)} usable\n  {best.memory_text}"
     )
-    if best.artifact.note:  # a stand-in checkpoint, or none published
-        print(f"  note: {best.artifact.note}")
-    calibrated = [n for n in best.evaluation.notes if n.startswith("calibrated from")]
-    if calibrated:
-        print(f"  {calibrated[0]}")
+    warning = headroom_warning(best)
+    if warning:
+        print(f"  warning: {warning}")
+    for note in best.notes:  # a stand-in checkpoint, none published; the engine's own (SGLang's combined need)
+        print(f"  note: {note}")
     if result.replica_launch is not None and best.replicas > 1:
         launch = result.replica_launch(best)
         print(f"  {best.replicas:,} replicas ({launch.method}):")

@@ -153,6 +153,13 @@ class Option:
         return self._on_cards(lambda c: c.usable)
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """What a user should read beside the option: its artifact's note (a stand-in checkpoint, none
+        published), then the engine's (SGLang's "all N GPUs combined need at least X GiB", a calibration,
+        vLLM's max_num_seqs cap, layers on the CPU)."""
+        return (*([self.artifact.note] if self.artifact.note else []), *self.evaluation.notes)
+
+    @property
     def memory_text(self) -> str:
         """Per card and together, as modelplan puts it: ``43.5 GiB a card of 43.2 usable; 87.0 GiB on 2 cards``.
 
@@ -212,7 +219,7 @@ class Option:
             "max_context": ev.max_context_tokens,
             "max_concurrency": ev.max_concurrency,
             "command": ev.command,
-            "notes": [*([self.artifact.note] if self.artifact.note else []), *ev.notes],
+            "notes": list(self.notes),
         }
         if self.speed is not None:
             out.update(self.speed.to_dict())

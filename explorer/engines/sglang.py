@@ -263,8 +263,9 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
     """SGLang's static need over the whole launch, as gpustack words it: weights + KV of every card ÷ the static
     share is what all cards together must offer, and each card must have that share of its memory free."""
     static = sum((c.weights + c.kv_cache) * c.count for c in cards) * max(1, layout.cards // layout.tp // layout.pp)
+    cards = f"all {layout.cards} GPUs combined need" if layout.cards > 1 else "the GPU needs"
     return (
-        f"with --mem-fraction-static={mfs:g}, all {layout.cards} GPUs combined need at least "
+        f"with --mem-fraction-static={mfs:g}, {cards} at least "
         f"{gib(int(static / mfs))} and each card needs {int(mfs * 100)} % of its memory allocatable"
     )
 

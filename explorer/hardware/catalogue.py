@@ -53,6 +53,8 @@ MAX_DEVICE_BYTES = 64 * TiB
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9.+-]*$", re.A)
 _SUFFIX = re.compile(r"^(?P<base>[a-z0-9][a-z0-9.+-]*?)-(?P<n>\d{1,7}(?:\.\d{1,3})?)g$", re.A)
+#: a label named as an Apple chip: ``m3-pro-36g``, ``m4-36g`` (its unified memory is not a discrete card's)
+_APPLE_CHIP = re.compile(r"^m\d{1,2}(?:-(?:pro|max|ultra))?-", re.A)
 _MIG = re.compile(r"^(?P<parent>[a-z0-9][a-z0-9.+-]*?)-mig-(?P<profile>\d{1,2}g\.(?P<gb>\d{1,5})gb(?:\+me)?)$", re.A)
 _VENDOR_WORDS = re.compile(r"^(nvidia|amd|apple|geforce|tesla|instinct|radeon)-")
 
@@ -109,6 +111,21 @@ class GPUClass:
     mig_profile: str | None = None
     notes: str = ""
     known: bool = True
+
+    @property
+    def assumed(self) -> str | None:
+        """What a plan assumes of a class the catalogue lacks, said plainly; None for a known class.
+
+        ``m3-pro-36g:36GiB is not in the catalogue: planned as a discrete card of 36.0 GiB (stated in the
+        label …), of unknown memory bandwidth and TFLOPs (no speed estimate)``
+        """
+        if self.known:
+            return None
+        kind = "a unified-memory host" if self.unified else "a MIG slice" if self.is_mig else "a discrete card"
+        return (
+            f"{self.name} is not in the catalogue: planned as {kind} of {self.memory_bytes / GiB:,.1f} GiB "
+            f"({self.memory_source}), of unknown memory bandwidth and TFLOPs (no speed estimate)"
+        )
 
     @property
     def is_mig(self) -> bool:
@@ -259,7 +276,10 @@ class Catalogue:
             )
         m = _SUFFIX.match(text)
         if m:
-            return _inferred(text, int(float(m["n"]) * GiB), label, unified=m["base"] == "uma")
+            memory = int(float(m["n"]) * GiB)
+            if m["base"] != "uma":
+                self._refuse_near_named(label, text, memory)
+            return _inferred(text, memory, label, unified=m["base"] == "uma")
         if _squash(text) in self._ambiguous:
             raise UnknownGPUClassError(
                 f"GPU class {label.strip()!r} is ambiguous: {', '.join(self._ambiguous[_squash(text)])}",
@@ -298,6 +318,35 @@ class Catalogue:
                 hint="use letters, digits, '.', '+' and '-'",
             )
         return _inferred(f"{text}:{_bytes_label(memory)}", memory, label, unified=text.startswith("uma"))
+
+    def _refuse_near_named(self, label: str, text: str, memory: int) -> None:
+        """An unknown label with a memory suffix close to the catalogue's classes of that memory, within 6 % (an
+        "80 GB" card reports 79.6 GiB to 80 GiB) (``m3-pro-36g``:
+        ``m3-max-36g``, ``m4-max-36g``), or one named as an Apple chip, is a did-you-mean, not a silent
+        discrete card of unknown speed: it names them and ``uma-NNg`` (a unified-memory host of that size),
+        and how to insist (``m3-pro-36g:36GiB``, planned with what it assumed said).
+
+        Raises:
+            UnknownGPUClassError: the label has near matches, or names an Apple chip.
+        """
+        apple = bool(_APPLE_CHIP.match(text))
+        same = {
+            _squash(g.name): g
+            for g in self._by_name.values()
+            if abs(g.memory_bytes - memory) * 100 <= memory * 6 and (apple or not g.unified)
+        }
+        near = [same[k] for k in difflib.get_close_matches(_squash(text), list(same), n=4, cutoff=0.6)]
+        if not near and not apple:
+            return
+        if apple:  # every named chip of that memory
+            near += sorted((g for g in same.values() if g.unified and g not in near), key=lambda g: g.name)
+        size = _SUFFIX.match(text)["n"]  # type: ignore[index]
+        names = [g.name for g in near] + ([f"uma-{size}g (a unified-memory host of {size} GiB)"] if apple else [])
+        raise UnknownGPUClassError(
+            f"GPU class {label.strip()!r} is not in the catalogue; did you mean {', '.join(names)}? To plan it "
+            f"anyway as a discrete card of unknown speed, state its memory: {text}:{size}GiB",
+            hint="name a class of the catalogue (data/gpus.csv), or state the memory as CLASS:SIZE",
+        )
 
     def _near(self, text: str) -> str:
         pool = {**{_squash(n): n for n in self._by_name}, **self._aliases}

@@ -255,6 +255,29 @@ class Cluster:
         """Hosts whose GPU memory is their RAM."""
         return tuple(n for n in self.nodes if n.unified)
 
+    @property
+    def assumptions(self) -> tuple[str, ...]:
+        """What a plan on this cluster assumes of its classes the catalogue lacks, said plainly: each such class
+        (:attr:`GPUClass.assumed`) with the host RAM its nodes are assumed to have when the spec does not say.
+
+        ``1x1xm3-pro-36g:36GiB``: ``m3-pro-36g:36864MiB is not in the catalogue: planned as a discrete card of
+        36.0 GiB (…), of unknown memory bandwidth and TFLOPs (no speed estimate); its node's host RAM is assumed:
+        72 GiB (max(64 GiB, 2 × its GPU memory); state it with ram=)``
+        """
+        out = []
+        for gpu in self.gpu_classes:
+            if gpu.assumed is None:
+                continue
+            assumed = sorted({n.host_ram_bytes for n in self.nodes_with(gpu.name) if n.host_ram_assumed})
+            ram = (
+                f"; its node's host RAM is assumed: {' / '.join(f'{r / GiB:,.0f} GiB' for r in assumed)} "
+                "(max(64 GiB, 2 × its GPU memory); state it with ram=)"
+                if assumed and not gpu.unified
+                else ""
+            )
+            out.append(gpu.assumed + ram)
+        return tuple(out)
+
     def node(self, name: str) -> Node | None:
         """The node of this name, or None."""
         return next((n for n in self.nodes if n.name == name), None)

@@ -48,6 +48,15 @@ class HostCPU:
         """Whether llama.cpp would use its AMX buffer type on this CPU."""
         return "amx" in self.features
 
+    @property
+    def build(self) -> str:
+        """The feature level a native llama.cpp build for this CPU compiles in, which picks its CPU buffers:
+        the highest of :data:`FEATURE_LEVELS` it offers (``epyc-9654``, AVX-512: ``avx512``; ``xeon-8480``:
+        ``amx``). An ARM CPU (``neon``: ``apple-m2-max``, ``rpi5``, ``graviton4``) offers none; it is sized as
+        an ``avx2`` build: its CPU_REPACK takes other types, but a repacked weight moves from the mapped file
+        to a buffer of the same size, so the host's total is the same."""
+        return next((level for level in reversed(FEATURE_LEVELS) if level in self.features), FEATURE_LEVELS[0])
+
 
 #: a node whose CPU is not stated
 DEFAULT_CPU = HostCPU(name="avx2", features=frozenset({"avx2"}))

@@ -319,6 +319,12 @@ def _unpublished_note(label: str, method: str, model: str) -> str:
         return f"no published {label} checkpoint of {model} known: vLLM and SGLang quantise it while loading"
     if method == "bitsandbytes":
         return f"no published {label} checkpoint of {model} known: vLLM quantises it while loading"
+    if method == "none":  # another float (fp16 of a bf16 model): a cast, not a quantisation
+        outtype = label.replace("fp", "f")  # fp16 → f16, bf16 → bf16, fp32 → f32
+        return (
+            f"no published {label} checkpoint of {model} known: a cast of its own weights "
+            f"(llama.cpp: convert_hf_to_gguf.py --outtype {outtype})"
+        )
     return f"no published {label} checkpoint of {model} known: quantise it yourself"
 
 

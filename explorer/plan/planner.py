@@ -32,7 +32,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.longest_context import with_refusal_contexts
 from explorer.plan.offer import original_artifact, what_if_artifact
-from explorer.plan.ranking import DEFAULT_GOAL, goal_named, rank
+from explorer.plan.ranking import DEFAULT_GOAL, at_the_brim, goal_named, rank
 from explorer.plan.replicas import Census, replica_launch, with_replicas
 from explorer.plan.suggest import KINDS, suggestions
 from explorer.speed.estimate import SpeedSettings, speed_of
@@ -110,13 +110,14 @@ def _merged(own: PlanResult, extra: PlanResult) -> PlanResult:
     )
 
 
-def _standing(result: PlanResult) -> tuple[int, bool]:
-    """How good a plan's best option is: its tier, then whether its launch runs as printed (ranking puts
-    those first inside a tier, so the first option tells); a plan with no option stands below every tier."""
+def _standing(result: PlanResult) -> tuple[int, bool, bool]:
+    """How good a plan's best option is: its tier, then whether its launch runs as printed, then whether it
+    keeps headroom (:func:`~explorer.plan.ranking.at_the_brim`; ranking puts those first inside a tier, so the
+    first option tells); a plan with no option stands below every tier."""
     if not result.options:
-        return (4, True)  # below tier 3, the CPU alone
+        return (4, True, True)  # below tier 3, the CPU alone
     best = result.options[0]
-    return (best.tier, not best.runs_as_printed)
+    return (best.tier, not best.runs_as_printed, at_the_brim(best))
 
 
 def plan(
@@ -148,10 +149,11 @@ def plan(
         catalogue: the GPU catalogue, for the suggestions that name other card classes.
         fallback: other precisions of the model (published quantised checkpoints, what-ifs: see
             :func:`explorer.plan.offer.fallback_artifacts`) planned too when ``artifacts`` keep no option
-            on accelerators alone whose launch runs as printed; the wider plan is kept when its best option
-            stands higher (a higher tier, or a launch that runs as printed), so that the first row is the
-            all-GPU layout an engineer would run rather than layers left on the CPU or weights to convert
-            first (``PlanResult.widened`` names what was added).
+            on accelerators alone whose launch runs as printed with headroom; the wider plan is kept when its
+            best option stands higher (a higher tier, a launch that runs as printed, then headroom: not
+            :func:`~explorer.plan.ranking.at_the_brim`), so that the first row is the all-GPU layout an
+            engineer would run rather than layers left on the CPU, weights to convert first or a card filled
+            to the brim (``PlanResult.widened`` names what was added).
             A callable is called only then (a listing of many models makes none it does not need).
 
     Raises:
@@ -168,7 +170,7 @@ def plan(
     own = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
     result = own
     extra_artifacts = ()
-    if fallback and _standing(own) > (1, False):
+    if fallback and _standing(own) > (1, False, False):
         extra_artifacts = tuple(fallback() if callable(fallback) else fallback)
     if extra_artifacts:
         extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)
@@ -186,6 +188,7 @@ def plan(
         kinds=KINDS if suggest is True else tuple(suggest),  # type: ignore[arg-type]
         first_fit=first_fit,
         catalogue=catalogue,
+        precisions=extra_artifacts,
     )
     return replace(result, suggestions=advised.suggestions)
 
@@ -200,9 +203,11 @@ def with_suggestions(
     kinds: Sequence[str] = KINDS,
     first_fit: bool = False,
     catalogue: Catalogue | None = None,
+    precisions: Sequence[Artifact] = (),
 ) -> PlanResult:
     """``result`` (a plan made with ``suggest=False``) with its suggestions: for a face that shows the table
-    first and the way forward when asked (each suggestion plans again, tens of milliseconds each)."""
+    first and the way forward when asked (each suggestion plans again, tens of milliseconds each).
+    ``precisions``: the model's other precisions (its fallback) that a cluster change may take with it."""
     run = partial(_ranked, model_ref=result.model, goal=result.goal, speed=speed)
     made = suggestions(
         shape,
@@ -215,6 +220,7 @@ def with_suggestions(
         prices=speed.prices if isinstance(speed, SpeedSettings) else None,
         kinds=kinds,
         first_fit=first_fit,
+        precisions=precisions,
     )
     return replace(result, suggestions=made)
 

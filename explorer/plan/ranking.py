@@ -19,7 +19,10 @@ nodes (RPC) › partial offload › CPU.
 - ``fewest-cards`` (the default, the seeds' order): first the options whose
   launch command runs as printed (published weights as they are; explorer's
   addition: converting bf16 weights to a GGUF for llama.cpp, or quantising
-  them yourself, is work the serving engines do not ask for); then the fewest cards, counted
+  them yourself, is work the serving engines do not ask for); then the
+  options that keep headroom before those at the brim (:func:`at_the_brim`:
+  more than 95 % of a card's usable memory, or room for fewer than two
+  sequences; a warning, not the recommendation); then the fewest cards, counted
   as the cards a copy takes from its nodes (:func:`cards_spent`: 6 of an
   8-card node leave 2 that hold no second copy, so the copy spends 8, as an
   8-card layout does; 3 of 8 spend 4, two copies a node), then the fewest
@@ -27,10 +30,11 @@ nodes (RPC) › partial offload › CPU.
   split alone (pipeline stages, llama.cpp's split by layer), whose cards run
   one after another (explorer's addition: 70B on 2 × L40S is served at int4
   with tp 2 at about three times the speed of Q8_0 split by layer); then the
-  better precision, counted in whole bits (Q8_0's 8.5 and fp8's 8.03 are
-  both 8), rising to about 8.6 bits a weight and falling past it (eight bits
-  keep what sixteen do, near enough, for half the memory; the cap is 5.8 on
-  the CPU, where every bit is read for every token); then whether the cards
+  better precision (:func:`precision_score`), rising to about 8.6 bits a
+  weight and falling past it (eight bits keep what sixteen do, near enough,
+  for half the memory; the cap is 5.8 on the CPU, where every bit is read for
+  every token), near-equal precisions under the cap counted alike (the same
+  whole bits: Q8_0's 8.5 and fp8's 8.03 are both 8); then whether the cards
   are free now (busy is not unfit); then the faster decode estimate, in
   steps of 2 % (of two engines on the same cards, the one that serves
   faster); then the serving engines before llama.cpp in the order plans list
@@ -66,6 +70,7 @@ from typing import Literal, get_args
 from explorer.engines.common import ENGINES
 from explorer.engines.options import PLACEMENTS, Option
 from explorer.errors import PlanError
+from explorer.units import gib
 
 # fmt: off
 #: llama-quantize's quality figures: (mix, file size in GiB as it prints "G", perplexity increase over the
@@ -117,6 +122,61 @@ def whole_bits(bits_per_weight: float) -> int:
     return math.floor(bits_per_weight + 1e-6)
 
 
+def precision_score(bits_per_weight: float, *, cpu: bool) -> float:
+    """The precision's rank score: :func:`quality` of the real bits, near-equal precisions counted alike.
+
+    Under the cap, precisions of the same whole bits are near-equal (Q8_0's 8.5 and fp8's 8.03; Q4_K_M's
+    4.85 and AWQ's 4.25), so that the engine and the speed decide between them: the cap's own whole bit
+    counts as the cap (8.6; 5.8 on the CPU), a lower one as its middle (4.x: 4.5). Past the cap the real
+    bits fall a quarter point a bit. On the CPU that gives Q5_K_M (5.70 bits) 5.8 › Q6_K (6.57) 5.61 ›
+    Q8_0 (8.50) 5.13 › Q4_K_M (4.85) 4.5, the seed's order (comparing whole bits on both sides of the cap
+    put Q6_K, whole 6 scored 5.75, and Q8_0, 5.25, above Q5_K_M's 5); on a GPU fp8 = Q8_0 8.6 › F16 6.75 ›
+    Q6_K 6.5, as the seed's real bits (6.75 › 6.6).
+    """
+    if bits_per_weight <= 0:
+        return 0.0
+    cap = CPU_QUALITY_CAP_BITS if cpu else QUALITY_CAP_BITS
+    if bits_per_weight > cap:
+        return quality(bits_per_weight, cpu=cpu)
+    whole = whole_bits(bits_per_weight)
+    return cap if whole == whole_bits(cap) else whole + 0.5
+
+
+#: the share of a card's usable memory past which a layout is at the brim (:func:`at_the_brim`), in percent
+BRIM_PERCENT = 95
+#: the sequences of the asked context a layout must hold to leave room for more than one request
+ROOM_FOR_SEQUENCES = 2
+
+
+def at_the_brim(option: Option) -> bool:
+    """Whether the option leaves no headroom: its binding card needs more than :data:`BRIM_PERCENT` % of its
+    usable memory, or it holds fewer than :data:`ROOM_FOR_SEQUENCES` sequences of the asked context.
+
+    Why 95 %: the usable memory already leaves out the engine's own reserve (vLLM's 10 %, SGLang's static
+    share), but llama.cpp keeps none, and explorer's KV capacity is within 5 % of what the engines log
+    (docs/notes/engine_logs.md): a layout past 95 % is inside the model's own error of not starting. Why two
+    sequences: a server answers more than one request; a layout that holds one at the asked context queues
+    the second. 70B at 32k on an H100, llama.cpp Q8_0 needs 79.1 of 79.1 GiB and holds one sequence.
+    """
+    card = option.per_card
+    full = card.total * 100 > BRIM_PERCENT * card.usable
+    return full or option.evaluation.max_concurrency < ROOM_FOR_SEQUENCES
+
+
+def headroom_warning(option: Option) -> str | None:
+    """What to say beside an option at the brim (:func:`at_the_brim`), else None."""
+    if not at_the_brim(option):
+        return None
+    card, sequences = option.per_card, option.evaluation.max_concurrency
+    share = card.total * 100 // card.usable if card.usable else 100
+    return (
+        f"at the brim: the binding card needs {share} % of its usable memory ({gib(card.total)} of "
+        f"{gib(card.usable)}) and holds {sequences:,} sequence{'s' if sequences != 1 else ''} of the asked context; "
+        f"keep {100 - BRIM_PERCENT} % free and room for {ROOM_FOR_SEQUENCES} (a shorter context, more cards or "
+        "fewer bits)"
+    )
+
+
 #: decode estimates within this factor of each other rank as equally fast (the estimate is a bound × 0.6)
 SPEED_STEP = 1.02
 
@@ -158,10 +218,11 @@ def _fewest_cards(option: Option) -> tuple:
     layout = option.layout
     return (
         not option.runs_as_printed,
+        at_the_brim(option),
         cards_spent(option),
         layout.nodes,
         layout.tp == 1 and layout.pp > 1,
-        -quality(whole_bits(option.bits_per_weight), cpu=layout.cpu),
+        -precision_score(option.bits_per_weight, cpu=layout.cpu),
         not option.free_now,
         -_speed_step(option),
         ENGINES.index(option.engine) if option.engine in ENGINES else len(ENGINES),

@@ -8,10 +8,15 @@ llama.cpp RPC, the CPU), each suggestion is one change, planned again:
   Q8_0 … Q2_K GGUF quants for llama.cpp; with their bits per weight (what
   they cost in quality);
 - ``kv-cache``: an fp8 KV cache (q8_0 in llama.cpp), half the bytes of bf16;
-- ``context`` and ``concurrency``: the longest context, or the most
-  sequences, that fit (from the refusals' ``max_context`` and the engines'
-  concurrency at the asked context);
+- ``context`` and ``concurrency``: the longest context that fits with
+  headroom (not at the brim, :func:`~explorer.plan.ranking.at_the_brim`;
+  else the longest that fits at all, from the refusals' ``max_context``), or
+  the most sequences that fit (the engines' concurrency at the asked context);
 - ``cluster``: the smallest cluster of the user's card class that holds it;
+- ``precision-cluster``: each other precision the plan widens to (published
+  checkpoints where known) on the smallest cluster of the user's class that
+  holds it: both changed at once (405B on one H100: FP8 on 8 × H100, the
+  published int4 AWQ on 4 × H100);
 - ``card-class``: the catalogue class whose one node holds it for the fewest
   dollars an hour (needs the catalogue and a price table);
 - ``named-chip``: on a unified-memory host named only by its memory
@@ -41,16 +46,19 @@ from explorer.hardware.pools import gpu_pools
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.offer import what_if_artifact
-from explorer.plan.suggest_hardware import cheapest_class, named_chips, own_class
+from explorer.plan.ranking import at_the_brim
+from explorer.plan.suggest_hardware import cheapest_class, named_chips, own_class, precision_and_cluster
 from explorer.plan.suggestion import NO_TIER, Ask, Replan, Suggestion, best_tier, longest_on_accelerators, outcome
 
 __all__ = ["KINDS", "Replan", "Suggestion", "suggestions"]
 
-KINDS = ("precision", "kv-cache", "context", "concurrency", "cluster", "card-class", "named-chip")
+KINDS = ("precision", "kv-cache", "context", "concurrency", "cluster", "precision-cluster", "card-class", "named-chip")
 #: what-if weights vLLM and SGLang load, best first (int4: AWQ, GPTQ alike)
 SAFETENSORS_STEPS = ("fp8", "int8", "int4-awq")
 #: GGUF quants llama.cpp loads, best first
 GGUF_STEPS = ("Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K")
+#: the step of a suggested context with headroom (llama.cpp pads its context to 256 cells; vLLM's blocks are 16)
+CONTEXT_STEP_TOKENS = 256
 
 
 def suggestions(
@@ -65,11 +73,13 @@ def suggestions(
     prices: Any = None,
     kinds: Sequence[str] = KINDS,
     first_fit: bool = False,
+    precisions: Sequence[Artifact] = (),
 ) -> tuple[Suggestion, ...]:
     """The suggestions for a plan (see the module docstring), those that fit first; a change after which
     nothing fits and no layout holds any context is left out.
 
-    ``first_fit`` stops at the first change that fits (the fit view's "best suggestion").
+    ``first_fit`` stops at the first change that fits (the fit view's "best suggestion"); ``precisions`` are
+    the model's other precisions (the fallback: published checkpoints where known) a cluster change may take.
     """
     ask = Ask(
         shape=shape,
@@ -79,6 +89,7 @@ def suggestions(
         result=result,
         replan=replan,
         today=best_tier(result),
+        precisions=tuple(precisions),
     )
     out: list[Suggestion] = []
     makers: dict[str, Callable[[], list[Suggestion]]] = {
@@ -87,6 +98,7 @@ def suggestions(
         "context": lambda: _context(ask),
         "concurrency": lambda: _concurrency(ask),
         "cluster": lambda: own_class(ask),
+        "precision-cluster": lambda: precision_and_cluster(ask),
         "card-class": lambda: cheapest_class(ask, catalogue, prices),
         "named-chip": lambda: named_chips(ask, catalogue),
     }
@@ -174,9 +186,35 @@ def _context(ask: Ask) -> list[Suggestion]:
     longest = longest_on_accelerators(ask.shape, ask.result)
     if not 0 < longest < ask.request.context_tokens:
         return []
-    result = ask.again(request=replace(ask.request, context_tokens=longest))
-    text = f"a context of {longest:,} tokens (asked {ask.request.context_tokens:,})"
-    return [outcome(ask.shape, "context", {"context": longest}, text, result, ask.today)]
+    context, result = _roomy_context(ask, longest)
+    brim = "" if context == longest else f"; {longest:,} fit only at the brim"
+    text = f"a context of {context:,} tokens (asked {ask.request.context_tokens:,}{brim})"
+    return [outcome(ask.shape, "context", {"context": context}, text, result, ask.today)]
+
+
+def _roomy(ask: Ask, result: PlanResult) -> bool:
+    """Whether the plan's best option reaches a better tier than today and keeps headroom."""
+    return bool(result.options) and result.options[0].tier < ask.today and not at_the_brim(result.options[0])
+
+
+def _roomy_context(ask: Ask, longest: int) -> tuple[int, PlanResult]:
+    """The longest context up to ``longest`` (the longest that fits at all, so at the brim) whose best option
+    keeps headroom (:func:`~explorer.plan.ranking.at_the_brim`), in steps of :data:`CONTEXT_STEP_TOKENS`, and
+    its plan; ``longest`` and its plan when none does. Headroom shrinks as the context grows, so a binary
+    search finds it in about log₂(longest / 256) plans: 8 for 38,368 tokens."""
+    at_longest = ask.again(request=replace(ask.request, context_tokens=longest))
+    if _roomy(ask, at_longest):
+        return longest, at_longest
+    found: tuple[int, PlanResult] | None = None
+    low, high = 1, (longest - 1) // CONTEXT_STEP_TOKENS
+    while low <= high:
+        mid = (low + high) // 2
+        result = ask.again(request=replace(ask.request, context_tokens=mid * CONTEXT_STEP_TOKENS))
+        if _roomy(ask, result):
+            found, low = (mid * CONTEXT_STEP_TOKENS, result), mid + 1
+        else:
+            high = mid - 1
+    return found or (longest, at_longest)
 
 
 def _concurrency(ask: Ask) -> list[Suggestion]:

@@ -1,19 +1,22 @@
-"""Suggestions that change the cluster: more cards of the user's class, the cheapest catalogue class for one
-node, and the named chips of a unified-memory host given by its memory alone (see :mod:`explorer.plan.suggest`)."""
+"""Suggestions that change the cluster: more cards of the user's class (at the model's own precision, or at
+another with it), the cheapest catalogue class for one node, and the named chips of a unified-memory host given
+by its memory alone (see :mod:`explorer.plan.suggest`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.cluster_text import format_cluster_spec, uniform_cluster
+from explorer.model.artifacts import Artifact
 from explorer.plan.suggestion import Ask, Suggestion, outcome
 from explorer.units import gb
 
-__all__ = ["cheapest_class", "named_chips", "own_class"]
+__all__ = ["cheapest_class", "named_chips", "own_class", "precision_and_cluster"]
 
 #: card counts a suggested node may have, and the most nodes a suggested cluster spans
 NODE_WIDTHS = (1, 2, 4, 8)
@@ -22,9 +25,10 @@ MAX_SUGGESTED_NODES = 64
 MAX_CLUSTER_TRIES = 6
 
 
-def _least_cards(ask: Ask, gpu: GPUClass) -> int:
-    """Cards of ``gpu`` the weights and the asked KV cache need at the least (0.95 of each card)."""
-    weights = min((a.size_bytes for a in ask.artifacts), default=0)
+def _least_cards(ask: Ask, gpu: GPUClass, artifacts: Sequence[Artifact] = ()) -> int:
+    """Cards of ``gpu`` the weights (of ``artifacts``, else the plan's) and the asked KV cache need at the least
+    (0.95 of each card)."""
+    weights = min((a.size_bytes for a in artifacts or ask.artifacts), default=0)
     kv = ask.shape.kv_bytes(ask.request.context_tokens, ask.request.kv_dtype, ask.request.concurrency)
     return max(1, math.ceil((weights + kv) / (0.95 * gpu.usable_memory_bytes)))
 
@@ -36,12 +40,16 @@ def _layouts(least: int, widest: int) -> list[tuple[int, int]]:
     return (one + many)[:MAX_CLUSTER_TRIES]
 
 
-def _cluster_outcome(ask: Ask, gpu: GPUClass, nodes: int, width: int, fabric: str, kind: str, note: str) -> Suggestion:
-    """The plan again on ``nodes`` alike nodes of ``width`` cards of ``gpu``."""
+def _cluster_outcome(ask: Ask, gpu: GPUClass, nodes: int, width: int, fabric: str, kind: str, note: str,
+                     artifact: Artifact | None = None) -> Suggestion:  # fmt: skip
+    """The plan again on ``nodes`` alike nodes of ``width`` cards of ``gpu`` (with ``artifact``: at its precision)."""
     cluster = uniform_cluster(gpu, nodes, width, fabric)
     spec = format_cluster_spec(cluster)
-    result = ask.again(cluster=cluster)
-    return outcome(ask.shape, kind, {"cluster": spec}, f"{spec}{note}", result, ask.today)
+    if artifact is None:
+        return outcome(ask.shape, kind, {"cluster": spec}, f"{spec}{note}", ask.again(cluster=cluster), ask.today)
+    result = ask.again(cluster=cluster, artifacts=[artifact])
+    change = {"quant": artifact.quant, "cluster": spec}
+    return outcome(ask.shape, kind, change, f"{artifact.label} on {spec}{note}", result, ask.today)
 
 
 def _main_class(cluster: Cluster) -> tuple[GPUClass, int, int, str | None] | None:
@@ -63,17 +71,43 @@ def own_class(ask: Ask) -> list[Suggestion]:
     """The smallest cluster of the user's main card class that fits (one node of 2, 4, 8 cards, then nodes of 8
     on a fabric), skipping what the cluster holds already; none when no try within a few fits."""
     main = _main_class(ask.cluster)
+    made = _smallest_cluster(ask, main, "cluster") if main is not None else None
+    return [made] if made is not None else []
+
+
+def precision_and_cluster(ask: Ask) -> list[Suggestion]:
+    """Each other precision the plan was widened to (:attr:`Ask.precisions`: the fallback, published
+    checkpoints where known) on the smallest cluster of the user's main class that holds it: the precision and
+    the cluster changed together, as an engineer answers. Llama-3.1-405B on one H100: FP8 on 8 × H100, int4
+    AWQ on 4 × H100. A precision whose weights the cluster may hold already is the ``precision`` suggestion's;
+    one that leads to a cluster a higher precision reached is left out (Q8_0 on the 8 cards fp8 takes)."""
+    main = _main_class(ask.cluster)
     if main is None:
         return []
+    gpu, widest, _total, _fabric = main
+    out: list[Suggestion] = []
+    for artifact in ask.precisions:
+        if _least_cards(ask, gpu, [artifact]) <= widest:
+            continue
+        made = _smallest_cluster(ask, main, "precision-cluster", artifact)
+        if made is not None and all(s.change["cluster"] != made.change["cluster"] for s in out):
+            out.append(made)
+    return out
+
+
+def _smallest_cluster(ask: Ask, main: tuple[GPUClass, int, int, str | None], kind: str,
+                      artifact: Artifact | None = None) -> Suggestion | None:  # fmt: skip
+    """The first cluster of ``main``'s class (:func:`_layouts`, fewest cards first) the plan (at ``artifact``'s
+    precision) fits, skipping what the cluster holds already; None when no try within a few fits."""
     gpu, widest, total, fabric = main
-    least = max(_least_cards(ask, gpu), 1)
+    least = max(_least_cards(ask, gpu, [artifact] if artifact else ()), 1)
     for nodes, width in _layouts(least, max(widest, NODE_WIDTHS[-1])):
         if width <= widest and (nodes == 1 or (fabric and nodes * width <= total)):
             continue  # the cluster holds this already: the plan tried it
-        made = _cluster_outcome(ask, gpu, nodes, width, fabric or "ib0", "cluster", "")
+        made = _cluster_outcome(ask, gpu, nodes, width, fabric or "ib0", kind, "", artifact)
         if made.fits:
-            return [made]
-    return []
+            return made
+    return None
 
 
 def cheapest_class(ask: Ask, catalogue: Catalogue | None, prices: Any) -> list[Suggestion]:

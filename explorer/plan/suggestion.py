@@ -32,7 +32,8 @@ class Suggestion:
         kind: one of :data:`explorer.plan.suggest.KINDS`.
         change: the request or cluster change, as the CLI's and app's controls name it
             (``{"quant": "int4-awq"}``, ``{"kv_dtype": "fp8"}``, ``{"context": 40960}``,
-            ``{"concurrency": 3}``, ``{"cluster": "1x2xl4-24g"}``).
+            ``{"concurrency": 3}``, ``{"cluster": "1x2xl4-24g"}``; a precision with a cluster:
+            ``{"quant": "fp8 block 128×128", "cluster": "1x8xh100-80g"}``).
         text: the change in words, with its cost (bits a weight, dollars an hour).
         fits: it reaches a better tier than the best option today (every layer on accelerators
             when a lower tier fits; anything when nothing does).
@@ -115,6 +116,7 @@ class Ask:
     result: PlanResult
     replan: Replan
     today: int
+    precisions: tuple[Artifact, ...] = ()
 
     def again(self, *, cluster: Cluster | None = None, request: PlanRequest | None = None,
               artifacts: Sequence[Artifact] | None = None) -> PlanResult:  # fmt: skip

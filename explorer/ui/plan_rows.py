@@ -20,6 +20,7 @@ from explorer.engines.options import Option, PlanResult
 from explorer.engines.registry import engine_labels
 from explorer.errors import ExplorerError
 from explorer.model.artifacts import Artifact
+from explorer.plan.ranking import headroom_warning
 from explorer.safe_text import safe_html
 from explorer.ui.sweep_cache import SWEEPS
 from explorer.units import GiB, gib
@@ -38,7 +39,9 @@ __all__ = [
     "near_miss_rows",
     "near_misses",
     "nearest_step",
+    "nothing_fits_md",
     "option_names",
+    "option_notes",
     "option_rows",
     "refusal_groups",
     "rows_html",
@@ -192,6 +195,33 @@ def near_misses(result: PlanResult, limit: int = 3) -> list[Option]:
 def near_miss_rows(result: PlanResult, limit: int = 3) -> list[dict[str, Any]]:
     """Rows for the ways that just failed to fit, marked ✗ (shown in red)."""
     return [_row("✗", o, "✗ short by " + gib(-o.per_card.headroom)) for o in near_misses(result, limit)]
+
+
+def option_notes(option: Option) -> list[str]:
+    """What to read beside an option: the headroom warning when it is at the brim
+    (:func:`explorer.plan.ranking.headroom_warning`), then its notes (:attr:`Option.notes`)."""
+    warning = headroom_warning(option)
+    return [*([warning] if warning else []), *option.notes]
+
+
+def nothing_fits_md(result: PlanResult, misses_shown: int) -> str:
+    """The callout above a table with no option, in markdown: where the misses are when some were sized
+    (``misses_shown`` rows in red), else what refused every way and why (refusals by a lower bound leave no
+    near miss to draw: "the weights (756.0 GiB) … need at least 11 × h100-80g")."""
+    if misses_shown:
+        return "**Nothing fits.** The closest misses are in red; *Why not* below says why."
+    groups = refusal_groups(result)
+    if not groups:
+        return "**Nothing fits**, and no way was considered: no engine serves what this model offers on these cards."
+    said = [
+        f"{count:,} × {rule}" + (f" ({safe_html(kept[0]['way'])}: {safe_html(kept[0]['reason'])})" if kept else "")
+        for rule, count, kept in groups[:2]
+    ]
+    more = f"; and {len(groups) - 2} more rules" if len(groups) > 2 else ""
+    return (
+        "**Nothing fits**, and no way came close enough to be sized in full, so there is no near miss to show. "
+        f"Refused: {'; '.join(said)}{more}. *Why not* below lists every refusal."
+    )
 
 
 def refusal_groups(result: PlanResult) -> list[tuple[str, int, list[dict[str, str]]]]:

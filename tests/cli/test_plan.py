@@ -246,3 +246,35 @@ def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
     assert {"kv-cache", "context", "cluster", "precision"} <= kinds
     assert out["widened"] and out["options"][0]["tier"] == 1
     assert {o["tier"] for o in out["options"] if "Q4_K_M" not in o["label"]} <= {2, 3}
+
+
+def test_the_text_shows_the_best_options_notes_as_the_json_has_them(capsys):
+    """Issue 24: SGLang's "all N GPUs combined need at least X GiB" reached only the JSON."""
+    argv = [str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json"), "--cluster", "1x2xl4-24g", "--engine", "sglang",
+            "--tp", "2", "--offline"]  # fmt: skip
+    status, out = _json(capsys, *argv)
+    notes = out["options"][0]["notes"]
+    combined = [n for n in notes if "all 2 GPUs combined need at least" in n]
+    assert status == 0 and len(combined) == 1 and "each card needs 83 % of its memory allocatable" in combined[0]
+    assert main(["plan", *argv]) == 0
+    text = capsys.readouterr().out
+    best = text[text.index("\nbest: ") :]
+    assert all(f"  note: {n}\n" in best for n in notes)
+
+
+def test_an_unknown_chip_is_a_did_you_mean_and_insisting_plans_with_the_assumptions_said(capsys):
+    """Issue 24: ``1x1xm3-pro-36g`` was planned silently as a discrete 36 GiB card with 72 GiB of assumed host RAM."""
+    model = str(CONFIGS / "meta-llama__Meta-Llama-3.1-8B.json")
+    assert main(["plan", model, "--cluster", "1x1xm3-pro-36g", "--offline"]) != 0
+    err = capsys.readouterr().err
+    assert "did you mean m3-max-36g, m4-max-36g, uma-36g" in err and "m3-pro-36g:36GiB" in err
+    assert main(["plan", model, "--cluster", "1x1xm3-pro-36g:36GiB", "--offline"]) == 0
+    out = capsys.readouterr().out
+    assumed = out.splitlines()[1]
+    assert assumed.startswith(
+        "assumed: m3-pro-36g:36864MiB is not in the catalogue: planned as a discrete card of 36.0"
+    )
+    assert "of unknown memory bandwidth and TFLOPs (no speed estimate)" in assumed
+    assert "its node's host RAM is assumed: 72 GiB (max(64 GiB, 2 × its GPU memory); state it with ram=)" in assumed
+    status, data = _json(capsys, model, "--cluster", "1x1xm3-pro-36g:36GiB", "--offline")
+    assert status == 0 and data["assumed"] == [assumed.removeprefix("assumed: ")]

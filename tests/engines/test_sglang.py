@@ -8,7 +8,7 @@ from support.corpus import shape_of
 from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
 from explorer.sources.shipped import shipped_catalogue
-from explorer.units import GiB
+from explorer.units import GiB, gib
 
 CAT = shipped_catalogue()
 
@@ -155,3 +155,17 @@ def test_the_pool_starts_from_free_memory_after_distributed_init():
     assert abs(pool - 16.46 * GiB) <= 0.02 * 16.46 * GiB  # 16.20 GiB
     # the old base, the driver's 79.65 GiB, gave 18.95 GiB (+15 %)
     assert int(g.memory_bytes * 0.93) - ev.cards[0].weights > 1.14 * 16.46 * GiB
+
+
+def test_one_card_is_not_all_1_gpus_combined():
+    g = CAT.resolve("h100-80g")
+    layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=1)
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    ev = sglang.evaluate(shape, shape.precision, layout, g, PlanRequest(context_tokens=8192), "m")
+    mfs = sglang.mem_fraction_static(shape, g, layout, PlanRequest())
+    card = ev.cards[0]
+    note = next(n for n in ev.notes if "allocatable" in n)
+    assert (
+        f"--mem-fraction-static={mfs:g}, the GPU needs at least {gib(int((card.weights + card.kv_cache) / mfs))}"
+        in note
+    )

@@ -304,3 +304,40 @@ def test_torch_visible_totals_sit_just_under_the_drivers():
             assert 0.97 * g.memory_bytes <= g.torch_memory_bytes <= 1.002 * g.memory_bytes, g.name
     # a label that states the memory drops the torch figure of the class it names
     assert cat.resolve("h100-80g:80GiB").torch_memory_bytes is None
+
+
+# --- issue 24: unknown classes ----------------------------------------------------------------------------------------
+
+
+def test_an_unknown_apple_chip_is_a_did_you_mean_not_a_discrete_card(cat):
+    """``m3-pro-36g`` is not in the catalogue: it was planned as a discrete 36 GiB card of unknown speed. Now it
+    names the catalogue's chips of 36 GiB, ``uma-36g``, and how to insist."""
+    with pytest.raises(UnknownGPUClassError) as err:
+        cat.resolve("m3-pro-36g")
+    text = str(err.value)
+    assert "did you mean m3-max-36g, m4-max-36g, uma-36g (a unified-memory host of 36 GiB)?" in text
+    assert "state its memory: m3-pro-36g:36GiB" in text
+    with pytest.raises(UnknownGPUClassError, match=r"did you mean m4-max-36g, m3-max-36g, uma-36g"):
+        cat.resolve("m4-36g")
+
+
+def test_a_near_miss_of_a_class_of_that_memory_is_a_did_you_mean(cat):
+    with pytest.raises(UnknownGPUClassError, match=r"'h100-sxm-80g' is not in the catalogue; did you mean h100-80g"):
+        cat.resolve("h100-sxm-80g")
+
+
+def test_an_unknown_label_near_nothing_is_still_inferred_and_says_what_it_assumed(cat):
+    c = cat.resolve("foo-80g")
+    assert not c.known and c.assumed == (
+        "foo-80g is not in the catalogue: planned as a discrete card of 80.0 GiB (inferred from the label "
+        "'foo-80g'), of unknown memory bandwidth and TFLOPs (no speed estimate)"
+    )
+    assert cat.resolve("h100-80g").assumed is None
+    insisted = cat.resolve("m3-pro-36g:36GiB")  # the user insists: planned, and it says so
+    assert (
+        insisted.memory_bytes == 36 * GiB
+        and not insisted.unified
+        and insisted.assumed.startswith(
+            "m3-pro-36g:36864MiB is not in the catalogue: planned as a discrete card of 36.0 GiB"
+        )
+    )

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from support.corpus import ROOT
 
+from explorer.plan.offer import fallback_artifacts
 from explorer.plan.planner import plan, with_suggestions
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot
@@ -388,6 +389,7 @@ def test_explorer_suggestions_are_changes_a_click_applies(offline):
         defs["chosen"],
         speed=SpeedSettings(prices=shipped_prices()),
         catalogue=shipped_catalogue(),
+        precisions=fallback_artifacts(defs["shape"], defs["chosen"], defs["model"].checkpoints),
     ).suggestions
     assert len(defs["suggestion_buttons"]) == len(again) >= 2  # one button a suggestion
     assert "Nothing fits" in texts
@@ -446,3 +448,46 @@ def test_explorer_plans_the_cli_fallback_when_the_own_weights_keep_no_gpu_layout
     # a what-if chosen by hand is planned alone: no fallback
     chosen = run_explorer(spec="1x1xl40s-48g", context_tokens=8192, weights=("what-if fp8",))
     assert chosen["result"].widened == () and {o.artifact.what_if for o in chosen["result"].options} <= {True}
+
+
+def test_explorer_shows_the_drawn_options_notes(offline):
+    """Issue 24: SGLang's "all 2 GPUs combined need at least X GiB" reached only the JSON, never the app."""
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-8B", spec="1x2xl4-24g", engine="sglang",
+                        context_tokens=65536)  # fmt: skip
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    picked = defs["picked"]
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    combined = [n for n in picked.notes if "GPUs combined need at least" in n]
+    assert picked.engine == "sglang" and picked.layout.cards == 2 and combined
+    assert all(n in texts for n in combined), combined
+
+
+def test_explorer_says_why_nothing_fits_when_no_miss_was_sized(offline):
+    """Issue 24: an empty table under "The closest misses are in red" when every refusal was a lower bound."""
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-405B", spec="1x1xh100-80g", engine="vllm")
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert defs["result"].options == () and defs["miss_rows"] == []
+    assert "closest misses are in red" not in texts and "no near miss to show" in texts
+
+
+def test_explorer_offers_a_precision_with_a_cluster_and_a_click_plans_it(offline):
+    """Issue 24: 405B on one H100; the app offers the published FP8 checkpoint on 8 × H100, and a click plans it."""
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-405B", spec="1x1xh100-80g", context_tokens=4096)
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert defs["result"].options == ()
+    assert "FP8 (fp8 block 128×128) on 1x8xh100-80g" in texts
+    change = {"quant": "fp8 block 128×128", "cluster": "1x8xh100-80g"}
+    clicked = apply_change(defs["app_state"], change)
+    after = run_explorer(**{f: getattr(clicked, f) for f in clicked.__dataclass_fields__})
+    first = after["result"].options[0]
+    assert (first.layout.cards, first.artifact.repo) == (8, "meta-llama/Meta-Llama-3.1-405B-FP8")
+
+
+def test_explorer_says_what_it_assumed_of_a_class_the_catalogue_lacks(offline):
+    state = AppDefaults(model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xm3-pro-36g:36GiB", context_tokens=4096)
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
+    texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert defs["result"].options and "Assumed:" in texts
+    assert "m3-pro-36g:36864MiB is not in the catalogue: planned as a discrete card of 36.0 GiB" in texts

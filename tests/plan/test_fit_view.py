@@ -50,10 +50,13 @@ def test_an_8b_runs_on_one_4090_and_a_32b_gets_a_suggestion(on_a_4090):
     assert small.tier == 1 and small.best.replicas == 1 and small.suggestion is None
     assert small.best.evaluation.max_context_tokens >= 4096 and small.decode_tokens_per_s > 0
     # as explorer plan does, the row widens to the quantised fallback: at 4,096 tokens the published
-    # Qwen/Qwen3-32B-AWQ (19.3 GB) holds every layer on the 4090 in vLLM; the row holds the change, so no suggestion
+    # Qwen/Qwen3-32B-AWQ (19.3 GB) holds every layer on the 4090 in vLLM, but at the brim (20.6 of 21.2 GiB, one
+    # sequence: issue 24's headroom rule), so the published Q4_K_M GGUF in llama.cpp (19.5 of 23.5 GiB, 4 sequences)
+    # comes first; the row holds the change, so no suggestion
     widened = _row(on_a_4090, "Qwen/Qwen3-32B")
     assert widened.widened and widened.tier == 1 and widened.suggestion is None
-    assert widened.best.artifact.repo == "Qwen/Qwen3-32B-AWQ" and widened.to_dict()["widened"]
+    assert widened.best.artifact.repo == "Qwen/Qwen3-32B-GGUF" and widened.to_dict()["widened"]
+    assert widened.best.precision == "Q4_K_M" and widened.best.evaluation.max_concurrency >= 2
     # the own bf16 weights alone: only a partial offload runs, and the int4 suggestion is the way forward
     model = next(m for m in MODELS if m.ref == "Qwen/Qwen3-32B")
     big = fit_row(replace(model, fallback=()), parse_cluster("1x1xrtx4090-24g"), PlanRequest())

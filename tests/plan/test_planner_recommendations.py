@@ -216,3 +216,32 @@ def test_a_widened_plan_equals_planning_every_artifact_at_once():
     at_once = plan(shape, cluster, request, artifacts=[*own, *fallback], suggest=False)
     assert widened.widened and [o.label for o in widened.options] == [o.label for o in at_once.options]
     assert widened.pruned == at_once.pruned and widened.considered == at_once.considered
+
+
+# --- issue 24: the headroom rule ------------------------------------------------------------------------------------
+
+
+def test_a_card_filled_to_the_brim_is_a_warning_not_the_recommendation():
+    """Llama-3.1-70B at 32k on 2 × H100 (the app's default context), the own bf16 weights widened to the published
+    checkpoints: llama.cpp's Q8_0 on one card needs 79.1 of 79.1 GiB usable and holds one 32k sequence; it ranked #1.
+    Past 95 % of the usable memory (or room for fewer than two sequences) a layout ranks after every layout with
+    headroom: vLLM's int4 AWQ on one card (50.0 of 71.3 GiB, 70 %, three sequences) leads, and vLLM tp 2 with
+    nvidia's FP8 checkpoint (43.6 of 71.3 GiB) is the first two-card row, above the brim."""
+    from explorer.plan.ranking import at_the_brim, headroom_warning
+
+    shape = shape_of(LLAMA_70B)
+    fallback = fallback_artifacts(shape, [original_artifact(shape)], shipped_checkpoints("meta-llama/Meta-Llama-3.1-70B"))
+    result = plan(shape, parse_cluster("1x2xh100-80g"), PlanRequest(context_tokens=32768), fallback=fallback)
+    brim = next(o for o in result.options if o.engine == "llamacpp" and o.precision == "Q8_0" and o.tier == 1)
+    assert brim.layout.cards == 1 and at_the_brim(brim) and brim.evaluation.max_concurrency == 1
+    assert brim.per_card.total * 100 > 99 * brim.per_card.usable
+    first = result.options[0]
+    assert not at_the_brim(first) and first.per_card.total * 100 <= 95 * first.per_card.usable
+    assert (first.engine, first.layout.cards, first.precision) == ("vllm", 1, "int4 AWQ g128")
+    fp8 = next(o for o in result.options if o.engine == "vllm" and o.layout.tp == 2 and o.precision.startswith("fp8"))
+    assert fp8.artifact.repo == "nvidia/Llama-3.1-70B-Instruct-FP8"
+    assert result.options.index(fp8) < result.options.index(brim)
+    assert [o for o in result.options[: result.options.index(fp8)] if o.layout.cards > 1] == []
+    warning = headroom_warning(brim)
+    assert warning.startswith("at the brim: the binding card needs 99 % of its usable memory (79.1 GiB of 79.1 GiB)")
+    assert "holds 1 sequence of the asked context" in warning and headroom_warning(first) is None

@@ -19,6 +19,7 @@ from explorer.plan.ranking import (
     PUBLISHED_PERPLEXITY,
     QUALITY_CAP_BITS,
     cards_spent,
+    precision_score,
     quality,
     rank,
     whole_bits,
@@ -153,3 +154,32 @@ def test_same_cards_and_speed_prefer_the_serving_engines():
     read a token); the serving engines come first, then llama.cpp (headroom no longer decides it)."""
     result = plan(shape_of("Qwen__Qwen3-32B"), parse_cluster("1x1xh100-80g"), PlanRequest())
     assert [o.engine for o in result.options if o.tier == 1][:3] == ["vllm", "sglang", "llamacpp"]
+
+
+# --- issue 24: the CPU's precision order, near-equal precisions ------------------------------------------------------
+
+
+def test_precision_score_compares_real_bits_under_the_cap_and_whole_bits_only_between_near_equal_ones():
+    # CPU, cap 5.8: Q5_K_M 5.70 is in the cap's whole bit: 5.8; Q6_K 6.57 is past it: 5.8 - 0.77 × 0.25 = 5.6075;
+    # Q8_0 8.5: 5.8 - 2.7 × 0.25 = 5.125; Q4_K_M 4.85: the middle of its whole bit, 4.5
+    cpu = {name: precision_score(bits, cpu=True) for name, bits in (("Q5_K_M", 5.7), ("Q6_K", 6.57), ("Q8_0", 8.5),
+                                                                      ("Q4_K_M", 4.85))}  # fmt: skip
+    assert cpu == pytest.approx({"Q5_K_M": 5.8, "Q6_K": 5.6075, "Q8_0": 5.125, "Q4_K_M": 4.5})
+    # GPU, cap 8.6: fp8 8.03 and Q8_0 8.5 are near-equal (both 8.6); AWQ 4.25 and Q4_K_M 4.85 too (both 4.5)
+    assert precision_score(8.03, cpu=False) == precision_score(8.5, cpu=False) == 8.6
+    assert precision_score(4.25, cpu=False) == precision_score(4.85, cpu=False) == 4.5
+    # F16 past the cap: 8.6 - 7.4 × 0.25 = 6.75, above Q6_K's 6.5 (the seed: 6.75 › 6.6)
+    assert precision_score(8.5, cpu=False) > precision_score(16, cpu=False) == 6.75 > precision_score(6.57, cpu=False)
+    assert precision_score(6.57, cpu=False) > precision_score(4.85, cpu=False)
+    assert precision_score(0.0, cpu=True) == 0.0
+
+
+def test_the_cpu_ranks_q5_k_m_above_q6_k_above_q8_0_as_the_seed_did():
+    """Issue 24: under the CPU's cap Q6_K and Q8_0 ranked above Q5_K_M; on an EPYC 9654 (cpu=NAME) they rank
+    Q5_K_M › Q6_K › Q8_0 › Q4_K_M (the seed's quality: 5.7 › 5.61 › 5.13 › 4.85)."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    quants = ("Q8_0", "Q4_K_M", "Q6_K", "Q5_K_M")
+    artifacts = [what_if_artifact(shape, q) for q in quants]
+    result = plan(shape, parse_cluster("1xcpu-64g,cpu=epyc-9654"), PlanRequest(), artifacts=artifacts)
+    assert [o.precision for o in result.options] == ["Q5_K_M", "Q6_K", "Q8_0", "Q4_K_M"]
+    assert all(o.layout.cpu for o in result.options)

@@ -74,3 +74,53 @@ def test_suggestions_can_come_after_the_table():
     )
     assert [s.to_dict() for s in later.suggestions] == [s.to_dict() for s in at_once.suggestions]
     assert later.suggestions
+
+
+def test_a_shorter_context_is_suggested_with_headroom_not_at_the_brim():
+    """Issue 24's headroom rule: 8B bf16 on one 4090 with vLLM at 128k. The longest context that fits is 38,368
+    tokens, one sequence at 100 % of the 21.2 GiB vLLM may use; the suggestion is the longest (in steps of 256)
+    whose layout holds two sequences within 95 %: 18,944 tokens, 18.8 of 21.2 GiB (89 %), two sequences."""
+    from explorer.plan.ranking import at_the_brim
+
+    result = plan(shape_of("meta-llama__Meta-Llama-3.1-8B"), parse_cluster("1x1xrtx4090-24g"),
+                  PlanRequest(context_tokens=131072, engines=("vllm",)))  # fmt: skip
+    shorter = next(s for s in result.suggestions if s.kind == "context")
+    assert shorter.fits and shorter.change == {"context": 18944}
+    assert shorter.text == "a context of 18,944 tokens (asked 131,072; 38,368 fit only at the brim)"
+    assert not at_the_brim(shorter.best) and shorter.best.evaluation.max_concurrency == 2
+    longer = plan(shape_of("meta-llama__Meta-Llama-3.1-8B"), parse_cluster("1x1xrtx4090-24g"),
+                  PlanRequest(context_tokens=18944 + 256, engines=("vllm",)), suggest=False)  # fmt: skip
+    assert at_the_brim(longer.options[0])  # one step longer is at the brim
+
+
+def test_405b_on_one_h100_is_offered_the_precision_and_the_cluster_together():
+    """Issue 24: Llama-3.1-405B on one H100. The standard answers change the precision and the cluster at once:
+    the published FP8 checkpoint (405.9B × 8.03 bits ≈ 378 GiB: 6 cards at least, so one node of 8) on 8 × H100, and
+    the published int4 AWQ (≈ 203 GiB: 3 cards at least, so a node of 4) on 4 × H100; each is what the planner
+    answers when asked for that precision on that cluster. Q8_0 and Q4_K_M lead to the same clusters: left out."""
+    from explorer.plan.offer import fallback_artifacts, what_if_artifact
+    from explorer.sources.checkpoints import shipped_checkpoints
+
+    shape = shape_of("meta-llama__Meta-Llama-3.1-405B")
+    published = shipped_checkpoints("meta-llama/Meta-Llama-3.1-405B")
+    fallback = fallback_artifacts(shape, [original_artifact(shape)], published)
+    result = plan(shape, parse_cluster("1x1xh100-80g"), PlanRequest(), fallback=fallback)
+    assert result.options == ()
+    combined = [s for s in result.suggestions if s.kind == "precision-cluster"]
+    assert [(s.change["cluster"], s.best.layout.tp, s.best.engine) for s in combined] == [
+        ("1x8xh100-80g", 8, "vllm"),
+        ("1x4xh100-80g", 4, "vllm"),
+    ]
+    fp8, awq = combined
+    assert fp8.fits and fp8.best.artifact.repo == "meta-llama/Meta-Llama-3.1-405B-FP8"
+    assert awq.fits and awq.best.artifact.repo == "hugging-quants/Meta-Llama-3.1-405B-Instruct-AWQ-INT4"
+    assert awq.text == "hugging-quants/Meta-Llama-3.1-405B-Instruct-AWQ-INT4 (int4 AWQ g128) on 1x4xh100-80g"
+    for s in combined:  # the planner's own answer when asked
+        asked = what_if_artifact(shape, s.change["quant"], published)
+        again = plan(shape, parse_cluster(s.change["cluster"]), PlanRequest(), artifacts=[asked], suggest=False)
+        assert again.options[0].label == s.best.label
+
+
+def test_no_combined_suggestion_without_other_precisions():
+    result = plan(shape_of("meta-llama__Meta-Llama-3.1-405B"), parse_cluster("1x1xh100-80g"), PlanRequest())
+    assert not [s for s in result.suggestions if s.kind == "precision-cluster"]

@@ -131,3 +131,23 @@ def test_the_table_wraps_text_and_keeps_figures_whole():
     assert html.startswith("<div class='explorer-table' style='max-width:100%;overflow-x:auto'>")
     assert "overflow-wrap:anywhere" in html and "text-align:right;white-space:nowrap" in html
     assert set(nd.ESSENTIAL_COLUMNS) < set(nd.TABLE_COLUMNS) and "command" not in nd.ESSENTIAL_COLUMNS
+
+
+def test_nothing_fits_says_what_refused_every_way_when_no_miss_was_sized():
+    """Issue 24: "The closest misses are in red" stood above an empty table when every refusal was a lower bound.
+    405B on one H100 with vLLM: 756.0 GiB of bf16 weights need at least 11 cards, refused before any sizing."""
+    from support.corpus import shape_of
+
+    result = plan(shape_of("meta-llama__Meta-Llama-3.1-405B"), parse_cluster("1x1xh100-80g"),
+                  PlanRequest(engines=("vllm",)))  # fmt: skip
+    assert result.options == () and nd.near_misses(result) == []
+    text = nd.nothing_fits_md(result, len(nd.near_miss_rows(result)))
+    assert "closest misses" not in text and "no near miss to show" in text
+    assert "1 × memory-lower-bound (vllm · 1 × h100-80g (single): the weights (756.0 GiB)" in text
+    assert "need at least 11 × h100-80g" in text
+
+
+def test_nothing_fits_points_at_the_misses_when_some_were_sized():
+    _shape, _request, result = llama8b_on_a_4090()  # 128k of bf16 KV beside 15 GiB of weights: sized, and short
+    assert result.options == () and nd.near_miss_rows(result)
+    assert "closest misses are in red" in nd.nothing_fits_md(result, len(nd.near_miss_rows(result)))

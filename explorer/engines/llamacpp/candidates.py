@@ -92,7 +92,7 @@ def launched_now(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Sea
             return launch_split(ctx.request, planned)
         try:
             split = launch_split(ctx.request, seats)
-            settings = settings_for(fixed, split=split, cpu=node.cpu.name)
+            settings = settings_for(fixed, split=split, cpu=node.cpu.build)
             mem = llamacpp_memory(ctx.model, settings, [s.device for s in seats])
         except (LlamaCppConfigError, LlamaCppFitError):
             continue

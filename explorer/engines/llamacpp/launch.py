@@ -215,7 +215,7 @@ def evaluate(
     devices = [s.device for s in seats]
     split = launch_split(request, seats)
     host_bytes = int(node.host_ram_bytes * request.host_fraction)
-    settings = settings_for(request, split=split, cpu=node.cpu.name)
+    settings = settings_for(request, split=split, cpu=node.cpu.build)
     if layout.cpu or not devices:
         settings = replace(settings, n_gpu_layers=0)
     elif request.n_gpu_layers is None:

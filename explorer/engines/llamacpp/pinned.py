@@ -31,11 +31,17 @@ from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.units import gib
 
+#: the float precisions ``convert_hf_to_gguf.py --outtype`` writes from the model's own weights (f16, bf16, f32)
+CONVERTED_FLOATS = frozenset({"fp16", "bf16", "fp32"})
+
 
 def serves(artifact: Artifact) -> bool:
-    """A GGUF, or the model's own weights (converted); not another repository's safetensors (AWQ, FP8…) nor a
-    safetensors what-if (a GGUF is made from the original weights; the GGUF what-ifs say which quant)."""
-    return artifact.format == "gguf" or not (artifact.repo or artifact.what_if)
+    """A GGUF, or the model's own weights converted, as they are or to another float (``--quant F16`` on a bf16
+    model: ``convert_hf_to_gguf.py --outtype f16``, a routine conversion); not another repository's safetensors
+    (AWQ, FP8…) nor a quantised safetensors what-if (the GGUF what-ifs say which quant)."""
+    if artifact.format == "gguf" or not (artifact.repo or artifact.what_if):
+        return True
+    return not artifact.repo and artifact.quant.lower() in CONVERTED_FLOATS
 
 
 def one_layer_bytes(model: LlamaModel, request: PlanRequest, card: CardRef) -> int:

@@ -192,3 +192,23 @@ def test_what_if_mla_on_an_amx_host_follows_the_quants_k_b_and_v_b_types():
     assert rules("Q4_K_M", "off") == ["CPU"]
     assert rules("Q4_K_M", "on") == ["llamacpp-abort"]
     assert rules("Q8_0", "off") == ["llamacpp-abort"]  # Q8_0 attn_k_b: AMX holds it
+
+
+def test_quant_f16_on_a_bf16_model_is_planned_as_an_f16_gguf():
+    """Issue 24: ``--quant F16 --engine llamacpp`` on a bf16 model was refused ("a what-if of fp16 safetensors");
+    casting the model's own weights to an F16 GGUF is routine (convert_hf_to_gguf.py --outtype f16)."""
+    from explorer.plan.offer import plan_artifacts
+
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    (artifact,) = plan_artifacts(shape, [], quant="F16")
+    assert artifact.quant == "fp16" and artifact.what_if and "--outtype f16" in artifact.note
+    result = plan(shape, parse_cluster("1x1xl40s-48g"), PlanRequest(engines=("llamacpp",)), artifacts=[artifact])
+    assert "format" not in result.pruned
+    best = result.options[0]
+    assert (best.precision, best.layout.gpu_class, best.layout.cpu) == ("F16", "l40s-48g", False)
+    # two bytes a weight: the GGUF holds 8,030,261,248 weights (2 B each; the norms' few F32 add 0.3 MB), 14.96 GiB,
+    # of which token_embd (128,256 × 4,096 × 2 B = 0.98 GiB) stays in host memory as llama.cpp keeps it
+    on_card = best.per_card.weights
+    on_host = best.evaluation.host.weights
+    assert on_card + on_host == pytest.approx(8_030_261_248 * 2, rel=1e-3)
+    assert on_host == 128_256 * 4_096 * 2

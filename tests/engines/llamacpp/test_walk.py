@@ -200,3 +200,12 @@ def test_rpc_partial_offload_only_with_cpu_offload():
     assert partial[0].evaluation.layers_on_host < node_only.evaluation.layers_on_host
     forbidden = _plan("2x2xrtx4090-24g@lan,ram=512g", precision="bf16", cpu_offload=False)
     assert not forbidden.options
+
+
+@pytest.mark.parametrize("cpu", ["epyc-9654", "xeon-8480", "apple-m2-max", "rpi5", "i9-14900k"])
+def test_a_cpu_of_the_table_in_the_cluster_spec_keeps_every_llamacpp_option(cpu):
+    """Issue 24: ``cpu=NAME`` with any CPU of data/cpus.csv made every llama.cpp option fail ("not a CPU build")."""
+    named = _plan(f"1x1xrtx4090-24g,cpu={cpu}", name="meta-llama__Meta-Llama-3.1-8B", engines=("llamacpp",))
+    plain = _plan("1x1xrtx4090-24g", name="meta-llama__Meta-Llama-3.1-8B", engines=("llamacpp",))
+    assert "llamacpp-config" not in named.pruned
+    assert [o.label for o in named.options] == [o.label for o in plain.options] != []
