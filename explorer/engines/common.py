@@ -9,6 +9,7 @@ saying part by part what that card holds, in integer bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -169,7 +170,8 @@ class PlanRequest:
         implies="hierarchical_cache", flags={"sglang": "--hicache-ratio"},
         help="host KV pool over device KV pool (turns the host pool on)")
     hicache_size_gb: float | None = setting(
-        kind="float", optional=True, low=0, high=MAX_HOST_GIB, cli=("--hicache-size",), implies="hierarchical_cache",
+        kind="float", optional=True, whole=True, low=0, high=MAX_HOST_GIB, cli=("--hicache-size",),
+        implies="hierarchical_cache",
         flags={"sglang": "--hicache-size"}, help="host KV pool a rank, GB (10^9 bytes); overrides the ratio")
     swap_space_gib: float | None = setting(
         kind="float", optional=True, low=0, high=MAX_HOST_GIB, cli=("--swap-space",), launch="echo",
@@ -185,15 +187,16 @@ class PlanRequest:
         kind="floats", optional=True, low=0, high=MAX_SPLIT_SHARE, cli=("--tensor-split",),
         flags={"llamacpp": "--tensor-split"}, help="split over the cards, e.g. 3,1 (default: by free memory)")
     batch_tokens: int = setting(
-        2048, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--batch",), launch="echo",
+        2048, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--batch",),
         flags={"llamacpp": "-b"},
         help="logical batch, tokens")
     ubatch_tokens: int = setting(
-        512, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--ubatch",), launch="echo",
+        512, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--ubatch",),
         flags={"llamacpp": "-ub"},
         help="physical batch, tokens")
     mmap: bool = setting(
-        True, kind="bool", inverted=True, cli=("--no-mmap",), launch="echo", flags={"llamacpp": "--no-mmap"},
+        True, kind="bool", inverted=True, cli=("--no-mmap",), launch="echo",
+        flags={"llamacpp": "--load-mode none"},
         help="load the file instead of mapping it")
     cpu_offload: bool = setting(
         True, kind="bool", inverted=True, cli=("--no-cpu-offload",), launch="none",
@@ -364,6 +367,24 @@ class CardMemory:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCommand:
+    """What a further node of a launch runs beside the head's command.
+
+    Attributes:
+        rank: which of the launch's nodes runs it (1 = the first after the head).
+        command: its line, without devices or port (the launch lines add them).
+        devices: the card positions on that node it runs on (``NODE:INDEX``'s index); empty: the same cards
+            as the head's.
+        where: the node's name when the engine named it (an RPC server's host), else empty.
+    """
+
+    rank: int
+    command: str
+    devices: tuple[int, ...] = ()
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evaluation:
     """An engine's answer for one layout.
 
@@ -378,6 +399,9 @@ class Evaluation:
         free_needed_bytes: free memory a card must have now for the engine to start on it
             (vLLM: total × utilisation; SGLang: total × mem_fraction_static; llama.cpp: what it allocates).
         n_gpu_layers: llama.cpp's ``-ngl`` as resolved (None for other engines).
+        devices: the head node's card positions the command runs on, in the order its figures assume
+            (llama.cpp's ``--tensor-split``); empty: the first cards of the layout's class.
+        workers: what the launch's other nodes run (ranks of a launch across nodes, RPC servers).
     """
 
     cards: tuple[CardMemory, ...]
@@ -389,6 +413,8 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
     free_needed_bytes: int = 0
     n_gpu_layers: int | None = None
+    devices: tuple[int, ...] = ()
+    workers: tuple[NodeCommand, ...] = ()
 
     def __post_init__(self) -> None:
         check_figures(
@@ -411,6 +437,20 @@ class Evaluation:
         """The card with the least headroom."""
         pool = list(self.cards) + ([self.host] if self.host is not None and not self.cards else [])
         return min(pool, key=lambda c: c.headroom)
+
+
+#: the head node's address in a launch across nodes: a placeholder the launch lines name the head node in
+HEAD_ADDRESS = "<head-node>"
+
+
+def across_nodes(base: str, nodes: int, rank_flags: Callable[[int], str]) -> tuple[str, tuple[NodeCommand, ...]]:
+    """A launch over ``nodes`` nodes: the head's command and each other node's, ``base`` with that rank's flags
+    (one node: ``base`` alone)."""
+    if nodes < 2:
+        return base, ()
+    return f"{base} {rank_flags(0)}", tuple(
+        NodeCommand(rank=r, command=f"{base} {rank_flags(r)}") for r in range(1, nodes)
+    )
 
 
 def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:

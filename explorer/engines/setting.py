@@ -61,6 +61,7 @@ class Setting:
         low_open: the number must be above ``low``.
         choices: the values a ``choice`` may take.
         inverted: the switch turns the field off (``--no-mmap`` sets ``mmap`` False).
+        whole: a ``float`` must be a whole number (SGLang's ``--hicache-size`` takes whole GB).
         implies: a switch this setting turns on when given (``--piecewise-cuda-graph-max-tokens`` turns on
             ``piecewise_cuda_graph``).
         main: the app sets it with its main controls (context, concurrency, KV type, weights, engine), not in
@@ -81,6 +82,7 @@ class Setting:
     low_open: bool = False
     choices: tuple[str, ...] = ()
     inverted: bool = False
+    whole: bool = False
     implies: str | None = None
     main: bool = False
 
@@ -109,7 +111,8 @@ class Setting:
         if self.kind == "int":
             return f"a whole number from {low} to {high}"
         if self.kind == "float":
-            return f"a finite number from {'above ' if self.low_open else ''}{low} to {high}"
+            what = "a whole number" if self.whole else "a finite number"
+            return f"{what} from {'above ' if self.low_open else ''}{low} to {high}"
         if self.kind == "floats":
             return f"at most {MAX_TENSOR_SPLIT_PARTS:,} finite shares from {low} to {high} (proportions), not all 0"
         return "on or off" if self.kind == "bool" else "text"
@@ -137,7 +140,7 @@ class Setting:
         if self.kind == "int" and not isinstance(value, int):
             return False
         above_low = value > self.low if self.low_open else value >= self.low  # NaN fails both
-        return above_low and value <= self.high
+        return above_low and value <= self.high and (not self.whole or float(value).is_integer())
 
     def _shares_ok(self, value: Any) -> bool:
         if not isinstance(value, tuple) or not 0 < len(value) <= MAX_TENSOR_SPLIT_PARTS:
@@ -234,15 +237,18 @@ def with_implied(settings: Iterable[Setting], values: Mapping[str, Any]) -> dict
     return out
 
 
-def launch_flags(request: Any, engine: str) -> list[str]:
-    """The flags of ``engine``'s launch command that echo the request's settings (those whose ``launch`` is
-    ``echo``), in declaration order, for each setting that differs from its default: a switch's flag alone,
-    else ``flag value`` (``--swap-space 8``)."""
+def launch_flags(request: Any, engine: str, *, resolved: Mapping[str, Any] | None = None) -> list[str]:
+    """The flags of ``engine``'s launch command for the settings whose ``launch`` is ``echo``, in declaration
+    order: each setting ``resolved`` names with the value the engine resolved (written even at its default: the
+    engine's default depends on the card and the release), else each one the user set to other than its default.
+    A switch is its flag alone, else ``flag value`` (``--swap-space 8``)."""
+    resolved = resolved or {}
     parts = []
     for s in declared_settings(request):
-        value = getattr(request, s.field)
-        if s.launch != "echo" or not s.flags.get(engine) or value == s.default or value is None:
+        flag = s.flags.get(engine)
+        value = resolved.get(s.field, getattr(request, s.field))
+        given = s.field in resolved or value not in (None, s.default)
+        if s.launch != "echo" or not flag or not given:
             continue
-        flag = s.flags[engine]
         parts.append(flag if s.kind == "bool" else f"{flag} {value:g}" if s.kind == "float" else f"{flag} {value}")
     return parts

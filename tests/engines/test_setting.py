@@ -68,12 +68,18 @@ def test_texts_read_as_the_cli_and_the_app_read_them():
         SETTINGS["tensor_split"].parse(",".join(["1"] * 4097))
 
 
-def test_launch_flags_echo_what_the_user_set():
+def test_launch_flags_echo_what_the_user_set_and_what_the_engine_resolved():
     request = PlanRequest(swap_space_gib=8, max_num_seqs=64, enforce_eager=True, mmap=False, batch_tokens=1024)
     assert launch_flags(request, "vllm") == ["--max-num-seqs 64", "--enforce-eager", "--swap-space 8"]
     assert launch_flags(request, "sglang") == ["--disable-cuda-graph"]
-    assert launch_flags(request, "llamacpp") == ["-b 1024", "--no-mmap"]
+    assert launch_flags(request, "llamacpp") == ["--load-mode none"]  # llama.cpp's own flag for --no-mmap
     assert launch_flags(PlanRequest(), "vllm") == []  # defaults are not written
+    # what the engine resolved is written even at its default, in the declarations' order
+    resolved = {"max_num_seqs": 256, "max_num_batched_tokens": 8192}
+    assert launch_flags(PlanRequest(), "vllm", resolved=resolved) == [
+        "--max-num-seqs 256",
+        "--max-num-batched-tokens 8192",
+    ]
 
 
 #: a changed value for every setting an engine's command carries, and the text its command must then hold
@@ -104,7 +110,7 @@ CHANGED: dict[str, tuple[object, dict[str, str]]] = {
     "tensor_split": ((3.0, 1.0), {"llamacpp": "--tensor-split 3,1"}),
     "batch_tokens": (1024, {"llamacpp": "-b 1024"}),
     "ubatch_tokens": (256, {"llamacpp": "-ub 256"}),
-    "mmap": (False, {"llamacpp": "--no-mmap"}),
+    "mmap": (False, {"llamacpp": "--load-mode none"}),
     "tensor_parallel_size": (2, {"vllm": "--tensor-parallel-size 2", "sglang": "--tp-size 2"}),
     "pipeline_parallel_size": (2, {"vllm": "--pipeline-parallel-size 2", "sglang": "--pp-size 2"}),
     "data_parallel_size": (2, {"vllm": "--data-parallel-size 2", "sglang": "--dp-size 2"}),
