@@ -81,7 +81,7 @@ def _ranked(
     if speed:
         settings = speed if isinstance(speed, SpeedSettings) else None
         options = [replace(o, speed=speed_of(o, shape, request, settings)) for o in options]
-    census = Census(cluster)
+    census = cluster.derived(Census)  # counted once per cluster, not once per plan
     options = [with_replicas(o, cluster, request, census) for o in options]
     return PlanResult(
         model=model_ref,

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from support.corpus import shape_of
 
+from explorer.engines.all2all import ALL2ALL_BACKENDS
 from explorer.engines.common import PlanRequest
 from explorer.engines.setting import declared_settings, launch_flags, with_implied
 from explorer.errors import PlanError
@@ -115,12 +116,20 @@ CHANGED: dict[str, tuple[object, dict[str, str]]] = {
     "pipeline_parallel_size": (2, {"vllm": "--pipeline-parallel-size 2", "sglang": "--pp-size 2"}),
     "data_parallel_size": (2, {"vllm": "--data-parallel-size 2", "sglang": "--dp-size 2"}),
     "expert_parallel_size": (2, {"sglang": "--ep-size 2"}),
+    "all2all_backend": ("deepep_low_latency", {"vllm": "--all2all-backend deepep_low_latency",
+                                               "sglang": "--moe-a2a-backend deepep --deepep-mode low_latency"}),
 }
 # fmt: on
 #: where one engine takes another value than CHANGED's (llama.cpp's KV types are ggml's)
 ENGINE_VALUE = {("kv_dtype", "llamacpp"): "q8_0"}
 #: the model a setting needs other than Llama-3.2-3B: --ep-size splits a mixture of experts' experts
-MODEL = {"expert_parallel_size": "Qwen__Qwen3-30B-A3B"}
+MODEL = {"expert_parallel_size": "Qwen__Qwen3-30B-A3B", "all2all_backend": "Qwen__Qwen3-30B-A3B"}
+#: what else a setting needs to show in a command: the experts' all-to-all runs between expert-parallel ranks
+ALSO = {("all2all_backend", "sglang"): {"expert_parallel_size": 2}}
+
+
+def test_the_all2all_choices_are_the_backends_explorer_sizes():
+    assert SETTINGS["all2all_backend"].choices == ALL2ALL_BACKENDS
 
 
 def test_every_setting_a_command_carries_is_in_the_table():
@@ -141,7 +150,7 @@ def test_every_setting_the_user_changed_is_in_its_engine_command(field):
     value, texts = CHANGED[field]
     shape, cluster = shape_of(MODEL.get(field, "meta-llama__Llama-3.2-3B")), parse_cluster("1x2xh100-80g")
     for engine, text in texts.items():
-        given = {field: ENGINE_VALUE.get((field, engine), value)}
+        given = {field: ENGINE_VALUE.get((field, engine), value)} | ALSO.get((field, engine), {})
         request = PlanRequest(engines=(engine,), **with_implied(SETTINGS.values(), given))
         result = plan(shape, cluster, request, model_ref="m", speed=False, suggest=False)
         assert result.options, f"{field}={value!r}: {engine} has no option"
