@@ -39,7 +39,10 @@ with app.setup(hide_code=True):
         to_query,
     )
     from explorer.ui.cluster_form import (
+        GPUS_PER_NODE_RANGE,
+        NODE_RANGE,
         cluster_file_json,
+        controls_refusal,
         describe_cluster,
         edit_first_gpu_term,
         first_gpu_term,
@@ -347,16 +350,17 @@ def _(get_spec, set_spec):
 def _(get_spec, set_spec):
     # the simple controls show the spec's first GPU term and, moved, edit only that part of it
     _term = first_gpu_term(get_spec())
+    term_refusal = controls_refusal(_term) if _term is not None else None
 
     def _edit(key, read=lambda v: v):
         return lambda value: set_spec(edit_first_gpu_term(get_spec(), **{key: read(value)}))
 
-    if _term is None:
+    if _term is None or term_refusal:
         term_nodes = term_gpus = term_class = term_fabric = term_free = term_ram = None
     else:
-        term_nodes = mo.ui.number(start=1, stop=100_000, value=_term.nodes, label="Nodes", on_change=_edit("nodes"))
+        term_nodes = mo.ui.number(*NODE_RANGE, value=_term.nodes, label="Nodes", on_change=_edit("nodes"))
         term_gpus = mo.ui.number(
-            start=1, stop=4096, value=_term.gpus_per_node, label="GPUs a node", on_change=_edit("gpus_per_node")
+            *GPUS_PER_NODE_RANGE, value=_term.gpus_per_node, label="GPUs a node", on_change=_edit("gpus_per_node")
         )
         term_class = mo.ui.dropdown(
             options=sorted({*shipped_catalogue().names, _term.gpu_class}),
@@ -383,7 +387,7 @@ def _(get_spec, set_spec):
             label="Host RAM a node (GiB)",
             on_change=_edit("ram_gib", lambda v: int(v) if v.strip().isdigit() else None),
         )
-    return term_class, term_fabric, term_free, term_gpus, term_nodes, term_ram
+    return term_class, term_fabric, term_free, term_gpus, term_nodes, term_ram, term_refusal
 
 
 @app.cell(hide_code=True)
@@ -430,6 +434,7 @@ def _(
     term_gpus,
     term_nodes,
     term_ram,
+    term_refusal,
 ):
     _about = (
         [mo.md("\n".join(f"- {safe_html(line)}" for line in describe_cluster(cluster)))]
@@ -445,6 +450,8 @@ def _(
             term_free,
         ]
         if term_nodes is not None
+        else [mo.callout(mo.md(safe_html(term_refusal)), kind="warn")]
+        if term_refusal
         else [mo.md("*The spec has no `NODESxGPUSxCLASS` term for the simple controls to edit.*")]
     )
     _file = (
@@ -777,7 +784,7 @@ def _(cluster, fit_button, get_below, goal):
     fit_list = None
     if fit_button.value and cluster is not None and get_below() is not None:
         _result, _request = get_below()
-        _known = known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache)
+        _known = known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache, chosen=AUDIENCE.chosen_models)
         with mo.status.spinner(title=f"Planning the {len(_known.models)} known models on this cluster …"):
             _t0 = time.perf_counter()
             fit_list = fit_table(

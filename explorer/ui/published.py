@@ -12,7 +12,8 @@ visitor fetched where every other could list it, and registered each visitor's t
   registered for redaction in that action's scope only (:func:`explorer.safe_text.secret_scope`);
 - **nothing private shared**: a fetch with the visitor's token (which may see gated or private repos) uses a
   cache in memory that ends with the action; an anonymous fetch (public repos only) uses the shared cache;
-- **the hardware-first list** is the snapshot's (:attr:`Audience.listing_uses_cache` is False);
+- **the hardware-first list** is the snapshot's (:attr:`Audience.listing_uses_cache` is False) and the
+  operator's chosen models (``EXPLORER_PUBLISHED_MODELS``, read from the cache), never what visitors fetched;
 - **each action bounded**: a pasted log, a pasted config.json and an uploaded cluster file are refused past
   their caps (:data:`PASTE_CAPS`, :func:`over_cap`), for every audience.
 
@@ -30,12 +31,23 @@ from typing import Any
 
 from explorer.safe_text import register_secret, secret_scope
 
-__all__ = ["MODELS_DIR_ENV", "OWNER", "PASTE_CAPS", "PUBLISHED_ENV", "Audience", "audience", "over_cap"]
+__all__ = [
+    "CHOSEN_MODELS_ENV",
+    "MODELS_DIR_ENV",
+    "OWNER",
+    "PASTE_CAPS",
+    "PUBLISHED_ENV",
+    "Audience",
+    "audience",
+    "over_cap",
+]
 
 #: the operator's override of the detection: 1/true/yes (published) or 0/false/no (the owner's)
 PUBLISHED_ENV = "EXPLORER_PUBLISHED"
 #: the one folder whose models visitors may read (absent: none)
 MODELS_DIR_ENV = "EXPLORER_PUBLISHED_MODELS_DIR"
+#: the operator's chosen models, listed to visitors beside the snapshot: Hub ids, separated by commas or spaces
+CHOSEN_MODELS_ENV = "EXPLORER_PUBLISHED_MODELS"
 #: marimo's app modes in which the app is served to others (``mo.app_meta().mode``)
 SERVED_MODES = frozenset({"run"})
 
@@ -47,10 +59,12 @@ class Audience:
     Attributes:
         published: True when served to visitors (``marimo run``, the WASM page), False for its owner.
         models_dir: the one folder a visitor's paths may name (the operator's), or None.
+        chosen_models: the Hub ids the operator lists to visitors beside the snapshot (from the cache).
     """
 
     published: bool
     models_dir: Path | None = None
+    chosen_models: tuple[str, ...] = ()
 
     @property
     def listing_uses_cache(self) -> bool:
@@ -98,7 +112,10 @@ def audience(app_mode: str | None, *, in_browser: bool = False, env: Mapping[str
     else:
         published = in_browser or app_mode in SERVED_MODES
     folder = env.get(MODELS_DIR_ENV, "").strip()
-    return Audience(published=published, models_dir=Path(folder) if published and folder else None)
+    chosen = tuple(dict.fromkeys(env.get(CHOSEN_MODELS_ENV, "").replace(",", " ").split())) if published else ()
+    return Audience(
+        published=published, models_dir=Path(folder) if published and folder else None, chosen_models=chosen
+    )
 
 
 #: the most a visitor (or the owner) may hand one action, bytes of UTF-8: a start-up log (a few hundred kB
