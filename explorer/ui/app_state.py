@@ -25,7 +25,7 @@ from typing import Any
 
 from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS
 from explorer.plan.ranking import DEFAULT_GOAL, SORT_ALIASES
-from explorer.ui.engine_settings import SETTINGS_BY_KEY
+from explorer.ui.engine_settings import KEY_ALIASES, SETTINGS_BY_KEY, canonical_settings
 
 __all__ = ["ENGINE_KEYS", "GOALS", "QUERY_KEYS", "AppDefaults", "app_defaults", "apply_change", "to_query"]
 
@@ -137,7 +137,10 @@ def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
         out["goal"] = goal
     if (v := _text(src, "gpus")) is not None:
         out["pinned"] = v
-    settings = {k: str(_first(src[k])).strip() for k in SETTINGS_BY_KEY if k in src and str(_first(src[k])).strip()}
+    keys = (*SETTINGS_BY_KEY, *KEY_ALIASES)  # an old link's key is read as the key that replaced it
+    settings = canonical_settings(
+        {k: str(_first(src[k])).strip() for k in keys if k in src and str(_first(src[k])).strip()}
+    )
     if settings:
         out["settings"] = settings
     return out
@@ -170,8 +173,8 @@ _FIELD_KEYS = {
     "goal": "goal",
     "pinned": "gpus",
 }
-#: every URL key the app reads and writes
-QUERY_KEYS: frozenset[str] = frozenset(_FIELD_KEYS.values()) | frozenset(SETTINGS_BY_KEY)
+#: every URL key the app reads and writes (an old link's settings keys too, so the app replaces them)
+QUERY_KEYS: frozenset[str] = frozenset(_FIELD_KEYS.values()) | frozenset(SETTINGS_BY_KEY) | frozenset(KEY_ALIASES)
 
 
 def to_query(state: AppDefaults) -> dict[str, str]:

@@ -356,8 +356,8 @@ def test_placement_takes_any_id_the_resolver_takes_and_gives_launch_commands(off
         local["where"].startswith("l40s-48g#0 GPUs ") and str(CONFIGS / "Qwen__Qwen2.5-1.5B.json") in local["command"]
     )
     gpus = local["where"].split("GPUs ")[1]
-    assert local["command"].startswith(f"CUDA_VISIBLE_DEVICES={gpus} vllm serve ")
-    assert launches[("renamed", "0")]["command"].split()[3] == "meta-llama/Llama-3.1-8B"  # launched by the asked id
+    assert local["command"].startswith(f"l40s-48g#0: CUDA_VISIBLE_DEVICES={gpus} vllm serve ")
+    assert launches[("renamed", "0")]["command"].split()[4] == "meta-llama/Llama-3.1-8B"  # launched by the asked id
     assert "Traceback" not in _texts(outputs)
 
 

@@ -39,7 +39,9 @@ def test_cli_arguments_and_old_engine_names():
 
 def test_later_sources_win_and_settings_merge():
     d = app_defaults({"context": "8192", "ngl": "10"}, {"context": "4096", "no-mmap": "on"})
-    assert d.context_tokens == 4096 and d.settings == {"ngl": "10", "no-mmap": "on"}
+    # an old link's no-mmap is read under the key that replaced it (llama.cpp's --load-mode none)
+    assert d.context_tokens == 4096 and d.settings == {"ngl": "10", "load-mode-none": "on"}
+    assert to_query(d)["load-mode-none"] == "on" and "no-mmap" not in to_query(d) and "no-mmap" in QUERY_KEYS
 
 
 def test_only_what_differs_is_written():
