@@ -23,7 +23,7 @@ DEADLINE_S = "0.5"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    """A published server, offline, whose deadline for each expensive call is 0.5 s (a plan takes 0.02 to 0.12 s here)."""
+    """A published server, offline, whose deadline for each expensive call is 0.5 s (a plan: 0.02 to 0.12 s)."""
     if why := missing_browser():
         pytest.skip(why)
     tmp = tmp_path_factory.mktemp("deadline")
