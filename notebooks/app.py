@@ -40,7 +40,10 @@ with app.setup(hide_code=True):
         to_query,
     )
     from explorer.ui.cluster_form import (
+        GPUS_PER_NODE_RANGE,
+        NODE_RANGE,
         cluster_file_json,
+        controls_refusal,
         describe_cluster,
         edit_first_gpu_term,
         first_gpu_term,
@@ -186,7 +189,8 @@ def _(fetch, get_model_text, hub_token, set_fetched):
     _text, _token = get_model_text(), hub_token.value.strip() or None
     with mo.status.spinner(title=f"Fetching {_text} …", subtitle="the cache, then the Hub"):
         try:
-            set_fetched((_text, pick_model(_text, fetch=True, token=_token, audience=AUDIENCE), None))
+            _picked = AUDIENCE.run(lambda: pick_model(_text, fetch=True, token=_token, audience=AUDIENCE), what="Fetch")
+            set_fetched((_text, _picked, None))
         except Exception as _e:  # ExplorerError says what to do; anything else still gets a callout
             _msg = str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
             set_fetched((_text, None, _msg.replace(_token, "…") if _token else _msg))
@@ -354,16 +358,17 @@ def _(get_spec, set_spec):
 def _(get_spec, set_spec):
     # the simple controls show the spec's first GPU term and, moved, edit only that part of it
     _term = first_gpu_term(get_spec())
+    term_refusal = controls_refusal(_term) if _term is not None else None
 
     def _edit(key, read=lambda v: v):
         return lambda value: set_spec(edit_first_gpu_term(get_spec(), **{key: read(value)}))
 
-    if _term is None:
+    if _term is None or term_refusal:
         term_nodes = term_gpus = term_class = term_fabric = term_free = term_ram = None
     else:
-        term_nodes = mo.ui.number(start=1, stop=100_000, value=_term.nodes, label="Nodes", on_change=_edit("nodes"))
+        term_nodes = mo.ui.number(*NODE_RANGE, value=_term.nodes, label="Nodes", on_change=_edit("nodes"))
         term_gpus = mo.ui.number(
-            start=1, stop=4096, value=_term.gpus_per_node, label="GPUs a node", on_change=_edit("gpus_per_node")
+            *GPUS_PER_NODE_RANGE, value=_term.gpus_per_node, label="GPUs a node", on_change=_edit("gpus_per_node")
         )
         term_class = mo.ui.dropdown(
             options=sorted({*shipped_catalogue().names, _term.gpu_class}),
@@ -390,7 +395,7 @@ def _(get_spec, set_spec):
             label="Host RAM a node (GiB)",
             on_change=_edit("ram_gib", lambda v: int(v) if v.strip().isdigit() else None),
         )
-    return term_class, term_fabric, term_free, term_gpus, term_nodes, term_ram
+    return term_class, term_fabric, term_free, term_gpus, term_nodes, term_ram, term_refusal
 
 
 @app.cell(hide_code=True)
@@ -437,6 +442,7 @@ def _(
     term_gpus,
     term_nodes,
     term_ram,
+    term_refusal,
 ):
     _about = (
         [mo.md("\n".join(f"- {safe_html(line)}" for line in describe_cluster(cluster)))]
@@ -452,6 +458,8 @@ def _(
             term_free,
         ]
         if term_nodes is not None
+        else [mo.callout(mo.md(safe_html(term_refusal)), kind="warn")]
+        if term_refusal
         else [mo.md("*The spec has no `NODESxGPUSxCLASS` term for the simple controls to edit.*")]
     )
     _file = (
@@ -535,16 +543,19 @@ def _(artifact_menu, cluster, goal, model, model_ref, request, shape, weights):
     _t0 = time.perf_counter()
     try:
         result, _error = (
-            plan(
-                shape,
-                cluster,
-                request,
-                artifacts=chosen,
-                model_ref=model_ref,
-                goal=goal.value,
-                speed=SpeedSettings(prices=shipped_prices()),
-                suggest=False,  # the table first; the ways forward are planned in a run of their own
-                fallback=_fallback,
+            AUDIENCE.run(
+                lambda: plan(
+                    shape,
+                    cluster,
+                    request,
+                    artifacts=chosen,
+                    model_ref=model_ref,
+                    goal=goal.value,
+                    speed=SpeedSettings(prices=shipped_prices()),
+                    suggest=False,  # the table first; the ways forward are planned in a run of their own
+                    fallback=_fallback,
+                ),
+                what="the plan",
             ),
             None,
         )
@@ -716,8 +727,18 @@ def _(chosen, cluster, context_steps, engine, get_below, model, model_name, mode
     mo.stop(get_below() is None)
     _result, _request = get_below()
     _drawn = nd.sweep_options(_result, best=4, misses=2)
-    sweep = nd.context_sweep(shape, _drawn, _request, context_steps, names=nd.option_names(_result, _drawn))
-    _tabs = {}
+    try:
+        sweep, _tabs = (
+            AUDIENCE.run(
+                lambda: nd.context_sweep(
+                    shape, _drawn, _request, context_steps, names=nd.option_names(_result, _drawn)
+                ),
+                what="the context sweep",
+            ),
+            {},
+        )
+    except ExplorerError as _e:
+        sweep, _tabs = [], {"Memory vs context": mo.callout(mo.md(safe_html(str(_e))), kind="warn")}
     if sweep:
         _tabs["Memory vs context"] = vega.VegaLiteSpec(vega.memory_context_spec(sweep, context=_request.context_tokens))
     if any(r["tokens_per_s"] is not None for r in sweep):
@@ -781,22 +802,28 @@ def _():
 def _(cluster, fit_button, get_below, goal):
     # Hardware first: every model known offline (the snapshot, then the cache) on this cluster with this
     # request, its own weights, ranked by the goal, with the first change that fits (explorer fit), on demand.
-    fit_list = None
+    fit_list, _fit_problem = None, None
     if fit_button.value and cluster is not None and get_below() is not None:
         _result, _request = get_below()
-        _known = known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache)
+        _known = known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache, chosen=AUDIENCE.chosen_models)
         with mo.status.spinner(title=f"Planning the {len(_known.models)} known models on this cluster …"):
             _t0 = time.perf_counter()
-            fit_list = fit_table(
-                fit_rows(
-                    _known.models,
-                    cluster,
-                    _request,
-                    goal=goal.value,
-                    speed=SpeedSettings(prices=shipped_prices()),
-                    catalogue=shipped_catalogue(),
+            try:
+                fit_list = AUDIENCE.run(
+                    lambda: fit_table(
+                        fit_rows(
+                            _known.models,
+                            cluster,
+                            _request,
+                            goal=goal.value,
+                            speed=SpeedSettings(prices=shipped_prices()),
+                            catalogue=shipped_catalogue(),
+                        )
+                    ),
+                    what="the list of known models",
                 )
-            )
+            except ExplorerError as _e:
+                _fit_problem = str(_e)
             _ms = (time.perf_counter() - _t0) * 1000
     mo.vstack(
         [
@@ -816,6 +843,7 @@ def _(cluster, fit_button, get_below, goal):
                 if fit_list is not None
                 else []
             ),
+            *([mo.callout(mo.md(safe_html(_fit_problem)), kind="warn")] if _fit_problem else []),
         ]
     )
     return (fit_list,)
@@ -843,7 +871,9 @@ def _(engine_log):
         try:
             if _too_big := over_cap("log", engine_log.value):
                 raise ExplorerError(_too_big)
-            log_rows = check_rows(engine_log.value, offline=True, **AUDIENCE.spec_options())
+            log_rows = AUDIENCE.run(
+                lambda: check_rows(engine_log.value, offline=True, **AUDIENCE.spec_options()), what="the log check"
+            )
         except ExplorerError as _e:
             _problem = str(_e)
     mo.accordion(

@@ -12,7 +12,11 @@ visitor fetched where every other could list it, and registered each visitor's t
   registered for redaction in that action's scope only (:func:`explorer.safe_text.secret_scope`);
 - **nothing private shared**: a fetch with the visitor's token (which may see gated or private repos) uses a
   cache in memory that ends with the action; an anonymous fetch (public repos only) uses the shared cache;
-- **the hardware-first list** is the snapshot's (:attr:`Audience.listing_uses_cache` is False);
+- **the hardware-first list** is the snapshot's (:attr:`Audience.listing_uses_cache` is False) and the
+  operator's chosen models (``EXPLORER_PUBLISHED_MODELS``, read from the cache), never what visitors fetched;
+- **each action on time**: the expensive calls run off the visitor's thread and are waited for at most
+  :attr:`Audience.deadline_s` (``EXPLORER_ACTION_DEADLINE_S``, default :data:`DEFAULT_DEADLINE_S`), through
+  :meth:`Audience.run` (:mod:`explorer.ui.deadline`); the WASM page (no threads) and the owner run inline;
 - **each action bounded**: a pasted log, a pasted config.json and an uploaded cluster file are refused past
   their caps (:data:`PASTE_CAPS`, :func:`over_cap`), for every audience.
 
@@ -22,20 +26,39 @@ visitor fetched where every other could list it, and registered each visitor's t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from explorer.safe_text import register_secret, secret_scope
+from explorer.ui.deadline import within_deadline
 
-__all__ = ["MODELS_DIR_ENV", "OWNER", "PASTE_CAPS", "PUBLISHED_ENV", "Audience", "audience", "over_cap"]
+__all__ = [
+    "CHOSEN_MODELS_ENV",
+    "DEADLINE_ENV",
+    "DEFAULT_DEADLINE_S",
+    "MODELS_DIR_ENV",
+    "OWNER",
+    "PASTE_CAPS",
+    "PUBLISHED_ENV",
+    "Audience",
+    "audience",
+    "over_cap",
+]
+
+T = TypeVar("T")
 
 #: the operator's override of the detection: 1/true/yes (published) or 0/false/no (the owner's)
 PUBLISHED_ENV = "EXPLORER_PUBLISHED"
 #: the one folder whose models visitors may read (absent: none)
 MODELS_DIR_ENV = "EXPLORER_PUBLISHED_MODELS_DIR"
+#: the operator's chosen models, listed to visitors beside the snapshot: Hub ids, separated by commas or spaces
+CHOSEN_MODELS_ENV = "EXPLORER_PUBLISHED_MODELS"
+#: the seconds the server waits for one visitor's expensive call (a plan, the hardware-first list, …)
+DEADLINE_ENV = "EXPLORER_ACTION_DEADLINE_S"
+DEFAULT_DEADLINE_S = 30.0
 #: marimo's app modes in which the app is served to others (``mo.app_meta().mode``)
 SERVED_MODES = frozenset({"run"})
 
@@ -47,10 +70,19 @@ class Audience:
     Attributes:
         published: True when served to visitors (``marimo run``, the WASM page), False for its owner.
         models_dir: the one folder a visitor's paths may name (the operator's), or None.
+        chosen_models: the Hub ids the operator lists to visitors beside the snapshot (from the cache).
+        deadline_s: the seconds each expensive call is waited for off the session's thread, or None to run
+            it inline (the owner's app; the WASM page, which has no threads).
     """
 
     published: bool
     models_dir: Path | None = None
+    chosen_models: tuple[str, ...] = ()
+    deadline_s: float | None = None
+
+    def run(self, call: Callable[[], T], *, what: str) -> T:
+        """``call()`` within this audience's deadline (:func:`explorer.ui.deadline.within_deadline`)."""
+        return within_deadline(call, what=what, seconds=self.deadline_s)
 
     @property
     def listing_uses_cache(self) -> bool:
@@ -98,7 +130,22 @@ def audience(app_mode: str | None, *, in_browser: bool = False, env: Mapping[str
     else:
         published = in_browser or app_mode in SERVED_MODES
     folder = env.get(MODELS_DIR_ENV, "").strip()
-    return Audience(published=published, models_dir=Path(folder) if published and folder else None)
+    chosen = tuple(dict.fromkeys(env.get(CHOSEN_MODELS_ENV, "").replace(",", " ").split())) if published else ()
+    return Audience(
+        published=published,
+        models_dir=Path(folder) if published and folder else None,
+        chosen_models=chosen,
+        deadline_s=_deadline_s(env) if published and not in_browser else None,
+    )
+
+
+def _deadline_s(env: Mapping[str, str]) -> float:
+    """The operator's ``EXPLORER_ACTION_DEADLINE_S`` (0.1 s to an hour), else :data:`DEFAULT_DEADLINE_S`."""
+    try:
+        seconds = float(env.get(DEADLINE_ENV, ""))
+    except ValueError:
+        return DEFAULT_DEADLINE_S
+    return seconds if 0.1 <= seconds <= 3600 else DEFAULT_DEADLINE_S
 
 
 #: the most a visitor (or the owner) may hand one action, bytes of UTF-8: a start-up log (a few hundred kB

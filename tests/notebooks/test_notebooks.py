@@ -129,6 +129,14 @@ def test_explorer_bad_spec_is_a_callout(offline):
     assert not any("Traceback" in getattr(o, "text", "") for o in outputs if o is not None)
 
 
+def test_a_count_the_cluster_controls_cannot_show_keeps_the_sidebar_with_a_callout(offline):
+    # issue 25: a ?cluster= link with 10^9 nodes made the controls' cell raise, and the sidebar vanished
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(spec="999999999x8xh100-80g")})
+    assert "node count is 999,999,999; the controls show 1 to 100,000" in defs["term_refusal"]
+    assert defs["term_nodes"] is None and "spec_box" in defs  # the sidebar's cell ran with the spec box
+    assert not any("Traceback" in getattr(o, "text", "") for o in outputs if o is not None)
+
+
 def test_explorer_engine_settings_reach_the_request(offline):
     """The settings section is PlanRequest's fields: a link's values land in the request the planner gets."""
     defs = run_explorer(

@@ -14,6 +14,7 @@ are printed, never asserted.
 from __future__ import annotations
 
 import time
+from urllib.parse import urlencode
 
 import pytest
 from support.hub_fixtures import GATED, GATED_TOKEN, SINGLE
@@ -147,4 +148,25 @@ def test_a_linked_number_past_the_controls_keeps_the_default_and_says_so(served)
         page = _open(browser, f"{url}?context={10**30}&concurrency=2000000")
         _wait_text(page, "is past the 1,073,741,824 tokens the app plans for; the default is kept")
         assert page.get_by_text("is past the 1,048,576 sequences").count() >= 1
+        assert "Traceback" not in page.inner_text("body")
+
+
+@pytest.mark.parametrize(
+    ("cluster", "said"),
+    [
+        ("999999999x8xh100-80g", "the controls show 1 to 100,000"),
+        ("1x99999xh100-80g", "the controls show 1 to 4,096"),
+        ("1x8xh100:0MiB", "The cluster does not parse"),
+        ("1x8xno-such-card", "The cluster does not parse"),
+        ("1x8x" + "a" * 5000, "The cluster does not parse"),
+        (f"{10**30}x1xh100-80g", "The cluster does not parse"),
+    ],
+)
+def test_a_hostile_cluster_link_keeps_the_sidebar_and_says_why(served, cluster, said):
+    # before: a ?cluster= count past a control's range raised in the controls' cell and the sidebar vanished
+    url, _, _ = served
+    with chromium() as browser:
+        page = _open(browser, f"{url}?{urlencode({'cluster': cluster})}", wait_table=False)
+        _wait_text(page, said)
+        assert page.get_by_text("Cluster preset").count() >= 1  # the sidebar is drawn
         assert "Traceback" not in page.inner_text("body")

@@ -41,6 +41,13 @@ def test_the_models_folder_counts_only_when_published():
     assert audience("edit", env=env).models_dir is None
 
 
+def test_the_operators_chosen_models_are_read_once_each_and_only_when_published():
+    env = {"EXPLORER_PUBLISHED_MODELS": " org/a, org/b  org/a,,org/c "}
+    assert audience("run", env=env).chosen_models == ("org/a", "org/b", "org/c")
+    assert audience("edit", env=env).chosen_models == ()  # the owner's list already has the whole cache
+    assert audience("run", env={}).chosen_models == ()
+
+
 @pytest.mark.parametrize("text", ["/dev/zero", "~/.ssh/id_rsa", "/nonexistent/config.json", "./x.gguf", "/etc"])
 def test_a_visitor_reaches_no_path_and_learns_nothing_of_it(offline, text):
     # before: ?model=/dev/zero took the server from 88 MiB to 6.1 GiB; ~/.ssh/id_rsa "does not exist" told
