@@ -76,12 +76,38 @@ class PinnedLayout:
     needs_bytes: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetLaunch:
+    """One instance of a fleet placement, as its launch command needs it.
+
+    Attributes:
+        context_tokens: the context the placement gave it, tokens.
+        cards: cards it spans (1 on the unified-memory pool).
+        shard_bytes: what the placement charged each card, bytes (their proportions split the layers).
+        share: the largest share of a card's memory it is charged (None: the unified-memory pool).
+        nodes: nodes it spans.
+        port: the port it listens on.
+    """
+
+    context_tokens: int
+    cards: int
+    shard_bytes: tuple[int, ...]
+    share: float | None
+    nodes: int
+    port: int
+
+
 class Engine(Protocol):
     """An inference engine as the planner sees it."""
 
     @property
     def name(self) -> EngineName:
         """The engine's name in requests and layouts: ``vllm``, ``sglang``, ``llamacpp``."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """The engine's name as people write it: ``vLLM``, ``SGLang``, ``llama.cpp``."""
         ...
 
     @property
@@ -108,6 +134,10 @@ class Engine(Protocol):
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """A model's per-instance footprint on one card of ``gpu`` (None: a host without discrete GPUs)."""
+        ...
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> str:
+        """The command that starts one instance of a fleet placement with the memory the placement charged it."""
         ...
 
     def serves(self, artifact: Artifact) -> bool:

@@ -32,6 +32,7 @@ a token (an MLA latent whole on every card), with no block rounding.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
@@ -39,6 +40,7 @@ from typing import ClassVar
 from explorer.engines import vllm
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
+    ENGINE_LABELS,
     CardMemory,
     EngineName,
     Evaluation,
@@ -51,8 +53,9 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, sglang_claim
-from explorer.engines.interface import Footprint
+from explorer.engines.interface import FleetLaunch, Footprint
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -289,39 +292,13 @@ def command(
         parts.append(f"--kv-cache-dtype {'fp8_e4m3' if request.kv_dtype == 'fp8' else request.kv_dtype}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           SGLang.online_methods)  # fmt: skip
-    if request.speculative:
-        parts.append(f"--speculative-algorithm {request.speculative}")
-    if request.enable_mixed_chunk:
-        parts.append("--enable-mixed-chunk")
-    parts += _tuning_flags(request)
+    parts += launch_flags(request, "sglang")  # --speculative-algorithm, --chunked-prefill-size… as the user set them
+    if request.hierarchical_cache:  # the host pool's size, or its ratio (SGLang's default 2 written out)
+        size = request.hicache_size_gb
+        parts.append(f"--hicache-size {size:g}" if size else f"--hicache-ratio {request.hicache_ratio:g}")
     if layout.nodes > 1:
         parts.append(f"--nnodes {layout.nodes} --node-rank <0..{layout.nodes - 1}> --dist-init-addr <head-node>:5000")
     return " ".join(parts)
-
-
-def _tuning_flags(request: PlanRequest) -> list[str]:
-    """The launch flags of the request's SGLang knobs, those set."""
-    flags = []
-    if request.chunked_prefill_size:
-        flags.append(f"--chunked-prefill-size {request.chunked_prefill_size}")
-    if request.cuda_graph_max_bs:
-        flags.append(f"--cuda-graph-max-bs {request.cuda_graph_max_bs}")
-    if request.enforce_eager:
-        flags.append("--disable-cuda-graph")
-    if request.piecewise_cuda_graph:
-        flags.append("--enable-piecewise-cuda-graph")
-        if request.piecewise_cuda_graph_max_tokens:
-            flags.append(f"--piecewise-cuda-graph-max-tokens {request.piecewise_cuda_graph_max_tokens}")
-    if request.language_only:
-        flags.append("--language-only")
-    if request.hierarchical_cache:
-        flags.append("--enable-hierarchical-cache")
-        flags.append(
-            f"--hicache-size {request.hicache_size_gb:g}"
-            if request.hicache_size_gb
-            else f"--hicache-ratio {request.hicache_ratio:g}"
-        )
-    return flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,12 +311,26 @@ class SGLang(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "sglang"
+    label: ClassVar[str] = ENGINE_LABELS[name]
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
     #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
     expert_data_parallel: ClassVar[bool] = False
     data_parallel_nodes_rule: ClassVar[str] = DP_NODES_RULE
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> str:
+        """``sglang.launch_server``: ``--mem-fraction-static`` the largest share of a card charged, rounded *up* to
+        the hundredth; several cards ``--tp-size``; several nodes ``--nnodes``."""
+        cmd = f"python -m sglang.launch_server --model-path {model_id} --context-length {fleet.context_tokens}"
+        cmd += f" --port {fleet.port}"
+        if fleet.share is not None:
+            cmd += f" --mem-fraction-static {math.ceil(fleet.share * 100) / 100:.2f}"
+        if fleet.cards > 1:
+            cmd += f" --tp-size {fleet.cards}"
+        if fleet.nodes > 1:
+            cmd += f" --nnodes {fleet.nodes} --node-rank <0..{fleet.nodes - 1}> --dist-init-addr <head-node>:5000"
+        return cmd
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

@@ -23,12 +23,14 @@ every card. Each figure's logs are in docs/notes/engine_logs.md.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import ClassVar
 
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
+    ENGINE_LABELS,
     CardMemory,
     EngineName,
     Evaluation,
@@ -41,8 +43,9 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, vllm_claim
-from explorer.engines.interface import Footprint
+from explorer.engines.interface import FleetLaunch, Footprint
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
@@ -196,12 +199,7 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
         parts.append(f"--kv-cache-dtype {request.kv_dtype}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           VLLM.online_methods)  # fmt: skip
-    if request.max_num_seqs:
-        parts.append(f"--max-num-seqs {request.max_num_seqs}")
-    if request.max_num_batched_tokens:
-        parts.append(f"--max-num-batched-tokens {request.max_num_batched_tokens}")
-    if request.enforce_eager:
-        parts.append("--enforce-eager")
+    parts += launch_flags(request, "vllm")  # --max-num-seqs, --enforce-eager, --swap-space… as the user set them
     if layout.nodes > 1 and layout.expert_dp:
         return "\n".join(node_commands(" ".join(parts), layout))
     if layout.nodes > 1:
@@ -240,6 +238,7 @@ class VLLM(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "vllm"
+    label: ClassVar[str] = ENGINE_LABELS[name]
     #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
@@ -249,6 +248,18 @@ class VLLM(SplitWalk):
         "vLLM's data-parallel copies of a dense model are planned on one node; start one launch a node instead "
         "(the plan's replicas)"
     )
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> str:
+        """``vllm serve``: ``--gpu-memory-utilization`` the largest share of a card charged, rounded *up* to the
+        hundredth (vLLM budgets that share of every card it uses); several cards ``--tensor-parallel-size``."""
+        cmd = f"vllm serve {model_id} --max-model-len {fleet.context_tokens} --port {fleet.port}"
+        if fleet.share is not None:
+            cmd += f" --gpu-memory-utilization {math.ceil(fleet.share * 100) / 100:.2f}"
+        if fleet.cards > 1:
+            cmd += f" --tensor-parallel-size {fleet.cards}"
+        if fleet.nodes > 1:
+            cmd += " --distributed-executor-backend ray"  # the instance spans nodes
+        return cmd
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

@@ -29,6 +29,11 @@ def test_commands_ask_for_exactly_what_was_charged():
         "CUDA_VISIBLE_DEVICES=1,2 vllm serve Qwen/Qwen3-8B --max-model-len 8192 --port 8003 "
         "--gpu-memory-utilization 0.45 --tensor-parallel-size 2"
     )
+    # SGLang: the same share as its static fraction, the cards its tp
+    assert launch_command(split, "Qwen/Qwen3-8B", offer, engine="sglang", port=8003) == (
+        "CUDA_VISIBLE_DEVICES=1,2 python -m sglang.launch_server --model-path Qwen/Qwen3-8B --context-length 8192 "
+        "--port 8003 --mem-fraction-static 0.45 --tp-size 2"
+    )
     # llama.cpp: the shards (charge less the fixed 2 GiB) are 18 and 8 GiB: a 0.692 / 0.308 split
     assert launch_command(split, "Qwen/Qwen3-8B-GGUF", offer, engine="llamacpp", port=8003) == (
         "CUDA_VISIBLE_DEVICES=1,2 llama-server -hf Qwen/Qwen3-8B-GGUF -c 8192 -ngl 999 --port 8003 "

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import EngineName, PlanRequest
-from explorer.engines.interface import Footprint, PinnedLayout
+from explorer.engines.common import ENGINE_LABELS, EngineName, PlanRequest
+from explorer.engines.interface import FleetLaunch, Footprint, PinnedLayout
 from explorer.engines.llamacpp import pinned, walk
 from explorer.engines.llamacpp.launch import NAME, llama_model, recheck, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
@@ -57,6 +57,7 @@ class LlamaCpp:
     unified memory)."""
 
     name: ClassVar[EngineName] = NAME
+    label: ClassVar[str] = ENGINE_LABELS[NAME]
     #: each copy is its own ``llama-server`` (no flag starts several)
     data_parallel_flag: ClassVar[str | None] = None
 
@@ -79,6 +80,17 @@ class LlamaCpp:
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """The same on any card class (:func:`footprint`)."""
         return footprint(shape, artifact, kv_dtype)
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> str:
+        """``llama-server``: every layer on the GPUs (``-ngl 999``); several cards a ``--tensor-split`` in the
+        proportions the placement split the weights and KV; a local file ``-m``, a Hub id ``-hf``."""
+        local = model_id.endswith(".gguf") or model_id.startswith(("/", ".", "~"))
+        source = f"-m {model_id}" if local else f"-hf {model_id}"
+        cmd = f"llama-server {source} -c {fleet.context_tokens} -ngl 999 --port {fleet.port}"
+        if fleet.cards > 1:
+            total = sum(fleet.shard_bytes) or 1
+            cmd += " --tensor-split " + ",".join(f"{b / total:.3f}".rstrip("0").rstrip(".") for b in fleet.shard_bytes)
+        return cmd
 
     def serves(self, artifact: Artifact) -> bool:
         """A GGUF as it is, the model's own weights as the GGUF they convert to (:func:`pinned.serves`)."""
