@@ -62,6 +62,33 @@ class Footprint:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SpeedFacts:
+    """What the speed model (:mod:`explorer.speed`) knows of an engine: its own figures, fitted on published
+    decode measurements (docs/notes/speed_model.md), so the speed model never compares engine names.
+
+    Attributes:
+        efficiency: the share of the roofline bound the engine reaches by default (0 < e ≤ 1).
+        dense_layer_floor_s: the least time one dense decoder layer takes in a decode step (its kernels'
+            launch and latency), on a Hopper-class card; other card generations scale it
+            (:data:`explorer.speed.floor.GENERATION_FLOOR`).
+        moe_layer_floor_s: the same for a mixture-of-experts layer (router, experts, their gather).
+        token_overhead_s: the time a decode step takes beyond its layers, whatever the model: sampling,
+            scheduling, the step's launch (on a Hopper-class card; scaled by generation as the floors are).
+        host_layers: layers may sit on the host; the engine then runs its parts one after another for the
+            whole batch (host layers, then each card of a layer split), hands off f32 activations, and reads
+            its weights once per ubatch in prefill (llama.cpp).
+        gguf: the engine loads a GGUF (converted from the weights), so a step reads the GGUF's tensor types.
+    """
+
+    efficiency: float
+    dense_layer_floor_s: float
+    moe_layer_floor_s: float
+    token_overhead_s: float
+    host_layers: bool = False
+    gguf: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PinnedLayout:
     """An engine's launch on exactly the cards a user pinned.
 
@@ -108,6 +135,11 @@ class Engine(Protocol):
     @property
     def label(self) -> str:
         """The engine's name as people write it: ``vLLM``, ``SGLang``, ``llama.cpp``."""
+        ...
+
+    @property
+    def speed(self) -> SpeedFacts:
+        """The engine's speed facts (floors, overhead, efficiency, host layers)."""
         ...
 
     @property

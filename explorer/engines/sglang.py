@@ -53,7 +53,7 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, sglang_claim
-from explorer.engines.interface import FleetLaunch, Footprint
+from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -331,6 +331,11 @@ class SGLang(SplitWalk):
         if fleet.nodes > 1:
             cmd += f" --nnodes {fleet.nodes} --node-rank <0..{fleet.nodes - 1}> --dist-init-addr <head-node>:5000"
         return cmd
+
+    #: fitted on published SGLang rows (docs/notes/speed_model.md)
+    speed: ClassVar[SpeedFacts] = SpeedFacts(
+        efficiency=0.6, dense_layer_floor_s=0.75e-4, moe_layer_floor_s=2.0e-4, token_overhead_s=0.0
+    )
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

@@ -43,7 +43,7 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, vllm_claim
-from explorer.engines.interface import FleetLaunch, Footprint
+from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -260,6 +260,11 @@ class VLLM(SplitWalk):
         if fleet.nodes > 1:
             cmd += " --distributed-executor-backend ray"  # the instance spans nodes
         return cmd
+
+    #: fitted on published vLLM rows (docs/notes/speed_model.md)
+    speed: ClassVar[SpeedFacts] = SpeedFacts(
+        efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.875e-3
+    )
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

@@ -23,19 +23,22 @@ compute-bound: 2 × active parameters × P + attention 2 × q heads × (key +
 value dims) × P(P+1)/2 a layer, over the stage's tensor-parallel cards, plus
 all-reduces; a pipeline runs its stages one after another.
 
-**Floor.** No engine decodes a step faster than its fixed cost per layer
-(:mod:`explorer.speed.floor`): the estimate's step is ``max(bound step /
-efficiency, floor)``; the bound is the roofline's alone.
+**Estimate.** Each card's part of a step is ``max(its roofline step /
+efficiency, its layers' kernel floors)`` plus its collectives at what they
+take in practice (tensor-parallel all-reduces, expert-parallel dispatch and
+combine), and the step adds the engine's per-token overhead
+(:mod:`explorer.speed.floor`, :func:`explorer.speed.roofline.part_estimate_s`).
+Floors, overhead and efficiency are the engine's own
+(:class:`~explorer.engines.interface.SpeedFacts`), fitted on published rows
+with a third kept out (docs/notes/speed_model.md); the bound is the roofline's alone.
 
 **Host.** Layers on the host and CPU-only runs read at the node's CPU
 bandwidth (``cpu=`` a CPU of data/cpus.csv, or ``bw=``), else a unified
 host's chip bandwidth, else the settings' default (100 GB/s).
 
-**Efficiency.** Every figure above is a bound. ``estimate = bound ×
-efficiency`` (default 0.6 for every engine: published measurements sit at
-0.64 of the bound on average, and 36 of 38 land within 1.5× of the estimate,
-docs/notes/speed_model.md); time to first token is divided by it. Neither is
-a measurement.
+**Efficiency.** Every figure above but the estimate is a bound; the
+efficiency (0.6 for each engine today) divides the roofline's step and the
+time to first token. Neither figure is a measurement.
 
 **Cost.** With a price (data/prices.csv): cards × USD per GPU-hour /
 (aggregate estimate tokens/s × 3600) × 10⁶ per million output tokens.
@@ -53,7 +56,7 @@ from explorer.limits import check_figures
 from explorer.memo import memo
 from explorer.model.artifacts import ORIGINAL
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat
-from explorer.speed.floor import decode_floor_s
+from explorer.speed.floor import Pace, pace_for, speed_facts
 from explorer.speed.prices import PriceTable
 from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed.settings import SpeedSettings, node_host_bandwidth
@@ -71,9 +74,10 @@ class SpeedEstimate:
     Attributes:
         decode_bound_tokens_per_s: one sequence's decode rate, at most, while ``concurrency``
             sequences decode together at ``context_tokens``.
-        decode_estimate_tokens_per_s: the same × efficiency, never faster than the per-layer floor.
+        decode_estimate_tokens_per_s: the estimate: bound step ÷ efficiency, never below the kernel floors,
+            plus collectives in practice and the per-token overhead.
         decode_aggregate_bound_tokens_per_s: all sequences together, at most.
-        decode_aggregate_estimate_tokens_per_s: the same × efficiency.
+        decode_aggregate_estimate_tokens_per_s: the same, all sequences together.
         time_to_first_token_bound_s: prefill of one prompt of ``context_tokens``, at least (None: FLOPs unknown).
         time_to_first_token_estimate_s: the same / efficiency.
         cost_per_million_tokens: USD per million output tokens at the aggregate estimate (None: no price).
@@ -151,18 +155,19 @@ def _r(x: float | None, digits: int = 2) -> float | None:
 
 
 def precision_for(
-    shape, artifact, *, engine: str = "vllm", loaded: str | None = None, bits_per_weight: float = 0.0
+    shape, artifact, *, gguf: bool = False, loaded: str | None = None, bits_per_weight: float = 0.0
 ) -> Precision:
     """The precision an option reads its weights at.
 
     vLLM and SGLang: the artifact's (:meth:`~explorer.model.shapes.ModelShape.precision_of`:
-    the checkpoint's own, or the what-if its ``quant`` labels). llama.cpp: the GGUF it loads —
+    the checkpoint's own, or the what-if its ``quant`` labels). An engine that loads a GGUF (``gguf``,
+    llama.cpp's :class:`~explorer.engines.interface.SpeedFacts`): the GGUF it loads —
     the shape's own per-tensor types when the shape was read from that GGUF, else
     the quant mix ``loaded`` names (original weights are planned as the GGUF
     they convert to: BF16, Q8_0, Q4_K_M). A label explorer does not know falls
     back to a mix of ``bits_per_weight`` bits, so the bytes stay right.
     """
-    if engine == "llamacpp":
+    if gguf:
         if artifact.format == "gguf" and shape.precision.source == "gguf":
             return shape.precision
         return _what_if(shape, loaded or artifact.quant, round(bits_per_weight, 3))
@@ -206,7 +211,7 @@ def speed_of(
     precision = precision or precision_for(
         shape,
         option.artifact,
-        engine=option.layout.engine,
+        gguf=speed_facts(option.layout.engine).gguf,
         loaded=option.precision,
         bits_per_weight=option.bits_per_weight,
     )
@@ -214,7 +219,7 @@ def speed_of(
     host_bw = node_host_bandwidth(option.node) if option.node is not None else None
     if host_bw:
         settings = replace(settings, host_bandwidth_bytes_per_s=host_bw)
-    return _estimate(
+    got = _estimate(
         shape,
         precision,
         option.layout,
@@ -226,6 +231,19 @@ def speed_of(
         request.kv_dtype,
         request.ubatch_tokens,
         settings,
+    )
+    on_host = option.layout.cpu or ev.layers_on_host > 0
+    if got is None or host_bw or not on_host:
+        return got
+    return replace(got, assumptions=(*got.assumptions, _default_host_note(settings)))
+
+
+def _default_host_note(settings: SpeedSettings) -> str:
+    """What a plan with layers on a host of unknown memory bandwidth assumes."""
+    return (
+        f"layers on the host are read at the assumed {gb(settings.host_bandwidth_bytes_per_s, 0)}/s of host "
+        "memory bandwidth (the node names no CPU); name it in the cluster (cpu=NAME of data/cpus.csv, or bw=GBPS) for "
+        "its own figure"
     )
 
 
@@ -246,7 +264,8 @@ def _estimate(
     ubatch_tokens: int,
     settings: SpeedSettings,
 ) -> SpeedEstimate | None:
-    ubatch = ubatch_tokens if layout.engine == "llamacpp" else 0
+    facts = speed_facts(layout.engine)
+    ubatch = ubatch_tokens if facts.host_layers else 0
     where = placement(shape, precision, layout, gpu, layers_on_host, head_on_host, ubatch, settings)
     if where is None:
         return None
@@ -254,9 +273,9 @@ def _estimate(
     tally = Tally()
     cycle = decode_cycle_s(shape, where, concurrency, context, kv, tally)
     prefill = prefill_s(shape, where, context)
-    eff = settings.efficiency_for(layout.engine)
-    floor = decode_floor_s(shape, layout.engine, layout.cards)
-    step = max(cycle / eff, floor)
+    eff = settings.efficiency_for(layout.engine, facts.efficiency)
+    pace = pace_for(facts, None if layout.cpu else gpu, eff)
+    step = decode_cycle_s(shape, where, concurrency, context, kv, pace=pace)
     bound = 1.0 / cycle
     aggregate = concurrency * bound
     prices: PriceTable | None = settings.prices  # type: ignore[assignment]
@@ -280,15 +299,15 @@ def _estimate(
         cost_per_million_tokens=cost,
         usd_per_gpu_hour=price,
         bound_by=tally.bound_by,
-        efficiency=eff,
+        efficiency=pace.efficiency,
         context_tokens=context,
         concurrency=concurrency,
-        breakdown=_breakdown(tally, cycle, concurrency, context, eff, floor if floor > cycle / eff else 0.0),
+        breakdown=_breakdown(tally, cycle, concurrency, context, pace, step),
         assumptions=assumed,
     )
 
 
-def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float, floor: float) -> str:
+def _breakdown(t: Tally, cycle: float, batch: int, context: int, pace: Pace, step: float) -> str:
     parts = [f"{gb(t.weight_bytes, 2)} weights + {gb(t.kv_bytes, 2)} KV read a step (one card a stage)"]
     for label, s in (
         ("memory", t.memory_s),
@@ -298,11 +317,16 @@ def _breakdown(t: Tally, cycle: float, batch: int, context: int, eff: float, flo
     ):
         if s > 0:
             parts.append(f"{label} {s * 1e3:.2f} ms")
-    estimate = f"the per-layer floor, {floor * 1e3:.2f} ms a step" if floor else f"bound × {eff:g}"
+    at_eff = cycle / pace.efficiency + pace.token_s
+    how = f"bound ÷ {pace.efficiency:g}"
+    if step > at_eff * 1.001:  # kernel floors or collectives in practice outweigh the roofline's share
+        how += ", each card's layers at least their kernel floors, collectives at what they take in practice"
+    if pace.token_s:
+        how += f", + {pace.token_s * 1e3:.2f} ms a token"
     return (
         f"batch {batch} at {context:,} tokens: "
         + ", ".join(parts)
-        + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate = {estimate}"
+        + f"; cycle {cycle * 1e3:.2f} ms (bound); estimate {step * 1e3:.2f} ms a step ({how})"
     )
 
 

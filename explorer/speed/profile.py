@@ -56,6 +56,7 @@ class StageProfile:
         expert_bytes: routed-expert weights held; a step reads the touched fraction.
         dense_params: parameters a token uses from the dense part (this card's share).
         expert_params: routed-expert parameters held (all copies on this card).
+        moe_layers: the stage's layers that route to experts.
         caches: (cache spec, layers using it) for the stage's layers.
     """
 
@@ -67,6 +68,7 @@ class StageProfile:
     expert_bytes: int
     dense_params: int
     expert_params: int
+    moe_layers: int
     caches: tuple[tuple[LayerCache, int], ...]
 
     @property
@@ -114,7 +116,7 @@ def stage_profile(shape, precision: Precision, tp: int, ep: int, first: int, end
     """The profile of one card holding layers ``first``..``end - 1`` at ``tp``/``ep`` (the LM head too if ``head``)."""
     per_layer = _layer_specific(precision)
     memo: dict[int, tuple[int, int, int, int]] = {}
-    dense_b = expert_b = dense_p = expert_p = 0
+    dense_b = expert_b = dense_p = expert_p = moe_layers = 0
     for i in range(first, end):
         layer = shape.decoder[i]
         key = i if per_layer else id(layer.tensors)
@@ -127,6 +129,7 @@ def stage_profile(shape, precision: Precision, tp: int, ep: int, first: int, end
                 sums[2 + j] += params
             memo[key] = (sums[0], sums[1], sums[2], sums[3])
         db, eb, dp, epar = memo[key]
+        moe_layers += 1 if epar else 0
         dense_b, expert_b, dense_p, expert_p = dense_b + db, expert_b + eb, dense_p + dp, expert_p + epar
     if head:
         tensors = shape.head
@@ -145,6 +148,7 @@ def stage_profile(shape, precision: Precision, tp: int, ep: int, first: int, end
         expert_bytes=expert_b,
         dense_params=dense_p,
         expert_params=expert_p,
+        moe_layers=moe_layers,
         caches=stage_caches(shape, first, end),
     )
 

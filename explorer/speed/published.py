@@ -26,20 +26,23 @@ Mappings (stated, not hidden):
   data/cpus.csv, which brings its memory bandwidth;
 - DeepSeek-V3 → its config; Llama-3.1-405B → Meta-Llama-3.1-405B.
 
-Every estimate is held to the engines' per-layer floor
-(:mod:`explorer.speed.floor`), as the planner's is.
+Every estimate is the planner's: each part's roofline step ÷ efficiency, never below its kernel floors,
+plus its collectives and the engine's per-token overhead (:mod:`explorer.speed.floor`). A third of the
+rows are kept out of every fit (:func:`kept_out`). Rows at concurrency > 1 not in ``REQUESTS`` are one
+sequence's rate (1000 / TPOT) while that many decode together; ``LAYOUTS`` gives a row's nodes and fabric.
 
 Rows measured at concurrency > 1 report output tokens/s over whole requests
 (prefill included). For them the bound is ``B × N_out / max(N_out decode
 cycles, prefill of the B prompts)`` — the cards must do at least each —
 and the estimate ``B × N_out / (N_out × step + prefill / efficiency)``, a
-step being ``max(decode cycle / efficiency, the per-layer floor)``.
+step being the estimate's decode step.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import zlib
 from dataclasses import dataclass, replace
 
 from explorer.engines.common import Layout
@@ -47,13 +50,13 @@ from explorer.errors import CatalogueError
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.host_cpu import CPUTable, HostCPU
 from explorer.speed.estimate import DEFAULT_SETTINGS
-from explorer.speed.floor import decode_floor_s
+from explorer.speed.floor import pace_for, speed_facts
 from explorer.speed.roofline import decode_cycle_s, placement, prefill_s
 from explorer.speed.settings import SpeedSettings
 
 __all__ = [
-    "CPUS", "GPUS", "MODELS", "QUANTS", "Comparison", "Measurement", "compare", "machine_for", "parse_measurements",
-    "unmapped",
+    "CPUS", "GPUS", "MODELS", "QUANTS", "Comparison", "Measurement", "compare", "kept_out", "machine_for",
+    "parse_measurements", "unmapped",
 ]  # fmt: skip
 
 # fmt: off
@@ -73,19 +76,28 @@ MODELS: dict[str, str] = {
     "Llama-3.1-70B":           "meta-llama/Meta-Llama-3.1-70B",
     "Llama-3.1-405B":          "meta-llama/Meta-Llama-3.1-405B",
     "DeepSeek-V3":             "deepseek-ai/DeepSeek-V3",
+    "DeepSeek-R1":             "deepseek-ai/DeepSeek-R1",
+    "gpt-oss-120b":            "openai/gpt-oss-120b",
+    "gpt-oss-20b":             "openai/gpt-oss-20b",
+    "Qwen3-1.7B":              "Qwen/Qwen3-1.7B",
+    "Qwen3-30B-A3B":           "Qwen/Qwen3-30B-A3B",
 }
 #: the row's quant → the precision explorer sizes it at (a what-if name)
 QUANTS: dict[str, str] = {
     "Q4_K_M": "Q4_K_M", "Q4_0": "Q4_0", "F16": "fp16", "FP16": "fp16", "BF16": "bf16", "FP8": "fp8",
-    "q4f16_1 (int4)": "Q4_0", "GPTQ int4": "int4-gptq",
+    "q4f16_1 (int4)": "Q4_0", "GPTQ int4": "int4-gptq", "MXFP4": "own",
 }
+#: a quant that is the checkpoint's own precision (gpt-oss's MXFP4 experts, its attention in bf16)
+OWN = "own"
 #: the row's card → the catalogue class (data/gpus.csv)
 GPUS: dict[str, str] = {
     "RTX 3090 24GB": "rtx3090-24g", "RTX 4080 16GB": "rtx4080-16g", "RTX 4090 24GB": "rtx4090-24g",
     "RTX 4090": "rtx4090-24g", "A100 80GB": "a100-80g", "H100 PCIe 80GB": "h100-pcie-80g",
     "H100 80GB": "h100-80g", "H200": "h200-141g",
     "Apple M1 Max 32-core GPU 64GB": "m1-max-64g", "Apple M2 Ultra 76-core GPU 192GB": "m2-ultra-192g",
-    "Apple M3 Max 40-core GPU 64GB": "m3-max-64g",
+    "Apple M3 Max 40-core GPU 64GB": "m3-max-64g", "MI300X": "mi300x-192g",
+    "Apple M3 Ultra 512GB": "m3-ultra-512g", "Apple M1 Ultra 64-core GPU 128GB": "m1-ultra-128g",
+    "Apple M1 Ultra 48-core GPU 64GB": "m1-ultra-64g", "Apple M1 Max 64GB": "m1-max-64g",
 }
 #: CPU-only rows: the machine → a CPU of data/cpus.csv
 CPUS: dict[str, str] = {
@@ -94,7 +106,19 @@ CPUS: dict[str, str] = {
 }
 # fmt: on
 #: engines the speed model has by name; MLC, exllama, NIM and TensorRT-LLM run as a GPU serving engine (vLLM's)
-ENGINES: dict[str, str] = {"llama.cpp": "llamacpp", "ollama (llama.cpp)": "llamacpp", "sglang 0.4.1.post2": "sglang"}
+# fmt: off
+ENGINES: dict[str, str] = {
+    "llama.cpp": "llamacpp", "ollama (llama.cpp)": "llamacpp", "sglang 0.4.1.post2": "sglang",
+    "sglang 0.5.7 (InferenceX)": "sglang", "sglang (tt-inference-server sweep)": "sglang",
+    "sglang (Aug 2024)": "sglang", "sglang (Jan 2025)": "sglang",
+}
+# fmt: on
+#: rows whose layout is more than ``n_gpus`` cards at ``tp`` on one node: the layout's other fields
+LAYOUTS: dict[str, dict[str, object]] = {
+    "tt356-2x8h100-dsr1-tp16-c1": {"nodes": 2, "fabric": "ib"},
+    "tt356-2x8h100-dsr1-tp16-c1-2k": {"nodes": 2, "fabric": "ib"},
+    "tt356-2x8h100-dsr1-tp16-c1-8k": {"nodes": 2, "fabric": "ib"},
+}
 #: rows measured over whole requests: (input tokens, output tokens) each
 REQUESTS: dict[str, tuple[int, int]] = {
     "nim-l33-70b-fp8-tp2-c25": (5000, 500),
@@ -105,6 +129,8 @@ REQUESTS: dict[str, tuple[int, int]] = {
     "trtllm-a100-llama7b-bs384": (128, 128),
     "vllm-ci-h200-llama8b-bs8": (32, 128),
     "sglang-dsv3-tp8-bs1": (128, 256),
+    "sglang-dsv3-tp8-bs8": (128, 256),
+    "sglang-dsv3-tp8-bs32": (128, 256),
 }
 #: sources whose runs used an fp8 KV cache
 FP8_KV = ("trtllm-h100", "nim-")
@@ -127,7 +153,7 @@ class Measurement:
         tp: tensor-parallel size (1: none, or llama.cpp's layer split).
         concurrency: sequences decoding together.
         context_tokens: the context the rate is measured at (None: the source does not say).
-        measured_tokens_per_s: tokens/s (one sequence's rate at concurrency 1, else the aggregate).
+        measured_tokens_per_s: tokens/s: one sequence's rate, or the aggregate over whole requests (``REQUESTS``).
         source: where the figure comes from (repository or URL, and the place in it).
     """
 
@@ -171,6 +197,12 @@ def parse_measurements(text: str, *, source: str = "published speeds") -> tuple[
         except ValueError as e:
             raise CatalogueError(f"{source} line {n} ({row.get('source_id', '?')}): {e}") from None
     return tuple(out)
+
+
+def kept_out(m: Measurement) -> bool:
+    """Whether a row is kept out of every fit (a third of them, by a hash of its id: stable as rows are added),
+    to check the fitted constants on rows they were not fitted on."""
+    return zlib.crc32(m.source_id.encode()) % 3 == 0
 
 
 def unmapped(m: Measurement) -> str | None:
@@ -230,9 +262,17 @@ def _layout(m: Measurement, engine: str, machine: GPUClass | HostCPU) -> Layout:
     if isinstance(machine, HostCPU):
         return Layout(engine=engine, gpu_class="cpu", gpus_per_node=0, cpu=True)  # type: ignore[arg-type]
     pp = m.n_gpus // m.tp
+    extra = LAYOUTS.get(m.source_id, {})
+    nodes = int(extra.get("nodes", 1))  # type: ignore[call-overload]
     return Layout(
-        engine=engine, gpu_class=machine.name, gpus_per_node=m.n_gpus, tp=m.tp, pp=pp, unified=machine.unified
-    )  # type: ignore[arg-type]
+        engine=engine,  # type: ignore[arg-type]
+        gpu_class=machine.name,
+        gpus_per_node=m.n_gpus // nodes,
+        tp=m.tp,
+        pp=pp,
+        unified=machine.unified,
+        **extra,  # type: ignore[arg-type]
+    )
 
 
 def compare(
@@ -245,17 +285,20 @@ def compare(
     gpu = None if isinstance(machine, HostCPU) else machine
     if isinstance(machine, HostCPU) and machine.memory_bandwidth_bytes_per_s:
         settings = replace(settings, host_bandwidth_bytes_per_s=machine.memory_bandwidth_bytes_per_s)
-    precision = shape.resolve_precision(QUANTS[m.quant])
+    quant = QUANTS[m.quant]
+    precision = shape.precision if quant == OWN else shape.resolve_precision(quant)
     kv = shape.kv_type("fp8" if m.source_id.startswith(FP8_KV) else "auto")
     where = placement(shape, precision, layout, gpu, 0, True, 0, settings)
-    eff, floor = settings.efficiency_for(engine), decode_floor_s(shape, engine, layout.cards)
+    facts = speed_facts(engine)
+    eff = settings.efficiency_for(engine, facts.efficiency)
+    pace = pace_for(facts, gpu, eff)
     label = f"cpu {machine.name}" if gpu is None else gpu.name
     conc, common = m.concurrency, {"measurement": m, "repo": MODELS[m.model], "gpu_class": label}
     if m.source_id in REQUESTS:
         p_in, n_out = REQUESTS[m.source_id]
         cycle = decode_cycle_s(shape, where, conc, p_in + n_out // 2, kv)
         prefill = prefill_s(shape, where, p_in, sequences=conc) or 0.0
-        step = max(cycle / eff, floor)  # the estimate's step, as speed_of takes it
+        step = decode_cycle_s(shape, where, conc, p_in + n_out // 2, kv, pace=pace)  # as speed_of takes it
         return Comparison(
             **common,
             bound_tokens_per_s=conc * n_out / max(n_out * cycle, prefill),
@@ -264,9 +307,10 @@ def compare(
         )
     context = m.context_tokens or BLANK_CONTEXT_TOKENS
     cycle = decode_cycle_s(shape, where, conc, context, kv)
+    together = f", {conc} together" if conc > 1 else ""
     return Comparison(
         **common,
         bound_tokens_per_s=1.0 / cycle,
-        estimate_tokens_per_s=1.0 / max(cycle / eff, floor),
-        metric=f"decode at {context:,}",
+        estimate_tokens_per_s=1.0 / decode_cycle_s(shape, where, conc, context, kv, pace=pace),
+        metric=f"decode at {context:,}{together}",
     )

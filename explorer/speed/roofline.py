@@ -9,7 +9,12 @@ into seconds; both are upper bounds on speed (lower bounds on time):
 
 - a part's step is ``max(bytes read / bandwidth, FLOPs / peak)`` plus, under
   tensor parallelism, two ring all-reduces a layer:
-  ``latency + 2(tp − 1)/tp × batch × hidden × 2 bytes / one-way link bandwidth``;
+  ``latency + 2(tp − 1)/tp × batch × hidden × 2 bytes / one-way link bandwidth``,
+  and under data + expert parallelism a dispatch and a combine a MoE layer
+  (each rank its own ⌈batch / dp⌉ sequences, its experts every rank's tokens);
+- the estimate (:func:`part_estimate_s`) divides the roofline step by the
+  efficiency, holds it to the layers' kernel floors, and pays the collectives
+  at what they take in practice;
 - a hand-off moves ``batch × hidden`` activations (2 bytes; llama.cpp 4) over
   its link, with the link's latency;
 - llama.cpp runs its parts one after another for the whole batch; vLLM and
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 
 from explorer.engines.common import pp_partition, stage_kv_bytes
 from explorer.memo import memo
+from explorer.speed.floor import Pace, speed_facts
 from explorer.speed.profile import (
     StageProfile,
     attention_width,
@@ -35,6 +41,8 @@ from explorer.speed.profile import (
 )
 from explorer.speed.settings import (
     ACTIVATION_BYTES,
+    ALLTOALL_LATENCIES,
+    COLLECTIVE_ESTIMATE_S,
     FABRIC_LATENCY_S,
     HOST_LINK_MAX_BYTES_PER_S,
     LLAMACPP_ACTIVATION_BYTES,
@@ -43,6 +51,7 @@ from explorer.speed.settings import (
     UNKNOWN_LINK_BYTES_PER_S,
     SpeedSettings,
     card_link,
+    card_link_kind,
     fabric_bytes_per_s,
     peak_flops_per_s,
 )
@@ -59,7 +68,14 @@ class Part:
         flops_per_s: its peak for these weights (0: unknown, compute ignored).
         host: runs on the CPU.
         link_bytes_per_s: one-way bandwidth of the tensor-parallel all-reduce (0: no tensor parallelism).
-        link_latency_s: latency of one all-reduce.
+        link_latency_s: latency of one all-reduce (the bound's).
+        link_kind: ``nvlink``, ``pcie`` or ``fabric``: what a collective takes in practice
+            (:data:`~explorer.speed.settings.COLLECTIVE_ESTIMATE_S`, the estimate's).
+        dispatch_ranks: expert-parallel ranks a MoE layer dispatches tokens to and combines them from
+            (data + expert parallelism; 0: the experts' outputs join the tensor-parallel all-reduce).
+        data_parallel: data-parallel ranks the batch is spread over (data + expert parallelism): each rank
+            runs its attention, dense layers and KV cache for its own share of the sequences, while its
+            experts serve the tokens of every rank.
     """
 
     profile: StageProfile
@@ -68,6 +84,9 @@ class Part:
     host: bool = False
     link_bytes_per_s: float = 0.0
     link_latency_s: float = 0.0
+    link_kind: str = "nvlink"
+    dispatch_ranks: int = 0
+    data_parallel: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,13 +134,15 @@ def placement(
     if layout.unified:  # the chip's bandwidth; an unlisted uma host falls back to the host figures
         bw, flops = float(gpu.bandwidth_bytes_per_s or host_bw), gpu.bf16_tflops * 1e12 or host_flops
         link = latency = host_link = fabric_bw = 0.0
+        kind = "nvlink"
     else:
         bw, flops = float(gpu.bandwidth_bytes_per_s), peak_flops_per_s(gpu, precision)
         link, latency = card_link(gpu)
+        kind = card_link_kind(gpu)
         host_link = min(gpu.interconnect_bytes_per_s or UNKNOWN_LINK_BYTES_PER_S, HOST_LINK_MAX_BYTES_PER_S) / 2
         fabric_bw = fabric_bytes_per_s(layout.fabric, settings)
     fabric = (fabric_bw, RPC_LATENCY_S if layout.rpc else FABRIC_LATENCY_S)
-    if layout.engine == "llamacpp":
+    if speed_facts(layout.engine).host_layers:
         on_host = max(0, min(layers_on_host, n))
         head_host = head_on_host and on_host == n
         parts = []
@@ -147,15 +168,21 @@ def placement(
             ubatch_tokens=ubatch_tokens,
             host_link_bytes_per_s=host_link,
         )
-    tp_link = (link, latency) if layout.tp <= layout.gpus_per_node else fabric  # SGLang spans tp over nodes
+    dispatch = layout.ep if layout.dp > 1 and layout.ep > 1 and shape.moe else 0
+    # SGLang spans tp over nodes, and data + expert parallelism spans its ranks over them
+    within = layout.nodes == 1 or (layout.tp <= layout.gpus_per_node and not dispatch)
+    tp_link = (link, latency, kind) if within else (*fabric, "fabric")
     stages = pp_partition(n, layout.pp)
     parts = tuple(
         Part(
             profile=stage_profile(shape, precision, layout.tp, layout.ep, a, b, i == len(stages) - 1),
             bandwidth_bytes_per_s=bw,
             flops_per_s=flops,
-            link_bytes_per_s=tp_link[0] if layout.tp > 1 else 0.0,
+            link_bytes_per_s=tp_link[0] if layout.tp > 1 or dispatch else 0.0,
             link_latency_s=tp_link[1],
+            link_kind=tp_link[2],
+            dispatch_ranks=dispatch,
+            data_parallel=layout.dp if dispatch else 1,
         )
         for i, (a, b) in enumerate(stages)
     )
@@ -213,12 +240,35 @@ def handoff_bytes(tokens: int, hidden: int, activation_bytes: int = ACTIVATION_B
     return tokens * hidden * activation_bytes
 
 
-def _allreduce_s(part: Part, tokens: int, hidden: int, activation_bytes: int) -> float:
-    tp = part.profile.tp
-    if tp <= 1 or not part.link_bytes_per_s:
+def dispatch_bytes(ranks: int, tokens: int, hidden: int, experts_per_token: int) -> float:
+    """Bytes each rank sends in one expert-parallel dispatch (or combine): each token's hidden state (2 bytes a
+    value) to each of its ``k`` experts, the share (ranks − 1)/ranks of them on other ranks.
+
+    DeepSeek-V3 (hidden 7,168, k 8) over 8 ranks, one token: 8 × 7/8 × 7,168 × 2 = 100,352 bytes.
+    """
+    return tokens * experts_per_token * (ranks - 1) / ranks * hidden * ACTIVATION_BYTES if ranks > 1 else 0.0
+
+
+def _collectives_s(shape, part: Part, tokens: int, latency_s: float) -> float:
+    """A part's collectives for ``tokens`` tokens, each paying ``latency_s``: two tensor-parallel all-reduces a
+    layer, and a dispatch and a combine a MoE layer under data + expert parallelism (each
+    :data:`~explorer.speed.settings.ALLTOALL_LATENCIES` latencies)."""
+    if not part.link_bytes_per_s:
         return 0.0
-    one = part.link_latency_s + allreduce_bytes(tp, tokens, hidden, activation_bytes) / part.link_bytes_per_s
-    return 2 * part.profile.layers * one
+    p, total = part.profile, 0.0
+    own = cdiv(tokens, part.data_parallel)  # a data-parallel rank all-reduces and dispatches its own tokens
+    if p.tp > 1:
+        size = allreduce_bytes(p.tp, own, shape.hidden_size, ACTIVATION_BYTES)
+        total += 2 * p.layers * (latency_s + size / part.link_bytes_per_s)
+    if part.dispatch_ranks and shape.moe:
+        size = dispatch_bytes(part.dispatch_ranks, own, shape.hidden_size, shape.moe.experts_per_token)
+        total += 2 * p.moe_layers * (ALLTOALL_LATENCIES * latency_s + size / part.link_bytes_per_s)
+    return total
+
+
+def _allreduce_s(shape, part: Part, tokens: int) -> float:
+    """The bound's collectives: at the link's least latency."""
+    return _collectives_s(shape, part, tokens, part.link_latency_s)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,7 +281,8 @@ class StepCost:
         flops: floating-point operations (2 a parameter a token, plus attention over the held tokens).
         memory_s: bytes / bandwidth.
         compute_s: FLOPs / peak (0 when the peak is unknown).
-        allreduce_s: the tensor-parallel all-reduces (two a layer).
+        allreduce_s: the collectives: tensor-parallel all-reduces (two a layer), expert-parallel dispatch
+            and combine (two a MoE layer under data + expert parallelism).
     """
 
     weight_bytes: float
@@ -248,22 +299,28 @@ class StepCost:
 
 
 def part_step_cost(shape, part: Part, batch: int, context: int, kv) -> StepCost:
-    """One decode step of ``batch`` sequences at ``context`` tokens on one part, term by term."""
+    """One decode step of ``batch`` sequences at ``context`` tokens on one part, term by term.
+
+    Under data + expert parallelism a rank reads its dense weights and the KV cache of its own ``⌈batch /
+    dp⌉`` sequences, while its experts serve every rank's tokens (the share touched by ``batch`` tokens;
+    their FLOPs ``2 × batch × k/E × expert params held``).
+    """
     p, moe = part.profile, shape.moe
+    own = cdiv(batch, part.data_parallel)
     share = experts_touched(batch, moe.experts, moe.experts_per_token) if moe else 0.0
     k_over_e = moe.experts_per_token / moe.experts if moe and moe.experts else 0.0
     weights = p.dense_bytes + p.expert_bytes * share
-    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1) * batch
+    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1) * own
     qh = q_heads_per_card(shape, p.tp)
     attn = sum(n * attention_width(c, qh) * c.tokens_held(context) for c, n in p.caches)
-    flops = 2.0 * batch * (p.dense_params + p.expert_params * k_over_e + attn)
+    flops = 2.0 * own * (p.dense_params + attn) + 2.0 * batch * p.expert_params * k_over_e
     return StepCost(
         weight_bytes=weights,
         kv_bytes=kv_read,
         flops=flops,
         memory_s=(weights + kv_read) / part.bandwidth_bytes_per_s,
         compute_s=flops / part.flops_per_s if part.flops_per_s else 0.0,
-        allreduce_s=_allreduce_s(part, batch, shape.hidden_size, ACTIVATION_BYTES),
+        allreduce_s=_allreduce_s(shape, part, batch),
     )
 
 
@@ -296,24 +353,50 @@ def micro_batches(batch: int, stages: int) -> int:
     return min(batch, stages)
 
 
-def decode_cycle_s(shape, where: Placement, batch: int, context: int, kv, tally: Tally | None = None) -> float:
-    """Seconds between two tokens of one sequence when ``batch`` sequences decode together at ``context``.
+def part_estimate_s(shape, part: Part, batch: int, context: int, kv, pace: Pace) -> float:
+    """The estimate of one decode step on one part: its roofline step / efficiency, never below its layers'
+    kernel floors, plus its collectives at what they take in practice.
+
+    ``max(max(memory, compute) / efficiency, dense layers × dense floor + MoE layers × MoE floor)
+    + collectives(latency = COLLECTIVE_ESTIMATE_S[link kind])``.
+    """
+    cost = part_step_cost(shape, part, batch, context, kv)
+    p = part.profile
+    floor = pace.layers_s(p.layers - p.moe_layers, p.moe_layers)
+    latency = COLLECTIVE_ESTIMATE_S[part.link_kind]
+    return max(max(cost.memory_s, cost.compute_s) / pace.efficiency, floor) + _collectives_s(
+        shape, part, batch, latency
+    )
+
+
+def decode_cycle_s(
+    shape, where: Placement, batch: int, context: int, kv, tally: Tally | None = None, pace: Pace | None = None
+) -> float:
+    """Seconds between two tokens of one sequence when ``batch`` sequences decode together at ``context``: the
+    bound, or with ``pace`` the estimate (each part's :func:`part_estimate_s`, plus the per-token overhead).
 
     Every sequence gets one token a cycle, so the aggregate rate is ``batch / cycle``.
     """
+
+    def step(part: Part, size: int) -> float:
+        if pace is None:
+            return _part_step(shape, part, size, context, kv, tally)
+        return part_estimate_s(shape, part, size, context, kv, pace)
+
+    overhead = pace.token_s if pace is not None else 0.0
     if not where.overlap or len(where.parts) == 1:
-        total = sum(_part_step(shape, p, batch, context, kv, tally) for p in where.parts)
+        total = sum(step(p, batch) for p in where.parts)
         hops = _hops_s(where, batch, shape.hidden_size)
         if tally is not None:
             tally.interconnect_s += hops
-        return total + hops
+        return total + hops + overhead
     micro = micro_batches(batch, len(where.parts))
     size = cdiv(batch, micro)
-    steps = [_part_step(shape, p, size, context, kv, tally) for p in where.parts]
+    steps = [step(p, size) for p in where.parts]
     hops = _hops_s(where, size, shape.hidden_size)
     if tally is not None:
         tally.interconnect_s += hops
-    return max(sum(steps) + hops, micro * max(steps))
+    return max(sum(steps) + hops, micro * max(steps)) + overhead
 
 
 def prefill_s(shape, where: Placement, prompt_tokens: int, sequences: int = 1) -> float | None:
@@ -342,5 +425,5 @@ def prefill_s(shape, where: Placement, prompt_tokens: int, sequences: int = 1) -
         step = max(flops / part.flops_per_s, passes * weights / part.bandwidth_bytes_per_s)
         if part.host and gpu_flops and where.host_link_bytes_per_s:
             step = min(step, max(flops / gpu_flops, passes * weights / where.host_link_bytes_per_s))
-        total += step + _allreduce_s(part, p_tok * seqs, shape.hidden_size, ACTIVATION_BYTES)
+        total += step + _allreduce_s(shape, part, p_tok * seqs)
     return total

@@ -8,7 +8,7 @@ fabric is 400 Gb/s InfiniBand (50 GB/s one way, 10 µs) unless its name
 carries a rate (``eth100g`` → 100 Gb/s); llama.cpp RPC adds 50 µs a hop
 (a TCP round trip on a fast LAN). The host (CPU) defaults to 100 GB/s of
 memory bandwidth and 2 TFLOPs, unless the node states its CPU
-(:func:`node_host_bandwidth`); every engine to an efficiency of 0.6.
+(:func:`node_host_bandwidth`); every engine to its own efficiency.
 Reasons for each figure: docs/notes/speed_model.md.
 """
 
@@ -30,6 +30,11 @@ HOST_LINK_MAX_BYTES_PER_S = 128 * GB  # PCIe 5.0 x16, both directions: no card t
 FABRIC_BYTES_PER_S = 50 * GB  # 400 Gb/s InfiniBand NDR, one way
 FABRIC_LATENCY_S = 10e-6
 RPC_LATENCY_S = 50e-6
+#: what one small collective (an all-reduce of one step's activations) takes in practice, by link: the
+#: estimate's figure (the bound keeps the latencies above); fitted on published multi-card MoE and dense rows
+COLLECTIVE_ESTIMATE_S = {"nvlink": 15e-6, "pcie": 30e-6, "fabric": 100e-6}
+#: an expert-parallel dispatch or combine (all-to-all) costs this many small collectives' latency
+ALLTOALL_LATENCIES = 2
 ACTIVATION_BYTES = 2  # bf16 hidden states (vLLM, SGLang)
 LLAMACPP_ACTIVATION_BYTES = 4  # llama.cpp hands f32 hidden states between devices
 FP8_COMPUTE_KINDS = ("fp8", "nvfp4", "mxfp4", "bnb8")
@@ -40,10 +45,11 @@ class SpeedSettings:
     """What the speed model assumes where the catalogue is silent.
 
     Attributes:
-        efficiency: per engine, the share of the bound an engine reaches (0 < e ≤ 1);
-            the estimate is bound × efficiency (time to first token: bound / efficiency).
-            Given as a mapping; stored as sorted (engine, factor) pairs.
-        default_efficiency: for an engine the mapping does not name.
+        efficiency: per engine, the share of the bound an engine reaches (0 < e ≤ 1), where it differs from
+            the engine's own (:class:`~explorer.engines.interface.SpeedFacts`); the estimate is bound /
+            efficiency a step (time to first token: bound / efficiency). Given as a mapping; stored as sorted
+            (engine, factor) pairs.
+        default_efficiency: for an engine the mapping does not name (None: the engine's own).
         host_bandwidth_bytes_per_s: CPU memory bandwidth for layers on the host and CPU-only runs.
         host_tflops: CPU dense TFLOPs for prefill on the host.
         fabric_bandwidth_bytes_per_s: one-way bandwidth between nodes (None: from the fabric's
@@ -52,12 +58,8 @@ class SpeedSettings:
             pass :func:`explorer.sources.shipped.shipped_prices`).
     """
 
-    efficiency: Mapping[str, float] | tuple[tuple[str, float], ...] = (
-        ("llamacpp", 0.6),
-        ("sglang", 0.6),
-        ("vllm", 0.6),
-    )
-    default_efficiency: float = 0.6
+    efficiency: Mapping[str, float] | tuple[tuple[str, float], ...] = ()
+    default_efficiency: float | None = None
     host_bandwidth_bytes_per_s: int = 100 * GB
     host_tflops: float = 2.0
     fabric_bandwidth_bytes_per_s: int | None = None
@@ -66,7 +68,8 @@ class SpeedSettings:
     def __post_init__(self) -> None:
         pairs = self.efficiency.items() if isinstance(self.efficiency, Mapping) else self.efficiency
         pairs = tuple(sorted((str(k), float(v)) for k, v in pairs))  # type: ignore[union-attr]
-        for engine, value in pairs + (("default", self.default_efficiency),):
+        stated = (("default", self.default_efficiency),) if self.default_efficiency is not None else ()
+        for engine, value in pairs + stated:
             if not MIN_SHARE <= value <= 1:
                 raise PlanError(
                     f"speed efficiency for {engine} is {value}; it must be {MIN_SHARE:g} to 1",
@@ -78,9 +81,10 @@ class SpeedSettings:
             )
         object.__setattr__(self, "efficiency", pairs)
 
-    def efficiency_for(self, engine: str) -> float:
-        """The efficiency factor of an engine."""
-        return dict(self.efficiency).get(engine, self.default_efficiency)  # type: ignore[arg-type]
+    def efficiency_for(self, engine: str, own: float) -> float:
+        """The efficiency factor of an engine whose own is ``own``: the mapping's, else the default, else its own."""
+        fallback = own if self.default_efficiency is None else self.default_efficiency
+        return dict(self.efficiency).get(engine, fallback)  # type: ignore[arg-type]
 
 
 def node_host_bandwidth(node) -> int | None:
@@ -97,6 +101,12 @@ def card_link(gpu) -> tuple[float, float]:
     """(one-way bytes/s, latency s) between two cards of a class in one node."""
     both = gpu.interconnect_bytes_per_s or UNKNOWN_LINK_BYTES_PER_S
     return both / 2, NVLINK_LATENCY_S if both >= NVLINK_CLASS_BYTES_PER_S else PCIE_LATENCY_S
+
+
+def card_link_kind(gpu) -> str:
+    """``nvlink`` (a link of 200 GB/s or more, both ways) or ``pcie``: the key of :data:`COLLECTIVE_ESTIMATE_S`."""
+    both = gpu.interconnect_bytes_per_s or UNKNOWN_LINK_BYTES_PER_S
+    return "nvlink" if both >= NVLINK_CLASS_BYTES_PER_S else "pcie"
 
 
 def fabric_bytes_per_s(fabric: str | None, settings: SpeedSettings) -> float:

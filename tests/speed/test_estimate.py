@@ -22,11 +22,14 @@ from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.plan.planner import plan, recheck
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_context
-from explorer.speed.floor import decode_floor_s
+from explorer.speed.floor import decode_floor_s, generation, pace_for, speed_facts, unified_reach
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
+from explorer.speed.roofline import dispatch_bytes, part_step_cost, placement
 
 GPU_ENGINES = ("vllm", "sglang")
+SETTINGS = SpeedSettings()
+VLLM_TOKEN_S = 0.875e-3  # vLLM's per-token overhead on a Hopper-class card (its SpeedFacts)
 
 H100_BW = 3.35e12
 LLAMA8B = "meta-llama__Meta-Llama-3.1-8B"
@@ -83,7 +86,9 @@ def test_llama_8b_on_one_h100_is_bandwidth_over_bytes_read():
     at_8k = speed_of(option, shape, PlanRequest(context_tokens=8192))
     assert at_8k.decode_bound_tokens_per_s == pytest.approx(H100_BW / (LLAMA8B_READ + 8192 * LLAMA8B_KV_PER_TOKEN))
     assert at_8k.bound_by == "memory bandwidth"
-    assert at_8k.decode_estimate_tokens_per_s == pytest.approx(0.6 * at_8k.decode_bound_tokens_per_s)
+    # the estimate: the bound's step ÷ 0.6, plus vLLM's per-token overhead (0.875 ms on a Hopper card)
+    step = 1 / at_8k.decode_bound_tokens_per_s / 0.6 + VLLM_TOKEN_S
+    assert at_8k.decode_estimate_tokens_per_s == pytest.approx(1 / step)
     assert at_8k.decode_aggregate_bound_tokens_per_s == at_8k.decode_bound_tokens_per_s
 
 
@@ -222,26 +227,134 @@ def test_the_nodes_cpu_sets_the_host_bandwidth():
     # a CPU-only run on a Mac reads at the chip's bandwidth (M2 Max: 400 GB/s), not the default
     mac = dataclasses.replace(option, node=parse_cluster("1x1xm2-max-64g").nodes[0])
     assert speed_of(mac, shape, request).decode_bound_tokens_per_s == pytest.approx(400e9 / read)
+    # issue 26: a plan that assumed the default host bandwidth says so; one that named its CPU does not
+    unnamed = dataclasses.replace(option, node=parse_cluster("1xcpu-64g").nodes[0])
+    (note,) = speed_of(unnamed, shape, request).assumptions
+    assert "assumed 100 GB/s of host memory bandwidth" in note and "cpu=" in note
+    assert speed_of(pi, shape, request).assumptions == speed_of(stated, shape, request).assumptions == ()
 
 
-def test_the_per_layer_floor_holds_the_estimate_not_the_bound():
-    # DeepSeek-V3 on 8 × H200 at batch 1: the roofline allows 553 tokens/s (332 at 0.6); SGLang 0.4.1 measured
-    # 30.29. Its floor: 3 dense layers × 0.2 ms + 58 MoE layers × 0.55 ms = 32.5 ms a step, 30.8 tokens/s
+def test_kernel_floors_collectives_and_overhead_hold_the_estimate_not_the_bound():
+    # DeepSeek-V3 on 8 × H200 at batch 1 with SGLang: its floors are 3 dense layers × 0.075 ms + 58 MoE layers
+    # × 0.2 ms = 11.825 ms; the collectives 2 × 61 all-reduces × (15 µs + 2 × 7/8 × 7,168 × 2 bytes / 450 GB/s).
+    # The roofline's share (about 2 ms at 0.6) is below the floor. InferenceX measured SGLang 0.5.7 at 12.8 ms a
+    # step with 8 sequences together on the same cards.
     shape = shape_of("deepseek-ai__DeepSeek-V3")
-    assert decode_floor_s(shape, "sglang", 8) == pytest.approx(3 * 0.2e-3 + 58 * 0.55e-3)
-    # on one card a MoE layer has no collective: 3 dense × 0.2 ms + 58 MoE × 0.15 ms (at most 0.147 ms measured
-    # for vLLM on one RTX 5090, Qwen3-Coder-30B-A3B AWQ)
-    assert decode_floor_s(shape, "sglang", 1) == pytest.approx(3 * 0.2e-3 + 58 * 0.15e-3)
+    pace = pace_for(speed_facts("sglang"), shipped_catalogue().get("h200-141g"), 0.6)
+    assert decode_floor_s(shape, pace) == pytest.approx(3 * 0.075e-3 + 58 * 0.2e-3)
     layout = Layout(engine="sglang", gpu_class="h200-141g", gpus_per_node=8, tp=8)
     option, _ = hand_option("deepseek-ai__DeepSeek-V3", layout, "h200-141g")
     got = speed_of(option, shape, PlanRequest(context_tokens=384))
-    assert got.decode_estimate_tokens_per_s == pytest.approx(1 / (3 * 0.2e-3 + 58 * 0.55e-3))
-    assert got.decode_bound_tokens_per_s > 10 * got.decode_estimate_tokens_per_s
-    assert "per-layer floor" in got.breakdown
-    # a 70B on two H100s is far from it: bound × 0.6, as before
+    collectives = 2 * 61 * (15e-6 + 2 * 7 / 8 * 7168 * 2 / 450e9)
+    assert got.decode_estimate_tokens_per_s == pytest.approx(1 / (11.825e-3 + collectives))  # 73.2
+    assert got.decode_bound_tokens_per_s > 7 * got.decode_estimate_tokens_per_s
+    assert "kernel floors" in got.breakdown
+    # llama.cpp's per-token overhead (1.5 ms: sampling, scheduling, the graph's launch) beside its layer floors
+    assert decode_floor_s(shape_of(LLAMA8B), pace_for(speed_facts("llamacpp"), None, 0.6)) == pytest.approx(
+        32 * 0.025e-3 + 1.5e-3
+    )
+    # a 70B on two H100s is far from it: bound ÷ 0.6, its all-reduces at 15 µs in place of the bound's 5 µs,
+    # and vLLM's per-token overhead
     big, big_shape = hand_option("meta-llama__Meta-Llama-3.1-70B", one_card(gpus_per_node=2, tp=2), "h100-80g")
     fast = speed_of(big, big_shape, PlanRequest(context_tokens=1024))
-    assert fast.decode_estimate_tokens_per_s == pytest.approx(0.6 * fast.decode_bound_tokens_per_s)
+    per = 2 * 1 / 2 * 8192 * 2 / 450e9
+    memory = 1 / fast.decode_bound_tokens_per_s - 160 * (5e-6 + per)
+    assert 1 / fast.decode_estimate_tokens_per_s == pytest.approx(memory / 0.6 + 160 * (15e-6 + per) + VLLM_TOKEN_S)
+
+
+def test_tensor_parallel_moe_layouts_no_longer_collapse_onto_one_floor():
+    # issue 23: with a fixed 0.55 ms a MoE layer on several cards, gpt-oss-120b on H100 estimated 185 tok/s at
+    # tp 1 and 50.5 at tp 2, 4 and 8. Now one card reads its 5 GB a token (1.5 ms, ÷ 0.6 = 2.5 ms, above the 36
+    # MoE layers' floors, 36 × 0.0625 = 2.25 ms); from tp 2 on the floors rule and each layout adds its 72
+    # all-reduces at 15 µs; every step adds vLLM's 0.875 ms a token.
+    rates, bounds = {}, {}
+    for tp in (1, 2, 4, 8):
+        option, shape = hand_option("openai__gpt-oss-120b", one_card(gpus_per_node=tp, tp=tp), "h100-80g")
+        got = speed_of(option, shape, PlanRequest(context_tokens=1024))
+        rates[tp], bounds[tp] = got.decode_estimate_tokens_per_s, got.decode_bound_tokens_per_s
+    assert 1 / rates[1] == pytest.approx(1 / bounds[1] / 0.6 + VLLM_TOKEN_S)  # 295.4
+    for tp in (2, 4, 8):
+        collectives = 72 * (15e-6 + 2 * (tp - 1) / tp * 2880 * 2 / 450e9)
+        assert 1 / rates[tp] == pytest.approx(36 * 0.0625e-3 + collectives + VLLM_TOKEN_S)  # 237.8
+    # InferenceX measured 269 tok/s a sequence at tp 8 (4 together): 0.88 × of it. No published tp 1 / tp 2 pair
+    # on H100 was found, so whether tp 2 beats tp 1 there is left to the model: at batch 1 it does not.
+
+
+def test_gpt_oss_120b_on_a100_nvlink_is_not_faster_at_tp2_as_published():
+    # vllm#22331: gpt-oss-120b on NVLink A100s, one sequence: 90 tok/s at tp 1, 77-78 at tp 2 and 4. The kernel
+    # floors rule there (36 MoE layers × 0.0625 ms × 2.5 on Ampere = 5.625 ms, and the per-token overhead 0.875
+    # × 2.5 ms), so tp 2 adds its 72 all-reduces and buys nothing: the estimate keeps the published order, each
+    # within 1.5 × of the measurement.
+    got = {}
+    for tp in (1, 2):
+        option, shape = hand_option("openai__gpt-oss-120b", one_card(gpus_per_node=tp, tp=tp), "a100-80g")
+        got[tp] = speed_of(option, shape, PlanRequest(context_tokens=1024)).decode_estimate_tokens_per_s
+    assert got[2] < got[1]
+    assert 90 / 1.5 < got[1] < 90 * 1.5 and 77.5 / 1.5 < got[2] < 77.5 * 1.5
+    assert 1 / got[1] == pytest.approx(2.5 * (36 * 0.0625e-3 + VLLM_TOKEN_S))  # 128.0: the read is 2.5 ms ÷ 0.6
+
+
+def test_llamacpp_does_not_outrun_vllm_on_a_multi_card_moe():
+    # issue 23: llama.cpp estimated twice vLLM's speed on Qwen3-235B over 8 × H100 (40.6 vs 19.3 tok/s), so
+    # --goal fastest put a llama.cpp GGUF first. A layer split reads every layer on one card after another;
+    # tp 8 reads an eighth on each card at once.
+    shape = shape_of("Qwen__Qwen3-235B-A22B")
+    result = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(), sort="speed")
+    best = {}
+    for o in result.options:
+        if o.speed is not None and not o.layout.cpu:
+            best.setdefault(o.layout.engine, o.speed.decode_estimate_tokens_per_s)
+    assert result.options[0].layout.engine == "vllm" and best["vllm"] > best["llamacpp"], best
+
+
+def test_data_and_expert_parallel_layouts_pay_dispatch_and_combine():
+    # a DP 8 + EP 8 layout (tp 1 a rank): no all-reduce, but a dispatch and a combine a MoE layer, each
+    # 2 × 15 µs + 8 × 7/8 × 7,168 × 2 bytes / 450 GB/s (DeepSeek-V3, k 8, one token)
+    shape = shape_of("deepseek-ai__DeepSeek-V3")
+    layout = Layout(engine="vllm", gpu_class="h200-141g", gpus_per_node=8, tp=1, dp=8, ep=8)
+    option, _ = hand_option("deepseek-ai__DeepSeek-V3", layout, "h200-141g")
+    got = speed_of(option, shape, PlanRequest(context_tokens=1024))
+    assert dispatch_bytes(8, 1, 7168, 8) == 100_352
+    floors = 3 * 0.025e-3 + 58 * 0.0625e-3
+    memory_bound = 1 / got.decode_bound_tokens_per_s - 2 * 58 * (2 * 5e-6 + 100_352 / 450e9)
+    estimate = max(memory_bound / 0.6, floors) + 2 * 58 * (2 * 15e-6 + 100_352 / 450e9) + VLLM_TOKEN_S
+    assert 1 / got.decode_estimate_tokens_per_s == pytest.approx(estimate)
+    # 64 sequences over 8 ranks: each rank reads the KV of its own 8, its whole attention once, and its 32
+    # experts a layer as 64 tokens touch them (1 − (1 − 8/256)^64 = 86.9 % of them)
+    where = placement(shape, shape.precision, layout, shipped_catalogue().get("h200-141g"), 0, False, 0, SETTINGS)
+    part = where.parts[0]
+    kv = shape.kv_type("auto")
+    many, one = part_step_cost(shape, part, 64, 1024, kv), part_step_cost(shape, part, 1, 1024, kv)
+    assert many.kv_bytes == 8 * one.kv_bytes
+    touched = 1 - (1 - 8 / 256) ** 64
+    assert many.weight_bytes == pytest.approx(part.profile.dense_bytes + part.profile.expert_bytes * touched)
+    # tp 2 within each of 4 DP ranks: 8 sequences are 2 a rank, and a rank all-reduces and dispatches those 2
+    # (the bound's latencies: 5 µs an all-reduce, 2 × 5 µs a dispatch or combine)
+    split = Layout(engine="vllm", gpu_class="h200-141g", gpus_per_node=8, tp=2, dp=4, ep=8)
+    part = placement(shape, shape.precision, split, shipped_catalogue().get("h200-141g"), 0, False, 0, SETTINGS).parts[
+        0
+    ]
+    got = part_step_cost(shape, part, 8, 1024, kv).allreduce_s
+    reduce = 2 * 61 * (5e-6 + 2 * 1 / 2 * 2 * 7168 * 2 / 450e9)
+    exchange = 2 * 58 * (2 * 5e-6 + dispatch_bytes(8, 2, 7168, 8) / 450e9)
+    assert got == pytest.approx(reduce + exchange)
+
+
+def test_the_speed_facts_are_the_engines():
+    assert speed_facts("llamacpp").host_layers and speed_facts("llamacpp").gguf
+    assert not speed_facts("vllm").host_layers and not speed_facts("sglang").gguf
+    with pytest.raises(PlanError, match="unknown engine"):
+        speed_facts("tgi")
+    # a card generation scales the layer floors and the per-token overhead: Ampere 2.5 ×, Hopper and unlisted 1 ×
+    a100, h100 = shipped_catalogue().get("a100-80g"), shipped_catalogue().get("h100-80g")
+    assert (generation(a100), generation(h100)) == ("ampere", "hopper")
+    facts = speed_facts("vllm")
+    assert pace_for(facts, a100, 0.6).moe_layer_s == pytest.approx(2.5 * pace_for(facts, h100, 0.6).moe_layer_s)
+    assert pace_for(facts, a100, 0.6).token_s == pytest.approx(2.5 * VLLM_TOKEN_S)
+    # an M1 chip reaches 0.85 of the bandwidth an M2 or M3 of the same figure does (the published Apple rows)
+    m1, m2 = shipped_catalogue().get("m1-ultra-128g"), shipped_catalogue().get("m2-ultra-192g")
+    assert (unified_reach(m1), unified_reach(m2), unified_reach(h100)) == (0.85, 1.0, 1.0)
+    assert pace_for(speed_facts("llamacpp"), m1, 0.6).efficiency == pytest.approx(0.51)
 
 
 # --- prefill, efficiency, cost -----------------------------------------------------------
@@ -281,10 +394,14 @@ def test_efficiency_scales_the_estimate_and_nothing_else():
         SpeedSettings(efficiency={"vllm": 0.3}, prices=shipped_prices()),
     )
     assert low.decode_bound_tokens_per_s == base.decode_bound_tokens_per_s
-    assert low.decode_estimate_tokens_per_s == pytest.approx(0.3 * base.decode_bound_tokens_per_s)
-    assert low.decode_aggregate_estimate_tokens_per_s == pytest.approx(0.3 * base.decode_aggregate_bound_tokens_per_s)
+    # a step: the bound's ÷ the efficiency, plus vLLM's per-token overhead, which the efficiency does not scale
+    cycle = 1 / base.decode_bound_tokens_per_s
+    assert 1 / low.decode_estimate_tokens_per_s == pytest.approx(cycle / 0.3 + VLLM_TOKEN_S)
+    assert 1 / base.decode_estimate_tokens_per_s == pytest.approx(cycle / 0.6 + VLLM_TOKEN_S)
+    assert low.decode_aggregate_estimate_tokens_per_s == pytest.approx(4 * low.decode_estimate_tokens_per_s)
     assert low.time_to_first_token_estimate_s == pytest.approx(base.time_to_first_token_bound_s / 0.3)
-    assert low.cost_per_million_tokens == pytest.approx(2 * base.cost_per_million_tokens)
+    ratio = (cycle / 0.3 + VLLM_TOKEN_S) / (cycle / 0.6 + VLLM_TOKEN_S)
+    assert low.cost_per_million_tokens == pytest.approx(ratio * base.cost_per_million_tokens)
     for bad in (0, 1.5, -1):
         with pytest.raises(PlanError, match="efficiency"):
             SpeedSettings(efficiency={"vllm": bad})
@@ -333,8 +450,8 @@ def test_an_unknown_card_has_no_speed_and_sorts_last():
 
 
 def test_plan_attaches_speed_and_sorts_fastest_first():
-    # Llama-3.1-70B: past tp 4 the floor (80 layers × 0.2 ms) is all that is left, so tp 8 ranks first only
-    # by a little; an 8B at batch 1 is at the floor from tp 2 on, and more cards buy it nothing
+    # Llama-3.1-70B: each card's share of the read shrinks with tp while the all-reduces and vLLM's per-token
+    # overhead stay, so tp 8 ranks first
     shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
     result = plan(
         shape,
@@ -379,10 +496,17 @@ def test_cli_prints_and_emits_speed(capsys, tmp_path):
     out = json.loads(capsys.readouterr().out)
     best = out["options"][0]
     assert best["tp"] == 2 and best["speed"]["efficiency"] == 0.5 and best["speed"]["usd_per_gpu_hour"] == 1.0
-    # bound × 0.5, but never a step shorter than vLLM's floor: 32 dense layers × 0.2 ms = 6.4 ms (156.25 tokens/s)
-    assert decode_floor_s(shape_of(LLAMA8B), "vllm") == pytest.approx(6.4e-3)
+    # bound ÷ 0.5, never shorter than vLLM's floors (32 dense layers × 0.025 ms), plus the 64 all-reduces of
+    # tp 2 at 15 µs (the bound's at 5 µs) of 4 tokens (2 × 1/2 × 4 × 4,096 × 2 bytes / 450 GB/s), plus vLLM's
+    # 0.875 ms a token
+    floors = 32 * 0.025e-3
+    assert decode_floor_s(shape_of(LLAMA8B), pace_for(speed_facts("vllm"), None, 0.5)) == pytest.approx(
+        floors + VLLM_TOKEN_S
+    )
+    per = 2 * 1 / 2 * 4 * 4096 * 2 / 450e9
+    memory = 1 / best["decode_tokens_per_s"]["bound"] - 64 * (5e-6 + per)
     assert best["decode_tokens_per_s"]["estimate"] == pytest.approx(
-        min(0.5 * best["decode_tokens_per_s"]["bound"], 156.25), abs=0.01
+        1 / (max(memory / 0.5, floors) + 64 * (15e-6 + per) + VLLM_TOKEN_S), abs=0.01
     )
     assert main(args) == 0
     text = capsys.readouterr().out

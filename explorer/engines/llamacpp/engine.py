@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from explorer.engines.collect import Collector
 from explorer.engines.common import ENGINE_LABELS, EngineName, PlanRequest
-from explorer.engines.interface import FleetLaunch, Footprint, PinnedLayout
+from explorer.engines.interface import FleetLaunch, Footprint, PinnedLayout, SpeedFacts
 from explorer.engines.llamacpp import pinned, walk
 from explorer.engines.llamacpp.launch import NAME, llama_model, recheck, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
@@ -60,6 +60,15 @@ class LlamaCpp:
     label: ClassVar[str] = ENGINE_LABELS[NAME]
     #: each copy is its own ``llama-server`` (no flag starts several)
     data_parallel_flag: ClassVar[str | None] = None
+    #: fitted on published llama.cpp rows (docs/notes/speed_model.md)
+    speed: ClassVar[SpeedFacts] = SpeedFacts(
+        efficiency=0.6,
+        dense_layer_floor_s=0.25e-4,
+        moe_layer_floor_s=1.5e-4,
+        token_overhead_s=1.5e-3,
+        host_layers=True,
+        gguf=True,
+    )
 
     def walk(
         self,
