@@ -314,6 +314,8 @@ class SGLang(SplitWalk):
     label: ClassVar[str] = ENGINE_LABELS[name]
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
+    #: prefill and decode on separate servers (``--disaggregation-mode prefill|decode``, Mooncake / NIXL)
+    disaggregated_prefill: ClassVar[bool] = True
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
     #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
     expert_data_parallel: ClassVar[bool] = False
@@ -336,6 +338,10 @@ class SGLang(SplitWalk):
     speed: ClassVar[SpeedFacts] = SpeedFacts(
         efficiency=0.6, dense_layer_floor_s=0.75e-4, moe_layer_floor_s=2.0e-4, token_overhead_s=0.0
     )
+
+    def prefill_chunk_tokens(self, gpu: GPUClass, request: PlanRequest) -> int:
+        """``--chunked-prefill-size``: the request's, else SGLang's default for the card's memory."""
+        return card_defaults(gpu.memory_bytes // MiB, 1, request)[0]
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""
