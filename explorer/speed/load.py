@@ -39,7 +39,7 @@ from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed.settings import SpeedSettings, fabric_bytes_per_s, node_host_bandwidth
 from explorer.speed.workload import Workload
 
-__all__ = ["LoadPoint", "ReplicaLoad", "Sizing", "replica_load", "size_option"]
+__all__ = ["LoadPoint", "ReplicaLoad", "Sizing", "layout_load", "replica_load", "size_option"]
 
 #: the most a prefill replica (disaggregated) is loaded: its queue's wait grows without end toward 1
 PREFILL_LOAD_CAP = 0.9
@@ -170,8 +170,28 @@ def replica_load(
     if host_bw:
         settings = replace(settings, host_bandwidth_bytes_per_s=host_bw)
     head_on_host = ev.n_gpu_layers == 0 if ev.n_gpu_layers is not None else True
+    return layout_load(shape, precision, layout, option.gpu, workload, capacity=ev.max_concurrency, request=request,
+                       settings=settings, layers_on_host=ev.layers_on_host, head_on_host=head_on_host)  # fmt: skip
+
+
+def layout_load(
+    shape,
+    precision,
+    layout,
+    gpu,
+    workload: Workload,
+    *,
+    capacity: int,
+    request: PlanRequest,
+    settings: SpeedSettings = DEFAULT_SETTINGS,
+    layers_on_host: int = 0,
+    head_on_host: bool = True,
+) -> ReplicaLoad | None:
+    """A layout's replica under ``workload`` holding at most ``capacity`` sequences, its weights read at
+    ``precision``; None when the card's bandwidth or FLOPs are unknown."""
+    facts = speed_facts(layout.engine)
     ubatch = request.ubatch_tokens if facts.host_layers else 0
-    where = placement(shape, precision, layout, option.gpu, ev.layers_on_host, head_on_host, ubatch, settings)
+    where = placement(shape, precision, layout, gpu, layers_on_host, head_on_host, ubatch, settings)
     if where is None:
         return None
     prompt = workload.prefill_tokens
@@ -179,7 +199,7 @@ def replica_load(
     if prefill is None:
         return None
     eff = settings.efficiency_for(layout.engine, facts.efficiency)
-    pace = pace_for(facts, None if layout.cpu else option.gpu, eff)
+    pace = pace_for(facts, None if layout.cpu else gpu, eff)
     kv, context = shape.kv_type(request.kv_dtype), workload.decode_context_tokens
 
     def step(batch: int) -> tuple[float, float, str]:
@@ -192,10 +212,10 @@ def replica_load(
     kv_bytes = stage_kv_bytes(shape, 0, shape.layers, kv, 1, prompt, 1)
     return ReplicaLoad(
         workload=workload,
-        capacity=ev.max_concurrency,
+        capacity=capacity,
         prefill_s=prefill / eff,
         prefill_bound_s=prefill,
-        chunk_tokens=max(1, chunk(option.gpu, request) if chunk and option.gpu is not None else prompt),
+        chunk_tokens=max(1, chunk(gpu, request) if chunk and gpu is not None else prompt),
         kv_transfer_s=kv_bytes / fabric_bytes_per_s(None, settings),
         disaggregates=bool(getattr(engine, "disaggregated_prefill", False)),
         step=step,
