@@ -14,7 +14,6 @@ with app.setup(hide_code=True):
     import marimo as mo
 
     from explorer.engines.common import PlanRequest
-    from explorer.engines.registry import SPLIT_ENGINES
     from explorer.errors import ExplorerError
     from explorer.hardware.cluster_dict import cluster_from_text
     from explorer.model.dtypes import KV_CACHE_TYPES
@@ -246,7 +245,8 @@ def _(resolved):
     model = resolved
     shape = model.shape
     model_name = model.repo or shape.name
-    return model, model_name, shape
+    model_ref = model.launch_ref  # what a launch loads: the repository, a local folder, or a placeholder
+    return model, model_name, model_ref, shape
 
 
 @app.cell(hide_code=True)
@@ -513,7 +513,7 @@ def _(concurrency, context, engine, kv_dtype, request_settings):
 
 
 @app.cell(hide_code=True)
-def _(artifact_menu, cluster, goal, model, model_name, request, shape, weights):
+def _(artifact_menu, cluster, goal, model, model_ref, request, shape, weights):
     # The planner call: everything below reads `result`; nothing here touches the network.
     mo.stop(cluster is None)
     chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
@@ -528,7 +528,7 @@ def _(artifact_menu, cluster, goal, model, model_name, request, shape, weights):
                 cluster,
                 request,
                 artifacts=chosen,
-                model_ref=model_name,
+                model_ref=model_ref,
                 goal=goal.value,
                 speed=SpeedSettings(prices=shipped_prices()),
                 suggest=False,  # the table first; the ways forward are planned in a run of their own
@@ -661,6 +661,7 @@ def _(draw, result):
     _tps, _ttft, _cost = nd.speed_of_option(picked)
     _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
     _host = nd.host_note(picked)
+    _launch = result.replica_launch(picked).text() if result.replica_launch else picked.evaluation.command
     mo.vstack(
         [
             mo.hstack(
@@ -675,7 +676,10 @@ def _(draw, result):
                 align="center",
             ),
             vega.VegaLiteSpec(vega.card_memory_spec(nd.card_parts(picked), title=picked.label)),
-            mo.md((f"*{safe_html(_host)}* · " if _host else "") + f"Launch: `{picked.evaluation.command}`"),
+            mo.md(
+                (f"*{safe_html(_host)}* · " if _host else "")
+                + f"Launch (devices, port, a line a node):<pre>{safe_html(_launch)}</pre>"
+            ),
             *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
         ],
         gap=0.25,
@@ -684,7 +688,7 @@ def _(draw, result):
 
 
 @app.cell(hide_code=True)
-def _(chosen, cluster, context_steps, engine, get_below, model, model_name, pin, settings_values, shape):
+def _(chosen, cluster, context_steps, engine, get_below, model, model_name, model_ref, pin, settings_values, shape):
     # Below the answer: the curves against context, why the other ways were refused, pinning, the model.
     # It reads the plan from the table's cell (get_below): a slider move shows the table first.
     mo.stop(get_below() is None)
@@ -710,25 +714,25 @@ def _(chosen, cluster, context_steps, engine, get_below, model, model_name, pin,
         else mo.md("Nothing was refused.")
     )
     if pin.value.strip():
-        from explorer.plan.pinning import check_pinned
+        from explorer.ui.pinned_view import pinned_answer, pinned_launch
 
-        _engine = next((e for e in ENGINE_KEYS[engine.value] if e in SPLIT_ENGINES), next(iter(SPLIT_ENGINES)))
         try:
-            _pinned = check_pinned(
+            _pinned = pinned_answer(
                 shape,
                 cluster,
-                [g.strip() for g in pin.value.split(",") if g.strip()],
-                engine=_engine,
+                pin.value,
+                engines=ENGINE_KEYS[engine.value],
                 request=_request,
-                artifact=next((a for a in chosen if a.format == "safetensors"), None),
-                model_ref=model_name,
+                artifacts=chosen,
+                model_ref=model_ref,
             )
             _o = _pinned.option
+            _lines = "\n".join(pinned_launch(_pinned))
             _tabs["Pinned GPUs"] = mo.callout(
                 mo.md(
                     f"**{safe_html(_o.label)}**: the worst card needs {gib(_o.per_card.total)} of "
                     f"{gib(_o.per_card.usable)} usable. {safe_html(_pinned.message)}\n\n"
-                    f"`{safe_html(_o.evaluation.command)}`"
+                    f"<pre>{safe_html(_lines)}</pre>"
                 ),
                 kind="danger" if _pinned.overcommitted else "success",
             )

@@ -19,7 +19,7 @@ from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import MAX_GPUS, Cluster
 from explorer.limits import MAX_CONCURRENCY
 from explorer.plan.offer import fallback_artifacts, plan_artifacts
-from explorer.plan.pinning import check_pinned
+from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.plan.ranking import GOALS, SORT_ALIASES
 from explorer.plan.size import size_options
@@ -94,7 +94,7 @@ def resolve_for_plan(args: argparse.Namespace):
     )
     chosen = bool(args.precision) or bool(named)
     fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, checkpoints)
-    return resolved.shape, artifacts, resolved.repo or resolved.shape.name or args.model, fallback
+    return resolved.shape, artifacts, resolved.launch_ref, fallback
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -233,6 +233,7 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
                     "model": model_ref,
                     "option": result.option.to_dict(),
                     "replicas": [o.to_dict() for o in result.replicas],
+                    "launch": list(pinned_launch(result)),
                     "overcommit_bytes": result.overcommit_bytes,
                     "short_now_bytes": result.short_now_bytes,
                     "cards_pinned": result.cards_pinned,
@@ -252,9 +253,8 @@ def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: s
             f"activations {gib(card.activations)} + overhead {gib(card.overhead)} = {gib(card.total)} "
             f"of {gib(card.usable)} usable\n  {result.option.memory_text}\n  {result.message}"
         )
-        for option in result.replicas:
-            for line in option.evaluation.command.splitlines():  # a launch over nodes: a line a node
-                print(f"  {line}")
+        for line in pinned_launch(result):
+            print(f"  {line}")
     return 3 if result.overcommitted else 0
 
 

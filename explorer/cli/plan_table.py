@@ -130,14 +130,14 @@ def print_best(result: PlanResult) -> None:
         print(f"  warning: {warning}")
     for note in best.notes:  # a stand-in checkpoint, none published; the engine's own (SGLang's combined need)
         print(f"  note: {note}")
-    if result.replica_launch is not None and best.replicas > 1:
-        launch = result.replica_launch(best)
-        print(f"  {best.replicas:,} replicas ({launch.method}):")
-        for line in launch.text().splitlines():
-            print(f"    {line}")
+    if result.replica_launch is None:
+        print(f"  {best.evaluation.command}")
     else:
-        for line in best.evaluation.command.splitlines():  # a launch over nodes: a line a node
-            print(f"  {line}")
+        launch = result.replica_launch(best)
+        if best.replicas > 1:
+            print(f"  {best.replicas:,} replicas ({launch.method}):")
+        for line in launch.text().splitlines():
+            print(f"    {line}" if best.replicas > 1 else f"  {line}")
     print_speed(best)
     others = [(e, o) for e, o in result.best_per_engine().items() if o is not best]
     for engine, o in others:

@@ -9,6 +9,7 @@ saying part by part what that card holds, in integer bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -123,10 +124,10 @@ class PlanRequest:
         0.9, kind="float", low=MIN_SHARE, high=1, cli=("--gpu-memory-utilization",),
         flags={"vllm": "--gpu-memory-utilization"}, help="share of each card vLLM may use")
     max_num_seqs: int | None = setting(
-        kind="int", optional=True, low=1, high=MAX_CONCURRENCY, cli=("--max-num-seqs",), launch="echo",
+        kind="int", optional=True, low=1, high=MAX_CONCURRENCY, cli=("--max-num-seqs",), launch="engine",
         flags={"vllm": "--max-num-seqs"}, help="running sequences at most (default: vLLM's for the card)")
     max_num_batched_tokens: int | None = setting(
-        kind="int", optional=True, low=1, high=MAX_CONTEXT_TOKENS, cli=("--max-num-batched-tokens",), launch="echo",
+        kind="int", optional=True, low=1, high=MAX_CONTEXT_TOKENS, cli=("--max-num-batched-tokens",), launch="engine",
         flags={"vllm": "--max-num-batched-tokens"}, help="tokens a step, the prefill chunk (default: vLLM's)")
     mem_fraction_static: float | None = setting(
         kind="float", optional=True, low=MIN_SHARE, high=1, cli=("--mem-fraction-static",),
@@ -136,41 +137,42 @@ class PlanRequest:
         flags={"sglang": "--enable-dp-attention"}, help="data-parallel attention")
     speculative: str | None = setting(
         kind="choice", optional=True, choices=("EAGLE", "EAGLE3", "NGRAM", "STANDALONE"), cli=("--speculative",),
-        url="speculative-algorithm", launch="echo", flags={"sglang": "--speculative-algorithm"},
+        url="speculative-algorithm", launch="engine", flags={"sglang": "--speculative-algorithm"},
         help="speculative decoding algorithm")
     enable_mixed_chunk: bool = setting(
-        False, kind="bool", cli=("--enable-mixed-chunk",), launch="echo", flags={"sglang": "--enable-mixed-chunk"},
+        False, kind="bool", cli=("--enable-mixed-chunk",), launch="engine", flags={"sglang": "--enable-mixed-chunk"},
         help="mix prefill chunks into decode batches")
     chunked_prefill_size: int | None = setting(
-        kind="int", optional=True, low=1, high=MAX_CONTEXT_TOKENS, cli=("--chunked-prefill-size",), launch="echo",
+        kind="int", optional=True, low=1, high=MAX_CONTEXT_TOKENS, cli=("--chunked-prefill-size",), launch="engine",
         flags={"sglang": "--chunked-prefill-size"}, help="chunked prefill: tokens a chunk (default: SGLang's)")
     cuda_graph_max_bs: int | None = setting(
-        kind="int", optional=True, low=1, high=MAX_CONCURRENCY, cli=("--cuda-graph-max-bs",), launch="echo",
+        kind="int", optional=True, low=1, high=MAX_CONCURRENCY, cli=("--cuda-graph-max-bs",), launch="engine",
         flags={"sglang": "--cuda-graph-max-bs"}, help="largest CUDA-graph batch (default: SGLang's)")
     enforce_eager: bool = setting(
-        False, kind="bool", cli=("--enforce-eager",), launch="echo",
+        False, kind="bool", cli=("--enforce-eager",), launch="engine",
         flags={"vllm": "--enforce-eager", "sglang": "--disable-cuda-graph"},
         help="no CUDA graphs")
     piecewise_cuda_graph: bool = setting(
-        False, kind="bool", cli=("--piecewise-cuda-graph",), url="enable-piecewise-cuda-graph", launch="echo",
+        False, kind="bool", cli=("--piecewise-cuda-graph",), url="enable-piecewise-cuda-graph", launch="engine",
         flags={"sglang": "--enable-piecewise-cuda-graph"}, help="piecewise CUDA graphs")
     piecewise_cuda_graph_max_tokens: int | None = setting(
         kind="int", optional=True, low=1, high=MAX_CONTEXT_TOKENS, cli=("--piecewise-cuda-graph-max-tokens",),
-        launch="echo", implies="piecewise_cuda_graph", flags={"sglang": "--piecewise-cuda-graph-max-tokens"},
+        launch="engine", implies="piecewise_cuda_graph", flags={"sglang": "--piecewise-cuda-graph-max-tokens"},
         help="the piecewise graphs' largest size, tokens (a quarter MiB a token; turns them on)")
     language_only: bool = setting(
-        False, kind="bool", cli=("--language-only",), launch="echo", flags={"sglang": "--language-only"},
+        False, kind="bool", cli=("--language-only",), launch="engine", flags={"sglang": "--language-only"},
         help="the vision encoder runs elsewhere: no vision-head divisibility check")
     hierarchical_cache: bool = setting(
-        False, kind="bool", cli=("--hierarchical-cache",), url="enable-hierarchical-cache", launch="echo",
+        False, kind="bool", cli=("--hierarchical-cache",), url="enable-hierarchical-cache", launch="engine",
         flags={"sglang": "--enable-hierarchical-cache"}, help="a host KV pool in pinned RAM")
     hicache_ratio: float = setting(
         2.0, kind="float", low=0, low_open=True, high=MAX_HICACHE_RATIO, cli=("--hicache-ratio",),
         implies="hierarchical_cache", flags={"sglang": "--hicache-ratio"},
         help="host KV pool over device KV pool (turns the host pool on)")
     hicache_size_gb: float | None = setting(
-        kind="float", optional=True, low=0, high=MAX_HOST_GIB, cli=("--hicache-size",), implies="hierarchical_cache",
-        flags={"sglang": "--hicache-size"}, help="host KV pool a rank, GB (10^9 bytes); overrides the ratio")
+        kind="float", optional=True, low=0, high=MAX_HOST_GIB, whole=True, cli=("--hicache-size",),
+        implies="hierarchical_cache", flags={"sglang": "--hicache-size"},
+        help="host KV pool a rank, whole GB (10^9 bytes; SGLang's flag is an int); overrides the ratio")
     swap_space_gib: float | None = setting(
         kind="float", optional=True, low=0, high=MAX_HOST_GIB, cli=("--swap-space",), launch="echo",
         flags={"vllm": "--swap-space"},
@@ -185,15 +187,15 @@ class PlanRequest:
         kind="floats", optional=True, low=0, high=MAX_SPLIT_SHARE, cli=("--tensor-split",),
         flags={"llamacpp": "--tensor-split"}, help="split over the cards, e.g. 3,1 (default: by free memory)")
     batch_tokens: int = setting(
-        2048, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--batch",), launch="echo",
+        2048, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--batch",), launch="engine",
         flags={"llamacpp": "-b"},
         help="logical batch, tokens")
     ubatch_tokens: int = setting(
-        512, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--ubatch",), launch="echo",
+        512, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--ubatch",), launch="engine",
         flags={"llamacpp": "-ub"},
         help="physical batch, tokens")
     mmap: bool = setting(
-        True, kind="bool", inverted=True, cli=("--no-mmap",), launch="echo", flags={"llamacpp": "--no-mmap"},
+        True, kind="bool", inverted=True, cli=("--no-mmap",), launch="echo", flags={"llamacpp": "--load-mode none"},
         help="load the file instead of mapping it")
     cpu_offload: bool = setting(
         True, kind="bool", inverted=True, cli=("--no-cpu-offload",), launch="none",
@@ -363,6 +365,24 @@ class CardMemory:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NodeCommand:
+    """What a further node of a launch runs beside the head's command.
+
+    Attributes:
+        rank: which of the launch's nodes runs it (1 = the first after the head).
+        command: its line, without devices or port (the launch lines add them).
+        devices: the card positions on that node it runs on (``NODE:INDEX``'s index); empty: the same cards
+            as the head's.
+        where: the node's name when the engine named it (an RPC server's host), else empty.
+    """
+
+    rank: int
+    command: str
+    devices: tuple[int, ...] = ()
+    where: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evaluation:
     """An engine's answer for one layout.
 
@@ -377,6 +397,9 @@ class Evaluation:
         free_needed_bytes: free memory a card must have now for the engine to start on it
             (vLLM: total × utilisation; SGLang: total × mem_fraction_static; llama.cpp: what it allocates).
         n_gpu_layers: llama.cpp's ``-ngl`` as resolved (None for other engines).
+        devices: the head node's card positions the command runs on, in the order its figures assume
+            (llama.cpp's ``--tensor-split``); empty: the first cards of the layout's class.
+        workers: what the launch's other nodes run (ranks of a launch across nodes, RPC servers).
     """
 
     cards: tuple[CardMemory, ...]
@@ -388,6 +411,8 @@ class Evaluation:
     notes: tuple[str, ...] = field(default=())
     free_needed_bytes: int = 0
     n_gpu_layers: int | None = None
+    devices: tuple[int, ...] = ()
+    workers: tuple[NodeCommand, ...] = ()
 
     def __post_init__(self) -> None:
         check_figures(
@@ -410,6 +435,20 @@ class Evaluation:
         """The card with the least headroom."""
         pool = list(self.cards) + ([self.host] if self.host is not None and not self.cards else [])
         return min(pool, key=lambda c: c.headroom)
+
+
+#: the head node's address in a launch across nodes: a placeholder the launch lines name the head node in
+HEAD_ADDRESS = "<head-node>"
+
+
+def across_nodes(base: str, nodes: int, rank_flags: Callable[[int], str]) -> tuple[str, tuple[NodeCommand, ...]]:
+    """A launch over ``nodes`` nodes: the head's command and each other node's, ``base`` with that rank's flags
+    (one node: ``base`` alone)."""
+    if nodes < 2:
+        return base, ()
+    return f"{base} {rank_flags(0)}", tuple(
+        NodeCommand(rank=r, command=f"{base} {rank_flags(r)}") for r in range(1, nodes)
+    )
 
 
 def pp_partition(layers: int, pp: int) -> list[tuple[int, int]]:

@@ -219,6 +219,7 @@ class Option:
             "max_context": ev.max_context_tokens,
             "max_concurrency": ev.max_concurrency,
             "command": ev.command,
+            "node_commands": [{"rank": w.rank, "command": w.command, "where": w.where} for w in ev.workers],
             "notes": list(self.notes),
         }
         if self.speed is not None:

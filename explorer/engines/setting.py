@@ -61,6 +61,7 @@ class Setting:
         low_open: the number must be above ``low``.
         choices: the values a ``choice`` may take.
         inverted: the switch turns the field off (``--no-mmap`` sets ``mmap`` False).
+        whole: a number that must be whole though the field holds a float (SGLang's ``--hicache-size`` GB).
         implies: a switch this setting turns on when given (``--piecewise-cuda-graph-max-tokens`` turns on
             ``piecewise_cuda_graph``).
         main: the app sets it with its main controls (context, concurrency, KV type, weights, engine), not in
@@ -81,6 +82,7 @@ class Setting:
     low_open: bool = False
     choices: tuple[str, ...] = ()
     inverted: bool = False
+    whole: bool = False
     implies: str | None = None
     main: bool = False
 
@@ -109,7 +111,8 @@ class Setting:
         if self.kind == "int":
             return f"a whole number from {low} to {high}"
         if self.kind == "float":
-            return f"a finite number from {'above ' if self.low_open else ''}{low} to {high}"
+            what = "a whole number" if self.whole else "a finite number"
+            return f"{what} from {'above ' if self.low_open else ''}{low} to {high}"
         if self.kind == "seconds":
             return f"a duration from {'above ' if self.low_open else ''}{low} s to {high} s (1s, 50ms, 0.2)"
         if self.kind == "floats":
@@ -139,7 +142,7 @@ class Setting:
         if self.kind == "int" and not isinstance(value, int):
             return False
         above_low = value > self.low if self.low_open else value >= self.low  # NaN fails both
-        return above_low and value <= self.high
+        return above_low and value <= self.high and (not self.whole or float(value).is_integer())
 
     def _shares_ok(self, value: Any) -> bool:
         if not isinstance(value, tuple) or not 0 < len(value) <= MAX_TENSOR_SPLIT_PARTS:

@@ -35,17 +35,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from explorer.engines import vllm
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     ENGINE_LABELS,
+    HEAD_ADDRESS,
     CardMemory,
     EngineName,
     Evaluation,
     Layout,
     PlanRequest,
+    across_nodes,
     card_role,
     largest_context,
     online_flags,
@@ -55,7 +58,6 @@ from explorer.engines.common import (
 from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
-from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -184,6 +186,13 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
             ("ep-size", f"SGLang splits experts by tp / ep: --ep-size {layout.ep} must divide --tp-size {layout.tp}")
         )
     out += expert_size_refusals(shape, request)
+    if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
+        out.append(
+            (
+                "kv-dtype",
+                f"SGLang has no {request.kv_dtype} KV cache (--kv-cache-dtype: auto, {', '.join(KV_CACHE_DTYPE)})",
+            )
+        )
     if (layout.tp * layout.pp) % layout.nodes:
         out.append(
             ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
@@ -248,13 +257,17 @@ def evaluate(
     notes = (f"mem_fraction_static {mfs:g} of the {gib(free)} free at start", combined_note(cards, layout, mfs))
     if calibration is not None:
         notes += (calibration.note,)
+    batch = card_defaults(capacity // MiB, layout.tp, request)
+    head, workers = across_nodes(command(model_ref, shape, precision, layout, request, mfs, batch), layout.nodes,
+                                 partial(rank_flags, layout.nodes))  # fmt: skip
     return Evaluation(
         cards=tuple(cards),
         host=None,
         max_context_tokens=max_context,
         max_concurrency=max(0, conc),
-        command=command(model_ref, shape, precision, layout, request, mfs),
+        command=head,
         notes=notes,
+        workers=workers,
         free_needed_bytes=static,
     )
 
@@ -270,10 +283,25 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
     )
 
 
+#: ``--kv-cache-dtype`` for explorer's KV types (SGLang 0.5.10.post1 ``server_args.py``: auto, fp8_e5m2, fp8_e4m3,
+#: bf16, bfloat16, fp4_e2m1); the others (fp16 on a bf16 model, fp32, llama.cpp's q8_0…) are refused
+KV_CACHE_DTYPE = {"bf16": "bf16", "fp8": "fp8_e4m3"}
+#: the port ``--dist-init-addr`` names on the head node (SGLang's docs use 5000; any free port does)
+DIST_INIT_PORT = 5000
+
+
 def command(
-    model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest, mfs: float
+    model_ref: str,
+    shape: ModelShape,
+    precision: Precision,
+    layout: Layout,
+    request: PlanRequest,
+    mfs: float,
+    batch: tuple[int, int],
 ) -> str:
-    """The ``sglang.launch_server`` line for this layout."""
+    """The ``sglang.launch_server`` line for this layout, with every setting the plan assumed: the static share
+    and ``batch`` (the chunked prefill size and the CUDA-graph batch cap, :func:`card_defaults`) are written
+    out even at SGLang's defaults, which depend on the card and the release."""
     parts = ["python -m sglang.launch_server", f"--model-path {model_ref}"]
     if layout.tp > 1:
         parts.append(f"--tp-size {layout.tp}")
@@ -282,23 +310,49 @@ def command(
     if layout.ep > 1:
         parts.append(f"--ep-size {layout.ep}")
     parts.append(f"--context-length {request.context_tokens}")
-    if request.mem_fraction_static:
-        parts.append(f"--mem-fraction-static {mfs:g}")
+    parts.append(f"--mem-fraction-static {mfs:g}")
     if request.dp_attention:
         parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
     elif layout.dp > 1:
         parts.append(f"--dp-size {layout.dp}")
     if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {'fp8_e4m3' if request.kv_dtype == 'fp8' else request.kv_dtype}")
+        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           SGLang.online_methods)  # fmt: skip
-    parts += launch_flags(request, "sglang")  # --speculative-algorithm, --chunked-prefill-size… as the user set them
-    if request.hierarchical_cache:  # the host pool's size, or its ratio (SGLang's default 2 written out)
-        size = request.hicache_size_gb
-        parts.append(f"--hicache-size {size:g}" if size else f"--hicache-ratio {request.hicache_ratio:g}")
-    if layout.nodes > 1:
-        parts.append(f"--nnodes {layout.nodes} --node-rank <0..{layout.nodes - 1}> --dist-init-addr <head-node>:5000")
+    if request.speculative:
+        parts.append(f"--speculative-algorithm {request.speculative}")
+    if request.enable_mixed_chunk:
+        parts.append("--enable-mixed-chunk")
+    chunk, graph_bs = batch
+    parts += [f"--chunked-prefill-size {chunk}", f"--cuda-graph-max-bs {graph_bs}"]
+    parts += _tuning_flags(request)
     return " ".join(parts)
+
+
+def rank_flags(nodes: int, rank: int) -> str:
+    """One node's flags in a launch across ``nodes`` nodes: its rank and the head's address."""
+    return f"--nnodes {nodes} --node-rank {rank} --dist-init-addr {HEAD_ADDRESS}:{DIST_INIT_PORT}"
+
+
+def _tuning_flags(request: PlanRequest) -> list[str]:
+    """The launch flags of the request's SGLang knobs, those set."""
+    flags = []
+    if request.enforce_eager:
+        flags.append("--disable-cuda-graph")
+    if request.piecewise_cuda_graph:
+        flags.append("--enable-piecewise-cuda-graph")
+        if request.piecewise_cuda_graph_max_tokens:
+            flags.append(f"--piecewise-cuda-graph-max-tokens {request.piecewise_cuda_graph_max_tokens}")
+    if request.language_only:
+        flags.append("--language-only")
+    if request.hierarchical_cache:
+        flags.append("--enable-hierarchical-cache")
+        flags.append(
+            f"--hicache-size {request.hicache_size_gb:.0f}"  # whole GB (PlanRequest refuses a fraction)
+            if request.hicache_size_gb
+            else f"--hicache-ratio {request.hicache_ratio:g}"
+        )
+    return flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,9 +388,9 @@ class SGLang(SplitWalk):
             cmd += f" --nnodes {fleet.nodes} --node-rank <0..{fleet.nodes - 1}> --dist-init-addr <head-node>:5000"
         return cmd
 
-    #: fitted on published SGLang rows (docs/notes/speed_model.md)
+    #: fitted on published vLLM and SGLang rows together (docs/notes/speed_model.md)
     speed: ClassVar[SpeedFacts] = SpeedFacts(
-        efficiency=0.6, dense_layer_floor_s=0.75e-4, moe_layer_floor_s=2.0e-4, token_overhead_s=0.0
+        efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.75e-3
     )
 
     def prefill_chunk_tokens(self, gpu: GPUClass, request: PlanRequest) -> int:

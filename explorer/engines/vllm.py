@@ -26,16 +26,20 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     ENGINE_LABELS,
+    HEAD_ADDRESS,
     CardMemory,
     EngineName,
     Evaluation,
     Layout,
+    NodeCommand,
     PlanRequest,
+    across_nodes,
     card_role,
     largest_context,
     online_flags,
@@ -62,7 +66,8 @@ BLOCK_TOKENS = 16
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Divisibility rules vLLM enforces for this layout, and an ``--ep`` vLLM cannot set apart from tp × dp."""
+    """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, and a KV
+    cache type it has none of."""
     out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
     asked = request.expert_parallel_size
     if asked and shape.moe is not None and asked != layout.ep:
@@ -71,6 +76,13 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
                 "ep-size",
                 f"vLLM's expert-parallel group is every rank of the launch (--enable-expert-parallel: tp × dp = "
                 f"{layout.ep}); --ep {asked} cannot be set apart from it",
+            )
+        )
+    if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
+        out.append(
+            (
+                "kv-dtype",
+                f"vLLM has no {request.kv_dtype} KV cache (--kv-cache-dtype: auto, {', '.join(KV_CACHE_DTYPE)})",
             )
         )
     return out
@@ -161,28 +173,43 @@ def evaluate(
         notes.append(f"concurrency capped by max_num_seqs ({seqs})")
     if calibration is not None:
         notes.append(calibration.note)
+    base = command(model_ref, shape, precision, layout, request, max_num_seqs=seqs, max_num_batched_tokens=tokens)
+    head, workers = launch_over_nodes(base, layout)
     return Evaluation(
         cards=tuple(cards),
         host=None,
         max_context_tokens=max_context,
         max_concurrency=max_conc,
-        command=command(model_ref, shape, precision, layout, request),
+        command=head,
         notes=tuple(notes),
         free_needed_bytes=usable,
+        workers=workers,
     )
 
 
+#: ``--kv-cache-dtype`` for explorer's KV types (vLLM 0.26.0 ``vllm/config/cache.py`` ``CacheDType``); the others
+#: (fp32, llama.cpp's q8_0…) vLLM has no cache of, and a layout asking for one is refused
+KV_CACHE_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
 #: the port the head's data-parallel RPC listens on in vLLM's multi-node example
 DP_RPC_PORT = 13345
-#: the head node's address in a multi-node command: a placeholder the user fills in
-HEAD_ADDRESS = "<HEAD_NODE_IP>"
 #: nodes beyond which the headless nodes' lines are folded into one with a placeholder start rank
 MAX_NODE_LINES = 4
 
 
-def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest) -> str:
-    """The ``vllm serve`` line for this layout; an expert-parallel dp launch over several nodes gets a line a node
-    (the head first, then ``--headless`` ones), one per line (vLLM's ``data_parallel_deployment.md``)."""
+def command(
+    model_ref: str,
+    shape: ModelShape,
+    precision: Precision,
+    layout: Layout,
+    request: PlanRequest,
+    *,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+) -> str:
+    """The ``vllm serve`` line for this layout (the head's part common to every node), with every setting the plan
+    assumed: the memory share and the scheduler's batch sizes are written out even at their defaults (the
+    defaults moved between releases: ``gpu_memory_utilization`` is 0.92 in 0.26, the batch sizes depend on the
+    card). A launch over nodes adds each node's flags (:func:`launch_over_nodes`)."""
     parts = ["vllm serve", model_ref]
     if layout.tp > 1:
         parts.append(f"--tensor-parallel-size {layout.tp}")
@@ -191,20 +218,35 @@ def command(model_ref: str, shape: ModelShape, precision: Precision, layout: Lay
     if layout.dp > 1:
         parts.append(f"--data-parallel-size {layout.dp}")
     parts.append(f"--max-model-len {request.context_tokens}")
-    if request.gpu_memory_utilization != 0.9:
-        parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
+    parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
     if layout.ep > 1:
         parts.append("--enable-expert-parallel")
     if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {request.kv_dtype}")
+        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           VLLM.online_methods)  # fmt: skip
-    parts += launch_flags(request, "vllm")  # --max-num-seqs, --enforce-eager, --swap-space… as the user set them
-    if layout.nodes > 1 and layout.expert_dp:
-        return "\n".join(node_commands(" ".join(parts), layout))
-    if layout.nodes > 1:
-        parts.append("--distributed-executor-backend ray")
+    parts.append(f"--max-num-seqs {max_num_seqs}")
+    parts.append(f"--max-num-batched-tokens {max_num_batched_tokens}")
+    if request.enforce_eager:
+        parts.append("--enforce-eager")
+    parts += launch_flags(request, "vllm")  # --swap-space as the user set it
     return " ".join(parts)
+
+
+def launch_over_nodes(base: str, layout: Layout) -> tuple[str, tuple[NodeCommand, ...]]:
+    """The head's command and each other node's: an expert-parallel dp launch starts its dp ranks node by node
+    (:func:`node_commands`); any other runs vLLM's multiprocessing backend over the nodes (:func:`rank_flags`)."""
+    if layout.nodes > 1 and layout.expert_dp:
+        head, *others = node_commands(base, layout)
+        return head, tuple(NodeCommand(rank=k, command=line) for k, line in enumerate(others, 1))
+    return across_nodes(base, layout.nodes, partial(rank_flags, layout.nodes))
+
+
+def rank_flags(nodes: int, rank: int) -> str:
+    """One node's flags in a launch across ``nodes`` nodes, as vLLM's multiprocessing backend takes them
+    (docs/serving/parallelism_scaling.md, 0.26.0): every node names the head, the others run ``--headless``."""
+    flags = f"--nnodes {nodes} --node-rank {rank} --master-addr {HEAD_ADDRESS}"
+    return flags + (" --headless" if rank else "")
 
 
 def node_commands(base: str, layout: Layout) -> list[str]:
@@ -263,9 +305,9 @@ class VLLM(SplitWalk):
             cmd += " --distributed-executor-backend ray"  # the instance spans nodes
         return cmd
 
-    #: fitted on published vLLM rows (docs/notes/speed_model.md)
+    #: fitted on published vLLM and SGLang rows together (docs/notes/speed_model.md)
     speed: ClassVar[SpeedFacts] = SpeedFacts(
-        efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.875e-3
+        efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.75e-3
     )
 
     def prefill_chunk_tokens(self, gpu: GPUClass, request: PlanRequest) -> int:

@@ -132,12 +132,17 @@ CONVERT_MARK = " GGUF (convert_hf_to_gguf.py, then llama-quantize)>"
 
 def placeholder_ref(label: str, base_repo: str) -> str:
     """What a launch command names when no checkpoint of ``label`` is known: visible, never runnable."""
-    return f"<{base_repo} at {label}{UNPUBLISHED_MARK}"
+    return f"<{_unbracketed(base_repo)} at {label}{UNPUBLISHED_MARK}"
 
 
 def convert_ref(quant: str, base_repo: str) -> str:
     """What a llama.cpp launch names for weights it loads only once converted to a ``quant`` GGUF."""
-    return f"<{base_repo} converted to a {quant}{CONVERT_MARK}"
+    return f"<{_unbracketed(base_repo)} converted to a {quant}{CONVERT_MARK}"
+
+
+def _unbracketed(ref: str) -> str:
+    """A reference that is itself a placeholder (``<the folder with …>``) without its brackets, to nest it."""
+    return ref[1:-1] if ref.startswith("<") and ref.endswith(">") else ref
 
 
 def loads_published_weights(command: str) -> bool:

@@ -15,6 +15,8 @@ the layers by each card's memory and reaches other nodes through RPC.
   replicas, none may overcommit nor lack free memory now: that is refused. A
   launch across nodes (a distributed vLLM or SGLang instance) takes its nodes
   whole: two replicas never put distributed launches on the same node.
+- **Launch.** :func:`pinned_launch` writes each replica's lines on exactly its cards
+  (``CUDA_VISIBLE_DEVICES`` in the order the launch assumes, a port each, a line a node).
 - **Judgement.** Each card's need is compared with what the engine may use on it
   (overcommit) and with what is free on it now
   (:meth:`explorer.hardware.cluster.GPUGroup.free_bytes_on`: a busy card has
@@ -38,6 +40,7 @@ from explorer.hardware.cards import CardRef, node_cards
 from explorer.hardware.cluster import Cluster
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
+from explorer.plan.launch_lines import FIRST_PORT, launch_lines, several_classes
 from explorer.plan.offer import original_artifact
 from explorer.units import gib
 
@@ -52,6 +55,7 @@ class PinnedResult:
         short_now_bytes: bytes short of what the engine needs free now, on the worst pinned card (0: free enough).
         message: what to tell the user.
         replicas: every replica's launch, the first being ``option``.
+        replica_cards: the cards of each replica's launch, its main node's first.
         cards_used: pinned cards the launches run on.
         cards_pinned: cards the user pinned.
         cards_ready: used cards with the free memory the engine needs to start on them now.
@@ -64,6 +68,7 @@ class PinnedResult:
     short_now_bytes: int
     message: str
     replicas: tuple[Option, ...] = ()
+    replica_cards: tuple[tuple[CardRef, ...], ...] = ()
     cards_used: int = 0
     cards_pinned: int = 0
     cards_ready: int = 0
@@ -160,12 +165,26 @@ def check_pinned(
         short_now_bytes=max(j.short for j in judged),
         message=message,
         replicas=tuple(p.option for p in layouts),
+        replica_cards=tuple(p.cards for p in layouts),
         cards_used=used,
         cards_pinned=len(picked),
         cards_ready=sum(j.ready for j in judged),
         usable_bytes=sum(j.usable for j in judged),
         free_bytes=sum(j.free for j in judged),
     )
+
+
+def pinned_launch(result: PinnedResult) -> tuple[str, ...]:
+    """Each replica's launch lines on exactly its pinned cards, replica ``i`` on port 8000 + ``i``: the main
+    node's line first, then a line for each other node (a rank of a launch across nodes, an RPC server)."""
+    lines: list[str] = []
+    for i, (option, cards) in enumerate(zip(result.replicas, result.replica_cards, strict=True)):
+        on_node: dict[str, list[int]] = {option.node.name: []} if option.node is not None else {}
+        for card in cards:
+            on_node.setdefault(card.node.name, []).append(card.position)
+        mixed = any(several_classes(card.node) for card in cards)
+        lines += launch_lines(option.evaluation, list(on_node.items()), FIRST_PORT + i, bus_order=mixed)
+    return tuple(lines)
 
 
 def _replica_sets(picked: list[CardRef], request: PlanRequest, replicas: int) -> list[list[CardRef]]:

@@ -16,15 +16,16 @@ whole launch, as the walk laid it out.
 
 Starting them (:func:`replica_launch`):
 
-- one copy: the option's own command;
+- one copy: the option's own command, on the node and cards the plan chose;
 - a single-node layout without pipeline stages, on an engine that starts
   copies itself: one launch a node with its flag, ``vllm serve …
   --data-parallel-size 4`` (vLLM's data parallelism, one API server over 4
   engines) or SGLang's ``--dp-size 4``;
 - otherwise one launch a copy, each with its GPU list
-  (``CUDA_VISIBLE_DEVICES=2,3 … --port 8001``), behind a load balancer; a copy
-  over nodes whose command has a line a node (vLLM's data-parallel head, then its
-  ``--headless`` ranks) names each line's node.
+  (``CUDA_VISIBLE_DEVICES=2,3 … --port 8001``), behind a load balancer;
+  a copy across nodes is a line a node (its rank, the head's address as a placeholder).
+
+Every line names its devices and its port (:mod:`explorer.plan.launch_lines`).
 """
 
 from __future__ import annotations
@@ -37,12 +38,12 @@ from explorer.engines.options import Option
 from explorer.engines.registry import engine_named
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.copies import Census, HostCap, node_slots
+from explorer.plan.launch_lines import FIRST_PORT, class_positions, launch_lines, on_devices, several_classes
 
 __all__ = ["MAX_LINES", "Census", "ReplicaLaunch", "replica_launch", "with_replicas"]
 
 #: launch lines listed; the rest are counted
 MAX_LINES = 8
-FIRST_PORT = 8000
 
 
 def _host_cap(option: Option, request: PlanRequest) -> HostCap:
@@ -124,28 +125,30 @@ def _where(nodes: list[Node]) -> str:
     return f"each of {len(nodes):,} nodes ({nodes[0].name} … {nodes[-1].name})"
 
 
-def _gpus(first: int, width: int) -> str:
-    return ",".join(str(first + i) for i in range(width))
-
-
 def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None = None) -> ReplicaLaunch:
-    """The launch lines for all ``option.replicas`` copies (see the module docstring)."""
-    command, layout, n = option.evaluation.command, option.layout, option.replicas
-    if n <= 1:
-        return ReplicaLaunch(replicas=1, method="one", lines=(command,))
+    """The launch lines for all ``option.replicas`` copies (see the module docstring), each on its devices with
+    its port (:mod:`explorer.plan.launch_lines`)."""
+    layout, n, ev = option.layout, max(1, option.replicas), option.evaluation
+    method: Literal["one", "instances"] = "one" if n == 1 else "instances"
     request = request or PlanRequest()
     if layout.cpu or layout.unified:
         hosts = [m for m in cluster.nodes if (m.is_cpu_only if layout.cpu else m.unified)][:n] or [option.node]
-        lines = tuple(f"{m.name}: {command}" for m in hosts[:MAX_LINES])  # type: ignore[union-attr]
-        return ReplicaLaunch(replicas=n, method="instances", lines=lines, more=max(0, n - len(lines)))
+        lines = tuple(f"{m.name}: {on_devices(ev.command, (), FIRST_PORT)}" for m in hosts[:MAX_LINES])  # type: ignore[union-attr]
+        return ReplicaLaunch(replicas=n, method=method, lines=lines, more=max(0, n - len(lines)))
+    if layout.rpc or (n == 1 and layout.nodes == 1):  # one launch where the plan put it (RPC servers name their cards)
+        node = option.node
+        head = class_positions(node, layout.gpu_class, layout.gpus_per_node) if node is not None else []
+        place = [(node.name if node is not None else "<node1>", head)]
+        lines = launch_lines(ev, place, FIRST_PORT, bus_order=several_classes(node))
+        return ReplicaLaunch(replicas=n, method=method, lines=tuple(lines[:MAX_LINES]), more=max(0, n - 1))
     slots = [(m, k) for m, k in node_slots(cluster, layout.gpu_class, layout.gpus_per_node,
                                              host_cap=_host_cap(option, request)) if k]  # fmt: skip
     flag = engine_named(option.engine).data_parallel_flag
-    if layout.nodes == 1 and flag and layout.pp == 1 and layout.dp == 1:
-        return _data_parallel(command, flag, slots, n)
+    if n > 1 and layout.nodes == 1 and flag and layout.pp == 1 and layout.dp == 1 and flag not in ev.command.split():
+        return _data_parallel(option, flag, slots, n)
     if layout.nodes == 1:
-        return _instances(command, layout.gpus_per_node, slots, n)
-    return _spanning(command, layout.nodes, layout.gpus_per_node, slots, n)
+        return _instances(option, slots, n)
+    return _spanning(option, slots, n)
 
 
 def _by_slots(slots: list[tuple[Node, int]]) -> list[tuple[int, list[Node]]]:
@@ -159,24 +162,33 @@ def _by_slots(slots: list[tuple[Node, int]]) -> list[tuple[int, list[Node]]]:
     return runs
 
 
-def _data_parallel(command: str, flag: str, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
-    runs = _by_slots(slots)
-    lines = tuple(f"{_where(nodes)}: {command}" + (f" {flag} {k}" if k > 1 else "") for k, nodes in runs)
+def _data_parallel(option: Option, flag: str, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
+    """A launch a run of alike nodes, its ``k`` copies on the node's first ``k × width`` cards of the class."""
+    layout, ev = option.layout, option.evaluation
+    lines = []
+    for k, nodes in _by_slots(slots):
+        command = ev.command + (f" {flag} {k}" if k > 1 else "")
+        devices = class_positions(nodes[0], layout.gpu_class, k * layout.gpus_per_node)
+        lines.append(
+            f"{_where(nodes)}: {on_devices(command, devices, FIRST_PORT, bus_order=several_classes(nodes[0]))}"
+        )
     return ReplicaLaunch(
-        replicas=n, method="data-parallel", lines=lines[:MAX_LINES], more=max(0, len(lines) - MAX_LINES)
+        replicas=n, method="data-parallel", lines=tuple(lines[:MAX_LINES]), more=max(0, len(lines) - MAX_LINES)
     )
 
 
-def _instances(command: str, width: int, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
+def _instances(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
+    """A launch a copy: copy ``j`` of a node on its ``j``-th ``width`` cards of the class, port 8000 + ``j``."""
+    layout, ev = option.layout, option.evaluation
+    width = layout.gpus_per_node
     lines: list[str] = []
-    total = 0
     for k, nodes in _by_slots(slots):
-        total += k * len(nodes)
+        positions = class_positions(nodes[0], layout.gpu_class, min(k, MAX_LINES) * width)
         for j in range(k):
             if len(lines) < MAX_LINES:
-                where = _where(nodes)
-                lines.append(
-                    f"{where}: CUDA_VISIBLE_DEVICES={_gpus(j * width, width)} {command} --port {FIRST_PORT + j}"
+                devices = positions[j * width : (j + 1) * width]
+                lines += launch_lines(
+                    ev, [(_where(nodes), devices)], FIRST_PORT + j, bus_order=several_classes(nodes[0])
                 )
     return ReplicaLaunch(replicas=n, method="instances", lines=tuple(lines), more=max(0, _launches(slots) - len(lines)))
 
@@ -186,28 +198,39 @@ def _launches(slots: list[tuple[Node, int]]) -> int:
     return sum(k for k, _ in _by_slots(slots))
 
 
-def _spanning(command: str, nodes: int, width: int, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
-    """Copies over ``nodes`` nodes of one fabric each: the first few laid out greedily (most slots left first)."""
+def _spanning(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
+    """Copies over ``nodes`` nodes of one fabric each, the first few laid out greedily (most slots left first):
+    a line a node of each copy, the head's with its port (one a copy headed on that node)."""
+    layout, ev = option.layout, option.evaluation
+    nodes, width = layout.nodes, layout.gpus_per_node
     lines: list[str] = []
+    copies = 0
     fabrics: dict[str | None, list[tuple[Node, int]]] = {}
     for m, k in slots:
         if m.fabric is not None:
             fabrics.setdefault(m.fabric, []).append((m, k))
     for members in fabrics.values():
         left = {m.name: k for m, k in members}
+        by_name = {m.name: m for m, _ in members}
         used = dict.fromkeys(left, 0)
-        while len(lines) < MAX_LINES:
+        heads = dict.fromkeys(left, 0)
+        while copies < n and len(lines) + nodes <= MAX_LINES:
             chosen = sorted(left, key=lambda name: -left[name])[:nodes]
             if len(chosen) < nodes or left[chosen[-1]] < 1:
                 break
-            parts = []
+            placed = []
             for name in chosen:
-                parts.append(f"{name} GPUs {_gpus(used[name] * width, width)}")
+                positions = class_positions(by_name[name], layout.gpu_class, (used[name] + 1) * width)
+                placed.append((name, positions[used[name] * width :]))
                 left[name] -= 1
                 used[name] += 1
-            per_node = command.splitlines()
-            if len(per_node) == nodes:  # a line a node (vLLM's head, then --headless ranks): each its node
-                lines.append("; ".join(f"{part}: {line}" for part, line in zip(parts, per_node, strict=True)))
-            else:
-                lines.append(f"{' + '.join(parts)}: {command}")
-    return ReplicaLaunch(replicas=n, method="instances", lines=tuple(lines), more=max(0, n - len(lines)))
+            mixed = any(several_classes(by_name[name]) for name in chosen)
+            lines += launch_lines(ev, placed, FIRST_PORT + heads[chosen[0]], bus_order=mixed)
+            heads[chosen[0]] += 1
+            copies += 1
+    if not lines:  # no copy fits the cards free of others: the layout on nodes the user picks
+        lines = launch_lines(ev, [(f"<node{i + 1}>", list(range(width))) for i in range(nodes)], FIRST_PORT)
+        copies = 1
+    return ReplicaLaunch(
+        replicas=n, method="one" if n == 1 else "instances", lines=tuple(lines), more=max(0, n - copies)
+    )

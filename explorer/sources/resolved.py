@@ -58,6 +58,20 @@ class ResolvedModel:
         )
 
     @property
+    def launch_ref(self) -> str:
+        """What a launch command loads the model from: its Hub repository; a local model folder or .gguf file
+        by its absolute path; a visible placeholder when only a config file was given (or pasted), which has no
+        weights beside it. Never a file's stem, which an engine would look up on the Hub as a repository."""
+        if self.repo:
+            return self.repo
+        path = self.spec.path.expanduser() if self.spec.path is not None else None
+        if path is not None and self.spec.kind == "gguf":
+            return str(path.resolve())
+        if path is not None and (path.is_dir() or path.name == "config.json"):
+            return str((path if path.is_dir() else path.parent).resolve())
+        return f"<the folder with {self.shape.name or 'the model'}'s config.json and weights>"
+
+    @property
     def selected(self) -> Artifact | None:
         """The artifact the user named (``org/name:FILE.gguf``, a local .gguf), else the first offered."""
         want = self.spec.filename or (self.spec.path.name if self.spec.kind == "gguf" and self.spec.path else None)

@@ -168,7 +168,7 @@ def placement(
             ubatch_tokens=ubatch_tokens,
             host_link_bytes_per_s=host_link,
         )
-    dispatch = layout.ep if layout.dp > 1 and layout.ep > 1 and shape.moe else 0
+    dispatch = layout.ep if layout.expert_dp and shape.moe else 0  # vLLM's dp ranks sharing experts
     # SGLang spans tp over nodes, and data + expert parallelism spans its ranks over them
     within = layout.nodes == 1 or (layout.tp <= layout.gpus_per_node and not dispatch)
     tp_link = (link, latency, kind) if within else (*fabric, "fabric")

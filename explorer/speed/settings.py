@@ -32,7 +32,7 @@ FABRIC_LATENCY_S = 10e-6
 RPC_LATENCY_S = 50e-6
 #: what one small collective (an all-reduce of one step's activations) takes in practice, by link: the
 #: estimate's figure (the bound keeps the latencies above); fitted on published multi-card MoE and dense rows
-COLLECTIVE_ESTIMATE_S = {"nvlink": 15e-6, "pcie": 30e-6, "fabric": 100e-6}
+COLLECTIVE_ESTIMATE_S = {"nvlink": 25e-6, "pcie": 50e-6, "fabric": 150e-6}
 #: an expert-parallel dispatch or combine (all-to-all) costs this many small collectives' latency
 ALLTOALL_LATENCIES = 2
 ACTIVATION_BYTES = 2  # bf16 hidden states (vLLM, SGLang)

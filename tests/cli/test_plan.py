@@ -69,8 +69,36 @@ def test_a_local_gguf_plans_with_llamacpp_only(capsys, tmp_path):
     status, out = _json(capsys, str(path), "--cluster", "1xcpu-8g", "--context", "2048")
     assert status == 0
     assert {o["engine"] for o in out["options"]} == {"llamacpp"}
-    assert out["options"][0]["command"].startswith("llama-server -m tiny-Q4_K_M.gguf -c 2048")
+    # the file by its path, as the plan was made from it (issue 24: a local model's command names where it is)
+    assert out["options"][0]["command"].startswith(f"llama-server -m {path.resolve()} -c 2048")
     assert out["pruned"]["format"] == 2  # vLLM and SGLang serve safetensors, not GGUF
+
+
+def test_a_local_config_launches_from_its_folder_or_a_placeholder(capsys, tmp_path):
+    """issue 24: a plan of ``Qwen__Qwen3-8B.json`` printed ``vllm serve Qwen__Qwen3-8B``, the file's stem, which
+    vLLM looks up on the Hub. A model folder is named by its path; a lone config file by a visible placeholder."""
+    text = (CONFIGS / "Qwen__Qwen3-8B.json").read_text()
+    (tmp_path / "Qwen__Qwen3-8B.json").write_text(text)
+    (tmp_path / "Qwen3-8B").mkdir()
+    (tmp_path / "Qwen3-8B" / "config.json").write_text(text)
+    args = ("--cluster", "1x1xh100-80g", "--engine", "vllm")
+    _, lone = _json(capsys, str(tmp_path / "Qwen__Qwen3-8B.json"), *args)
+    _, folder = _json(capsys, str(tmp_path / "Qwen3-8B"), *args)
+    assert lone["options"][0]["command"].startswith(
+        "vllm serve <the folder with Qwen__Qwen3-8B's config.json and weights> "
+    )
+    assert folder["options"][0]["command"].startswith(f"vllm serve {(tmp_path / 'Qwen3-8B').resolve()} ")
+
+
+def test_pinned_replicas_print_a_line_each_with_devices_and_ports(capsys):
+    """issue 24: ``--gpus l40s-48g#0:2,l40s-48g#0:3 --replicas 2`` printed the same command twice."""
+    status = main(["plan", "Qwen/Qwen3-8B", "--offline", "--cluster", "1x4xl40s-48g",
+                   "--gpus", "l40s-48g#0:2,l40s-48g#0:3", "--replicas", "2"])  # fmt: skip
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines() if "vllm serve" in line]
+    assert status == 0 and len(lines) == 2
+    assert lines[0].startswith("l40s-48g#0: CUDA_VISIBLE_DEVICES=2 vllm serve Qwen/Qwen3-8B ")
+    assert lines[1].startswith("l40s-48g#0: CUDA_VISIBLE_DEVICES=3 vllm serve Qwen/Qwen3-8B ")
+    assert lines[0].endswith("--port 8000") and lines[1].endswith("--port 8001")
 
 
 def test_snapshot_id_offline_and_sort_by_speed(capsys):
@@ -128,7 +156,8 @@ def test_pinning_a_gguf_file_checks_llamacpp(capsys, tmp_path):
     status = main(["plan", str(path), "--cluster", "1x2xl4-24g", "--gpus", "0", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert status == 0 and out["option"]["engine"] == "llamacpp"
-    assert out["option"]["command"].startswith("llama-server -m tiny-Q4_K_M.gguf")
+    assert out["option"]["command"].startswith(f"llama-server -m {path.resolve()} ")
+    assert out["launch"][0].startswith(f"l4-24g#0: CUDA_VISIBLE_DEVICES=0 llama-server -m {path.resolve()} ")
     assert main(["plan", str(path), "--cluster", "1x2xl4-24g", "--gpus", "0", "--engine", "vllm"]) == 2
     assert "vllm serves safetensors weights, not gguf" in capsys.readouterr().err
 
@@ -210,9 +239,10 @@ def test_the_table_fits_120_columns_by_tier_and_wide_shows_every_column(capsys):
     table = [line for line in text.splitlines() if line[:3].strip().isdigit() or line.startswith("  # ")]
     assert table and max(len(line) for line in table) <= 120
     assert "tier 1: every layer on accelerators" in text and "tier 2:" in text and "tier 3: CPU only" in text
-    # SGLang tp 16 and vLLM tp 8 × pp 2 both spend the 16 cards; SGLang's one tensor-parallel group decodes
-    # faster by the roofline (33.1 vs 19.0 tok/s), so it is #1 and vLLM's whole-node layout is its best
-    assert "(tp8 pp2)" in text and "best vLLM: #2 vLLM · 2 nodes × 8 h100-80g on ib0 (tp8 pp2)" in text
+    # SGLang tp 16 and vLLM tp 8 × pp 2 both spend the 16 cards; SGLang's tensor-parallel group pays its 252
+    # all-reduces a token over InfiniBand (150 µs each in practice, docs/notes/speed_model.md), so vLLM's
+    # pipeline across the nodes is #1 and SGLang's tp 16 is its best
+    assert "(tp8 pp2)" in text and "best SGLang: #2 SGLang · 2 nodes × 8 h100-80g on ib0 (tp16)" in text
     assert main([*args, "--wide"]) == 0
     wide = capsys.readouterr().out
     assert "max conc" in wide and "$/Mtok" in wide and "original (bf16)" in wide
@@ -246,6 +276,21 @@ def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
     assert {"kv-cache", "context", "cluster", "precision"} <= kinds
     assert out["widened"] and out["options"][0]["tier"] == 1
     assert {o["tier"] for o in out["options"] if "Q4_K_M" not in o["label"]} <= {2, 3}
+
+
+def test_json_gives_a_launch_over_nodes_a_command_a_node(capsys):
+    """405B over two 8 × H100 nodes: the option's command is the head's; ``node_commands`` the other rank's; the
+    replica launch places both (devices, the head's port, the head node named as the master's address)."""
+    status, out = _json(capsys, "meta-llama/Meta-Llama-3.1-405B", "--offline", "--cluster", "2x8xh100-80g@ib0",
+                        "--engine", "vllm")  # fmt: skip
+    opt = next(o for o in out["options"] if o["tp"] == 8 and o["pp"] == 2)
+    assert status == 0 and opt["command"].endswith("--nnodes 2 --node-rank 0 --master-addr <head-node>")
+    (worker,) = opt["node_commands"]
+    assert worker["rank"] == 1 and worker["command"].endswith("--node-rank 1 --master-addr <head-node> --headless")
+    head, other = opt["replica_launch"]["lines"]
+    assert head.startswith("h100-80g@ib0#0: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve ")
+    assert head.endswith("--master-addr <h100-80g@ib0#0> --port 8000")
+    assert other.startswith("h100-80g@ib0#1: ") and other.endswith("--master-addr <h100-80g@ib0#0> --headless")
 
 
 def test_the_text_shows_the_best_options_notes_as_the_json_has_them(capsys):

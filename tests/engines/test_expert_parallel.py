@@ -47,7 +47,8 @@ def test_deepseek_v3_dp8_ep_on_8_h200_fits_with_per_rank_memory_by_hand():
     # 28,602,031,162 bytes left a rank hold 99 sequences of 287,834,112: 792 over the 8 ranks
     assert option.evaluation.max_concurrency == 8 * 99
     assert option.evaluation.command == (
-        "vllm serve deepseek-ai__DeepSeek-V3 --data-parallel-size 8 --max-model-len 4096 --enable-expert-parallel"
+        "vllm serve deepseek-ai__DeepSeek-V3 --data-parallel-size 8 --max-model-len 4096 --gpu-memory-utilization 0.9 "
+        "--enable-expert-parallel --max-num-seqs 1024 --max-num-batched-tokens 8192"
     )
 
 
@@ -76,13 +77,15 @@ def test_kimi_k2_dp16_over_two_nodes_refused_on_h100_with_numbers_and_fits_on_h2
     (option,) = fits.options
     rest = option.per_card.weights - 24 * 60 * 44_050_944
     assert option.per_card.weights == 77_672_767_328 and rest == 14_239_407_968  # attention, dense, shared, vocab
-    head, other = option.evaluation.command.split("\n")
+    # the head's command, and the other node's (the launch lines name the head node in <head-node>)
+    head, (other,) = option.evaluation.command, option.evaluation.workers
     base = (
-        "vllm serve moonshotai/Kimi-K2-Instruct --data-parallel-size 16 --max-model-len 4096 --enable-expert-parallel"
+        "vllm serve moonshotai/Kimi-K2-Instruct --data-parallel-size 16 --max-model-len 4096 "
+        "--gpu-memory-utilization 0.9 --enable-expert-parallel --max-num-seqs 1024 --max-num-batched-tokens 8192"
     )
-    shared = " --data-parallel-size-local 8 --data-parallel-address <HEAD_NODE_IP> --data-parallel-rpc-port 13345"
+    shared = " --data-parallel-size-local 8 --data-parallel-address <head-node> --data-parallel-rpc-port 13345"
     assert head == base + shared
-    assert other == base + shared + " --data-parallel-start-rank 8 --headless"
+    assert other.rank == 1 and other.command == base + shared + " --data-parallel-start-rank 8 --headless"
 
 
 def test_qwen3_coder_480b_fp8_dp8_ep_on_8_h200():
@@ -96,7 +99,8 @@ def test_qwen3_coder_480b_fp8_dp8_ep_on_8_h200():
     assert option.per_card.weights - routed_rank == 14_001_746_944  # attention, routers, norms, vocab whole
     # 8 KV heads × 128 × 2 (K, V) × 2 bytes × 62 layers × 4,096 tokens for its own sequence
     assert option.per_card.kv_cache == 8 * 128 * 2 * 2 * 62 * 4096
-    assert option.evaluation.command.endswith("--data-parallel-size 8 --max-model-len 4096 --enable-expert-parallel")
+    assert " --data-parallel-size 8 --max-model-len 4096 " in option.evaluation.command
+    assert " --enable-expert-parallel " in option.evaluation.command
 
 
 def test_minimax_m2_fp8_full_context_with_sglang_keeps_the_block_rule():
@@ -148,7 +152,8 @@ def test_sglang_dp_attention_keeps_each_ranks_attention_whole():
     plain = _plan(shape, "1x8xh200-141g", engines=("sglang",), tensor_parallel_size=8).options[0]
     assert dp_attention.layout.parallel == "tp8 dp8" and plain.layout.parallel == "tp8"
     assert dp_attention.per_card.weights - plain.per_card.weights == 61 * 150_507_392 == 9_180_950_912
-    assert "--tp-size 8 --context-length 4096 --enable-dp-attention --dp-size 8" in dp_attention.evaluation.command
+    assert "--tp-size 8 --context-length 4096 " in dp_attention.evaluation.command
+    assert " --enable-dp-attention --dp-size 8 " in dp_attention.evaluation.command
 
 
 def test_pinned_cards_take_the_same_dp_ep_launch():

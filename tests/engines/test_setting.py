@@ -69,10 +69,12 @@ def test_texts_read_as_the_cli_and_the_app_read_them():
 
 
 def test_launch_flags_echo_what_the_user_set():
+    """Only the settings no engine writes itself are echoed: the engines write their resolved scheduler sizes,
+    CUDA-graph switches and batch sizes always (the commands branch), so those are ``launch="engine"``."""
     request = PlanRequest(swap_space_gib=8, max_num_seqs=64, enforce_eager=True, mmap=False, batch_tokens=1024)
-    assert launch_flags(request, "vllm") == ["--max-num-seqs 64", "--enforce-eager", "--swap-space 8"]
-    assert launch_flags(request, "sglang") == ["--disable-cuda-graph"]
-    assert launch_flags(request, "llamacpp") == ["-b 1024", "--no-mmap"]
+    assert launch_flags(request, "vllm") == ["--swap-space 8"]
+    assert launch_flags(request, "sglang") == []
+    assert launch_flags(request, "llamacpp") == ["--load-mode none"]
     assert launch_flags(PlanRequest(), "vllm") == []  # defaults are not written
 
 
@@ -104,7 +106,7 @@ CHANGED: dict[str, tuple[object, dict[str, str]]] = {
     "tensor_split": ((3.0, 1.0), {"llamacpp": "--tensor-split 3,1"}),
     "batch_tokens": (1024, {"llamacpp": "-b 1024"}),
     "ubatch_tokens": (256, {"llamacpp": "-ub 256"}),
-    "mmap": (False, {"llamacpp": "--no-mmap"}),
+    "mmap": (False, {"llamacpp": "--load-mode none"}),
     "tensor_parallel_size": (2, {"vllm": "--tensor-parallel-size 2", "sglang": "--tp-size 2"}),
     "pipeline_parallel_size": (2, {"vllm": "--pipeline-parallel-size 2", "sglang": "--pp-size 2"}),
     "data_parallel_size": (2, {"vllm": "--data-parallel-size 2", "sglang": "--dp-size 2"}),

@@ -7,6 +7,7 @@ from support.corpus import shape_of
 
 from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
+from explorer.errors import PlanError
 from explorer.sources.shipped import shipped_catalogue
 from explorer.units import GiB, gib
 
@@ -155,6 +156,46 @@ def test_the_pool_starts_from_free_memory_after_distributed_init():
     assert abs(pool - 16.46 * GiB) <= 0.02 * 16.46 * GiB  # 16.20 GiB
     # the old base, the driver's 79.65 GiB, gave 18.95 GiB (+15 %)
     assert int(g.memory_bytes * 0.93) - ev.cards[0].weights > 1.14 * 16.46 * GiB
+
+
+# --- issue 24: the command carries every setting the plan assumed, in flags SGLang takes --------------------
+
+
+def test_the_command_states_the_static_share_and_the_batch_sizes_it_assumed():
+    """An H100 at tp 1: SGLang's defaults for the card (chunked prefill 8,192, CUDA-graph batch 256) and the
+    static share the plan computed (0.835, docs/notes/sglang_memory.md's table) are all in the command."""
+    g = CAT.resolve("h100-80g")
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    ev = sglang.evaluate(shape, shape.precision, Layout(engine="sglang", gpu_class=g.name), g, PlanRequest(), "m")
+    assert ev.command == (
+        "python -m sglang.launch_server --model-path m --context-length 4096 --mem-fraction-static 0.835 "
+        "--chunked-prefill-size 8192 --cuda-graph-max-bs 256"
+    )
+
+
+def test_a_launch_across_nodes_is_a_command_a_node_with_its_rank():
+    g = CAT.resolve("h100-80g")
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
+    layout = Layout(engine="sglang", gpu_class=g.name, tp=16, nodes=2, gpus_per_node=8)
+    ev = sglang.evaluate(shape, shape.precision, layout, g, PlanRequest(), "m")
+    assert ev.command.endswith("--nnodes 2 --node-rank 0 --dist-init-addr <head-node>:5000")
+    (worker,) = ev.workers
+    assert worker.command.endswith("--nnodes 2 --node-rank 1 --dist-init-addr <head-node>:5000")
+
+
+@pytest.mark.parametrize("kv", ["fp16", "q8_0", "fp32"])
+def test_kv_types_sglang_lacks_are_refused(kv):
+    """SGLang 0.5.10's --kv-cache-dtype: auto, fp8_e5m2, fp8_e4m3, bf16, bfloat16, fp4_e2m1."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")  # bf16
+    refused = sglang.refusals(shape, Layout(engine="sglang", gpu_class="h100-80g"), PlanRequest(kv_dtype=kv))
+    assert [rule for rule, _ in refused] == ["kv-dtype"]
+
+
+def test_the_host_pool_size_is_whole_gb():
+    """--hicache-size is an int in SGLang's parser: 8.5 GB cannot be asked for."""
+    with pytest.raises(PlanError, match="whole number"):
+        PlanRequest(hierarchical_cache=True, hicache_size_gb=8.5)
+    assert PlanRequest(hierarchical_cache=True, hicache_size_gb=8.0).hicache_size_gb == 8.0
 
 
 def test_one_card_is_not_all_1_gpus_combined():

@@ -159,3 +159,41 @@ def test_vllm_versions_parse():
     assert vllm_release(None).graphs_in_budget and not vllm_release("0.19.0").graphs_in_budget
     with pytest.raises(PlanError, match="is not a version"):
         vllm_release("latest")
+
+
+# --- issue 24: the command carries every setting the plan assumed, in flags vLLM 0.26.0 takes ----------------
+
+
+def test_the_command_states_the_memory_share_and_the_batch_sizes_even_at_their_defaults():
+    """vLLM 0.26's own default share is 0.92 (``vllm/config/cache.py``), explorer's 0.9: left out, the engine
+    would take more than the plan. The scheduler's sizes the plan assumed for an H100 (8,192 batched tokens,
+    1,024 sequences, as its note says) are written out too."""
+    ev = _eval("meta-llama__Meta-Llama-3.1-8B", "h100-80g", PlanRequest())
+    assert ev.notes[0] == "vLLM 0.26 (current): max_num_batched_tokens 8192, max_num_seqs 1024"
+    assert ev.command == (
+        "vllm serve m --max-model-len 4096 --gpu-memory-utilization 0.9 --max-num-seqs 1024 --max-num-batched-tokens 8192"
+    )
+
+
+def test_a_launch_across_nodes_is_a_command_a_node():
+    """tp 8 × pp 2 on two nodes: vLLM's multiprocessing backend (``--nnodes``; ``ray`` is refused with it),
+    rank 0 the API server, rank 1 ``--headless``, both naming the head."""
+    ev = _eval("meta-llama__Meta-Llama-3.1-70B", "h100-80g", PlanRequest(), tp=8, pp=2, nodes=2, gpus_per_node=8)
+    assert ev.command.endswith("--nnodes 2 --node-rank 0 --master-addr <head-node>")
+    (worker,) = ev.workers
+    assert worker.rank == 1 and worker.command.endswith("--nnodes 2 --node-rank 1 --master-addr <head-node> --headless")
+    assert "--distributed-executor-backend" not in ev.command
+
+
+@pytest.mark.parametrize(("kv", "flag"), [("fp8", "fp8"), ("fp16", "float16")])
+def test_kv_types_are_spelt_as_vllm_takes_them(kv, flag):
+    ev = _eval("meta-llama__Meta-Llama-3.1-8B", "h100-80g", PlanRequest(kv_dtype=kv))
+    assert f"--kv-cache-dtype {flag} " in ev.command
+
+
+def test_a_kv_type_vllm_lacks_is_refused():
+    """q8_0 is llama.cpp's; vLLM 0.26's --kv-cache-dtype has no such choice."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    layout = Layout(engine="vllm", gpu_class="h100-80g")
+    ((rule, why),) = vllm.refusals(shape, layout, PlanRequest(kv_dtype="q8_0"))
+    assert rule == "kv-dtype" and why.startswith("vLLM has no q8_0 KV cache")

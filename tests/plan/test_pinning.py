@@ -10,7 +10,7 @@ from explorer.errors import ManualSelectionError
 from explorer.fleet.footprints import fleet_cards
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.cluster_dict import cluster_from_dict
-from explorer.plan.pinning import check_pinned
+from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 
@@ -199,6 +199,9 @@ def test_a_launch_smaller_than_the_pin_uses_some_of_the_cards():
     r = check_pinned(shape_of(L70), cluster, ["0", "1", "2", "3"], request=PlanRequest(tensor_parallel_size=2))
     assert r.option.layout.tp == 2 and (r.cards_used, r.cards_pinned) == (2, 4)
     assert r.message.startswith("uses 2 of the 4 selected GPUs (box:3, box:1)")
+    # the command says so: those two cards, in that order (issue 24: "uses n0:2, n0:3" said nowhere in it)
+    (line,) = pinned_launch(r)
+    assert line.startswith("box: CUDA_VISIBLE_DEVICES=3,1 vllm serve ") and line.endswith(" --port 8000")
 
 
 def test_tp_and_pp_given_are_the_split():
@@ -282,3 +285,60 @@ def test_one_distributed_instance_per_node():
     per_node = [f"{a}:{i}" for i in range(8)] + [f"{b}:{i}" for i in range(8)]
     r = check_pinned(shape, cluster, per_node, replicas=2)
     assert [o.layout.nodes for o in r.replicas] == [1, 1]
+
+
+# --- issue 24: a pinned launch names its devices and its port -----------------------------------------------
+
+QWEN_8B = "Qwen__Qwen3-8B"
+
+
+def test_pinned_replicas_name_their_devices_and_ports():
+    """``--gpus l40s-48g#0:2,l40s-48g#0:3 --replicas 2`` printed the same ``vllm serve`` twice (device 0 both
+    times, one port): each replica runs on its own card with its own port."""
+    r = check_pinned(shape_of(QWEN_8B), parse_cluster("1x4xl40s-48g"), ["l40s-48g#0:2", "l40s-48g#0:3"], replicas=2)
+    first, second = pinned_launch(r)
+    assert first.startswith("l40s-48g#0: CUDA_VISIBLE_DEVICES=2 vllm serve Qwen__Qwen3-8B ")
+    assert second.startswith("l40s-48g#0: CUDA_VISIBLE_DEVICES=3 vllm serve Qwen__Qwen3-8B ")
+    assert first.endswith(" --port 8000") and second.endswith(" --port 8001")
+
+
+def test_a_single_llamacpp_card_pinned_at_index_one_is_device_one():
+    """``llama-server … -ngl 41`` with no device: the pinned card 1 is ``CUDA_VISIBLE_DEVICES=1``."""
+    shape = shape_of(L70)
+    r = check_pinned(shape, parse_cluster("1x2xl40s-48g"), ["1"], engine="llamacpp", artifacts=_q4(shape))
+    (line,) = pinned_launch(r)
+    assert line.startswith("l40s-48g#0: CUDA_VISIBLE_DEVICES=1 llama-server ") and line.endswith(" --port 8000")
+
+
+def test_pinned_llamacpp_rpc_names_the_remote_card_and_its_server():
+    """The main node's two cards run llama-server; the pinned card on the other node runs an rpc-server on that
+    card, listening where --rpc looks (``-H 0.0.0.0``: rpc-server binds 127.0.0.1 unless told)."""
+    shape = shape_of(L70)
+    cluster = parse_cluster("2x2xrtx4090-24g@lan,ram=256g")
+    a, b = (n.name for n in cluster.nodes)
+    r = check_pinned(shape, cluster, [f"{b}:1", f"{a}:0", f"{a}:1"], engine="llamacpp", artifacts=_q4(shape))
+    head, server = pinned_launch(r)
+    assert head.startswith(f"{a}: CUDA_VISIBLE_DEVICES=0,1 llama-server ") and f"--rpc <{b}>:50052" in head
+    assert server == f"<{b}>: CUDA_VISIBLE_DEVICES=1 rpc-server -H 0.0.0.0 -p 50052"
+
+
+def test_pinned_llamacpp_across_nodes_without_a_fabric_is_refused():
+    """Two T4 nodes with no fabric: the automatic walk offers no RPC there, and neither does a pin (it printed
+    ``--rpc <t4-16g#1>:50052``)."""
+    shape = shape_of(L70)
+    with pytest.raises(ManualSelectionError, match="share no fabric with t4-16g#0: llama.cpp's RPC servers need one"):
+        check_pinned(shape, parse_cluster("2x2xt4-16g"), ["t4-16g#0:0", "t4-16g#1:0"], engine="llamacpp",
+                     artifacts=_q4(shape))  # fmt: skip
+
+
+def test_pinned_vllm_across_nodes_is_a_line_a_node_with_its_rank():
+    """Two H100s on each of two nodes over ib0, tp 2 × pp 2: rank 0 serves on port 8000, rank 1 runs headless;
+    both name the head node as the master's address."""
+    cluster = parse_cluster("2x8xh100-80g@ib0")
+    a, b = (n.name for n in cluster.nodes)
+    r = check_pinned(shape_of(L70), cluster, [f"{a}:0", f"{a}:1", f"{b}:4", f"{b}:5"])
+    head, worker = pinned_launch(r)
+    assert head.startswith(f"{a}: CUDA_VISIBLE_DEVICES=0,1 vllm serve ")
+    assert head.endswith(f"--nnodes 2 --node-rank 0 --master-addr <{a}> --port 8000")
+    assert worker.startswith(f"{b}: CUDA_VISIBLE_DEVICES=4,5 vllm serve ")
+    assert worker.endswith(f"--nnodes 2 --node-rank 1 --master-addr <{a}> --headless")

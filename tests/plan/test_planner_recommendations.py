@@ -230,7 +230,9 @@ def test_a_card_filled_to_the_brim_is_a_warning_not_the_recommendation():
     from explorer.plan.ranking import at_the_brim, headroom_warning
 
     shape = shape_of(LLAMA_70B)
-    fallback = fallback_artifacts(shape, [original_artifact(shape)], shipped_checkpoints("meta-llama/Meta-Llama-3.1-70B"))
+    fallback = fallback_artifacts(
+        shape, [original_artifact(shape)], shipped_checkpoints("meta-llama/Meta-Llama-3.1-70B")
+    )
     result = plan(shape, parse_cluster("1x2xh100-80g"), PlanRequest(context_tokens=32768), fallback=fallback)
     brim = next(o for o in result.options if o.engine == "llamacpp" and o.precision == "Q8_0" and o.tier == 1)
     assert brim.layout.cards == 1 and at_the_brim(brim) and brim.evaluation.max_concurrency == 1

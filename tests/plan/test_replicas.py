@@ -6,9 +6,10 @@ import pytest
 from support.corpus import shape_of
 
 from explorer.engines.common import PlanRequest
+from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.planner import plan
 from explorer.plan.replicas import MAX_LINES, replica_launch
-from explorer.sources.shipped import parse_cluster
+from explorer.sources.shipped import parse_cluster, shipped_catalogue
 
 LLAMA_8B, LLAMA_70B, LLAMA_405B = (
     "meta-llama__Meta-Llama-3.1-8B",
@@ -36,9 +37,14 @@ def test_70b_on_eight_h100_runs_its_replicas_in_one_launch_each_engine():
     assert (vllm.replicas, sglang.replicas, llama.replicas) == (4, 2, 4)
     assert _option(result, "vllm", 4).replicas == 2 and _option(result, "vllm", 8).replicas == 1
     launch = result.replica_launch(vllm)
-    assert launch.method == "data-parallel" and launch.lines[0].endswith("--tensor-parallel-size 2 "
-                                                                       "--max-model-len 4096 --data-parallel-size 4")  # fmt: skip
-    assert result.replica_launch(sglang).lines[0].endswith("--tp-size 4 --context-length 4096 --dp-size 2")
+    # one launch on all 8 cards: 4 engines of tp 2, one API server on port 8000
+    assert launch.method == "data-parallel"
+    assert launch.lines[0].startswith("h100-80g#0: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve")
+    assert " --tensor-parallel-size 2 " in launch.lines[0]
+    assert launch.lines[0].endswith("--data-parallel-size 4 --port 8000")
+    sglang_line = result.replica_launch(sglang).lines[0]
+    assert sglang_line.startswith("h100-80g#0: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 python -m sglang.launch_server")
+    assert " --tp-size 4 " in sglang_line and sglang_line.endswith("--dp-size 2 --port 8000")
     servers = result.replica_launch(llama)
     assert servers.method == "instances" and len(servers.lines) == 4
     assert servers.lines[3].startswith("h100-80g#0: CUDA_VISIBLE_DEVICES=6,7 llama-server")
@@ -63,7 +69,9 @@ def test_host_ram_claims_cap_the_copies_on_a_node():
     take 70 % of the RAM, 28 GiB: 3 copies (not 8 // 2 = 4), started with --data-parallel-size 3."""
     result = _plan(LLAMA_70B, "1x8xh100-80g,ram=40g", engines=("vllm",), swap_space_gib=4)
     tp2 = _option(result, "vllm", 2)
-    assert tp2.replicas == 3 and result.replica_launch(tp2).lines[0].endswith("--data-parallel-size 3")
+    line = result.replica_launch(tp2).lines[0]
+    assert tp2.replicas == 3 and line.endswith("--data-parallel-size 3 --port 8000")
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5 " in line  # 3 copies × 2 cards
     assert _option(result, "vllm", 4).replicas == 1  # 16 GiB a copy: one in 28
 
 
@@ -80,13 +88,20 @@ def test_a_launch_with_the_users_dp_is_one_copy():
 
 def test_multi_node_replicas_pair_nodes_of_one_fabric():
     """405B on 4 × 8 H100 over ib0: tp 8 × pp 2 takes two whole nodes, so two copies; the stand-alone node
-    beside them never joins one."""
+    beside them never joins one. Each copy is a line a node: rank 0 (the API server, port 8000) on one node,
+    rank 1 (--headless) on the other, both naming the head node as the master's address."""
     result = _plan(LLAMA_405B, "4x8xh100-80g@ib0 + 1x8xh100-80g", engines=("vllm",))
     whole = next(o for o in result.options if (o.layout.tp, o.layout.pp) == (8, 2))
     assert whole.replicas == 2
     launch = replica_launch(whole, parse_cluster("4x8xh100-80g@ib0 + 1x8xh100-80g"))
-    assert launch.method == "instances" and len(launch.lines) == 2
-    assert all(line.count("h100-80g@ib0#") == 2 for line in launch.lines)
+    assert launch.method == "instances" and len(launch.lines) == 4 and launch.more == 0
+    for first, head in ((0, "h100-80g@ib0#0"), (2, "h100-80g@ib0#2")):
+        rank0, rank1 = launch.lines[first : first + 2]
+        assert rank0.startswith(f"{head}: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve")
+        assert rank0.endswith(f"--nnodes 2 --node-rank 0 --master-addr <{head}> --port 8000")
+        assert rank1.endswith(f"--nnodes 2 --node-rank 1 --master-addr <{head}> --headless")
+        assert not rank1.startswith(head)
+    assert not any("h100-80g#0" in line for line in launch.lines)  # the node off the fabric
 
 
 def test_free_cards_bound_the_replicas_that_fit_now():
@@ -114,16 +129,63 @@ def test_launch_lines_are_capped_on_a_huge_node():
     assert one.replicas == 100_000 and len(launch.lines) == MAX_LINES and launch.more == 100_000 - MAX_LINES
 
 
+# --- issue 24: launch lines name their devices and port ------------------------------------------------------
+
+
+def test_one_copy_names_its_card_and_port():
+    """One H100 holds one copy of the 8B: the line says which card (0) and which port (8000)."""
+    result = _plan(LLAMA_8B, "1x1xh100-80g", engines=("vllm",))
+    launch = result.replica_launch(result.options[0])
+    assert launch.method == "one" and launch.lines == (
+        "h100-80g#0: CUDA_VISIBLE_DEVICES=0 " + result.options[0].evaluation.command + " --port 8000",
+    )
+
+
+def test_a_mixed_node_fixes_the_device_order_its_tensor_split_assumes():
+    """A node whose card 0 is an RTX 4090 (24 GiB) and card 1 an L40S (48 GiB): llama.cpp's walk orders them
+    largest first and splits 70B Q8_0 0.654465 : 0.345535, in proportion to what each offers (44.5 and 23.5 GiB
+    after the CUDA context: 44.5 / 68.0 = 0.6545). The line puts the L40S first (CUDA_VISIBLE_DEVICES=1,0) and
+    numbers the cards as the node does (PCI bus order, not CUDA's fastest-first), so the 24 GiB card gets 35 %."""
+    cluster = cluster_from_dict(
+        {"nodes": [{"name": "mix", "gpus": [{"class": "rtx4090-24g"}, {"class": "l40s-48g"}]}]}, shipped_catalogue()
+    )
+    shape = shape_of(LLAMA_70B)
+    result = plan(shape, cluster, PlanRequest(engines=("llamacpp",), precision="Q8_0"))
+    mixed = next(o for o in result.options if "+" in o.layout.gpu_class)
+    assert mixed.layout.gpu_class == "l40s-48g+rtx4090-24g" and mixed.evaluation.devices == (1, 0)
+    (line,) = result.replica_launch(mixed).lines
+    assert line.startswith("mix: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1,0 llama-server ")
+    assert "--tensor-split 0.654465,0.345535" in line and line.endswith(" --port 8000")
+
+
+def test_copies_on_a_node_of_two_classes_take_their_own_class_cards():
+    """Two L40S after two RTX 4090s: the L40S copies of the 8B run on cards 2 and 3, not 0 and 1."""
+    cluster = cluster_from_dict(
+        {"nodes": [{"name": "box", "gpus": [{"class": "rtx4090-24g", "count": 2}, {"class": "l40s-48g", "count": 2}]}]},
+        shipped_catalogue(),
+    )
+    result = plan(shape_of(LLAMA_8B), cluster, PlanRequest(engines=("llamacpp",)))
+    l40s = next(o for o in result.options if o.layout.gpu_class == "l40s-48g" and o.layout.cards == 1)
+    lines = result.replica_launch(l40s).lines
+    assert [line.split(" llama-server")[0] for line in lines] == [
+        "box: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2",
+        "box: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=3",
+    ]
+    assert lines[0].endswith("--port 8000") and lines[1].endswith("--port 8001")
+
+
 def test_a_launch_with_a_line_a_node_names_each_node():
-    """DeepSeek-V3 dp 16 × ep 16 over two of four H100 nodes: two copies, each the head's line on one node and the
-    --headless line on the other."""
+    """DeepSeek-V3 dp 16 × ep 16 over two of four H100 nodes: two copies, each the head's line on one node (the API
+    server, port 8000) and the --headless line on the other, both naming the head node's address."""
     cluster = "4x8xh100-80g@ib0"
     result = _plan("deepseek-ai__DeepSeek-V3", cluster, engines=("vllm",), data_parallel_size=16)
     (option,) = result.options
     assert option.replicas == 2
     launch = replica_launch(option, parse_cluster(cluster))
-    assert len(launch.lines) == 2
-    head, other = launch.lines[0].split("; ")
-    assert head.endswith("--data-parallel-rpc-port 13345") and "--headless" not in head
+    assert len(launch.lines) == 4  # two copies, a line a node
+    head, other = launch.lines[:2]
+    node = head.split(": ")[0]
+    assert head.endswith("--data-parallel-rpc-port 13345 --port 8000") and "--headless" not in head
     assert other.endswith("--data-parallel-start-rank 8 --headless")
-    assert head.split(": ")[0] != other.split(": ")[0]  # two nodes
+    assert f"--data-parallel-address <{node}> " in head and f"--data-parallel-address <{node}> " in other
+    assert other.split(": ")[0] != node  # two nodes

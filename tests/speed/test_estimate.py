@@ -29,7 +29,11 @@ from explorer.speed.roofline import dispatch_bytes, part_step_cost, placement
 
 GPU_ENGINES = ("vllm", "sglang")
 SETTINGS = SpeedSettings()
-VLLM_TOKEN_S = 0.875e-3  # vLLM's per-token overhead on a Hopper-class card (its SpeedFacts)
+#: vLLM's and SGLang's speed facts on a Hopper-class card (explorer/engines: one fit for both), and an NVLink
+#: all-reduce in practice (explorer/speed/settings.py): docs/notes/speed_model.md
+VLLM_TOKEN_S = 0.75e-3
+DENSE_FLOOR_S, MOE_FLOOR_S = 0.025e-3, 0.0625e-3
+NVLINK_S = 25e-6
 
 H100_BW = 3.35e12
 LLAMA8B = "meta-llama__Meta-Llama-3.1-8B"
@@ -86,7 +90,7 @@ def test_llama_8b_on_one_h100_is_bandwidth_over_bytes_read():
     at_8k = speed_of(option, shape, PlanRequest(context_tokens=8192))
     assert at_8k.decode_bound_tokens_per_s == pytest.approx(H100_BW / (LLAMA8B_READ + 8192 * LLAMA8B_KV_PER_TOKEN))
     assert at_8k.bound_by == "memory bandwidth"
-    # the estimate: the bound's step ÷ 0.6, plus vLLM's per-token overhead (0.875 ms on a Hopper card)
+    # the estimate: the bound's step ÷ 0.6, plus vLLM's per-token overhead (0.75 ms on a Hopper card)
     step = 1 / at_8k.decode_bound_tokens_per_s / 0.6 + VLLM_TOKEN_S
     assert at_8k.decode_estimate_tokens_per_s == pytest.approx(1 / step)
     assert at_8k.decode_aggregate_bound_tokens_per_s == at_8k.decode_bound_tokens_per_s
@@ -235,54 +239,54 @@ def test_the_nodes_cpu_sets_the_host_bandwidth():
 
 
 def test_kernel_floors_collectives_and_overhead_hold_the_estimate_not_the_bound():
-    # DeepSeek-V3 on 8 × H200 at batch 1 with SGLang: its floors are 3 dense layers × 0.075 ms + 58 MoE layers
-    # × 0.2 ms = 11.825 ms; the collectives 2 × 61 all-reduces × (15 µs + 2 × 7/8 × 7,168 × 2 bytes / 450 GB/s).
-    # The roofline's share (about 2 ms at 0.6) is below the floor. InferenceX measured SGLang 0.5.7 at 12.8 ms a
-    # step with 8 sequences together on the same cards.
+    # DeepSeek-V3 on 8 × H200 at batch 1 with SGLang: its floors are 3 dense layers × 0.025 ms + 58 MoE layers
+    # × 0.0625 ms = 3.7 ms; the collectives 2 × 61 all-reduces × (25 µs + 2 × 7/8 × 7,168 × 2 bytes / 450 GB/s);
+    # the per-token overhead 0.75 ms. The roofline's share (about 2 ms at 0.6) is below the floors.
     shape = shape_of("deepseek-ai__DeepSeek-V3")
     pace = pace_for(speed_facts("sglang"), shipped_catalogue().get("h200-141g"), 0.6)
-    assert decode_floor_s(shape, pace) == pytest.approx(3 * 0.075e-3 + 58 * 0.2e-3)
+    assert decode_floor_s(shape, pace) == pytest.approx(3 * DENSE_FLOOR_S + 58 * MOE_FLOOR_S + VLLM_TOKEN_S)
     layout = Layout(engine="sglang", gpu_class="h200-141g", gpus_per_node=8, tp=8)
     option, _ = hand_option("deepseek-ai__DeepSeek-V3", layout, "h200-141g")
     got = speed_of(option, shape, PlanRequest(context_tokens=384))
-    collectives = 2 * 61 * (15e-6 + 2 * 7 / 8 * 7168 * 2 / 450e9)
-    assert got.decode_estimate_tokens_per_s == pytest.approx(1 / (11.825e-3 + collectives))  # 73.2
-    assert got.decode_bound_tokens_per_s > 7 * got.decode_estimate_tokens_per_s
-    assert "kernel floors" in got.breakdown
-    # llama.cpp's per-token overhead (1.5 ms: sampling, scheduling, the graph's launch) beside its layer floors
-    assert decode_floor_s(shape_of(LLAMA8B), pace_for(speed_facts("llamacpp"), None, 0.6)) == pytest.approx(
-        32 * 0.025e-3 + 1.5e-3
-    )
-    # a 70B on two H100s is far from it: bound ÷ 0.6, its all-reduces at 15 µs in place of the bound's 5 µs,
-    # and vLLM's per-token overhead
+    collectives = 2 * 61 * (NVLINK_S + 2 * 7 / 8 * 7168 * 2 / 450e9)
+    floors = 3 * DENSE_FLOOR_S + 58 * MOE_FLOOR_S
+    assert got.decode_estimate_tokens_per_s == pytest.approx(1 / (floors + collectives + VLLM_TOKEN_S))  # 133.2
+    assert got.decode_bound_tokens_per_s > 4 * got.decode_estimate_tokens_per_s
+    assert "kernel floors" in got.breakdown and "+ 0.75 ms a token" in got.breakdown
+    # a 70B on two H100s is far from it: bound ÷ 0.6, its all-reduces at 25 µs in place of the bound's 5 µs,
+    # and the per-token overhead
     big, big_shape = hand_option("meta-llama__Meta-Llama-3.1-70B", one_card(gpus_per_node=2, tp=2), "h100-80g")
     fast = speed_of(big, big_shape, PlanRequest(context_tokens=1024))
     per = 2 * 1 / 2 * 8192 * 2 / 450e9
     memory = 1 / fast.decode_bound_tokens_per_s - 160 * (5e-6 + per)
-    assert 1 / fast.decode_estimate_tokens_per_s == pytest.approx(memory / 0.6 + 160 * (15e-6 + per) + VLLM_TOKEN_S)
+    assert 1 / fast.decode_estimate_tokens_per_s == pytest.approx(memory / 0.6 + 160 * (NVLINK_S + per) + VLLM_TOKEN_S)
+    # llama.cpp's per-token overhead (1.5 ms: sampling, scheduling, the graph's launch) beside its layer floors
+    assert decode_floor_s(shape_of(LLAMA8B), pace_for(speed_facts("llamacpp"), None, 0.6)) == pytest.approx(
+        32 * 0.025e-3 + 1.5e-3
+    )
 
 
 def test_tensor_parallel_moe_layouts_no_longer_collapse_onto_one_floor():
     # issue 23: with a fixed 0.55 ms a MoE layer on several cards, gpt-oss-120b on H100 estimated 185 tok/s at
     # tp 1 and 50.5 at tp 2, 4 and 8. Now one card reads its 5 GB a token (1.5 ms, ÷ 0.6 = 2.5 ms, above the 36
     # MoE layers' floors, 36 × 0.0625 = 2.25 ms); from tp 2 on the floors rule and each layout adds its 72
-    # all-reduces at 15 µs; every step adds vLLM's 0.875 ms a token.
+    # all-reduces at 25 µs; every step adds vLLM's 0.75 ms a token.
     rates, bounds = {}, {}
     for tp in (1, 2, 4, 8):
         option, shape = hand_option("openai__gpt-oss-120b", one_card(gpus_per_node=tp, tp=tp), "h100-80g")
         got = speed_of(option, shape, PlanRequest(context_tokens=1024))
         rates[tp], bounds[tp] = got.decode_estimate_tokens_per_s, got.decode_bound_tokens_per_s
-    assert 1 / rates[1] == pytest.approx(1 / bounds[1] / 0.6 + VLLM_TOKEN_S)  # 295.4
+    assert 1 / rates[1] == pytest.approx(1 / bounds[1] / 0.6 + VLLM_TOKEN_S)  # 306.7
     for tp in (2, 4, 8):
-        collectives = 72 * (15e-6 + 2 * (tp - 1) / tp * 2880 * 2 / 450e9)
-        assert 1 / rates[tp] == pytest.approx(36 * 0.0625e-3 + collectives + VLLM_TOKEN_S)  # 237.8
-    # InferenceX measured 269 tok/s a sequence at tp 8 (4 together): 0.88 × of it. No published tp 1 / tp 2 pair
+        collectives = 72 * (NVLINK_S + 2 * (tp - 1) / tp * 2880 * 2 / 450e9)
+        assert 1 / rates[tp] == pytest.approx(36 * MOE_FLOOR_S + collectives + VLLM_TOKEN_S)  # 208.3
+    # InferenceX measured 269 tok/s a sequence at tp 8 (4 together): 0.77 × of it. No published tp 1 / tp 2 pair
     # on H100 was found, so whether tp 2 beats tp 1 there is left to the model: at batch 1 it does not.
 
 
 def test_gpt_oss_120b_on_a100_nvlink_is_not_faster_at_tp2_as_published():
     # vllm#22331: gpt-oss-120b on NVLink A100s, one sequence: 90 tok/s at tp 1, 77-78 at tp 2 and 4. The kernel
-    # floors rule there (36 MoE layers × 0.0625 ms × 2.5 on Ampere = 5.625 ms, and the per-token overhead 0.875
+    # floors rule there (36 MoE layers × 0.0625 ms × 2.5 on Ampere = 5.625 ms, and the per-token overhead 0.75
     # × 2.5 ms), so tp 2 adds its 72 all-reduces and buys nothing: the estimate keeps the published order, each
     # within 1.5 × of the measurement.
     got = {}
@@ -291,7 +295,7 @@ def test_gpt_oss_120b_on_a100_nvlink_is_not_faster_at_tp2_as_published():
         got[tp] = speed_of(option, shape, PlanRequest(context_tokens=1024)).decode_estimate_tokens_per_s
     assert got[2] < got[1]
     assert 90 / 1.5 < got[1] < 90 * 1.5 and 77.5 / 1.5 < got[2] < 77.5 * 1.5
-    assert 1 / got[1] == pytest.approx(2.5 * (36 * 0.0625e-3 + VLLM_TOKEN_S))  # 128.0: the read is 2.5 ms ÷ 0.6
+    assert 1 / got[1] == pytest.approx(2.5 * (36 * MOE_FLOOR_S + VLLM_TOKEN_S))  # 133.3: the read is 2.5 ms ÷ 0.6
 
 
 def test_llamacpp_does_not_outrun_vllm_on_a_multi_card_moe():
@@ -309,15 +313,15 @@ def test_llamacpp_does_not_outrun_vllm_on_a_multi_card_moe():
 
 def test_data_and_expert_parallel_layouts_pay_dispatch_and_combine():
     # a DP 8 + EP 8 layout (tp 1 a rank): no all-reduce, but a dispatch and a combine a MoE layer, each
-    # 2 × 15 µs + 8 × 7/8 × 7,168 × 2 bytes / 450 GB/s (DeepSeek-V3, k 8, one token)
+    # 2 × 25 µs + 8 × 7/8 × 7,168 × 2 bytes / 450 GB/s (DeepSeek-V3, k 8, one token)
     shape = shape_of("deepseek-ai__DeepSeek-V3")
     layout = Layout(engine="vllm", gpu_class="h200-141g", gpus_per_node=8, tp=1, dp=8, ep=8)
     option, _ = hand_option("deepseek-ai__DeepSeek-V3", layout, "h200-141g")
     got = speed_of(option, shape, PlanRequest(context_tokens=1024))
     assert dispatch_bytes(8, 1, 7168, 8) == 100_352
-    floors = 3 * 0.025e-3 + 58 * 0.0625e-3
+    floors = 3 * DENSE_FLOOR_S + 58 * MOE_FLOOR_S
     memory_bound = 1 / got.decode_bound_tokens_per_s - 2 * 58 * (2 * 5e-6 + 100_352 / 450e9)
-    estimate = max(memory_bound / 0.6, floors) + 2 * 58 * (2 * 15e-6 + 100_352 / 450e9) + VLLM_TOKEN_S
+    estimate = max(memory_bound / 0.6, floors) + 2 * 58 * (2 * NVLINK_S + 100_352 / 450e9) + VLLM_TOKEN_S
     assert 1 / got.decode_estimate_tokens_per_s == pytest.approx(estimate)
     # 64 sequences over 8 ranks: each rank reads the KV of its own 8, its whole attention once, and its 32
     # experts a layer as 64 tokens touch them (1 − (1 − 8/256)^64 = 86.9 % of them)
@@ -349,6 +353,12 @@ def test_the_speed_facts_are_the_engines():
     a100, h100 = shipped_catalogue().get("a100-80g"), shipped_catalogue().get("h100-80g")
     assert (generation(a100), generation(h100)) == ("ampere", "hopper")
     facts = speed_facts("vllm")
+    assert facts == speed_facts("sglang")  # one fit for both: the published rows do not tell them apart
+    assert (facts.dense_layer_floor_s, facts.moe_layer_floor_s, facts.token_overhead_s) == (
+        DENSE_FLOOR_S,
+        MOE_FLOOR_S,
+        VLLM_TOKEN_S,
+    )
     assert pace_for(facts, a100, 0.6).moe_layer_s == pytest.approx(2.5 * pace_for(facts, h100, 0.6).moe_layer_s)
     assert pace_for(facts, a100, 0.6).token_s == pytest.approx(2.5 * VLLM_TOKEN_S)
     # an M1 chip reaches 0.85 of the bandwidth an M2 or M3 of the same figure does (the published Apple rows)
@@ -497,16 +507,16 @@ def test_cli_prints_and_emits_speed(capsys, tmp_path):
     best = out["options"][0]
     assert best["tp"] == 2 and best["speed"]["efficiency"] == 0.5 and best["speed"]["usd_per_gpu_hour"] == 1.0
     # bound ÷ 0.5, never shorter than vLLM's floors (32 dense layers × 0.025 ms), plus the 64 all-reduces of
-    # tp 2 at 15 µs (the bound's at 5 µs) of 4 tokens (2 × 1/2 × 4 × 4,096 × 2 bytes / 450 GB/s), plus vLLM's
-    # 0.875 ms a token
-    floors = 32 * 0.025e-3
+    # tp 2 at 25 µs (the bound's at 5 µs) of 4 tokens (2 × 1/2 × 4 × 4,096 × 2 bytes / 450 GB/s), plus vLLM's
+    # 0.75 ms a token
+    floors = 32 * DENSE_FLOOR_S
     assert decode_floor_s(shape_of(LLAMA8B), pace_for(speed_facts("vllm"), None, 0.5)) == pytest.approx(
         floors + VLLM_TOKEN_S
     )
     per = 2 * 1 / 2 * 4 * 4096 * 2 / 450e9
     memory = 1 / best["decode_tokens_per_s"]["bound"] - 64 * (5e-6 + per)
     assert best["decode_tokens_per_s"]["estimate"] == pytest.approx(
-        1 / (max(memory / 0.5, floors) + 64 * (15e-6 + per) + VLLM_TOKEN_S), abs=0.01
+        1 / (max(memory / 0.5, floors) + 64 * (NVLINK_S + per) + VLLM_TOKEN_S), abs=0.01
     )
     assert main(args) == 0
     text = capsys.readouterr().out

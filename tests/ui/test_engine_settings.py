@@ -29,7 +29,7 @@ def test_every_request_field_but_the_main_controls_is_a_setting():
 def test_the_flags_the_issue_lists():
     by_flag = {s.flag: s for s in es.SETTINGS}
     for flag in ("--gpu-memory-utilization", "--mem-fraction-static", "--max-num-seqs", "--max-num-batched-tokens",
-                 "--chunked-prefill-size", "-fa", "-ngl", "--tensor-split", "-b", "-ub", "--no-mmap",
+                 "--chunked-prefill-size", "-fa", "-ngl", "--tensor-split", "-b", "-ub", "--load-mode none",
                  "--no-cpu-offload", "--tensor-parallel-size", "--swap-space", "--enable-hierarchical-cache"):  # fmt: skip
         assert flag in by_flag
     assert by_flag["-ngl"].engines == ("llamacpp",) and by_flag["--gpu-memory-utilization"].engines == ("vllm",)
@@ -95,7 +95,7 @@ def test_bad_texts_are_named_not_applied():
 def test_flags_text_and_groups():
     assert es.settings_text(
         {"ngl": "20", "no-mmap": "on", "gpu-memory-utilization": "0.85", "tensor-split": "3,1"}
-    ) == ("--gpu-memory-utilization 0.85 -ngl 20 --tensor-split 3,1 --no-mmap")
+    ) == ("--gpu-memory-utilization 0.85 -ngl 20 --tensor-split 3,1 --load-mode none")  # llama.cpp 0c1e57098 spelling
     groups = es.engine_groups()
     assert list(groups) == ["vLLM", "SGLang", "vLLM and SGLang", "llama.cpp", "Planning"]
     assert [s.key for s in groups["vLLM"]] == [

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
-from explorer.engines.common import CardMemory, EngineName, Evaluation, Layout, PlanRequest
+from explorer.engines.common import CardMemory, EngineName, Evaluation, Layout, NodeCommand, PlanRequest
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, max_sequences
 from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
@@ -140,6 +140,8 @@ def gguf_source(artifact: Artifact, quant: str, model_ref: str) -> str:
         repo = artifact.repo or (model_ref if _is_hub_id(model_ref) else None)
         if repo:
             return f"--hf-repo {repo} --hf-file {artifact.files[0]}"
+        if model_ref.lower().endswith(".gguf"):  # a local file, by the path the plan was made from
+            return f"-m {model_ref}"
         return f"-m {artifact.files[0]}"
     if artifact.format == "gguf":  # a what-if GGUF quant that no known repository publishes
         return f"-m {placeholder_ref(f'{quant} GGUF', model_ref)}"
@@ -163,10 +165,14 @@ def command(
 ) -> str:
     """The ``llama-server`` line; ``quant`` names the converted file when the artifact is not a GGUF.
 
-    A CPU-only launch carries neither ``-ngl`` nor ``--tensor-split``; RPC servers are listed by endpoint.
+    A CPU-only launch says ``-ngl 0`` and carries no ``--tensor-split``; RPC servers are listed by endpoint. The
+    batch sizes are written out even at llama-server's defaults, as the plan assumed them.
     """
     parts = ["llama-server", gguf_source(artifact, quant, model_ref), f"-c {mem.settings.n_ctx}"]
-    if not layout.cpu:
+    parts.append(f"-b {mem.settings.n_batch} -ub {mem.settings.n_ubatch}")
+    if layout.cpu:  # llama-server's default is "auto" (as many layers as fit on any GPU it finds), not none
+        parts.append("-ngl 0")
+    else:
         parts.append(f"-ngl {mem.n_gpu_layers}")
         if len(split) > 1:
             parts.append("--tensor-split " + ",".join(f"{x:g}" for x in split))
@@ -181,6 +187,21 @@ def command(
         parts.append(f"-np {request.concurrency}")
     parts += launch_flags(request, "llamacpp")  # --no-mmap as the user set it
     return " ".join(parts)
+
+
+def rpc_workers(seats: Sequence[Seat]) -> tuple[NodeCommand, ...]:
+    """One ``rpc-server`` a remote card, on its node, listening where ``--rpc`` looks for it
+    (``-H 0.0.0.0``: rpc-server binds 127.0.0.1 unless told, out of the main node's reach)."""
+    hosts: dict[str, int] = {}
+    out = []
+    for s in seats:
+        if not s.endpoint:
+            continue
+        host, _, port = s.endpoint.rpartition(":")
+        rank = hosts.setdefault(host, len(hosts) + 1)
+        devices = (s.position,) if s.position is not None else ()
+        out.append(NodeCommand(rank=rank, command=f"rpc-server -H 0.0.0.0 -p {port}", devices=devices, where=host))
+    return tuple(out)
 
 
 def launch_split(request: PlanRequest, seats: Sequence[Seat]) -> tuple[float, ...]:
@@ -251,6 +272,8 @@ def evaluate(
         notes=tuple(notes),
         free_needed_bytes=max((c.total for c in cards), default=-CUDA_CONTEXT_BYTES) + CUDA_CONTEXT_BYTES,
         n_gpu_layers=mem.n_gpu_layers,
+        devices=tuple(s.position for s in seats if not s.endpoint and s.position is not None),
+        workers=rpc_workers(seats),
     )
     return ev, mem
 
@@ -286,4 +309,5 @@ def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_re
         model_ref or shape.name,
         quant=gguf_quant_for(shape, option.artifact),
     )
-    return option.with_evaluation(ev)
+    # the same cards and RPC servers: their positions (lost in the per-card records) carry over
+    return option.with_evaluation(replace(ev, devices=option.evaluation.devices, workers=option.evaluation.workers))

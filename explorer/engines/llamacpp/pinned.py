@@ -3,7 +3,8 @@
 As gpustack's GGUF selector takes selected GPUs: the cards of one node are
 llama.cpp's own devices, split in proportion to each card's memory; across
 nodes, the node with the most pinned cards keeps its cards and every pinned
-card elsewhere runs an ``rpc-server`` of its own. Every pinned card must be
+card elsewhere runs an ``rpc-server`` of its own (nodes of one fabric only, as
+the walk spans them). Every pinned card must be
 able to hold at least one layer (what ``-ngl 1`` puts on a card: the output
 layer and a compute buffer), or the pin is refused naming the card.
 ``-ngl`` and ``--no-cpu-offload`` act as in the walk
@@ -84,6 +85,12 @@ def pin(
             )
     local, remote = _main_and_rpc(cards)
     main = local[0].node
+    apart = sorted({c.node.name for c in remote if main.fabric is None or c.node.fabric != main.fabric})
+    if apart:  # as the walk, which spans only the nodes of one fabric (a pool's ``spannable``)
+        raise ManualSelectionError(
+            f"pinned GPUs on {', '.join(apart)} share no fabric with {main.name}: llama.cpp's RPC servers need one",
+            hint="pin cards of one node, or of nodes on one fabric (NODES x GPUS x CLASS @FABRIC)",
+        )
     seats = card_seats(local) + rpc_seats(remote)
     layout = _layout(local, remote)
     try:

@@ -37,11 +37,14 @@ class Seat:
         device: its name, kind, and the bytes llama.cpp may use on it.
         capacity_bytes: the card's whole memory (for a Mac's GPU, the host's RAM).
         endpoint: an RPC server's address (``<node>:50052``); empty for a local device.
+        position: the card's position on its node (``NODE:INDEX``'s index, what ``CUDA_VISIBLE_DEVICES``
+            names), when the seat is a known card.
     """
 
     device: Device
     capacity_bytes: int
     endpoint: str = ""
+    position: int | None = None
 
 
 def _room(capacity: int, free: int | None) -> int:
@@ -64,6 +67,7 @@ def card_seats(cards: Sequence[CardRef], *, now: bool = False) -> tuple[Seat, ..
         Seat(
             device=Device(name=c.name, kind="gpu", memory_bytes=_room(c.capacity_bytes, c.free_bytes if now else None)),
             capacity_bytes=c.capacity_bytes,
+            position=c.position,
         )
         for c in cards
     )
@@ -88,6 +92,7 @@ def rpc_seats(cards: Sequence[CardRef], *, now: bool = False, placeholder: bool 
                 device=Device(name=f"RPC {endpoint} ({c.gpu.name})", kind="rpc", memory_bytes=room),
                 capacity_bytes=c.capacity_bytes,
                 endpoint=endpoint,
+                position=c.position,
             )
         )
     return tuple(out)
@@ -109,5 +114,7 @@ def seats_from_cards(cards: Sequence[CardMemory]) -> tuple[Seat, ...]:
         kind: DeviceKind = "rpc" if c.role.startswith("RPC ") else "metal" if c.role == "Metal" else "gpu"
         endpoint = c.role.split(" ")[1] if kind == "rpc" else ""
         device = Device(name=c.role, kind=kind, memory_bytes=c.usable)
-        out.append(Seat(device=device, capacity_bytes=c.capacity, endpoint=endpoint))
+        node_index = c.role.rpartition(":")[2] if kind == "gpu" else ""  # a card seat is named NODE:INDEX
+        position = int(node_index) if node_index.isdigit() else None
+        out.append(Seat(device=device, capacity_bytes=c.capacity, endpoint=endpoint, position=position))
     return tuple(out)

@@ -48,7 +48,7 @@ def test_cpu_only_cluster_gives_the_cpu_option():
     (cpu,) = result.options
     assert cpu.layout.cpu and cpu.per_card.role == "host"
     assert cpu.per_card.weights == cpu.evaluation.host.weights  # per_card holds the host's figures
-    assert "-ngl" not in cpu.evaluation.command
+    assert " -ngl 0" in cpu.evaluation.command  # llama.cpp 0c1e57098's default -ngl is auto, not none
 
 
 def test_unified_memory_mac():
@@ -95,6 +95,17 @@ def test_exact_gguf_artifact_per_card_is_llamacpp_buffers():
     assert card.activations == mem.host.compute_bytes
     assert card.overhead == mem.host.output_bytes + mem.host.other_bytes
     assert cpu.evaluation.command.startswith("llama-server -m llama_gqa.gguf -c 2048")
+
+
+def test_no_mmap_is_the_load_mode_llama_cpp_takes():
+    """llama.cpp 0c1e57098 has no --no-mmap (tests/data/engine_args/llamacpp.json): reading the weights into
+    buffers is ``--load-mode none``. The batch sizes the plan assumed are written out."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    request = PlanRequest(context_tokens=2048, engines=LLAMA, mmap=False)
+    result = plan(shape, parse_cluster("1x1xh100-80g"), request)
+    command = result.options[0].evaluation.command
+    assert "--load-mode none" in command and "--no-mmap" not in command
+    assert " -b 2048 -ub 512 " in command
 
 
 def test_recheck_keeps_ngl_and_grows_kv():

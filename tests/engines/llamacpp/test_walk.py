@@ -109,7 +109,8 @@ def test_an_ngl_that_needs_the_cpu_conflicts_with_no_cpu_offload(ngl):
 def test_the_cpu_launch_carries_no_tensor_split():
     result = _plan("1xcpu-256g", tensor_split=(1.0, 1.0))
     (cpu,) = result.options
-    assert "--tensor-split" not in cpu.evaluation.command and "-ngl" not in cpu.evaluation.command
+    # no split, and -ngl 0 said: llama.cpp 0c1e57098 offloads "auto" to any GPU it finds unless told none
+    assert "--tensor-split" not in cpu.evaluation.command and " -ngl 0" in cpu.evaluation.command
 
 
 # --- item 3: free memory -----------------------------------------------------------------------
