@@ -42,7 +42,10 @@ def workload_text(w: Workload) -> str:
     if w.prefix_share:
         parts.append(f"{w.prefix_share:.0%} of a prompt in the prefix cache")
     if w.ttft_s is not None:
-        parts.append(f"TTFT ≤ {w.ttft_s:g} s")
+        p90 = w.ttft_percentile == "p90" and w.prompt_p90_tokens
+        parts.append(
+            f"TTFT p90 ≤ {w.ttft_s:g} s (p90 prompt {w.prompt_p90_tokens:,})" if p90 else f"TTFT ≤ {w.ttft_s:g} s"
+        )
     if w.tpot_target_s is not None:
         parts.append(f"TPOT ≤ {w.tpot_target_s * 1e3:g} ms")
     return ", ".join(parts)

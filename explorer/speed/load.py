@@ -11,7 +11,8 @@ the answer). Its figures at ``B``, all estimates built on the roofline of :mod:`
   a step on average and as many new prompts are prefilled in the steps, in chunks of the engine's own size
   ``C`` (vLLM ``--max-num-batched-tokens``, SGLang ``--chunked-prefill-size``, llama.cpp ``-b``). So a user's
   time per output token is ``TPOT(B) = d(B) + (B / A) × p``;
-- **time to first token**: a prompt of ``P`` tokens rides ``k = ⌈P / C⌉`` steps, ``k × d(B) + p``, and waits
+- **time to first token**: a prompt of ``P`` tokens (the mean, or the p90 prompt of a lengths distribution
+  when the target is a p90) rides ``k = ⌈P / C⌉`` steps, ``k × d(B) + p``, and waits
   for the chunk budget: the prefill share of the budget is ``ρ = (B / A) × P / C`` (≥ 1: prompts queue without
   end), and the mean wait is the M/D/1 queue's ``ρ / (2(1 − ρ))`` × that service;
 - a replica holds ``B / (TTFT + A × TPOT)`` requests a second.
@@ -87,6 +88,8 @@ class ReplicaLoad:
         kv_transfer_s: one prompt's KV cache sent from a prefill replica to a decode replica (disaggregated).
         disaggregates: the engine splits prefill and decode.
         step: the batch -> (decode step estimate, bound, what bounds it).
+        ttft_prefill_s: the prefill of the prompt the TTFT target is checked at (the p90 prompt, with a
+            distribution; None: the mean prompt's, ``prefill_s``).
     """
 
     workload: Workload
@@ -97,6 +100,12 @@ class ReplicaLoad:
     kv_transfer_s: float
     disaggregates: bool
     step: Callable[[int], tuple[float, float, str]]
+    ttft_prefill_s: float | None = None
+
+    @property
+    def ttft_prefill(self) -> float:
+        """The prefill the TTFT is measured on: the p90 prompt's where given, else the mean's."""
+        return self.prefill_s if self.ttft_prefill_s is None else self.ttft_prefill_s
 
     def at(self, batch: int, *, disaggregated: bool = False) -> LoadPoint:
         """The replica's figures at ``batch``; ``disaggregated``: a decode replica (no prefill mixed in)."""
@@ -108,10 +117,10 @@ class ReplicaLoad:
                 batch=batch, decode_step_s=d, decode_step_bound_s=bound, tpot_s=d, ttft_s=0.0, step_bound_by=by
             )
         tpot = d + per_step * self.prefill_s
-        prompt = w.prefill_tokens
-        load = per_step * prompt / self.chunk_tokens
-        service = math.ceil(prompt / self.chunk_tokens) * d + self.prefill_s
-        ttft = math.inf if load >= 1 else service * (1 + load / (2 * (1 - load)))
+        load = per_step * w.prefill_tokens / self.chunk_tokens
+        mean_service = math.ceil(w.prefill_tokens / self.chunk_tokens) * d + self.prefill_s
+        service = math.ceil(w.ttft_prefill_tokens / self.chunk_tokens) * d + self.ttft_prefill
+        ttft = math.inf if load >= 1 else service + mean_service * load / (2 * (1 - load))
         return LoadPoint(batch=batch, decode_step_s=d, decode_step_bound_s=bound, tpot_s=tpot, ttft_s=ttft,
                          step_bound_by=by)  # fmt: skip
 
@@ -134,19 +143,20 @@ class ReplicaLoad:
         return low
 
     def prefill_ttft_s(self, load: float) -> float:
-        """A disaggregated request's mean time to first token with its prefill replica at ``load`` (0 to 1):
-        prefill, the M/D/1 wait, the KV transfer."""
-        return self.prefill_s * (1 + load / (2 * (1 - load))) + self.kv_transfer_s
+        """A disaggregated request's time to first token with its prefill replica at ``load`` (0 to 1): its
+        prefill (the TTFT prompt's), the M/D/1 wait behind mean prompts, the KV transfer."""
+        return self.ttft_prefill + self.prefill_s * load / (2 * (1 - load)) + self.kv_transfer_s
 
     def prefill_load(self) -> float:
         """The most a prefill replica may be loaded for the time-to-first-token target (0: none meets it).
 
-        ``p (1 + ρ / (2(1 − ρ))) + transfer ≤ T`` gives ``ρ ≤ 2w / (1 + 2w)`` with ``w = (T − p − transfer) / p``.
+        ``p_T + p ρ / (2(1 − ρ)) + transfer ≤ T`` gives ``ρ ≤ 2w / (1 + 2w)`` with ``w = (T − p_T − transfer) / p``
+        (``p_T``: the TTFT prompt's prefill, ``p`` the mean's).
         """
         target = self.workload.ttft_s
         if target is None:
             return PREFILL_LOAD_CAP
-        spare = (target - self.prefill_s - self.kv_transfer_s) / self.prefill_s
+        spare = (target - self.ttft_prefill - self.kv_transfer_s) / self.prefill_s
         return 0.0 if spare <= 0 else min(PREFILL_LOAD_CAP, 2 * spare / (1 + 2 * spare))
 
 
@@ -207,6 +217,8 @@ def layout_load(
         bound = decode_cycle_s(shape, where, batch, context, kv, tally)
         return decode_cycle_s(shape, where, batch, context, kv, pace=pace), bound, tally.bound_by
 
+    ttft_prompt = workload.ttft_prefill_tokens
+    ttft_prefill = None if ttft_prompt == prompt else prefill_s(shape, where, ttft_prompt)
     engine = engine_named(layout.engine)
     chunk = getattr(engine, "prefill_chunk_tokens", None)  # an engine from another package may not say
     kv_bytes = stage_kv_bytes(shape, 0, shape.layers, kv, 1, prompt, 1)
@@ -219,6 +231,7 @@ def layout_load(
         kv_transfer_s=kv_bytes / fabric_bytes_per_s(None, settings),
         disaggregates=bool(getattr(engine, "disaggregated_prefill", False)),
         step=step,
+        ttft_prefill_s=None if ttft_prefill is None else ttft_prefill / eff,
     )
 
 

@@ -134,3 +134,18 @@ def test_llama_8b_on_one_h100_by_hand():
     assert rates == sorted(rates)  # while the replica's tokens a second rise
     best = load.largest_batch()
     assert load.at(best).tpot_s <= 0.050 < load.at(best + 1).tpot_s
+
+
+def test_a_p90_ttft_target_is_checked_at_the_p90_prompts_prefill():
+    """The p90 prompt (here 4,000 tokens, prefill 100 ms) rides ⌈4000 / 8192⌉ = 1 step and waits behind mean
+    prompts: TTFT(200) = d(200) + 100 + (30 + 50) × ρ / (2(1 − ρ)) ms, ρ = 0.09765625 as before."""
+    w = Workload(users=1000, prompt_tokens=2000, answer_tokens=500, ttft_s=1.0, tpot_s=0.050,
+                 prompt_p90_tokens=4000, ttft_percentile="p90")  # fmt: skip
+    load = ReplicaLoad(workload=w, capacity=400, prefill_s=0.050, prefill_bound_s=0.030, chunk_tokens=8192,
+                       kv_transfer_s=0.010, disaggregates=True, step=line_step, ttft_prefill_s=0.100)  # fmt: skip
+    rho = 0.09765625
+    assert load.at(200).ttft_s == pytest.approx(0.030 + 0.100 + 0.080 * rho / (2 * (1 - rho)))
+    assert load.at(200).tpot_s == pytest.approx(0.050)  # the mean prompt still sets the TPOT
+    # disaggregated: 1 s − 0.1 − 0.01 spare over the mean prefill 0.05: w = 17.8, ρ capped at 0.9
+    assert load.prefill_load() == 0.9
+    assert load.prefill_ttft_s(0.5) == pytest.approx(0.100 + 0.050 * 0.5 + 0.010)

@@ -8,7 +8,7 @@ import pytest
 
 from explorer.cli.workload_args import add_workload_arguments, workload_from_args
 from explorer.errors import PlanError
-from explorer.speed.workload import Workload
+from explorer.speed.workload import Workload, parse_lengths
 
 
 def parsed(*argv: str) -> Workload:
@@ -48,3 +48,42 @@ def test_targets_and_lengths():
     assert w.tpot_target_s == pytest.approx(0.040)
     assert (w.prefill_tokens, w.context_tokens, w.decode_context_tokens) == (1400, 2500, 2250)
     assert Workload(users=1).tpot_target_s is None
+
+
+def test_lengths_from_a_csv_means_and_the_p90_prompt():
+    """Prompts 100, 200, … 1,000 (mean 550), answers 10 … 100 (mean 55): the nearest-rank p90 is the
+    ⌈0.9 × 10⌉ = 9th smallest prompt, 900."""
+    text = "prompt_tokens,answer_tokens\n" + "".join(f"{100 * i},{10 * i}\n" for i in range(10, 0, -1))
+    lengths = parse_lengths(text)
+    assert (lengths.count, lengths.prompt_mean_tokens, lengths.answer_mean_tokens) == (10, 550, 55)
+    assert lengths.prompt_p90_tokens == 900
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("prompt,answer\n1,2\n", "lacks the columns"),
+        ("prompt_tokens,answer_tokens\n", "no rows"),
+        ("prompt_tokens,answer_tokens\n12,many\n", "line 2: 'many' is not a whole number"),
+        ("prompt_tokens,answer_tokens\n0,5\n", "line 2: 0 tokens is outside"),
+    ],
+)
+def test_a_bad_lengths_csv_is_a_typed_error(text, message):
+    with pytest.raises(PlanError, match=message):
+        parse_lengths(text)
+
+
+def test_the_ttft_is_checked_at_the_p90_prompt_only_when_asked():
+    """A 30 % prefix share of a 3,000-token p90 prompt leaves 2,100 to prefill; p50 keeps the mean's 1,400."""
+    w = Workload(users=1, prompt_tokens=2000, prefix_share=0.3, prompt_p90_tokens=3000, ttft_percentile="p90")
+    assert (w.prefill_tokens, w.ttft_prefill_tokens) == (1400, 2100)
+    assert Workload(users=1, prompt_tokens=2000, prefix_share=0.3, prompt_p90_tokens=3000).ttft_prefill_tokens == 1400
+
+
+def test_the_command_line_reads_a_lengths_file(tmp_path):
+    path = tmp_path / "lengths.csv"
+    path.write_text("prompt_tokens,answer_tokens\n1000,100\n3000,300\n")
+    w = parsed("--users", "5", "--lengths", str(path), "--ttft", "1s", "--ttft-percentile", "p90")
+    assert (w.prompt_tokens, w.answer_tokens, w.prompt_p90_tokens, w.ttft_percentile) == (2000, 200, 3000, "p90")
+    with pytest.raises(PlanError, match="cannot read the lengths CSV"):
+        parsed("--users", "5", "--lengths", str(tmp_path / "missing.csv"))
