@@ -660,6 +660,11 @@ def _(draw, result):
     _card = picked.per_card
     _tps, _ttft, _cost = nd.speed_of_option(picked)
     _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
+    if picked.fits:  # as the CLI's repl and all tok/s: the copies the cluster holds at once, and together
+        _together = nd.cluster_tokens_per_s(picked)
+        _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
+            f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
+        )
     _host = nd.host_note(picked)
     _launch = result.replica_launch(picked).text() if result.replica_launch else picked.evaluation.command
     mo.vstack(
@@ -675,7 +680,12 @@ def _(draw, result):
                 justify="start",
                 align="center",
             ),
-            vega.VegaLiteSpec(vega.card_memory_spec(nd.card_parts(picked), title=picked.label)),
+            vega.VegaLiteSpec(
+                vega.card_memory_spec(
+                    nd.card_parts(picked),
+                    title=picked.label + (f" · × {picked.replicas:,} replicas" if picked.fits else ""),
+                )
+            ),
             mo.md(
                 (f"*{safe_html(_host)}* · " if _host else "")
                 + f"Launch (devices, port, a line a node):<pre>{safe_html(_launch)}</pre>"

@@ -4,17 +4,24 @@
 # pyyaml wheel built from its sdist (no wasm wheel exists), and a PEP 503 index for marimo-base and friends.
 # usage: build_mirror.sh OUT        needs python (with pip and marimo), npm; PyPI and npm reachable (once)
 # Pyodide 314.0.0 is the one marimo 0.25 names (marimo._config.PYODIDE_VERSION); bump both together.
+# The mirror is built in a temporary folder beside OUT and moved into place only when complete (with a .complete
+# marker written last), so an interrupted build never leaves a mirror that a rerun would take as finished.
 set -euo pipefail
-OUT=$1
+FINAL=$1
 PLAT=(--only-binary=:all: --platform pyemscripten_2026_0_wasm32 --python-version 3.14 --implementation cp --abi cp314)
-rm -rf "$OUT" && mkdir -p "$OUT/pyodide" "$OUT/files" "$OUT/tmp"
+mkdir -p "$(dirname "$FINAL")"
+OUT=$(mktemp -d "$(dirname "$FINAL")/.mirror-build.XXXXXX")
+trap 'rm -rf "$OUT"' EXIT
+mkdir -p "$OUT/pyodide" "$OUT/files" "$OUT/tmp"
 ( cd "$OUT/tmp" && npm pack -q pyodide@314.0.0 >/dev/null && tar xzf pyodide-314.0.0.tgz )
 cp "$OUT"/tmp/package/{pyodide.mjs,pyodide.asm.mjs,pyodide.asm.wasm,python_stdlib.zip,pyodide-lock.json} "$OUT/pyodide/"
 # the lock's entries marimo loads; msgspec has a real pyemscripten_2026_0 wheel on PyPI
 python -m pip download -q --no-deps "${PLAT[@]}" -d "$OUT/pyodide" micropip==0.11.1 packaging==26.1 \
   docutils==0.22.4 pygments==2.20.0 jedi==0.19.2 parso==0.8.6 pyodide-http==0.2.2 narwhals==2.18.1 \
   typing-extensions==4.15.0 click==8.3.1 platformdirs==4.9.4 "msgspec>=0.22"
-python -m pip download -q --no-deps --no-binary=:all: -d "$OUT/tmp" pyyaml==6.0.3
+# pyyaml alone from its sdist (its build requirements, Cython among them, come as wheels: --no-binary=:all: would
+# build Cython from source, more than 15 minutes on an empty pip cache)
+python -m pip download -q --no-deps --no-binary=pyyaml -d "$OUT/tmp" pyyaml==6.0.3
 # the index: marimo-base (the version installed here) and what it and black need beyond the lock
 python -m pip download -q --no-deps "${PLAT[@]}" -d "$OUT/files" \
   "marimo-base==$(python -c 'import marimo; print(marimo.__version__)')" \
@@ -34,11 +41,21 @@ def canon(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-# pyyaml: the sdist's pure-Python lib/yaml as a wheel
-with tarfile.open(out / "tmp/pyyaml-6.0.3.tar.gz") as t:
-    t.extractall(out / "tmp", filter="data")
-lib = out / "tmp/pyyaml-6.0.3/lib/yaml"
-files = {f"yaml/{f.relative_to(lib)}": f.read_bytes() for f in sorted(lib.rglob("*.py"))}
+# pyyaml: the sdist's pure-Python lib/yaml as a wheel, read from the archive without extracting anything (so no
+# member can write outside a folder; extractall(filter=) is missing before Python 3.11.4): only regular files
+# directly under pyyaml-6.0.3/lib/yaml/ whose names are plain *.py are taken
+def yaml_sources(sdist):
+    prefix = "pyyaml-6.0.3/lib/yaml/"
+    with tarfile.open(sdist) as t:
+        for member in t.getmembers():
+            name = member.name[len(prefix):] if member.name.startswith(prefix) else ""
+            if member.isreg() and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", name):
+                yield f"yaml/{name}", t.extractfile(member).read()
+
+
+files = dict(sorted(yaml_sources(out / "tmp/pyyaml-6.0.3.tar.gz")))
+if "yaml/__init__.py" not in files:
+    sys.exit("build_mirror: pyyaml's sdist has no lib/yaml/__init__.py")
 info = "pyyaml-6.0.3.dist-info/"
 files[info + "METADATA"] = b"Metadata-Version: 2.1\nName: PyYAML\nVersion: 6.0.3\n"
 files[info + "WHEEL"] = b"Wheel-Version: 1.0\nGenerator: build_mirror.sh\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
@@ -62,4 +79,7 @@ for wheel in (out / "files").glob("*.whl"):
     (folder / "index.html").write_text(f'<a href="../../files/{wheel.name}#sha256={sha(wheel)}">{html.escape(wheel.name)}</a>\n')
 PY
 rm -rf "$OUT/tmp"
-du -sh "$OUT"
+touch "$OUT/.complete"
+rm -rf "$FINAL" && mv "$OUT" "$FINAL"
+trap - EXIT
+du -sh "$FINAL"

@@ -53,8 +53,13 @@ PY
   start=$(date +%s)
   python "$HERE/marimo_pw.py" -q export html-wasm "$copy" -o "$out" --mode run --offline \
     --pyodide-index-url "http://127.0.0.1:$PORT/pyodide/" --pypi-index-url "http://127.0.0.1:$PORT/simple"
+  rm -f "$out/CLAUDE.md"  # marimo copies its _static folder whole, AI-assistant rules included: not the site's
   mkdir -p "$SITE/$folder" && cp -r "$out"/. "$SITE/$folder"/
   echo "wasm: $notebook -> $SITE/$folder in $(( $(date +%s) - start )) s"
 done
+# One Pyodide and one marimo frontend for the whole site: every page's export carries the same assets/,
+# pyodide/, packages/, lockfile/ and icons (about 49 MB). A page in a folder keeps only its index.html, its
+# other files move to (or already are, byte for byte) the site's root, and its "./x" references become "../x".
+python "$HERE/share_assets.py" "$SITE" "${NOTEBOOKS[@]#* }"
 touch "$SITE/.nojekyll"  # GitHub Pages would drop folders that start with "_"
 echo "wasm: site $(du -sh "$SITE" | cut -f1) ($(du -sb "$SITE" | cut -f1) bytes)"

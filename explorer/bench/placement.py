@@ -2,7 +2,9 @@
 
 Reports the median and 95th percentile of wall time over the runs, and their
 ratio to a one-second budget (the planner runs on every keystroke of the UI,
-so it must stay far below that).
+so it must stay far below that). ``--copies N --cards C`` scales the request:
+N copies of the 20 models on C cards (``--copies 40 --cards 4000``: 800 models
+on 4,000 cards, the fleet-size check of issue 27).
 """
 
 from __future__ import annotations
@@ -21,19 +23,20 @@ BUDGET_S = 1.0
 _CARD_CLASSES = [(141, 0.9), (80, 0.9), (48, 0.9), (24, 0.85)]
 
 
-def fleet() -> list[Card]:
-    """64 cards, interleaved so that equal cards are not adjacent by index."""
+def fleet(count: int = 64) -> list[Card]:
+    """``count`` cards of four classes, interleaved so that equal cards are not adjacent by index."""
     return [
         Card.from_total(index=i, total_bytes=_CARD_CLASSES[i % 4][0] * GiB, usable_fraction=_CARD_CLASSES[i % 4][1])
-        for i in range(64)
+        for i in range(count)
     ]
 
 
-def models() -> list[ModelDemand]:
+def models(copies: int = 1) -> list[ModelDemand]:
     """20 models from 1 GiB embedders to a 2 TiB query model that must swap with a 1.5 TiB ingest one.
 
     Exercises single cards, sharing, splits, context floors that widen a split,
-    replicas spreading and stacking, and a swap group.
+    replicas spreading and stacking, and a swap group. ``copies`` > 1 repeats the
+    20 under new names (``chat-8b``, ``chat-8b~1``, ...).
     """
     out: list[ModelDemand] = []
     # (name, weights GiB, KV KiB/token, context, floor, replicas, phases, rank)
@@ -59,26 +62,33 @@ def models() -> list[ModelDemand]:
         ("giant-1.5t", 1500, 96, 65_536, 4_096, 1, {"ingest"}, 4),
         ("frontier-2t", 2000, 128, 131_072, 8_192, 1, {"query"}, 5),
     ]
-    for name, weights, kv_kib, context, floor, replicas, phases, rank in table:
-        out.append(
-            ModelDemand(
-                name=name,
-                weights_bytes=weights * GiB,
-                fixed_bytes_per_card=768 * MiB,
-                kv_bytes_per_token=kv_kib * KiB,
-                context_tokens=context,
-                min_context_tokens=floor,
-                replicas=replicas,
-                phases=frozenset(phases),
-                rank=rank,
+    for copy in range(copies):
+        for name, weights, kv_kib, context, floor, replicas, phases, rank in table:
+            out.append(
+                _demand(
+                    name if copy == 0 else f"{name}~{copy}", weights, kv_kib, context, floor, replicas, phases, rank
+                )
             )
-        )
     return out
 
 
-def run(runs: int) -> tuple[list[float], Placement]:
+def _demand(name, weights, kv_kib, context, floor, replicas, phases, rank) -> ModelDemand:
+    return ModelDemand(
+        name=name,
+        weights_bytes=weights * GiB,
+        fixed_bytes_per_card=768 * MiB,
+        kv_bytes_per_token=kv_kib * KiB,
+        context_tokens=context,
+        min_context_tokens=floor,
+        replicas=replicas,
+        phases=frozenset(phases),
+        rank=rank,
+    )
+
+
+def run(runs: int, copies: int = 1, card_count: int = 64) -> tuple[list[float], Placement]:
     """Time ``runs`` placements of the same request; returns seconds per run and the last result."""
-    demand, cards = models(), fleet()
+    demand, cards = models(copies), fleet(card_count)
     times: list[float] = []
     result = place(demand, cards)  # warm-up, not timed
     for _ in range(runs):
@@ -91,13 +101,15 @@ def run(runs: int) -> tuple[list[float], Placement]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50, help="timed runs (at least 20)")
+    parser.add_argument("--copies", type=int, default=1, help="copies of the 20 models (default 1)")
+    parser.add_argument("--cards", type=int, default=64, help="cards in the fleet (default 64)")
     parser.add_argument("--show", action="store_true", help="print the placement too")
     args = parser.parse_args(argv)
-    runs = max(20, args.runs)
-    times, result = run(runs)
+    runs = max(1 if args.copies > 1 else 20, args.runs)
+    times, result = run(runs, args.copies, args.cards)
     median = statistics.median(times)
-    p95 = statistics.quantiles(times, n=20, method="inclusive")[18]
-    print(f"placement: {len(models())} models on {len(fleet())} cards, {runs} runs")
+    p95 = statistics.quantiles(times, n=20, method="inclusive")[18] if len(times) > 1 else times[0]
+    print(f"placement: {20 * args.copies} models on {args.cards} cards, {runs} runs")
     print(
         f"  instances {len(result.instances)}, swap groups {len(result.swap_groups)}, "
         f"tight {len(result.tight)}, short of replicas {len(result.missing_replicas)}"

@@ -9,8 +9,10 @@ install side by side (an older commit in its own venv). ``--profile N``
 adds the import-time profile: ``-X importtime`` self times, the least of N
 runs per module, summed by package, largest first.
 
-Every run gets an ``EXPLORER_CACHE`` path that does not exist, as on a first
-use; an older install that creates the cache offline finds none either.
+Each command runs twice over: with an ``EXPLORER_CACHE`` path that does not
+exist, as on a first use, and ("cache file") with a cache file that holds
+another model and was read once before (so its index is written: see
+:mod:`explorer.sources.cache.index`), as on every later use.
 Bytecode matters: an installed wheel has it, a checkout run with
 ``PYTHONDONTWRITEBYTECODE=1`` compiles every module on every start, so the
 benchmark says when the package has none (``python -m compileall explorer``).
@@ -31,6 +33,30 @@ from pathlib import Path
 from explorer.bench.timing import Runs, run_once, timing_table
 
 COMMANDS = (("--help",), ("shape", "Qwen/Qwen3-8B", "--offline"))
+#: how many seconds ago the prepared cache file was last written: past the index's settling time
+_CACHE_AGE_S = 60
+
+
+def cache_file(folder: Path) -> Path:
+    """A cache file holding one other model's branch mapping, read once since (its index written).
+
+    Made in a child process: importing duckdb here would grow this process, and a child's peak RSS
+    (``ru_maxrss``) starts from its parent's at the fork.
+    """
+    path = folder / "with-cache" / "cache.duckdb"
+    path.parent.mkdir(parents=True)
+    script = (
+        "import os, sys, time\n"
+        "from explorer.sources.cache.store import Cache\n"
+        "path = sys.argv[1]\n"
+        "with Cache.open(path) as cache:\n"
+        "    cache.put_revision('someone/another-model', 'main', '0' * 40)\n"
+        f"past = time.time() - {_CACHE_AGE_S}\n"
+        "os.utime(path, (past, past))\n"
+        "Cache.open(path, read_only=True).close()  # a first read, as a later start finds it\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path)], check=True)
+    return path
 
 
 def _cli(python: str) -> list[str]:
@@ -88,14 +114,20 @@ def main(argv: list[str] | None = None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     env = {k: v for k, v in os.environ.items() if k not in ("EXPLORER_SNAPSHOT", "HF_TOKEN", "HF_HUB_OFFLINE")}
     try:
-        jobs = [(Runs("python -c pass"), [sys.executable, "-c", "pass"])]
+        cached = cache_file(tmp)
+        jobs: list[tuple[Runs, list[str], Path | None]] = [
+            (Runs("python -c pass"), [sys.executable, "-c", "pass"], None)
+        ]
         for cmd in COMMANDS:
             for label, python in installs:
-                jobs.append((Runs(f"{label}explorer {' '.join(cmd)}"), [*_cli(python), *cmd]))
-        width = max(len(r.label) for r, _ in jobs)
+                for cache in (None, cached):
+                    title = f"{label}explorer {' '.join(cmd)}{' (cache file)' if cache else ''}"
+                    jobs.append((Runs(title), [*_cli(python), *cmd], cache))
+        width = max(len(r.label) for r, _, _ in jobs)
         for i in range(a.runs):
-            for runs, cmd in jobs if i % 2 == 0 else jobs[::-1]:
-                run_env = {**env, "EXPLORER_CACHE": str(tmp / f"cache-{i}-{len(runs.wall_s)}-{id(runs)}" / "c.duckdb")}
+            for runs, cmd, cache in jobs if i % 2 == 0 else jobs[::-1]:
+                fresh = tmp / f"cache-{i}-{len(runs.wall_s)}-{id(runs)}" / "c.duckdb"
+                run_env = {**env, "EXPLORER_CACHE": str(cache or fresh)}
                 wall, cpu, rss, rc, out = run_once(cmd, run_env, tmp)
                 if rc != 0:
                     sys.exit(f"{runs.label} failed (exit {rc}):\n{out}")
@@ -104,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
                 runs.rss_kib.append(rss)
         load = os.getloadavg()
         print(f"{a.runs} runs each, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} CPUs\n")
-        print("\n".join(timing_table([r for r, _ in jobs], width=width)))
+        print("\n".join(timing_table([r for r, _, _ in jobs], width=width)))
         for cmd in COMMANDS if a.profile else ():
             for label, python in installs:
                 prof = import_profile(python, cmd, a.profile, env, tmp)

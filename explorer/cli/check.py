@@ -131,7 +131,8 @@ def _print(check, rows: list[dict]) -> None:
     log, setup = check.log, check.setup
     engine = engine_labels().get(log.engine, log.engine)
     print(
-        f"{engine} {log.version or '(version not printed)'} · {check.model} · {setup.tp * setup.pp} × {setup.gpu.name}"
+        f"{engine} {log.version or setup.request.vllm_version or '(version not printed)'} · {check.model} · "
+        f"{setup.tp * setup.pp} × {setup.gpu.name}"
     )
     shown = ", ".join(f"{k} {v}" for k, v in log.settings.items() if isinstance(v, (str, int, float, bool)))
     if shown:
@@ -142,6 +143,8 @@ def _print(check, rows: list[dict]) -> None:
         print("  ".join(f"{cell:<{w}}" for cell, w in zip(line, widths, strict=True)).rstrip())
     for note in check.notes:
         print(f"note: {note}")
+    for missing in check.unread:
+        print(f"not in the log: {missing}")
     print("(GiB = 1024³ bytes; explorer plans the log's split, settings and engine release)")
 
 

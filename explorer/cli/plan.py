@@ -15,6 +15,7 @@ from explorer.cli.request_args import add_setting_arguments, request_from_args
 from explorer.cli.size_table import print_option_sizings
 from explorer.cli.workload_args import add_workload_arguments, workload_from_args
 from explorer.engines.registry import engine_serving
+from explorer.engines.weight_kernels import RULE as WEIGHTS_UNSUPPORTED
 from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import MAX_GPUS, Cluster
 from explorer.limits import MAX_CONCURRENCY
@@ -193,9 +194,10 @@ def run(args: argparse.Namespace) -> int:
     )
     sizings = size_options(result.options, shape, workload, request, settings) if workload.given else None
     if result.widened and not args.json:
+        unsupported = next((r.reason for r in result.rejected if r.rule == WEIGHTS_UNSUPPORTED), "")
         print(
             "note: the model's own weights keep no all-GPU layout here that loads them as published with headroom "
-            f"(at most 95 % of a card, room for 2 sequences); also planned: "
+            f"(at most 95 % of a card, room for 2 sequences){f'; {unsupported}' if unsupported else ''}; also planned: "
             f"{', '.join(result.widened)} (choose one with --quant)",
             file=sys.stderr,
         )

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 from explorer.engines.common import Evaluation, Layout, PlanRequest
 from explorer.engines.interface import SplitEngine
+from explorer.engines.weight_kernels import weight_only_note
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.model.precision import Precision
@@ -119,13 +120,17 @@ def evaluate_launch(
     model_ref: str,
 ) -> Evaluation:
     """The engine's evaluation of a launch; dp plain replicas (or expert dp ranks) each hold their share of the
-    sequences."""
+    sequences. Weights the engine runs weight-only on these cards (fp8 through Marlin on Ampere) are said in its
+    notes."""
     dp = layout.dp if layout.expert_dp else plain_dp(request)
     if dp == 1:
-        return engine.evaluate(shape, precision, layout, gpu, request, model_ref)
-    share = replace(request, concurrency=cdiv(request.concurrency, dp))
-    ev = engine.evaluate(shape, precision, layout, gpu, share, model_ref)
-    return replace(ev, max_concurrency=ev.max_concurrency * dp)
+        ev = engine.evaluate(shape, precision, layout, gpu, request, model_ref)
+    else:
+        share = replace(request, concurrency=cdiv(request.concurrency, dp))
+        ev = engine.evaluate(shape, precision, layout, gpu, share, model_ref)
+        ev = replace(ev, max_concurrency=ev.max_concurrency * dp)
+    note = weight_only_note(engine.name, precision, gpu)
+    return replace(ev, notes=(*ev.notes, note)) if note else ev
 
 
 def world_refusal(pools: Sequence[Pool], request: PlanRequest) -> str | None:

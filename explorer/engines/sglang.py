@@ -62,6 +62,7 @@ from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
+from explorer.model.kv_cache import MLAAttention
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import weight_breakdown
@@ -161,6 +162,21 @@ def free_at_start_bytes(gpu: GPUClass, layout: Layout, calibration: Calibration 
     return (total or gpu.visible_memory_bytes) - startup_bytes(gpu, layout, calibration)
 
 
+#: architectures where SGLang keeps a sparse-attention (NSA) model's KV cache in fp8 when ``--kv-cache-dtype`` is
+#: ``auto``: docs/basic_usage/deepseek_v32.md (stored commit 01253e4e), "the default configuration on H200 and
+#: B200 ...: H200: ... ``bf16`` kv cache dtype; B200: ... ``fp8_e4m3`` kv cache dtype"
+NSA_FP8_KV_ARCHITECTURES = frozenset({"blackwell"})
+
+
+def default_kv_dtype(shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str:
+    """The KV dtype SGLang runs with: the asked one, or for ``auto`` its default by model and card (fp8 for
+    DeepSeek-V3.2's sparse attention on Blackwell: 656 + 132 bytes a token a layer, not 1,152 + 132)."""
+    sparse = any(isinstance(c, MLAAttention) and c.indexer_bytes_per_token for c in shape.caches)
+    if kv_dtype in ("auto", "") and sparse and gpu.architecture in NSA_FP8_KV_ARCHITECTURES:
+        return "fp8"
+    return kv_dtype
+
+
 #: SGLang's data parallelism across nodes (``server_args.py``: multi-node dp needs ``--enable-dp-attention``)
 DP_NODES_RULE = (
     'SGLang runs data parallelism across nodes only with --enable-dp-attention (its message: "multi-node data '
@@ -174,6 +190,16 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     """Rules SGLang enforces: divisibility (the vision tower's heads skipped with ``--language-only``), and what
     pipeline parallelism and multi-node data parallelism cannot combine with."""
     out = tp_refusals(shape, layout.tp, check_vision=not request.language_only) + pp_refusals(shape, layout.pp)
+    limit = shape.context_limit(keeps_stated_length=True)
+    if request.context_tokens > limit:  # get_context_length keeps the stated length when rope names an original
+        out.append(
+            (
+                "context-limit",
+                f"SGLang derives a context length of {limit:,} (max_position_embeddings; its rope scaling names an "
+                f"original length), below {request.context_tokens:,}: SGLang refuses a longer --context-length "
+                "unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+            )
+        )
     if layout.pp > 1 and (request.speculative or request.enable_mixed_chunk):
         what = "speculative decoding" if request.speculative else "mixed chunked prefill"
         out.append(("pp-incompatible", f"SGLang cannot combine pipeline parallelism (pp {layout.pp}) with {what}"))
@@ -223,7 +249,7 @@ def evaluate(
     attn_tp = attention_tp(layout, request)
     weights = weight_breakdown(shape, precision, layout.tp, layout.ep, attn_tp)
     seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
-    kv_type = shape.kv_type(request.kv_dtype)
+    kv_type = shape.kv_type(default_kv_dtype(shape, gpu, request.kv_dtype))
 
     def seq_kv(a: int, b: int, ctx: int) -> int:
         return stage_kv_bytes(shape, a, b, kv_type, attn_tp, ctx, 1)
@@ -247,7 +273,10 @@ def evaluate(
         )
         pools.append((a, b, static - w, per_seq))
     max_context = (
-        largest_context(lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool, _ in pools), shape.max_context_tokens)
+        largest_context(
+            lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool, _ in pools),
+            shape.context_limit(keeps_stated_length=True),
+        )
         if min(p[2] for p in pools) > 0
         else 0
     )

@@ -21,6 +21,7 @@ from explorer.engines.interface import PinnedLayout, SplitEngine
 from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, no_split_reason
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import block_refusals
+from explorer.engines.weight_kernels import weights_refusal
 from explorer.errors import ManualSelectionError
 from explorer.hardware.cards import CardRef
 from explorer.hardware.pools import Pool
@@ -65,6 +66,9 @@ def pin_split(
     width = len(cards) // len(nodes)
     pool = Pool(gpu=gpu, nodes=nodes, fabric=nodes[0].fabric, spannable=len(nodes) > 1)
     precision = shape.precision_of(artifact)
+    unsupported = weights_refusal(engine.name, precision, gpu)
+    if unsupported:
+        raise ManualSelectionError(unsupported, hint="pin with --quant bf16, int8 or int4-awq")
     ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
     reasons: list[str] = []
     for tp, pp in launch_splits(engine, len(nodes), width, request, shape):

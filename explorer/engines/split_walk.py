@@ -31,7 +31,9 @@ equal cards are counted, never enumerated one by one.
 
 Before any pool, an artifact that is not safetensors (``format``), a context
 past the model's limit (``context-limit``) and every unified-memory host
-(``platform``) are refused.
+(``platform``) are refused; before a pool's layouts, weights the engine has no
+kernel for on the pool's cards (``weights-unsupported``: block-FP8 on A100,
+NVFP4 before Blackwell; :mod:`explorer.engines.weight_kernels`).
 
 A user's ``--tp``/``--pp``/``--dp`` narrow the walk to launches of exactly tp ×
 pp × dp cards with that split (:func:`~explorer.engines.launches.launch_splits`; the pool walk then tries
@@ -53,6 +55,7 @@ from explorer.engines.launches import evaluate_launch, world_refusal
 from explorer.engines.options import Option
 from explorer.engines.split_pinned import pin_split
 from explorer.engines.split_pool import PoolWeights, walk_pool
+from explorer.engines.weight_kernels import RULE, weights_refusal
 from explorer.hardware.cards import CardRef
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import Pool, gpu_pools
@@ -131,6 +134,10 @@ def walk_splits(
             continue
         ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
         for pool in pools:
+            unsupported = weights_refusal(name, precision, pool.gpu)
+            if unsupported:
+                out.refuse(name, None, artifact.name, RULE, unsupported)
+                continue
             walk_pool(engine, shape, artifact, precision, weights, pool, request, ref, out)
 
 

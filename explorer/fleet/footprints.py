@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from explorer.engines.registry import CPU_ENGINE, engine_named
+from explorer.engines.weight_kernels import weights_refusal
 from explorer.errors import PlacementError
 from explorer.fleet.place import Card, ModelDemand, ModelTerm
 from explorer.hardware.catalogue import GPUClass
@@ -109,12 +110,18 @@ def demand_for(
     """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
     (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's.
 
+    Weights the engine has no kernel for on ``gpu`` (block-FP8 on A100 with SGLang) are a
+    :class:`~explorer.errors.PlacementError` saying so (:mod:`explorer.engines.weight_kernels`).
+
     The term's context floor (``ID:CONTEXT/MIN``) lets the planner serve less than the target, down to it;
     an engine that splits evenly (tensor parallelism) gives an even-splitting demand.
     """
     context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
     floor = None if term.min_context_tokens is None else min(term.min_context_tokens, context)
     artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
+    unsupported = weights_refusal(engine, shape.precision_of(artifact), gpu) if gpu is not None else None
+    if unsupported:
+        raise PlacementError(f"{term.model_id}: {unsupported}", hint="place it with precision bf16, int8 or int4-awq")
     sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
     return ModelDemand(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from explorer.fleet.records import ModelDemand
 from explorer.fleet.result import Instance
+from explorer.fleet.rooms import Rooms
 from explorer.fleet.split import Layout, find_layout, tight_layout
 
 
@@ -40,22 +41,28 @@ class Tenancy:
 
 
 class Ledger:
-    """Per-card usable and charged bytes, each card's class, and the tenancies charged so far."""
+    """Per-card usable and charged bytes, each card's class, and the tenancies charged so far.
+
+    The free room is kept as a :class:`Rooms` in step with every charge, so a layout search walks the
+    roomiest cards without sorting the fleet again.
+    """
 
     def __init__(self, usable: dict[int, int], classes: dict[int, str | None] | None = None) -> None:
         self.usable = usable
         self.classes = classes or {}
         self.charged = dict.fromkeys(usable, 0)
         self.tenancies: list[Tenancy] = []
+        self._rooms = Rooms(usable, self.classes)
 
-    def room(self) -> dict[int, int]:
-        """Free bytes per card, never negative (an overrun card has none)."""
-        return {c: max(0, u - self.charged[c]) for c, u in self.usable.items()}
+    def room(self) -> Rooms:
+        """Free bytes per card, never negative (an overrun card has none); live: later charges show in it."""
+        return self._rooms
 
     def debit(self, tenancy: Tenancy, sign: int = 1) -> None:
         """Charge a tenancy's per-card bytes (``sign=-1`` refunds them)."""
         for card, b in tenancy.charges().items():
             self.charged[card] += sign * b
+            self._rooms.set(card, max(0, self.usable[card] - self.charged[card]))
 
 
 def make_instance(demand: ModelDemand, layout: Layout, replica: int = 0) -> Instance:
@@ -113,13 +120,13 @@ def place_in_group(model: ModelDemand, ledger: Ledger, *, tight: bool) -> tuple[
     for t in partners:
         ledger.debit(t, -1)
     shortfall = 0
-    layout = find_layout(model, ledger.room(), ledger.classes)
+    layout = find_layout(model, ledger.room())
     if layout is None and not tight:
         for t in partners:
             ledger.debit(t)
         return None
     if layout is None:
-        layout, shortfall = tight_layout(model, ledger.room(), ledger.classes)
+        layout, shortfall = tight_layout(model, ledger.room())
     own = Tenancy(members=[(model, make_instance(model, layout))])
     keep = [t for t in partners if set(t.charges()) & set(layout.cards)]
     for t in partners:
@@ -166,13 +173,14 @@ def add_replicas(demand: ModelDemand, tenancy: Tenancy, ledger: Ledger) -> int:
     """
     first = tenancy.members[0][1]
     fixed = replace(demand, context_tokens=first.context_tokens, min_context_tokens=None)
-    held = dict.fromkeys(ledger.usable, 0)
+    held: dict[int, int] = {}  # instances of the model per card, for the cards holding any
     for card in first.cards:
-        held[card] += 1
+        held[card] = held.get(card, 0) + 1
+    room = ledger.room()
     for replica in range(1, demand.replicas):
-        room, best = ledger.room(), None
-        for level in sorted(set(held.values())):
-            layout = find_layout(fixed, {c: r for c, r in room.items() if held[c] <= level}, ledger.classes)
+        best = None
+        for level in _levels(held, len(ledger.usable)):
+            layout = find_layout(fixed, room.where(lambda c, level=level: held.get(c, 0) <= level))
             if layout is not None and (best is None or len(layout.cards) < len(best.cards)):
                 best = layout
             if best is not None and len(best.cards) == 1:
@@ -183,5 +191,10 @@ def add_replicas(demand: ModelDemand, tenancy: Tenancy, ledger: Ledger) -> int:
         ledger.debit(Tenancy(members=[], replicas=[inst]))
         tenancy.replicas.append(inst)
         for card in inst.cards:
-            held[card] += 1
+            held[card] = held.get(card, 0) + 1
     return demand.replicas - 1
+
+
+def _levels(held: dict[int, int], card_count: int) -> list[int]:
+    """The distinct instance counts over all ``card_count`` cards, lowest first (0 while a card holds none)."""
+    return sorted({*held.values(), *((0,) if len(held) < card_count else ())})

@@ -110,7 +110,7 @@ def place(
     tight: list[TightModel] = []
     refused: list[Refusal] = []
     for demand in order:
-        layout = find_layout(demand, ledger.room(), ledger.classes)
+        layout = find_layout(demand, ledger.room())
         if layout is not None:
             tenancy = Tenancy(members=[(demand, make_instance(demand, layout))])
         else:
@@ -121,7 +121,7 @@ def place(
             if grouped is None:
                 grouped = place_in_group(demand, ledger, tight=True)
             if grouped is None:
-                layout, short = tight_layout(demand, ledger.room(), ledger.classes)
+                layout, short = tight_layout(demand, ledger.room())
                 grouped = Tenancy(members=[(demand, make_instance(demand, layout))]), short
             tenancy, short = grouped
             if short:

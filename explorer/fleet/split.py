@@ -24,11 +24,13 @@ second.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, takewhile
 
 from explorer.fleet.records import ModelDemand
 from explorer.fleet.result import RatioRule
+from explorer.fleet.rooms import Rooms
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,11 +66,6 @@ def apportion(total: int, weights: Sequence[int]) -> tuple[int, ...]:
         parts.append(cut - previous)
         previous = cut
     return tuple(parts)
-
-
-def roomiest_first(room: Mapping[int, int]) -> list[int]:
-    """Card indices by free room, largest first; equal room goes to the lower index."""
-    return sorted(room, key=lambda card: (-room[card], card))
 
 
 def ratio_ladder(
@@ -119,13 +116,9 @@ def served_context(demand: ModelDemand, net_room_bytes: int) -> int | None:
     return served if served >= demand.floor_context_tokens else None
 
 
-def by_class(room: Mapping[int, int], classes: Mapping[int, str | None] | None) -> Iterator[dict[int, int]]:
-    """The room map of each card class, in order of first card (one map of every card when classes are unknown)."""
-    if not classes:
-        yield dict(room)
-        return
-    for cls in dict.fromkeys(classes.get(c) for c in room):
-        yield {c: r for c, r in room.items() if classes.get(c) == cls}
+def as_rooms(room: Mapping[int, int], classes: Mapping[int, str | None] | None = None) -> Rooms:
+    """``room`` as a :class:`Rooms` (itself when it is one: it knows its classes), its cards roomiest first."""
+    return room if isinstance(room, Rooms) else Rooms(room, classes)
 
 
 def find_layout(
@@ -134,11 +127,13 @@ def find_layout(
     """The fewest roomiest cards that hold ``demand``, widened for its context target.
 
     An even demand looks at each card class alone and takes the best of them: the most context, then the
-    fewest cards, then the most room on its tightest card, then the lowest card index.
+    fewest cards, then the most room on its tightest card, then the lowest card index. ``classes`` names
+    each card's class for a plain room map (a :class:`Rooms` knows its own).
     """
+    rooms = as_rooms(room, classes)
     if not demand.even_split:
-        return _fewest_cards(demand, room)
-    found = [layout for sub in by_class(room, classes) if (layout := _fewest_cards(demand, sub)) is not None]
+        return _fewest_cards(demand, rooms)
+    found = [layout for sub in rooms.by_class() if (layout := _fewest_cards(demand, sub)) is not None]
     if not found:
         return None
     return min(
@@ -147,7 +142,7 @@ def find_layout(
     )
 
 
-def _fewest_cards(demand: ModelDemand, room: Mapping[int, int]) -> Layout | None:
+def _fewest_cards(demand: ModelDemand, room: Rooms) -> Layout | None:
     """The fewest roomiest cards of ``room`` that hold ``demand``, widened for its context target.
 
     Tries the roomiest card alone, then the two roomiest, and so on (the k
@@ -159,12 +154,13 @@ def _fewest_cards(demand: ModelDemand, room: Mapping[int, int]) -> Layout | None
     tie. None when not even the floor fits anywhere.
     """
     fixed = demand.fixed_bytes_per_card
-    order = roomiest_first(room)
+    walked: list[int] = []  # the roomiest cards, as far as the widening went
     best: tuple[int, int] | None = None  # (served context, card count)
     net = 0
-    for count, card in enumerate(order, start=1):
+    for count, card in enumerate(room.roomiest(), start=1):
         if count > 1 and room[card] <= fixed:
             break
+        walked.append(card)
         # equal shares are bound by the tightest card, the k-th roomiest
         net = count * (room[card] - fixed) if demand.even_split else net + room[card] - fixed
         served = served_context(demand, net)
@@ -178,7 +174,7 @@ def _fewest_cards(demand: ModelDemand, room: Mapping[int, int]) -> Layout | None
     if best is None:
         return None
     served, count = best
-    return split_on(demand, order[:count], room, served)
+    return split_on(demand, walked[:count], room, served)
 
 
 def tight_layout(
@@ -194,17 +190,21 @@ def tight_layout(
     An even demand takes one class's useful cards in equal shares (the class it is
     least short on), and its shortfall is the sum of the cards' overruns.
     """
+    rooms = as_rooms(room, classes)
     if not demand.even_split:
-        return _tight_on(demand, room)
-    return min((_tight_on(demand, sub) for sub in by_class(room, classes)), key=lambda t: (t[1], min(t[0].cards)))
+        return _tight_on(demand, rooms)
+    laid = (_tight_on(demand, sub) for sub in rooms.by_class() if next(sub.roomiest(), None) is not None)
+    return min(laid, key=lambda t: (t[1], min(t[0].cards)))
 
 
-def _tight_on(demand: ModelDemand, room: Mapping[int, int]) -> tuple[Layout, int]:
+def _tight_on(demand: ModelDemand, room: Rooms) -> tuple[Layout, int]:
     fixed = demand.fixed_bytes_per_card
     context = demand.floor_context_tokens
     shard = demand.shard_bytes_at(context)
-    order = roomiest_first(room)
-    cards = [c for c in order if room[c] > fixed] or order[:1]
+    order = room.roomiest()
+    roomiest = next(order)
+    # the cards with room past the fixed cost come first in the order: take them while they last
+    cards = list(takewhile(lambda c: room[c] > fixed, chain((roomiest,), order))) or [roomiest]
     if demand.even_split:
         split = tuple(part + fixed for part in apportion(shard, (1,) * len(cards)))
         shortfall = sum(max(0, b - room[c]) for c, b in zip(cards, split, strict=True))

@@ -29,12 +29,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from explorer.errors import CatalogueError, UnknownGPUClassError
+from explorer.hardware.weight_support import ARCHITECTURES, parse_weight_support, rows_for
 from explorer.units import GiB, MiB, TiB, parse_size
 
 #: the columns of data/gpus.csv, in order
 COLUMNS = (
     "name",
     "vendor",
+    "architecture",
     "memory_bytes",
     "memory_source",
     "torch_memory_bytes",
@@ -81,6 +83,8 @@ class GPUClass:
     Attributes:
         name: lowercase label with the memory suffix: ``h100-80g``.
         vendor: ``nvidia``, ``amd``, ``apple`` or ``unknown``.
+        architecture: the GPU generation the engines' kernels check (:data:`ARCHITECTURES`: ``ampere``,
+            ``hopper``…); ``""`` when unknown (a class inferred from a label).
         memory_bytes: total memory as the driver reports it (Apple: RAM size).
         memory_source: where ``memory_bytes`` came from.
         torch_memory_bytes: total memory as CUDA/ROCm shows it to a process (``cudaMemGetInfo``,
@@ -95,11 +99,14 @@ class GPUClass:
         mig_profile: for a MIG slice, its profile: ``1g.10gb``.
         notes: free text from the table.
         known: False when the class was inferred from a label, not the table.
+        weight_support: (engine, weight format, support) for this card's architecture, from the weight
+            support table (``data/weight_support.csv``) handed to :meth:`Catalogue.from_csv_text`.
     """
 
     name: str
     vendor: str
     memory_bytes: int
+    architecture: str = ""
     memory_source: str = ""
     torch_memory_bytes: int | None = None
     bandwidth_bytes_per_s: int = 0
@@ -111,6 +118,12 @@ class GPUClass:
     mig_profile: str | None = None
     notes: str = ""
     known: bool = True
+    weight_support: tuple[tuple[str, str, str], ...] = ()
+
+    def runs(self, engine: str, weight_format: str) -> str | None:
+        """How ``engine`` runs weights of ``weight_format`` on this card (:mod:`explorer.hardware.weight_support`):
+        ``native``, ``weight-only`` or ``no``; None when the table says nothing."""
+        return next((level for e, f, level in self.weight_support if e == engine and f == weight_format), None)
 
     @property
     def assumed(self) -> str | None:
@@ -194,14 +207,21 @@ class Catalogue:
         return unique, {k: sorted(v) for k, v in offers.items() if len(v) > 1}
 
     @classmethod
-    def from_csv_text(cls, text: str, *, source: str = "gpus.csv") -> Catalogue:
-        """Parse a catalogue table (the columns of :data:`COLUMNS`)."""
+    def from_csv_text(cls, text: str, *, source: str = "gpus.csv", weight_support: str | None = None) -> Catalogue:
+        """Parse a catalogue table (the columns of :data:`COLUMNS`; ``architecture`` may be left out).
+
+        ``weight_support`` is the text of the weight support table (``data/weight_support.csv``): each class
+        then carries its architecture's rows (:attr:`GPUClass.weight_support`).
+        """
         reader = csv.DictReader(io.StringIO(text))
         try:
-            missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+            missing = [c for c in COLUMNS if c not in (reader.fieldnames or ()) and c != "architecture"]
             if missing:
                 raise CatalogueError(f"{source} lacks columns: {', '.join(missing)}")
             rows = [_parse_row(r, source, i) for i, r in enumerate(reader, start=2)]
+            if weight_support is not None:
+                table = parse_weight_support(weight_support)
+                rows = [replace(r, weight_support=rows_for(table, r.architecture)) for r in rows]
         except csv.Error as e:
             raise CatalogueError(f"{source} is not a CSV table: {e}") from None
         names = {r.name for r in rows}
@@ -399,6 +419,9 @@ def _parse_row(row: dict[str, str], source: str, line: int) -> GPUClass:
     memory = number("memory_bytes", int)
     if not memory:
         raise CatalogueError(f"{where}: memory_bytes must be positive")
+    architecture = (row.get("architecture") or "").strip()
+    if architecture and architecture not in ARCHITECTURES:
+        raise CatalogueError(f"{where}: architecture {architecture!r} is not one of {', '.join(ARCHITECTURES)}")
     torch_memory = number("torch_memory_bytes", int, blank=True)
     if torch_memory is not None and not 0 < torch_memory <= memory * 1.01:  # type: ignore[operator]
         raise CatalogueError(
@@ -407,6 +430,7 @@ def _parse_row(row: dict[str, str], source: str, line: int) -> GPUClass:
     return GPUClass(
         name=name,
         vendor=(row.get("vendor") or "").strip() or "unknown",
+        architecture=architecture,
         memory_bytes=memory,  # type: ignore[arg-type]
         memory_source=(row.get("memory_source") or "").strip(),
         torch_memory_bytes=torch_memory,  # type: ignore[arg-type]

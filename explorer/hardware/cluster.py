@@ -26,12 +26,16 @@ set of it (:attr:`Node.gpu_usable_limit_bytes`). Every malformed spec raises
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from explorer.errors import ClusterSpecError, capped_list
 from explorer.hardware.catalogue import GPUClass, metal_working_set_bytes
 from explorer.hardware.host_cpu import DEFAULT_CPU, HostCPU
 from explorer.units import GiB, TiB
+
+T = TypeVar("T")
 
 MAX_GPUS = 100_000  # a whole cluster, GPUs and nodes each
 MAX_RAM_BYTES = 1024 * TiB
@@ -211,6 +215,17 @@ class Cluster:
     """
 
     nodes: tuple[Node, ...]
+    _derived: dict[Callable[..., Any], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def derived(self, build: Callable[[Cluster], T]) -> T:
+        """``build(self)``, built on first use and kept with the cluster (which never changes).
+
+        What a plan derives from every node (its pools, the census of alike nodes) is then counted once per
+        cluster, not once per plan: a slider move on a 100,000-GPU cluster costs what it does on 1,000.
+        """
+        if build not in self._derived:
+            self._derived[build] = build(self)
+        return self._derived[build]
 
     def __post_init__(self) -> None:
         dupes = sorted(name for name, k in Counter(n.name for n in self.nodes).items() if k > 1)

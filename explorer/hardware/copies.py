@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from explorer.hardware.cluster import Cluster, GPUGroup, Node
 
-__all__ = ["Census", "HostCap", "node_slots", "spanning_copies"]
+__all__ = ["Census", "HostCap", "host_kinds", "node_slots", "spanning_copies"]
 
 #: at most this many copies on a node of this much host RAM (bytes); None: no cap
 HostCap = Callable[[int], int] | None
@@ -110,3 +110,20 @@ def node_slots(cluster: Cluster, gpu_class: str, width: int, *, host_cap: HostCa
         (n, _slots(n.group(gpu_class), n.host_ram_bytes, width, None, host_cap))  # type: ignore[arg-type]
         for n in cluster.nodes_with(gpu_class)
     ]
+
+
+def host_kinds(cluster: Cluster) -> tuple[tuple[Node, int], ...]:
+    """Every node by its host RAM and free host RAM: the first node of each kind (in node order) with how many
+    nodes are like it. Counted once per cluster (:meth:`Cluster.derived`), so a host-RAM check costs the same on
+    12,500 alike nodes as on one."""
+    return cluster.derived(_count_hosts)
+
+
+def _count_hosts(cluster: Cluster) -> tuple[tuple[Node, int], ...]:
+    first: dict[tuple[int, int], Node] = {}
+    many: Counter[tuple[int, int]] = Counter()
+    for n in cluster.nodes:
+        key = (n.host_ram_bytes, n.host_free_bytes)
+        first.setdefault(key, n)
+        many[key] += 1
+    return tuple((node, many[key]) for key, node in first.items())

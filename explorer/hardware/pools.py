@@ -77,7 +77,14 @@ class Pool:
 
 
 def gpu_pools(cluster: Cluster) -> list[Pool]:
-    """The cluster's GPU pools: each fabric's nodes of a class, and each class's stand-alone nodes together."""
+    """The cluster's GPU pools: each fabric's nodes of a class, and each class's stand-alone nodes together.
+
+    Built once per cluster (:meth:`Cluster.derived`): every engine of every plan walks the same pools.
+    """
+    return list(cluster.derived(_build_pools))
+
+
+def _build_pools(cluster: Cluster) -> tuple[Pool, ...]:
     pools: list[Pool] = []
     for (name, fabric), nodes in cluster.pools().items():
         if nodes[0].unified:
@@ -85,4 +92,4 @@ def gpu_pools(cluster: Cluster) -> list[Pool]:
         gpu = nodes[0].group(name).gpu  # type: ignore[union-attr]
         spannable = fabric is not None and not gpu.is_mig
         pools.append(Pool(gpu=gpu, nodes=nodes, fabric=fabric, spannable=spannable))
-    return pools
+    return tuple(pools)

@@ -16,22 +16,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-CheckpointFormat = Literal["awq", "gptq", "fp8", "compressed-tensors", "gguf", "bnb", "nvfp4", "mxfp4"]
+CheckpointFormat = Literal["awq", "gptq", "fp8", "compressed-tensors", "gguf", "bnb", "nvfp4", "mxfp4", "int8", "bf16"]
 Verified = Literal["config", "files", "card", "name-only", "hub"]
 
-#: every format a checkpoint may have
-FORMATS: frozenset[str] = frozenset({"awq", "gptq", "fp8", "compressed-tensors", "gguf", "bnb", "nvfp4", "mxfp4"})
+#: every format a checkpoint may have (``int8``: W8A8 int8 outside compressed-tensors, SGLang's ``w8a8_int8`` and
+#: ``blockwise_int8``; ``bf16``: an unquantised conversion of an fp8 original, for cards without fp8 kernels)
+FORMATS: frozenset[str] = frozenset(
+    {"awq", "gptq", "fp8", "compressed-tensors", "gguf", "bnb", "nvfp4", "mxfp4", "int8", "bf16"}
+)
 
 #: how a what-if precision's method is published (explorer.model.quant_config methods → checkpoint formats)
 FORMATS_FOR_METHOD: dict[str, tuple[str, ...]] = {
     "awq": ("awq",),
     "gptq": ("gptq",),
     "fp8": ("fp8",),
-    "compressed-tensors": ("compressed-tensors",),  # int8 w8a8 / w8a16 what-ifs
+    "compressed-tensors": ("compressed-tensors", "int8"),  # int8 w8a8 / w8a16 what-ifs
     "bitsandbytes": ("bnb",),
     "modelopt": ("nvfp4",),
     "mxfp4": ("mxfp4",),
     "gguf": ("gguf",),
+    "none": ("bf16",),  # a bf16 what-if of an fp8 original: its published conversion
 }
 
 #: publishers whose quants engines document and test, first choices after the model's own organisation

@@ -25,6 +25,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from explorer.model.dtypes import ElementType
+from explorer.units import cdiv
+
+#: values sharing one fp32 scale in a sparse-attention model's fp8 latent cache (FlashMLA's sparse layout)
+NSA_FP8_SCALE_BLOCK = 128
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,7 +152,16 @@ class MLAAttention(LayerCache):
     indexer_bytes_per_token: int = 0
 
     def bytes_per_token(self, kv: ElementType) -> int:
+        if self.indexer_bytes_per_token and kv.name == "fp8":
+            return self._sparse_fp8_bytes() + self.indexer_bytes_per_token
         return kv.row_bytes(self.kv_lora_rank + self.rope_dim) + self.indexer_bytes_per_token
+
+    def _sparse_fp8_bytes(self) -> int:
+        """The fp8 latent of a sparse-attention (NSA) model as FlashMLA's sparse kernels store it: the latent in
+        fp8 with one fp32 scale per 128 values, the rotary part kept in bf16 (SGLang's NSA pool with
+        ``nsa_kv_cache_store_fp8``, vLLM's ``fp8_ds_mla``). DeepSeek-V3.2: 512 + 4 × 4 + 64 × 2 = 656 bytes,
+        where bf16 takes (512 + 64) × 2 = 1,152."""
+        return self.kv_lora_rank + cdiv(self.kv_lora_rank, NSA_FP8_SCALE_BLOCK) * 4 + self.rope_dim * 2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

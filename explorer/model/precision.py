@@ -19,8 +19,12 @@ AWQ int b/g   the same without g_idx
 CT int b/g    rows·⌈cols·b/32⌉·4 + rows·⌈cols/g⌉·2 + 16 (weight_shape), + zero points if asymmetric
 bnb int8      rows·cols + rows·4 (SCB)
 bnb nf4/fp4   ⌈rows·cols/2⌉ + ⌈rows·cols/64⌉·4 (fp32 absmax per 64)
+bnb 4 double  ⌈rows·cols/2⌉ + ⌈rows·cols/64⌉ (uint8 absmax) + ⌈rows·cols/64/256⌉·4 (fp32 nested absmax)
+int8 plain    rows·cols + rows·scale (per channel) or ⌈rows/128⌉·⌈cols/128⌉·4 (per block: SGLang blockwise_int8)
+HQQ int b/g   rows·⌈cols·b/32⌉·4 + 2·rows·⌈cols/g⌉·2 (float scale and float zero per group)
 NVFP4         rows·cols/2 + rows·⌈cols/16⌉ (fp8 scales) + 8 (two fp32 globals)
 MXFP4         rows·cols/2 + rows·⌈cols/32⌉ (e8m0 scales)
+MXFP8         rows·cols + rows·⌈cols/32⌉ (e8m0 scales)
 GGUF what-if  ⌈rows·cols·bpw/8⌉ with the quant mix's average bits (approximate)
 ggml          rows·cols / block · type_size (one GGUF tensor's exact type, gguf-py GGML_QUANT_SIZES)
 ============  ==================================================================
@@ -38,7 +42,7 @@ from explorer.model.dtypes import ElementType, element_type
 from explorer.model.tensors import Tensor
 from explorer.units import cdiv
 
-FormatKind = Literal["dense", "fp8", "int", "bnb8", "bnb4", "nvfp4", "mxfp4", "gguf", "ggml"]
+FormatKind = Literal["dense", "fp8", "int", "bnb8", "bnb4", "nvfp4", "mxfp4", "mxfp8", "gguf", "ggml"]
 Source = Literal["config", "what-if", "gguf", "published"]
 
 #: wrapper prefixes stripped before matching module names against skip lists
@@ -53,12 +57,15 @@ class WeightFormat:
         kind: the storage family.
         bits: bits per weight before scales (4, 8, 16...; GGUF: the average).
         group_size: weights sharing a scale along the input dimension (0: one per row).
-        block: fp8 block-scale tile (rows, cols), or None.
+        block: fp8 (or SGLang blockwise int8) block-scale tile (rows, cols), or None.
         fp8_scale: fp8 scale granularity when ``block`` is None: ``channel`` or ``tensor``.
-        packing: int layout: ``gptq``, ``awq`` or ``compressed``.
+        packing: int layout: ``gptq``, ``awq``, ``compressed`` (packed in int32 words), ``hqq`` (packed, with
+            float zeros) or ``plain`` (one int8 a weight, as W8A8 int8 stores it).
         zero_points: whether int zero points are stored (asymmetric, or GPTQ/AWQ layout).
         g_idx: whether a per-column group index is stored (GPTQ, or act-order groups).
-        scale_bytes: bytes per int scale (fp16/bf16: 2).
+        scale_bytes: bytes per int scale (fp16/bf16: 2; fp32: 4).
+        double_quant: bitsandbytes 4-bit with nested quantisation of its absmax (one uint8 per 64
+            weights, one fp32 per 256 of those).
         dense_bytes: bytes per value for ``dense``.
         ggml_block: for ``ggml``, (weights per block, bytes per block): Q4_K (256, 144).
         block_cols: for a ``gguf`` what-if, the block its types need a row to be a multiple of (256 for
@@ -76,6 +83,7 @@ class WeightFormat:
     zero_points: bool = True
     g_idx: bool = False
     scale_bytes: int = 2
+    double_quant: bool = False
     dense_bytes: int = 2
     ggml_block: tuple[int, int] | None = None
     block_cols: int = 0
@@ -94,12 +102,16 @@ class WeightFormat:
             return self._int_bytes(rows, cols)
         if self.kind == "bnb8":
             return n + rows * 4
+        if self.kind == "bnb4" and self.double_quant:
+            return cdiv(n, 2) + cdiv(n, 64) + cdiv(cdiv(n, 64), 256) * 4
         if self.kind == "bnb4":
             return cdiv(n, 2) + cdiv(n, 64) * 4
         if self.kind == "nvfp4":
             return cdiv(n, 2) + rows * cdiv(cols, 16) + 8
         if self.kind == "mxfp4":
             return cdiv(n, 2) + rows * cdiv(cols, 32)
+        if self.kind == "mxfp8":
+            return n + rows * cdiv(cols, 32)
         if self.kind == "ggml" and self.ggml_block:
             return n // self.ggml_block[0] * self.ggml_block[1]  # exact: rows are whole blocks
         bits = self.bits
@@ -109,9 +121,14 @@ class WeightFormat:
 
     def _int_bytes(self, rows: int, cols: int) -> int:
         bits = int(self.bits)
+        if self.packing == "plain":  # one int8 a weight; a scale a row, or a scale a block tile
+            tiles = cdiv(rows, self.block[0]) * cdiv(cols, self.block[1]) if self.block else rows
+            return rows * cdiv(cols * bits, 8) + tiles * self.scale_bytes
         groups = cdiv(cols, self.group_size) if self.group_size > 0 else 1
         packed = rows * cdiv(cols * bits, 32) * 4
         scales = rows * groups * self.scale_bytes
+        if self.packing == "hqq":  # zeros are floats like the scales (vLLM hqq_marlin.py)
+            return packed + 2 * scales
         zeros = groups * cdiv(rows * bits, 32) * 4 if self.zero_points else 0
         extra = 16 if self.packing == "compressed" else 0
         g_idx = cols * 4 if self.g_idx else 0

@@ -15,6 +15,7 @@ from explorer.errors import UnknownPrecisionError
 from explorer.model.config_reader import ConfigView
 from explorer.model.dtypes import ElementType, element_type, model_dtype_name
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat, dense
+from explorer.model.quant_methods import PARSERS, unsized
 
 FP8_BLOCK = WeightFormat(kind="fp8", bits=8, block=(128, 128))
 NVFP4 = WeightFormat(kind="nvfp4", bits=4, group_size=16)
@@ -144,9 +145,10 @@ def _bnb(qc: Mapping[str, Any], base: ElementType) -> Precision:
     skip = _names(qc.get("llm_int8_skip_modules")) + ("lm_head",)
     if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
         kind = str(qc.get("bnb_4bit_quant_type") or "nf4")
-        fmt = WeightFormat(kind="bnb4", bits=4, group_size=64)
+        nested = bool(qc.get("bnb_4bit_use_double_quant"))
+        fmt = WeightFormat(kind="bnb4", bits=4, group_size=64, double_quant=nested)
         return Precision(
-            name=f"bnb {kind}",
+            name=f"bnb {kind}" + (" double-quant" if nested else ""),
             method="bitsandbytes",
             base=base,
             groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
@@ -216,6 +218,37 @@ def _label(fmt: WeightFormat) -> str:
     return fmt.kind
 
 
+#: ModelOpt ``quant_algo`` → its weight format; vLLM ``modelopt.py``, SGLang ``modelopt_quant.py``
+_MODELOPT_ALGOS: dict[str, WeightFormat] = {
+    "FP8": WeightFormat(kind="fp8", bits=8, fp8_scale="tensor"),
+    "FP8_PER_CHANNEL_PER_TOKEN": WeightFormat(kind="fp8", bits=8, fp8_scale="channel"),
+    "FP8_PB_WO": FP8_BLOCK,
+    "NVFP4": NVFP4,
+    "MXFP8": WeightFormat(kind="mxfp8", bits=8, group_size=32),
+}
+
+
+def _modelopt_format(algo: str) -> WeightFormat:
+    if algo in _MODELOPT_ALGOS:
+        return _MODELOPT_ALGOS[algo]
+    raise UnknownPrecisionError(
+        f"ModelOpt quant_algo {algo or '(none)'} is not supported",
+        hint=f"explorer sizes ModelOpt {', '.join(_MODELOPT_ALGOS)} and MIXED_PRECISION of those",
+    )
+
+
+def _modelopt_mixed(inner: Mapping[str, Any]) -> tuple[SchemeGroup, ...]:
+    """MIXED_PRECISION: ``quantized_layers`` names each module's own ``quant_algo``."""
+    layers = inner.get("quantized_layers")
+    if not isinstance(layers, Mapping) or not layers:
+        raise UnknownPrecisionError("ModelOpt MIXED_PRECISION names no quantized_layers")
+    by_algo: dict[str, list[str]] = {}
+    for module, spec in layers.items():
+        algo = str(spec.get("quant_algo") or "").upper() if isinstance(spec, Mapping) else ""
+        by_algo.setdefault(algo, []).append(str(module))
+    return tuple(SchemeGroup(targets=tuple(mods), fmt=_modelopt_format(algo)) for algo, mods in by_algo.items())
+
+
 def _modelopt(qc: Mapping[str, Any], base: ElementType) -> Precision:
     if qc.get("config_groups"):
         return _compressed_tensors(qc, base, "modelopt")
@@ -223,15 +256,39 @@ def _modelopt(qc: Mapping[str, Any], base: ElementType) -> Precision:
     algo = str(inner.get("quant_algo") or "").upper()
     skip = _names(inner.get("exclude_modules") or inner.get("ignore")) + ("lm_head",)
     hint = "fp8" if str(inner.get("kv_cache_quant_algo") or "").upper() == "FP8" else None
-    if algo == "NVFP4":
-        groups = (SchemeGroup(targets=("Linear",), fmt=NVFP4),)
-    elif algo.startswith("FP8"):
-        groups = (SchemeGroup(targets=("Linear",), fmt=WeightFormat(kind="fp8", bits=8, fp8_scale="tensor")),)
+    if algo == "MIXED_PRECISION":
+        groups = _modelopt_mixed(inner)
     else:
-        raise UnknownPrecisionError(f"ModelOpt quant_algo {algo or '(none)'} is not supported")
+        groups = (SchemeGroup(targets=("Linear",), fmt=_modelopt_format(algo)),)
     return Precision(
         name=f"{algo} (ModelOpt)", method="modelopt", base=base, groups=groups, skip=skip, kv_cache_hint=hint
     )
+
+
+#: GPTQ-layout and AWQ-layout methods: the same stored tensors, another kernel (vLLM gptq_marlin.py,
+#: awq_marlin.py, marlin.py, bitblas.py, gptq_bitblas.py, moe_wna16.py, auto_round.py)
+_GPTQ_LIKE = ("gptq", "gptq_marlin", "marlin", "bitblas", "gptq_bitblas")
+_AWQ_LIKE = ("awq", "awq_marlin")
+_AUTO_ROUND = ("auto-round", "intel/auto-round", "auto_round")
+
+
+def _int_layout(qc: Mapping[str, Any], base: ElementType, method: str) -> Precision:
+    """A GPTQ- or AWQ-layout checkpoint under any of the methods that load it."""
+    if method == "moe_wna16":
+        inner = str(qc.get("linear_quant_method") or "gptq").lower()
+        return _int_gptq_awq(qc, base, "awq" if inner == "awq" else "gptq")
+    if method in _AUTO_ROUND:
+        packing = str(qc.get("packing_format") or qc.get("backend") or "").lower()
+        layout = _int_gptq_awq(qc, base, "awq" if "awq" in packing else "gptq")
+        extra = _names(list(qc.get("extra_config") or ())) if isinstance(qc.get("extra_config"), Mapping) else ()
+        return Precision(
+            name=layout.name + " (AutoRound)",
+            method="auto-round",
+            base=base,
+            groups=layout.groups,
+            skip=layout.skip + extra,
+        )
+    return _int_gptq_awq(qc, base, "awq" if method in _AWQ_LIKE else "gptq")
 
 
 def precision_from_config(
@@ -265,14 +322,14 @@ def precision_from_config(
                 skip=precision.skip,
             )
             notes.append("experts stored as fp4 with one 8-bit scale per 32 weights (expert_dtype)")
-    elif method in ("gptq", "awq"):
-        precision = _int_gptq_awq(qc, base, method)
+    elif method in _GPTQ_LIKE + _AWQ_LIKE + _AUTO_ROUND + ("moe_wna16",):
+        precision = _int_layout(qc, base, method)
     elif method == "bitsandbytes" or qc.get("load_in_4bit") or qc.get("load_in_8bit"):
         precision = _bnb(qc, base)
         notes.append("bitsandbytes quant-state metadata (a few bytes a tensor) not counted")
     elif method == "compressed-tensors":
         precision = _compressed_tensors(qc, base, method)
-    elif method == "modelopt":
+    elif method in ("modelopt", "modelopt_fp4", "modelopt_fp8", "petit_nvfp4"):
         precision = _modelopt(qc, base)
     elif method == "mxfp4":
         precision = Precision(
@@ -283,20 +340,10 @@ def precision_from_config(
             skip=_names(qc.get("modules_to_not_convert")),
             roles=frozenset({"expert"}),
         )
+    elif method in PARSERS:
+        precision = PARSERS[method](qc, base)
     else:
-        bits = qc.get("bits")
-        if isinstance(bits, int) and 0 < bits < 16:
-            fmt = WeightFormat(kind="int", bits=bits, group_size=128)
-            precision = Precision(
-                name=f"{method or 'unknown'} int{bits}",
-                method=method or "unknown",
-                base=base,
-                groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
-                skip=("lm_head",),
-            )
-        else:
-            precision = dense(base.name, source="config")
-        notes.append(f"quant_method {method or '(none)'} not modelled exactly: sized as {precision.name}")
+        raise unsized(method)
     return precision, notes
 
 

@@ -63,8 +63,10 @@ class ModelShape:
         vocab_size: vocabulary size.
         tied_embeddings: whether the LM head reuses the token embeddings.
         max_position_embeddings: the config's own context figure.
-        max_context_tokens: the longest context explorer plans with.
+        max_context_tokens: the longest context explorer plans with (vLLM's derivation from the RoPE scaling).
         rope_scaling: a short description of RoPE scaling, ``""`` if none.
+        rope_names_original: the RoPE scaling names an ``original_max_position_embeddings`` (or is Llama 3's):
+            an engine that then keeps the stated length (SGLang) accepts no more than ``max_position_embeddings``.
         dtype: the activation / unquantised dtype (``bf16``).
         precision: the checkpoint's weight precision.
         decoder: the decoder layers, each with its cache spec and tensors.
@@ -104,6 +106,7 @@ class ModelShape:
     vision_tower: VisionSpec | None = None
     approximate: bool = False
     notes: tuple[str, ...] = ()
+    rope_names_original: bool = False
 
     # --- parameters -----------------------------------------------------------------
 
@@ -170,9 +173,18 @@ class ModelShape:
             raise ValueError("context and sequences must be non-negative")
         return kv_bytes(self.caches, context_tokens, self.kv_type(kv_dtype), sequences)
 
-    def clamp_context(self, tokens: int) -> int:
-        """``tokens`` held to the model's own limit (:attr:`max_context_tokens`): the one place a context is clamped."""
-        return min(tokens, self.max_context_tokens)
+    def context_limit(self, *, keeps_stated_length: bool = False) -> int:
+        """The longest context an engine accepts: vLLM's derivation (:attr:`max_context_tokens`); with
+        ``keeps_stated_length``, an engine that keeps ``max_position_embeddings`` when the RoPE scaling names an
+        original length (SGLang's ``get_context_length``: a YaRN ×4 from 32,768 over a stated 40,960 accepts
+        40,960, where vLLM accepts 131,072)."""
+        if keeps_stated_length and self.rope_names_original:
+            return min(self.max_context_tokens, self.max_position_embeddings)
+        return self.max_context_tokens
+
+    def clamp_context(self, tokens: int, *, keeps_stated_length: bool = False) -> int:
+        """``tokens`` held to the limit an engine accepts (:meth:`context_limit`): the one place a context is clamped."""
+        return min(tokens, self.context_limit(keeps_stated_length=keeps_stated_length))
 
     # --- weights --------------------------------------------------------------------------
 
@@ -287,6 +299,7 @@ def shape_from_config(
         max_position_embeddings=limit.max_position_embeddings,
         max_context_tokens=limit.max_context_tokens,
         rope_scaling=limit.rope,
+        rope_names_original=limit.names_original,
         dtype=precision.base.name,
         precision=precision,
         decoder=parts.layers,

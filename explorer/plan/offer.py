@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from explorer.engines.weight_kernels import weight_formats
 from explorer.errors import NothingToPlanError, capped_list
 from explorer.gguf.header import GGUFHeader, merge_split_headers, split_parts
 from explorer.gguf.quant import quant_from_filename, quant_name
@@ -53,6 +54,12 @@ DEFAULT_WHAT_IFS = ("bf16", "fp8", "int4-awq")
 #: the two that vLLM and SGLang serve from published checkpoints (or quantise while loading) and the
 #: two GGUF quants llama.cpp users pick first
 FALLBACK_WHAT_IFS = ("fp8", "int4-awq", "Q8_0", "Q4_K_M")
+#: precisions that run where a model's own fp8 / fp4 weights have no kernel (A100 and older, AMD CDNA2; NVFP4
+#: before Blackwell): planned as fallbacks whatever their size (data/weight_support.md)
+RUNS_WIDELY = ("int8", "bf16")
+#: weight formats some cards of the catalogue have no kernels for (explorer.engines.weight_kernels.weight_formats
+#: names); MXFP4 is left out: vLLM runs it weight-only from Ampere, and gpt-oss has no int8 or bf16 release
+KERNEL_LIMITED = frozenset({"fp8", "fp8-block", "nvfp4"})
 #: the largest share of the model's own size a fallback precision may keep (bf16 → fp8 keeps about 0.5)
 FALLBACK_MAX_SHARE = 0.75
 
@@ -263,7 +270,12 @@ def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[Publish
     if precision is shape.precision or precision.name == shape.precision.name:
         return original_artifact(shape)
     gguf = precision.method == "gguf"
-    published = checkpoint_for(precision.method, checkpoints, gguf_quant=precision.name if gguf else None)
+    published = checkpoint_for(
+        precision.method,
+        checkpoints,
+        bits=None if gguf else int(precision.nominal_bits),
+        gguf_quant=precision.name if gguf else None,
+    )
     if published is not None:
         return _published_artifact(shape, precision, published)
     computed = shape.weight_bytes(precision) if gguf else computed_disk_bytes(shape, precision)
@@ -355,15 +367,25 @@ def fallback_artifacts(
     """:data:`FALLBACK_WHAT_IFS` as artifacts (published checkpoints where known) that make the weights
     clearly smaller: at most :data:`FALLBACK_MAX_SHARE` of the smallest ``offered`` artifact, and not a
     precision already offered (a GGUF repository's own Q4_K_M stays the one planned). gpt-oss-120b's
-    MXFP4 experts (60.8 GiB) get none: int4 AWQ would save 4 %, not a change an engineer would make."""
+    MXFP4 experts (60.8 GiB) get none: int4 AWQ would save 4 %, not a change an engineer would make.
+
+    A model whose own weights are fp8 or NVFP4 (formats some cards have no kernels for) also gets
+    :data:`RUNS_WIDELY` (int8, bf16: published conversions where known) whatever their size: DeepSeek-R1 on
+    A100s with SGLang runs a BF16 conversion or an INT8 checkpoint, not its block-FP8 original."""
     offered = list(offered)
+    known = tuple(checkpoints)
     have = {artifact.quant.upper() for artifact in offered}
     smallest = min((a.size_bytes for a in offered), default=shape.weight_bytes(shape.precision))
-    return tuple(
+    smaller = tuple(
         artifact
-        for artifact in what_if_artifacts(shape, FALLBACK_WHAT_IFS, checkpoints)
+        for artifact in what_if_artifacts(shape, FALLBACK_WHAT_IFS, known)
         if artifact.quant.upper() not in have and artifact.size_bytes <= smallest * FALLBACK_MAX_SHARE
     )
+    if not KERNEL_LIMITED & set(weight_formats(shape.precision)):
+        return smaller
+    # fp8 / fp4 originals: an engine without their kernels on the cluster's cards runs int8 or a bf16 conversion
+    wider = tuple(a for a in what_if_artifacts(shape, RUNS_WIDELY, known) if a.quant.upper() not in have)
+    return smaller + tuple(a for a in wider if a not in smaller)
 
 
 def plan_artifacts(

@@ -81,7 +81,7 @@ def _ranked(
     if speed:
         settings = speed if isinstance(speed, SpeedSettings) else None
         options = [replace(o, speed=speed_of(o, shape, request, settings)) for o in options]
-    census = Census(cluster)
+    census = cluster.derived(Census)  # counted once per cluster, not once per plan
     options = [with_replicas(o, cluster, request, census) for o in options]
     return PlanResult(
         model=model_ref,
@@ -108,6 +108,13 @@ def _merged(own: PlanResult, extra: PlanResult) -> PlanResult:
         pruned=pruned,
         considered=own.considered + extra.considered,
     )
+
+
+def _added(extra_artifacts: Sequence[Artifact], wider: PlanResult) -> tuple[str, ...]:
+    """The labels of the fallback artifacts that gave the wider plan an option (a bf16 conversion planned because
+    the own fp8 weights do not run on these cards, but too large for them, is not named as added)."""
+    planned = [option.artifact for option in wider.options]  # artifacts hold dicts: compared, not hashed
+    return tuple(a.label for a in extra_artifacts if a in planned)
 
 
 def _standing(result: PlanResult) -> tuple[int, bool, bool]:
@@ -176,7 +183,7 @@ def plan(
         extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)
         wider = _merged(own, extra)
         if _standing(wider) < _standing(own):
-            result = replace(wider, widened=tuple(a.label for a in extra_artifacts))
+            result = replace(wider, widened=_added(extra_artifacts, wider))
     if not suggest:
         return result
     advised = with_suggestions(  # what to change to fit the model's own weights, widened or not

@@ -37,7 +37,7 @@ from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option
 from explorer.engines.registry import engine_named
 from explorer.hardware.cluster import Cluster, Node
-from explorer.hardware.copies import Census, HostCap, node_slots
+from explorer.hardware.copies import Census, HostCap, host_kinds, node_slots
 from explorer.plan.launch_lines import FIRST_PORT, class_positions, launch_lines, on_devices, several_classes
 
 __all__ = ["MAX_LINES", "Census", "ReplicaLaunch", "replica_launch", "with_replicas"]
@@ -70,8 +70,11 @@ def _count(option: Option, cluster: Cluster, census: Census, request: PlanReques
     layout, ev = option.layout, option.evaluation
     if layout.cpu:
         need = ev.host.total if ev.host is not None else 0
-        usable = [n for n in cluster.nodes if int(n.host_ram_bytes * request.host_fraction) >= need]
-        return sum(1 for n in usable if n.host_free_bytes >= need) if now else len(usable)
+        return sum(
+            many
+            for n, many in host_kinds(cluster)
+            if int(n.host_ram_bytes * request.host_fraction) >= need and (not now or n.host_free_bytes >= need)
+        )
     return census.copies(
         layout.gpu_class,
         layout.nodes,

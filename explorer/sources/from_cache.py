@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,15 @@ from explorer.sources.hub.settings import HubSettings
 from explorer.sources.resolved import ResolvedModel
 from explorer.sources.spec import ModelSpec
 
-__all__ = ["create_cache_meanwhile", "drop_entry", "from_cache", "no_cache_file", "stale_answer", "store"]
+__all__ = [
+    "create_cache_meanwhile",
+    "drop_entry",
+    "from_cache",
+    "indexed_miss",
+    "no_cache_file",
+    "stale_answer",
+    "store",
+]
 
 
 def create_cache_meanwhile(s: HubSettings) -> Callable[[], Any]:
@@ -47,6 +56,19 @@ def create_cache_meanwhile(s: HubSettings) -> Callable[[], Any]:
     created = pool.submit(create)
     pool.shutdown(wait=False)
     return created.result
+
+
+def indexed_miss(s: HubSettings, repo: str, revision: str | None) -> str | None:
+    """The cache file's path when its index (:mod:`explorer.sources.cache.index`) says it maps no such branch or
+    tag of ``repo``: offline, the cache would miss, so it need not be opened (nor duckdb imported). Else None."""
+    from explorer.sources.cache.file import default_cache_path
+    from explorer.sources.cache.index import known_absent
+
+    rev = revision or "main"
+    path = default_cache_path()
+    if path == ":memory:" or re.fullmatch(r"[0-9a-f]{40}", rev.lower()):
+        return None  # a sha is answered by the rows of that sha, which the index does not list
+    return path if known_absent(path, s.endpoint.rstrip("/"), repo, rev) else None
 
 
 def no_cache_file() -> bool:

@@ -50,6 +50,7 @@ from explorer.sources.from_cache import (
     create_cache_meanwhile,
     drop_entry,
     from_cache,
+    indexed_miss,
     no_cache_file,
     stale_answer,
     store,
@@ -117,10 +118,12 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
     notes: list[str] = []
     own = cache is None
     creating = None  # the wait for a cache file being created meanwhile
+    unopened = None  # the cache file offline left shut: its index says it cannot answer
     if own:
         if not s.offline and no_cache_file():
             creating = create_cache_meanwhile(s)
-        else:  # read-only: other processes may read at once; a write opens the file again, briefly
+        elif not (s.offline and (unopened := indexed_miss(s, spec.repo, revision))):
+            # read-only: other processes may read at once; a write opens the file again, briefly
             cache = open_default_cache(s, read_only=True, notes=notes)
     drop = None if not own or s.offline else partial(drop_entry, s, cache)
     try:
@@ -130,7 +133,8 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
         if s.offline:
             got = from_snapshot(spec, revision, "offline: answered from the shipped snapshot", notes)
             if got is None:
-                cached = f"the cache ({cache.path})" if cache is not None else "the cache (not open)"
+                path = cache.path if cache is not None else unopened
+                cached = f"the cache ({path})" if path else "the cache (not open)"
                 raise OfflineMissError(f"offline, and neither {cached} nor the shipped snapshot knows {where}")
             return got
         if own and cache is not None:  # let the file go while the Hub answers: other processes may write

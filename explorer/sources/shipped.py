@@ -62,8 +62,19 @@ def shipped_catalogue() -> Catalogue:
 
 
 def read_catalogue(path: str | Path) -> Catalogue:
-    """A GPU catalogue table from a file (the columns of ``data/gpus.csv``)."""
-    return Catalogue.from_csv_text(read_user_text(path, "the GPU catalogue", CatalogueError), source=str(path))
+    """A GPU catalogue table from a file (the columns of ``data/gpus.csv``), each class with the shipped weight
+    support rows of its architecture (``data/weight_support.csv``)."""
+    return Catalogue.from_csv_text(
+        read_user_text(path, "the GPU catalogue", CatalogueError),
+        source=str(path),
+        weight_support=shipped_weight_support_text(),
+    )
+
+
+@cache
+def shipped_weight_support_text() -> str:
+    """The text of ``data/weight_support.csv``: what each architecture runs, by engine and weight format."""
+    return read_user_text(data_path("weight_support.csv"), "the weight support table", CatalogueError)
 
 
 @cache

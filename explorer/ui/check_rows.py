@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from explorer.engines.logs.check import PARTS, LogCheck
+from explorer.engines.logs.check import PARTS, READ_ONLY, LogCheck
 from explorer.sources.engine_log import check_log_text
 from explorer.units import GiB
 
@@ -22,9 +22,19 @@ def _shown(key: str, value: int) -> str:
     return f"{value:,} tokens" if key.endswith("_tokens") else f"{value / GiB:,.2f} GiB"
 
 
+def _row(part: str, log: str, explorer: str) -> dict[str, Any]:
+    return {"part": part, "log": log, "explorer": explorer, "difference": "", "difference %": ""}
+
+
+def _has_kv_tokens(check: LogCheck, key: str) -> bool:
+    """Whether a KV room missing in bytes is compared in tokens instead."""
+    return key == "kv_cache_bytes" and "kv_cache_tokens" in check.observed
+
+
 def comparison_rows(check: LogCheck) -> list[dict[str, Any]]:
-    """One row a part both the log and explorer have, in :data:`~explorer.engines.logs.check.PARTS` order,
-    then the verdict."""
+    """One row a part both the log and explorer have, in :data:`~explorer.engines.logs.check.PARTS` order; the
+    weights and KV room the log does not print (explorer's figure, not compared); the figures it prints that
+    explorer does not predict (a refusal's, an out-of-memory error's); then the verdict."""
     rows = []
     diff = check.differences
     for key, label in PARTS.items():
@@ -40,6 +50,12 @@ def comparison_rows(check: LogCheck) -> list[dict[str, Any]]:
                 "difference %": f"{diff[key] / abs(observed):+.1%}" if observed else "",
             }
         )
+    for key in ("weights_bytes", "kv_cache_bytes"):
+        if key not in check.observed and key in check.predicted and not _has_kv_tokens(check, key):
+            rows.append(_row(PARTS[key], "not in the log", _shown(key, check.predicted[key])))
+    for key, label in READ_ONLY.items():
+        if key in check.log.observed:
+            rows.append(_row(label, _shown(key, check.log.observed[key]), "(not predicted)"))
     started = {None: "not in the log", True: "started", False: "refused"}[check.started]
     rows.append(
         {

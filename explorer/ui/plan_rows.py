@@ -33,6 +33,7 @@ __all__ = [
     "artifact_key",
     "asked_what_ifs",
     "card_parts",
+    "cluster_tokens_per_s",
     "context_steps",
     "context_sweep",
     "host_note",
@@ -68,12 +69,25 @@ TABLE_COLUMNS = (
     "max context",
     "max concurrency",
     "decode tok/s",
+    "replicas",
+    "cluster tok/s",
     "TTFT (s)",
     "$ / M tokens",
     "command",
 )
-#: the columns the app shows unless asked for more: they fit 1,024 px (the option's text wraps)
-ESSENTIAL_COLUMNS = ("#", "fits", "option", "cards", "per card (GiB)", "max context", "decode tok/s")
+#: the columns the app shows unless asked for more: they fit 1,024 px (the option's text wraps). As the CLI's
+#: table: one sequence's decode estimate, the copies the cluster holds at once, and what they decode together
+ESSENTIAL_COLUMNS = (
+    "#",
+    "fits",
+    "option",
+    "cards",
+    "per card (GiB)",
+    "max context",
+    "decode tok/s",
+    "replicas",
+    "cluster tok/s",
+)
 
 
 def context_steps(limit: int, floor: int = 512) -> list[int]:
@@ -157,6 +171,13 @@ def speed_of_option(option: Option) -> tuple[float | None, float | None, float |
     )
 
 
+def cluster_tokens_per_s(option: Option) -> float | None:
+    """Tokens/s every replica decodes together at the asked concurrency (estimate; the CLI's ``all tok/s``),
+    None without a speed estimate."""
+    together = option.aggregate_decode_tokens_per_s
+    return together[1] if together is not None else None
+
+
 def _num(x: float | None, fmt: str) -> str:
     return "—" if x is None else format(x, fmt)
 
@@ -174,6 +195,8 @@ def _row(rank: str, option: Option, fits: str) -> dict[str, Any]:
         "max context": f"{ev.max_context_tokens:,}",
         "max concurrency": f"{ev.max_concurrency:,}",
         "decode tok/s": _num(tps, ",.1f"),
+        "replicas": f"{option.replicas:,}",
+        "cluster tok/s": _num(cluster_tokens_per_s(option), ",.1f"),
         "TTFT (s)": _num(ttft, ",.2f"),
         "$ / M tokens": _num(cost, ",.2f"),
         "command": ev.command,
@@ -193,8 +216,11 @@ def near_misses(result: PlanResult, limit: int = 3) -> list[Option]:
 
 
 def near_miss_rows(result: PlanResult, limit: int = 3) -> list[dict[str, Any]]:
-    """Rows for the ways that just failed to fit, marked ✗ (shown in red)."""
-    return [_row("✗", o, "✗ short by " + gib(-o.per_card.headroom)) for o in near_misses(result, limit)]
+    """Rows for the ways that just failed to fit, marked ✗ (shown in red); a way that does not fit has no replicas."""
+    return [
+        {**_row("✗", o, "✗ short by " + gib(-o.per_card.headroom)), "replicas": "—", "cluster tok/s": "—"}
+        for o in near_misses(result, limit)
+    ]
 
 
 def option_notes(option: Option) -> list[str]:
@@ -335,8 +361,8 @@ def context_sweep(
 
 
 #: columns whose figures are right-aligned and never wrap
-_NUMERIC = frozenset({"#", "cards", "per card (GiB)", "max context", "max concurrency", "decode tok/s", "TTFT (s)",
-                      "$ / M tokens"})  # fmt: skip
+_NUMERIC = frozenset({"#", "cards", "per card (GiB)", "max context", "max concurrency", "decode tok/s", "replicas",
+                      "cluster tok/s", "TTFT (s)", "$ / M tokens"})  # fmt: skip
 
 
 def rows_html(

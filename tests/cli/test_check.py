@@ -128,3 +128,27 @@ def test_help_lists_the_flags(flag, capsys):
         main(["check", flag])
     out = capsys.readouterr().out
     assert all(f in out for f in ("--card", "--model", "--calibrate", "--json", "--engine-version"))
+
+
+def test_a_v0_log_of_064_with_its_refusal(tmp_path, capsys):
+    # vllm#10517: Llama-3.1-8B on an RTX 3090 at 29,000 tokens; V0's profiling line and its refusal in tokens
+    log = _log(tmp_path, "vllm__llama-3.1-8b__RTX3090__2")
+    args = ["check", log, "--model", "meta-llama/Meta-Llama-3.1-8B", "--card", "rtx3090-24g", "--offline"]
+    assert main([*args, "--engine-version", "0.6.4"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("vLLM 0.6.4 · meta-llama/Meta-Llama-3.1-8B · 1 × rtx3090-24g")  # the version given
+    assert "KV cache (tokens)                   23,648 tokens" in out  # 1,478 blocks of 16, as the refusal says
+    assert "activation peak                     2.99 GiB" in out  # peak_torch_memory 17.98 − weights 14.99
+    assert "not in the log" not in out
+
+
+def test_an_out_of_memory_traceback_alone(tmp_path, capsys):
+    # vllm#636: Llama-2-70B in fp16 built on one 80 GB card, vLLM 0.1.2 (torch 2.0's form of the error)
+    log = _log(tmp_path, "vllm__llama-2-70b__A100__1")
+    assert main(["check", log, "--model", "meta-llama/Llama-2-70b-hf", "--card", "a100-80g", "--offline"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "tried to allocate                   0.16 GiB" in out and "allocated by PyTorch                78.58 GiB" in out
+    )
+    assert "not in the log: this log prints no weights line ('Model loading took X GiB')" in out
+    assert "verdict                             refused" in out and "agree" in out

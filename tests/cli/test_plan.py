@@ -232,6 +232,21 @@ def test_the_default_plan_of_a_70b_on_two_l40s_loads_a_published_awq_checkpoint(
     assert "stands in for meta-llama/Meta-Llama-3.1-70B" in captured.out
 
 
+def test_deepseek_r1_on_a100s_with_sglang_says_why_its_fp8_weights_are_not_offered(capsys, offline):
+    """SGLang has no block-FP8 kernel on Ampere (its docs: a BF16 conversion or INT8 on A100s): the note says so
+    and the plan widens to the published AWQ, INT8 and BF16 checkpoints; no command loads the FP8 original."""
+    args = ["plan", "deepseek-ai/DeepSeek-R1", "--offline", "--cluster", "4x8xa100-80g@ib0", "--engine", "sglang"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "; sglang has no fp8-block kernel for ampere cards (a100-80g)" in captured.err
+    assert "meituan/DeepSeek-R1-Channel-INT8 (int8 per-channel), unsloth/DeepSeek-R1-BF16 (bf16)" in captured.err
+    assert "--model-path deepseek-ai/DeepSeek-R1 " not in captured.out
+    status, out = _json(capsys, "deepseek-ai/DeepSeek-R1", "--offline", "--cluster", "4x8xa100-80g@ib0", "--engine",
+                        "sglang")  # fmt: skip
+    assert status == 0 and "unsloth/DeepSeek-R1-BF16 (bf16)" in out["widened"]
+    assert any(r["rule"] == "weights-unsupported" for r in out["rejected"])
+
+
 def test_the_table_fits_120_columns_by_tier_and_wide_shows_every_column(capsys):
     args = ["plan", "meta-llama/Meta-Llama-3.1-405B", "--offline", "--cluster", "2x8xh100-80g@ib0"]
     assert main(args) == 0

@@ -92,7 +92,7 @@ CASES = [(n, part) for n in REPLAYED for part in ("weights", "kv", "verdict") if
 
 def test_the_corpus_is_what_the_issue_asks():
     all_logs = names()
-    assert len(all_logs) == 98 and len(REPLAYED) >= 40
+    assert len(all_logs) == 183 and len(REPLAYED) >= 40
     engines = {entry(n)["engine"] for n in REPLAYED}
     assert engines == {"vllm", "sglang", "llamacpp"}
     for n in all_logs:

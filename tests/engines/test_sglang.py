@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from support.corpus import shape_of
+from support.corpus import load_config, shape_of
 
 from explorer.engines import sglang
 from explorer.engines.common import Layout, PlanRequest
 from explorer.errors import PlanError
+from explorer.model.shapes import shape_from_config
 from explorer.sources.shipped import shipped_catalogue
 from explorer.units import GiB, gib
 
@@ -156,6 +157,37 @@ def test_the_pool_starts_from_free_memory_after_distributed_init():
     assert abs(pool - 16.46 * GiB) <= 0.02 * 16.46 * GiB  # 16.20 GiB
     # the old base, the driver's 79.65 GiB, gave 18.95 GiB (+15 %)
     assert int(g.memory_bytes * 0.93) - ev.cards[0].weights > 1.14 * 16.46 * GiB
+
+
+@pytest.mark.parametrize(("gpu", "bytes_a_token"), [("b200-180g", 61 * (656 + 132)), ("h200-141g", 61 * (1152 + 132))])
+def test_deepseek_v32_keeps_its_sparse_cache_in_fp8_by_default_on_blackwell(gpu, bytes_a_token):
+    """SGLang's DeepSeek-V3.2 docs: the default KV cache is fp8_e4m3 on B200 and bf16 on H200. Each of the 61
+    layers holds the latent (fp8: 512 + 4 fp32 scales + 64 bf16 rope = 656 bytes; bf16: 1,152) and the
+    indexer's keys (132): 48,068 bytes a token on B200, 78,324 on H200, and MLA's latent is whole on every card."""
+    shape = shape_of("deepseek-ai__DeepSeek-V3.2")
+    card = shipped_catalogue().get(gpu)
+    assert shape.kv_bytes_per_token(sglang.default_kv_dtype(shape, card, "auto")) == bytes_a_token
+    layout = Layout(engine="sglang", gpu_class=gpu, nodes=1, gpus_per_node=8, tp=8, pp=1)
+    ev = sglang.evaluate(shape, shape.precision, layout, card, PlanRequest(context_tokens=8192), "m")
+    assert ev.cards[0].kv_cache == 8192 * bytes_a_token
+    assert "--kv-cache-dtype" not in ev.command  # the engine's own default: nothing to pass
+    assert sglang.default_kv_dtype(shape, card, "bf16") == "bf16"  # an asked dtype stands
+
+
+def test_sglang_keeps_the_stated_length_when_rope_names_an_original_one():
+    """SGLang's get_context_length applies no factor when rope_scaling names original_max_position_embeddings:
+    Qwen3-8B with YaRN ×4 from 32,768 (its docs' long-context recipe) over a stated 40,960 accepts 40,960 in SGLang,
+    131,072 in vLLM (original × factor)."""
+    config = load_config("Qwen__Qwen3-8B")
+    config["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    shape = shape_from_config(config, name="qwen3-yarn")
+    assert shape.max_position_embeddings == 40_960 and shape.max_context_tokens == 131_072
+    assert shape.context_limit(keeps_stated_length=True) == 40_960
+    assert shape.clamp_context(100_000, keeps_stated_length=True) == 40_960 and shape.clamp_context(100_000) == 100_000
+    layout = Layout(engine="sglang", gpu_class="h100-80g", nodes=1, gpus_per_node=1, tp=1, pp=1)
+    (rule, reason), *_ = sglang.refusals(shape, layout, PlanRequest(context_tokens=65_536))
+    assert rule == "context-limit" and reason.startswith("SGLang derives a context length of 40,960")
+    assert not sglang.refusals(shape, layout, PlanRequest(context_tokens=32_768))
 
 
 # --- issue 24: the command carries every setting the plan assumed, in flags SGLang takes --------------------

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support.corpus import shape_of
 
 from explorer.cli import main
 from explorer.engines import vllm
 from explorer.engines.common import Layout, PlanRequest
+from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
@@ -173,3 +175,13 @@ def test_the_context_floor_reaches_the_demand():
     shape = shape_of("Qwen__Qwen3-32B")
     demand = demand_for(shape, parse_model_term("Qwen/Qwen3-32B:32k/8k"), gpu=H100)
     assert (demand.context_tokens, demand.min_context_tokens) == (32768, 8192)
+
+
+def test_weights_the_engine_cannot_run_on_the_card_are_refused_with_the_reason():
+    shape = shape_of("deepseek-ai__DeepSeek-R1")
+    term = parse_model_term("deepseek-ai/DeepSeek-R1")
+    a100 = shipped_catalogue().get("a100-80g")
+    with pytest.raises(PlacementError, match="sglang has no fp8-block kernel for ampere cards"):
+        demand_for(shape, term, gpu=a100, engine="sglang")
+    # its int4 AWQ what-if runs there
+    assert demand_for(shape, term, gpu=a100, engine="sglang", precision="int4-awq").weights_bytes > 0

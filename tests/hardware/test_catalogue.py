@@ -238,6 +238,7 @@ def _row(**kw: str) -> str:
     base = {
         "name": "x-1g",
         "vendor": "nvidia",
+        "architecture": "",
         "memory_bytes": "1073741824",
         "memory_source": "test",
         "torch_memory_bytes": "",

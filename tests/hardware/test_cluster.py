@@ -407,3 +407,21 @@ def test_a_unified_chip_alone_after_the_node_count_is_one_device_a_node():
     assert short.nodes == full.nodes and short.nodes[0].gpus[0].gpu.unified
     with pytest.raises(ClusterSpecError, match="after the node count comes GPUSxCLASS"):
         parse_cluster("1xh100-80g")  # a discrete card still needs its count
+
+
+def test_a_derived_figure_is_built_once_per_cluster_and_left_out_of_equality():
+    calls = []
+
+    def count_nodes(cluster: Cluster) -> int:
+        calls.append(cluster)
+        return len(cluster.nodes)
+
+    cluster = parse_cluster("2x8xh100-80g@ib0 + 1xcpu-256g")
+    assert cluster.derived(count_nodes) == 3
+    assert cluster.derived(count_nodes) == 3
+    assert len(calls) == 1
+    # a cluster with a figure kept equals one without, and a changed copy starts with none
+    assert cluster == parse_cluster("2x8xh100-80g@ib0 + 1xcpu-256g")
+    smaller = dataclasses.replace(cluster, nodes=cluster.nodes[:1])
+    assert smaller.derived(count_nodes) == 1
+    assert len(calls) == 2

@@ -5,8 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.hardware.copies import Census, spanning_copies
+from explorer.hardware.cluster import default_host_ram_bytes
+from explorer.hardware.copies import Census, host_kinds, spanning_copies
 from explorer.sources.shipped import parse_cluster
+from explorer.units import GiB
 
 
 def test_spanning_copies_worked_example():
@@ -73,3 +75,16 @@ def test_a_census_of_a_huge_cluster_has_one_entry_a_make():
     assert len(census.kinds["h100-80g"]) == 1
     assert census.copies("h100-80g", 1, 2) == 50_000
     assert census.copies("h100-80g", 2, 8) == 6_250
+
+
+def test_host_kinds_count_alike_nodes_together_first_node_of_each_kind():
+    cluster = parse_cluster("2xcpu-512g + 2x8xh100-80g + 1xcpu-1024g")
+    gpu_host = default_host_ram_bytes(cluster.nodes[2].gpu_memory_bytes)  # assumed: 2 x the node's 8 cards
+    kinds = [(n.name, n.host_ram_bytes, many) for n, many in host_kinds(cluster)]
+    assert kinds == [
+        (cluster.nodes[0].name, 512 * GiB, 2),
+        (cluster.nodes[2].name, gpu_host, 2),
+        (cluster.nodes[4].name, 1024 * GiB, 1),
+    ]
+    # kept with the cluster: the second call is the same object, not a recount
+    assert host_kinds(cluster) is host_kinds(cluster)

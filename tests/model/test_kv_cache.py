@@ -52,7 +52,7 @@ def test_mla_latent_is_not_doubled():
     assert mla.bytes_per_token(BF16) == 576 * 2
     assert (
         MLAAttention(kv_lora_rank=512, rope_dim=64, indexer_bytes_per_token=132).bytes_per_token(element_type("fp8"))
-        == 576 + 132
+        == 656 + 132  # the sparse (NSA) fp8 layout keeps scales and a bf16 rope: see the test below
     )
 
 
@@ -75,3 +75,13 @@ def test_totals_and_summary():
 def test_unknown_kv_dtype_is_a_typed_error():
     with pytest.raises(UnknownPrecisionError, match="q3_x"):
         element_type("q3_x")
+
+
+def test_a_sparse_attention_latent_in_fp8_keeps_its_scales_and_a_bf16_rope():
+    # DeepSeek-V3.2: kv_lora_rank 512, rope 64, indexer 128 fp8 + one fp32 scale = 132 bytes
+    nsa = MLAAttention(kv_lora_rank=512, rope_dim=64, indexer_bytes_per_token=132)
+    assert nsa.bytes_per_token(element_type("bf16")) == (512 + 64) * 2 + 132  # 1,152 + 132
+    # fp8: 512 fp8 + 512 / 128 = 4 fp32 scales + 64 rope values in bf16 = 512 + 16 + 128 = 656
+    assert nsa.bytes_per_token(element_type("fp8")) == 656 + 132
+    # an MLA model without the sparse indexer stores the plain fp8 latent
+    assert MLAAttention(kv_lora_rank=512, rope_dim=64).bytes_per_token(element_type("fp8")) == 576

@@ -299,3 +299,35 @@ def test_an_artifacts_precision_reads_its_label_back():
     for name in ("fp8", "int4-awq", "nf4", "Q4_K_M"):
         artifact = what_if_artifact(shape, name)  # labelled "fp8 block 128×128", "int4 AWQ g128"…
         assert artifact.what_if and shape.precision_of(artifact) == shape.resolve_precision(name)
+
+
+@pytest.mark.parametrize(
+    ("rope_scaling", "expected"),
+    [
+        # vLLM _get_and_verify_max_len: linear and dynamic scale the stated length (the 65,536 tokens)
+        ({"type": "linear", "factor": 2.0}, 65_536),
+        ({"rope_type": "dynamic", "factor": 4.0}, 131_072),
+        # YaRN scales its original length: 8,192 × 4
+        ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8_192}, 32_768),
+        # YaRN without an original length scales the stated one
+        ({"rope_type": "yarn", "factor": 2.0}, 65_536),
+        # Llama 3 and LongRoPE configs state the extended length already
+        ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8_192}, 32_768),
+        ({"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]}, 32_768),
+        ({"rope_type": "linear", "factor": 1.0}, 32_768),
+    ],
+)
+def test_rope_scaling_extends_the_context_as_vllm_does(rope_scaling, expected):
+    config = load_config("meta-llama__Meta-Llama-3.1-8B")
+    config.update(max_position_embeddings=32_768, rope_scaling=rope_scaling)
+    shape = shape_from_config(config, name="rope")
+    assert shape.max_position_embeddings == 32_768
+    assert shape.max_context_tokens == expected
+    assert shape.clamp_context(1_000_000) == expected
+
+
+def test_gemma3_states_its_scaled_length_already():
+    config = load_config("google__medgemma-27b-it")
+    assert config["text_config"]["rope_scaling"] == {"factor": 8.0, "rope_type": "linear"}
+    shape = shape_from_config(config, name="medgemma")
+    assert shape.max_context_tokens == 131_072  # the stated length: linear ×8 is not applied again

@@ -14,6 +14,7 @@ import sys
 from dataclasses import replace
 
 from support.corpus import ROOT
+from support.readme_sample import SHOTS, readme_query, readme_state
 
 from explorer.plan.offer import fallback_artifacts
 from explorer.plan.planner import plan, with_suggestions
@@ -93,6 +94,32 @@ def test_explorer_linked_cluster_and_engine(offline):
     assert defs["result"].options == ()  # 16 GiB of KV does not fit a 24 GB card next to 15 GiB of weights
     miss = defs["miss_rows"][0]
     assert miss["engine"] == "vLLM" and miss["fits"].startswith("✗ short by")
+
+
+def test_explorer_shows_replicas_and_what_the_cluster_decodes_together(offline):
+    # a second node doubles the copies of the best way (as `explorer plan` shows in its repl column)
+    one, two = (run_explorer(spec=f"{n}x8xh100-80g", engine="vllm") for n in (1, 2))
+    best_one, best_two = one["result"].options[0], two["result"].options[0]
+    assert best_one.label == best_two.label and best_two.replicas == 2 * best_one.replicas
+    assert two["option_rows"][0]["replicas"] == f"{best_two.replicas:,}"
+    together = best_two.replicas * best_two.speed.decode_aggregate_estimate_tokens_per_s
+    assert two["option_rows"][0]["cluster tok/s"] == f"{together:,.1f}"
+    assert two["picked"] is best_two  # the per-card chart draws it, its replicas in the title
+
+
+def test_the_readme_pictures_show_what_the_planner_ranks_first_now(offline):
+    # docs/screenshots.json: what the browser test saw when it took each README picture (EXPLORER_SCREENSHOT=1);
+    # a planner that ranks another way first makes the pictures stale: take them again
+    shots = json.loads(SHOTS.read_text(encoding="utf-8"))
+    _outputs, defs = load_notebook("app.py").run(defs={"defaults": readme_state()})
+    first = defs["option_rows"][0]["option"]
+    assert set(shots) == {"screenshot-1440.png", "screenshot-1024.png"}
+    for name, shot in shots.items():
+        assert shot["query"] == readme_query(), f"{name} shows another state than the README's sample"
+        assert shot["first option"] == first, (
+            f"docs/{name} shows {shot['first option']!r} first; the app ranks {first!r} first now: "
+            "EXPLORER_SCREENSHOT=1 python -m pytest -m browser tests/notebooks/test_browser.py takes them again"
+        )
 
 
 def test_explorer_bad_spec_is_a_callout(offline):

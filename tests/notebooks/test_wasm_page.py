@@ -119,6 +119,29 @@ def test_the_app_plans_in_the_browser_with_no_network(site, offline_browser, pag
     assert refused == [], f"the page asked the network for {refused[:5]}"
 
 
+#: the whole site's budget (issue 27): one Pyodide and one marimo frontend, shared by every page
+SITE_BUDGET_BYTES = 60_000_000
+
+
+def test_the_site_carries_no_stray_files(site):
+    # marimo's export copies its whole _static folder, whose CLAUDE.md (rules for an AI assistant) is no page's;
+    # .ci/wasm/export.sh drops it from every page's folder
+    assert sorted(str(path.relative_to(site)) for path in site.rglob("CLAUDE.md")) == []
+
+
+def test_the_pages_share_one_pyodide_and_one_frontend(site):
+    # .ci/wasm/share_assets.py: a lesson's folder keeps its index.html alone, which loads the root's copies
+    lessons = sorted(p.parent for p in site.glob("*/index.html"))
+    assert lessons, "the site has lesson pages in folders"
+    for folder in lessons:
+        assert [p.name for p in folder.iterdir()] == ["index.html"], folder
+        html = (folder / "index.html").read_text(encoding="utf-8")
+        assert 'data-pyodide-index-url="../pyodide/"' in html and '"./assets/' not in html
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
+    print(f"\nwasm site: {size / 1e6:,.1f} MB ({size:,} bytes) for {len(lessons) + 1} pages")
+    assert size <= SITE_BUDGET_BYTES, f"the site is {size:,} bytes, past its {SITE_BUDGET_BYTES:,}"
+
+
 def test_a_link_restores_the_state_in_the_browser(site, offline_browser, page):
     _context, url, refused = offline_browser
     page.goto(url + "?context=8192&engine=vllm&cluster=1x4xl40s-48g")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -101,3 +104,20 @@ def test_a_suggestions_change_lands_in_the_state():
     assert (moved.spec, moved.cluster_file, moved.pinned) == ("1x2xl4-24g", None, "")  # the pins were other cards
     assert apply_change(state, {"something-new": 1}) == state
     assert app_defaults(to_query(apply_change(state, {"quant": "Q4_K_M"}))).weights == ("what-if Q4_K_M",)
+
+
+def test_the_readme_link_opens_the_state_it_describes():
+    # README.md: "http://localhost:2718/?model=...: Llama 3.1 8B on two 8 x H100 nodes at 131,072 tokens, vLLM alone"
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    link = re.search(r"\((http://localhost:2718/\?[^)\s]+)\)", readme)
+    assert link is not None, "the README shows a link with state"
+    query = parse_qs(urlparse(link[1]).query)
+    assert set(query) <= QUERY_KEYS
+    state = app_defaults(query)
+    assert (state.model, state.spec, state.context_tokens, state.engine) == (
+        "meta-llama/Meta-Llama-3.1-8B",
+        "2x8xh100-80g@ib0",
+        131_072,
+        "vllm",
+    )
+    assert to_query(state) == {k: v[0] for k, v in query.items()}  # the link is what the app itself would write

@@ -30,3 +30,18 @@ def test_rows_for_a_pasted_vllm_log():
 def test_a_pasted_text_that_is_no_log_is_a_typed_error():
     with pytest.raises(EngineLogError, match="expected lines such as"):
         check_rows("just some words", offline=True)
+
+
+def test_a_refusal_shows_the_kv_it_needed_and_names_the_weights_it_does_not_print():
+    # vllm-project/vllm#25350: a V1 refusal alone, the model named by the user
+    text = (
+        "ValueError: To serve at least one request with the models's max seq len (221000), (10.12 GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (5.59 GiB). Based on the available memory, the "
+        "estimated maximum model length is 122080.\n"
+    )
+    rows = {r["part"]: r for r in check_rows(text, model="Qwen/Qwen3-8B", card="h100-80g", offline=True)}
+    assert rows["KV cache"]["log"] == "5.59 GiB" and rows["KV of one max_model_len sequence"]["log"] == "10.12 GiB"
+    assert rows["weights"]["log"] == "not in the log" and rows["weights"]["difference"] == ""
+    estimate = rows["longest context the KV room holds (vLLM's estimate)"]
+    assert estimate["log"] == "122,080 tokens" and estimate["explorer"] == "(not predicted)"
+    assert rows["verdict"]["log"] == "refused"

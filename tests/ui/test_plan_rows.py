@@ -48,12 +48,28 @@ def test_rows_of_a_plan():
     assert rows[0]["fits"] == "✓" and rows[0]["command"] == best.evaluation.command
 
 
+def test_rows_show_the_replicas_and_what_they_decode_together_as_the_cli_does():
+    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-8B")
+    request = PlanRequest(context_tokens=8192, engines=("vllm",))
+    one, two = (plan(shape, parse_cluster(f"{n}x8xh100-80g"), request) for n in (1, 2))
+    row_one, row_two = nd.option_rows(one)[0], nd.option_rows(two)[0]
+    assert row_one["option"] == row_two["option"]  # the same best way; the second node doubles its copies
+    best_one, best_two = one.options[0], two.options[0]
+    assert best_two.replicas == 2 * best_one.replicas
+    assert (row_one["replicas"], row_two["replicas"]) == (f"{best_one.replicas:,}", f"{best_two.replicas:,}")
+    # every copy at the asked concurrency: replicas x one copy's aggregate decode estimate
+    together = best_two.replicas * best_two.speed.decode_aggregate_estimate_tokens_per_s
+    assert row_two["cluster tok/s"] == f"{together:,.1f}"
+    assert {"replicas", "cluster tok/s"} <= set(nd.ESSENTIAL_COLUMNS)
+
+
 def test_near_misses_are_marked():
     _shape, _request, result = llama8b_on_a_4090()
     assert result.options == ()  # 15 GiB of weights and 16 GiB of KV on a 24 GB card
     misses = nd.near_miss_rows(result)
     assert {r["engine"] for r in misses} == {"vLLM", "SGLang"}
     assert all(r["fits"].startswith("✗ short by") and r["fits"].endswith("GiB") for r in misses)
+    assert {(r["replicas"], r["cluster tok/s"]) for r in misses} == {("—", "—")}
     html = nd.rows_html(misses)
     assert html.count("class='misfit'") == len(misses) and "#b91c1c" in html
 

@@ -45,6 +45,7 @@ from explorer.engines.options import Option
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.hardware.cards import roomiest_class_cards
 from explorer.hardware.cluster import Cluster, Node
+from explorer.hardware.copies import host_kinds
 from explorer.hardware.pools import Pool, gpu_pools
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
@@ -87,10 +88,10 @@ def walk(
         if offload.gpu:
             for pool in gpu_pools(cluster):
                 _walk_pool(ctx, pool)
-            for node in _distinct(n for n in cluster.gpu_nodes if mixed_cards(n)):
-                walk_mixed(ctx, node, hosts=_count(cluster.gpu_nodes, node))
-            for node in _distinct(cluster.unified_nodes):
-                _walk_unified(ctx, node, hosts=_count(cluster.unified_nodes, node))
+            for node, hosts in cluster.derived(_mixed_kinds):
+                walk_mixed(ctx, node, hosts=hosts)
+            for node, hosts in cluster.derived(_unified_kinds):
+                _walk_unified(ctx, node, hosts=hosts)
         if offload.cpu:
             _walk_cpu(ctx, cluster)
         elif cluster.nodes:
@@ -101,6 +102,19 @@ def walk(
             )
             cpu = Layout(engine=NAME, gpu_class="cpu", gpus_per_node=0, cpu=True)
             out.refuse(NAME, cpu, artifact.name, "cpu-offload", f"no CPU-only option: {why}")
+
+
+def _mixed_kinds(cluster: Cluster) -> tuple[tuple[Node, int], ...]:
+    """The distinct nodes with cards of several classes, each with how many GPU nodes could host its launch
+    (built once per cluster: :meth:`Cluster.derived`)."""
+    gpu_nodes = cluster.gpu_nodes
+    return tuple((node, _count(gpu_nodes, node)) for node in _distinct(n for n in gpu_nodes if mixed_cards(n)))
+
+
+def _unified_kinds(cluster: Cluster) -> tuple[tuple[Node, int], ...]:
+    """The distinct unified-memory hosts, each with how many hosts could take its launch (once per cluster)."""
+    unified = cluster.unified_nodes
+    return tuple((node, _count(unified, node)) for node in _distinct(unified))
 
 
 def _distinct(nodes) -> list[Node]:
@@ -155,7 +169,8 @@ def _holds_every_layer(ctx: Ctx, seats: Sequence[Seat]) -> bool:
 def _walk_pool(ctx: Ctx, pool: Pool) -> None:
     """One node of a pool: the fewest cards that hold it, else the node's cards with the rest on the CPU."""
     max_width = 1 if pool.gpu.is_mig else pool.width()
-    node = max(pool.nodes, key=lambda n: (n.group(pool.gpu.name).count, n.host_ram_bytes))
+    # the first node of the most cards and host RAM: the first of its kind (alike nodes share both)
+    node = max((n for n, _ in pool.kinds), key=lambda n: (n.group(pool.gpu.name).count, n.host_ram_bytes))
     chosen: Option | None = None
     for width in range(_fewest_width(ctx, pool, max_width), max_width + 1):
         layout = Layout(engine=NAME, gpu_class=pool.gpu.name, gpus_per_node=width, pp=width)
@@ -214,12 +229,13 @@ def _walk_cpu(ctx: Ctx, cluster: Cluster) -> None:
     """CPU only: the node with the most RAM; every node whose RAM holds it counts as a host."""
     if not cluster.nodes:
         return
-    node = max(cluster.nodes, key=lambda n: n.host_ram_bytes)
+    kinds = host_kinds(cluster)  # the first node of each kind: the first of the most RAM is among them
+    node = max((n for n, _ in kinds), key=lambda n: n.host_ram_bytes)
     layout = Layout(engine=NAME, gpu_class="cpu", gpus_per_node=0, cpu=True)
     option = try_launch(ctx, layout, (), None, node, hosts=1)
     if option is None:
         return
     need = option.evaluation.host.total
-    hosts = sum(1 for n in cluster.nodes if int(n.host_ram_bytes * ctx.request.host_fraction) >= need)
-    free = any(n.host_free_bytes >= need for n in cluster.nodes)
+    hosts = sum(many for n, many in kinds if int(n.host_ram_bytes * ctx.request.host_fraction) >= need)
+    free = any(n.host_free_bytes >= need for n, _ in kinds)
     ctx.out.accept(replace(option, hosts=hosts, free_now=free))

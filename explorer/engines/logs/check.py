@@ -6,7 +6,7 @@ its settings (:mod:`explorer.engines.logs.setup`) and lines up what the engine
 measured with what explorer predicts, in bytes:
 
 - vLLM: weights (``Model loading took``), the KV cache room (``Available KV
-  cache memory``) and tokens, the activation peak, non-torch memory, the
+  cache memory``) and tokens, the KV one ``max_model_len`` sequence needs (a refusal's), the activation peak, non-torch memory, the
   CUDA-graph pool, the torch-visible total and the requested budget;
 - SGLang: weights, the KV pool (K + V) and tokens, the free memory its
   static share is taken of;
@@ -30,6 +30,7 @@ from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.logs import EngineLog
+from explorer.engines.logs.oom import PARTS as OOM_PARTS
 from explorer.engines.logs.setup import LogSetup, card_class, log_setup
 from explorer.engines.options import memory_reason
 from explorer.engines.vllm_budget import graph_bytes, scheduler_defaults
@@ -44,6 +45,7 @@ PARTS: dict[str, str] = {
     "weights_bytes": "weights",
     "kv_cache_bytes": "KV cache",
     "kv_cache_tokens": "KV cache (tokens)",
+    "kv_needed_bytes": "KV of one max_model_len sequence",
     "activation_bytes": "activation peak",
     "non_torch_bytes": "non-torch memory",
     "cuda_graph_bytes": "CUDA graphs",
@@ -55,6 +57,20 @@ PARTS: dict[str, str] = {
     "torch_total_bytes": "card total (as the engine sees it)",
     "requested_bytes": "budget (total × utilisation)",
     "free_at_start_bytes": "free at start",
+}
+#: figures a log may print that explorer shows but does not predict (a refusal's and an out-of-memory error's)
+READ_ONLY: dict[str, str] = {
+    "fitting_context_tokens": "longest context the KV room holds (vLLM's estimate)",
+    **OOM_PARTS,
+}
+#: per engine, the line each compared part is read from, for what the log does not print
+EXPECTED_LINES: dict[str, dict[str, str]] = {
+    "vllm": {"weights": "'Model loading took X GiB'", "KV cache": "'Available KV cache memory: X GiB'"},
+    "sglang": {
+        "weights": "'Load weight end. … mem usage=X GB'",
+        "KV cache": "'KV Cache is allocated. #tokens: N, K size: X GB, V size: Y GB'",
+    },
+    "llamacpp": {"weights": "'<device> model buffer size = X MiB'", "KV cache": "'<device> KV buffer size = X MiB'"},
 }
 #: llama.cpp's CUDA context, kept free on each device
 LLAMACPP_CONTEXT_BYTES = 512 * MiB
@@ -74,6 +90,7 @@ class LogCheck:
         fits: whether explorer says it fits.
         reason: why explorer refuses it, when it does.
         notes: what the prediction assumed.
+        unread: what the log does not print, each said with the line that would give it (never guessed).
     """
 
     log: EngineLog
@@ -85,6 +102,7 @@ class LogCheck:
     fits: bool
     reason: str = ""
     notes: tuple[str, ...] = field(default=())
+    unread: tuple[str, ...] = field(default=())
 
     @property
     def differences(self) -> dict[str, int]:
@@ -110,6 +128,8 @@ class LogCheck:
             "differences": self.differences,
             "verdict": {"engine_started": self.started, "explorer_fits": self.fits, "reason": self.reason},
             "notes": list(self.notes),
+            "read_only": {k: v for k, v in self.log.observed.items() if k in READ_ONLY},
+            "unread": list(self.unread),
         }
 
 
@@ -117,8 +137,13 @@ def _split_predicted(shape: ModelShape, setup: LogSetup, model_ref: str) -> tupl
     engine = vllm.ENGINE if setup.engine == "vllm" else sglang.ENGINE
     request, gpu = setup.request, setup.gpu
     tp, pp = setup.tp, setup.pp
-    dp = tp if setup.engine == "sglang" and request.dp_attention else 1
-    layout = Layout(engine=engine.name, gpu_class=gpu.name, gpus_per_node=tp * pp, tp=tp, pp=pp, dp=dp)
+    if setup.engine == "sglang" and request.dp_attention:
+        dp = tp  # DP attention: the dp ranks share the tp cards
+    else:
+        dp = setup.dp if setup.ep > 1 and setup.ep == tp * setup.dp else 1  # plain replicas are checked one by one
+    layout = Layout(
+        engine=engine.name, gpu_class=gpu.name, gpus_per_node=tp * pp, tp=tp, pp=pp, dp=dp, ep=max(setup.ep, 1)
+    )
     precision = shape.resolve_precision(request.precision) if request.precision else shape.precision
     ev = engine.evaluate(shape, precision, layout, gpu, request, model_ref)
     kv = shape.kv_type(request.kv_dtype)
@@ -132,6 +157,7 @@ def _split_predicted(shape: ModelShape, setup: LogSetup, model_ref: str) -> tupl
         release = vllm_release(request.vllm_version)
         tokens, seqs = scheduler_defaults(gpu, request, release)
         out["kv_cache_bytes"] = min(rooms)
+        out["kv_needed_bytes"] = max(c.kv_cache for c in ev.cards)  # one sequence: the request's concurrency is 1
         out["requested_bytes"] = ev.cards[0].usable
         out["non_torch_bytes"] = release.non_torch_bytes(tp, pp)
         out["cuda_graph_bytes"] = graph_bytes(seqs, tokens, None)
@@ -200,6 +226,19 @@ def _llamacpp_predicted(shape: ModelShape, setup: LogSetup, log: EngineLog) -> t
     return out, fits, "" if fits else "a device's buffers exceed its free memory", tuple(model.notes)
 
 
+def unread_parts(log: EngineLog) -> tuple[str, ...]:
+    """What ``log`` does not print of the parts a check compares, each with the line that would give it."""
+    lines, o = EXPECTED_LINES[log.engine], log.observed
+    out = []
+    if "weights_bytes" not in o:
+        out.append(f"this log prints no weights line ({lines['weights']}): the weights are explorer's, not compared")
+    if "kv_cache_bytes" not in o and "kv_cache_tokens" not in o:
+        out.append(f"this log prints no KV cache line ({lines['KV cache']}): the KV room is not compared")
+    if log.refused is None:
+        out.append("the log stops before the engine started or refused: no verdict to compare")
+    return tuple(out)
+
+
 def check_log(
     log: EngineLog,
     shape: ModelShape,
@@ -235,6 +274,7 @@ def check_log(
         fits=fits,
         reason=reason,
         notes=tuple(notes),
+        unread=unread_parts(log),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from explorer.engines.logs import llamacpp_log, sglang_log, vllm_log
+from explorer.engines.logs import llamacpp_log, oom, sglang_log, vllm_log
 from explorer.engines.logs.record import EngineLog, clean
 from explorer.errors import EngineLogError
 
@@ -24,6 +24,23 @@ _READERS = (
 )
 
 
+def _oom_engine(text: str) -> int:
+    """The reader for a log that is an out-of-memory traceback alone: the engine its frames name.
+
+    Raises:
+        EngineLogError: the traceback names neither vLLM nor SGLang (its figures alone say nothing of a plan).
+    """
+    lowered = text.lower()
+    counts = [lowered.count("vllm"), lowered.count("sglang")]
+    if max(counts) == 0:
+        raise EngineLogError(
+            "an out-of-memory traceback that names no engine (no vllm/ or sglang/ frame)",
+            hint="paste the engine's start-up output above the traceback; expected lines such as "
+            + "; ".join(EXPECTED),
+        )
+    return counts.index(max(counts))
+
+
 def read_engine_log(text: str) -> EngineLog:
     """The record of a vLLM, SGLang or llama.cpp start-up log: the engine is the one whose lines it has most of.
 
@@ -37,7 +54,9 @@ def read_engine_log(text: str) -> EngineLog:
     text = clean(text[:MAX_CHARS])
     scores = [sum(len(re.findall(p, text)) for p in signatures) for signatures, _ in _READERS]
     best = max(range(len(_READERS)), key=scores.__getitem__)
-    if scores[best] == 0:
+    if scores[best] == 0 and any(re.search(p, text) for p in oom.SIGNATURES):
+        best = _oom_engine(text)
+    elif scores[best] == 0:
         raise EngineLogError(
             "no vLLM, SGLang or llama.cpp start-up lines in the log",
             hint="expected lines such as " + "; ".join(EXPECTED),

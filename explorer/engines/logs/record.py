@@ -3,14 +3,22 @@
 Byte figures are int counts of bytes: the engines print GiB (vLLM; SGLang
 writes "GB" but divides by 2³⁰) or MiB (llama.cpp) with two decimals, so a
 figure is exact to ±0.005 of its unit.
+
+Reading runs in time linear in the log's size (issue 25: ``".*" + pattern + ".*"`` over the whole text
+took about 30 s on a 6 KB paste). Every pattern is matched one line at a time (lines cut at
+:data:`MAX_LINE_CHARS`); a pattern that starts with a literal (``Model loading took ``) is tried only where that
+literal occurs, at most :data:`MAX_TRIES_PER_LINE` times a line, so no line is scanned from every position; the others start with an
+alternation of literals or a word boundary. :func:`first_line` gives the whole line that holds a match (a
+refusal's message) without wrapping the pattern in ``.*``.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from explorer.units import GiB, MiB
@@ -18,6 +26,15 @@ from explorer.units import GiB, MiB
 #: a number as the engines print them
 NUMBER = r"(-?\d+(?:\.\d+)?)"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: a log line longer than this is read up to here (the longest start-up line, SGLang's ServerArgs, is ~10 kB)
+MAX_LINE_CHARS = 32 * 1024
+#: the places on one line a pattern is tried at (its leading literal's first occurrences: vLLM's banner line
+#: holds "█" a dozen times before "█  version 0.19.0"); a bound, so a line of 30,000 "█" costs 16 tries, not 30,000
+MAX_TRIES_PER_LINE = 16
+#: characters that end a pattern's leading literal
+_META = frozenset(".^$*+?{}[]()|\\")
+#: characters that make the character before them optional or repeated
+_QUANTIFIERS = frozenset("*+?{")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,14 +82,86 @@ def mib_bytes(text: str) -> int:
     return round(float(text) * MiB)
 
 
+def leading_literal(pattern: str) -> str:
+    """The literal text every match of ``pattern`` starts with (``"Model loading took "``), or "" when it
+    starts with a class, a group or an alternation (``r"Load weight end\\..*?"`` → ``"Load weight end."``)."""
+    if "|" in pattern:
+        return ""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+            char, step = pattern[i + 1], 2  # an escaped punctuation mark is itself
+        elif c in _META:
+            break
+        else:
+            char, step = c, 1
+        if i + step < len(pattern) and pattern[i + step] in _QUANTIFIERS:
+            break  # "secs?": the "s" may be absent
+        out.append(char)
+        i += step
+    return "".join(out)
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> tuple[re.Pattern[str], str]:
+    return re.compile(pattern), leading_literal(pattern)
+
+
+@lru_cache(maxsize=4)
+def log_lines(text: str) -> tuple[str, ...]:
+    """The log's lines, each cut at :data:`MAX_LINE_CHARS` (kept for the next pattern over the same text)."""
+    return tuple(line[:MAX_LINE_CHARS] for line in text.splitlines())
+
+
+def _match_on(line: str, rx: re.Pattern[str], lead: str) -> re.Match[str] | None:
+    if not lead:
+        return rx.search(line)
+    at = line.find(lead)
+    for _ in range(MAX_TRIES_PER_LINE):
+        if at < 0:
+            return None
+        m = rx.match(line, at)
+        if m is not None:
+            return m
+        at = line.find(lead, at + 1)
+    return None
+
+
+def _matches(pattern: str, text: str) -> Iterator[re.Match[str]]:
+    """The first match of ``pattern`` on each line that has one: tried where the pattern's leading literal
+    occurs (at most :data:`MAX_TRIES_PER_LINE` times a line), or searched when it has none."""
+    rx, lead = _compiled(pattern)
+    for line in log_lines(text):
+        m = _match_on(line, rx, lead)
+        if m is not None:
+            yield m
+
+
 def find_all(pattern: str, text: str) -> list:
-    """Every match of ``pattern`` (groups as :func:`re.findall` gives them)."""
-    return re.findall(pattern, text, re.MULTILINE)
+    """Every line's match of ``pattern`` (groups as :func:`re.findall` gives them)."""
+    return [
+        m.group(0) if not m.re.groups else m.group(1) if m.re.groups == 1 else m.groups()
+        for m in _matches(pattern, text)
+    ]
 
 
 def first(pattern: str, text: str) -> re.Match | None:
-    """The first match of ``pattern`` in ``text``."""
-    return re.search(pattern, text, re.MULTILINE)
+    """The first match of ``pattern`` in ``text`` (one line's)."""
+    return next(_matches(pattern, text), None)
+
+
+def first_line(pattern: str, text: str) -> str:
+    """The first whole line that holds a match of ``pattern``, stripped, or ""."""
+    m = first(pattern, text)
+    return m.string.strip() if m else ""
+
+
+def first_line_number(pattern: str, text: str) -> int | None:
+    """The number (from 0) of the first line that holds a match of ``pattern``, or None."""
+    rx, lead = _compiled(pattern)
+    return next((i for i, line in enumerate(log_lines(text)) if _match_on(line, rx, lead) is not None), None)
 
 
 def put_min(out: dict[str, int], key: str, values: Iterable[int]) -> None:

@@ -39,6 +39,10 @@ class LogSetup:
         gpu: the card class.
         tp: tensor-parallel size (llama.cpp: 1).
         pp: pipeline-parallel size (llama.cpp: the devices holding layers).
+        dp: data-parallel ranks of one launch (vLLM ``--data-parallel-size``, SGLang ``--dp-size``); a rank
+            holds tp × pp cards and is checked as one replica.
+        ep: expert-parallel size (vLLM ``--enable-expert-parallel``: tp × dp; SGLang ``--ep-size``; 1: experts
+            split by tp).
         request: the request with the log's settings.
         quant: llama.cpp's GGUF quant (None for vLLM and SGLang).
         free_bytes: free memory a card had at start, when the log says (vLLM's check against it).
@@ -49,6 +53,8 @@ class LogSetup:
     tp: int
     pp: int
     request: PlanRequest
+    dp: int = 1
+    ep: int = 1
     quant: str | None = None
     free_bytes: int | None = None
 
@@ -183,6 +189,23 @@ def _llamacpp_request(s: Mapping[str, Any], shape: ModelShape) -> PlanRequest:
     )
 
 
+def _truthy(value: Any) -> bool:
+    return str(value).lower() in ("true", "1", "yes")
+
+
+def _parallel(log: EngineLog, s: Mapping[str, Any], shape: ModelShape) -> tuple[int, int, int, int]:
+    """(tp, pp, dp, ep) as the log ran them: ep is 1 for a model without experts."""
+    tp, pp = _int(s.get("tensor_parallel_size"), 1) or 1, _int(s.get("pipeline_parallel_size"), 1) or 1
+    dp = _int(s.get("data_parallel_size") or s.get("dp_size"), 1) or 1
+    if log.engine == "vllm":
+        ep = tp * dp if _truthy(s.get("enable_expert_parallel")) else 1
+    else:
+        ep = _int(s.get("expert_parallel_size"), 1) or 1
+        a2a = str(s.get("moe_a2a_backend") or "none").lower() != "none" or _truthy(s.get("enable_deepep_moe"))
+        ep = tp if (_truthy(s.get("enable_ep_moe")) or a2a) and ep == 1 else ep  # SGLang sets ep = tp for both
+    return tp, pp, dp, ep if shape.moe is not None else 1
+
+
 def log_setup(log: EngineLog, shape: ModelShape, gpu: GPUClass, overrides: Mapping[str, Any] | None = None) -> LogSetup:
     """The setup of ``log`` on ``gpu``; ``overrides`` are settings the log does not show (engine names).
 
@@ -191,12 +214,9 @@ def log_setup(log: EngineLog, shape: ModelShape, gpu: GPUClass, overrides: Mappi
     """
     s = {**log.settings, **(overrides or {})}
     version = str(s.pop("version", "") or log.version or "") or None
-    if log.engine == "vllm":
-        tp, pp = _int(s.get("tensor_parallel_size"), 1) or 1, _int(s.get("pipeline_parallel_size"), 1) or 1
-        request = _vllm_request(s, shape, version)
-    elif log.engine == "sglang":
-        tp, pp = _int(s.get("tensor_parallel_size"), 1) or 1, _int(s.get("pipeline_parallel_size"), 1) or 1
-        request = _sglang_request(s, shape)
+    if log.engine in ("vllm", "sglang"):
+        tp, pp, dp, ep = _parallel(log, s, shape)
+        request = _vllm_request(s, shape, version) if log.engine == "vllm" else _sglang_request(s, shape)
     else:
         tp, pp = 1, _int(s.get("devices"), log.cards) or 1
         request = _llamacpp_request(s, shape)
@@ -205,4 +225,4 @@ def log_setup(log: EngineLog, shape: ModelShape, gpu: GPUClass, overrides: Mappi
             raise EngineLogError("the llama.cpp log names no file type", hint="keep the 'file type = …' line")
         return LogSetup(engine=log.engine, gpu=gpu, tp=tp, pp=pp, request=request, quant=quant)
     free = _int(s.get("free_bytes")) or log.observed.get("free_at_start_bytes")
-    return LogSetup(engine=log.engine, gpu=gpu, tp=tp, pp=pp, request=request, free_bytes=free)
+    return LogSetup(engine=log.engine, gpu=gpu, tp=tp, pp=pp, dp=dp, ep=ep, request=request, free_bytes=free)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from explorer.model.config_reader import ConfigView
 from explorer.model.kv_cache import FullAttention, LayerCache
 from explorer.model.tensors import Role, Split, Tensor, embedding, linear, norm, vector
+from explorer.model.tie_defaults import default_tied
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -152,7 +153,10 @@ def read_dims(view: ConfigView, *, tied_default: bool = False, intermediate_defa
     intermediate = view.alias_int("intermediate")
     if intermediate is None:
         intermediate = intermediate_default if intermediate_default is not None else 0
-    tied = view.get_bool("tie_word_embeddings", default=tied_default)
+    # an absent key takes the config class's default in transformers, which differs by architecture
+    tied = view.get_bool(
+        "tie_word_embeddings", default=default_tied((view.text_model_type(), view.model_type()), tied_default)
+    )
     return Dims(
         hidden=hidden,
         layers=layers,

@@ -108,22 +108,31 @@ class ContextLimit:
         max_context_tokens: the limit explorer plans with.
         rope: a short description of any RoPE scaling.
         note: how the limit was derived, when not simply the config's figure.
+        names_original: the scaling names ``original_max_position_embeddings`` or is Llama 3's (SGLang then keeps
+            the stated length: its ``get_context_length`` applies no factor).
     """
 
     max_position_embeddings: int
     max_context_tokens: int
     rope: str
     note: str
+    names_original: bool = False
+
+
+#: rope types whose config already states the extended length (vLLM leaves the length alone)
+_STATED_LENGTH_ROPES = ("su", "longrope", "llama3")
 
 
 def context_limit(view: ConfigView, default: int = 2048) -> ContextLimit:
-    """The context limit from ``max_position_embeddings`` and ``rope_scaling``.
+    """The context limit from ``max_position_embeddings`` and ``rope_scaling``, as vLLM derives it.
 
-    Yarn scales its ``original_max_position_embeddings`` by ``factor``
-    (DeepSeek-V3: 4096 × 40 = 163,840), as vLLM derives it. Llama 3's and
-    LongRoPE's configs already state the extended length. Linear and dynamic
-    scaling without an original length are taken at the config's own figure
-    (engines may allow factor × that; explorer does not assume it).
+    vLLM ``ModelConfig`` ``_get_and_verify_max_len`` (vllm/config/model.py at the pinned ~0.11): Llama 3's,
+    LongRoPE's (``su``) configs already state the extended length; YaRN scales its
+    ``original_max_position_embeddings`` by ``factor`` (DeepSeek-V3: 4096 × 40 = 163,840); every other type
+    with a factor (linear, dynamic) scales the stated length by it (a linear ×2 config of 32,768 accepts
+    65,536 tokens); Gemma 3's stated length is already scaled. SGLang's ``get_context_length`` scales the stated
+    length by the factor too, but applies none when the scaling names an original length or is Llama 3's
+    (``names_original``: :meth:`explorer.model.shapes.ModelShape.context_limit` then keeps the stated length).
     """
     stated = view.alias_int("max_positions", minimum=1)
     note = ""
@@ -145,13 +154,20 @@ def context_limit(view: ConfigView, default: int = 2048) -> ContextLimit:
     if isinstance(original, int) and not isinstance(original, bool):
         check_count(original, "original_max_position_embeddings", where=view.where, error=InvalidConfigValueError)
     label = f"{rope_type} ×{factor:g}" + (f" from {original:,}" if isinstance(original, int) else "")
-    if rope_type in ("yarn", "linear", "dynamic") and isinstance(original, int) and original > 0:
-        derived = check_count(
-            int(min(original * factor, 2.0**62)),
-            "rope_scaling context (original × factor)",
-            where=view.where,
-            error=InvalidConfigValueError,
-        )
-        if derived > stated:
-            return ContextLimit(stated, derived, label, f"{rope_type} rope scaling: {original:,} × {factor:g}")
-    return ContextLimit(stated, stated, label, note)
+    names_original = "original_max_position_embeddings" in rope or rope_type == "llama3"
+    if rope_type in _STATED_LENGTH_ROPES or "gemma3" in view.text_model_type() or factor == 1:
+        return ContextLimit(stated, stated, label, note, names_original)
+    from_original = rope_type == "yarn" and isinstance(original, int) and original > 0
+    base = original if from_original else stated
+    derived = check_count(
+        int(min(base * factor, 2.0**62)),
+        "rope_scaling context (length × factor)",
+        where=view.where,
+        error=InvalidConfigValueError,
+    )
+    if derived == stated:
+        return ContextLimit(stated, stated, label, note, names_original)
+    source = "original_max_position_embeddings" if from_original else "max_position_embeddings"
+    return ContextLimit(
+        stated, derived, label, f"{rope_type} rope scaling: {source} {base:,} × {factor:g}", names_original
+    )

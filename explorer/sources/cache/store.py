@@ -52,7 +52,7 @@ from explorer.errors import CacheError
 from explorer.limits import load_json
 from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_from_record, checkpoint_record
 from explorer.safe_text import redact
-from explorer.sources.cache import sql
+from explorer.sources.cache import index, sql
 from explorer.sources.cache.file import (
     LOCK_WAIT_S,
     CacheWarning,
@@ -130,6 +130,8 @@ class Cache:
         """
         p = str(path) if path is not None else default_cache_path()
         opened = open_connection(p, read_only=read_only, lock_wait_s=lock_wait_s)
+        if opened.mode == "read-only" and opened.con is not None and p != ":memory:":
+            index.refresh(opened.con, p)  # no process writes while this one reads: the index is exact
         return cls(opened.con, path=p, mode=opened.mode, ttl_s=ttl_s, clock=clock, tmp=opened.tmp, why=opened.why,
                    endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s)  # fmt: skip
 
