@@ -22,11 +22,11 @@ def print_size(result: SizeResult, model: str, top: int) -> None:
         cost = "-" if s.usd_per_hour is None else f"{s.usd_per_hour:,.2f}"
         per_m = s.usd_per_million_tokens(result.workload.answer_tokens)
         reps = f"{s.replicas}+{s.prefill_replicas}p" if s.prefill_replicas else str(s.replicas)
-        gpu_rate = s.output_tokens_per_s(result.workload.answer_tokens) / s.cards if s.cards else 0.0
+        gpu_rate = f"{s.output_tokens_per_s(result.workload.answer_tokens) / s.cards:.0f}" if s.met else "-"
         mark = " (yours)" if c.own else ""
         binding = s.binding if s.met else f"misses: {s.binding}"
         print(f"{i:>2}  {c.gpu_class + mark:<14} {s.cards:>5} {cost:>8}  {s.mode[:11]:<11} {reps:>7} {p.batch:>5} "
-              f"{1 / p.tpot_s:>10.1f} {gpu_rate:>9.0f} {s.ttft_s:>7.2f} {'-' if per_m is None else f'{per_m:.3f}':>7}  "
+              f"{1 / p.tpot_s:>10.1f} {gpu_rate:>9} {s.ttft_s:>7.2f} {'-' if per_m is None else f'{per_m:.3f}':>7}  "
               f"{binding} ({p.step_bound_by} a step)")  # fmt: skip
     if result.clusters:
         first = result.clusters[0]

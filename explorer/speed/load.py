@@ -395,7 +395,8 @@ def _binding(load: ReplicaLoad, best: int) -> str:
 
 
 def _unmet(load: ReplicaLoad, cards: int, price: float | None, mode: Mode) -> Sizing:
-    """A replica that meets no target even at one sequence: by how much it misses each."""
+    """A replica that meets no target even at one sequence: by how much it misses each (the answer shows that one
+    replica, the closest)."""
     w = load.workload
     apart = mode == "disaggregated"
     one = load.at(1, disaggregated=apart)
@@ -405,6 +406,6 @@ def _unmet(load: ReplicaLoad, cards: int, price: float | None, mode: Mode) -> Si
         shortfall["tpot"] = one.tpot_s / w.tpot_target_s
     if w.ttft_s is not None and ttft > w.ttft_s:
         shortfall["ttft"] = ttft / w.ttft_s
-    return Sizing(mode=mode, cards_per_replica=cards, replicas=0, prefill_replicas=0, largest_batch=0, point=one,
+    return Sizing(mode=mode, cards_per_replica=cards, replicas=1, prefill_replicas=0, largest_batch=0, point=one,
                   ttft_s=ttft, requests_per_s=0.0, binding=" and ".join(f"{k} target" for k in shortfall) or "ttft target",
                   shortfall=shortfall or {"ttft": math.inf}, usd_per_gpu_hour=price)  # fmt: skip
