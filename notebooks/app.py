@@ -58,10 +58,13 @@ with app.setup(hide_code=True):
     from explorer.ui.lesson_links import lesson_links
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
+    from explorer.ui.published import PASTE_CAPS, audience, over_cap
     from explorer.units import gib
 
     #: in a browser page (marimo's html-wasm export, Pyodide): the snapshot and a pasted config.json only
     IN_BROWSER = in_browser()
+    #: served to visitors (marimo run, the WASM page) or used by its owner: what a visitor may reach
+    AUDIENCE = audience(mo.app_meta().mode, in_browser=IN_BROWSER)
     WHAT_IFS = ("bf16", "fp8", "int4-awq", "int4-gptq")
     SEQUENCES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     SIDEBAR = "340px"
@@ -100,6 +103,8 @@ def _():
 def _(get_applied):
     # the starting point: a clicked suggestion, else URL query parameters (a shared link) over `--` arguments
     defaults = get_applied() or app_defaults(mo.cli_args().to_dict(), mo.query_params().to_dict())
+    _refused = " ".join(f"The link's {safe_html(r)}." for r in defaults.refused)
+    mo.callout(mo.md(_refused), kind="warn") if _refused else None
     return (defaults,)
 
 
@@ -166,6 +171,7 @@ def _():
     pasted = mo.ui.text_area(
         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
         rows=2,
+        max_length=PASTE_CAPS["config"],
         full_width=True,
         label="…or paste a config.json",
     )
@@ -180,7 +186,7 @@ def _(fetch, get_model_text, hub_token, set_fetched):
     _text, _token = get_model_text(), hub_token.value.strip() or None
     with mo.status.spinner(title=f"Fetching {_text} …", subtitle="the cache, then the Hub"):
         try:
-            set_fetched((_text, pick_model(_text, fetch=True, token=_token), None))
+            set_fetched((_text, pick_model(_text, fetch=True, token=_token, audience=AUDIENCE), None))
         except Exception as _e:  # ExplorerError says what to do; anything else still gets a callout
             _msg = str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
             set_fetched((_text, None, _msg.replace(_token, "…") if _token else _msg))
@@ -196,11 +202,13 @@ def _(get_fetched, get_model_text, pasted):
         if pasted.value.strip():
             from explorer.sources.resolve import resolve_config_text
 
+            if _too_big := over_cap("config", pasted.value):
+                raise ExplorerError(_too_big)
             resolved = resolve_config_text(pasted.value)
         elif _fetched is not None and _fetched[0] == _text and _fetched[1] is not None:
             resolved = _fetched[1]
         else:
-            resolved = pick_model(_text)
+            resolved = pick_model(_text, audience=AUDIENCE)
     except UnknownModelError as _e:
         model_problem = _e
     except ExplorerError as _e:
@@ -388,7 +396,9 @@ def _(get_spec, set_spec):
 @app.cell(hide_code=True)
 def _(defaults):
     # rebuilt (emptied) when a clicked suggestion replaces the cluster: the new state carries its own
-    cluster_file = mo.ui.file(filetypes=[".json", ".toml"], label="Cluster file (JSON/TOML)")
+    cluster_file = mo.ui.file(
+        filetypes=[".json", ".toml"], max_size=PASTE_CAPS["cluster file"], label="Cluster file (JSON/TOML)"
+    )
     _rebuilt_for = defaults
     return (cluster_file,)
 
@@ -399,6 +409,8 @@ def _(cluster_file, defaults, get_spec):
     cluster, cluster_error, cluster_source = None, None, "spec"
     _json = defaults.cluster_file
     try:
+        if cluster_file.value and (_too_big := over_cap("cluster file", cluster_file.contents())):
+            raise ExplorerError(_too_big)
         if cluster_file.value:
             _json = cluster_file_json(cluster_file.contents().decode("utf-8", "replace"), cluster_file.name())
         if _json:
@@ -772,7 +784,7 @@ def _(cluster, fit_button, get_below, goal):
     fit_list = None
     if fit_button.value and cluster is not None and get_below() is not None:
         _result, _request = get_below()
-        _known = known_models(use_cache=not IN_BROWSER)
+        _known = known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache)
         with mo.status.spinner(title=f"Planning the {len(_known.models)} known models on this cluster …"):
             _t0 = time.perf_counter()
             fit_list = fit_table(
@@ -814,6 +826,7 @@ def _():
     engine_log = mo.ui.text_area(
         placeholder="Paste a vLLM, SGLang or llama.cpp start-up log: its model, card and settings are read from it",
         rows=4,
+        max_length=PASTE_CAPS["log"],
         full_width=True,
     )
     return (engine_log,)
@@ -828,7 +841,9 @@ def _(engine_log):
         from explorer.ui.check_rows import check_rows
 
         try:
-            log_rows = check_rows(engine_log.value, offline=True)
+            if _too_big := over_cap("log", engine_log.value):
+                raise ExplorerError(_too_big)
+            log_rows = check_rows(engine_log.value, offline=True, **AUDIENCE.spec_options())
         except ExplorerError as _e:
             _problem = str(_e)
     mo.accordion(

@@ -49,6 +49,11 @@ ENGINES: tuple[EngineName, ...] = ("vllm", "sglang", "llamacpp")
 ENGINE_LABELS: dict[EngineName, str] = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}
 
 
+#: the all-to-all backends a request may name (:data:`explorer.engines.all2all.ALL2ALL_BACKENDS`, which imports
+#: this module; tests/engines/test_setting.py checks the two agree)
+ALL2ALL_BACKEND_NAMES: tuple[str, ...] = ("deepep_high_throughput", "deepep_low_latency", "deepep_auto")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanRequest:
     """What the user asks for.
@@ -87,6 +92,10 @@ class PlanRequest:
         expert_parallel_size: SGLang ``--ep-size`` (dividing tp; the experts spread over ep groups, each
             expert split by tp / ep); vLLM's expert-parallel group is every rank (tp × dp), so only that size
             is allowed there. None: the engine's default (SGLang 1, vLLM tp × dp for a mixture of experts).
+        all2all_backend: the experts' all-to-all, in vLLM's ``--all2all-backend`` spelling: ``deepep_low_latency``
+            or ``deepep_high_throughput`` (SGLang ``--moe-a2a-backend deepep --deepep-mode low_latency`` /
+            ``normal``), or ``deepep_auto`` (SGLang's ``auto`` only); each rank holds DeepEP's buffers
+            (:mod:`explorer.engines.all2all`). None: the engines' default (NCCL collectives, no buffer).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
@@ -219,6 +228,11 @@ class PlanRequest:
         kind="int", optional=True, low=1, high=MAX_GPUS, cli=("--ep",), flags={"sglang": "--ep-size"},
         help="the MoE layers' expert-parallel size within tp (default: 1, or tp where the block-FP8 rule needs it); "
         "vLLM's expert parallelism always spans tp × dp")
+    all2all_backend: str | None = setting(
+        kind="choice", optional=True, choices=ALL2ALL_BACKEND_NAMES, cli=("--all2all-backend",),
+        flags={"vllm": "--all2all-backend", "sglang": "--moe-a2a-backend"},
+        help="the experts' all-to-all: DeepEP's buffers held on each rank (SGLang: --moe-a2a-backend deepep "
+        "--deepep-mode normal / low_latency / auto, auto SGLang only; default: the engines' NCCL collectives)")
     # fmt: on
     @property
     def world_size(self) -> int | None:
@@ -304,6 +318,12 @@ class Layout:
         """Whether dp ranks of tp cards each share experts spread over all tp × dp ranks (vLLM
         ``--data-parallel-size`` with ``--enable-expert-parallel``): attention and dense weights per rank."""
         return self.dp > 1 and self.ep == self.tp * self.dp
+
+    @property
+    def attention_dp(self) -> bool:
+        """Whether dp ranks are carved out of the tp cards (SGLang ``--enable-dp-attention``: the launch takes tp × pp
+        cards, each DP rank's attention on tp / dp of them, its own sequences)."""
+        return self.dp > 1 and not self.expert_dp and self.cards == self.tp * self.pp
 
     @property
     def parallel(self) -> str:

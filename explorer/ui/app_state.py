@@ -27,6 +27,7 @@ from explorer.engines.common import PlanRequest
 from explorer.engines.registry import engine_labels
 from explorer.engines.setting import declared_settings
 from explorer.errors import PlanError
+from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS
 from explorer.plan.ranking import DEFAULT_GOAL, SORT_ALIASES
 from explorer.ui.engine_settings import SETTINGS_BY_KEY
 
@@ -81,6 +82,8 @@ class AppDefaults:
         goal: a key of :data:`GOALS`.
         pinned: GPUs to pin, ``NODE:IDX,...`` (empty: none).
         settings: engine settings as typed, by URL key (:data:`explorer.ui.engine_settings.SETTINGS_BY_KEY`).
+        refused: what a link or argument asked that the controls cannot show, each said in a sentence (the
+            default is kept instead); the app shows them in a callout.
     """
 
     model: str = "meta-llama/Meta-Llama-3.1-70B"
@@ -95,6 +98,14 @@ class AppDefaults:
     goal: str = DEFAULT_GOAL
     pinned: str = ""
     settings: Mapping[str, str] = field(default_factory=dict)
+    refused: tuple[str, ...] = ()
+
+
+#: the most each linked number may be (the controls' and the planner's own limits): key -> (cap, unit)
+LINK_MAXIMA: Mapping[str, tuple[int, str]] = {
+    "context": (MAX_CONTEXT_TOKENS, "tokens"),
+    "concurrency": (MAX_CONCURRENCY, "sequences"),
+}
 
 
 def _first(value: Any) -> Any:
@@ -116,6 +127,14 @@ def _declared(src: Mapping[str, Any], field: str) -> Any:
         return None
 
 
+def _positive(src: Mapping[str, Any], key: str) -> int | None:
+    try:
+        n = int(str(_first(src.get(key, ""))).replace(",", "").replace("_", ""))
+    except ValueError:
+        return None
+    return n if n >= 1 else None
+
+
 def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, name in (("model", "model"), ("cluster", "spec"), ("cluster_file", "cluster_file"), ("preset", "preset")):
@@ -123,9 +142,19 @@ def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
             out[name] = v
     if (v := _text(src, "weights")) is not None:
         out["weights"] = tuple(w.strip() for w in v.split(",") if w.strip())
-    for name in ("context_tokens", "concurrency", "kv_dtype"):  # read as the CLI reads --context, --kv-dtype…
-        if (value := _declared(src, name)) is not None:
-            out[name] = value
+    if (value := _declared(src, "kv_dtype")) is not None:  # read as the CLI reads --kv-dtype
+        out["kv_dtype"] = value
+    refused = []
+    for key, name in (("context", "context_tokens"), ("concurrency", "concurrency")):
+        if (n := _positive(src, key)) is not None:
+            cap, unit = LINK_MAXIMA[key]
+            if n <= cap:
+                out[name] = n
+            else:  # a link of context=10^30 made the app's cells raise (issue 25)
+                shown = f"{n:,}" if n < 10**18 else f"a {len(str(n))}-digit number"
+                refused.append(f"{key} {shown} is past the {cap:,} {unit} the app plans for; the default is kept")
+    if refused:
+        out["refused"] = tuple(refused)
     engine = str(src.get("engine", "")).strip()
     engine = _ENGINE_ALIASES.get(engine, engine.lower())
     if engine in ENGINE_KEYS:
@@ -178,7 +207,7 @@ def to_query(state: AppDefaults) -> dict[str, str]:
     out: dict[str, str] = {}
     for f in fields(AppDefaults):
         value = getattr(state, f.name)
-        if f.name == "settings" or value == getattr(base, f.name) or value is None:
+        if f.name in ("settings", "refused") or value == getattr(base, f.name) or value is None:
             continue
         out[_FIELD_KEYS[f.name]] = ",".join(value) if isinstance(value, tuple) else str(value)
     out.update({k: v for k, v in state.settings.items() if k in SETTINGS_BY_KEY and v != ""})

@@ -115,7 +115,7 @@ CHANGED: dict[str, tuple[object, dict[str, str]]] = {
 #: where one engine takes another value than CHANGED's (llama.cpp's KV types are ggml's)
 ENGINE_VALUE = {("kv_dtype", "llamacpp"): "q8_0"}
 #: settings that a dense model's command never carries; tests/engines/test_expert_parallel.py checks their flags
-MOE_ONLY = {"expert_parallel_size": {"sglang"}}
+MOE_ONLY = {"expert_parallel_size": {"sglang"}, "all2all_backend": {"vllm", "sglang"}}
 
 
 def test_every_setting_a_command_carries_is_in_the_table():
@@ -143,3 +143,10 @@ def test_every_setting_the_user_changed_is_in_its_engine_command(field):
         assert result.options, f"{field}={value!r}: {engine} has no option"
         command = result.options[0].evaluation.command
         assert f" {text}" in f"{command} ", command
+
+
+def test_the_all2all_choices_are_the_backends_explorer_sizes():
+    from explorer.engines.all2all import ALL2ALL_BACKENDS
+    from explorer.engines.common import ALL2ALL_BACKEND_NAMES
+
+    assert ALL2ALL_BACKEND_NAMES == ALL2ALL_BACKENDS

@@ -106,6 +106,18 @@ def test_a_suggestions_change_lands_in_the_state():
     assert app_defaults(to_query(apply_change(state, {"quant": "Q4_K_M"}))).weights == ("what-if Q4_K_M",)
 
 
+def test_linked_numbers_past_what_the_app_plans_are_refused_with_a_sentence():
+    # issue 25: a link of context=10^30 made the app's cells raise; now the default stays and the app says why
+    d = app_defaults({"context": str(10**30), "concurrency": "2000000", "model": "Qwen/Qwen3-8B"})
+    assert (d.context_tokens, d.concurrency, d.model) == (32768, 1, "Qwen/Qwen3-8B")
+    assert d.refused == (
+        "context a 31-digit number is past the 1,073,741,824 tokens the app plans for; the default is kept",
+        "concurrency 2,000,000 is past the 1,048,576 sequences the app plans for; the default is kept",
+    )
+    assert app_defaults({"context": "1073741824"}).context_tokens == 2**30 and not app_defaults({}).refused
+    assert "refused" not in str(to_query(d))
+
+
 def test_the_readme_link_opens_the_state_it_describes():
     # README.md: "http://localhost:2718/?model=...: Llama 3.1 8B on two 8 x H100 nodes at 131,072 tokens, vLLM alone"
     readme = (Path(__file__).parents[2] / "README.md").read_text()
