@@ -936,5 +936,60 @@ def _(
     return (app_state,)
 
 
+@app.cell(hide_code=True)
+def _():
+    # The workload the first option is sized for (explorer size, explorer.speed.load).
+    serve_users = mo.ui.number(start=1, stop=100_000, step=1, value=200, label="Users at once")
+    serve_prompt = mo.ui.slider(
+        steps=[128, 256, 512, 1000, 2000, 4000, 8000, 16000], value=2000, show_value=True, label="Prompt (tokens)"
+    )
+    serve_answer = mo.ui.slider(
+        steps=[50, 100, 200, 500, 1000, 2000, 4000], value=500, show_value=True, label="Answer (tokens)"
+    )
+    serve_tpot = mo.ui.slider(start=10, stop=200, step=5, value=50, show_value=True, label="TPOT target (ms)")
+    return serve_answer, serve_prompt, serve_tpot, serve_users
+
+
+@app.cell(hide_code=True)
+def _(request, result, serve_answer, serve_prompt, serve_tpot, serve_users, shape):
+    from explorer.speed.load import replica_load, size_option
+    from explorer.speed.workload import Workload
+    from explorer.ui.lesson_charts import frontier_spec
+    from explorer.ui.serving_lesson import frontier_rows
+
+    _w = Workload(users=int(serve_users.value), prompt_tokens=serve_prompt.value, answer_tokens=serve_answer.value,
+                  tpot_s=serve_tpot.value / 1e3)  # fmt: skip
+    _controls = mo.hstack([serve_users, serve_prompt, serve_answer, serve_tpot], justify="start", gap=2)
+    _first = result.options[0] if result.options else None
+    serving = None if _first is None else replica_load(_first, shape, _w, request)
+    if _first is None or serving is None:
+        _body = mo.md("No option with speed figures to size.")
+    elif _w.context_tokens > request.context_tokens:
+        _body = mo.callout(
+            mo.md(
+                f"A request here holds {_w.context_tokens:,} tokens, more than the {request.context_tokens:,} the "
+                "plan was made for: raise the context above to size it."
+            ),
+            kind="warn",
+        )
+    else:
+        _s = size_option(serving, _first.layout.cards)
+        _text = (
+            f"**{safe_html(_first.label)}**: at most **{_s.largest_batch:,}** sequences a replica within "
+            f"{serve_tpot.value} ms a token ({_s.binding}; the KV cache as planned at {request.context_tokens:,} "
+            f"tokens holds {serving.capacity:,}), so {_w.users:,} users need **{_s.cards:,} cards** "
+            f"({_s.replicas:,} replicas{', prefill apart' if _s.mode == 'disaggregated' else ''})."
+            if _s.met
+            else f"**{safe_html(_first.label)}** misses the target even at one sequence "
+            f"({', '.join(f'{k.upper()} {v:.2f} ×' for k, v in _s.shortfall.items())})."
+        )
+        _chart = vega.VegaLiteSpec(
+            frontier_spec(frontier_rows(serving), user_tokens_per_s=1e3 / serve_tpot.value, capacity=serving.capacity)
+        )
+        _body = mo.vstack([mo.md(_text + " Estimates: `explorer size` searches card classes the same way."), _chart])
+    mo.accordion({"Serving under a workload (the first option)": mo.vstack([_controls, _body])})
+    return (serving,)
+
+
 if __name__ == "__main__":
     app.run()

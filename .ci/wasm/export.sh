@@ -18,6 +18,7 @@ NOTEBOOKS=(
   "notebooks/parallelism.py parallelism.py"
   "notebooks/quantisation.py quantisation.py"
   "notebooks/speed.py speed.py"
+  "notebooks/serving.py serving.py"
 )
 
 WHEEL=$(ls "$PWD"/dist/explorer-*-py3-none-any.whl)

@@ -66,6 +66,13 @@ COMMANDS: tuple[Command, ...] = (
         "best first, with what each card holds and why other ways do not work.",
     ),
     Command(
+        name="size",
+        help="size a cluster for a workload: card classes and counts, cheapest an hour first",
+        description="Size for a workload (--users or --rate, --prompt, --answer, --ttft, --tpot): every priced "
+        "card class and count that serves it, cheapest an hour first, with the way each runs, its replicas and "
+        "batch, and what binds (the KV cache, the latency targets); a workload no class meets says by how much.",
+    ),
+    Command(
         name="fit",
         help="list every known model with its best option on a cluster",
         description="Hardware first: every model explorer knows (the shipped snapshot, and the local cache "

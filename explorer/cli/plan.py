@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from explorer.cli.args import fraction, int_range
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.cli.plan_table import print_result
 from explorer.cli.request_args import add_setting_arguments, request_from_args
+from explorer.cli.size_table import print_option_sizings
+from explorer.cli.workload_args import add_workload_arguments, workload_from_args
 from explorer.engines.registry import engine_serving
 from explorer.engines.weight_kernels import RULE as WEIGHTS_UNSUPPORTED
 from explorer.errors import ClusterSpecError
@@ -20,6 +23,7 @@ from explorer.plan.offer import fallback_artifacts, plan_artifacts
 from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.plan.ranking import GOALS, SORT_ALIASES
+from explorer.plan.size import size_options
 from explorer.sources.cache.calibrations import stored_calibrations
 from explorer.sources.checkpoints import checkpoints_for_plan
 from explorer.sources.resolve import load_model
@@ -102,6 +106,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="config.json, a model folder, a .gguf file, or a Hub id (org/name, org/name@revision, org/name:FILE.gguf)",
     )
     add_request_arguments(p)
+    add_workload_arguments(p)
     add_hub_options(p)
     p.add_argument(
         "--gpus",
@@ -171,17 +176,23 @@ def run(args: argparse.Namespace) -> int:
     cluster = read_cluster(args.cluster)
     if args.gpus:
         return run_pinned(args, shape, cluster, artifacts, model_ref)
+    workload = workload_from_args(args)
+    request = request_from_args(args, stored_calibrations())
+    if workload.given:  # the KV cache is planned for the workload's prompt + answer
+        request = replace(request, context_tokens=workload.context_tokens)
+    settings = speed_settings(args)
     result = plan(
         shape,
         cluster,
-        request_from_args(args, stored_calibrations()),
+        request,
         artifacts=artifacts,
         model_ref=model_ref,
         goal=goal_from_args(args),
-        speed=speed_settings(args),
+        speed=settings,
         catalogue=shipped_catalogue(),
         fallback=fallback,
     )
+    sizings = size_options(result.options, shape, workload, request, settings) if workload.given else None
     if result.widened and not args.json:
         unsupported = next((r.reason for r in result.rejected if r.rule == WEIGHTS_UNSUPPORTED), "")
         print(
@@ -191,9 +202,16 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.json:
-        print(json.dumps({**result.to_dict(), "assumed": list(cluster.assumptions)}, indent=2))
+        out = {**result.to_dict(), "assumed": list(cluster.assumptions)}
+        if sizings is not None:
+            out["workload"] = workload.to_dict()
+            for option, sized in zip(out["options"], sizings, strict=True):
+                option["workload"] = None if sized is None else sized.to_dict(workload.answer_tokens)
+        print(json.dumps(out, indent=2))
     else:
         print_result(result, top=args.top, wide=args.wide, assumed=cluster.assumptions)
+        if sizings is not None:
+            print_option_sizings(result.options, sizings, workload, min(args.top, 5))
     return 0 if result.options else 3
 
 

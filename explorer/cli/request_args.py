@@ -29,7 +29,7 @@ CLI_SETTINGS: tuple[Setting, ...] = tuple(s for s in declared_settings(PlanReque
 
 
 #: how ``--help`` names a value of each kind
-_METAVARS = {"int": "N", "float": "X", "floats": "SHARES", "text": "TEXT"}
+_METAVARS = {"int": "N", "float": "X", "floats": "SHARES", "text": "TEXT", "seconds": "DURATION"}
 
 
 def _reader(s: Setting) -> Callable[[str], Any]:
@@ -50,7 +50,7 @@ def _help(s: Setting) -> str:
     labels = engine_labels()
     own = ", ".join(f"{labels.get(name, name)} {flag}" for name, flag in s.flags.items() if flag and flag != s.cli[0])
     parts = [s.help + (f" ({own})" if own else "")]
-    if s.kind in ("int", "float"):
+    if s.kind in ("int", "float", "seconds"):
         parts.append(s.range_text)
     if s.kind not in ("bool", "engines") and not s.optional:
         parts.append(f"default {s.default}")
@@ -58,13 +58,17 @@ def _help(s: Setting) -> str:
 
 
 def add_setting_arguments(
-    p: argparse.ArgumentParser | argparse._ArgumentGroup, *, skip: Iterable[str] = (), only: Iterable[str] = ()
+    p: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    skip: Iterable[str] = (),
+    only: Iterable[str] = (),
+    settings: Iterable[Setting] = CLI_SETTINGS,
 ) -> None:
-    """One option per request setting with a command-line option: those in ``only`` (empty: all), but the fields
-    in ``skip``."""
+    """One option per setting with a command-line option (the request's, or ``settings``: another record's, such
+    as the workload's): those in ``only`` (empty: all), but the fields in ``skip``."""
     skipped, wanted = set(skip), set(only)
     load_engine_plugins()  # --engine lists the engines other packages add too
-    for s in CLI_SETTINGS:
+    for s in settings:
         if s.field in skipped or (wanted and s.field not in wanted):
             continue
         kw: dict[str, Any] = {"dest": s.field, "help": _help(s)}

@@ -155,6 +155,17 @@ class Engine(Protocol):
         ...
 
     @property
+    def disaggregated_prefill(self) -> bool:
+        """The engine can run prefill and decode on separate pools, moving the KV cache between them (vLLM's
+        and SGLang's prefill/decode disaggregation)."""
+        ...
+
+    def prefill_chunk_tokens(self, gpu, request: PlanRequest) -> int:
+        """The prompt tokens one scheduler step prefills on ``gpu``'s class (vLLM ``--max-num-batched-tokens``,
+        SGLang ``--chunked-prefill-size``, llama.cpp ``-b``), as the request sets them or the engine's default."""
+        ...
+
+    @property
     def data_parallel_flag(self) -> str | None:
         """The flag that starts several copies of one single-node layout in one launch (vLLM
         ``--data-parallel-size``, SGLang ``--dp-size``); None: each copy is launched on its own."""

@@ -30,8 +30,8 @@ from explorer.memo import memo
 __all__ = ["Kind", "Launch", "Setting", "declared_settings", "launch_flags", "setting", "with_implied"]
 
 #: how a setting's text is read: a switch, a whole number, a number, one of a few words, free text,
-#: comma-separated shares (``3,1``), or engine names
-Kind = Literal["bool", "int", "float", "choice", "text", "floats", "engines"]
+#: comma-separated shares (``3,1``), engine names, or a duration in seconds (``1s``, ``50ms``, ``0.2``)
+Kind = Literal["bool", "int", "float", "choice", "text", "floats", "engines", "seconds"]
 #: how a setting enters a launch command: ``echo``: :func:`launch_flags` writes the flag (and the value) when it
 #: differs from its default; ``engine``: the engine writes the value it resolved (the layout's tp, the context,
 #: the resolved ``-ngl``, the KV type as the engine spells it); ``none``: explorer's own planning assumption
@@ -113,6 +113,8 @@ class Setting:
         if self.kind == "float":
             what = "a whole number" if self.whole else "a finite number"
             return f"{what} from {'above ' if self.low_open else ''}{low} to {high}"
+        if self.kind == "seconds":
+            return f"a duration from {'above ' if self.low_open else ''}{low} s to {high} s (1s, 50ms, 0.2)"
         if self.kind == "floats":
             return f"at most {MAX_TENSOR_SPLIT_PARTS:,} finite shares from {low} to {high} (proportions), not all 0"
         return "on or off" if self.kind == "bool" else "text"
@@ -181,6 +183,8 @@ class Setting:
             if len(parts) > MAX_TENSOR_SPLIT_PARTS:
                 raise PlanError(f"{len(parts):,} shares is out of range: it must be {self.range_text}")
             value = tuple(_number(part, float) for part in parts)
+        elif self.kind == "seconds":
+            value = _seconds(text)
         else:
             value = _number(text, int if self.kind == "int" else float)
         if (why := self.refusal(value)) is not None:
@@ -205,6 +209,16 @@ def _number(text: str, kind: type) -> float | int:
     if isinstance(value, float) and not math.isfinite(value):
         raise PlanError(f"{text.strip()!r} is not a finite number")
     return value
+
+
+def _seconds(text: str) -> float:
+    """Seconds from ``1s``, ``50ms`` or a bare number of seconds, or PlanError saying what it is not."""
+    text = text.strip().lower()
+    scale, number = (1e-3, text[:-2]) if text.endswith("ms") else (1.0, text.removesuffix("s"))
+    try:
+        return _number(number, float) * scale
+    except PlanError:
+        raise PlanError(f"{text!r} is not a duration (1s, 50ms, or seconds as a number)") from None
 
 
 def setting(default: Any = None, **declaration: Any) -> Any:

@@ -400,6 +400,8 @@ class SGLang(SplitWalk):
     label: ClassVar[str] = ENGINE_LABELS[name]
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
+    #: prefill and decode on separate servers (``--disaggregation-mode prefill|decode``, Mooncake / NIXL)
+    disaggregated_prefill: ClassVar[bool] = True
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
     #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
     expert_data_parallel: ClassVar[bool] = False
@@ -422,6 +424,10 @@ class SGLang(SplitWalk):
         nodes = len(fleet.nodes)
         head, workers = across_nodes(cmd, nodes, partial(rank_flags, nodes))
         return fleet.evaluation(head, workers, (DIST_INIT_FLAG,) if workers else ())
+
+    def prefill_chunk_tokens(self, gpu: GPUClass, request: PlanRequest) -> int:
+        """``--chunked-prefill-size``: the request's, else SGLang's default for the card's memory."""
+        return card_defaults(gpu.memory_bytes // MiB, 1, request)[0]
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

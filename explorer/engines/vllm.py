@@ -310,6 +310,8 @@ class VLLM(SplitWalk):
     label: ClassVar[str] = ENGINE_LABELS[name]
     #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
+    #: prefill and decode on separate instances (``--kv-transfer-config``, the NIXL / P2P NCCL connectors)
+    disaggregated_prefill: ClassVar[bool] = True
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
     #: a mixture of experts' dp ranks spread the experts over all of them (``--enable-expert-parallel``)
     expert_data_parallel: ClassVar[bool] = True
@@ -341,6 +343,11 @@ class VLLM(SplitWalk):
         nodes = len(fleet.nodes)
         head, workers = across_nodes(" ".join(parts), nodes, partial(rank_flags, nodes))
         return fleet.evaluation(head, workers, meeting_ports(head) if workers else ())
+
+    def prefill_chunk_tokens(self, gpu: GPUClass, request: PlanRequest) -> int:
+        """``--max-num-batched-tokens``: the request's, else the release's default for the card (V1: 8,192 on
+        cards of 70 GiB or more but the A100, else 2,048)."""
+        return scheduler_defaults(gpu, request, vllm_release(request.vllm_version))[0]
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

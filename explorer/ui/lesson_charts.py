@@ -16,6 +16,7 @@ from explorer.ui.vega import MISFIT, SCHEMA, _top
 
 __all__ = [
     "batch_spec",
+    "frontier_spec",
     "ladder_spec",
     "mix_spec",
     "offload_spec",
@@ -364,3 +365,72 @@ def quality_spec(quality: Rows, perplexity: Rows, *, marks: Rows, width: int = 5
         "layer": [points, labels],
     }
     return _concat("vconcat", [top, bottom])
+
+
+def frontier_spec(rows: Rows, *, user_tokens_per_s: float | None, capacity: int, width: int = 420) -> Spec:
+    """Left: the frontier serving benchmarks publish, the card's tokens/s against a user's tokens/s, one point a
+    batch (labelled), grey past what the KV cache holds, green where the targets are met, the user-speed target
+    as a dashed rule. Right: a user's time per output token against the batch, the KV cache's capacity as a rule."""
+    colour = {
+        "condition": [{"test": "!datum.fits", "value": "#bab0ac"}, {"test": "datum.meets", "value": "#54a24b"}],
+        "value": MISFIT,
+    }
+    x_user = _q("user_tokens_per_s", title="tokens/s a user (1 / TPOT)")
+    y_gpu = _q("gpu_tokens_per_s", title="tokens/s the card serves (all users)")
+    points = {
+        "mark": {"type": "line", "point": {"filled": True, "size": 50}, "color": "#4c78a8"},
+        "encoding": {
+            "x": x_user,
+            "y": y_gpu,
+            "order": _q("batch"),
+            "tooltip": [
+                _q("batch"),
+                _q("user_tokens_per_s", format=",.1f"),
+                _q("gpu_tokens_per_s", format=",.0f"),
+                _q("tpot_ms", format=",.2f"),
+                _q("ttft_ms", format=",.0f"),
+                _n("bound_by"),
+            ],
+        },
+    }
+    dots = {
+        "mark": {"type": "point", "filled": True, "size": 70},
+        "encoding": {"x": x_user, "y": y_gpu, "color": colour},
+    }
+    labels = {
+        "mark": {"type": "text", "dx": 6, "dy": -8, "fontSize": 10, "align": "left"},
+        "encoding": {"x": x_user, "y": y_gpu, "text": _q("batch")},
+    }
+    layers: list[Spec] = [points, dots, labels]
+    if user_tokens_per_s:
+        layers.append({
+            "data": _values([{"user_tokens_per_s": user_tokens_per_s}]),
+            "mark": {"type": "rule", "strokeDash": [4, 3], "color": "black"},
+            "encoding": {"x": _q("user_tokens_per_s")},
+        })  # fmt: skip
+    x_batch = _q("batch", scale={"type": "log", "base": 2}, title="sequences decoding together (log scale)",
+                 axis={"values": _BATCH_TICKS})  # fmt: skip
+    tpot = {
+        "mark": {"type": "line", "point": True, "color": "#4c78a8"},
+        "encoding": {
+            "x": x_batch,
+            "y": _q("tpot_ms", title="a user's time per output token (ms)"),
+            "tooltip": [_q("batch"), _q("tpot_ms", format=",.2f")],
+        },
+    }
+    kv = {
+        "data": _values([{"batch": max(1, int(capacity))}]),
+        "mark": {"type": "rule", "color": "#f58518", "strokeWidth": 2},
+        "encoding": {"x": _q("batch")},
+    }
+    right_layers: list[Spec] = [tpot, kv]
+    if user_tokens_per_s:
+        right_layers.append({
+            "data": _values([{"tpot_ms": 1e3 / user_tokens_per_s}]),
+            "mark": {"type": "rule", "strokeDash": [4, 3], "color": "black"},
+            "encoding": {"y": _q("tpot_ms")},
+        })  # fmt: skip
+    left = {"title": "Throughput against speed a user", "width": width, "height": 300, "layer": layers}
+    right = {"title": "Speed a user against the batch (orange: the KV cache's limit)", "width": width - 60,
+             "height": 300, "layer": right_layers}  # fmt: skip
+    return _concat("hconcat", [left, right], rows)

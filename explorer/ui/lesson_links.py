@@ -2,7 +2,7 @@
 
 - ``marimo run notebooks/`` (folder mode: the app's URL holds ``?file=app.py``): each lesson is
   ``?file=LESSON.py`` on the same server;
-- the published WASM site: the lessons exported beside the app (``LESSON.py/``), all four (their
+- the published WASM site: the lessons exported beside the app (``LESSON.py/``), all five (their
   charts are plain vega-lite dicts, so they need nothing Pyodide lacks);
 - ``marimo run notebooks/app.py`` (one file): the server serves no other notebook, so each lesson is
   named with the command that opens it.
@@ -18,6 +18,7 @@ LESSONS: tuple[tuple[str, str], ...] = (
     ("parallelism.py", "Splitting a model across cards"),
     ("quantisation.py", "What a precision costs and saves"),
     ("speed.py", "Why decode is memory-bound"),
+    ("serving.py", "Serving many users from one card"),
 )
 #: the lessons the WASM export carries (.ci/wasm/export.sh): every one
 EXPORTED: frozenset[str] = frozenset(name for name, _title in LESSONS)

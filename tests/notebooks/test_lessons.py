@@ -21,10 +21,11 @@ from support.corpus import ROOT
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui.parallel_lesson import ParallelDefaults
 from explorer.ui.quant_lesson import QuantDefaults
+from explorer.ui.serving_lesson import ServingDefaults
 from explorer.ui.speed_lesson import SpeedDefaults
 
 NOTEBOOKS = ROOT / "notebooks"
-LESSONS = ("parallelism.py", "quantisation.py", "speed.py")
+LESSONS = ("parallelism.py", "quantisation.py", "speed.py", "serving.py")
 #: packages with no Pyodide wheel (or too heavy for the page): the lessons must not import them. altair is
 #: pure Python, but its browser chain (jsonschema, rpds-py, markupsafe) has no wasm wheels in the site's mirror
 NOT_IN_THE_BROWSER = (
@@ -131,6 +132,26 @@ def test_speed_turns_compute_bound_with_a_big_batch_at_short_context(offline):
     assert "compute overtakes reading at " in text
     text, defs = run("speed.py", defaults=SpeedDefaults(batch=1024, context_tokens=8192))
     assert defs["step"].bound_by == "memory" and "reading stays the larger at every batch" in text
+
+
+def test_serving_opens_on_llama_8b_bound_by_the_tpot_target(offline):
+    """Llama-3.1-8B bf16 on one H100, prompts 2,000 and answers 500, TPOT 50 ms: the KV cache holds 174
+    sequences at 2,500 tokens, the TPOT target stops the batch first, and 200 users need two cards."""
+    text, defs = run("serving.py")
+    sizing, load = defs["served"].sizing, defs["served"].load
+    assert load.capacity == defs["served"].option.evaluation.max_concurrency
+    assert sizing.binding == "tpot target" and sizing.largest_batch < load.capacity
+    assert load.at(sizing.largest_batch).tpot_s <= 0.050 < load.at(sizing.largest_batch + 1).tpot_s
+    assert (sizing.cards, sizing.replicas) == (2, 2)
+    assert f"holds {load.capacity:,} sequences at 2,500 tokens" in text
+    assert "200 users need 2 h100-80g cards" in text
+    users, cards = [r["user_tokens_per_s"] for r in defs["rows"]], [r["gpu_tokens_per_s"] for r in defs["rows"]]
+    assert users == sorted(users, reverse=True) and cards == sorted(cards)  # the frontier
+
+
+def test_serving_bound_by_the_kv_cache_with_a_loose_target(offline):
+    text, defs = run("serving.py", defaults=ServingDefaults(tpot_ms=200, prompt_tokens=16000, answer_tokens=4000))
+    assert defs["served"].sizing.binding == "memory" and "stopped by the KV cache" in text
 
 
 def test_lessons_pass_marimo_check():

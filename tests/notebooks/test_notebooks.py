@@ -526,3 +526,14 @@ def test_explorer_says_what_it_assumed_of_a_class_the_catalogue_lacks(offline):
     texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
     assert defs["result"].options and "Assumed:" in texts
     assert "m3-pro-36g:36864MiB is not in the catalogue: planned as a discrete card of 36.0 GiB" in texts
+
+
+def test_explorer_sizes_the_first_option_for_a_workload(offline):
+    """The serving panel: the first option's replica under 200 users of 2,000 + 500 tokens, its capacity the
+    plan's own (the KV cache at the app's context), the frontier drawn from the same load model."""
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults()})
+    serving, best = defs["serving"], defs["result"].options[0]
+    assert serving is not None and serving.capacity == best.evaluation.max_concurrency
+    assert serving.workload.users == 200 and serving.workload.tpot_target_s == 0.050
+    shown = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
+    assert "Serving under a workload" in shown

@@ -14,6 +14,7 @@ from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import lesson_charts as lc
 from explorer.ui import parallel_lesson as pl
 from explorer.ui import quant_lesson as ql
+from explorer.ui import serving_lesson as vl
 from explorer.ui import speed_lesson as sl
 from explorer.ui import vega
 
@@ -75,6 +76,22 @@ def test_speed_charts(valid):
     assert offload["width"] == "container"
     published = valid(lc.published_spec(sl.published_rows(snap.shape)))
     assert len(values(published)) == 83 + 2  # 83 measurements and the diagonal's two ends
+
+
+def test_serving_frontier_chart(valid):
+    """The frontier (card tokens/s against a user's), a point a batch, the target user speed a dashed rule at
+    1000 / 50 ms = 20 tokens/s, the KV cache's capacity a rule on the TPOT chart."""
+    from explorer.speed.workload import Workload
+
+    llama = load_snapshot().shape("meta-llama/Meta-Llama-3.1-8B")
+    served = vl.replica(llama, "h100-80g", "bf16", Workload(users=200, tpot_s=0.050))
+    rows = vl.frontier_rows(served.load)
+    spec = valid(lc.frontier_spec(rows, user_tokens_per_s=20.0, capacity=served.load.capacity))
+    left, right = spec["hconcat"]
+    assert len(spec["data"]["values"]) == len(vl.BATCH_STEPS)
+    assert left["layer"][-1]["data"]["values"] == [{"user_tokens_per_s": 20.0}]
+    assert right["layer"][1]["data"]["values"] == [{"batch": served.load.capacity}]
+    assert right["layer"][2]["data"]["values"] == [{"tpot_ms": 50.0}]
 
 
 def test_quant_charts(valid):

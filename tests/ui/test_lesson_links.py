@@ -12,14 +12,15 @@ from explorer.ui.lesson_links import EXPORTED, LESSONS, lesson_links
 def test_folder_mode_links_each_lesson_on_the_same_server():
     text = lesson_links(in_browser=False, query_file="app.py")
     assert text.startswith("**Lessons:** [Why long context eats memory](?file=kv_cache.py) · ")
-    assert text.count("](?file=") == len(LESSONS) == 4
+    assert text.count("](?file=") == len(LESSONS) == 5
 
 
 def test_the_wasm_site_links_every_lesson_it_exported():
     text = lesson_links(in_browser=True, query_file=None)
     assert "[Why long context eats memory](kv_cache.py)" in text
     assert "[Splitting a model across cards](parallelism.py)" in text
-    assert text.endswith("[Why decode is memory-bound](speed.py)") and text.count("](") == 4
+    assert "[Why decode is memory-bound](speed.py)" in text
+    assert text.endswith("[Serving many users from one card](serving.py)") and text.count("](") == 5
 
 
 def test_a_lesson_not_exported_is_named_with_its_command():
@@ -38,4 +39,4 @@ def test_exported_is_what_the_export_script_writes():
 def test_one_file_names_every_lesson_with_its_command():
     text = lesson_links(in_browser=False, query_file=None)
     assert "](" not in text
-    assert text.endswith("Why decode is memory-bound (`marimo run notebooks/speed.py`)")
+    assert text.endswith("Serving many users from one card (`marimo run notebooks/serving.py`)")

@@ -94,6 +94,8 @@ class LlamaCpp:
     label: ClassVar[str] = ENGINE_LABELS[NAME]
     #: each copy is its own ``llama-server`` (no flag starts several)
     data_parallel_flag: ClassVar[str | None] = None
+    #: one ``llama-server`` prefills and decodes; it has no prefill/decode split
+    disaggregated_prefill: ClassVar[bool] = False
     #: fitted on published llama.cpp rows (docs/notes/speed_model.md)
     speed: ClassVar[SpeedFacts] = SpeedFacts(
         efficiency=0.6,
@@ -103,6 +105,10 @@ class LlamaCpp:
         host_layers=True,
         gguf=True,
     )
+
+    def prefill_chunk_tokens(self, gpu, request: PlanRequest) -> int:
+        """``-b``: the logical batch ``llama-server`` fills with prompt tokens a step."""
+        return request.batch_tokens
 
     def walk(
         self,
