@@ -658,27 +658,38 @@ def _(draw, result):
         _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
             f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
         )
+    mo.hstack(
+        [
+            draw,
+            mo.md(
+                f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs "
+                f"**{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
+            ),
+        ],
+        justify="start",
+        align="center",
+    )
+    return (picked,)
+
+
+@app.cell(hide_code=True)
+def _(picked):
+    # the per-card chart as the cell's own output: its spec travels once, not escaped into a layout's HTML
+    vega.VegaLiteSpec(
+        vega.card_memory_spec(
+            nd.card_parts(picked),
+            title=picked.label + (f" · × {picked.replicas:,} replicas" if picked.fits else ""),
+        )
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(picked, result):
     _host = nd.host_note(picked)
     _launch = result.replica_launch(picked).text() if result.replica_launch else picked.evaluation.command
     mo.vstack(
         [
-            mo.hstack(
-                [
-                    draw,
-                    mo.md(
-                        f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs "
-                        f"**{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
-                    ),
-                ],
-                justify="start",
-                align="center",
-            ),
-            vega.VegaLiteSpec(
-                vega.card_memory_spec(
-                    nd.card_parts(picked),
-                    title=picked.label + (f" · × {picked.replicas:,} replicas" if picked.fits else ""),
-                )
-            ),
             mo.md(
                 (f"*{safe_html(_host)}* · " if _host else "")
                 + f"Launch (devices, port, a line a node):<pre>{safe_html(_launch)}</pre>"
@@ -687,22 +698,42 @@ def _(draw, result):
         ],
         gap=0.25,
     )
-    return (picked,)
+    return
 
 
 @app.cell(hide_code=True)
-def _(chosen, cluster, context_steps, engine, get_below, model, model_name, model_ref, pin, settings_values, shape):
-    # Below the answer: the curves against context, why the other ways were refused, pinning, the model.
-    # It reads the plan from the table's cell (get_below): a slider move shows the table first.
+def _(context_steps, get_below, shape):
+    # The curves against context for the options the table ranks first, after the table (get_below).
+    # The sweep is kept across context moves (explorer.ui.sweep_cache): a move changes only the marker.
     mo.stop(get_below() is None)
     _result, _request = get_below()
     _drawn = nd.sweep_options(_result, best=4, misses=2)
     sweep = nd.context_sweep(shape, _drawn, _request, context_steps, names=nd.option_names(_result, _drawn))
+    sweep_context = _request.context_tokens
+    return sweep, sweep_context
+
+
+@app.cell(hide_code=True)
+def _(sweep, sweep_context):
+    # each chart its own output, carrying only the columns it draws (vega.memory_context_spec)
+    vega.VegaLiteSpec(vega.memory_context_spec(sweep, context=sweep_context)) if sweep else None
+    return
+
+
+@app.cell(hide_code=True)
+def _(sweep, sweep_context):
+    _speeds = any(r["tokens_per_s"] is not None for r in sweep)
+    vega.VegaLiteSpec(vega.speed_context_spec(sweep, context=sweep_context)) if _speeds else None
+    return
+
+
+@app.cell(hide_code=True)
+def _(chosen, cluster, engine, get_below, model, model_name, model_ref, pin, settings_values, shape):
+    # Below the answer: why the other ways were refused, pinning, the model.
+    # It reads the plan from the table's cell (get_below): a slider move shows the table first.
+    mo.stop(get_below() is None)
+    _result, _request = get_below()
     _tabs = {}
-    if sweep:
-        _tabs["Memory vs context"] = vega.VegaLiteSpec(vega.memory_context_spec(sweep, context=_request.context_tokens))
-    if any(r["tokens_per_s"] is not None for r in sweep):
-        _tabs["Speed vs context"] = vega.VegaLiteSpec(vega.speed_context_spec(sweep, context=_request.context_tokens))
     _groups = nd.refusal_groups(_result)
     _tabs["Why not"] = (
         mo.accordion(
@@ -749,7 +780,7 @@ def _(chosen, cluster, context_steps, engine, get_below, model, model_name, mode
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
     mo.ui.tabs(_tabs)
-    return (sweep,)
+    return
 
 
 @app.cell(hide_code=True)

@@ -71,6 +71,19 @@ def _top(data: Sequence[Mapping[str, Any]], title: str, subtitle: str, height: i
     }
 
 
+def _columns(rows: Sequence[Mapping[str, Any]], fields: Sequence[str], digits: int = 3) -> list[dict[str, Any]]:
+    """Only the ``fields`` a chart draws, floats rounded to ``digits`` decimals (the charts show at most two):
+    a spec sent on every slider move carries no column it does not use."""
+    return [{f: round(r[f], digits) if isinstance(r[f], float) else r[f] for f in fields} for r in rows]
+
+
+def _named(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """The spec's data moved to a named data set (``datasets[name]``), which its layers read by name."""
+    spec["datasets"] = {name: spec["data"]["values"]}
+    spec["data"] = {"name": name}
+    return spec
+
+
 def _context_x() -> dict[str, Any]:
     """A log-2 context axis labelled at powers of two."""
     return {
@@ -182,7 +195,7 @@ def memory_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | Non
         {"field": "fits", "type": "nominal"},
     ]
     spec = _top(
-        rows,
+        _columns(rows, ("option", "context", "total_gib", "usable_gib", "fits")),
         "Memory a card needs as the context grows",
         "solid: what the binding card needs; dashed: what the engine may use; red ✗: no longer fits",
         280,
@@ -223,13 +236,15 @@ def memory_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | Non
         },
         *_context_rule(context),
     ]
-    return spec
+    return _named(spec, "sweep")
 
 
 def speed_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None = None) -> dict[str, Any]:
     """Decode tokens/s of one sequence (an estimate) against context, for the options that have one;
     dotted where the option no longer fits."""
-    data = [r for r in rows if r.get("tokens_per_s") is not None]
+    data = _columns(
+        [r for r in rows if r.get("tokens_per_s") is not None], ("option", "context", "tokens_per_s", "fits")
+    )
     x = _context_x()
     spec = _top(
         data,
@@ -260,7 +275,7 @@ def speed_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None
         },
         *_context_rule(context),
     ]
-    return spec
+    return _named(spec, "sweep")
 
 
 def kv_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None = None) -> dict[str, Any]:

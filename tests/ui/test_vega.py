@@ -80,3 +80,18 @@ def test_the_wrapper_carries_the_spec():
 def test_no_altair_is_imported():
     code = "import sys, explorer.ui.vega, explorer.ui.plan_rows; print('altair' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_sweep_charts_carry_their_own_columns_once_by_name(planned):
+    shape, request, result = planned
+    drawn = nd.sweep_options(result)
+    sweep = nd.context_sweep(shape, drawn, request, [4096, 32768], names=nd.option_names(result, drawn))
+    memory = vega.memory_context_spec(sweep, context=32768)
+    speed = vega.speed_context_spec(sweep, context=32768)
+    # the rows sit once, in the named data set the layers read; each chart keeps only the columns it draws
+    assert memory["data"] == speed["data"] == {"name": "sweep"}
+    assert set(memory["datasets"]["sweep"][0]) == {"option", "context", "total_gib", "usable_gib", "fits"}
+    assert set(speed["datasets"]["sweep"][0]) == {"option", "context", "tokens_per_s", "fits"}
+    first = sweep[0]
+    assert memory["datasets"]["sweep"][0]["total_gib"] == round(first["total_gib"], 3) != first["total_gib"]
+    assert len(memory["datasets"]["sweep"]) == len(sweep)  # every row drawn, none dropped
