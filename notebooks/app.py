@@ -62,6 +62,13 @@ with app.setup(hide_code=True):
     LAYOUT_CSS = (
         'div[class~="sm:px-16"] { padding-left: 1rem !important; padding-right: 1rem !important; }'
         ".marimo-cell:has(> .output-area > .output > marimo-sidebar) { display: none; }"
+        # below 1,280 px the table's rows wrap: its box scrolls on its own (its head stays) and leaves the
+        # 600 px that the heading, the controls under it and the per-card chart take, so the chart of the first
+        # option sits directly under the table, in view (tests/notebooks/test_browser.py)
+        "@media (max-width: 1279px) { .explorer-table:has(> #explorer-options) { "
+        "max-height: max(10rem, calc(100vh - 600px)); "
+        "overflow-y: auto; } .explorer-table:has(> #explorer-options) thead th { position: sticky; top: 0; "
+        "background: white; } }"
     )
 
 
@@ -72,8 +79,7 @@ def _():
             mo.Html(f"<style>{LAYOUT_CSS}</style>"),
             mo.md(
                 "**Will it fit?** Every way to serve the model on the cluster, best first, and what each card "
-                "holds; the controls are on the left. Sizes are GiB (1024³ bytes).  \n"
-                + lesson_links(in_browser=IN_BROWSER, query_file=mo.query_params().get("file"))
+                "holds; the controls are on the left (the lessons at their foot). Sizes are GiB (1024³ bytes)."
             ),
         ],
         gap=0,
@@ -548,7 +554,7 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, settings_errors, table_rows):
+def _(cluster, model_name, more_columns, plan_ms, request, result, settings_errors, table_rows):
     option_rows = nd.option_rows(result, limit=table_rows.value)
     miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5)
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
@@ -575,8 +581,6 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
         _notes.append(mo.callout(mo.md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
     if not result.options:
         _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
-    # marimo shows a run's outputs when the run ends: the slow part below waits for a run of its own
-    set_below((result, request))
     mo.vstack(
         [
             mo.md(_head),
@@ -587,6 +591,14 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
         gap=0.5,
     )
     return miss_rows, option_rows
+
+
+@app.cell(hide_code=True)
+def _(request, result, set_below):
+    # marimo shows a run's outputs when the run ends: the slow part below (curves, ways forward, refusals)
+    # waits for a run of its own. A new plan hands it on; more rows or columns in the table do not.
+    set_below((result, request))
+    return
 
 
 @app.cell(hide_code=True)
@@ -742,7 +754,8 @@ def _(chosen, cluster, engine, get_below, model, model_name, model_ref, pin, set
                     nd.rows_html(rows[:40], ("way", "artifact", "reason"), table_id=f"refused-{rule}")
                 )
                 for rule, n, rows in _groups
-            }
+            },
+            lazy=True,  # a closed group's rows are not sent on every move
         )
         if _groups
         else mo.md("Nothing was refused.")
@@ -779,13 +792,23 @@ def _(chosen, cluster, engine, get_below, model, model_name, model_ref, pin, set
         + "\n".join(f"- {safe_html(n)}" for n in model.notes)
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
-    mo.ui.tabs(_tabs)
+    mo.ui.tabs(_tabs, lazy=True)  # a tab's content is sent when it is shown
     return
 
 
 @app.cell(hide_code=True)
 def _():
+    # the question and its button never change: drawn once, not again on every move
     fit_button = mo.ui.run_button(label="What runs on this cluster?")
+    mo.vstack(
+        [
+            mo.md(
+                "**Hardware first.** Which known models run on this cluster, with the context and engines "
+                "above, ranked by the goal, the best way for each, and the first change that fits the rest."
+            ),
+            fit_button,
+        ]
+    )
     return (fit_button,)
 
 
@@ -813,23 +836,12 @@ def _(cluster, fit_button, get_below, goal):
     mo.vstack(
         [
             mo.md(
-                "**Hardware first.** Which known models run on this cluster, with the context and engines "
-                "above, ranked by the goal, the best way for each, and the first change that fits the rest."
+                f"{sum(r['tier'] != '✗' for r in fit_list)} of {len(fit_list)} models fit "
+                f"(planned in {_ms / 1000:.1f} s)."
             ),
-            fit_button,
-            *(
-                [
-                    mo.md(
-                        f"{sum(r['tier'] != '✗' for r in fit_list)} of {len(fit_list)} models fit "
-                        f"(planned in {_ms / 1000:.1f} s)."
-                    ),
-                    mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
-                ]
-                if fit_list is not None
-                else []
-            ),
+            mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
         ]
-    )
+    ) if fit_list is not None else None
     return (fit_list,)
 
 
@@ -913,6 +925,13 @@ def _(
         if _params.get(_key) != _value:
             _params[_key] = _value
     return (app_state,)
+
+
+@app.cell(hide_code=True)
+def _():
+    # the lessons at the sidebar's foot: the answer starts at the top of the page
+    mo.sidebar([mo.md(lesson_links(in_browser=IN_BROWSER, query_file=mo.query_params().get("file")))], width=SIDEBAR)
+    return
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ class VegaLiteSpec:
         self.spec = dict(spec)
 
     def _mime_(self) -> tuple[str, str]:
-        return MIME, json.dumps(self.spec, default=str)
+        return MIME, json.dumps(self.spec, default=str, separators=(",", ":"), ensure_ascii=False)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
         return {MIME: self.spec, "text/plain": f"<chart: {self.spec.get('title', '')}>"}
@@ -77,10 +77,22 @@ def _columns(rows: Sequence[Mapping[str, Any]], fields: Sequence[str], digits: i
     return [{f: round(r[f], digits) if isinstance(r[f], float) else r[f] for f in fields} for r in rows]
 
 
-def _named(spec: dict[str, Any], name: str) -> dict[str, Any]:
-    """The spec's data moved to a named data set (``datasets[name]``), which its layers read by name."""
-    spec["datasets"] = {name: spec["data"]["values"]}
-    spec["data"] = {"name": name}
+def _named_sweep(spec: dict[str, Any]) -> dict[str, Any]:
+    """A sweep chart's rows moved to named data sets its layers read by name: ``sweep``, each row naming its
+    option by number (``o``), and ``options``, each name once, which every layer drawing the sweep looks up.
+    An option's long name is sent once, not once a context (a slider move resends the spec)."""
+    rows = spec["data"]["values"]
+    names = list(dict.fromkeys(r["option"] for r in rows))
+    number = {name: i for i, name in enumerate(names)}
+    spec["datasets"] = {
+        "sweep": [{"o": number[r["option"]], **{k: v for k, v in r.items() if k != "option"}} for r in rows],
+        "options": [{"o": i, "option": name} for i, name in enumerate(names)],
+    }
+    spec["data"] = {"name": "sweep"}
+    lookup = {"lookup": "o", "from": {"data": {"name": "options"}, "key": "o", "fields": ["option"]}}
+    for layer in spec["layer"]:
+        if "data" not in layer:  # the asked-context marker brings its own
+            layer["transform"] = [lookup, *layer.get("transform", [])]
     return spec
 
 
@@ -236,7 +248,7 @@ def memory_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | Non
         },
         *_context_rule(context),
     ]
-    return _named(spec, "sweep")
+    return _named_sweep(spec)
 
 
 def speed_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None = None) -> dict[str, Any]:
@@ -275,7 +287,7 @@ def speed_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None
         },
         *_context_rule(context),
     ]
-    return _named(spec, "sweep")
+    return _named_sweep(spec)
 
 
 def kv_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None = None) -> dict[str, Any]:

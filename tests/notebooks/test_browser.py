@@ -131,7 +131,8 @@ def test_answer_stays_in_view_while_sliding_at_1440(app_url, tmp_path):
 
 
 def test_nothing_wider_than_the_viewport_at_1024(app_url, tmp_path):
-    """The default scenario and the widest tables (DeepSeek-V3 and Qwen3-235B on two nodes) fit 1,024 px."""
+    """The default scenario and the widest tables (DeepSeek-V3 and Qwen3-235B on two nodes) fit 1,024 px, and
+    the per-card chart of the first option is in view on open (1,024 × 768), directly under the table's box."""
     url = app_url
     with chromium() as browser:
         for query, shot in (
@@ -145,6 +146,9 @@ def test_nothing_wider_than_the_viewport_at_1024(app_url, tmp_path):
             assert too_wide(page) == [], query
             table = page.locator(TABLE).bounding_box()
             assert table["x"] + table["width"] <= 1024, "the table is clipped on the right"
+            chart, box = _card_chart(page), page.locator(".explorer-table:has(> #explorer-options)").bounding_box()
+            assert in_viewport(page, chart), (query, chart.bounding_box())
+            assert box["y"] + box["height"] <= chart.bounding_box()["y"] < box["y"] + box["height"] + 200, query
             if shot:
                 _shoot(page, tmp_path, shot)
             page.close()

@@ -88,10 +88,17 @@ def test_sweep_charts_carry_their_own_columns_once_by_name(planned):
     sweep = nd.context_sweep(shape, drawn, request, [4096, 32768], names=nd.option_names(result, drawn))
     memory = vega.memory_context_spec(sweep, context=32768)
     speed = vega.speed_context_spec(sweep, context=32768)
-    # the rows sit once, in the named data set the layers read; each chart keeps only the columns it draws
+    # the rows sit once, in the named data set the layers read; each chart keeps only the columns it draws,
+    # and names its option by number: each option's name is sent once, in `options`
     assert memory["data"] == speed["data"] == {"name": "sweep"}
-    assert set(memory["datasets"]["sweep"][0]) == {"option", "context", "total_gib", "usable_gib", "fits"}
-    assert set(speed["datasets"]["sweep"][0]) == {"option", "context", "tokens_per_s", "fits"}
-    first = sweep[0]
+    assert set(memory["datasets"]["sweep"][0]) == {"o", "context", "total_gib", "usable_gib", "fits"}
+    assert set(speed["datasets"]["sweep"][0]) == {"o", "context", "tokens_per_s", "fits"}
+    names = list(dict.fromkeys(r["option"] for r in sweep))
+    assert memory["datasets"]["options"] == [{"o": i, "option": n} for i, n in enumerate(names)]
+    first, last = sweep[0], sweep[-1]
     assert memory["datasets"]["sweep"][0]["total_gib"] == round(first["total_gib"], 3) != first["total_gib"]
+    assert memory["datasets"]["sweep"][-1]["o"] == names.index(last["option"]) == len(names) - 1
     assert len(memory["datasets"]["sweep"]) == len(sweep)  # every row drawn, none dropped
+    # every layer that draws the sweep looks the name up; the asked-context marker keeps its own data
+    for layer in memory["layer"] + speed["layer"]:
+        assert ("data" in layer) != (layer.get("transform", [{}])[0].get("lookup") == "o")
