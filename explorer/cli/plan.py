@@ -9,6 +9,7 @@ from pathlib import Path
 
 from explorer.cli.args import amount, context_tokens, fraction, int_range, split_fractions
 from explorer.cli.plan_table import print_result
+from explorer.engines.all2all import ALL2ALL_BACKENDS
 from explorer.engines.common import ENGINES, PlanRequest
 from explorer.engines.registry import engine_serving
 from explorer.engines.weight_kernels import RULE as WEIGHTS_UNSUPPORTED
@@ -131,6 +132,14 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         "block-FP8 rule needs it); vLLM's expert parallelism always spans tp × dp",
     )
     p.add_argument(
+        "--all2all-backend",
+        choices=ALL2ALL_BACKENDS,
+        default=None,
+        help="the experts' all-to-all: DeepEP's buffers held on each rank (vLLM --all2all-backend; SGLang "
+        "--moe-a2a-backend deepep --deepep-mode normal / low_latency / auto, auto SGLang only); default: the "
+        "engines' NCCL collectives, no buffer",
+    )
+    p.add_argument(
         "--max-num-seqs",
         type=int_range(1, MAX_CONCURRENCY, "--max-num-seqs"),
         default=None,
@@ -232,6 +241,7 @@ def request_from_args(args: argparse.Namespace) -> PlanRequest:
         pipeline_parallel_size=args.pp,
         data_parallel_size=args.dp,
         expert_parallel_size=args.ep,
+        all2all_backend=args.all2all_backend,
         max_num_seqs=args.max_num_seqs,
         max_num_batched_tokens=args.max_num_batched_tokens,
         chunked_prefill_size=args.chunked_prefill_size,

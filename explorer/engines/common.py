@@ -85,6 +85,10 @@ class PlanRequest:
         expert_parallel_size: SGLang ``--ep-size`` (dividing tp; the experts spread over ep groups, each
             expert split by tp / ep); vLLM's expert-parallel group is every rank (tp × dp), so only that size
             is allowed there. None: the engine's default (SGLang 1, vLLM tp × dp for a mixture of experts).
+        all2all_backend: the experts' all-to-all, in vLLM's ``--all2all-backend`` spelling: ``deepep_low_latency``
+            or ``deepep_high_throughput`` (SGLang ``--moe-a2a-backend deepep --deepep-mode low_latency`` /
+            ``normal``), or ``deepep_auto`` (SGLang's ``auto`` only); each rank holds DeepEP's buffers
+            (:mod:`explorer.engines.all2all`). None: the engines' default (NCCL collectives, no buffer).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.
@@ -128,6 +132,7 @@ class PlanRequest:
     pipeline_parallel_size: int | None = None
     data_parallel_size: int | None = None
     expert_parallel_size: int | None = None
+    all2all_backend: str | None = None
     language_only: bool = False
     piecewise_cuda_graph: bool = False
     piecewise_cuda_graph_max_tokens: int | None = None
@@ -262,6 +267,12 @@ class Layout:
         """Whether dp ranks of tp cards each share experts spread over all tp × dp ranks (vLLM
         ``--data-parallel-size`` with ``--enable-expert-parallel``): attention and dense weights per rank."""
         return self.dp > 1 and self.ep == self.tp * self.dp
+
+    @property
+    def attention_dp(self) -> bool:
+        """Whether dp ranks are carved out of the tp cards (SGLang ``--enable-dp-attention``: the launch takes tp × pp
+        cards, each DP rank's attention on tp / dp of them, its own sequences)."""
+        return self.dp > 1 and not self.expert_dp and self.cards == self.tp * self.pp
 
     @property
     def parallel(self) -> str:

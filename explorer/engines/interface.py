@@ -40,6 +40,7 @@ from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
+from explorer.model.weights import WeightBreakdown
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,6 +179,12 @@ class SplitEngine(Engine, Protocol):
         ...
 
     @property
+    def attention_expert_parallel(self) -> bool:
+        """Whether DP attention's ranks can spread a mixture of experts' experts whole over the tp cards (SGLang's
+        ``--enable-dp-attention --ep-size tp``), offered beside DP attention alone."""
+        ...
+
+    @property
     def data_parallel_nodes_rule(self) -> str:
         """Why plain data parallelism is not planned across nodes, in the engine's terms."""
         ...
@@ -202,6 +209,13 @@ class SplitEngine(Engine, Protocol):
 
     def usable_share(self, request: PlanRequest) -> float:
         """The most of a card's memory the engine fills, weights included: a bound that refuses early."""
+        ...
+
+    def card_weights(
+        self, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest
+    ) -> WeightBreakdown:
+        """One card's weights, part by part, as the engine splits them (the attention at its own tp under SGLang's
+        DP attention)."""
         ...
 
     def evaluate(

@@ -38,6 +38,7 @@ from functools import partial
 from typing import ClassVar
 
 from explorer.engines import vllm
+from explorer.engines.all2all import ALL2ALL_BACKENDS, DEEPEP_MODE, backend_refusals, buffer_note, sglang_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     HEAD_ADDRESS,
@@ -63,7 +64,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.kv_cache import MLAAttention
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
-from explorer.model.weights import weight_breakdown
+from explorer.model.weights import WeightBreakdown, weight_breakdown
 from explorer.units import GiB, MiB, cdiv, gib
 
 #: (card memory below, MiB) → (chunked prefill tokens, graph batch cap at tp < 4, at tp ≥ 4)
@@ -210,6 +211,7 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
             ("ep-size", f"SGLang splits experts by tp / ep: --ep-size {layout.ep} must divide --tp-size {layout.tp}")
         )
     out += expert_size_refusals(shape, request)
+    out += backend_refusals(shape, layout.ep, request.all2all_backend, ALL2ALL_BACKENDS)
     if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
         out.append(
             (
@@ -232,6 +234,19 @@ def attention_tp(layout: Layout, request: PlanRequest) -> int:
     return layout.tp
 
 
+def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> int:
+    """One rank's DeepEP buffer (:func:`explorer.engines.all2all.sglang_buffer_bytes`). SGLang makes it at the first
+    dispatch, after the KV pool is sized, so it must fit in what ``mem_fraction_static`` leaves."""
+    if shape.moe is None or layout.ep <= 1:
+        return 0
+    return sglang_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts, layout.ep)
+
+
+def card_weights(shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest) -> WeightBreakdown:
+    """One card's weights: the dense and expert layers by tp (experts by ep), the attention by :func:`attention_tp`."""
+    return weight_breakdown(shape, precision, layout.tp, layout.ep, attention_tp(layout, request))
+
+
 def evaluate(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, request: PlanRequest, model_ref: str
 ) -> Evaluation:
@@ -243,9 +258,10 @@ def evaluate(
     static = int(free * mfs)
     _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
     activations = min(int(prefill_mib * MiB), capacity - static)
-    overhead = capacity - static - activations
+    a2a = all2all_bytes(shape, layout, request)
+    overhead = max(capacity - static - activations, a2a)  # the buffer comes out of what the static share leaves
     attn_tp = attention_tp(layout, request)
-    weights = weight_breakdown(shape, precision, layout.tp, layout.ep, attn_tp)
+    weights = card_weights(shape, precision, layout, request)
     seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
     kv_type = shape.kv_type(default_kv_dtype(shape, gpu, request.kv_dtype))
 
@@ -282,6 +298,8 @@ def evaluate(
     if request.dp_attention:
         conc *= layout.dp
     notes = (f"mem_fraction_static {mfs:g} of the {gib(free)} free at start", combined_note(cards, layout, mfs))
+    if a2a:
+        notes += (buffer_note(request.all2all_backend or "", a2a),)
     if calibration is not None:
         notes += (calibration.note,)
     batch = card_defaults(capacity // MiB, layout.tp, request)
@@ -336,6 +354,8 @@ def command(
         parts.append(f"--pp-size {layout.pp}")
     if layout.ep > 1:
         parts.append(f"--ep-size {layout.ep}")
+    if request.all2all_backend and layout.ep > 1:
+        parts.append(f"--moe-a2a-backend deepep --deepep-mode {DEEPEP_MODE[request.all2all_backend]}")
     parts.append(f"--context-length {request.context_tokens}")
     parts.append(f"--mem-fraction-static {mfs:g}")
     if request.dp_attention:
@@ -397,6 +417,7 @@ class SGLang(SplitWalk):
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
     #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
     expert_data_parallel: ClassVar[bool] = False
+    attention_expert_parallel: ClassVar[bool] = True
     data_parallel_nodes_rule: ClassVar[str] = DP_NODES_RULE
     #: fitted on published vLLM and SGLang rows together (docs/notes/speed_model.md)
     speed: ClassVar[SpeedFacts] = SpeedFacts(
@@ -412,9 +433,11 @@ class SGLang(SplitWalk):
     def make_layout(
         self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
     ) -> Layout:
-        """The split, with dp = tp under ``--enable-dp-attention`` and the user's ``--ep-size`` on a mixture of
-        experts."""
-        ep = request.expert_parallel_size if shape.moe is not None and request.expert_parallel_size else 1
+        """The split, with dp = tp under ``--enable-dp-attention`` and, on a mixture of experts, the user's
+        ``--ep-size`` (or ep = tp under ``--moe-a2a-backend deepep``, as SGLang sets it)."""
+        ep = 1
+        if shape.moe is not None:
+            ep = request.expert_parallel_size or (tp if request.all2all_backend else 1)
         return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1, ep=ep)
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
@@ -429,6 +452,12 @@ class SGLang(SplitWalk):
         """A bound of ``mem_fraction_static``: the user's, else :data:`DEFAULT_SHARE_BOUND` (the default's
         depends on the layout; the bound only refuses weights that cannot fit at any)."""
         return max(DEFAULT_SHARE_BOUND, request.mem_fraction_static or 0.0)
+
+    def card_weights(
+        self, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest
+    ) -> WeightBreakdown:
+        """The dense and expert layers by tp (experts by ep), the attention by :func:`attention_tp`."""
+        return card_weights(shape, precision, layout, request)
 
     def evaluate(
         self,

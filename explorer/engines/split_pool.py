@@ -32,7 +32,7 @@ from explorer.engines.launches import (
     plain_dp,
 )
 from explorer.engines.options import Option
-from explorer.engines.split_trial import PoolWeights, Trial, expert_dp_option
+from explorer.engines.split_trial import PoolWeights, Trial, attention_ep_option, expert_dp_option
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
@@ -311,8 +311,9 @@ def _try_split(
     it needs ``nodes`` nodes with the cards and the host RAM the engine claims on each. A mixture of experts
     whose experts the block-FP8 rule keeps from splitting by tp spreads them whole instead (ep = tp). On a
     pool's whole nodes, the engine's expert data parallelism is tried too
-    (:func:`~explorer.engines.split_trial.expert_dp_option`): it is accepted
-    here beside the split, or returned when no split fits.
+    (:func:`~explorer.engines.split_trial.expert_dp_option`), and under DP attention its experts spread whole
+    (:func:`~explorer.engines.split_trial.attention_ep_option`): it is accepted here beside the split, or returned
+    when no split fits.
     """
     trial = Trial(engine, shape, artifact, precision, weights, pool, hosts, request, model_ref, out)
     accepted, tried = None, False
@@ -338,7 +339,7 @@ def _try_split(
         out.refuse(
             engine.name, layout, artifact.name, "split-rules", no_split_reason(engine, nodes, width, request, shape)
         )
-    extra = expert_dp_option(trial, nodes, width)
+    extra = expert_dp_option(trial, nodes, width) or attention_ep_option(trial, nodes, width)
     if extra is None or accepted is None:
         return accepted or extra
     out.accept(extra)

@@ -20,7 +20,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 
-__all__ = ["PoolWeights", "Trial", "expert_dp_option"]
+__all__ = ["PoolWeights", "Trial", "attention_ep_option", "expert_dp_option"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +31,27 @@ class PoolWeights:
     bits: float
     total_bytes: int
     asked_kv_bytes: int
+
+
+def attention_ep_option(trial: Trial, nodes: int, width: int) -> Option | None:
+    """Under DP attention, the same tp cards with the experts spread whole over them (SGLang ``--enable-dp-attention
+    --ep-size tp``, DeepSeek's published `--tp 8 --dp 8 --enable-dp-attention --ep-size 8`), offered beside DP
+    attention alone: the speed model prices each rank's own tokens dispatched to the experts instead of every token
+    all-reduced. None when the engine has none, the model has no experts, the user named an ep (or a backend,
+    which sets it), or it does not fit."""
+    engine, shape, request, pool = trial.engine, trial.shape, trial.request, trial.pool
+    if not (engine.attention_expert_parallel and request.dp_attention) or shape.moe is None:
+        return None
+    if request.expert_parallel_size is not None or request.all2all_backend or request.pipeline_parallel_size:
+        return None
+    cards = nodes * width
+    if request.tensor_parallel_size not in (None, cards) or pool.gpu.is_mig or cards < 2:
+        return None
+    layout = engine.make_layout(pool, nodes, width, cards, 1, shape, request)
+    if layout.ep == layout.tp:
+        return None
+    option, _ = trial.check(replace(layout, ep=layout.tp), nodes, width)
+    return option
 
 
 def expert_dp_option(trial: Trial, nodes: int, width: int) -> Option | None:

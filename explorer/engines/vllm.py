@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+from explorer.engines.all2all import VLLM_BACKENDS, backend_refusals, buffer_note, vllm_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
     HEAD_ADDRESS,
@@ -57,7 +58,7 @@ from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
-from explorer.model.weights import weight_breakdown
+from explorer.model.weights import WeightBreakdown, weight_breakdown
 
 BLOCK_TOKENS = 16
 
@@ -66,6 +67,7 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, and a KV
     cache type it has none of."""
     out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
+    out += backend_refusals(shape, layout.ep, request.all2all_backend, VLLM_BACKENDS)
     asked = request.expert_parallel_size
     if asked and shape.moe is not None and asked != layout.ep:
         out.append(
@@ -98,6 +100,14 @@ def distributed_size(layout: Layout) -> int:
     return layout.tp * layout.dp if layout.expert_dp else layout.tp
 
 
+def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> int:
+    """One rank's all-to-all buffers (:func:`explorer.engines.all2all.vllm_buffer_bytes`), counted with the non-torch
+    memory vLLM profiles before it sizes the KV cache (they are allocated when the model's MoE layers are set up)."""
+    if shape.moe is None or layout.ep <= 1:
+        return 0
+    return vllm_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts, layout.nodes)
+
+
 def stage_weight_bytes(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, release: VLLMRelease
 ) -> list[int]:
@@ -124,7 +134,8 @@ def evaluate(
     graphs = 0
     if release.graphs_in_budget and not request.enforce_eager:
         graphs = graph_bytes(seqs, tokens, calibration)
-    overhead = graphs + non_torch_bytes(release, distributed_size(layout), layout.pp, calibration)
+    a2a = all2all_bytes(shape, layout, request)
+    overhead = graphs + non_torch_bytes(release, distributed_size(layout), layout.pp, calibration) + a2a
     stages = pp_partition(shape.layers, layout.pp)
     stage_weights = stage_weight_bytes(shape, precision, layout, gpu, release)
     context, conc = request.context_tokens, request.concurrency
@@ -168,6 +179,8 @@ def evaluate(
         notes.append("CUDA graphs are captured outside the budget (before vLLM 0.21)")
     if max_conc == seqs and request.concurrency <= seqs:
         notes.append(f"concurrency capped by max_num_seqs ({seqs})")
+    if a2a:
+        notes.append(buffer_note(request.all2all_backend or "", a2a))
     if calibration is not None:
         notes.append(calibration.note)
     base = command(model_ref, shape, precision, layout, request, max_num_seqs=seqs, max_num_batched_tokens=tokens)
@@ -218,6 +231,8 @@ def command(
     parts.append(f"--gpu-memory-utilization {request.gpu_memory_utilization:g}")
     if layout.ep > 1:
         parts.append("--enable-expert-parallel")
+        if request.all2all_backend:
+            parts.append(f"--all2all-backend {request.all2all_backend}")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
@@ -281,6 +296,7 @@ class VLLM(SplitWalk):
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
     #: a mixture of experts' dp ranks spread the experts over all of them (``--enable-expert-parallel``)
     expert_data_parallel: ClassVar[bool] = True
+    attention_expert_parallel: ClassVar[bool] = False
     data_parallel_nodes_rule: ClassVar[str] = (
         "vLLM's data-parallel copies of a dense model are planned on one node; start one launch a node instead "
         "(the plan's replicas)"
@@ -312,6 +328,12 @@ class VLLM(SplitWalk):
     def usable_share(self, request: PlanRequest) -> float:
         """``gpu_memory_utilization``: vLLM asks each card for that share."""
         return request.gpu_memory_utilization
+
+    def card_weights(
+        self, shape: ModelShape, precision: Precision, layout: Layout, request: PlanRequest
+    ) -> WeightBreakdown:
+        """Every layer split by tp, the experts by ep (before MXFP4's re-layout)."""
+        return weight_breakdown(shape, precision, layout.tp, layout.ep)
 
     def evaluate(
         self,

@@ -34,7 +34,9 @@ with a third kept out (docs/notes/speed_model.md); the bound is the roofline's a
 
 **Host.** Layers on the host and CPU-only runs read at the node's CPU
 bandwidth (``cpu=`` a CPU of data/cpus.csv, or ``bw=``), else a unified
-host's chip bandwidth, else the settings' default (100 GB/s).
+host's chip bandwidth, else the settings' default (100 GB/s); a named CPU or
+chip at the share of it its threads reach (Apple Max and Ultra: half,
+:data:`explorer.speed.settings.HOST_REACH`), and the plan says so.
 
 **Efficiency.** Every figure above but the estimate is a bound; the
 efficiency (0.6 for each engine today) divides the roofline's step and the
@@ -59,7 +61,7 @@ from explorer.model.precision import Precision, SchemeGroup, WeightFormat
 from explorer.speed.floor import Pace, pace_for, speed_facts
 from explorer.speed.prices import PriceTable
 from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
-from explorer.speed.settings import SpeedSettings, node_host_bandwidth
+from explorer.speed.settings import SpeedSettings, host_reach_note, node_host_bandwidth
 from explorer.units import gb
 
 __all__ = ["DEFAULT_SETTINGS", "SpeedEstimate", "SpeedSettings", "speed_of", "tokens_per_s_vs_context"]
@@ -233,9 +235,10 @@ def speed_of(
         settings,
     )
     on_host = option.layout.cpu or ev.layers_on_host > 0
-    if got is None or host_bw or not on_host:
+    if got is None or not on_host:
         return got
-    return replace(got, assumptions=(*got.assumptions, _default_host_note(settings)))
+    note = _default_host_note(settings) if not host_bw else host_reach_note(option.node)
+    return replace(got, assumptions=(*got.assumptions, note)) if note else got
 
 
 def _default_host_note(settings: SpeedSettings) -> str:

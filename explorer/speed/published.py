@@ -52,7 +52,7 @@ from explorer.hardware.host_cpu import CPUTable, HostCPU
 from explorer.speed.estimate import DEFAULT_SETTINGS
 from explorer.speed.floor import pace_for, speed_facts
 from explorer.speed.roofline import decode_cycle_s, placement, prefill_s
-from explorer.speed.settings import SpeedSettings
+from explorer.speed.settings import SpeedSettings, host_reach
 
 __all__ = [
     "CPUS", "GPUS", "MODELS", "QUANTS", "Comparison", "Measurement", "compare", "kept_out", "machine_for",
@@ -81,10 +81,11 @@ MODELS: dict[str, str] = {
     "gpt-oss-20b":             "openai/gpt-oss-20b",
     "Qwen3-1.7B":              "Qwen/Qwen3-1.7B",
     "Qwen3-30B-A3B":           "Qwen/Qwen3-30B-A3B",
+    "Mistral-7B":              "mistralai/Mistral-7B-v0.1",
 }
 #: the row's quant → the precision explorer sizes it at (a what-if name)
 QUANTS: dict[str, str] = {
-    "Q4_K_M": "Q4_K_M", "Q4_0": "Q4_0", "F16": "fp16", "FP16": "fp16", "BF16": "bf16", "FP8": "fp8",
+    "Q4_K_M": "Q4_K_M", "Q4_0": "Q4_0", "Q8_0": "Q8_0", "F16": "fp16", "FP16": "fp16", "BF16": "bf16", "FP8": "fp8",
     "q4f16_1 (int4)": "Q4_0", "GPTQ int4": "int4-gptq", "MXFP4": "own",
 }
 #: a quant that is the checkpoint's own precision (gpt-oss's MXFP4 experts, its attention in bf16)
@@ -102,7 +103,8 @@ GPUS: dict[str, str] = {
 #: CPU-only rows: the machine → a CPU of data/cpus.csv
 CPUS: dict[str, str] = {
     "Raspberry Pi 5 16GB (CPU)": "rpi5", "Raspberry Pi 5 8GB (CPU)": "rpi5",
-    "AmpereOne A192-32X 512GB (CPU)": "ampereone-a192",
+    "AmpereOne A192-32X 512GB (CPU)": "ampereone-a192", "2x AMD EPYC 9175F 16x DDR5-6400 (CPU)": "epyc-9175f-2s",
+    "Apple M2 Ultra 24-core CPU (CPU)": "apple-m2-ultra",
 }
 # fmt: on
 #: engines the speed model has by name; MLC, exllama, NIM and TensorRT-LLM run as a GPU serving engine (vLLM's)
@@ -284,7 +286,8 @@ def compare(
     layout = _layout(m, engine, machine)
     gpu = None if isinstance(machine, HostCPU) else machine
     if isinstance(machine, HostCPU) and machine.memory_bandwidth_bytes_per_s:
-        settings = replace(settings, host_bandwidth_bytes_per_s=machine.memory_bandwidth_bytes_per_s)
+        reached = round(machine.memory_bandwidth_bytes_per_s * host_reach(machine.name))
+        settings = replace(settings, host_bandwidth_bytes_per_s=reached)
     quant = QUANTS[m.quant]
     precision = shape.precision if quant == OWN else shape.resolve_precision(quant)
     kv = shape.kv_type("fp8" if m.source_id.startswith(FP8_KV) else "auto")

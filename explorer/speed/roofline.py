@@ -168,17 +168,21 @@ def placement(
             ubatch_tokens=ubatch_tokens,
             host_link_bytes_per_s=host_link,
         )
-    dispatch = layout.ep if layout.expert_dp and shape.moe else 0  # vLLM's dp ranks sharing experts
+    # vLLM's dp ranks sharing experts; SGLang's DP attention with its experts spread whole (ep = tp), which serves
+    # each DP rank as vLLM's data + expert parallelism does: attention whole at tp / dp, dispatch and combine
+    attention_ep = layout.attention_dp and layout.ep == layout.tp
+    dispatch = layout.ep if (layout.expert_dp or attention_ep) and shape.moe else 0
+    rank_tp = max(1, layout.tp // layout.dp) if attention_ep else layout.tp
     # SGLang spans tp over nodes, and data + expert parallelism spans its ranks over them
     within = layout.nodes == 1 or (layout.tp <= layout.gpus_per_node and not dispatch)
     tp_link = (link, latency, kind) if within else (*fabric, "fabric")
     stages = pp_partition(n, layout.pp)
     parts = tuple(
         Part(
-            profile=stage_profile(shape, precision, layout.tp, layout.ep, a, b, i == len(stages) - 1),
+            profile=stage_profile(shape, precision, rank_tp, layout.ep, a, b, i == len(stages) - 1),
             bandwidth_bytes_per_s=bw,
             flops_per_s=flops,
-            link_bytes_per_s=tp_link[0] if layout.tp > 1 or dispatch else 0.0,
+            link_bytes_per_s=tp_link[0] if rank_tp > 1 or dispatch else 0.0,
             link_latency_s=tp_link[1],
             link_kind=tp_link[2],
             dispatch_ranks=dispatch,

@@ -8,7 +8,8 @@ fabric is 400 Gb/s InfiniBand (50 GB/s one way, 10 µs) unless its name
 carries a rate (``eth100g`` → 100 Gb/s); llama.cpp RPC adds 50 µs a hop
 (a TCP round trip on a fast LAN). The host (CPU) defaults to 100 GB/s of
 memory bandwidth and 2 TFLOPs, unless the node states its CPU
-(:func:`node_host_bandwidth`); every engine to its own efficiency.
+(:func:`node_host_bandwidth`: a named CPU's nominal figure times the share
+its threads reach, :data:`HOST_REACH`); every engine to its own efficiency.
 Reasons for each figure: docs/notes/speed_model.md.
 """
 
@@ -38,6 +39,12 @@ ALLTOALL_LATENCIES = 2
 ACTIVATION_BYTES = 2  # bf16 hidden states (vLLM, SGLang)
 LLAMACPP_ACTIVATION_BYTES = 4  # llama.cpp hands f32 hidden states between devices
 FP8_COMPUTE_KINDS = ("fp8", "nvfp4", "mxfp4", "bnb8")
+#: the share of a CPU family's nominal memory bandwidth that llama.cpp's CPU threads reach (unlisted: 1). Fitted
+#: on the published CPU-only rows (docs/notes/speed_model.md): the 24-core CPU of an M2 Ultra ran Mistral-7B Q8_0
+#: at 27 tok/s, about 208 GB/s of its 800 (the nominal figure put the estimate 2.13 × fast); Apple's CPU
+#: clusters cannot fill a Max's or an Ultra's bus. The x86 and Arm server rows (one and two sockets) need none.
+HOST_REACH: dict[str, float] = {"apple-max": 0.5, "apple-ultra": 0.5}
+_APPLE_WIDE = re.compile(r"^(?:apple-)?m\d+-(max|ultra)(?:-|$)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,14 +94,52 @@ class SpeedSettings:
         return dict(self.efficiency).get(engine, fallback)  # type: ignore[arg-type]
 
 
-def node_host_bandwidth(node) -> int | None:
-    """A node's host memory bandwidth when it is known: its CPU's (``cpu=`` a named CPU, or ``bw=``), else a
-    unified host's chip's (its CPU shares that memory); None for the settings' default."""
+def host_family(name: str) -> str:
+    """The family :data:`HOST_REACH` is keyed on: ``apple-max`` / ``apple-ultra`` for an Apple Max or Ultra
+    chip, named as a CPU (``apple-m2-max``) or as a unified-memory class (``m2-ultra-192g``); else the name."""
+    m = _APPLE_WIDE.match(name.lower())
+    return f"apple-{m[1]}" if m else name.lower()
+
+
+def host_reach(name: str) -> float:
+    """The share of its nominal memory bandwidth a CPU's threads reach (1 where :data:`HOST_REACH` lists no
+    family for it)."""
+    return HOST_REACH.get(host_family(name), 1.0)
+
+
+def _host_source(node) -> tuple[int, str] | None:
+    """(nominal bytes/s, name whose reach applies) of a node's host memory, '' when stated with ``bw=``."""
     if node.cpu.memory_bandwidth_bytes_per_s:
-        return node.cpu.memory_bandwidth_bytes_per_s
-    if node.unified and node.gpus:
-        return node.gpus[0].gpu.bandwidth_bytes_per_s or None
+        return node.cpu.memory_bandwidth_bytes_per_s, "" if node.cpu.bandwidth_stated else node.cpu.name
+    if node.unified and node.gpus and node.gpus[0].gpu.bandwidth_bytes_per_s:
+        return node.gpus[0].gpu.bandwidth_bytes_per_s, node.gpus[0].gpu.name
     return None
+
+
+def node_host_bandwidth(node) -> int | None:
+    """The memory bandwidth a node's CPU threads read at, when it is known: its CPU's (``cpu=`` a named CPU, or
+    ``bw=``), else a unified host's chip's (its CPU shares that memory), a named figure times the share its
+    family's threads reach (:func:`host_reach`; a ``bw=`` figure is taken as measured); None for the
+    settings' default."""
+    source = _host_source(node)
+    if source is None:
+        return None
+    nominal, name = source
+    return round(nominal * host_reach(name)) if name else nominal
+
+
+def host_reach_note(node) -> str | None:
+    """What a plan whose host reads below its CPU's nominal bandwidth says (None: it reads at the nominal)."""
+    source = _host_source(node)
+    if source is None or not source[1] or host_reach(source[1]) == 1:
+        return None
+    nominal, name = source
+    share = host_reach(name)
+    return (
+        f"CPU threads read {name}'s memory at {share:.0%} of its nominal {nominal / GB:,.0f} GB/s "
+        f"({nominal * share / GB:,.0f} GB/s), the share llama.cpp's CPU threads reach on {host_family(name)} "
+        "chips in published rows; state bw=GBPS for your machine's own figure"
+    )
 
 
 def card_link(gpu) -> tuple[float, float]:

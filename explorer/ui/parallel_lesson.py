@@ -1,9 +1,9 @@
 """Splitting a model over cards, for the teaching notebook ``notebooks/parallelism.py``.
 
 Every figure is the planner's own: the split is laid out, refused and sized by
-vLLM's engine through the :class:`~explorer.engines.interface.SplitEngine`
+vLLM's engine (or SGLang's, DP attention included) through the :class:`~explorer.engines.interface.SplitEngine`
 protocol (``make_layout``, ``refusals``, ``evaluate``), the weights a card holds
-come from :func:`explorer.model.weights.weight_breakdown`, the stages from
+come from the engine's ``card_weights``, the stages from
 :func:`explorer.engines.common.pp_partition`, the bytes on the wire and the
 pipeline's timing from :mod:`explorer.speed.roofline`. This module lays them
 out per card and writes the arithmetic in the model's own numbers, e.g. for
@@ -20,7 +20,7 @@ from explorer.engines.parallel_rules import Refusal, kv_head_counts
 from explorer.engines.registry import SPLIT_ENGINES
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import gpu_pools
-from explorer.model.weights import WeightBreakdown, weight_breakdown
+from explorer.model.weights import WeightBreakdown
 from explorer.sources.shipped import parse_cluster
 from explorer.speed.estimate import DEFAULT_SETTINGS
 from explorer.speed.roofline import (
@@ -40,6 +40,7 @@ __all__ = [
     "Split",
     "card_rows",
     "comms",
+    "engine_layout",
     "expert_rows",
     "head_formula",
     "head_rows",
@@ -84,7 +85,7 @@ class ParallelDefaults:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Split:
-    """One way to put a model on ``cards`` cards, as vLLM lays it out, and the planner's verdict.
+    """One way to put a model on ``cards`` cards, as the engine lays it out, and the planner's verdict.
 
     Attributes:
         mode: ``tensor`` (every layer split across the cards) or ``pipeline`` (the layers split into stages).
@@ -92,7 +93,8 @@ class Split:
         gpu: the card class.
         refusals: the rules the split breaks, each (rule, reason), as the planner words them; empty if none.
         evaluation: per-card memory at the request's context and sequences (None when refused).
-        weights: one card's share of the weights at tp/ep (every stage's layers; a stage takes its slice).
+        weights: one card's share of the weights as the engine splits them (every stage's layers; a stage takes
+            its slice).
         stages: (first layer, end layer) of each pipeline stage.
     """
 
@@ -110,26 +112,38 @@ class Split:
         return not self.refusals
 
 
+def engine_layout(
+    shape, gpu_class: str, tp: int, pp: int, request: PlanRequest, engine: str = ENGINE
+) -> tuple[Layout, GPUClass]:
+    """``engine``'s layout of ``tp × pp`` cards of ``gpu_class`` on one node, and the card class: vLLM's ep = tp
+    for experts; SGLang's dp = tp under DP attention and the request's ``--ep-size``."""
+    pool = gpu_pools(parse_cluster(f"1x{tp * pp}x{gpu_class}"))[0]
+    return SPLIT_ENGINES[engine].make_layout(pool, 1, tp * pp, tp, pp, shape, request), pool.gpu
+
+
 def vllm_layout(shape, gpu_class: str, tp: int, pp: int, request: PlanRequest) -> tuple[Layout, GPUClass]:
     """vLLM's layout of ``tp × pp`` cards of ``gpu_class`` on one node (ep = tp for experts), and the card class."""
-    pool = gpu_pools(parse_cluster(f"1x{tp * pp}x{gpu_class}"))[0]
-    return SPLIT_ENGINES[ENGINE].make_layout(pool, 1, tp * pp, tp, pp, shape, request), pool.gpu
+    return engine_layout(shape, gpu_class, tp, pp, request)
 
 
-def split_model(shape, gpu_class: str, cards: int, mode: Mode, request: PlanRequest) -> Split:
-    """Lay ``shape`` over one node of ``cards`` cards of ``gpu_class``, tensor- or pipeline-parallel, as vLLM does."""
-    engine = SPLIT_ENGINES[ENGINE]
+def split_model(shape, gpu_class: str, cards: int, mode: Mode, request: PlanRequest, engine: str = ENGINE) -> Split:
+    """Lay ``shape`` over one node of ``cards`` cards of ``gpu_class``, tensor- or pipeline-parallel, as ``engine``
+    (vLLM by default) does; each card's weights are the engine's own split of them (SGLang's DP attention keeps
+    the attention whole on each of its cards where tp / dp = 1)."""
+    split_engine = SPLIT_ENGINES[engine]
     tp, pp = (cards, 1) if mode == "tensor" else (1, cards)
-    layout, gpu = vllm_layout(shape, gpu_class, tp, pp, request)
-    refusals = tuple(engine.refusals(shape, layout, request))
-    evaluation = None if refusals else engine.evaluate(shape, shape.precision, layout, gpu, request, shape.name)
+    layout, gpu = engine_layout(shape, gpu_class, tp, pp, request, engine)
+    refusals = tuple(split_engine.refusals(shape, layout, request))
+    evaluation = None
+    if not refusals:
+        evaluation = split_engine.evaluate(shape, shape.precision, layout, gpu, request, shape.name)
     return Split(
         mode=mode,
         layout=layout,
         gpu=gpu,
         refusals=refusals,
         evaluation=evaluation,
-        weights=weight_breakdown(shape, shape.precision, layout.tp, layout.ep),
+        weights=split_engine.card_weights(shape, shape.precision, layout, request),
         stages=tuple(pp_partition(shape.layers, pp)) if pp <= shape.layers else (),
     )
 

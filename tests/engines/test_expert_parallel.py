@@ -148,9 +148,11 @@ def test_sglang_dp_attention_keeps_each_ranks_attention_whole():
     q_b 24,576 × 1,536 (37,757,952 bytes whole, 4,719,744 an eighth), kv_b 32,768 × 512 (16,781,312; 2,097,664),
     o 7,168 × 16,384 (117,469,184; 14,683,648): 150,507,392 bytes more a layer, × 61 layers."""
     shape = shape_of(V3)
-    dp_attention = _plan(shape, "1x8xh200-141g", engines=("sglang",), dp_attention=True).options[0]
+    offered = _plan(shape, "1x8xh200-141g", engines=("sglang",), dp_attention=True).options
+    # DP attention alone, and beside it its experts spread whole (tp8 dp8 ep8: the test below)
+    dp_attention = next(o for o in offered if o.layout.parallel == "tp8 dp8")
     plain = _plan(shape, "1x8xh200-141g", engines=("sglang",), tensor_parallel_size=8).options[0]
-    assert dp_attention.layout.parallel == "tp8 dp8" and plain.layout.parallel == "tp8"
+    assert plain.layout.parallel == "tp8"
     assert dp_attention.per_card.weights - plain.per_card.weights == 61 * 150_507_392 == 9_180_950_912
     assert "--tp-size 8 --context-length 4096 " in dp_attention.evaluation.command
     assert " --enable-dp-attention --dp-size 8 " in dp_attention.evaluation.command
@@ -190,3 +192,34 @@ def test_qwen3_235b_fp8_second_sglang_row_keeps_its_blocks():
     result = _plan(shape_of("Qwen__Qwen3-235B-A22B-FP8"), "1x8xh100-80g", engines=("sglang",))
     assert [o.layout.parallel for o in result.options] == ["tp4", "tp8 ep8"]
     assert "--tp-size 8 --ep-size 8" in result.options[1].evaluation.command
+
+
+def test_sglang_dp_attention_offers_its_experts_spread_whole_and_throughput_picks_it():
+    """DeepSeek's published `--tp 8 --dp 8 --enable-dp-attention --ep-size 8` on 8 × H200: offered beside DP attention
+    alone (same cards, same memory a card: the experts 32 whole a card or each split 8 ways hold the same bytes).
+    At 256 sequences the speed model prefers it: each rank dispatches its own 32 tokens to the experts instead of
+    the tp group all-reducing all 256 (5,697 vs 4,224 tokens/s together); at one sequence DP attention alone is
+    faster (133.2 vs 73.8 tokens/s: priced as tp 8, each card reads an eighth of the attention and pays two
+    all-reduces a layer, where the spread experts read the attention whole and pay a dispatch and a combine)."""
+    shape = shape_of(V3)
+    many = plan(
+        shape,
+        parse_cluster("1x8xh200-141g"),
+        PlanRequest(engines=("sglang",), dp_attention=True, concurrency=256),
+        goal="throughput",
+        suggest=False,
+    )
+    first, second = many.options[:2]
+    assert (first.layout.parallel, second.layout.parallel) == ("tp8 dp8 ep8", "tp8 dp8")
+    assert first.per_card.weights == second.per_card.weights
+    assert (
+        first.speed.decode_aggregate_estimate_tokens_per_s > 1.3 * second.speed.decode_aggregate_estimate_tokens_per_s
+    )
+    assert "--tp-size 8 --ep-size 8 --context-length 4096 " in first.evaluation.command
+    assert " --enable-dp-attention --dp-size 8 " in first.evaluation.command
+    one = plan(shape, parse_cluster("1x8xh200-141g"), PlanRequest(engines=("sglang",), dp_attention=True),
+               goal="fastest", suggest=False)  # fmt: skip
+    assert [o.layout.parallel for o in one.options if o.layout.cards == 8] == ["tp8 dp8", "tp8 dp8 ep8"]
+    # an ep the user names is planned as asked, with no second row
+    asked = _plan(shape, "1x8xh200-141g", engines=("sglang",), dp_attention=True, expert_parallel_size=8)
+    assert [o.layout.parallel for o in asked.options] == ["tp8 dp8 ep8"]

@@ -18,6 +18,7 @@ log is kept in docs/notes/engine_logs.md; regenerate it with
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -43,7 +44,7 @@ def replay(name: str) -> LogCheck:
         overrides["precision"] = r["precision"]
     return check_log(
         log_record(name),
-        shape_for(r["config"]),
+        shape_for(r["config"], json.dumps(r["config_overrides"], sort_keys=True) if "config_overrides" in r else ""),
         shipped_catalogue(),
         card=r["gpu"],
         overrides=overrides,

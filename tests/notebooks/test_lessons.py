@@ -122,7 +122,7 @@ def test_speed_opens_memory_bound(offline):
     assert (step.batch, step.context_tokens, step.tp) == (1, 1024, 1)
     assert "(15.01 GB weights + 1 × 0.134 GB KV) / 3,350 GB/s = 4.521 ms" in text
     assert "bound by memory" in text and "221.2 tokens/s" in text and "295 FLOPs per byte" in text
-    assert len(defs["published"]) == 80 and "1.15× to 18.25×" in text
+    assert len(defs["published"]) == 83 and "1.15× to 18.25×" in text
 
 
 def test_speed_turns_compute_bound_with_a_big_batch_at_short_context(offline):

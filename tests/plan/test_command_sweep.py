@@ -366,3 +366,34 @@ def test_a_swap_space_the_plan_charges_is_in_the_command_as_a_flag_vllm_takes():
                   suggest=False, speed=False)  # fmt: skip
     parsed = parse_line(result.options[0].evaluation.command)
     assert parsed.value("--swap-space") == "8" and not parsed.problems
+
+
+LL, HT = "deepep_low_latency", "deepep_high_throughput"
+
+
+@pytest.mark.parametrize(
+    ("engine", "backend", "request_fields", "flags"),
+    [
+        ("vllm", LL, {"data_parallel_size": 8}, {"--all2all-backend": LL, "--data-parallel-size": "8"}),
+        ("vllm", HT, {}, {"--all2all-backend": HT}),
+        (
+            "sglang",
+            LL,
+            {"dp_attention": True},
+            {"--moe-a2a-backend": "deepep", "--deepep-mode": "low_latency", "--ep-size": "8", "--dp-size": "8"},
+        ),
+        ("sglang", HT, {}, {"--moe-a2a-backend": "deepep", "--deepep-mode": "normal", "--ep-size": "8"}),
+        ("sglang", "deepep_auto", {"dp_attention": True}, {"--moe-a2a-backend": "deepep", "--deepep-mode": "auto"}),
+    ],
+)
+def test_an_all_to_all_backend_the_plan_charges_is_in_the_command_as_flags_the_engine_takes(
+    engine, backend, request_fields, flags
+):
+    """DeepSeek-V3 on 8 × H200 with DeepEP (explorer.engines.all2all): the first option's line names the backend as
+    the pinned release spells it (vLLM --all2all-backend; SGLang --moe-a2a-backend deepep --deepep-mode)."""
+    shape = next(m.shape for m in _models() if m.ref == "deepseek-ai/DeepSeek-V3")
+    request = PlanRequest(engines=(engine,), all2all_backend=backend, **request_fields)
+    result = plan(shape, parse_cluster("1x8xh200-141g"), request, suggest=False, speed=False)
+    parsed = parse_line(result.options[0].evaluation.command)
+    assert not parsed.problems
+    assert {flag: parsed.value(flag) for flag in flags} == flags

@@ -228,9 +228,18 @@ def test_the_nodes_cpu_sets_the_host_bandwidth():
     assert speed_of(pi, shape, request).decode_bound_tokens_per_s == pytest.approx(17.064e9 / read)
     stated = dataclasses.replace(option, node=parse_cluster("1xcpu-64g,bw=60").nodes[0])
     assert speed_of(stated, shape, request).decode_bound_tokens_per_s == pytest.approx(60e9 / read)
-    # a CPU-only run on a Mac reads at the chip's bandwidth (M2 Max: 400 GB/s), not the default
+    # a CPU-only run on a Mac reads at the share of the chip's bandwidth its CPU threads reach (issue 26: an
+    # M2 Max's 400 GB/s × 0.5 = 200 GB/s, HOST_REACH), not the default, and says so
     mac = dataclasses.replace(option, node=parse_cluster("1x1xm2-max-64g").nodes[0])
-    assert speed_of(mac, shape, request).decode_bound_tokens_per_s == pytest.approx(400e9 / read)
+    assert speed_of(mac, shape, request).decode_bound_tokens_per_s == pytest.approx(200e9 / read)
+    (reach,) = speed_of(mac, shape, request).assumptions
+    assert "50% of its nominal 400 GB/s (200 GB/s)" in reach and "bw=" in reach
+    # cpu=NAME of an Apple Ultra: 800 GB/s × 0.5; a stated bw= is taken as measured
+    ultra = dataclasses.replace(option, node=parse_cluster("1xcpu-192g,cpu=apple-m2-ultra").nodes[0])
+    assert speed_of(ultra, shape, request).decode_bound_tokens_per_s == pytest.approx(400e9 / read)
+    told = dataclasses.replace(option, node=parse_cluster("1xcpu-192g,cpu=apple-m2-ultra,bw=300").nodes[0])
+    assert speed_of(told, shape, request).decode_bound_tokens_per_s == pytest.approx(300e9 / read)
+    assert speed_of(told, shape, request).assumptions == ()
     # issue 26: a plan that assumed the default host bandwidth says so; one that named its CPU does not
     unnamed = dataclasses.replace(option, node=parse_cluster("1xcpu-64g").nodes[0])
     (note,) = speed_of(unnamed, shape, request).assumptions
@@ -342,6 +351,27 @@ def test_data_and_expert_parallel_layouts_pay_dispatch_and_combine():
     reduce = 2 * 61 * (5e-6 + 2 * 1 / 2 * 2 * 7168 * 2 / 450e9)
     exchange = 2 * 58 * (2 * 5e-6 + dispatch_bytes(8, 2, 7168, 8) / 450e9)
     assert got == pytest.approx(reduce + exchange)
+
+
+def test_sglang_dp_attention_with_experts_spread_whole_is_priced_as_data_and_expert_parallelism():
+    """SGLang's `--tp 8 --dp 8 --enable-dp-attention --ep-size 8` (DeepSeek's published layout): each DP rank's
+    attention is whole on its card (tp / dp = 1), its own ⌈B / 8⌉ sequences, the experts 32 a card: the same parts
+    as vLLM's DP 8 + EP 8, a dispatch and a combine a MoE layer and no all-reduce; without EP (ep 1) the layout is
+    priced as tp 8 (two all-reduces a layer)."""
+    shape = shape_of("deepseek-ai__DeepSeek-V3")
+    h200 = shipped_catalogue().get("h200-141g")
+    kv = shape.kv_type("auto")
+    sglang = Layout(engine="sglang", gpu_class="h200-141g", gpus_per_node=8, tp=8, dp=8, ep=8)
+    vllm = Layout(engine="vllm", gpu_class="h200-141g", gpus_per_node=8, tp=1, dp=8, ep=8)
+    assert sglang.attention_dp and not sglang.expert_dp and vllm.expert_dp and not vllm.attention_dp
+    ours = placement(shape, shape.precision, sglang, h200, 0, False, 0, SETTINGS).parts[0]
+    theirs = placement(shape, shape.precision, vllm, h200, 0, False, 0, SETTINGS).parts[0]
+    assert (ours.profile.tp, ours.dispatch_ranks, ours.data_parallel) == (1, 8, 8)
+    assert part_step_cost(shape, ours, 64, 1024, kv) == part_step_cost(shape, theirs, 64, 1024, kv)
+    # one token: 2 × 58 MoE layers × (2 × 5 µs + 100,352 bytes / 450 GB/s), nothing else on the wire
+    assert part_step_cost(shape, ours, 1, 1024, kv).allreduce_s == pytest.approx(2 * 58 * (2 * 5e-6 + 100_352 / 450e9))
+    no_ep = placement(shape, shape.precision, dataclasses.replace(sglang, ep=1), h200, 0, False, 0, SETTINGS).parts[0]
+    assert (no_ep.profile.tp, no_ep.dispatch_ranks, no_ep.data_parallel) == (8, 0, 1)
 
 
 def test_the_speed_facts_are_the_engines():

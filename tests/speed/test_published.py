@@ -1,4 +1,4 @@
-"""The speed model against 83 published decode measurements (data/published_speeds.csv).
+"""The speed model against 86 published decode measurements (data/published_speeds.csv).
 
 For every row that maps onto a config and a catalogue class
 (:mod:`explorer.speed.published` states the mappings), the bound must not be
@@ -63,7 +63,7 @@ MAPPED = [m for m in published_speeds() if unmapped(m) is None]
 
 def test_most_rows_map():
     skipped = {m.source_id: unmapped(m) for m in published_speeds() if unmapped(m)}
-    assert len(published_speeds()) == 83
+    assert len(published_speeds()) == 86
     assert set(skipped) == {"xd-l3-3070-8b-q4km", "xd-l3-3080-8b-q4km", "mlc-3090ti-l2-7b-int4"}, skipped
 
 

@@ -59,11 +59,18 @@ def config_path(config: str) -> Path:
 
 
 @cache
-def shape_for(config: str):
-    """The (cached) shape of a replay's config."""
+def shape_for(config: str, overrides: str = ""):
+    """The (cached) shape of a replay's config, with the run's config overrides (a JSON object) applied on top.
+
+    ``overrides`` are the keys the run itself replaced in the checkpoint's config, as the engine does:
+    vLLM's ``--rope-scaling`` / ``--hf-overrides`` replace top-level keys of the HF config before the
+    model config is derived (vllm/config.py ``ModelConfig``: ``hf_overrides_kw.update({"rope_scaling": ...})``).
+    """
     from explorer.model.shapes import shape_from_config
 
-    return shape_from_config(json.loads(config_path(config).read_text()), name=config)
+    raw = json.loads(config_path(config).read_text())
+    raw.update(json.loads(overrides) if overrides else {})
+    return shape_from_config(raw, name=config)
 
 
 def _research_figures(observed: dict) -> dict[str, int]:

@@ -74,7 +74,7 @@ def test_speed_charts(valid):
     offload = valid(lc.offload_spec(sl.offload_rows(llama, "rtx4090-24g", 1024)))
     assert offload["width"] == "container"
     published = valid(lc.published_spec(sl.published_rows(snap.shape)))
-    assert len(values(published)) == 80 + 2  # 80 measurements and the diagonal's two ends
+    assert len(values(published)) == 83 + 2  # 83 measurements and the diagonal's two ends
 
 
 def test_quant_charts(valid):

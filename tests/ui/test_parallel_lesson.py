@@ -120,3 +120,23 @@ def test_the_split_is_the_engines_own():
     again = engine.evaluate(llama, llama.precision, split.layout, split.gpu, REQUEST, llama.name)
     assert again.cards == split.evaluation.cards
     assert split.weights.total_bytes == split.evaluation.cards[0].weights
+
+
+def test_sglang_dp_attention_cards_hold_the_engines_weights():
+    """SGLang `--tp 4 --enable-dp-attention` (dp 4) on Qwen3-30B-A3B: the attention is whole on each card
+    (tp / dp = 1), the experts split by tp; the lesson's parts add up to SGLang's own card, and the attention the
+    lesson shows is the engine's, not tp 4's quarter."""
+    qwen = shape("Qwen/Qwen3-30B-A3B")
+    request = PlanRequest(context_tokens=32768, concurrency=1, dp_attention=True)
+    split = split_model(qwen, "h100-80g", 4, "tensor", request, engine="sglang")
+    assert split.allowed and split.layout.parallel == "tp4 dp4"
+    card = split.evaluation.cards[0]
+    assert sum(r["gib"] for r in card_rows(split) if r["card"] == "card 1") * GiB == pytest.approx(
+        card.total, rel=1e-12
+    )
+    assert split.weights.total_bytes == card.weights
+    # a layer's attention whole: (q 4,096 × 2,048 + k, v 512 × 2,048 each + o 2,048 × 4,096) × 2 bytes = 37,748,736;
+    # at tp 4 q and o a quarter (8,388,608) and 1 of the 4 KV heads (2 × 128 × 2,048 × 2 = 1,048,576): 9,437,184.
+    # The DP-attention card holds 48 × 28,311,552 = 1,358,954,496 bytes more (norms are whole either way)
+    plain = split_model(qwen, "h100-80g", 4, "tensor", REQUEST, engine="sglang")
+    assert split.weights.total_bytes - plain.weights.total_bytes == 48 * 28_311_552

@@ -86,7 +86,7 @@ def test_offloading_costs_each_layer_its_host_read():
 
 def test_published_rows_are_the_comparisons():
     rows = published_rows(load_snapshot().shape)
-    assert len(rows) == 80  # the mapped rows of data/published_speeds.csv (tests/speed/test_published.py)
+    assert len(rows) == 83  # the mapped rows of data/published_speeds.csv (tests/speed/test_published.py)
     assert all(r["bound"] >= r["measured"] for r in rows)
     xd = next(r for r in rows if r["source"] == "xd-l3-4090-8b-q4km")
     assert round(xd["bound"], 1) == 216.5 and xd["measured"] == 130.58  # docs/notes/speed_model.md's table

@@ -23,7 +23,8 @@ unless said, T = n_tokens, E = n_embd, Dq = n_head × head width):
 Inputs stay alive through every layer phase: per cache a mask
 ``n_kv × T`` (f16 with flash attention, f32 without), ``k_idxs`` (T i64) and
 ``v_idxs`` (T i64 with flash attention, ``n_embd_v × T`` i64 for the
-transposed V without), tokens and positions. The coefficients were read
+transposed V without), tokens and positions; with a quantized cache type the
+Walsh-Hadamard rotation matrices (:func:`rotation_bytes`). The coefficients were read
 from llama.cpp's own reserve figures (tests/data/llamacpp_measured.json,
 docs/notes/llamacpp_memory.md §6, §8); over 411 measured CPU cases this
 estimate is within 5 % except where ggml-alloc's placement leaves a hole
@@ -45,6 +46,9 @@ from explorer.engines.llamacpp.model import LlamaLayer, LlamaModel
 from explorer.engines.llamacpp.settings import ContextSizes
 
 F32 = 4
+#: llama.cpp rotates K (with Q) and V by a Walsh-Hadamard matrix before a quantized cache when the cache's head
+#: width is a multiple of this (``llama_kv_cache``: ``attn_rot_k`` / ``attn_rot_v``); V's matrix is this size
+ROTATION_GRANULE = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +66,37 @@ class ComputeEstimate:
     phase: str
     inputs_bytes: int = 0
     copies_bytes: int = 0
+
+
+def _shared_head(model: LlamaModel, cache: CacheAlloc, row: str) -> int:
+    """The head width every layer of a cache shares (``n_embd_head_k_all``), 0 when they differ or have none."""
+    widths = {getattr(model.layers[il], row) // model.layers[il].n_head_kv for il in cache.layers}
+    return widths.pop() if len(widths) == 1 and model.layers[cache.layers[0]].n_head_kv else 0
+
+
+def rotation_bytes(model: LlamaModel, ctx: ContextSizes, cache: CacheAlloc) -> int:
+    """The Hadamard rotation matrices a KV cache hands its layers as graph inputs (f32), bytes.
+
+    llama.cpp (``llama_kv_cache``, PR 21038, in 0c1e57098) sets ``attn_rot_k`` when the K type is quantized and
+    the cache's shared K head width is a multiple of 64, ``attn_rot_v`` likewise for V (``LLAMA_ATTN_ROT_DISABLE``
+    turns both off; MLA caches are not rotated: the measured deepseek2 graphs have the same nodes at q8_0 as at
+    f16). K's matrix is the largest power-of-two divisor of the head width squared (head 64: 64²; 128: 128²;
+    256: 256²), V's 64² whatever its head. ``build_attn`` multiplies Q and K (and V) by them before the cache
+    write. Measured: granite at 8192 cells, q8_0/q8_0 against f16/f16 = +32,768 B = 2 × 64² × 4 exactly.
+    """
+    if model.is_mla:
+        return 0
+    total = 0
+    head_k = _shared_head(model, cache, "k_row")
+    if ctx.type_k.block_elements > 1 and head_k and head_k % ROTATION_GRANULE == 0:
+        nrot = ROTATION_GRANULE
+        while head_k % (nrot * 2) == 0:
+            nrot *= 2
+        total += nrot * nrot * F32
+    head_v = _shared_head(model, cache, "v_row")
+    if ctx.type_v.block_elements > 1 and head_v and head_v % ROTATION_GRANULE == 0:
+        total += ROTATION_GRANULE * ROTATION_GRANULE * F32
+    return total
 
 
 def _inputs(
@@ -82,7 +117,7 @@ def _inputs(
         mask = c.cells * (T // c.streams) * c.streams * (2 if ctx.flash_attn else 4)
         v_max = c.v_row_max
         v_idx = T * 8 if (ctx.flash_attn or not v_max) else v_max * T * 8
-        total += mask + T * 8 + v_idx
+        total += mask + T * 8 + v_idx + rotation_bytes(model, ctx, c)
     return total, cells
 
 
