@@ -110,17 +110,21 @@ def _(defaults):
     get_fetched, set_fetched = mo.state(None)
     # the answer below the table (curves, refusals, pinning), drawn in a run of its own once the table is shown
     get_below, set_below = mo.state(None)
+    # the curves against context, set only when they change: a context move alone redraws no sweep chart
+    get_sweep, set_sweep = mo.state(None)
     return (
         get_below,
         get_context,
         get_fetched,
         get_model_text,
         get_spec,
+        get_sweep,
         set_below,
         set_context,
         set_fetched,
         set_model_text,
         set_spec,
+        set_sweep,
         snapshot,
     )
 
@@ -512,7 +516,7 @@ def _(concurrency, context, engine, kv_dtype, request_settings):
 
 
 @app.cell(hide_code=True)
-def _(artifact_menu, cluster, goal, model, model_ref, request, shape, weights):
+def _(artifact_menu, cluster, goal, model, model_ref, request, set_below, shape, weights):
     # The planner call: everything below reads `result`; nothing here touches the network.
     mo.stop(cluster is None)
     chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
@@ -539,6 +543,9 @@ def _(artifact_menu, cluster, goal, model, model_ref, request, shape, weights):
         result, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000
     mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
+    # marimo shows a run's outputs when the run ends: the slow part below (curves, ways forward, refusals)
+    # waits for a run of its own, after the table. A new plan hands it on; more rows or columns do not.
+    set_below((result, request))
     return chosen, plan_ms, result
 
 
@@ -591,14 +598,6 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, settings_erro
         gap=0.5,
     )
     return miss_rows, option_rows
-
-
-@app.cell(hide_code=True)
-def _(request, result, set_below):
-    # marimo shows a run's outputs when the run ends: the slow part below (curves, ways forward, refusals)
-    # waits for a run of its own. A new plan hands it on; more rows or columns in the table do not.
-    set_below((result, request))
-    return
 
 
 @app.cell(hide_code=True)
@@ -714,37 +713,45 @@ def _(picked, result):
 
 
 @app.cell(hide_code=True)
-def _(context_steps, get_below, shape):
-    # The curves against context for the options the table ranks first, after the table (get_below).
-    # The sweep is kept across context moves (explorer.ui.sweep_cache): a move changes only the marker.
+def _(get_sweep):
+    # each sweep chart its own output, carrying only the columns it draws, redrawn only when the curves change
+    # (the asked context is the slider's and the table's; a marker here would redraw both on every move)
+    mo.stop(not get_sweep())
+    vega.VegaLiteSpec(vega.memory_context_spec(get_sweep()))
+    return
+
+
+@app.cell(hide_code=True)
+def _(get_sweep):
+    mo.stop(not get_sweep() or all(r["tokens_per_s"] is None for r in get_sweep()))
+    vega.VegaLiteSpec(vega.speed_context_spec(get_sweep()))
+    return
+
+
+@app.cell(hide_code=True)
+def _(
+    chosen,
+    cluster,
+    context_steps,
+    engine,
+    get_below,
+    get_sweep,
+    model,
+    model_name,
+    model_ref,
+    pin,
+    set_sweep,
+    settings_values,
+    shape,
+):
+    # Below the answer: the curves against context (drawn above, from get_sweep), why the other ways were
+    # refused, pinning, the model. It reads the plan from the plan's cell (get_below): the table shows first.
     mo.stop(get_below() is None)
     _result, _request = get_below()
     _drawn = nd.sweep_options(_result, best=4, misses=2)
     sweep = nd.context_sweep(shape, _drawn, _request, context_steps, names=nd.option_names(_result, _drawn))
-    sweep_context = _request.context_tokens
-    return sweep, sweep_context
-
-
-@app.cell(hide_code=True)
-def _(sweep, sweep_context):
-    # each chart its own output, carrying only the columns it draws (vega.memory_context_spec)
-    vega.VegaLiteSpec(vega.memory_context_spec(sweep, context=sweep_context)) if sweep else None
-    return
-
-
-@app.cell(hide_code=True)
-def _(sweep, sweep_context):
-    _speeds = any(r["tokens_per_s"] is not None for r in sweep)
-    vega.VegaLiteSpec(vega.speed_context_spec(sweep, context=sweep_context)) if _speeds else None
-    return
-
-
-@app.cell(hide_code=True)
-def _(chosen, cluster, engine, get_below, model, model_name, model_ref, pin, settings_values, shape):
-    # Below the answer: why the other ways were refused, pinning, the model.
-    # It reads the plan from the table's cell (get_below): a slider move shows the table first.
-    mo.stop(get_below() is None)
-    _result, _request = get_below()
+    if sweep is not get_sweep():  # the sweep is kept across context moves (explorer.ui.sweep_cache)
+        set_sweep(sweep)
     _tabs = {}
     _groups = nd.refusal_groups(_result)
     _tabs["Why not"] = (
@@ -793,7 +800,7 @@ def _(chosen, cluster, engine, get_below, model, model_name, model_ref, pin, set
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
     mo.ui.tabs(_tabs, lazy=True)  # a tab's content is sent when it is shown
-    return
+    return (sweep,)
 
 
 @app.cell(hide_code=True)
