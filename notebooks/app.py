@@ -750,7 +750,7 @@ def _(
     _result, _request = get_below()
     _drawn = nd.sweep_options(_result, best=4, misses=2)
     sweep = nd.context_sweep(shape, _drawn, _request, context_steps, names=nd.option_names(_result, _drawn))
-    if sweep is not get_sweep():  # the sweep is kept across context moves (explorer.ui.sweep_cache)
+    if sweep != get_sweep():  # the same curves after a context move (explorer.ui.sweep_cache): no redraw
         set_sweep(sweep)
     _tabs = {}
     _groups = nd.refusal_groups(_result)
