@@ -317,3 +317,7 @@ class PlanDoesNotFitError(PlacementError):
         count = len(self.violations)
         head = f"the placement plan does not fit ({count} problem{'s' if count != 1 else ''}):"
         super().__init__("\n".join([head, *lines]))
+
+
+class ActionDeadlineError(ExplorerError):
+    """An action of the published app ran past the deadline the server gives each one (issue 25)."""

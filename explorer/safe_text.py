@@ -17,16 +17,30 @@ in them must never reach a terminal, a page or a file as they are:
 
 :func:`safe_text` does both; :func:`safe_html` then escapes it for a page (the
 notebooks and widgets use it wherever they show text from outside). The registry of secrets is the one piece of
-process state here: a few strings, capped at :data:`MAX_SECRETS`.
+process state here: a few strings, capped at :data:`MAX_SECRETS`. Inside :func:`secret_scope` (a published
+app's visitor's action) a secret is registered in that scope only (a context variable): one visitor's
+token then redacts that visitor's text, never the text other visitors see (issue 25).
 """
 
 from __future__ import annotations
 
+import contextvars
 import html
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["MAX_SECRETS", "REDACTED", "escape_controls", "redact", "register_secret", "safe_html", "safe_text"]
+__all__ = [
+    "MAX_SECRETS",
+    "REDACTED",
+    "escape_controls",
+    "redact",
+    "register_secret",
+    "safe_html",
+    "safe_text",
+    "secret_scope",
+]
 
 #: what a secret is replaced by
 REDACTED = "hf_***"
@@ -46,11 +60,29 @@ _CONTROLS_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u2
 
 _secrets: list[str] = []
 _secrets_lock = threading.Lock()
+#: the secrets of the scope under way (None: no scope, secrets go to the process's list)
+_scoped: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar("explorer_secrets", default=None)
+
+
+@contextmanager
+def secret_scope() -> Iterator[None]:
+    """Within the block, :func:`register_secret` keeps secrets to this context (a visitor's session action)."""
+    reset = _scoped.set(())
+    try:
+        yield
+    finally:
+        _scoped.reset(reset)
 
 
 def register_secret(secret: str | None) -> None:
-    """Remember ``secret`` (a token the user gave) so that :func:`redact` removes it wherever it appears."""
+    """Remember ``secret`` (a token the user gave) so that :func:`redact` removes it wherever it appears
+    (within the :func:`secret_scope` under way, when one is)."""
     if not secret or len(secret) < MIN_SECRET_CHARS:
+        return
+    scoped = _scoped.get()
+    if scoped is not None:
+        if secret not in scoped:
+            _scoped.set((*scoped, secret)[-MAX_SECRETS:])
         return
     with _secrets_lock:
         if secret in _secrets:
@@ -63,7 +95,7 @@ def redact(text: str) -> str:
     """``text`` with every token-shaped string and every registered secret replaced by ``hf_***``."""
     if not text:
         return text
-    for secret in tuple(_secrets):
+    for secret in (*_secrets, *(_scoped.get() or ())):
         if secret in text:
             text = text.replace(secret, REDACTED)
     return _TOKEN_SHAPED.sub(REDACTED, text)

@@ -39,7 +39,10 @@ with app.setup(hide_code=True):
         to_query,
     )
     from explorer.ui.cluster_form import (
+        GPUS_PER_NODE_RANGE,
+        NODE_RANGE,
         cluster_file_json,
+        controls_refusal,
         describe_cluster,
         edit_first_gpu_term,
         first_gpu_term,
@@ -50,10 +53,13 @@ with app.setup(hide_code=True):
     from explorer.ui.lesson_links import lesson_links
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
+    from explorer.ui.published import PASTE_CAPS, audience, over_cap
     from explorer.units import gib
 
     #: in a browser page (marimo's html-wasm export, Pyodide): the snapshot and a pasted config.json only
     IN_BROWSER = in_browser()
+    #: served to visitors (marimo run, the WASM page) or used by its owner: what a visitor may reach
+    AUDIENCE = audience(mo.app_meta().mode, in_browser=IN_BROWSER)
     WHAT_IFS = ("bf16", "fp8", "int4-awq", "int4-gptq")
     SEQUENCES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     SIDEBAR = "340px"
@@ -98,6 +104,8 @@ def _():
 def _(get_applied):
     # the starting point: a clicked suggestion, else URL query parameters (a shared link) over `--` arguments
     defaults = get_applied() or app_defaults(mo.cli_args().to_dict(), mo.query_params().to_dict())
+    _refused = " ".join(f"The link's {safe_html(r)}." for r in defaults.refused)
+    mo.callout(mo.md(_refused), kind="warn") if _refused else None
     return (defaults,)
 
 
@@ -168,6 +176,7 @@ def _():
     pasted = mo.ui.text_area(
         placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
         rows=2,
+        max_length=PASTE_CAPS["config"],
         full_width=True,
         label="…or paste a config.json",
     )
@@ -182,7 +191,8 @@ def _(fetch, get_model_text, hub_token, set_fetched):
     _text, _token = get_model_text(), hub_token.value.strip() or None
     with mo.status.spinner(title=f"Fetching {_text} …", subtitle="the cache, then the Hub"):
         try:
-            set_fetched((_text, pick_model(_text, fetch=True, token=_token), None))
+            _picked = AUDIENCE.run(lambda: pick_model(_text, fetch=True, token=_token, audience=AUDIENCE), what="Fetch")
+            set_fetched((_text, _picked, None))
         except Exception as _e:  # ExplorerError says what to do; anything else still gets a callout
             _msg = str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
             set_fetched((_text, None, _msg.replace(_token, "…") if _token else _msg))
@@ -198,11 +208,13 @@ def _(get_fetched, get_model_text, pasted):
         if pasted.value.strip():
             from explorer.sources.resolve import resolve_config_text
 
+            if _too_big := over_cap("config", pasted.value):
+                raise ExplorerError(_too_big)
             resolved = resolve_config_text(pasted.value)
         elif _fetched is not None and _fetched[0] == _text and _fetched[1] is not None:
             resolved = _fetched[1]
         else:
-            resolved = pick_model(_text)
+            resolved = pick_model(_text, audience=AUDIENCE)
     except UnknownModelError as _e:
         model_problem = _e
     except ExplorerError as _e:
@@ -349,16 +361,17 @@ def _(get_spec, set_spec):
 def _(get_spec, set_spec):
     # the simple controls show the spec's first GPU term and, moved, edit only that part of it
     _term = first_gpu_term(get_spec())
+    term_refusal = controls_refusal(_term) if _term is not None else None
 
     def _edit(key, read=lambda v: v):
         return lambda value: set_spec(edit_first_gpu_term(get_spec(), **{key: read(value)}))
 
-    if _term is None:
+    if _term is None or term_refusal:
         term_nodes = term_gpus = term_class = term_fabric = term_free = term_ram = None
     else:
-        term_nodes = mo.ui.number(start=1, stop=100_000, value=_term.nodes, label="Nodes", on_change=_edit("nodes"))
+        term_nodes = mo.ui.number(*NODE_RANGE, value=_term.nodes, label="Nodes", on_change=_edit("nodes"))
         term_gpus = mo.ui.number(
-            start=1, stop=4096, value=_term.gpus_per_node, label="GPUs a node", on_change=_edit("gpus_per_node")
+            *GPUS_PER_NODE_RANGE, value=_term.gpus_per_node, label="GPUs a node", on_change=_edit("gpus_per_node")
         )
         term_class = mo.ui.dropdown(
             options=sorted({*shipped_catalogue().names, _term.gpu_class}),
@@ -385,13 +398,15 @@ def _(get_spec, set_spec):
             label="Host RAM a node (GiB)",
             on_change=_edit("ram_gib", lambda v: int(v) if v.strip().isdigit() else None),
         )
-    return term_class, term_fabric, term_free, term_gpus, term_nodes, term_ram
+    return term_class, term_fabric, term_free, term_gpus, term_nodes, term_ram, term_refusal
 
 
 @app.cell(hide_code=True)
 def _(defaults):
     # rebuilt (emptied) when a clicked suggestion replaces the cluster: the new state carries its own
-    cluster_file = mo.ui.file(filetypes=[".json", ".toml"], label="Cluster file (JSON/TOML)")
+    cluster_file = mo.ui.file(
+        filetypes=[".json", ".toml"], max_size=PASTE_CAPS["cluster file"], label="Cluster file (JSON/TOML)"
+    )
     _rebuilt_for = defaults
     return (cluster_file,)
 
@@ -402,6 +417,8 @@ def _(cluster_file, defaults, get_spec):
     cluster, cluster_error, cluster_source = None, None, "spec"
     _json = defaults.cluster_file
     try:
+        if cluster_file.value and (_too_big := over_cap("cluster file", cluster_file.contents())):
+            raise ExplorerError(_too_big)
         if cluster_file.value:
             _json = cluster_file_json(cluster_file.contents().decode("utf-8", "replace"), cluster_file.name())
         if _json:
@@ -428,6 +445,7 @@ def _(
     term_gpus,
     term_nodes,
     term_ram,
+    term_refusal,
 ):
     _about = (
         [mo.md("\n".join(f"- {safe_html(line)}" for line in describe_cluster(cluster)))]
@@ -443,6 +461,8 @@ def _(
             term_free,
         ]
         if term_nodes is not None
+        else [mo.callout(mo.md(safe_html(term_refusal)), kind="warn")]
+        if term_refusal
         else [mo.md("*The spec has no `NODESxGPUSxCLASS` term for the simple controls to edit.*")]
     )
     _file = (
@@ -526,16 +546,19 @@ def _(artifact_menu, cluster, goal, model, model_ref, request, set_below, shape,
     _t0 = time.perf_counter()
     try:
         result, _error = (
-            plan(
-                shape,
-                cluster,
-                request,
-                artifacts=chosen,
-                model_ref=model_ref,
-                goal=goal.value,
-                speed=SpeedSettings(prices=shipped_prices()),
-                suggest=False,  # the table first; the ways forward are planned in a run of their own
-                fallback=_fallback,
+            AUDIENCE.run(
+                lambda: plan(
+                    shape,
+                    cluster,
+                    request,
+                    artifacts=chosen,
+                    model_ref=model_ref,
+                    goal=goal.value,
+                    speed=SpeedSettings(prices=shipped_prices()),
+                    suggest=False,  # the table first; the ways forward are planned in a run of their own
+                    fallback=_fallback,
+                ),
+                what="the plan",
             ),
             None,
         )
@@ -749,10 +772,20 @@ def _(
     mo.stop(get_below() is None)
     _result, _request = get_below()
     _drawn = nd.sweep_options(_result, best=4, misses=2)
-    sweep = nd.context_sweep(shape, _drawn, _request, context_steps, names=nd.option_names(_result, _drawn))
+    try:
+        sweep, _tabs = (
+            AUDIENCE.run(
+                lambda: nd.context_sweep(
+                    shape, _drawn, _request, context_steps, names=nd.option_names(_result, _drawn)
+                ),
+                what="the context sweep",
+            ),
+            {},
+        )
+    except ExplorerError as _e:
+        sweep, _tabs = [], {"Curves against context": mo.callout(mo.md(safe_html(str(_e))), kind="warn")}
     if sweep != get_sweep():  # the same curves after a context move (explorer.ui.sweep_cache): no redraw
         set_sweep(sweep)
-    _tabs = {}
     _groups = nd.refusal_groups(_result)
     _tabs["Why not"] = (
         mo.accordion(
@@ -823,24 +856,30 @@ def _():
 def _(cluster, fit_button, get_below, goal):
     # Hardware first: every model known offline (the snapshot, then the cache) on this cluster with this
     # request, its own weights, ranked by the goal, with the first change that fits (explorer fit), on demand.
-    fit_list = None
+    fit_list, _fit_problem = None, None
     if fit_button.value and cluster is not None and get_below() is not None:
         _result, _request = get_below()
-        _known = known_models(use_cache=not IN_BROWSER)
+        _known = known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache, chosen=AUDIENCE.chosen_models)
         with mo.status.spinner(title=f"Planning the {len(_known.models)} known models on this cluster …"):
             _t0 = time.perf_counter()
-            fit_list = fit_table(
-                fit_rows(
-                    _known.models,
-                    cluster,
-                    _request,
-                    goal=goal.value,
-                    speed=SpeedSettings(prices=shipped_prices()),
-                    catalogue=shipped_catalogue(),
+            try:
+                fit_list = AUDIENCE.run(
+                    lambda: fit_table(
+                        fit_rows(
+                            _known.models,
+                            cluster,
+                            _request,
+                            goal=goal.value,
+                            speed=SpeedSettings(prices=shipped_prices()),
+                            catalogue=shipped_catalogue(),
+                        )
+                    ),
+                    what="the list of known models",
                 )
-            )
+            except ExplorerError as _e:
+                _fit_problem = str(_e)
             _ms = (time.perf_counter() - _t0) * 1000
-    mo.vstack(
+    _shown = (
         [
             mo.md(
                 f"{sum(r['tier'] != '✗' for r in fit_list)} of {len(fit_list)} models fit "
@@ -848,7 +887,10 @@ def _(cluster, fit_button, get_below, goal):
             ),
             mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
         ]
-    ) if fit_list is not None else None
+        if fit_list is not None
+        else []
+    ) + ([mo.callout(mo.md(safe_html(_fit_problem)), kind="warn")] if _fit_problem else [])
+    mo.vstack(_shown) if _shown else None
     return (fit_list,)
 
 
@@ -857,6 +899,7 @@ def _():
     engine_log = mo.ui.text_area(
         placeholder="Paste a vLLM, SGLang or llama.cpp start-up log: its model, card and settings are read from it",
         rows=4,
+        max_length=PASTE_CAPS["log"],
         full_width=True,
     )
     return (engine_log,)
@@ -871,7 +914,11 @@ def _(engine_log):
         from explorer.ui.check_rows import check_rows
 
         try:
-            log_rows = check_rows(engine_log.value, offline=True)
+            if _too_big := over_cap("log", engine_log.value):
+                raise ExplorerError(_too_big)
+            log_rows = AUDIENCE.run(
+                lambda: check_rows(engine_log.value, offline=True, **AUDIENCE.spec_options()), what="the log check"
+            )
         except ExplorerError as _e:
             _problem = str(_e)
     mo.accordion(

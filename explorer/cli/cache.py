@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"path    {path}\nmode    absent (nothing cached yet)")
         return 0
+    if args.action == "clear":
+        _set_aside_unusable(path)
     with Cache.open(path, read_only=args.action != "clear") as cache:
         if args.action == "info":
             return _info(cache, as_json=args.json)
@@ -76,6 +78,25 @@ def run(args: argparse.Namespace) -> int:
             raise CacheError(f"the cache at {cache.path} is {cache.mode}: nothing removed", hint=unwritable_hint(cache))
         print(f"removed {sum(before.values()):,} rows ({_counts(before)}) from {cache.path}")
     return 0
+
+
+def _set_aside_unusable(path: str) -> None:
+    """Before a clear: a cache file of a newer explorer's schema, or one DuckDB cannot read, is renamed aside
+    (kept, not deleted) so that the clear starts an empty cache and succeeds."""
+    import warnings
+
+    from explorer.sources.cache.file import move_aside
+    from explorer.sources.cache.store import Cache, CacheWarning
+
+    if path == ":memory:" or not os.path.exists(path):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWarning)
+        with Cache.open(path, read_only=True) as probe:
+            why = probe.why
+    if why.startswith("a newer schema") or why == "damaged":
+        aside = move_aside(path, "newer" if why.startswith("a newer") else "corrupt")
+        print(f"the cache at {path} was {why}: kept as {aside}; a new cache starts empty")
 
 
 def _clear_calibrations(cache) -> int:

@@ -80,8 +80,12 @@ def run(args: argparse.Namespace) -> int:
         placement = validate_plan(manual, models, offer.plan_cards)  # a plan is charged against each card's total
     else:
         placement = place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)
+    from explorer.ui.fleet_launch import launch_rows  # the app's launch lines: the same for the CLI
+
+    launches = launch_rows(placement, offer, dict(zip(names, (t.model_id for t in terms), strict=True)),
+                           engine=args.engine)  # fmt: skip
     if args.json:
-        print(json.dumps(placement_dict(placement, offer.labels, models), indent=2))
+        print(json.dumps({**placement_dict(placement, offer.labels, models), "launch": launches}, indent=2))
     else:
         if offer.labels:
             print(
@@ -90,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
                 + (" …" if len(offer.labels) > 16 else "")
             )
         print(describe_placement(placement))
+        print("\nlaunch (each instance on its GPUs, a port a server on a node, a line a node):")
+        print("\n".join(f"  {line}" for row in launches for line in row["command"].split("\n")))
     return 0 if not placement.tight and not placement.refused else 3
 
 

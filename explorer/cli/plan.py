@@ -98,7 +98,9 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="llama.cpp -np (same as --concurrency)",
     )
-    p.add_argument("--no-mmap", action="store_true", help="llama.cpp --no-mmap")
+    p.add_argument(
+        "--no-mmap", action="store_true", help="llama.cpp reads the file instead of mapping it (--load-mode none)"
+    )
     p.add_argument(
         "--no-cpu-offload",
         action="store_true",
@@ -183,7 +185,8 @@ def add_request_arguments(p: argparse.ArgumentParser) -> None:
         type=amount(0, MAX_HOST_GIB, "--swap-space"),
         default=None,
         metavar="GIB",
-        help="vLLM --swap-space, host RAM per GPU (default: the release's: 4 up to vLLM 0.11, none after)",
+        help="vLLM --swap-space, host RAM per GPU (default: the release's: 4 up to vLLM 0.11, none after; "
+        "vLLM 0.18 and later have no such flag: refused there, use --vllm-version 0.17.1)",
     )
     p.add_argument(
         "--hierarchical-cache", action="store_true", help="SGLang --enable-hierarchical-cache (a host KV pool)"

@@ -369,6 +369,10 @@ class Evaluation:
         devices: the head node's card positions the command runs on, in the order its figures assume
             (llama.cpp's ``--tensor-split``); empty: the first cards of the layout's class.
         workers: what the launch's other nodes run (ranks of a launch across nodes, RPC servers).
+        meeting_ports: the texts of the commands that name a port where the launch's nodes meet, each ending in
+            the port: the head's rendezvous (``--dist-init-addr <head-node>:5000``, ``--master-port 29501``), an
+            RPC server's (``<gpu-b>:50052`` and its ``-p 50052``); a further copy moves them
+            (:func:`explorer.plan.launch_lines.launch_lines`), so two copies never share one.
     """
 
     cards: tuple[CardMemory, ...]
@@ -382,6 +386,7 @@ class Evaluation:
     n_gpu_layers: int | None = None
     devices: tuple[int, ...] = ()
     workers: tuple[NodeCommand, ...] = ()
+    meeting_ports: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_figures(

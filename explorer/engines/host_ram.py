@@ -3,8 +3,9 @@
 - **vLLM** (≤ 0.11) sets aside ``--swap-space`` GiB of CPU memory per GPU, 4 by
   default, and refuses to start when swap × tp exceeds 70 % of the node's RAM
   ("Too large swap space", ``CacheConfig.verify_with_parallel_config``; above
-  40 % it warns). Releases that dropped swap space are planned with
-  ``--swap-space 0``: no claim.
+  40 % it warns). V1 releases set none aside unless asked; from 0.18.0 vLLM
+  has no ``--swap-space`` at all, so a swap space asked there is refused
+  (:func:`explorer.engines.vllm_release.swap_space_refusal`), never charged.
 - **SGLang** with ``--enable-hierarchical-cache`` keeps a host KV pool per rank,
   in pinned RAM: ``--hicache-ratio`` (2 by default) times the rank's device KV
   pool, or ``--hicache-size`` GB (10^9 bytes) per rank. It refuses when the pool
@@ -104,9 +105,7 @@ def with_host(evaluation: Evaluation, claim: HostClaim, node: Node | None) -> Ev
 def vllm_claim(layout: Layout, request: PlanRequest) -> HostClaim:
     """vLLM's swap space on a node: ``--swap-space`` GiB (else the release's default) for each of the
     launch's GPUs there."""
-    gib_per_gpu = request.swap_space_gib
-    if gib_per_gpu is None:
-        gib_per_gpu = vllm_release(request.vllm_version).swap_space_gib
+    gib_per_gpu = vllm_release(request.vllm_version).swap_space(request.swap_space_gib)
     per_gpu = int(gib_per_gpu * GiB)
     if per_gpu <= 0:
         return HostClaim()

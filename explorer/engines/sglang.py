@@ -313,6 +313,7 @@ def evaluate(
         command=head,
         notes=notes,
         workers=workers,
+        meeting_ports=(DIST_INIT_FLAG,) if workers else (),
         free_needed_bytes=static,
     )
 
@@ -333,6 +334,8 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
 KV_CACHE_DTYPE = {"bf16": "bf16", "fp8": "fp8_e4m3"}
 #: the port ``--dist-init-addr`` names on the head node (SGLang's docs use 5000; any free port does)
 DIST_INIT_PORT = 5000
+#: how every node of a launch names the head's rendezvous
+DIST_INIT_FLAG = f"--dist-init-addr {HEAD_ADDRESS}:{DIST_INIT_PORT}"
 
 
 def command(
@@ -378,7 +381,7 @@ def command(
 
 def rank_flags(nodes: int, rank: int) -> str:
     """One node's flags in a launch across ``nodes`` nodes: its rank and the head's address."""
-    return f"--nnodes {nodes} --node-rank {rank} --dist-init-addr {HEAD_ADDRESS}:{DIST_INIT_PORT}"
+    return f"--nnodes {nodes} --node-rank {rank} {DIST_INIT_FLAG}"
 
 
 def _tuning_flags(request: PlanRequest) -> list[str]:

@@ -51,7 +51,7 @@ from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_re
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
-from explorer.engines.vllm_release import VLLMRelease, vllm_release
+from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_release
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -64,9 +64,11 @@ BLOCK_TOKENS = 16
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
-    """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, and a KV
-    cache type it has none of."""
+    """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, a KV
+    cache type it has none of, and a swap space at a release without ``--swap-space``."""
     out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
+    if (no_swap := swap_space_refusal(vllm_release(request.vllm_version), request.swap_space_gib)) is not None:
+        out.append(("swap-space", no_swap))
     out += backend_refusals(shape, layout.ep, request.all2all_backend, VLLM_BACKENDS)
     asked = request.expert_parallel_size
     if asked and shape.moe is not None and asked != layout.ep:
@@ -194,6 +196,7 @@ def evaluate(
         notes=tuple(notes),
         free_needed_bytes=usable,
         workers=workers,
+        meeting_ports=meeting_ports(head) if workers else (),
     )
 
 
@@ -202,6 +205,10 @@ def evaluate(
 KV_CACHE_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
 #: the port the head's data-parallel RPC listens on in vLLM's multi-node example
 DP_RPC_PORT = 13345
+#: the port the head's torch.distributed store listens on (``--master-port``, 29501 by default in 0.26.0)
+MASTER_PORT_FLAG = "--master-port 29501"
+#: the data-parallel RPC port as every node of an expert-parallel dp launch names it
+DP_RPC_FLAG = f"--data-parallel-rpc-port {DP_RPC_PORT}"
 #: nodes beyond which the headless nodes' lines are folded into one with a placeholder start rank
 MAX_NODE_LINES = 4
 
@@ -219,7 +226,8 @@ def command(
     """The ``vllm serve`` line for this layout (the head's part common to every node), with every setting the plan
     assumed: the memory share and the scheduler's batch sizes are written out even at their defaults (the
     defaults moved between releases: ``gpu_memory_utilization`` is 0.92 in 0.26, the batch sizes depend on the
-    card). A launch over nodes adds each node's flags (:func:`launch_over_nodes`)."""
+    card), and the swap space the plan charges as host RAM where the release takes ``--swap-space``. A launch over
+    nodes adds each node's flags (:func:`launch_over_nodes`)."""
     parts = ["vllm serve", model_ref]
     if layout.tp > 1:
         parts.append(f"--tensor-parallel-size {layout.tp}")
@@ -241,6 +249,8 @@ def command(
     parts.append(f"--max-num-batched-tokens {max_num_batched_tokens}")
     if request.enforce_eager:
         parts.append("--enforce-eager")
+    if swap_gib := vllm_release(request.vllm_version).swap_space(request.swap_space_gib):
+        parts.append(f"--swap-space {swap_gib:g}")  # the host RAM the plan charges (host_ram.vllm_claim)
     return " ".join(parts)
 
 
@@ -253,10 +263,16 @@ def launch_over_nodes(base: str, layout: Layout) -> tuple[str, tuple[NodeCommand
     return across_nodes(base, layout.nodes, partial(rank_flags, layout.nodes))
 
 
+def meeting_ports(head: str) -> tuple[str, ...]:
+    """The texts of a launch across nodes that name a port on the head node (``Evaluation.meeting_ports``)."""
+    return tuple(flag for flag in (MASTER_PORT_FLAG, DP_RPC_FLAG) if flag in head)
+
+
 def rank_flags(nodes: int, rank: int) -> str:
     """One node's flags in a launch across ``nodes`` nodes, as vLLM's multiprocessing backend takes them
-    (docs/serving/parallelism_scaling.md, 0.26.0): every node names the head, the others run ``--headless``."""
-    flags = f"--nnodes {nodes} --node-rank {rank} --master-addr {HEAD_ADDRESS}"
+    (docs/serving/parallelism_scaling.md, 0.26.0): every node names the head and its port (the default, written
+    so that a second launch headed on the node can take another), the others run ``--headless``."""
+    flags = f"--nnodes {nodes} --node-rank {rank} --master-addr {HEAD_ADDRESS} {MASTER_PORT_FLAG}"
     return flags + (" --headless" if rank else "")
 
 
@@ -264,10 +280,7 @@ def node_commands(base: str, layout: Layout) -> list[str]:
     """One line a node for dp ranks over several nodes: each starts its ``dp / nodes`` local ranks; the head
     (rank 0 on) serves the API, the others run ``--headless`` from their first rank."""
     local = layout.dp // layout.nodes
-    shared = (
-        f"{base} --data-parallel-size-local {local} --data-parallel-address {HEAD_ADDRESS} "
-        f"--data-parallel-rpc-port {DP_RPC_PORT}"
-    )
+    shared = f"{base} --data-parallel-size-local {local} --data-parallel-address {HEAD_ADDRESS} {DP_RPC_FLAG}"
     if layout.nodes > MAX_NODE_LINES:
         return [
             shared,

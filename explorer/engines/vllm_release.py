@@ -18,6 +18,9 @@ moved (docs/notes/engine_logs.md has the logs behind each figure):
   pipeline-only rank 0.07 GiB;
 - **CUDA graphs** are captured after the KV cache is sized, so they sit
   outside the budget, until 0.21 subtracts their estimate from it;
+- **swap space**: V0 sets aside ``--swap-space`` GiB of pinned host RAM a GPU (4 by default); V1 allocates
+  none, and the flag left ``EngineArgs`` in 0.18.0 (vllm-project/vllm#36216; 0.17.1 is the last release that
+  takes it, 0.26.0's argument table in tests/data/engine_args/vllm.json has none);
 - **MXFP4 experts** on Hopper run on Marlin (padded shapes) up to 0.11 and
   on triton_kernels from 0.12 (the switch is between the 0.11 log that
   matches Marlin and the 0.14.1 log that names Triton).
@@ -35,6 +38,8 @@ from explorer.units import GiB
 
 #: the release a plan assumes when none is named (the newest the log corpus holds: 0.26.1rc1)
 CURRENT: tuple[int, int] = (0, 26)
+#: the last release whose ``vllm serve`` takes ``--swap-space`` (vllm-project/vllm#36216 removed it for 0.18.0)
+LAST_SWAP_SPACE = "0.17.1"
 _VERSION = re.compile(r"^\s*v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?")
 
 
@@ -81,6 +86,18 @@ class VLLMRelease:
         return 4.0 if self.version <= (0, 11) else 0.0
 
     @property
+    def takes_swap_space(self) -> bool:
+        """Whether ``vllm serve`` takes ``--swap-space`` (up to :data:`LAST_SWAP_SPACE`)."""
+        return self.version <= (0, 17)
+
+    def swap_space(self, asked: float | None) -> float:
+        """GiB of host RAM a GPU the launch sets aside: ``asked`` (``--swap-space``), else the release's default;
+        none at a release without the flag (the planner refuses one asked there: :func:`swap_space_refusal`)."""
+        if not self.takes_swap_space:
+            return 0.0
+        return self.swap_space_gib if asked is None else asked
+
+    @property
     def mxfp4_triton_on_hopper(self) -> bool:
         """Whether MXFP4 experts run on triton_kernels on Hopper (else Marlin)."""
         return self.version >= (0, 12)
@@ -98,6 +115,17 @@ class VLLMRelease:
         if self.version >= (0, 11):
             return int(0.13 * GiB)
         return int(0.02 * GiB)
+
+
+def swap_space_refusal(release: VLLMRelease, asked: float | None) -> str | None:
+    """Why a swap space cannot be planned at ``release`` (a plan never charges host RAM for a flag it cannot
+    print), or None when it can."""
+    if not asked or release.takes_swap_space:
+        return None
+    return (
+        f"vLLM {release.label} has no --swap-space (it left with the V0 engine in 0.18.0; V1 sets aside no CPU swap "
+        f"space): drop --swap-space, or plan for a release that takes it, e.g. --vllm-version {LAST_SWAP_SPACE}"
+    )
 
 
 def vllm_release(text: str | None) -> VLLMRelease:

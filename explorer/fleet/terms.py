@@ -19,11 +19,17 @@ import re
 from dataclasses import dataclass, field
 
 from explorer.errors import ModelTermError
+from explorer.hardware.cluster import MAX_GPUS
+from explorer.limits import MAX_CONTEXT_TOKENS
 
 _PHASE = re.compile(r"^[A-Za-z][\w-]*$")
 _REPLICAS = re.compile(r"^(?P<rest>.+?)[xX](?P<n>\d+)$")
 _CONTEXT = re.compile(r"^(?P<rest>.+):(?P<n>\d+)(?P<k>[kK]?)(?:/(?P<min>\d+)(?P<mk>[kK]?))?$")
 _BAD_ID = re.compile(r"[\s@,]")
+#: the most replicas a term may ask for: one a GPU of the largest cluster explorer plans for
+MAX_REPLICAS = MAX_GPUS
+#: the most digits a number of a term may have (read before it is converted: 10^4300 digits is a ValueError)
+_MAX_DIGITS = 12
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +55,15 @@ def _fail(text: str, why: str) -> ModelTermError:
     return ModelTermError(f"model term {text!r}: {why}")
 
 
+def _number(text: str, digits: str, what: str, least: int, most: int, *, kilo: bool = False) -> int:
+    """A term's number (``k``: × 1024), within [``least``, ``most``], else a :class:`ModelTermError` naming it."""
+    value = int(digits) * (1024 if kilo else 1) if len(digits) <= _MAX_DIGITS else None
+    if value is None or not least <= value <= most:
+        shown = digits + ("k" if kilo else "") if len(digits) <= _MAX_DIGITS else f"a {len(digits):,}-digit number"
+        raise _fail(text, f"{what} {shown} is out of range: {least:,} to {most:,}")
+    return value
+
+
 def parse_model_term(text: str) -> ModelTerm:
     """Parse ``ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...]`` into a :class:`ModelTerm`.
 
@@ -68,17 +83,14 @@ def parse_model_term(text: str) -> ModelTerm:
     replicas = 1
     m = _REPLICAS.match(rest)
     if m:
-        rest, replicas = m["rest"], int(m["n"])
-        if replicas < 1:
-            raise _fail(text, "replicas must be at least 1")
+        rest, replicas = m["rest"], _number(text, m["n"], "replicas", 1, MAX_REPLICAS)
     context = floor = None
     m = _CONTEXT.match(rest)
     if m:
-        rest, context = m["rest"], int(m["n"]) * (1024 if m["k"] else 1)
-        if context < 1:
-            raise _fail(text, "context must be at least 1 token")
+        rest = m["rest"]
+        context = _number(text, m["n"], "the context", 1, MAX_CONTEXT_TOKENS, kilo=bool(m["k"]))
         if m["min"] is not None:
-            floor = int(m["min"]) * (1024 if m["mk"] else 1)
+            floor = _number(text, m["min"], "the context floor", 1, MAX_CONTEXT_TOKENS, kilo=bool(m["mk"]))
             if not 1 <= floor <= context:
                 raise _fail(text, f"the context floor {floor:,} must be between 1 and the context {context:,}")
     if not rest or rest.endswith(":") or _BAD_ID.search(rest):

@@ -52,6 +52,8 @@ COLUMNS = (
 
 #: labels larger than this are typing mistakes, not devices
 MAX_DEVICE_BYTES = 64 * TiB
+#: the least memory a device may be given (the smallest MIG slice is 5 GB; a stated 0 MiB divided by zero)
+MIN_DEVICE_BYTES = MiB
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9.+-]*$", re.A)
 _SUFFIX = re.compile(r"^(?P<base>[a-z0-9][a-z0-9.+-]*?)-(?P<n>\d{1,7}(?:\.\d{1,3})?)g$", re.A)
@@ -320,6 +322,7 @@ class Catalogue:
                 f"GPU class {label.strip()!r}: {size_text!r} is not a size",
                 hint="write the memory with a unit, as in x:81559MiB or x:80GiB",
             ) from None
+        _check_device_bytes(memory, label)  # h100:0MiB divided by zero in the planner; h100:1e30GB overflowed
         known = self.lookup(base) if base.strip() else None
         if known is not None:
             if known.memory_bytes == memory:
@@ -375,12 +378,17 @@ class Catalogue:
         return f"; near matches: {', '.join(names)}" if names else ""
 
 
-def _inferred(name: str, memory: int, label: str, **extra: object) -> GPUClass:
-    if not 0 < memory <= MAX_DEVICE_BYTES:
+def _check_device_bytes(memory: int, label: str) -> None:
+    """Refuse a memory no device has (below :data:`MIN_DEVICE_BYTES` or past :data:`MAX_DEVICE_BYTES`)."""
+    if not MIN_DEVICE_BYTES <= memory <= MAX_DEVICE_BYTES:
         raise UnknownGPUClassError(
             f"GPU class {label.strip()!r}: memory {memory:,} bytes is not a device size",
-            hint="a device has between 1 byte and 64 TiB",
+            hint="a device has between 1 MiB and 64 TiB",
         )
+
+
+def _inferred(name: str, memory: int, label: str, **extra: object) -> GPUClass:
+    _check_device_bytes(memory, label)
     return GPUClass(
         name=name,
         vendor="unknown",

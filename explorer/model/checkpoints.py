@@ -130,8 +130,11 @@ def checkpoint_for(
 
 #: how a launch command's placeholder for weights nobody publishes ends (:func:`placeholder_ref`)
 UNPUBLISHED_MARK = ": no published checkpoint known>"
-#: how a launch command's placeholder for weights that must be converted to a GGUF first ends
-CONVERT_MARK = " GGUF (convert_hf_to_gguf.py, then llama-quantize)>"
+#: what a launch command's placeholder for weights that must be converted to a GGUF first says
+CONVERT_MARK = " GGUF (convert_hf_to_gguf.py"
+#: the GGUF types llama.cpp's ``convert_hf_to_gguf.py --outtype`` writes itself (its choices besides ``auto``);
+#: any other type is the converter's output run through ``llama-quantize``
+CONVERTER_TYPES = frozenset({"F32", "F16", "BF16", "Q8_0", "TQ1_0", "TQ2_0"})
 
 
 def placeholder_ref(label: str, base_repo: str) -> str:
@@ -140,8 +143,15 @@ def placeholder_ref(label: str, base_repo: str) -> str:
 
 
 def convert_ref(quant: str, base_repo: str) -> str:
-    """What a llama.cpp launch names for weights it loads only once converted to a ``quant`` GGUF."""
-    return f"<{_unbracketed(base_repo)} converted to a {quant}{CONVERT_MARK}"
+    """What a llama.cpp launch names for weights it loads only once converted to a ``quant`` GGUF, with the
+    steps: the converter alone for a type it writes (``F16``, ``BF16``: ``--outtype f16``), else the converter
+    then ``llama-quantize`` to the type."""
+    gguf_type = quant.upper().replace("FP", "F")  # a float named as explorer names it: fp16 → F16
+    if gguf_type in CONVERTER_TYPES:
+        steps = f" --outtype {gguf_type.lower()}"
+    else:
+        steps = f", then llama-quantize to {gguf_type}"
+    return f"<{_unbracketed(base_repo)} converted to a {gguf_type}{CONVERT_MARK}{steps})>"
 
 
 def _unbracketed(ref: str) -> str:

@@ -62,6 +62,31 @@ def parse_config_text(text: str | bytes, *, where: str = "config.json") -> dict[
     return data
 
 
+def whole_number(value: Any, key: str, *, where: str, minimum: int = 0) -> int:
+    """A config value that must be a whole number (integral floats accepted), ``>= minimum`` and at most the
+    key's plausible maximum (:func:`explorer.limits.plausible_max`); the one check of every count a config
+    holds, nested blocks (``quantization_config``) included.
+
+    Raises:
+        InvalidConfigValueError: a string, a list, an object, a bool, NaN, a fraction, or out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidConfigValueError(f"{where}: {key} must be a number, got {safe_repr(value)}")
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise InvalidConfigValueError(f"{where}: {key} must be a whole number, got {value!r}")
+        value = int(value)
+    if value < minimum:
+        raise InvalidConfigValueError(f"{where}: {key} must be ≥ {minimum}, got {value}")
+    return check_count(value, key, where=where, error=InvalidConfigValueError, minimum=minimum)
+
+
+def safe_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (a hostile value may be a megabyte)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass(frozen=True)
 class ConfigView:
     """The language model's keys, with the wrapper's beneath them.
@@ -117,15 +142,7 @@ class ConfigView:
         value = self.raw(*keys)
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidConfigValueError(f"{self.where}: {keys[0]} must be a number, got {value!r}")
-        if isinstance(value, float):
-            if not math.isfinite(value) or value != int(value):
-                raise InvalidConfigValueError(f"{self.where}: {keys[0]} must be a whole number, got {value!r}")
-            value = int(value)
-        if value < minimum:
-            raise InvalidConfigValueError(f"{self.where}: {keys[0]} must be ≥ {minimum}, got {value}")
-        return check_count(value, keys[0], where=self.where, error=InvalidConfigValueError, minimum=minimum)
+        return whole_number(value, keys[0], where=self.where, minimum=minimum)
 
     def get_float(self, *keys: str, default: float | None = None) -> float | None:
         """A finite float value."""
@@ -235,13 +252,20 @@ def require_model_config(config: Any, where: str = "config.json") -> ConfigView:
     if not isinstance(config, Mapping):
         raise NotAModelConfigError(f"{where} is a {type(config).__name__}, not a JSON object")
     if not looks_like_model_config(config):
-        sample = ", ".join(sorted(map(str, config))[:6]) or "nothing"
+        # its keys are not named: the file may be anyone's (a Docker config.json's "auths"), not a model's
         raise NotAModelConfigError(
-            f"{where} is not a model config: it has no model_type, architectures, hidden size or layer count "
-            f"(its keys: {sample})",
+            f"{where} is not a model config: none of its {len(config):,} keys is a model_type, architectures, "
+            "hidden size or layer count",
             hint="pass the model's config.json",
         )
     return ConfigView.of(config, where=where)
 
 
-__all__ = ["ConfigError", "ConfigView", "looks_like_model_config", "parse_config_text", "require_model_config"]
+__all__ = [
+    "ConfigError",
+    "ConfigView",
+    "looks_like_model_config",
+    "parse_config_text",
+    "require_model_config",
+    "whole_number",
+]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from explorer.errors import UnknownPrecisionError
-from explorer.model.config_reader import ConfigView
+from explorer.model.config_reader import ConfigView, whole_number
 from explorer.model.dtypes import ElementType, element_type, model_dtype_name
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat, dense
 from explorer.model.quant_methods import PARSERS, unsized
@@ -106,10 +106,34 @@ def _names(value: Any) -> tuple[str, ...]:
     return ()
 
 
+#: where messages say a quantisation value was read
+_WHERE = "quantization_config"
+
+
+def _block(value: Any, key: str) -> tuple[int, int] | None:
+    """An FP8 scale block ``[rows, cols]``, each a whole number from 1 to its plausible maximum; None when the
+    config gives no list of two (a per-tensor scale).
+
+    Raises:
+        InvalidConfigValueError: an entry is not a whole number, below 1 or past the maximum.
+    """
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    rows, cols = (whole_number(v, f"{key}[{i}]", where=_WHERE, minimum=1) for i, v in enumerate(value))
+    return rows, cols
+
+
+def _count(qc: Mapping[str, Any], key: str, default: int, *, minimum: int = 0) -> int:
+    """A count of a quantisation block (``bits``, ``group_size``), through :func:`whole_number`; ``default``
+    when absent."""
+    value = qc.get(key)
+    return default if value is None else whole_number(value, key, where=_WHERE, minimum=minimum)
+
+
 def _fp8(qc: Mapping[str, Any], base: ElementType) -> Precision:
-    block = qc.get("weight_block_size")
-    if isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block):
-        fmt = WeightFormat(kind="fp8", bits=8, block=(block[0], block[1]))
+    block = _block(qc.get("weight_block_size"), "weight_block_size")
+    if block is not None:
+        fmt = WeightFormat(kind="fp8", bits=8, block=block)
         name = f"fp8 block {block[0]}×{block[1]}"
     else:
         fmt = WeightFormat(kind="fp8", bits=8, fp8_scale="tensor")
@@ -124,10 +148,9 @@ def _fp8(qc: Mapping[str, Any], base: ElementType) -> Precision:
 
 
 def _int_gptq_awq(qc: Mapping[str, Any], base: ElementType, method: str) -> Precision:
-    bits = qc.get("bits", qc.get("w_bit", 4))
-    group = qc.get("group_size", qc.get("q_group_size", 128))
-    bits = int(bits) if isinstance(bits, (int, float)) and bits > 0 else 4
-    group = int(group) if isinstance(group, (int, float)) and group > 0 else 0
+    bits = _count({"bits": qc.get("bits", qc.get("w_bit"))}, "bits", 4, minimum=1)
+    # -1 (or 0): one scale a row, no groups; a group_size of inf was an OverflowError (config fuzz seed 30)
+    group = max(0, _count({"group_size": qc.get("group_size", qc.get("q_group_size"))}, "group_size", 128, minimum=-1))
     fmt = WeightFormat(
         kind="int", bits=bits, group_size=group, packing=method, zero_points=True, g_idx=method == "gptq"
     )
@@ -170,13 +193,13 @@ def _ct_format(weights: Mapping[str, Any]) -> WeightFormat | None:
         return None
     kind = weights.get("type", "int")
     strategy = weights.get("strategy", "group")
-    group = weights.get("group_size") if isinstance(weights.get("group_size"), int) else 0
+    group = max(0, _count(weights, "group_size", 0, minimum=-1))  # -1: per channel, no groups
     if kind == "float" and bits == 4:
         return NVFP4 if (group or 16) == 16 else MXFP4
     if kind == "float" and bits == 8:
-        block = weights.get("block_structure")
-        if isinstance(block, list) and len(block) == 2:
-            return WeightFormat(kind="fp8", bits=8, block=(int(block[0]), int(block[1])))
+        block = _block(weights.get("block_structure"), "weights.block_structure")
+        if block is not None:
+            return WeightFormat(kind="fp8", bits=8, block=block)
         return WeightFormat(kind="fp8", bits=8, fp8_scale="tensor" if strategy == "tensor" else "channel")
     return WeightFormat(
         kind="int",

@@ -44,7 +44,7 @@ class KnownModel:
         ref: its id (``org/name``).
         shape: its shape.
         artifacts: what its repository offers (the original weights, GGUF files).
-        origin: where it came from (``snapshot``, ``cache``).
+        origin: where it came from (``snapshot``, ``cache``, ``chosen``: an operator's pick).
         fallback: the precisions planned when ``artifacts`` keep no all-GPU layout that runs as printed
             (:func:`explorer.plan.offer.fallback_artifacts`, as ``explorer plan`` does), or a callable that
             makes them, called only for a model that needs them; empty: none.

@@ -175,15 +175,16 @@ def check_pinned(
 
 
 def pinned_launch(result: PinnedResult) -> tuple[str, ...]:
-    """Each replica's launch lines on exactly its pinned cards, replica ``i`` on port 8000 + ``i``: the main
-    node's line first, then a line for each other node (a rank of a launch across nodes, an RPC server)."""
+    """Each replica's launch lines on exactly its pinned cards, replica ``i`` on port 8000 + ``i`` (its nodes'
+    meeting ports moved by ``i`` steps too): the main node's line first, then a line for each other node (a rank
+    of a launch across nodes, an RPC server)."""
     lines: list[str] = []
     for i, (option, cards) in enumerate(zip(result.replicas, result.replica_cards, strict=True)):
         on_node: dict[str, list[int]] = {option.node.name: []} if option.node is not None else {}
         for card in cards:
             on_node.setdefault(card.node.name, []).append(card.position)
         mixed = any(several_classes(card.node) for card in cards)
-        lines += launch_lines(option.evaluation, list(on_node.items()), FIRST_PORT + i, bus_order=mixed)
+        lines += launch_lines(option.evaluation, list(on_node.items()), FIRST_PORT + i, bus_order=mixed, copy=i)
     return tuple(lines)
 
 

@@ -23,7 +23,9 @@ Starting them (:func:`replica_launch`):
   engines) or SGLang's ``--dp-size 4``;
 - otherwise one launch a copy, each with its GPU list
   (``CUDA_VISIBLE_DEVICES=2,3 … --port 8001``), behind a load balancer;
-  a copy across nodes is a line a node (its rank, the head's address as a placeholder).
+  a copy across nodes is a line a node (its rank, the head's address as a placeholder); a llama.cpp copy over
+  RPC is its main server's line and a line an ``rpc-server``, each copy on nodes of its own cards (the engine's
+  placeholder nodes, ``<node1>``, named), its RPC ports moved so that no two copies share one.
 
 Every line names its devices and its port (:mod:`explorer.plan.launch_lines`).
 """
@@ -38,7 +40,14 @@ from explorer.engines.options import Option
 from explorer.engines.registry import engine_named
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.copies import Census, HostCap, host_kinds, node_slots
-from explorer.plan.launch_lines import FIRST_PORT, class_positions, launch_lines, on_devices, several_classes
+from explorer.plan.launch_lines import (
+    FIRST_PORT,
+    class_positions,
+    launch_lines,
+    on_devices,
+    placeholder_node,
+    several_classes,
+)
 
 __all__ = ["MAX_LINES", "Census", "ReplicaLaunch", "replica_launch", "with_replicas"]
 
@@ -138,12 +147,15 @@ def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None
         hosts = [m for m in cluster.nodes if (m.is_cpu_only if layout.cpu else m.unified)][:n] or [option.node]
         lines = tuple(f"{m.name}: {on_devices(ev.command, (), FIRST_PORT)}" for m in hosts[:MAX_LINES])  # type: ignore[union-attr]
         return ReplicaLaunch(replicas=n, method=method, lines=lines, more=max(0, n - len(lines)))
-    if layout.rpc or (n == 1 and layout.nodes == 1):  # one launch where the plan put it (RPC servers name their cards)
+    # one launch where the plan put it (RPC servers name their cards, or copies of one over RPC do not need naming)
+    rpc_once = layout.rpc and (n == 1 or not all(placeholder_node(w) for w in ev.workers))
+    if rpc_once or (n == 1 and layout.nodes == 1):
         node = option.node
         head = class_positions(node, layout.gpu_class, layout.gpus_per_node) if node is not None else []
         place = [(node.name if node is not None else "<node1>", head)]
         lines = launch_lines(ev, place, FIRST_PORT, bus_order=several_classes(node))
-        return ReplicaLaunch(replicas=n, method=method, lines=tuple(lines[:MAX_LINES]), more=max(0, n - 1))
+        # a launch is written whole (every RPC server of it), whatever MAX_LINES says of copies
+        return ReplicaLaunch(replicas=n, method=method, lines=tuple(lines), more=max(0, n - 1))
     slots = [(m, k) for m, k in node_slots(cluster, layout.gpu_class, layout.gpus_per_node,
                                              host_cap=_host_cap(option, request)) if k]  # fmt: skip
     flag = engine_named(option.engine).data_parallel_flag
@@ -206,6 +218,7 @@ def _spanning(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaL
     a line a node of each copy, the head's with its port (one a copy headed on that node)."""
     layout, ev = option.layout, option.evaluation
     nodes, width = layout.nodes, layout.gpus_per_node
+    per_copy = 1 + len(ev.workers)  # the head's line and one a worker (a rank, an RPC server)
     lines: list[str] = []
     copies = 0
     fabrics: dict[str | None, list[tuple[Node, int]]] = {}
@@ -217,7 +230,7 @@ def _spanning(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaL
         by_name = {m.name: m for m, _ in members}
         used = dict.fromkeys(left, 0)
         heads = dict.fromkeys(left, 0)
-        while copies < n and len(lines) + nodes <= MAX_LINES:
+        while copies < n and len(lines) + per_copy <= MAX_LINES:
             chosen = sorted(left, key=lambda name: -left[name])[:nodes]
             if len(chosen) < nodes or left[chosen[-1]] < 1:
                 break
@@ -228,7 +241,8 @@ def _spanning(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaL
                 left[name] -= 1
                 used[name] += 1
             mixed = any(several_classes(by_name[name]) for name in chosen)
-            lines += launch_lines(ev, placed, FIRST_PORT + heads[chosen[0]], bus_order=mixed)
+            # the API port counts the launches this node heads; the meeting ports count every copy before it
+            lines += launch_lines(ev, placed, FIRST_PORT + heads[chosen[0]], bus_order=mixed, copy=copies)
             heads[chosen[0]] += 1
             copies += 1
     if not lines:  # no copy fits the cards free of others: the layout on nodes the user picks

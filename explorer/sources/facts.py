@@ -228,6 +228,13 @@ def build_model(
             notes.append(f"shape from config.json, not from {chosen[0]} ({e.message})")
     if shape is None and config is not None:
         shape = shape_from_config(config, name=repo, companions=companions)
+    if shape is None and not sets:  # the listing named config.json, then its download answered 404
+        listed = (
+            "names config.json, but the Hub answered 404 (not found) for it"
+            if CONFIG_FILE in files
+            else ("has neither a config.json nor a GGUF file")
+        )
+        raise HubFileNotFoundError(f"the file listing of {repo} {listed}", hint="try again later, or pick another repo")
     if shape is None:
         parts = shape_set(sets)
         shape = shape_from_header(_set_header(facts.headers, parts), name=repo)

@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, BinaryIO
 
 from explorer.errors import (
     GGUFError,
@@ -37,6 +38,7 @@ from explorer.gguf.header import (
     suggested_fetch_bytes,
 )
 from explorer.model.shapes import ModelShape
+from explorer.sources.regular_file import open_regular_file
 from explorer.units import MiB
 
 __all__ = [
@@ -59,20 +61,25 @@ _INLINE_ITEMS = 64
 
 def read_header_file(path: Path, *, first_read: int = FIRST_READ_BYTES) -> tuple[GGUFHeader, int]:
     """The header of a local GGUF file and the bytes read to get it; never reads the data section."""
+    with open_regular_file(path, "the GGUF file", GGUFError) as f:
+        return _read_header(f, path, first_read)
+
+
+def _read_header(f: BinaryIO, path: Path, first_read: int) -> tuple[GGUFHeader, int]:
+    """The header from an open file, read in as many steps as the parser asks for (never past the file)."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            prefix = f.read(min(first_read, size))
-            while True:
-                try:
-                    return parse_gguf_header(prefix, file_size=size, name=path.name), len(prefix)
-                except GGUFNeedMoreBytes as e:
-                    if len(prefix) >= size:
-                        raise GGUFTruncatedError(
-                            f"{path} ends at {size:,} bytes but its header needs at least {e.needed_total:,}"
-                        ) from e
-                    want = suggested_fetch_bytes(e, file_size=size)
-                    prefix += f.read(want - len(prefix))
+        size = os.fstat(f.fileno()).st_size
+        prefix = f.read(min(first_read, size))
+        while True:
+            try:
+                return parse_gguf_header(prefix, file_size=size, name=path.name), len(prefix)
+            except GGUFNeedMoreBytes as e:
+                if len(prefix) >= size:
+                    raise GGUFTruncatedError(
+                        f"{path} ends at {size:,} bytes but its header needs at least {e.needed_total:,}"
+                    ) from e
+                want = suggested_fetch_bytes(e, file_size=size)
+                prefix += f.read(want - len(prefix))
     except OSError as e:
         raise GGUFError(f"cannot read {path}: {e.strerror or e}", hint="check the path") from None
 

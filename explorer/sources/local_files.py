@@ -8,6 +8,7 @@ from typing import Any
 
 from explorer.errors import ConfigError
 from explorer.model.config_reader import parse_config_text
+from explorer.sources.regular_file import read_capped
 
 #: files beside config.json that change how the weights are stored
 COMPANIONS = ("hf_quant_config.json", "quantize_config.json")
@@ -34,13 +35,7 @@ class LocalConfig:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{path} is {size:,} bytes: too large for a config.json")
-        return parse_config_text(path.read_bytes(), where=str(path))
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror or err}", hint="check the path") from None
+    return parse_config_text(read_capped(path, MAX_CONFIG_BYTES, "the config", ConfigError), where=str(path))
 
 
 def read_local_config(path: str | Path) -> LocalConfig:

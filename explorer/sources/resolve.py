@@ -48,6 +48,8 @@ def resolve_model(
     settings: Any = None,
     progress: Any = None,
     cancel: threading.Event | None = None,
+    local_paths: bool = True,
+    local_root: str | Path | None = None,
 ) -> ResolvedModel:
     """Resolve a MODEL argument into its shape and artifacts.
 
@@ -61,12 +63,14 @@ def resolve_model(
         settings: :class:`explorer.sources.hub.settings.HubSettings`; ``offline`` and ``token`` override its fields.
         progress: ``progress(stage, done, total)`` (default: bars on a terminal).
         cancel: set it to stop a fetch between requests (FetchCancelled).
+        local_paths, local_root: whether a path is read, and the one folder paths may name (a published
+            app's visitor: none, or the operator's); see :func:`explorer.sources.spec.parse_model_spec`.
 
     Raises:
         ConfigError, GGUFError: a local file cannot be read.
         HubError: a subclass naming the failure (gated, not found, timeout, offline miss…).
     """
-    spec = parse_model_spec(text)
+    spec = parse_model_spec(text, local_paths=local_paths, local_root=local_root)
     if spec.kind == "config":
         return _resolve_config(spec)
     if spec.kind == "gguf":

@@ -20,6 +20,7 @@ from explorer.hardware.cluster import Cluster
 from explorer.hardware.cluster_dict import cluster_from_text
 from explorer.hardware.cluster_text import parse_cluster_spec
 from explorer.hardware.host_cpu import CPUTable
+from explorer.sources.regular_file import open_regular_file, read_capped
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.published import Measurement, parse_measurements
 
@@ -30,25 +31,22 @@ MAX_USER_FILE_BYTES = 16 * 1024 * 1024
 def read_user_text(
     path: str | Path, what: str, error: type[ExplorerError], *, head_bytes: int | None = None, lossy: bool = False
 ) -> str:
-    """The UTF-8 text of a file the user named; ``error`` saying what is wrong (missing, a folder, no
-    permission, too large, not UTF-8) instead of an OSError or a UnicodeDecodeError.
+    """The UTF-8 text of a file the user named; ``error`` saying what is wrong (missing, a folder, a pipe or a
+    device, no permission, too large, not UTF-8) instead of an OSError or a UnicodeDecodeError.
 
     ``head_bytes``: read only the file's first bytes, however large it is (an engine's log: its start-up
     lines are at the head). ``lossy``: bytes that are not UTF-8 become U+FFFD instead of an error (a log
     holds whatever the programs it ran printed).
     """
     p = Path(path)
-    try:
-        if p.is_dir():
-            raise error(f"{what} {p} is a folder, not a file", hint="give the path of the file itself")
-        if head_bytes is None and (size := p.stat().st_size) > MAX_USER_FILE_BYTES:
-            raise error(f"{what} {p} is {size:,} bytes; at most {MAX_USER_FILE_BYTES:,} are read")
-        with p.open("rb") as f:
-            data = f.read(MAX_USER_FILE_BYTES + 1 if head_bytes is None else head_bytes)
-    except OSError as e:
-        raise error(f"cannot read {what} {p}: {e.strerror or e}", hint="check the path") from None
-    if len(data) > MAX_USER_FILE_BYTES:  # it grew after stat(), or is a device that never ends
-        raise error(f"{what} {p} is over {MAX_USER_FILE_BYTES:,} bytes; at most that many are read")
+    if head_bytes is None:
+        data = read_capped(p, MAX_USER_FILE_BYTES, what, error)
+    else:
+        with open_regular_file(p, what, error) as f:
+            try:
+                data = f.read(head_bytes)
+            except OSError as e:
+                raise error(f"cannot read {what} {p}: {e.strerror or e}", hint="check the path") from None
     try:
         return data.decode("utf-8-sig", errors="replace" if lossy else "strict")
     except UnicodeDecodeError as e:

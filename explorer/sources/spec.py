@@ -27,6 +27,9 @@ from explorer.errors import ConfigError
 SpecKind = Literal["config", "gguf", "hub"]
 
 _HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<rev>[\w./-]+?))?(?::(?P<file>[^:]+\.gguf))?$")
+#: characters no Hub id (nor its ``:FILE.gguf`` part) holds, refused so that an id shown in HTML or markdown
+#: can never open a tag, an attribute or a code span (issue 25: a crafted ``?model=`` link drew a form)
+FORBIDDEN_ID_CHARS = "<>\"'`"
 #: the longest MODEL argument read (a path may be 4,096 bytes; a Hub id is far shorter)
 MAX_MODEL_CHARS = 4096
 
@@ -52,8 +55,13 @@ class ModelSpec:
     filename: str | None = None
 
 
-def parse_model_spec(text: str) -> ModelSpec:
-    """Classify a MODEL argument; an existing path wins over a Hub id of the same spelling."""
+def parse_model_spec(text: str, *, local_paths: bool = True, local_root: str | Path | None = None) -> ModelSpec:
+    """Classify a MODEL argument; an existing path wins over a Hub id of the same spelling.
+
+    ``local_paths=False`` (the published app, for a visitor): the disk is never looked at, and text that
+    names a path is a ConfigError; with ``local_root`` too, a path inside that one folder (the operator's,
+    symbolic links followed) is still read, and any other is refused the same way.
+    """
     text = text.strip()
     if not text:
         raise ConfigError("no model given", hint="pass a config.json path, a .gguf file or a Hub id like org/name")
@@ -62,10 +70,14 @@ def parse_model_spec(text: str) -> ModelSpec:
             f"the model argument is {len(text):,} characters long; at most {MAX_MODEL_CHARS:,} are read",
             hint="pass a path to config.json / a model folder / a .gguf file, or org/name[@revision][:FILE.gguf]",
         )
+    if not local_paths:
+        _refuse_markup(text)
+        return _visitor_spec(text, local_root)
     path = Path(text).expanduser()
     if _exists(path):
         kind: SpecKind = "gguf" if path.suffix.lower() == ".gguf" else "config"
         return ModelSpec(kind=kind, text=text, path=path)
+    _refuse_markup(text)
     m = _HUB_ID.match(text)
     if m and m["file"] and not text.startswith((".", "/", "~")):  # org/name:sub/file.gguf is a Hub id, not a path
         return _hub_spec(text, m)
@@ -79,6 +91,43 @@ def parse_model_spec(text: str) -> ModelSpec:
     raise ConfigError(
         f"{text[:200]} is neither an existing file nor a Hub id",
         hint="pass a path to config.json / a model folder / a .gguf file, or org/name[@revision][:FILE.gguf]",
+    )
+
+
+def _refuse_markup(text: str) -> None:
+    """ConfigError when ``text`` holds a character no id takes (:data:`FORBIDDEN_ID_CHARS`)."""
+    if bad := sorted({c for c in text if c in FORBIDDEN_ID_CHARS}):
+        raise ConfigError(
+            f"the model id holds {' '.join(bad)}, which no Hub id or file name does",
+            hint="write org/name, org/name@revision or org/name:FILE.gguf",
+        )
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.startswith((".", "/", "~", "\\")) or (
+        text.lower().endswith((".json", ".gguf")) and text.count("/") != 1 and ":" not in text
+    )
+
+
+def _visitor_spec(text: str, local_root: str | Path | None) -> ModelSpec:
+    """A published app's visitor's MODEL: a Hub id, or a path inside the operator's ``local_root``; the
+    server's disk is looked at only there (issue 25: ``?model=/dev/zero`` read the server's files)."""
+    if local_root is not None and _looks_like_path(text):
+        root = Path(local_root).resolve()
+        try:
+            path = (root / text.lstrip("/\\")).resolve()
+        except (OSError, ValueError, RuntimeError):
+            path = None
+        if path is not None and path.is_relative_to(root) and _exists(path):
+            return ModelSpec(kind="gguf" if path.suffix.lower() == ".gguf" else "config", text=text, path=path)
+    m = _HUB_ID.match(text)
+    if m and not _looks_like_path(text):
+        return _hub_spec(text, m)
+    raise ConfigError(
+        "this page reads models from the Hugging Face Hub"
+        + (" and its own models folder" if local_root is not None else "")
+        + ", not from files of the server",
+        hint="write a Hub id such as org/name or org/name:FILE.gguf, or paste the model's config.json",
     )
 
 

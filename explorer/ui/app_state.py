@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS
 from explorer.plan.ranking import DEFAULT_GOAL, SORT_ALIASES
-from explorer.ui.engine_settings import SETTINGS_BY_KEY
+from explorer.ui.engine_settings import KEY_ALIASES, SETTINGS_BY_KEY, canonical_settings
 
 __all__ = ["ENGINE_KEYS", "GOALS", "QUERY_KEYS", "AppDefaults", "app_defaults", "apply_change", "to_query"]
 
@@ -64,6 +65,8 @@ class AppDefaults:
         goal: a key of :data:`GOALS`.
         pinned: GPUs to pin, ``NODE:IDX,...`` (empty: none).
         settings: engine settings as typed, by URL key (:data:`explorer.ui.engine_settings.SETTINGS_BY_KEY`).
+        refused: what a link or argument asked that the controls cannot show, each said in a sentence (the
+            default is kept instead); the app shows them in a callout.
     """
 
     model: str = "meta-llama/Meta-Llama-3.1-70B"
@@ -78,6 +81,14 @@ class AppDefaults:
     goal: str = DEFAULT_GOAL
     pinned: str = ""
     settings: Mapping[str, str] = field(default_factory=dict)
+    refused: tuple[str, ...] = ()
+
+
+#: the most each linked number may be (the controls' and the planner's own limits): key -> (cap, unit)
+LINK_MAXIMA: Mapping[str, tuple[int, str]] = {
+    "context": (MAX_CONTEXT_TOKENS, "tokens"),
+    "concurrency": (MAX_CONCURRENCY, "sequences"),
+}
 
 
 def _first(value: Any) -> Any:
@@ -104,9 +115,17 @@ def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
             out[name] = v
     if (v := _text(src, "weights")) is not None:
         out["weights"] = tuple(w.strip() for w in v.split(",") if w.strip())
+    refused = []
     for key, name in (("context", "context_tokens"), ("concurrency", "concurrency")):
         if (n := _positive(src, key)) is not None:
-            out[name] = n
+            cap, unit = LINK_MAXIMA[key]
+            if n <= cap:
+                out[name] = n
+            else:  # a link of context=10^30 made the app's cells raise (issue 25)
+                shown = f"{n:,}" if n < 10**18 else f"a {len(str(n))}-digit number"
+                refused.append(f"{key} {shown} is past the {cap:,} {unit} the app plans for; the default is kept")
+    if refused:
+        out["refused"] = tuple(refused)
     engine = str(src.get("engine", "")).strip()
     engine = _ENGINE_ALIASES.get(engine, engine.lower())
     if engine in ENGINE_KEYS:
@@ -118,7 +137,10 @@ def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
         out["goal"] = goal
     if (v := _text(src, "gpus")) is not None:
         out["pinned"] = v
-    settings = {k: str(_first(src[k])).strip() for k in SETTINGS_BY_KEY if k in src and str(_first(src[k])).strip()}
+    keys = (*SETTINGS_BY_KEY, *KEY_ALIASES)  # an old link's key is read as the key that replaced it
+    settings = canonical_settings(
+        {k: str(_first(src[k])).strip() for k in keys if k in src and str(_first(src[k])).strip()}
+    )
     if settings:
         out["settings"] = settings
     return out
@@ -151,8 +173,8 @@ _FIELD_KEYS = {
     "goal": "goal",
     "pinned": "gpus",
 }
-#: every URL key the app reads and writes
-QUERY_KEYS: frozenset[str] = frozenset(_FIELD_KEYS.values()) | frozenset(SETTINGS_BY_KEY)
+#: every URL key the app reads and writes (an old link's settings keys too, so the app replaces them)
+QUERY_KEYS: frozenset[str] = frozenset(_FIELD_KEYS.values()) | frozenset(SETTINGS_BY_KEY) | frozenset(KEY_ALIASES)
 
 
 def to_query(state: AppDefaults) -> dict[str, str]:
@@ -161,7 +183,7 @@ def to_query(state: AppDefaults) -> dict[str, str]:
     out: dict[str, str] = {}
     for f in fields(AppDefaults):
         value = getattr(state, f.name)
-        if f.name == "settings" or value == getattr(base, f.name) or value is None:
+        if f.name in ("settings", "refused") or value == getattr(base, f.name) or value is None:
             continue
         out[_FIELD_KEYS[f.name]] = ",".join(value) if isinstance(value, tuple) else str(value)
     out.update({k: v for k, v in state.settings.items() if k in SETTINGS_BY_KEY and v != ""})

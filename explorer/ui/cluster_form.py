@@ -23,8 +23,11 @@ from explorer.hardware.cluster_text import ram_bytes, split_terms
 from explorer.units import GiB
 
 __all__ = [
+    "GPUS_PER_NODE_RANGE",
+    "NODE_RANGE",
     "GpuTerm",
     "cluster_file_json",
+    "controls_refusal",
     "describe_cluster",
     "edit_first_gpu_term",
     "first_gpu_term",
@@ -92,6 +95,29 @@ def first_gpu_term(spec: str) -> GpuTerm | None:
             ram_gib=ram_size // GiB if ram_size else None,
             ram_text=ram,
         )
+    return None
+
+
+#: the counts the simple controls can show (inclusive): a term outside them is edited as text only
+NODE_RANGE = (1, 100_000)
+GPUS_PER_NODE_RANGE = (1, 4096)
+
+
+def controls_refusal(term: GpuTerm) -> str | None:
+    """Why the simple controls cannot show ``term`` (a count outside :data:`NODE_RANGE` or
+    :data:`GPUS_PER_NODE_RANGE`, as a ``?cluster=`` link may carry), or None when they can.
+
+    Issue 25: a control built with a value past its range raised, and the whole cluster sidebar vanished.
+    """
+    for what, value, (low, high) in (
+        ("node count", term.nodes, NODE_RANGE),
+        ("GPUs a node", term.gpus_per_node, GPUS_PER_NODE_RANGE),
+    ):
+        if not low <= value <= high:
+            return (
+                f"The spec's {what} is {value:,}; the controls show {low:,} to {high:,}. "
+                "Edit the spec text above (or pick a preset)."
+            )
     return None
 
 

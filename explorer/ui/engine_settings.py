@@ -26,7 +26,16 @@ from typing import Any, Literal
 from explorer.engines.common import PlanRequest
 from explorer.errors import PlanError
 
-__all__ = ["SETTINGS", "SETTINGS_BY_KEY", "Setting", "engine_groups", "request_changes", "settings_text"]
+__all__ = [
+    "KEY_ALIASES",
+    "SETTINGS",
+    "SETTINGS_BY_KEY",
+    "Setting",
+    "canonical_settings",
+    "engine_groups",
+    "request_changes",
+    "settings_text",
+]
 
 Kind = Literal["bool", "int", "float", "choice", "text", "floats"]
 
@@ -50,7 +59,7 @@ class Setting:
         choices: the values a ``choice`` may take.
         low: the smallest value a number may take (inclusive).
         high: the largest value a number may take (inclusive).
-        inverted: a flag that turns the field off (``--no-mmap`` sets ``mmap`` to False).
+        inverted: a flag that turns the field off (``--load-mode none`` sets ``mmap`` to False).
     """
 
     field: str
@@ -131,7 +140,7 @@ _KNOWN: dict[str, tuple[str, str, str, Kind | None, float | None, float | None, 
     "tensor_split":           ("llamacpp",    "--tensor-split",           "split over the cards, e.g. 3,1",  None, 0, 1e9, ()),
     "batch_tokens":           ("llamacpp",    "-b",                       "logical batch (tokens)",          None, 1, 1 << 20, ()),
     "ubatch_tokens":          ("llamacpp",    "-ub",                      "physical batch (tokens)",         None, 1, 1 << 20, ()),
-    "mmap":                   ("llamacpp",    "--no-mmap",                "load the file instead of mapping it", None, None, None, ()),
+    "mmap":                   ("llamacpp",    "--load-mode none",         "load the file instead of mapping it", None, None, None, ()),
     "cpu_offload":            ("llamacpp",    "--no-cpu-offload",         "every layer on the accelerators", None, None, None, ()),
     "host_fraction":          ("llamacpp",    "host share",               "share of a node's RAM a replica may use", None, 0.01, 1.0, ()),
     "tensor_parallel_size":   ("vllm+sglang", "--tensor-parallel-size",   "tensor-parallel size (SGLang --tp-size)", None, 1, 65536, ()),
@@ -139,7 +148,7 @@ _KNOWN: dict[str, tuple[str, str, str, Kind | None, float | None, float | None, 
     "data_parallel_size":     ("vllm+sglang", "--data-parallel-size",     "ranks in one launch: copies, or a MoE's expert-parallel ranks (SGLang --dp-size)", None, 1, 65536, ()),
     "expert_parallel_size":   ("sglang",      "--ep-size",                "MoE expert-parallel size within tp", None, 1, 65536, ()),
     "all2all_backend":        ("vllm+sglang", "--all2all-backend",        "MoE all-to-all (DeepEP buffers a rank)", "choice", None, None, ("deepep_high_throughput", "deepep_low_latency", "deepep_auto")),
-    "swap_space_gib":         ("vllm",        "--swap-space",             "GiB of host RAM a GPU",           None, 0, 1 << 20, ()),
+    "swap_space_gib":         ("vllm",        "--swap-space",             "GiB of host RAM a GPU (vLLM ≤ 0.17)", None, 0, 1 << 20, ()),
     "vllm_version":           ("vllm",        "vLLM release",             "the release to plan for, e.g. 0.11.0", None, None, None, ()),
     "language_only":          ("sglang",      "--language-only",          "vision encoder elsewhere",        None, None, None, ()),
     "piecewise_cuda_graph":   ("sglang",      "--enable-piecewise-cuda-graph", "piecewise CUDA graphs",      None, None, None, ()),
@@ -161,7 +170,13 @@ _KEYS = {
     "data_parallel_size": "dp",
     "expert_parallel_size": "ep",
     "vllm_version": "vllm-version",
+    "mmap": "load-mode-none",
 }
+#: fields a flag turns off though the flag does not say ``--no-``: llama.cpp 0c1e57098 reads the file instead of
+#: mapping it with ``--load-mode none`` (its ``--no-mmap`` is gone)
+_TURNED_OFF = frozenset({"mmap"})
+#: an old link's URL key -> the key that replaced it (the flag was renamed)
+KEY_ALIASES: dict[str, str] = {"no-mmap": "load-mode-none"}
 
 
 def _kind(annotation: str) -> tuple[Kind | None, bool]:
@@ -187,7 +202,7 @@ def _setting(f: dataclasses.Field) -> Setting | None:
     kind = known_kind or kind
     if kind is None:
         return None  # a type the app cannot offer as a box: the CLI still sets it
-    inverted = flag.startswith("--no-") and not f.name.startswith("no_")  # --no-mmap turns ``mmap`` off
+    inverted = f.name in _TURNED_OFF or (flag.startswith("--no-") and not f.name.startswith("no_"))
     key = _KEYS.get(f.name, flag.lstrip("-"))
     default = f.default if f.default is not dataclasses.MISSING else None
     return Setting(field=f.name, key=key, engine=engine, flag=flag, label=label, kind=kind, optional=optional,
@@ -218,11 +233,12 @@ def request_changes(values: Mapping[str, str]) -> tuple[dict[str, Any], list[str
     """(``dataclasses.replace`` arguments for a PlanRequest, messages for the values that do not parse).
 
     ``values``: URL key -> text (empty: the default). A bool's text is ``on``/``off``
-    (for an inverted flag, ``on`` means the flag is given: ``--no-mmap`` on sets ``mmap`` False).
+    (for an inverted flag, ``on`` means the flag is given: ``--load-mode none`` on sets ``mmap`` False). An old
+    link's key (:data:`KEY_ALIASES`) is read as the key that replaced it.
     """
     changes: dict[str, Any] = {}
     errors: list[str] = []
-    for key, text in values.items():
+    for key, text in canonical_settings(values).items():
         setting = SETTINGS_BY_KEY.get(key)
         if setting is None:
             continue
@@ -236,8 +252,17 @@ def request_changes(values: Mapping[str, str]) -> tuple[dict[str, Any], list[str
     return changes, errors
 
 
+def canonical_settings(values: Mapping[str, str]) -> dict[str, str]:
+    """``values`` with each old key (:data:`KEY_ALIASES`) under the key that replaced it; the new key wins when a
+    link carries both."""
+    out = {KEY_ALIASES[k]: v for k, v in values.items() if k in KEY_ALIASES}
+    out.update((k, v) for k, v in values.items() if k not in KEY_ALIASES)
+    return out
+
+
 def settings_text(values: Mapping[str, str]) -> str:
-    """The settings that differ from the defaults as flags: ``--gpu-memory-utilization 0.85 -ngl 20 --no-mmap``."""
+    """The settings that differ from the defaults as flags, as the engines take them:
+    ``--gpu-memory-utilization 0.85 -ngl 20 --load-mode none``."""
     changes, _errors = request_changes(values)
     parts = []
     for s in SETTINGS:

@@ -17,7 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from explorer.errors import OfflineMissError
+from explorer.safe_text import safe_html
 from explorer.sources.resolved import ResolvedModel
+from explorer.ui.published import OWNER, Audience
 
 __all__ = ["UnknownModelError", "in_browser", "pick_model", "unknown_model_advice"]
 
@@ -41,13 +43,13 @@ class UnknownModelError(OfflineMissError):
         super().__init__(f"the shipped snapshot does not know {text}", hint="")
 
 
-def _snapshot_answer(text: str) -> ResolvedModel | None:
+def _snapshot_answer(text: str, spec_options: dict[str, Any]) -> ResolvedModel | None:
     from explorer.errors import ConfigError
     from explorer.sources.from_hub import from_snapshot
     from explorer.sources.spec import parse_model_spec
 
     try:
-        spec = parse_model_spec(text)
+        spec = parse_model_spec(text, **spec_options)
     except ConfigError:
         return None
     if spec.kind != "hub" or spec.revision:
@@ -61,22 +63,25 @@ def pick_model(
     fetch: bool = False,
     token: str | None = None,
     progress: Callable[[str, int, int], Any] | None = None,
+    audience: Audience = OWNER,
 ) -> ResolvedModel:
-    """The model ``text`` names: the snapshot, else (not in a browser) the cache, or the Hub when ``fetch``.
+    """The model ``text`` names: the snapshot, else (not in a browser) the cache, or the Hub when ``fetch``;
+    for a published app's visitor (``audience``), only what :meth:`Audience.hub_access` allows.
 
     Raises:
         UnknownModelError: no one answered without the network (the nearest snapshot ids attached).
-        ExplorerError: a local file that does not read, a Hub failure (after Fetch).
+        ExplorerError: a local file that does not read (or, for a visitor, any path), a Hub failure.
     """
     text = text.strip()
-    if not fetch and (got := _snapshot_answer(text)) is not None:
+    if not fetch and (got := _snapshot_answer(text, audience.spec_options())) is not None:
         return got
     if in_browser():
         raise UnknownModelError(text, _nearest(text))
     from explorer.sources.resolve import resolve_model
 
     try:
-        return resolve_model(text, offline=not fetch, token=token, progress=progress)
+        with audience.hub_access(token) as access:
+            return resolve_model(text, offline=not fetch, progress=progress, **access)
     except OfflineMissError:
         if fetch:
             raise
@@ -92,10 +97,12 @@ def _nearest(text: str) -> list[str]:
 
 
 def unknown_model_advice(error: UnknownModelError, *, can_fetch: bool) -> str:
-    """What the app says about a model it does not know (markdown, ids in backticks)."""
-    lines = [f"**explorer does not know `{error.text}` offline.**"]
+    """What the app says about a model it does not know (markdown; the ids HTML-escaped in ``<code>``, since
+    what a visitor typed or a link carried may hold markup or backticks that would end a code span)."""
+    lines = [f"**explorer does not know <code>{safe_html(error.text)}</code> offline.**"]
     if error.suggestions:
-        lines.append("Did you mean " + ", ".join(f"`{s}`" for s in error.suggestions) + "? Pick one below.")
+        ids = ", ".join(f"<code>{safe_html(s)}</code>" for s in error.suggestions)
+        lines.append(f"Did you mean {ids}? Pick one below.")
     if can_fetch:
         lines.append("Press **Fetch** to read it from the Hugging Face Hub (a token for gated models goes beside it).")
     else:

@@ -36,6 +36,7 @@ __all__ = [
     "context_steps",
     "context_sweep",
     "host_note",
+    "launch_text",
     "near_miss_rows",
     "near_misses",
     "nearest_step",
@@ -179,7 +180,16 @@ def _num(x: float | None, fmt: str) -> str:
     return "—" if x is None else format(x, fmt)
 
 
-def _row(rank: str, option: Option, fits: str) -> dict[str, Any]:
+def launch_text(result: PlanResult, option: Option) -> str:
+    """The lines that start ``option`` as the plan prints them: each copy on its devices with its port, a line a
+    node (:func:`explorer.plan.replicas.replica_launch`); the engine's bare command when the plan has no cluster
+    to place it on."""
+    if result.replica_launch is None:
+        return option.evaluation.command
+    return result.replica_launch(option).text()
+
+
+def _row(rank: str, option: Option, fits: str, launch: str) -> dict[str, Any]:
     card, ev = option.per_card, option.evaluation
     tps, ttft, cost = speed_of_option(option)
     return {
@@ -196,13 +206,15 @@ def _row(rank: str, option: Option, fits: str) -> dict[str, Any]:
         "cluster tok/s": _num(cluster_tokens_per_s(option), ",.1f"),
         "TTFT (s)": _num(ttft, ",.2f"),
         "$ / M tokens": _num(cost, ",.2f"),
-        "command": ev.command,
+        "command": launch,
     }
 
 
 def option_rows(result: PlanResult, limit: int = 40) -> list[dict[str, Any]]:
     """The ranked options as table rows (``TABLE_COLUMNS``), best first, ✓ in ``fits``."""
-    return [_row(str(i), o, "✓" if o.fits else "✗") for i, o in enumerate(result.options[:limit], 1)]
+    return [
+        _row(str(i), o, "✓" if o.fits else "✗", launch_text(result, o)) for i, o in enumerate(result.options[:limit], 1)
+    ]
 
 
 def near_misses(result: PlanResult, limit: int = 3) -> list[Option]:
@@ -215,7 +227,11 @@ def near_misses(result: PlanResult, limit: int = 3) -> list[Option]:
 def near_miss_rows(result: PlanResult, limit: int = 3) -> list[dict[str, Any]]:
     """Rows for the ways that just failed to fit, marked ✗ (shown in red); a way that does not fit has no replicas."""
     return [
-        {**_row("✗", o, "✗ short by " + gib(-o.per_card.headroom)), "replicas": "—", "cluster tok/s": "—"}
+        {
+            **_row("✗", o, "✗ short by " + gib(-o.per_card.headroom), launch_text(result, o)),
+            "replicas": "—",
+            "cluster tok/s": "—",
+        }
         for o in near_misses(result, limit)
     ]
 

@@ -299,13 +299,19 @@ def test_json_gives_a_launch_over_nodes_a_command_a_node(capsys):
     status, out = _json(capsys, "meta-llama/Meta-Llama-3.1-405B", "--offline", "--cluster", "2x8xh100-80g@ib0",
                         "--engine", "vllm")  # fmt: skip
     opt = next(o for o in out["options"] if o["tp"] == 8 and o["pp"] == 2)
-    assert status == 0 and opt["command"].endswith("--nnodes 2 --node-rank 0 --master-addr <head-node>")
+    assert status == 0 and opt["command"].endswith(
+        "--nnodes 2 --node-rank 0 --master-addr <head-node> --master-port 29501"
+    )
     (worker,) = opt["node_commands"]
-    assert worker["rank"] == 1 and worker["command"].endswith("--node-rank 1 --master-addr <head-node> --headless")
+    assert worker["rank"] == 1 and worker["command"].endswith(
+        "--node-rank 1 --master-addr <head-node> --master-port 29501 --headless"
+    )
     head, other = opt["replica_launch"]["lines"]
     assert head.startswith("h100-80g@ib0#0: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve ")
-    assert head.endswith("--master-addr <h100-80g@ib0#0> --port 8000")
-    assert other.startswith("h100-80g@ib0#1: ") and other.endswith("--master-addr <h100-80g@ib0#0> --headless")
+    assert head.endswith("--master-addr <h100-80g@ib0#0> --master-port 29501 --port 8000")
+    assert other.startswith("h100-80g@ib0#1: ") and other.endswith(
+        "--master-addr <h100-80g@ib0#0> --master-port 29501 --headless"
+    )
 
 
 def test_the_text_shows_the_best_options_notes_as_the_json_has_them(capsys):

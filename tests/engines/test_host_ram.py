@@ -17,10 +17,10 @@ L8 = "meta-llama__Meta-Llama-3.1-8B"
 
 
 def test_vllm_refuses_a_node_whose_ram_cannot_take_the_swap_space():
-    """--swap-space 4 GiB (vLLM ≤ 0.11's default, given here: the current release has none) × 8 GPUs = 32 GiB;
+    """--swap-space 4 GiB (vLLM ≤ 0.11's default, given here at 0.17.1, the last release with the flag) × 8 GPUs = 32 GiB;
     vLLM allows 70 % of a 40 GiB node, 28 GiB: the 8 cards are refused with the numbers; the fewest (2) and the
     scale-up to 4 claim 8 and 16 GiB and run. With --swap-space 0 (vLLM without swap space) 8 cards run too."""
-    swap = PlanRequest(engines=("vllm",), swap_space_gib=4)
+    swap = PlanRequest(engines=("vllm",), swap_space_gib=4, vllm_version="0.17.1")
     result = plan(shape_of(L70), parse_cluster("1x8xh100-80g,ram=40g"), swap, speed=False)
     assert {o.layout.cards for o in result.options} == {2, 4}
     assert all(o.evaluation.host.overhead == 4 * GiB * o.layout.cards for o in result.options)
@@ -47,11 +47,13 @@ def test_vllm_refuses_a_node_whose_ram_cannot_take_the_swap_space():
     eight = Layout(engine="vllm", gpu_class="h100-80g", gpus_per_node=8, tp=8)
     assert vllm_claim(eight, PlanRequest(vllm_version="0.11")).swap_bytes == 8 * 4 * GiB  # 0.11's default
     assert vllm_claim(eight, PlanRequest(vllm_version="0.12")).swap_bytes == 0
+    # from 0.18.0 there is no --swap-space: nothing is charged (the planner refuses one asked: tests/plan/test_command_sweep)
+    assert vllm_claim(eight, PlanRequest(vllm_version="0.18.0", swap_space_gib=4)).swap_bytes == 0
 
 
 def test_vllm_claim_counts_the_gpus_on_the_node():
     layout = Layout(engine="vllm", gpu_class="h100-80g", nodes=2, gpus_per_node=8, tp=8, pp=2)
-    claim = vllm_claim(layout, PlanRequest(swap_space_gib=2.5))
+    claim = vllm_claim(layout, PlanRequest(swap_space_gib=2.5, vllm_version="0.17.1"))
     assert claim.bytes_per_node == int(2.5 * GiB) * 8 and claim.share == 0.7
 
 
@@ -92,6 +94,8 @@ def test_host_ram_free_now():
         "host_free": "20g",
     }
     cluster = cluster_from_dict({"nodes": [node]}, shipped_catalogue())
-    result = plan(shape_of(L70), cluster, PlanRequest(engines=("vllm",), swap_space_gib=4), speed=False)
+    result = plan(
+        shape_of(L70), cluster, PlanRequest(engines=("vllm",), swap_space_gib=4, vllm_version="0.17.1"), speed=False
+    )
     free = {o.layout.cards: o.free_now for o in result.options}
     assert free == {2: True, 4: True, 8: False}  # 4 GiB a card vs 20 GiB

@@ -179,9 +179,11 @@ def test_a_launch_across_nodes_is_a_command_a_node():
     """tp 8 × pp 2 on two nodes: vLLM's multiprocessing backend (``--nnodes``; ``ray`` is refused with it),
     rank 0 the API server, rank 1 ``--headless``, both naming the head."""
     ev = _eval("meta-llama__Meta-Llama-3.1-70B", "h100-80g", PlanRequest(), tp=8, pp=2, nodes=2, gpus_per_node=8)
-    assert ev.command.endswith("--nnodes 2 --node-rank 0 --master-addr <head-node>")
+    assert ev.command.endswith("--nnodes 2 --node-rank 0 --master-addr <head-node> --master-port 29501")
     (worker,) = ev.workers
-    assert worker.rank == 1 and worker.command.endswith("--nnodes 2 --node-rank 1 --master-addr <head-node> --headless")
+    assert worker.rank == 1 and worker.command.endswith(
+        "--nnodes 2 --node-rank 1 --master-addr <head-node> --master-port 29501 --headless"
+    )
     assert "--distributed-executor-backend" not in ev.command
 
 

@@ -177,6 +177,25 @@ def test_the_context_floor_reaches_the_demand():
     assert (demand.context_tokens, demand.min_context_tokens) == (32768, 8192)
 
 
+def test_place_cli_prints_each_instances_launch_lines(capsys):
+    """Two 8B models on two L40S: each on its own card with its own port, vLLM asked for the share it was charged
+    (the JSON carries the same rows as the text)."""
+    argv = ["place", "--cluster", "1x2xl40s-48g", "--offline", "--model", "Qwen/Qwen3-8B",
+            "--model", "meta-llama/Meta-Llama-3.1-8B"]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    lines = [line.strip() for line in text.split("launch (")[1].splitlines()[1:] if line.strip()]
+    assert [line.split(" vllm serve ")[0] for line in lines] == [
+        "l40s-48g#0: CUDA_VISIBLE_DEVICES=0",
+        "l40s-48g#0: CUDA_VISIBLE_DEVICES=1",
+    ]
+    assert [line.rsplit(" ", 1)[1] for line in lines] == ["8000", "8001"]
+    assert all("--gpu-memory-utilization 0." in line and "--max-num-seqs" in line for line in lines)
+    assert main([*argv, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["launch"]
+    assert [r["command"] for r in rows] == lines
+
+
 def test_weights_the_engine_cannot_run_on_the_card_are_refused_with_the_reason():
     shape = shape_of("deepseek-ai__DeepSeek-R1")
     term = parse_model_term("deepseek-ai/DeepSeek-R1")

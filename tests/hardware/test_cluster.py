@@ -336,7 +336,7 @@ def test_file_errors(tmp_path):
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ClusterSpecError, match=r"x.toml is not UTF-8 text \(byte 0 is 0xff\)"):
         load_cluster_file(binary)
-    with pytest.raises(ClusterSpecError, match="is a folder, not a file"):
+    with pytest.raises(ClusterSpecError, match="is a folder, not a regular file"):
         load_cluster_file(tmp_path)
 
 

@@ -71,9 +71,24 @@ def test_a_command_runs_as_printed_only_without_a_placeholder():
     converted = f"llama-server -m {convert_ref('BF16', BASE)} -ngl 81"
     assert converted == (
         "llama-server -m <meta-llama/Meta-Llama-3.1-70B converted to a BF16 GGUF "
-        "(convert_hf_to_gguf.py, then llama-quantize)> -ngl 81"
+        "(convert_hf_to_gguf.py --outtype bf16)> -ngl 81"
     )
     assert loads_published_weights(published)
     assert not loads_published_weights(unpublished) and not loads_published_weights(converted)
     # an RPC host placeholder names a machine, not weights: the command still loads what is published
     assert loads_published_weights("llama-server --hf-repo a/b --hf-file m.gguf --rpc <node1>:50052")
+
+
+def test_the_convert_placeholder_says_the_steps_the_target_type_needs():
+    """convert_hf_to_gguf.py --outtype writes f32, f16, bf16, q8_0 (and the ternary tq1_0, tq2_0) itself; a
+    K-quant needs llama-quantize after it. explorer's own float names (fp16) are the converter's (f16)."""
+    assert convert_ref("fp16", BASE) == (
+        "<meta-llama/Meta-Llama-3.1-70B converted to a F16 GGUF (convert_hf_to_gguf.py --outtype f16)>"
+    )
+    assert convert_ref("Q8_0", BASE).endswith("(convert_hf_to_gguf.py --outtype q8_0)>")
+    assert convert_ref("Q4_K_M", BASE) == (
+        "<meta-llama/Meta-Llama-3.1-70B converted to a Q4_K_M GGUF "
+        "(convert_hf_to_gguf.py, then llama-quantize to Q4_K_M)>"
+    )
+    assert not loads_published_weights(f"llama-server -m {convert_ref('Q4_K_M', BASE)}")
+    assert not loads_published_weights(f"llama-server -m {convert_ref('F16', BASE)}")

@@ -183,3 +183,34 @@ def test_a_config_nested_past_the_limit_is_a_typed_error():
     with pytest.raises(ConfigError, match="nests deeper than 64"):
         parse_config_text('{"a": ' + "[" * 65 + "]" * 65 + "}")
     assert parse_config_text('{"a": ' + "[" * 60 + "]" * 60 + "}")["a"]  # deep, but within the limit
+
+
+@pytest.mark.parametrize("block", [[128, "granitehybrid"], [{"a": 2**31}, 128], [1e-300, 128], [0, 128], [2**62, 1]])
+def test_a_quantisation_block_that_is_not_two_whole_numbers_is_a_typed_error(config, block):
+    # issue 25: quantization_config bypassed the typed getters: int("granitehybrid") was a ValueError, int({…})
+    # a TypeError, a block of 1e-300 (int 0) a ZeroDivisionError
+    raw = config("RedHatAI__DeepSeek-V4-Flash-NVFP4-FP8")
+    raw["quantization_config"]["config_groups"]["group_0"]["weights"]["block_structure"] = block
+    with pytest.raises(ConfigError, match=r"block_structure\[[01]\]"):
+        run_case(json.dumps(raw), with_plan=False)
+
+
+@pytest.mark.parametrize(("value", "says"), [(math.inf, "mlp_ratio is inf"), (1e300, "past the plausible maximum")])
+def test_a_vision_mlp_ratio_past_any_width_is_a_typed_error(config, value, says):
+    # issue 25: vision_config.mlp_ratio = inf was an OverflowError (int(hidden * inf)), seed 28 case 9670
+    raw = config("allenai__olmOCR-7B-0225-preview")
+    raw["vision_config"]["mlp_ratio"] = value
+    raw["vision_config"].pop("intermediate_size", None)
+    with pytest.raises(ConfigError, match=says):
+        run_case(json.dumps(raw, allow_nan=True), with_plan=False)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"), [(math.inf, "group_size must be a whole number"), ("128", "must be a number")]
+)
+def test_a_gptq_group_size_that_is_no_whole_number_is_a_typed_error(config, value, says):
+    # config fuzz seed 30 case 14426: quantization_config.group_size = inf was an OverflowError
+    raw = config("TheBloke__Llama-2-13B-chat-GPTQ")
+    raw["quantization_config"]["group_size"] = value
+    with pytest.raises(ConfigError, match=says):
+        run_case(json.dumps(raw, allow_nan=True), with_plan=False)

@@ -129,6 +129,14 @@ def test_explorer_bad_spec_is_a_callout(offline):
     assert not any("Traceback" in getattr(o, "text", "") for o in outputs if o is not None)
 
 
+def test_a_count_the_cluster_controls_cannot_show_keeps_the_sidebar_with_a_callout(offline):
+    # issue 25: a ?cluster= link with 10^9 nodes made the controls' cell raise, and the sidebar vanished
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(spec="999999999x8xh100-80g")})
+    assert "node count is 999,999,999; the controls show 1 to 100,000" in defs["term_refusal"]
+    assert defs["term_nodes"] is None and "spec_box" in defs  # the sidebar's cell ran with the spec box
+    assert not any("Traceback" in getattr(o, "text", "") for o in outputs if o is not None)
+
+
 def test_explorer_engine_settings_reach_the_request(offline):
     """The settings section is PlanRequest's fields: a link's values land in the request the planner gets."""
     defs = run_explorer(
@@ -356,8 +364,8 @@ def test_placement_takes_any_id_the_resolver_takes_and_gives_launch_commands(off
         local["where"].startswith("l40s-48g#0 GPUs ") and str(CONFIGS / "Qwen__Qwen2.5-1.5B.json") in local["command"]
     )
     gpus = local["where"].split("GPUs ")[1]
-    assert local["command"].startswith(f"CUDA_VISIBLE_DEVICES={gpus} vllm serve ")
-    assert launches[("renamed", "0")]["command"].split()[3] == "meta-llama/Llama-3.1-8B"  # launched by the asked id
+    assert local["command"].startswith(f"l40s-48g#0: CUDA_VISIBLE_DEVICES={gpus} vllm serve ")
+    assert launches[("renamed", "0")]["command"].split()[4] == "meta-llama/Llama-3.1-8B"  # launched by the asked id
     assert "Traceback" not in _texts(outputs)
 
 

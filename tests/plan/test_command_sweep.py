@@ -29,12 +29,14 @@ from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.sources.known_models import known_models
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
+from explorer.units import GiB
 
 CLUSTERS = {
     "1x1xh100-80g": "1x1xh100-80g",
     "1x4xl40s-48g": "1x4xl40s-48g",
     "2x8xh100-80g@ib0": "2x8xh100-80g@ib0",
     "2x2xt4-16g": "2x2xt4-16g",  # two nodes, no fabric
+    "4x1xrtx4090-24g@eth0": "4x1xrtx4090-24g@eth0",  # one card a node on a fabric: llama.cpp over RPC, its copies
 }
 #: a node whose card 0 is an RTX 4090 and card 1 an L40S (issue 24's mixed node)
 MIXED = {"nodes": [{"name": "mix", "gpus": [{"class": "rtx4090-24g", "count": 1}, {"class": "l40s-48g", "count": 1}]}]}
@@ -89,7 +91,47 @@ def _ports_and_ranks(lines: list[Parsed], option: Option) -> list[str]:
                 problems.append(f"{p.engine}: no --port")
             seen[(p.where, str(port))] += 1
     problems += [f"port {port} twice on {where or 'one node'}" for (where, port), n in seen.items() if n > 1]
-    return problems
+    return problems + _meeting_ports(lines)
+
+
+def _meeting_ports(lines: list[Parsed]) -> list[str]:
+    """Two launches across nodes headed on one node meet at different ports there: vLLM's --master-port (29501
+    when not given) and --data-parallel-rpc-port, SGLang's --dist-init-addr port."""
+    heads: Counter[tuple[str, str, str]] = Counter()
+    for p in lines:
+        if not _serves_http(p):
+            continue
+        if p.engine == "vllm" and p.value("--nnodes") not in (None, "1"):
+            heads[(p.where, "--master-port", str(p.value("--master-port") or 29501))] += 1
+        if p.engine == "vllm" and p.value("--data-parallel-address") is not None:
+            heads[(p.where, "--data-parallel-rpc-port", str(p.value("--data-parallel-rpc-port")))] += 1
+        if p.engine == "sglang" and p.value("--dist-init-addr") is not None:
+            heads[(p.where, "--dist-init-addr", str(p.value("--dist-init-addr")).rsplit(":", 1)[1])] += 1
+    for p in lines:
+        if p.engine == "rpc-server":
+            heads[(_host(p.where), "rpc-server -p", str(p.value("-p")))] += 1
+    problems = [f"{flag} {port} twice on {where}" for (where, flag, port), n in heads.items() if n > 1]
+    return problems + _rpc_endpoints(lines)
+
+
+def _host(where: str) -> str:
+    """A line's node without the brackets of a placeholder (``<gpu-b>`` → ``gpu-b``)."""
+    return where[1:-1] if where.startswith("<") and where.endswith(">") else where
+
+
+def _rpc_endpoints(lines: list[Parsed]) -> list[str]:
+    """Every ``--rpc`` endpoint of a main server is an ``rpc-server`` line of the launch on that node and port,
+    and every rpc-server line is some server's endpoint."""
+    servers = {(_host(p.where), str(p.value("-p"))) for p in lines if p.engine == "rpc-server"}
+    wanted = set()
+    for p in lines:
+        if p.engine == "llamacpp" and p.value("--rpc"):
+            for endpoint in str(p.value("--rpc")).split(","):
+                host, _, port = endpoint.rpartition(":")
+                wanted.add((_host(host), port))
+    return [f"--rpc {h}:{port}: no rpc-server there" for h, port in sorted(wanted - servers)] + [
+        f"rpc-server on {h} -p {port}: no server uses it" for h, port in sorted(servers - wanted)
+    ]
 
 
 def _serves_http(p: Parsed) -> bool:
@@ -251,7 +293,11 @@ def _sweep_automatic():
 #: pinned cards a cluster: (cards, replicas, the user's tp)
 PINS = {
     "1x4xl40s-48g": [("l40s-48g#0:1", 1, None), ("l40s-48g#0:2,l40s-48g#0:3", 2, None), ("0,1,2,3", 1, 2)],
-    "2x8xh100-80g@ib0": [("h100-80g@ib0#0:0,h100-80g@ib0#0:1,h100-80g@ib0#1:0,h100-80g@ib0#1:1", 1, None)],
+    "2x8xh100-80g@ib0": [
+        ("h100-80g@ib0#0:0,h100-80g@ib0#0:1,h100-80g@ib0#1:0,h100-80g@ib0#1:1", 1, None),
+        # two copies each over both nodes (llama.cpp: two RPC servers on node 1; vLLM and SGLang refuse it)
+        ("h100-80g@ib0#0:0,h100-80g@ib0#1:0,h100-80g@ib0#0:1,h100-80g@ib0#1:1", 2, None),
+    ],
     "mixed": [("mix:0,mix:1", 1, None)],
 }
 
@@ -355,17 +401,27 @@ def test_the_checker_reads_a_placed_line():
     assert model_of(p) == "<o/r at AWQ (no published checkpoint)>" and p.value("-tp") == "2"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="H22 (--swap-space in the command) is not on main; and vLLM 0.26.0 has no --swap-space (gone with V0): "
-    "a swap space the plan charges must be a flag the pinned release takes, or refused",
-)
 def test_a_swap_space_the_plan_charges_is_in_the_command_as_a_flag_vllm_takes():
+    """vLLM 0.26.0 has no --swap-space (the table above; vllm-project/vllm#36216 removed it for 0.18.0): a swap
+    space asked there is refused with the release named, never charged; at 0.17.1, the last release with the
+    flag, the command prints what the plan charges (8 GiB × 1 GPU of host RAM)."""
     shape = next(m.shape for m in _models() if m.ref == "Qwen/Qwen3-8B")
-    result = plan(shape, parse_cluster("1x1xh100-80g"), PlanRequest(engines=("vllm",), swap_space_gib=8),
-                  suggest=False, speed=False)  # fmt: skip
-    parsed = parse_line(result.options[0].evaluation.command)
-    assert parsed.value("--swap-space") == "8" and not parsed.problems
+    cluster = parse_cluster("1x1xh100-80g")
+    current = plan(shape, cluster, PlanRequest(engines=("vllm",), swap_space_gib=8), suggest=False, speed=False)
+    assert not current.options
+    reasons = {x.reason for x in current.rejected if x.rule == "swap-space"}
+    assert reasons and all(
+        "vLLM 0.26 (current) has no --swap-space" in r and "--vllm-version 0.17.1" in r for r in reasons
+    )
+    older = plan(shape, cluster, PlanRequest(engines=("vllm",), swap_space_gib=8, vllm_version="0.17.1"),
+                 suggest=False, speed=False)  # fmt: skip
+    best = older.options[0].evaluation
+    words = best.command.split()  # (the checker's table is 0.26.0's, so the words are read here)
+    assert words[words.index("--swap-space") + 1] == "8"
+    assert best.host is not None and best.host.overhead == 8 * GiB  # one GPU × 8 GiB
+    # no swap space asked: none charged, none printed (V1 sets none aside)
+    plain = plan(shape, cluster, PlanRequest(engines=("vllm",)), suggest=False, speed=False).options[0].evaluation
+    assert "--swap-space" not in plain.command and plain.host is None
 
 
 LL, HT = "deepep_low_latency", "deepep_high_throughput"

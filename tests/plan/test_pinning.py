@@ -339,6 +339,6 @@ def test_pinned_vllm_across_nodes_is_a_line_a_node_with_its_rank():
     r = check_pinned(shape_of(L70), cluster, [f"{a}:0", f"{a}:1", f"{b}:4", f"{b}:5"])
     head, worker = pinned_launch(r)
     assert head.startswith(f"{a}: CUDA_VISIBLE_DEVICES=0,1 vllm serve ")
-    assert head.endswith(f"--nnodes 2 --node-rank 0 --master-addr <{a}> --port 8000")
+    assert head.endswith(f"--nnodes 2 --node-rank 0 --master-addr <{a}> --master-port 29501 --port 8000")
     assert worker.startswith(f"{b}: CUDA_VISIBLE_DEVICES=4,5 vllm serve ")
-    assert worker.endswith(f"--nnodes 2 --node-rank 1 --master-addr <{a}> --headless")
+    assert worker.endswith(f"--nnodes 2 --node-rank 1 --master-addr <{a}> --master-port 29501 --headless")

@@ -67,7 +67,7 @@ def test_json_carries_replicas_aggregate_and_launch():
 def test_host_ram_claims_cap_the_copies_on_a_node():
     """vLLM --swap-space 4 on a 40 GiB node: tp 2 claims 2 × 4 = 8 GiB of host RAM a copy, and vLLM lets its claims
     take 70 % of the RAM, 28 GiB: 3 copies (not 8 // 2 = 4), started with --data-parallel-size 3."""
-    result = _plan(LLAMA_70B, "1x8xh100-80g,ram=40g", engines=("vllm",), swap_space_gib=4)
+    result = _plan(LLAMA_70B, "1x8xh100-80g,ram=40g", engines=("vllm",), swap_space_gib=4, vllm_version="0.17.1")
     tp2 = _option(result, "vllm", 2)
     line = result.replica_launch(tp2).lines[0]
     assert tp2.replicas == 3 and line.endswith("--data-parallel-size 3 --port 8000")
@@ -95,11 +95,12 @@ def test_multi_node_replicas_pair_nodes_of_one_fabric():
     assert whole.replicas == 2
     launch = replica_launch(whole, parse_cluster("4x8xh100-80g@ib0 + 1x8xh100-80g"))
     assert launch.method == "instances" and len(launch.lines) == 4 and launch.more == 0
-    for first, head in ((0, "h100-80g@ib0#0"), (2, "h100-80g@ib0#2")):
+    # each copy meets at its own master port: 29501, then 29501 + 100 (launch_lines.COPY_PORT_STEP)
+    for first, head, master in ((0, "h100-80g@ib0#0", 29501), (2, "h100-80g@ib0#2", 29601)):
         rank0, rank1 = launch.lines[first : first + 2]
         assert rank0.startswith(f"{head}: CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve")
-        assert rank0.endswith(f"--nnodes 2 --node-rank 0 --master-addr <{head}> --port 8000")
-        assert rank1.endswith(f"--nnodes 2 --node-rank 1 --master-addr <{head}> --headless")
+        assert rank0.endswith(f"--nnodes 2 --node-rank 0 --master-addr <{head}> --master-port {master} --port 8000")
+        assert rank1.endswith(f"--nnodes 2 --node-rank 1 --master-addr <{head}> --master-port {master} --headless")
         assert not rank1.startswith(head)
     assert not any("h100-80g#0" in line for line in launch.lines)  # the node off the fabric
 
@@ -189,3 +190,21 @@ def test_a_launch_with_a_line_a_node_names_each_node():
     assert other.endswith("--data-parallel-start-rank 8 --headless")
     assert f"--data-parallel-address <{node}> " in head and f"--data-parallel-address <{node}> " in other
     assert other.split(": ")[0] != node  # two nodes
+
+
+def test_copies_over_rpc_are_each_written_on_nodes_of_their_own():
+    """Llama-3.1-8B in bf16 (16 GB) on six T4 nodes over eth0: one T4 holds 15 GiB, so a copy is the main server
+    on one node and an rpc-server on another; the six nodes hold three copies, and each is written: its main
+    server's --rpc names its own rpc-server's node (the engine's <node1> placed), and each copy's RPC port is
+    its own (50052, 50152, 50252: launch_lines.COPY_PORT_STEP apart)."""
+    result = _plan(LLAMA_8B, "6x1xt4-16g@eth0", engines=("llamacpp",))
+    rpc = next(o for o in result.options if o.layout.rpc)
+    assert rpc.replicas == 3 and rpc.layout.nodes == 2
+    launch = result.replica_launch(rpc)
+    assert (launch.method, len(launch.lines), launch.more) == ("instances", 6, 0)
+    for k in range(3):
+        server, rpc_server = launch.lines[2 * k : 2 * k + 2]
+        head, worker, port = f"t4-16g@eth0#{2 * k}", f"t4-16g@eth0#{2 * k + 1}", 50052 + 100 * k
+        assert server.startswith(f"{head}: CUDA_VISIBLE_DEVICES=0 llama-server ")
+        assert f" --rpc <{worker}>:{port} " in server and server.endswith(" --port 8000")
+        assert rpc_server == f"{worker}: CUDA_VISIBLE_DEVICES=0 rpc-server -H 0.0.0.0 -p {port}"

@@ -14,7 +14,9 @@ import email.utils
 import time
 
 import pytest
+from support.fuzz import peak_rss_bytes
 from support.hub_fixtures import GATED, GATED_TOKEN, GGUF, GGUF_FILES, SINGLE
+from support.hubfaults import BOMB_DECODED_BYTES
 
 from explorer.errors import (
     GatedRepoError,
@@ -250,3 +252,39 @@ def test_every_fault_ends_typed(server):
         ("status", 500): "HubError",
         ("status", 429): "HubRateLimitError",
     }
+
+
+# --- bodies past the caps, and status lines that drip (issue 25) --------------------------------
+
+
+@pytest.mark.parametrize(("status", "error"), [(404, HubError), (500, HubError), (302, HubResponseError)])
+def test_endless_error_and_redirect_bodies_are_read_up_to_the_cap(server, status, error):
+    # before: an endless 404/500/302 body was read whole (MemoryError); now a 404/500 body is read up to
+    # ERROR_BODY_BYTES and a redirect's body not at all (the loop ends after MAX_REDIRECTS)
+    before = peak_rss_bytes()
+    with server.fault("endless", LISTING, status=status), pytest.raises(error):
+        fetch_repo_listing(SINGLE, settings=settings_for(server, timeout_s=20))
+    assert peak_rss_bytes() - before < 64 * 2**20
+
+
+def test_a_gzip_bomb_on_a_404_is_decoded_only_up_to_the_cap(server):
+    # before: a 1 MB gzip body on a 404 decoded to 2.1 GiB; here 256 KiB decoding to 256 MiB
+    before = peak_rss_bytes()
+    with server.fault("gzip-bomb", LISTING, status=404), pytest.raises(HubError, match="HTTP 404"):
+        fetch_repo_listing(SINGLE, settings=settings_for(server, timeout_s=20))
+    assert peak_rss_bytes() - before < BOMB_DECODED_BYTES // 4
+
+
+def test_headers_that_drip_are_cut_off_at_the_deadline(server):
+    # before: a status line and headers sent a byte every 2 s ran past 240 s with --timeout 5 (each byte
+    # came within the 10 s read timeout)
+    t0 = time.monotonic()
+    with server.fault("drip-headers", LISTING, drip_s=0.3), pytest.raises(HubTimeoutError):
+        fetch_repo_listing(SINGLE, settings=settings_for(server, timeout_s=2))
+    assert time.monotonic() - t0 < 2 + 1.5  # the deadline, plus the teardown
+
+
+def test_a_listed_config_that_is_then_missing_is_a_typed_error(server):
+    # before: a listing naming config.json whose download answered 404 was an IndexError
+    with server.fault("status", r"/resolve/.*config\.json$", status=404), pytest.raises(HubFileNotFoundError):
+        resolve_model(SINGLE, settings=settings_for(server), **QUIET)

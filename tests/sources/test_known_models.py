@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from support.hub_fixtures import SHARDED
+from support.hub_fixtures import SHARDED, SINGLE
 
 from explorer.sources.hub.settings import HubSettings
 from explorer.sources.known_models import known_models
@@ -51,3 +51,28 @@ def test_another_endpoints_rows_are_not_listed(new_hub_server, own_cache, monkey
     known = known_models()
     assert known.cache_path == str(own_cache) and not [m for m in known.models if m.origin == "cache"]
     assert not known.skipped
+
+
+def test_visitors_list_the_operators_chosen_models_and_nothing_else_of_the_cache(
+    new_hub_server, own_cache, monkeypatch
+):
+    # the published app's list (issue 25): the snapshot, then the operator's EXPLORER_PUBLISHED_MODELS found in
+    # the cache; what any visitor fetched into the same cache (SINGLE here) stays out of it
+    server = new_hub_server()
+    monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+    for repo in (SHARDED, SINGLE):
+        resolve_model(repo, settings=HubSettings.resolve(), progress=lambda *a: None)
+    server.stop()
+    snapshot_first = load_snapshot().repos[0]
+    known = known_models(use_cache=False, chosen=[SHARDED, "org/never-fetched", snapshot_first])
+    chosen = [m for m in known.models if m.origin == "chosen"]
+    assert [m.ref for m in chosen] == [SHARDED] and chosen[0].shape.params == 106_816
+    assert SINGLE not in {m.ref for m in known.models}
+    assert len(known.models) == len(load_snapshot().repos) + 1  # the snapshot's own repo is not listed twice
+    assert [s.split(":")[0] for s in known.skipped] == ["org/never-fetched"]
+
+
+def test_chosen_models_without_a_cache_file_are_skipped_with_a_note(own_cache):
+    known = known_models(use_cache=False, chosen=["org/a"])
+    assert known.skipped == ("org/a: not in the cache (fetch it once on this machine)",)
+    assert not os.path.exists(own_cache)  # listing never creates the cache

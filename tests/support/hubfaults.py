@@ -13,21 +13,35 @@ answered as usual. Modes, each a way a real Hub, proxy or CDN has failed:
   bytes of it (``Content-Range`` says so honestly);
 - ``status``: the ``status`` given (429, 503, 401, 403, 404, 500…) with the
   ``headers`` given (``Retry-After``), a JSON body and huggingface_hub's
-  ``X-Error-Code`` for 401/403/404.
+  ``X-Error-Code`` for 401/403/404;
+- ``endless``: the ``status`` given (404, 500, 302 with a Location to itself) with a body that never ends
+  (chunks of JSON-ish bytes until the client hangs up);
+- ``gzip-bomb``: the ``status`` given with ``Content-Encoding: gzip`` and a 256 KiB body that decodes to
+  256 MiB of zeros;
+- ``drip-headers``: the status line, then the headers one byte every ``drip_s`` seconds.
 
 Standard library only, like the server. PYTEST_DONT_REWRITE.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
+import io
 import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-Mode = Literal["html", "not-utf8", "redirect-loop", "drip", "short-range", "status"]
-MODES: tuple[str, ...] = ("html", "not-utf8", "redirect-loop", "drip", "short-range", "status")
+Mode = Literal[
+    "html", "not-utf8", "redirect-loop", "drip", "short-range", "status", "endless", "gzip-bomb", "drip-headers"
+]
+MODES: tuple[str, ...] = (
+    "html", "not-utf8", "redirect-loop", "drip", "short-range", "status", "endless", "gzip-bomb", "drip-headers"
+)  # fmt: skip
+#: what a gzip bomb decodes to (bytes of zeros); its body is about a thousandth of it
+BOMB_DECODED_BYTES = 256 * 1024 * 1024
 
 #: X-Error-Code huggingface_hub reads for each status (utils/_http.py hf_raise_for_status)
 _ERROR_CODES = {401: "GatedRepo", 403: "GatedRepo", 404: "EntryNotFound"}
@@ -94,7 +108,68 @@ def apply(handler, fault: Fault, stop: threading.Event) -> bool:
         handler._json({"error": f"fault {fault.status}"}, fault.status, {**extra, **fault.headers})
     elif fault.mode == "drip":
         _drip(handler, fault, stop)
+    elif fault.mode == "endless":
+        _endless(handler, fault, stop)
+    elif fault.mode == "gzip-bomb":
+        _head(handler, fault, {"Content-Encoding": "gzip", "Content-Length": str(len(_bomb()))})
+        handler._write(_bomb())
+    elif fault.mode == "drip-headers":
+        _drip_headers(handler, fault, stop)
     return True
+
+
+@functools.cache
+def _bomb() -> bytes:
+    """gzip of BOMB_DECODED_BYTES zeros (made once, about 1 s)."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as g:
+        block = bytes(1 << 20)
+        for _ in range(BOMB_DECODED_BYTES >> 20):
+            g.write(block)
+    return out.getvalue()
+
+
+def _head(handler, fault: Fault, headers: dict[str, str]) -> None:
+    """The fault's status (a 302 to the same path) and ``headers``, the connection closed after the answer."""
+    handler.send_response(fault.status)
+    if fault.status in (301, 302, 303, 307, 308):
+        handler.send_header("Location", handler.path)
+    handler.send_header("Content-Type", "application/json")
+    for k, v in headers.items():
+        handler.send_header(k, v)
+    handler.end_headers()
+    handler.close_connection = True
+
+
+def _endless(handler, fault: Fault, stop: threading.Event) -> None:
+    """A body with no length that goes on until the client hangs up (or 1 GiB, or the server stops)."""
+    _head(handler, fault, {})
+    chunk = b'{"error": "' + b"x" * 65_000
+    for _ in range((1 << 30) // len(chunk)):
+        if stop.is_set():
+            return
+        try:
+            handler._write(chunk)
+        except OSError:
+            return
+
+
+def _drip_headers(handler, fault: Fault, stop: threading.Event) -> None:
+    """The status line at once, then 4 kB of headers one byte every ``drip_s``."""
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\n")
+    handler.wfile.flush()
+    handler.close_connection = True
+    for byte in b"X-Slow: " + b"a" * 4096:
+        try:
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+        except OSError:
+            return
+        deadline = time.monotonic() + fault.drip_s
+        while time.monotonic() < deadline:
+            if stop.is_set():
+                return
+            time.sleep(0.02)
 
 
 def _drip(handler, fault: Fault, stop: threading.Event) -> None:

@@ -39,7 +39,9 @@ def test_cli_arguments_and_old_engine_names():
 
 def test_later_sources_win_and_settings_merge():
     d = app_defaults({"context": "8192", "ngl": "10"}, {"context": "4096", "no-mmap": "on"})
-    assert d.context_tokens == 4096 and d.settings == {"ngl": "10", "no-mmap": "on"}
+    # an old link's no-mmap is read under the key that replaced it (llama.cpp's --load-mode none)
+    assert d.context_tokens == 4096 and d.settings == {"ngl": "10", "load-mode-none": "on"}
+    assert to_query(d)["load-mode-none"] == "on" and "no-mmap" not in to_query(d) and "no-mmap" in QUERY_KEYS
 
 
 def test_only_what_differs_is_written():
@@ -104,6 +106,18 @@ def test_a_suggestions_change_lands_in_the_state():
     assert (moved.spec, moved.cluster_file, moved.pinned) == ("1x2xl4-24g", None, "")  # the pins were other cards
     assert apply_change(state, {"something-new": 1}) == state
     assert app_defaults(to_query(apply_change(state, {"quant": "Q4_K_M"}))).weights == ("what-if Q4_K_M",)
+
+
+def test_linked_numbers_past_what_the_app_plans_are_refused_with_a_sentence():
+    # issue 25: a link of context=10^30 made the app's cells raise; now the default stays and the app says why
+    d = app_defaults({"context": str(10**30), "concurrency": "2000000", "model": "Qwen/Qwen3-8B"})
+    assert (d.context_tokens, d.concurrency, d.model) == (32768, 1, "Qwen/Qwen3-8B")
+    assert d.refused == (
+        "context a 31-digit number is past the 1,073,741,824 tokens the app plans for; the default is kept",
+        "concurrency 2,000,000 is past the 1,048,576 sequences the app plans for; the default is kept",
+    )
+    assert app_defaults({"context": "1073741824"}).context_tokens == 2**30 and not app_defaults({}).refused
+    assert "refused" not in str(to_query(d))
 
 
 def test_the_readme_link_opens_the_state_it_describes():

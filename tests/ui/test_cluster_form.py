@@ -11,6 +11,7 @@ from explorer.hardware.cluster_dict import cluster_from_text
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.ui.cluster_form import (
     cluster_file_json,
+    controls_refusal,
     describe_cluster,
     edit_first_gpu_term,
     first_gpu_term,
@@ -84,3 +85,24 @@ def test_a_cluster_file_travels_as_compact_json():
     assert cluster.total_gpus == 2 and cluster.nodes[0].host_ram_bytes == 512 * 1024**3
     with pytest.raises(ClusterSpecError, match="neither JSON nor TOML"):
         cluster_file_json("{nodes: [", "bad.json")
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("999999999x8xh100-80g", "node count is 999,999,999; the controls show 1 to 100,000"),
+        ("0x8xh100-80g", "node count is 0; the controls show 1 to 100,000"),
+        ("1x99999xh100-80g", "GPUs a node is 99,999; the controls show 1 to 4,096"),
+        ("1x0xh100-80g", "GPUs a node is 0; the controls show 1 to 4,096"),
+    ],
+)
+def test_a_count_the_controls_cannot_show_is_refused_with_the_reason(spec, said):
+    # issue 25: a ?cluster= link with such a count raised in the controls' cell and the sidebar vanished
+    refusal = controls_refusal(first_gpu_term(spec))
+    assert refusal is not None and said in refusal and "Edit the spec text" in refusal
+
+
+@pytest.mark.parametrize("spec", ["1x1xh100-80g", "100000x4096xh100-80g", "1x8xfoo-bar", "1x8xh100:0MiB"])
+def test_counts_within_the_controls_ranges_are_shown(spec):
+    # the edges of both ranges, and classes the parser refuses (the controls still show them; the parser says why)
+    assert controls_refusal(first_gpu_term(spec)) is None

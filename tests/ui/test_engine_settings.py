@@ -28,7 +28,7 @@ def test_every_request_field_but_the_main_controls_is_a_setting():
 def test_the_flags_the_issue_lists():
     by_flag = {s.flag: s for s in es.SETTINGS}
     for flag in ("--gpu-memory-utilization", "--mem-fraction-static", "--max-num-seqs", "--max-num-batched-tokens",
-                 "--chunked-prefill-size", "-fa", "-ngl", "--tensor-split", "-b", "-ub", "--no-mmap",
+                 "--chunked-prefill-size", "-fa", "-ngl", "--tensor-split", "-b", "-ub", "--load-mode none",
                  "--no-cpu-offload", "--tensor-parallel-size", "--swap-space", "--enable-hierarchical-cache"):  # fmt: skip
         assert flag in by_flag
     assert by_flag["-ngl"].engine == "llamacpp" and by_flag["--gpu-memory-utilization"].engine == "vllm"
@@ -43,7 +43,7 @@ def test_texts_become_request_changes():
             "gpu-memory-utilization": "0.85",
             "ngl": "20",
             "tensor-split": "3,1",
-            "no-mmap": "on",
+            "load-mode-none": "on",
             "flash-attn": "off",
             "max-num-seqs": "",
             "batch": "2048",
@@ -53,7 +53,7 @@ def test_texts_become_request_changes():
         "gpu_memory_utilization": 0.85,
         "n_gpu_layers": 20,
         "tensor_split": (3.0, 1.0),
-        "mmap": False,  # --no-mmap on
+        "mmap": False,  # --load-mode none on
         "flash_attn": "off",
     }  # an empty box and the default batch change nothing
     assert errors == []
@@ -93,8 +93,8 @@ def test_bad_texts_are_named_not_applied():
 
 def test_flags_text_and_groups():
     assert es.settings_text(
-        {"ngl": "20", "no-mmap": "on", "gpu-memory-utilization": "0.85", "tensor-split": "3,1"}
-    ) == ("--gpu-memory-utilization 0.85 -ngl 20 --tensor-split 3,1 --no-mmap")
+        {"ngl": "20", "load-mode-none": "on", "gpu-memory-utilization": "0.85", "tensor-split": "3,1"}
+    ) == ("--gpu-memory-utilization 0.85 -ngl 20 --tensor-split 3,1 --load-mode none")
     groups = es.engine_groups()
     assert list(groups) == ["vLLM", "SGLang", "vLLM and SGLang", "llama.cpp"]
     assert [s.key for s in groups["vLLM"]] == [
@@ -120,3 +120,19 @@ def test_a_new_request_field_appears_by_itself():
         ("tp", "other", "int", True),
     ]
     assert made[1].read("4") == 4 and made[1].read("") is None
+
+
+def test_reading_the_file_is_llama_cpps_own_flag_and_an_old_links_key_still_works():
+    """llama.cpp 0c1e57098 has no --no-mmap (tests/data/engine_args/llamacpp.json): the app shows and writes
+    --load-mode none under the key load-mode-none; a link written before, with no-mmap=on, still turns mmap off."""
+    setting = es.SETTINGS_BY_KEY["load-mode-none"]
+    assert (setting.field, setting.flag, setting.inverted) == ("mmap", "--load-mode none", True)
+    assert "no-mmap" not in es.SETTINGS_BY_KEY and all(s.flag != "--no-mmap" for s in es.SETTINGS)
+    assert es.request_changes({"no-mmap": "on"}) == ({"mmap": False}, [])
+    assert es.request_changes({"no-mmap": "off"}) == ({}, [])  # mmap stays on, the default
+    assert es.settings_text({"no-mmap": "on"}) == "--load-mode none"
+    # both keys in one link: the new one wins
+    assert es.canonical_settings({"no-mmap": "on", "load-mode-none": "off", "ngl": "3"}) == {
+        "load-mode-none": "off",
+        "ngl": "3",
+    }

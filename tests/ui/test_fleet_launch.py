@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+from support.command_check import parse_line
+
 from explorer.fleet.footprints import fleet_cards
 from explorer.fleet.place import place
 from explorer.fleet.records import ModelDemand
 from explorer.fleet.result import Instance
-from explorer.sources.shipped import parse_cluster
-from explorer.ui.fleet_launch import launch_command, launch_rows
+from explorer.hardware.cluster_dict import cluster_from_dict
+from explorer.sources.shipped import parse_cluster, shipped_catalogue
+from explorer.ui.fleet_launch import instance_lines, launch_rows
 
 GiB = 1024**3
 
@@ -24,23 +29,37 @@ def test_commands_ask_for_exactly_what_was_charged():
     assert total == 46_068 * 1024**2
     split = Instance(model="m", replica=0, cards=(5, 6), split_bytes=(20 * GiB, 10 * GiB),
                      fixed_bytes_per_card=2 * GiB, context_tokens=8192, ratio_rule="proportional")  # fmt: skip
-    # vLLM: the largest share, 20 GiB of 44.99 GiB = 0.4446, rounded up to 0.45; the cards are GPUs 1, 2 of node 1
-    assert launch_command(split, "Qwen/Qwen3-8B", offer, engine="vllm", port=8003) == (
-        "CUDA_VISIBLE_DEVICES=1,2 vllm serve Qwen/Qwen3-8B --max-model-len 8192 --port 8003 "
-        "--gpu-memory-utilization 0.45 --tensor-parallel-size 2"
-    )
+    # vLLM: the largest share, 20 GiB of 44.99 GiB = 0.4446, rounded up to 0.45; the cards are GPUs 1, 2 of node 1;
+    # the batch sizes are vLLM's defaults on a card under 70 GiB (the footprint's): 256 sequences, 2,048 tokens
+    assert instance_lines(split, "Qwen/Qwen3-8B", offer, engine="vllm", port=8003) == [
+        "l40s-48g#1: CUDA_VISIBLE_DEVICES=1,2 vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --max-model-len 8192 "
+        "--gpu-memory-utilization 0.45 --max-num-seqs 256 --max-num-batched-tokens 2048 --port 8003"
+    ]
     # llama.cpp: the shards (charge less the fixed 2 GiB) are 18 and 8 GiB: a 0.692 / 0.308 split
-    assert launch_command(split, "Qwen/Qwen3-8B-GGUF", offer, engine="llamacpp", port=8003) == (
-        "CUDA_VISIBLE_DEVICES=1,2 llama-server -hf Qwen/Qwen3-8B-GGUF -c 8192 -ngl 999 --port 8003 "
-        "--tensor-split 0.692,0.308"
-    )
-    across = Instance(model="m", replica=0, cards=(3, 4), split_bytes=(10 * GiB, 10 * GiB),
-                      fixed_bytes_per_card=0, context_tokens=4096, ratio_rule="proportional")  # fmt: skip
-    cmd = launch_command(across, "/models/m.gguf", offer, engine="vllm", port=8000)
-    assert not cmd.startswith("CUDA_VISIBLE_DEVICES") and cmd.endswith("--distributed-executor-backend ray")
-    assert launch_command(across, "/models/m.gguf", offer, engine="llamacpp", port=8000).startswith(
-        "llama-server -m /models/m.gguf -c 4096"
-    )
+    assert instance_lines(split, "Qwen/Qwen3-8B-GGUF", offer, engine="llamacpp", port=8003) == [
+        "l40s-48g#1: CUDA_VISIBLE_DEVICES=1,2 llama-server -hf Qwen/Qwen3-8B-GGUF -c 8192 -b 2048 -ub 512 -ngl 999 "
+        "--tensor-split 0.692,0.308 --port 8003"
+    ]
+
+
+def test_an_instance_across_nodes_is_a_line_a_node():
+    """Cards 3 (node 0, GPU 3) and 4 (node 1, GPU 0), the second launch across nodes of the placement: vLLM runs
+    a rank a node (the head's address named, its master port 29501 + 100), llama.cpp an rpc-server on node 1,
+    listed first in the split (llama.cpp puts RPC devices before local GPUs): shards 8 and 10 GiB, 0.444 / 0.556."""
+    offer = fleet_cards(parse_cluster("2x4xl40s-48g"))
+    across = Instance(model="m", replica=0, cards=(3, 4), split_bytes=(12 * GiB, 10 * GiB),
+                      fixed_bytes_per_card=2 * GiB, context_tokens=4096, ratio_rule="proportional")  # fmt: skip
+    head, rank1 = instance_lines(across, "/models/m", offer, engine="vllm", port=8000, copy=1)
+    assert head.startswith("l40s-48g#0: CUDA_VISIBLE_DEVICES=3 vllm serve /models/m --tensor-parallel-size 2 ")
+    assert head.endswith("--nnodes 2 --node-rank 0 --master-addr <l40s-48g#0> --master-port 29601 --port 8000")
+    assert rank1.startswith("l40s-48g#1: CUDA_VISIBLE_DEVICES=0 vllm serve /models/m ")
+    assert rank1.endswith("--nnodes 2 --node-rank 1 --master-addr <l40s-48g#0> --master-port 29601 --headless")
+    assert "ray" not in head
+    assert instance_lines(across, "/models/m.gguf", offer, engine="llamacpp", port=8000) == [
+        "l40s-48g#0: CUDA_VISIBLE_DEVICES=3 llama-server -m /models/m.gguf -c 4096 -b 2048 -ub 512 -ngl 999 "
+        "--tensor-split 0.444,0.556 --rpc <l40s-48g#1>:50052 --port 8000",
+        "l40s-48g#1: CUDA_VISIBLE_DEVICES=0 rpc-server -H 0.0.0.0 -p 50052",
+    ]
 
 
 def test_one_row_an_instance_each_on_its_own_port():
@@ -51,4 +70,81 @@ def test_one_row_an_instance_each_on_its_own_port():
     assert [(r["model"], r["replica"]) for r in rows] == [("a", "0"), ("a", "1"), ("b", "0")]
     assert [r["command"].split("--port ")[1].split()[0] for r in rows] == ["8000", "8001", "8002"]
     assert all(r["where"].startswith("l40s-48g#0 GPUs ") for r in rows)
-    assert rows[0]["command"].split()[3] == "org/a"  # CUDA_VISIBLE_DEVICES=… vllm serve org/a
+    assert rows[0]["command"].split()[4] == "org/a"  # l40s-48g#0: CUDA_VISIBLE_DEVICES=… vllm serve org/a
+
+
+def test_ports_count_up_on_each_node():
+    """Two nodes of one L40S each, two models of one card each: each is the first server on its node, port 8000."""
+    offer = fleet_cards(parse_cluster("2x1xl40s-48g"))
+    demands = [ModelDemand(name="a", weights_bytes=30 * GiB), ModelDemand(name="b", weights_bytes=30 * GiB)]
+    rows = launch_rows(place(demands, offer.cards), offer, {}, engine="vllm")
+    assert sorted(r["command"].split(":", 1)[0] for r in rows) == ["l40s-48g#0", "l40s-48g#1"]
+    assert [r["command"].rsplit(" ", 1)[1] for r in rows] == ["8000", "8000"]
+
+
+def test_a_node_of_two_classes_fixes_the_device_order_the_split_assumes():
+    """The issue's mixed node (card 0 an RTX 4090, card 1 an L40S), an instance split L40S first: the line runs on
+    GPUs 1,0 in the node's own numbering (CUDA_DEVICE_ORDER=PCI_BUS_ID, not CUDA's fastest first), so the 29 GiB
+    shard goes to the L40S: shards 29 and 14 GiB, 0.674 / 0.326."""
+    mixed = {
+        "nodes": [{"name": "mix", "gpus": [{"class": "rtx4090-24g", "count": 1}, {"class": "l40s-48g", "count": 1}]}]
+    }
+    offer = fleet_cards(cluster_from_dict(mixed, shipped_catalogue()))
+    inst = Instance(model="m", replica=0, cards=(1, 0), split_bytes=(30 * GiB, 15 * GiB), fixed_bytes_per_card=GiB,
+                    context_tokens=4096, ratio_rule="proportional")  # fmt: skip
+    assert instance_lines(inst, "m.gguf", offer, engine="llamacpp", port=8000) == [
+        "mix: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=1,0 llama-server -m m.gguf -c 4096 -b 2048 -ub 512 "
+        "-ngl 999 --tensor-split 0.674,0.326 --port 8000"
+    ]
+    one_class = fleet_cards(parse_cluster("1x2xl40s-48g"))
+    assert "CUDA_DEVICE_ORDER" not in instance_lines(inst, "m.gguf", one_class, engine="llamacpp", port=8000)[0]
+
+
+#: fleets the placement sweep lays models on: one node, two nodes on a fabric, two without, one big card
+FLEETS = ("1x4xl40s-48g", "2x4xl40s-48g@ib0", "2x2xt4-16g", "1x1xh100-80g")
+
+
+def _demands(even: bool) -> list[ModelDemand]:
+    """Models from 5 to 250 GiB of weights with 4K to 32K of context (128 KiB of KV a token), some with replicas:
+    small ones on a card, large ones split over cards and nodes."""
+    return [
+        ModelDemand(
+            name=f"m{gib}",
+            weights_bytes=gib * GiB,
+            fixed_bytes_per_card=GiB,
+            kv_bytes_per_token=128 * 1024,
+            context_tokens=context,
+            replicas=replicas,
+            even_split=even,
+        )
+        for gib, context, replicas in ((5, 4096, 3), (14, 8192, 2), (40, 32768, 1), (70, 8192, 1), (250, 4096, 1))
+    ]
+
+
+def test_every_fleet_command_is_one_the_engine_takes_on_its_devices_and_ports():
+    """The fleet's sibling of tests/plan/test_command_sweep: every line of every placed instance is read by the
+    engine's argument table (tests/data/engine_args), names its devices, and a node never serves two servers
+    on one port, nor meets two launches at one port; the memory share and batch sizes are written."""
+    checked = 0
+    for spec in FLEETS:
+        offer = fleet_cards(parse_cluster(spec))
+        for engine in ("vllm", "llamacpp"):
+            for demands in (_demands(engine == "vllm"), _demands(engine == "vllm")[:2]):
+                placement = place(demands, offer.cards)
+                lines = [
+                    line for r in launch_rows(placement, offer, {}, engine=engine) for line in r["command"].split("\n")
+                ]
+                parsed = [parse_line(line) for line in lines]
+                ports = Counter()
+                for p in parsed:
+                    assert not p.problems, (spec, engine, p.problems)
+                    assert p.env.get("CUDA_VISIBLE_DEVICES"), (spec, p)
+                    served = p.value("--port") or (p.value("-p") if p.engine == "rpc-server" else None)
+                    ports[(p.where, p.value("--master-port") and f"m{p.value('--master-port')}", served)] += 1
+                    if p.engine == "vllm":
+                        assert p.value("--gpu-memory-utilization") and p.value("--max-num-seqs")
+                    if p.engine == "llamacpp":
+                        assert (p.value("-b"), p.value("-ub"), p.value("-ngl")) == ("2048", "512", "999")
+                    checked += 1
+                assert all(n == 1 for (_w, _m, port), n in ports.items() if port), (spec, engine, ports)
+    assert checked >= 60, checked

@@ -45,7 +45,28 @@ def test_rows_of_a_plan():
     assert rows and set(nd.TABLE_COLUMNS) == set(rows[0])
     best = result.options[0]
     assert rows[0]["per card (GiB)"] == f"{best.per_card.total / GiB:,.1f} / {best.per_card.usable / GiB:,.1f}"
-    assert rows[0]["fits"] == "✓" and rows[0]["command"] == best.evaluation.command
+    # the command column is the launch line the plan prints: the card, its device and its port
+    assert (
+        rows[0]["fits"] == "✓"
+        and rows[0]["command"] == f"rtx4090-24g#0: CUDA_VISIBLE_DEVICES=0 {best.evaluation.command} --port 8000"
+    )
+    assert rows[0]["command"] == result.replica_launch(best).text()
+
+
+def test_the_command_column_is_each_copys_launch_line():
+    """Llama-3.1-8B at 8K with llama.cpp on four L40S: one card a copy, four copies, one launch each on cards
+    0..3 with ports 8000..8003: the column shows those lines, not the bare engine command that names neither
+    devices nor ports."""
+    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-8B")
+    result = plan(shape, parse_cluster("1x4xl40s-48g"), PlanRequest(context_tokens=8192, engines=("llamacpp",)))
+    best = result.options[0]
+    assert best.layout.cards == 1 and best.replicas == 4
+    lines = nd.option_rows(result)[0]["command"].splitlines()
+    assert [line.split(" ", 2)[:2] for line in lines] == [
+        ["l40s-48g#0:", f"CUDA_VISIBLE_DEVICES={k}"] for k in range(4)
+    ]
+    assert [line.rsplit(" ", 1)[1] for line in lines] == ["8000", "8001", "8002", "8003"]
+    assert all(best.evaluation.command in line for line in lines)
 
 
 def test_rows_show_the_replicas_and_what_they_decode_together_as_the_cli_does():

@@ -204,6 +204,13 @@ def rpc_workers(seats: Sequence[Seat]) -> tuple[NodeCommand, ...]:
     return tuple(out)
 
 
+def rpc_ports(seats: Sequence[Seat]) -> tuple[str, ...]:
+    """Where the main server meets its RPC servers: each endpoint as ``--rpc`` names it and the port its
+    ``rpc-server -p`` listens on (``Evaluation.meeting_ports``: a further copy moves both)."""
+    endpoints = [s.endpoint for s in seats if s.endpoint]
+    return (*endpoints, *dict.fromkeys(f"-p {e.rpartition(':')[2]}" for e in endpoints))
+
+
 def launch_split(request: PlanRequest, seats: Sequence[Seat]) -> tuple[float, ...]:
     """The ``--tensor-split`` of a launch: the user's, else in proportion to what each device offers (as llama.cpp
     splits by free memory); empty for one device."""
@@ -274,6 +281,7 @@ def evaluate(
         n_gpu_layers=mem.n_gpu_layers,
         devices=tuple(s.position for s in seats if not s.endpoint and s.position is not None),
         workers=rpc_workers(seats),
+        meeting_ports=rpc_ports(seats),
     )
     return ev, mem
 
@@ -310,4 +318,11 @@ def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_re
         quant=gguf_quant_for(shape, option.artifact),
     )
     # the same cards and RPC servers: their positions (lost in the per-card records) carry over
-    return option.with_evaluation(replace(ev, devices=option.evaluation.devices, workers=option.evaluation.workers))
+    return option.with_evaluation(
+        replace(
+            ev,
+            devices=option.evaluation.devices,
+            workers=option.evaluation.workers,
+            meeting_ports=option.evaluation.meeting_ports,
+        )
+    )

@@ -139,7 +139,7 @@ def _fewest_width(ctx: Ctx, pool: Pool, max_width: int) -> int:
     narrower widths are refused at once (``memory-lower-bound``)."""
     if ctx.offload.fixed_ngl is not None:
         return 1
-    room = pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES
+    room = max(1, pool.gpu.memory_bytes - CUDA_CONTEXT_BYTES)  # a card smaller than the CUDA context holds nothing
     first = min(max_width, max(1, cdiv(ctx.offloadable_bytes, room)))
     if first > 1:
         below = Layout(engine=NAME, gpu_class=pool.gpu.name, gpus_per_node=first - 1, pp=first - 1)

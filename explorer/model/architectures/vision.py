@@ -10,9 +10,12 @@ The heads, which tensor-parallel divisibility needs, are exact.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
+from explorer.errors import InvalidConfigValueError
+from explorer.limits import check_count
 from explorer.model.architectures.common import VisionSpec
 from explorer.model.tensors import Tensor
 
@@ -28,12 +31,29 @@ HIDDEN_KEYS = (
 INTER_KEYS = ("intermediate_size", "vt_intermediate_size", "mlp_dim")
 
 
+#: where messages say a vision value was read
+_WHERE = "vision_config"
+
+
 def _first_int(cfg: Mapping[str, Any], keys: tuple[str, ...]) -> int:
+    """The first of ``keys`` holding a positive whole number, within its plausible maximum; 0 when none does."""
     for key in keys:
         value = cfg.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
+            return check_count(value, key, where=_WHERE, error=InvalidConfigValueError)
     return 0
+
+
+def _mlp_width(cfg: Mapping[str, Any], hidden: int) -> int:
+    """The MLP's width: ``hidden × mlp_ratio`` (finite and positive, the product within the plausible width),
+    else 4 × hidden, the standard ViT's."""
+    ratio = cfg.get("mlp_ratio")
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not ratio > 0:
+        return 4 * hidden
+    width = hidden * ratio
+    if not math.isfinite(width):  # mlp_ratio: inf was an OverflowError (issue 25)
+        raise InvalidConfigValueError(f"{_WHERE}: mlp_ratio is {ratio!r}; it must be a finite number")
+    return check_count(int(width), "intermediate_size", where=_WHERE, error=InvalidConfigValueError)
 
 
 def vision_tower(cfg: Mapping[str, Any] | None, text_hidden: int) -> tuple[tuple[Tensor, ...], VisionSpec | None]:
@@ -47,8 +67,7 @@ def vision_tower(cfg: Mapping[str, Any] | None, text_hidden: int) -> tuple[tuple
         return (), None
     inter = _first_int(cfg, INTER_KEYS)
     if not inter:
-        ratio = cfg.get("mlp_ratio")
-        inter = int(hidden * ratio) if isinstance(ratio, (int, float)) and ratio > 0 else 4 * hidden
+        inter = _mlp_width(cfg, hidden)
     gated = str(cfg.get("hidden_act", "")) == "silu"
     patch = _first_int(cfg, ("patch_size", "spatial_patch_size")) or 14
     channels = _first_int(cfg, ("num_channels", "in_channels", "in_chans")) or 3

@@ -11,8 +11,11 @@ Only a file explorer made is ever changed:
 - a file that is not DuckDB (its bytes 8 to 12 are not ``DUCK``), or a DuckDB
   database without explorer's ``meta`` table, is another program's: refused
   with a CacheError, left as it is;
-- a DuckDB file DuckDB cannot read is a damaged cache: moved aside
-  (``cache.duckdb.corrupt-<time>``) and rebuilt;
+- a DuckDB file DuckDB cannot read, or one shorter than the blocks it uses
+  (:func:`check_intact`, on every open), is a damaged cache: moved aside
+  (``cache.duckdb.corrupt-<time>``) and rebuilt (read-only: not used);
+- a file of a newer schema version (a newer explorer's) is not used and left
+  as it is; an older one is rebuilt empty when opened for writing;
 - a file on a read-only file system (or one that cannot be opened for
   writing for want of permission) is opened read-only: it is still read.
 
@@ -150,9 +153,21 @@ def open_connection(p: str, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S
         if not ours(con):
             con.close()
             raise _foreign_database(p)
+        version = stored_schema_version(con)
+        if version is not None and version > SCHEMA_VERSION:
+            con.close()
+            warnings.warn(
+                f"cache {p} was written by a newer explorer (schema {version}; this one reads {SCHEMA_VERSION}):"
+                " not used, and left as it is",
+                CacheWarning,
+                stacklevel=3,
+            )
+            return Opened(None, "disabled", why=f"a newer schema ({version})")
+        if version is None or version == SCHEMA_VERSION:  # None: new, or its meta table cannot be read
+            check_intact(con, p)  # a truncated or damaged file fails here, at open, not at a later lookup
         if not read_only:
             ensure_schema(con)
-        elif not schema_ok(con):
+        elif version != SCHEMA_VERSION:
             con.close()
             return Opened(None, "disabled", why="an older schema")
         return Opened(con, "read-only" if read_only else "read-write", why="asked" if read_only else "")
@@ -165,7 +180,7 @@ def open_connection(p: str, *, read_only: bool, lock_wait_s: float = LOCK_WAIT_S
             return _read_only(p, e)
         if read_only or not is_corrupt_error(e):
             warnings.warn(f"cache {p} cannot be opened ({e}); going on without it", CacheWarning, stacklevel=3)
-            return Opened(None, "disabled", why=str(e))
+            return Opened(None, "disabled", why="damaged" if is_corrupt_error(e) else str(e))
         return _rebuild(p, e)
 
 
@@ -252,10 +267,7 @@ def _rebuild(p: str, err: Exception) -> Opened:
     """Move an unreadable file (and its WAL) aside and start a new one."""
     import duckdb
 
-    aside = f"{p}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    for suffix in ("", ".wal"):
-        if os.path.exists(p + suffix):
-            os.replace(p + suffix, aside + suffix)
+    aside = move_aside(p, "corrupt")
     warnings.warn(f"cache {p} was unreadable ({err}); moved it to {aside} and started anew", CacheWarning, 4)
     try:
         con = duckdb.connect(p)
@@ -263,6 +275,24 @@ def _rebuild(p: str, err: Exception) -> Opened:
     except duckdb.Error as e:
         raise CacheError(f"cannot create the cache at {p}: {e}", hint="set EXPLORER_CACHE to a writable path") from e
     return Opened(con, "read-write")
+
+
+def move_aside(p: str, tag: str) -> str:
+    """Rename the cache file (and its WAL) to ``<p>.<tag>-<time>-<pid>``, keeping it; the new name."""
+    aside = f"{p}.{tag}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    for suffix in ("", ".wal"):
+        if os.path.exists(p + suffix):
+            os.replace(p + suffix, aside + suffix)
+    return aside
+
+
+#: DuckDB's (and the system's) words for a write that found no room
+_NO_ROOM = ("no space left", "disk full", "not enough space", "could not write", "file too large")
+
+
+def is_no_room_error(e: BaseException) -> bool:
+    """Whether a write failed for want of disk space (or a file-size limit)."""
+    return any(s in str(e).lower() for s in _NO_ROOM)
 
 
 def ours(con) -> bool:
@@ -276,15 +306,46 @@ def ours(con) -> bool:
     return not tables or "meta" in tables
 
 
-def schema_ok(con) -> bool:
-    """Whether the file holds this version's schema."""
+def stored_schema_version(con) -> int | None:
+    """The schema version the file says it holds; None when it says none (a new file, or another's)."""
     import duckdb
 
     try:
         rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
     except duckdb.Error:
-        return False
-    return bool(rows) and rows[0][0] == str(SCHEMA_VERSION)
+        return None
+    try:
+        return int(rows[0][0]) if rows else None
+    except (TypeError, ValueError):
+        return None
+
+
+def schema_ok(con) -> bool:
+    """Whether the file holds this version's schema."""
+    return stored_schema_version(con) == SCHEMA_VERSION
+
+
+#: the bytes before a DuckDB file's first block (its main header and two database headers of 4 KiB)
+_DUCKDB_HEADER_BYTES = 3 * 4096
+
+
+def check_intact(con, p: str) -> None:
+    """Raise ``duckdb.IOException`` (a damaged file, moved aside by the caller) when the file is shorter than
+    the blocks DuckDB says it uses, or ends inside a block: a truncated cache (issue 25: one was reported
+    healthy while every lookup of a row past the cut missed)."""
+    import duckdb
+
+    if p == ":memory:" or not os.path.isfile(p):
+        return
+    row = con.execute("PRAGMA database_size").fetchone()
+    block_bytes, used_blocks = int(row[2]), int(row[4])
+    data_bytes = os.path.getsize(p) - _DUCKDB_HEADER_BYTES
+    # e.g. 5 used blocks of 262,144 bytes need a file of at least 12,288 + 1,310,720 bytes
+    if used_blocks and (data_bytes < used_blocks * block_bytes or data_bytes % block_bytes):
+        raise duckdb.IOException(
+            f"corrupt: the file holds {data_bytes:,} bytes of blocks, but {used_blocks} blocks of"
+            f" {block_bytes:,} bytes are in use (it was cut short)"
+        )
 
 
 def ensure_schema(con) -> None:

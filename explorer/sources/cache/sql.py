@@ -55,3 +55,17 @@ def transaction(con, what: str, path: str, statements: Sequence[Statement]) -> N
         if isinstance(e, duckdb.Error):
             raise CacheError(f"cannot write {what} to the cache at {path}: {e}") from e
         raise
+
+
+def entry_sizes() -> str:
+    """Each cached entry (repo at a commit) of one endpoint (the parameter, four times): ``repo, sha, bytes,
+    fetched_at``, the least recently fetched first; bytes counts the stored text (configs, headers, listings)."""
+    return (
+        "WITH sizes AS ("
+        " SELECT repo, sha, length(text) AS n, fetched_at AS t FROM configs WHERE endpoint = ?"
+        " UNION ALL SELECT repo, sha, length(metadata) + length(tensors), fetched_at FROM gguf_headers WHERE endpoint = ?"
+        " UNION ALL SELECT repo, sha, 64 * file_count, fetched_at FROM repos WHERE endpoint = ?"
+        " UNION ALL SELECT repo, sha, length(params_by_dtype) + length(files), fetched_at FROM safetensors"
+        " WHERE endpoint = ?)"
+        " SELECT repo, sha, sum(n), max(t) FROM sizes GROUP BY repo, sha ORDER BY max(t), repo, sha"
+    )

@@ -59,6 +59,7 @@ from explorer.sources.cache.file import (
     Mode,
     connect_for_writing,
     default_cache_path,
+    is_no_room_error,
     open_connection,
 )
 from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, SHA_TABLES, dumps, loads
@@ -73,6 +74,24 @@ MEMO_ENTRIES = 1024
 #: the longest :meth:`Cache.close` waits for another process to let the file go, to write what it queued
 FLUSH_WAIT_S = 15.0
 _SHA = re.compile(r"[0-9a-f]{40}")
+#: the file size past which the least recently fetched entries are dropped (``EXPLORER_CACHE_MAX_BYTES``)
+DEFAULT_MAX_BYTES = 1024**3
+#: eviction starts when the stored text passes this share of the cap, and ends below EVICT_TO of it
+EVICT_AT, EVICT_TO = 0.9, 0.75
+
+
+def default_max_bytes() -> int:
+    """``$EXPLORER_CACHE_MAX_BYTES`` (a whole number of bytes, at least 1 MiB), else :data:`DEFAULT_MAX_BYTES`."""
+    text = os.environ.get("EXPLORER_CACHE_MAX_BYTES", "").strip()
+    if not text:
+        return DEFAULT_MAX_BYTES
+    if not text.isdigit() or not 1 << 20 <= int(text) <= 1 << 50:
+        raise CacheError(f"EXPLORER_CACHE_MAX_BYTES is {text[:40]!r}; it must be a number of bytes, 1 MiB to 1 PiB")
+    return int(text)
+
+
+def _file_bytes(path: str) -> int:
+    return sum(os.path.getsize(path + s) for s in ("", ".wal") if os.path.exists(path + s))
 
 
 class Cache:
@@ -90,7 +109,8 @@ class Cache:
     """
 
     def __init__(self, con, *, path: str, mode: Mode, ttl_s: float, clock: Callable[[], float], tmp: str | None,
-                 why: str = "", endpoint: str = DEFAULT_ENDPOINT, flush_wait_s: float = FLUSH_WAIT_S) -> None:  # fmt: skip
+                 why: str = "", endpoint: str = DEFAULT_ENDPOINT, flush_wait_s: float = FLUSH_WAIT_S,
+                 max_bytes: int | None = None) -> None:  # fmt: skip
         self._con = con
         self.path = path
         self.mode: Mode = mode
@@ -107,6 +127,7 @@ class Cache:
         self._queue_writes = why == "locked"
         self._pending: list[tuple[str, list[tuple[str, list]]]] = []
         self._flush_wait_s = flush_wait_s
+        self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
 
     @classmethod
     def open(
@@ -119,6 +140,7 @@ class Cache:
         lock_wait_s: float = LOCK_WAIT_S,
         endpoint: str = DEFAULT_ENDPOINT,
         flush_wait_s: float = FLUSH_WAIT_S,
+        max_bytes: int | None = None,
     ) -> Cache:
         """Open (creating if needed) the cache of ``endpoint``'s answers.
 
@@ -133,7 +155,7 @@ class Cache:
         if opened.mode == "read-only" and opened.con is not None and p != ":memory:":
             index.refresh(opened.con, p)  # no process writes while this one reads: the index is exact
         return cls(opened.con, path=p, mode=opened.mode, ttl_s=ttl_s, clock=clock, tmp=opened.tmp, why=opened.why,
-                   endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s)  # fmt: skip
+                   endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s, max_bytes=max_bytes)  # fmt: skip
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -215,11 +237,47 @@ class Cache:
             for _, params in statements:  # every statement's first two parameters are repo and sha
                 if len(params) >= 2:
                     self._forget(params[0], params[1])
-            sql.transaction(self._con, what, self.path, statements)
-            if time.monotonic() - self._last_checkpoint >= CHECKPOINT_EVERY_S:
-                self._con.execute("CHECKPOINT")  # so that a process reading a copy sees recent rows
-                self._last_checkpoint = time.monotonic()
+            try:
+                sql.transaction(self._con, what, self.path, statements)
+                if time.monotonic() - self._last_checkpoint >= CHECKPOINT_EVERY_S:
+                    self._con.execute("CHECKPOINT")  # so that a process reading a copy sees recent rows
+                    self._last_checkpoint = time.monotonic()
+            except Exception as e:  # CacheError from the transaction, duckdb.Error from the checkpoint
+                if not is_no_room_error(e):
+                    raise
+                self._no_room(e)
+                return False
+            self._keep_within_cap()
         return True
+
+    def _keep_within_cap(self) -> None:
+        """Past :attr:`max_bytes` of file, drop the least recently fetched entries (a repo at a commit, every
+        table's rows) until the stored text is under :data:`EVICT_TO` of the cap. DuckDB reuses the blocks
+        freed, so the file stops growing near the cap (issue 25: one repo with a 10^6-key config added 4.3 MiB,
+        and nothing bounded the file)."""
+        if self.path == ":memory:" or _file_bytes(self.path) <= self.max_bytes:
+            return
+        entries = self._rows(sql.entry_sizes(), [self.endpoint] * 4)  # (repo, sha, bytes, fetched_at), oldest first
+        stored = sum(n for _, _, n, _ in entries)
+        if stored <= self.max_bytes * EVICT_AT:
+            return
+        target, dropped = self.max_bytes * EVICT_TO, []
+        for repo, sha, n, _ in entries:
+            if stored <= target:
+                break
+            dropped += [sql.delete(t, {"repo": repo, "sha": sha}, self.endpoint) for t in SHA_TABLES]
+            stored -= n
+            self._forget(repo, sha)
+        sql.transaction(self._con, "the eviction of the least recently fetched entries", self.path, dropped)
+
+    def _no_room(self, error: BaseException) -> None:
+        """The disk is full: go on answering from what is cached, writing nothing more, with one warning."""
+        self.mode, self.why = "read-only", "disk full"
+        warnings.warn(
+            f"cache {self.path} cannot grow ({error}); answers go on without caching them",
+            CacheWarning,
+            stacklevel=4,
+        )
 
     def flush(self) -> int:
         """Write the queued writes: wait (at most ``flush_wait_s``) for the other process to let the file go,

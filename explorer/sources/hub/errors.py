@@ -11,7 +11,7 @@ An answer of HTTP 400 or more is classified by huggingface_hub 2.x
 - ``RemoteEntryNotFoundError`` -> HubFileNotFoundError (callers turn it into "absent" where that is normal);
 - any other ``HfHubHTTPError``: 401/403 -> GatedRepoError, else HubError with the status;
 - ``httpx2.TimeoutException`` -> HubTimeoutError; other ``httpx2.TransportError``
-  (connection refused, DNS, reset) -> HubConnectionError; ``TooManyRedirects`` (a loop),
+  (connection refused, DNS, reset) -> HubConnectionError; (a redirect loop is HubResponseError from :mod:`http`),
   a body that cannot be decoded, any other ``httpx2`` failure -> HubResponseError;
 - ``OfflineModeIsEnabled`` -> OfflineMissError; ``HFValidationError`` (a malformed repo id)
   -> RepoNotFoundError; ``SafetensorsParsingError`` -> HubError.
@@ -103,8 +103,6 @@ def _typed(e: Exception, s: HubSettings, repo_id: str, what: str, revision: str 
         return HubTimeoutError(f"the Hub at {s.endpoint} did not answer within {waited:g} s ({what} of {repo_id})")
     if isinstance(e, httpx2.TransportError):
         return HubConnectionError(f"could not reach the Hub at {s.endpoint} ({type(e).__name__}: {e})")
-    if isinstance(e, httpx2.TooManyRedirects):
-        return HubResponseError(f"the Hub at {s.endpoint} redirected {what} of {repo_id} in a loop ({e})")
     if isinstance(e, (httpx2.HTTPError, httpx2.InvalidURL, httpx2.StreamError)):
         return HubResponseError(
             f"the Hub at {s.endpoint} gave an unusable answer for {what} of {repo_id} ({type(e).__name__}: {e})"

@@ -40,7 +40,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -72,6 +73,10 @@ BACKOFF_S = 0.5
 RETRIED_STATUSES = frozenset({429, 503})
 #: redirects followed (the Hub uses one, to its CDN); a loop stops here
 MAX_REDIRECTS = 10
+#: the statuses that redirect (their Location is followed by hand, their body never read)
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+#: the most of an error answer's body read (its message: the Hub's are under 1 KiB)
+ERROR_BODY_BYTES = 64 * 1024
 
 _client: httpx2.Client | None = None
 _client_lock = threading.Lock()
@@ -88,7 +93,13 @@ def client() -> httpx2.Client:
             if _client is None:
                 import httpx2  # 0.1 s: only a process that asks the Hub pays for it
 
-                _client = httpx2.Client(follow_redirects=True, max_redirects=MAX_REDIRECTS, timeout=None)
+                from explorer.sources.hub.deadline import DeadlineBackend
+
+                transport = httpx2.HTTPTransport()
+                pool = transport._pool  # the library names no other way to give the pool its network backend
+                pool._network_backend = DeadlineBackend(pool._network_backend)
+                # redirects are followed by get(), under the same deadline and without reading their bodies
+                _client = httpx2.Client(transport=transport, follow_redirects=False, timeout=None)
     return _client
 
 
@@ -106,12 +117,12 @@ def headers(s: HubSettings, extra: dict[str, str] | None = None) -> dict[str, st
     """The headers of a request: user agent, ``Authorization`` when there is a token, then ``extra``.
 
     With no token in ``s``, the token huggingface_hub would find on its own
-    (unless ``HF_HUB_DISABLE_IMPLICIT_TOKEN``): ``HF_TOKEN`` or
+    (unless ``HF_HUB_DISABLE_IMPLICIT_TOKEN``, or ``s.implicit_token`` is False: a published app's visitor): ``HF_TOKEN`` or
     ``HUGGING_FACE_HUB_TOKEN``; a saved login or ``HF_OIDC_RESOURCE`` is left
     to huggingface_hub's ``build_hf_headers`` (it refreshes OAuth tokens).
     """
     token = s.token
-    if token is None and not env_true("HF_HUB_DISABLE_IMPLICIT_TOKEN"):
+    if token is None and s.implicit_token and not env_true("HF_HUB_DISABLE_IMPLICIT_TOKEN"):
         if os.environ.get("HF_OIDC_RESOURCE") or _token_file_exists():
             from huggingface_hub.utils import build_hf_headers  # finds a saved login exactly as it always has
 
@@ -139,11 +150,17 @@ def model_info_url(s: HubSettings, repo_id: str, revision: str | None) -> str:
     return base if revision is None else f"{base}/revision/{quote(revision, safe='')}"
 
 
-def raise_for_status(response: httpx2.Response) -> None:
-    """Raise huggingface_hub's error for an answer of HTTP 400 or more; return for anything else."""
+def raise_for_status(response: httpx2.Response, s: HubSettings | None = None, what: str = "the answer") -> None:
+    """Raise huggingface_hub's error for an answer of HTTP 400 or more; return for anything else.
+
+    The error's body (its message) is read up to :data:`ERROR_BODY_BYTES`, decoded, within the deadline: a
+    1 MB gzip body on a 404 decoded to 2.1 GiB, and an endless one ended in ``MemoryError`` (issue 25).
+    """
     if response.status_code < 400:
         return
-    response.read()  # a streamed answer: the error's message is in the body
+    if not hasattr(response, "_content"):  # a streamed answer: read the start of its message only
+        body = _read_body(s or HubSettings(), response, what, ERROR_BODY_BYTES, too_long="")
+        response._content = body  # what .json() and .text read (httpx's own attribute)
     from huggingface_hub.utils import hf_raise_for_status  # names the failure from the Hub's X-Error-Code
 
     hf_raise_for_status(response)
@@ -193,10 +210,9 @@ def get(
     which turns the library's failures into typed errors.
     """
     for attempt in range(MAX_RETRIES + 1):
-        timeout = min(REQUEST_TIMEOUT_S, s.seconds_left(what))
-        with client().stream("GET", url, headers=headers(s, extra), timeout=timeout) as r:
+        with _followed(s, url, what, extra) as r:
             if r.status_code not in RETRIED_STATUSES:
-                raise_for_status(r)
+                raise_for_status(r, s, what)
                 return Answer(r.status_code, _read_body(s, r, what, max_bytes, too_long), r.headers)
             asked = retry_after_s(r.headers.get("retry-after"))
         wait = BACKOFF_S * 2**attempt if asked is None else asked
@@ -207,6 +223,36 @@ def get(
     raise HubRateLimitError(
         f"the Hub at {s.endpoint} answered HTTP {r.status_code} for {what} {attempt + 1} times in a row{said}"
     )
+
+
+@contextmanager
+def _followed(s: HubSettings, url: str, what: str, extra: dict[str, str] | None) -> Iterator[httpx2.Response]:
+    """The streamed answer to GET ``url`` after at most :data:`MAX_REDIRECTS` redirects, each sent within the
+    deadline, its body never read; the token is not sent on to another host (as httpx does)."""
+    from explorer.sources.hub.deadline import bounded_by
+
+    sent = headers(s, extra)
+    deadline = s.deadline if s.deadline is not None else time.monotonic() + s.timeout_s
+    for _hop in range(MAX_REDIRECTS + 1):
+        timeout = min(REQUEST_TIMEOUT_S, s.seconds_left(what))
+        with bounded_by(deadline):
+            r = client().send(client().build_request("GET", url, headers=sent, timeout=timeout), stream=True)
+        location = r.headers.get("location") if r.status_code in REDIRECT_STATUSES else None
+        if location is None:
+            try:
+                with bounded_by(deadline):
+                    yield r
+            finally:
+                r.close()
+            return
+        r.close()  # a redirect's body is not read
+        target = r.url.join(location)
+        if target.scheme not in ("http", "https"):
+            raise HubResponseError(f"the Hub at {s.endpoint} redirected {what} to a {target.scheme!r} URL")
+        if (target.scheme, target.host, target.port) != (r.url.scheme, r.url.host, r.url.port):
+            sent = {k: v for k, v in sent.items() if k.lower() != "authorization"}
+        url = str(target)
+    raise HubResponseError(f"the Hub at {s.endpoint} redirected {what} in a loop (more than {MAX_REDIRECTS} redirects)")
 
 
 def _read_body(s: HubSettings, r: httpx2.Response, what: str, max_bytes: int, too_long: str) -> bytes:

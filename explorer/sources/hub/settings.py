@@ -120,6 +120,8 @@ class HubSettings:
         token: the access token, or None for the one the environment or a saved login
             gives (see :func:`explorer.sources.hub.http.headers`). Never shown: excluded from the repr.
         deadline: the ``time.monotonic()`` by which the resolution under way must end (None: not started).
+        implicit_token: whether, with no ``token``, the environment's (``HF_TOKEN``) or a saved login's is
+            sent; False for a published app's visitor, who is never lent the operator's account.
     """
 
     endpoint: str = DEFAULT_ENDPOINT
@@ -127,6 +129,7 @@ class HubSettings:
     offline: bool = False
     token: str | None = field(default=None, repr=False)
     deadline: float | None = None
+    implicit_token: bool = True
 
     def __post_init__(self) -> None:
         _check_endpoint(self.endpoint)
@@ -141,17 +144,22 @@ class HubSettings:
         endpoint: str | None = None,
         timeout_s: float | None = None,
         offline: bool | None = None,
+        implicit_token: bool = True,
     ) -> HubSettings:
-        """Arguments first, then ``HF_TOKEN``, ``HF_ENDPOINT``, ``HF_HUB_OFFLINE``, then defaults."""
+        """Arguments first, then ``HF_TOKEN`` (unless ``implicit_token`` is False), ``HF_ENDPOINT``,
+        ``HF_HUB_OFFLINE``, then defaults."""
         env = os.environ
         if offline is None:
             offline = env_true("HF_HUB_OFFLINE")
         given = clean_token(token, source="--token") if token is not None else None
+        if given is None and implicit_token:
+            given = clean_token(env.get("HF_TOKEN"), source="HF_TOKEN")
         return cls(
             endpoint=(endpoint or env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
             timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s,
             offline=offline,
-            token=given or clean_token(env.get("HF_TOKEN"), source="HF_TOKEN"),
+            token=given,
+            implicit_token=implicit_token,
         )
 
     def started(self) -> HubSettings:

@@ -13,6 +13,7 @@ describes its architecture in ``base_model``.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import threading
@@ -25,6 +26,10 @@ from explorer.errors import ExplorerError, SnapshotError
 from explorer.memo import memo
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape, shape_from_config
+from explorer.sources.regular_file import read_capped
+
+#: the largest snapshot file read, and the most its gzip form may decompress to (the shipped one is ~190 kB)
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 
 __all__ = ["SNAPSHOT_FORMAT", "Snapshot", "SnapshotEntry", "default_snapshot_path", "load_snapshot", "parse_snapshot"]
 
@@ -215,10 +220,12 @@ def default_snapshot_path() -> Path:
 
 def read_snapshot_file(path: Path) -> dict[str, Any]:
     """The parsed JSON of a snapshot file (gzip when it ends in ``.gz``)."""
+    raw = read_capped(path, MAX_SNAPSHOT_BYTES, "the snapshot", SnapshotError)
     try:
-        raw = path.read_bytes()
         if path.suffix == ".gz":
-            raw = gzip.decompress(raw)
+            raw = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_SNAPSHOT_BYTES + 1)
+            if len(raw) > MAX_SNAPSHOT_BYTES:
+                raise ValueError(f"it decompresses past {MAX_SNAPSHOT_BYTES:,} bytes")
         return json.loads(raw)
     except (OSError, ValueError, EOFError, RecursionError) as e:
         raise SnapshotError(
