@@ -33,6 +33,8 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_LAYERS",
     "MAX_NGL",
+    "MAX_SPLIT_SHARE",
+    "MAX_TENSOR_SPLIT_PARTS",
     "PLAUSIBLE_MAXIMA",
     "check_count",
     "check_figures",
@@ -66,6 +68,10 @@ MAX_NGL = 1 << 20
 MAX_HOST_GIB = 1 << 20
 #: the largest SGLang --hicache-ratio (host KV pool over device KV pool; SGLang's default is 2)
 MAX_HICACHE_RATIO = 1000
+#: devices a llama.cpp --tensor-split may name
+MAX_TENSOR_SPLIT_PARTS = 4096
+#: the largest share in a llama.cpp --tensor-split (they are proportions: 3,1 or 0.75,0.25)
+MAX_SPLIT_SHARE = 1e6
 #: the least share of a card (or of the speed bound) a setting may name: 1 %; below it the figures divided
 #: by the share (SGLang's "all cards need", a step time over the efficiency) leave the range of a float
 MIN_SHARE = 0.01

@@ -13,7 +13,7 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer.engines.common import ENGINE_LABELS, PlanRequest
+    from explorer.engines.common import PlanRequest
     from explorer.errors import ExplorerError
     from explorer.hardware.cluster_dict import cluster_from_text
     from explorer.model.dtypes import KV_CACHE_TYPES
@@ -31,6 +31,7 @@ with app.setup(hide_code=True):
     from explorer.ui.advice import best_per_engine_strip, suggestion_rows
     from explorer.ui.app_state import (
         ENGINE_KEYS,
+        ENGINE_MENU,
         GOALS,
         QUERY_KEYS,
         AppDefaults,
@@ -48,7 +49,14 @@ with app.setup(hide_code=True):
         first_gpu_term,
         host_ram_note,
     )
-    from explorer.ui.engine_settings import SETTINGS, engine_groups, request_changes, settings_text
+    from explorer.ui.engine_settings import (
+        SETTINGS,
+        engine_groups,
+        label,
+        placeholder,
+        request_changes,
+        settings_text,
+    )
     from explorer.ui.fit_view import FIT_COLUMNS, fit_table
     from explorer.ui.lesson_links import lesson_links
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
@@ -316,10 +324,9 @@ def _(defaults):
         value=defaults.kv_dtype if defaults.kv_dtype in KV_CACHE_TYPES else "auto",
         label="KV cache type",
     )
-    _engines = {"all three": "all", **{label: key for key, label in ENGINE_LABELS.items()}}
     engine = mo.ui.dropdown(
-        options=_engines,
-        value=next(k for k, v in _engines.items() if v == defaults.engine),
+        options=ENGINE_MENU,
+        value=next(k for k, v in ENGINE_MENU.items() if v == defaults.engine),
         label="Engine",
     )
     goal = mo.ui.dropdown(
@@ -487,15 +494,15 @@ def _(defaults):
     def _control(s):
         text = defaults.settings.get(s.key, "")
         if s.kind == "bool":
-            return mo.ui.checkbox(value=text == "on", label=f"`{s.flag}` {s.label}")
+            return mo.ui.checkbox(value=text == "on", label=f"`{s.flag}` {label(s)}")
         if s.kind == "choice":
             options = {"(default)" if s.optional else str(s.default): ""} | {c: c for c in s.choices if c != s.default}
             return mo.ui.dropdown(
                 options=options,
                 value=next((k for k, v in options.items() if v == text), next(iter(options))),
-                label=f"`{s.flag}` {s.label}",
+                label=f"`{s.flag}` {label(s)}",
             )
-        return mo.ui.text(value=text, placeholder=s.placeholder, label=f"`{s.flag}` {s.label}", full_width=True)
+        return mo.ui.text(value=text, placeholder=placeholder(s), label=f"`{s.flag}` {label(s)}", full_width=True)
 
     settings = mo.ui.dictionary({s.key: _control(s) for s in SETTINGS})
     pin = mo.ui.text(

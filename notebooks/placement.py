@@ -12,12 +12,13 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
+    from explorer.engines.registry import FLEET_ENGINE, engine_labels
     from explorer.errors import ExplorerError, OfflineMissError
     from explorer.fleet.footprints import fleet_cards, unique_names
     from explorer.fleet.place import place
     from explorer.safe_text import safe_html
     from explorer.sources.shipped import parse_cluster
-    from explorer.ui import charts
+    from explorer.ui import charts, vega
     from explorer.ui import fleet_rows as nf
     from explorer.ui import plan_rows as nd
     from explorer.ui.fleet_launch import LAUNCH_COLUMNS, launch_rows
@@ -145,8 +146,8 @@ def _():
         options=[p.name for p in nf.FLEET_PRESETS], value=nf.FLEET_PRESETS[0].name, label="Cluster preset"
     )
     engine = mo.ui.radio(
-        options={"vLLM": "vllm", "llama.cpp": "llamacpp"},
-        value="vLLM",
+        options={label: name for name, label in engine_labels().items()},
+        value=engine_labels()[FLEET_ENGINE.name],
         inline=True,
         label="Footprints by the accounting of",
     )
@@ -289,7 +290,7 @@ def _(models, offer, place_ms, placement):
                 f"{_count['swap groups']} swap group(s), {_count['tight']} tight, {_count['refused']} refused, "
                 f"{_count['missing replicas']} short of replicas · placed in {place_ms:.1f} ms."
             ),
-            charts.VegaLite(charts.placement_chart(segments)),
+            vega.VegaLiteSpec(charts.placement_chart(segments)),
         ]
     )
     return notes, segments
@@ -399,7 +400,7 @@ def _(models, offer, placement, plan_editor):
                         nf.card_rows(plan_check.placement, offer.labels), nf.CARD_COLUMNS, table_id="plan-cards"
                     )
                 ),
-                charts.VegaLite(
+                vega.VegaLiteSpec(
                     charts.placement_chart(
                         nf.card_segments(plan_check.placement, offer.labels),
                         title="What each card holds under your plan",

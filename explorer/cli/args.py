@@ -7,9 +7,11 @@ with the usage line and exits with status 2. No command reads a number any
 other way, so NaN, infinities, negative counts and fractions above 1 stop
 here, before anything is computed.
 
-The core checks again where figures are built (``PlanRequest``, per-card
-memory, speed estimates): these checkers only make the message name the
-option and what it allows.
+The request's own settings (``--context``, ``--ngl``, ``--swap-space``…) are
+read by their declarations instead (:mod:`explorer.cli.request_args`), as the
+app reads them. The core checks again where figures are built (``PlanRequest``,
+per-card memory, speed estimates): these checkers only make the message name
+the option and what it allows.
 """
 
 from __future__ import annotations
@@ -21,19 +23,11 @@ from collections.abc import Callable
 from explorer.limits import MAX_CONTEXT_TOKENS, MIN_SHARE
 
 __all__ = [
-    "MAX_TENSOR_SPLIT_PARTS",
-    "amount",
     "context_tokens",
     "fraction",
     "int_range",
     "seconds",
-    "split_fractions",
 ]
-
-#: devices a llama.cpp tensor split may name
-MAX_TENSOR_SPLIT_PARTS = 4096
-#: the largest share in a tensor split (they are proportions: 3,1 or 0.75,0.25)
-MAX_SPLIT_SHARE = 1e6
 
 
 def _number(text: str, kind: type) -> float | int:
@@ -73,20 +67,6 @@ def fraction(what: str = "the share") -> Callable[[str], float]:
     return check
 
 
-def amount(lo: float, hi: float, what: str, *, above: bool = False) -> Callable[[str], float]:
-    """A finite amount in ``[lo, hi]`` (``(lo, hi]`` with ``above``): ``--swap-space 4``, ``--hicache-ratio 2``."""
-
-    def check(text: str) -> float:
-        value = float(_number(text, float))
-        if not (lo < value <= hi if above else lo <= value <= hi):
-            least = f"above {lo:g}" if above else f"{lo:g}"
-            raise argparse.ArgumentTypeError(f"{value:g} is out of range: {what} must be {least} to {hi:,g}")
-        return value
-
-    check.__name__ = "amount"
-    return check
-
-
 def seconds(hi: float) -> Callable[[str], float]:
     """A duration in ``(0, hi]`` seconds: ``--timeout 30``."""
 
@@ -100,20 +80,6 @@ def seconds(hi: float) -> Callable[[str], float]:
     return check
 
 
-def split_fractions(text: str) -> tuple[float, ...]:
-    """A llama.cpp tensor split, ``3,1`` or ``0.6,0.4``: finite shares ≥ 0, at most 10^6 each, not all 0."""
-    parts = text.split(",")
-    if len(parts) > MAX_TENSOR_SPLIT_PARTS:
-        raise argparse.ArgumentTypeError(f"{len(parts):,} shares; a split names at most {MAX_TENSOR_SPLIT_PARTS:,}")
-    shares = tuple(float(_number(p, float)) for p in parts)
-    if any(not 0 <= s <= MAX_SPLIT_SHARE for s in shares):
-        raise argparse.ArgumentTypeError(
-            f"{text[:80]!r} is out of range: each share must be 0 to {MAX_SPLIT_SHARE:,.0f} (they are proportions)"
-        )
-    if not any(shares):
-        raise argparse.ArgumentTypeError(f"{text[:80]!r} gives every device 0: at least one share must be above 0")
-    return shares
-
-
-#: ``--context``: tokens of one sequence
+#: ``explorer shape --context``: tokens of one sequence (the request's range; shape plans nothing, so it does not
+#: import the engines that :mod:`explorer.cli.request_args` lists)
 context_tokens = int_range(1, MAX_CONTEXT_TOKENS, "the context")

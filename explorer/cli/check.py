@@ -126,8 +126,10 @@ def _store(calibration, path: str | None) -> dict:
 
 
 def _print(check, rows: list[dict]) -> None:
+    from explorer.engines.registry import engine_labels
+
     log, setup = check.log, check.setup
-    engine = {"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp"}[log.engine]
+    engine = engine_labels().get(log.engine, log.engine)
     print(
         f"{engine} {log.version or setup.request.vllm_version or '(version not printed)'} · {check.model} · "
         f"{setup.tp * setup.pp} × {setup.gpu.name}"

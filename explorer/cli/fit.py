@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from explorer.cli.args import fraction, int_range
-from explorer.cli.plan import add_goal_arguments, add_workload_arguments, goal_from_args, read_cluster, speed_settings
+from explorer.cli.args import int_range
+from explorer.cli.hub_options import add_offline_option
+from explorer.cli.plan import add_goal_arguments, add_request_arguments, goal_from_args, read_cluster, speed_settings
 from explorer.cli.plan_table import compact_label
-from explorer.engines.common import ENGINES, PlanRequest
+from explorer.cli.request_args import request_from_args
 from explorer.limits import MAX_CONCURRENCY
-from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.fit_view import FitRow, fit_rows, summary
 from explorer.sources.cache.calibrations import stored_calibrations
 from explorer.sources.known_models import known_models
@@ -29,30 +29,21 @@ from explorer.units import human_count
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``fit`` subcommand's arguments."""
-    add_workload_arguments(p, "1x8xh100-80g, 1x1xm4-max-128g, 2x1xrtx4090-24g@eth")
-    p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type")
-    p.add_argument(
-        "--gpu-memory-utilization", type=fraction("vLLM's share"), default=0.9, help="vLLM's share of each card"
-    )
+    add_request_arguments(p, "1x8xh100-80g, 1x1xm4-max-128g, 2x1xrtx4090-24g@eth", skip=("precision",))
     add_goal_arguments(p)
     p.add_argument(
         "--no-cache", action="store_true", help="list only the shipped snapshot's models; no stored calibrations"
     )
     p.add_argument("--top", type=int_range(0, MAX_CONCURRENCY, "--top"), default=0, help="rows to print (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_offline_option(p, "accepted for symmetry: fit never asks the Hub (the snapshot and the cache answer)")
 
 
 def run(args: argparse.Namespace) -> int:
     """List the models with their best option on the cluster."""
     cluster = read_cluster(args.cluster)
-    request = PlanRequest(
-        context_tokens=args.context,
-        concurrency=args.concurrency,
-        kv_dtype=args.kv_dtype,
-        engines=tuple(args.engine) if args.engine else ENGINES,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        calibrations=() if args.no_cache else stored_calibrations(),  # explorer check --calibrate's, as plan reads them
-    )
+    # explorer check --calibrate's calibrations, as plan reads them
+    request = request_from_args(args, () if args.no_cache else stored_calibrations())
     known = known_models(use_cache=not args.no_cache)
     goal = goal_from_args(args)
     rows = fit_rows(
@@ -94,7 +85,7 @@ def _row(i: int, r: FitRow) -> str:
 def print_rows(rows: list[FitRow], args: argparse.Namespace, goal: str, cache: str | None, *, top: int = 0) -> None:
     """The table (fits a 120-column terminal), each lower-tier or unfitting model with its best suggestion."""
     counts = summary(rows)
-    print(f"{args.cluster}: {len(rows)} models at context {args.context:,} × {args.concurrency}, goal {goal}")
+    print(f"{args.cluster}: {len(rows)} models at context {args.context_tokens:,} × {args.concurrency}, goal {goal}")
     print(
         f"  {', '.join(f'{k}: {v}' for k, v in counts.items())}; from the snapshot"
         + (f" and the cache {cache}" if cache else "")

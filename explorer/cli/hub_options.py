@@ -1,4 +1,5 @@
-"""The Hub options shared by the commands that take a Hub id (``shape``, ``snapshot refresh``)."""
+"""The Hub options shared by the commands that take a Hub id (``plan``, ``shape``, ``place``, ``check``,
+``snapshot refresh``); ``--offline`` alone for ``fit``, which never asks the Hub."""
 
 from __future__ import annotations
 
@@ -11,11 +12,7 @@ from explorer.sources.hub.settings import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, HubS
 def add_hub_options(p: argparse.ArgumentParser) -> None:
     """``--offline``, ``--token``, ``--revision``, ``--timeout`` for commands that take a Hub id."""
     g = p.add_argument_group("Hub")
-    g.add_argument(
-        "--offline",
-        action="store_true",
-        help="never ask the Hub: answer from the cache or the shipped snapshot (also HF_HUB_OFFLINE=1)",
-    )
+    add_offline_option(g)
     g.add_argument(
         "--token",
         default=None,
@@ -30,6 +27,14 @@ def add_hub_options(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help=f"seconds the whole Hub read may take, retries included (default: {DEFAULT_TIMEOUT_S:g})",
     )
+
+
+def add_offline_option(
+    p: argparse.ArgumentParser | argparse._ArgumentGroup,
+    help: str = "never ask the Hub: answer from the cache or the shipped snapshot (also HF_HUB_OFFLINE=1)",
+) -> None:
+    """``--offline``: the commands that never go online take it too, and say so in ``help``."""
+    p.add_argument("--offline", action="store_true", help=help)
 
 
 def hub_kwargs(args: argparse.Namespace) -> dict:

@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from explorer.cli.args import fraction
+from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.cli.plan import read_cluster
+from explorer.cli.request_args import add_setting_arguments
+from explorer.engines.registry import FLEET_ENGINE, engine_labels
 from explorer.errors import ManualPlanError, PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
@@ -32,9 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", default=None, metavar="FILE", help="a manual plan (.json or .toml) to check instead")
     p.add_argument(
         "--engine",
-        choices=("vllm", "llamacpp"),
-        default="vllm",
-        help="whose accounting sizes each model (vllm: even shards on cards of one class; llamacpp: any split)",
+        choices=tuple(engine_labels()),
+        default=FLEET_ENGINE.name,
+        help="whose accounting sizes each model (vllm, sglang: even shards on cards of one class; llamacpp: any split)",
     )
     p.add_argument(
         "--usable-fraction",
@@ -42,14 +45,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=0.9,
         help="share of each card a placement may use",
     )
-    p.add_argument("--kv-dtype", default="auto", help="KV cache type")
-    p.add_argument("--quant", default=None, help="what-if precision for every model")
-    p.add_argument("--offline", action="store_true", help="use only the cache and the shipped snapshot")
+    add_setting_arguments(p, only=("kv_dtype", "precision"))
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_hub_options(p)
 
 
-def _shape(model_id: str, offline: bool):
-    return load_shape(model_id, offline=True) if offline else load_shape(model_id)
+def _shape(model_id: str, args: argparse.Namespace):
+    given = args.offline or args.token or args.revision or args.timeout
+    return load_shape(model_id, **hub_kwargs(args)) if given else load_shape(model_id)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,13 +65,13 @@ def run(args: argparse.Namespace) -> int:
     names = unique_names([t.model_id for t in terms])
     models = [
         demand_for(
-            _shape(t.model_id, args.offline),
+            _shape(t.model_id, args),
             t,
             gpu=offer.gpu,
             engine=args.engine,
             rank=rank,
             kv_dtype=args.kv_dtype,
-            precision=args.quant,
+            precision=args.precision,
             name=name,
         )
         for rank, (t, name) in enumerate(zip(terms, names, strict=True))

@@ -7,16 +7,15 @@ import json
 import sys
 from pathlib import Path
 
-from explorer.cli.args import amount, context_tokens, fraction, int_range, split_fractions
+from explorer.cli.args import fraction, int_range
+from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.cli.plan_table import print_result
-from explorer.engines.all2all import ALL2ALL_BACKENDS
-from explorer.engines.common import ENGINES, PlanRequest
+from explorer.cli.request_args import add_setting_arguments, request_from_args
 from explorer.engines.registry import engine_serving
 from explorer.engines.weight_kernels import RULE as WEIGHTS_UNSUPPORTED
 from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import MAX_GPUS, Cluster
-from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_HICACHE_RATIO, MAX_HOST_GIB, MAX_NGL
-from explorer.model.dtypes import KV_CACHE_TYPES
+from explorer.limits import MAX_CONCURRENCY
 from explorer.plan.offer import fallback_artifacts, plan_artifacts
 from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
@@ -37,7 +36,6 @@ from explorer.units import gib
 
 __all__ = [
     "add_request_arguments",
-    "add_workload_arguments",
     "goal_from_args",
     "print_result",
     "read_cluster",
@@ -46,167 +44,18 @@ __all__ = [
 ]
 
 
-def add_workload_arguments(p: argparse.ArgumentParser, example: str = "2x8xh100-80g@ib0 + 1xcpu-256g") -> None:
-    """``--cluster``, ``--context``, ``--concurrency`` and ``--engine`` (shared with ``explorer fit``)."""
+def add_request_arguments(
+    p: argparse.ArgumentParser, example: str = "2x8xh100-80g@ib0 + 1xcpu-256g", *, skip: tuple[str, ...] = ()
+) -> None:
+    """``--cluster`` and every request setting (:mod:`explorer.cli.request_args`) but the fields in ``skip``,
+    shared with ``explorer fit``."""
     p.add_argument(
         "--cluster",
         required=True,
         metavar="SPEC",
         help=f"cluster spec ({example}) or a .json/.toml file",
     )
-    p.add_argument("--context", type=context_tokens, default=4096, help="context tokens per sequence (default 4096)")
-    p.add_argument(
-        "--concurrency",
-        type=int_range(1, MAX_CONCURRENCY, "concurrency"),
-        default=1,
-        help="sequences that must fit at that context",
-    )
-    p.add_argument("--engine", action="append", choices=ENGINES, help="engine(s) to consider (default: all)")
-
-
-def add_request_arguments(p: argparse.ArgumentParser) -> None:
-    """The options that shape a plan request (shared with other subcommands)."""
-    add_workload_arguments(p)
-    p.add_argument(
-        "--quant", default=None, help="what-if precision (bf16, fp8, int8, int4-awq, int4-gptq, nf4) or a GGUF quant"
-    )
-    p.add_argument("--kv-dtype", default="auto", choices=KV_CACHE_TYPES, help="KV cache type")
-    p.add_argument(
-        "--gpu-memory-utilization", type=fraction("vLLM's share"), default=0.9, help="vLLM's share of each card"
-    )
-    p.add_argument(
-        "--mem-fraction-static",
-        type=fraction("SGLang's static share"),
-        default=None,
-        help="SGLang's static share (default: its own rule)",
-    )
-    p.add_argument("--dp-attention", action="store_true", help="SGLang --enable-dp-attention")
-    p.add_argument("--speculative", default=None, metavar="ALGO", help="SGLang speculative algorithm (EAGLE, NGRAM…)")
-    p.add_argument("--flash-attn", default="auto", choices=("on", "off", "auto"), help="llama.cpp flash attention")
-    p.add_argument(
-        "--ngl",
-        type=int_range(-1, MAX_NGL, "-ngl"),  # -1 or more than the layers means all of them, as in llama.cpp
-        default=None,
-        help="llama.cpp layers on the GPU (default: as many as fit)",
-    )
-    p.add_argument("--tensor-split", type=split_fractions, default=None, help="llama.cpp tensor split, e.g. 3,1")
-    p.add_argument("--batch", type=int_range(1, MAX_CONTEXT_TOKENS, "-b"), default=2048, help="llama.cpp -b")
-    p.add_argument("--ubatch", type=int_range(1, MAX_CONTEXT_TOKENS, "-ub"), default=512, help="llama.cpp -ub")
-    p.add_argument(
-        "--parallel",
-        type=int_range(1, MAX_CONCURRENCY, "-np"),
-        default=None,
-        help="llama.cpp -np (same as --concurrency)",
-    )
-    p.add_argument(
-        "--no-mmap", action="store_true", help="llama.cpp reads the file instead of mapping it (--load-mode none)"
-    )
-    p.add_argument(
-        "--no-cpu-offload",
-        action="store_true",
-        help="keep every layer on the accelerators: no llama.cpp partial offload (one node's or over RPC), no CPU",
-    )
-    p.add_argument(
-        "--tp",
-        type=int_range(1, MAX_GPUS, "--tp"),
-        default=None,
-        help="tensor-parallel size (vLLM, SGLang); default: every split",
-    )
-    p.add_argument(
-        "--pp",
-        type=int_range(1, MAX_GPUS, "--pp"),
-        default=None,
-        help="pipeline-parallel size (vLLM, SGLang); default: every split",
-    )
-    p.add_argument(
-        "--dp",
-        type=int_range(1, MAX_GPUS, "--dp"),
-        default=None,
-        help="data-parallel ranks in one launch (vLLM --data-parallel-size: copies of a dense model, ranks sharing "
-        "a mixture of experts' experts with --enable-expert-parallel; SGLang --dp-size; with --dp-attention its DP "
-        "attention size)",
-    )
-    p.add_argument(
-        "--ep",
-        type=int_range(1, MAX_GPUS, "--ep"),
-        default=None,
-        help="SGLang --ep-size: the MoE layers' expert-parallel size within --tp (default: 1, or tp where the "
-        "block-FP8 rule needs it); vLLM's expert parallelism always spans tp × dp",
-    )
-    p.add_argument(
-        "--all2all-backend",
-        choices=ALL2ALL_BACKENDS,
-        default=None,
-        help="the experts' all-to-all: DeepEP's buffers held on each rank (vLLM --all2all-backend; SGLang "
-        "--moe-a2a-backend deepep --deepep-mode normal / low_latency / auto, auto SGLang only); default: the "
-        "engines' NCCL collectives, no buffer",
-    )
-    p.add_argument(
-        "--max-num-seqs",
-        type=int_range(1, MAX_CONCURRENCY, "--max-num-seqs"),
-        default=None,
-        help="vLLM --max-num-seqs (default: vLLM's for the card)",
-    )
-    p.add_argument(
-        "--max-num-batched-tokens",
-        type=int_range(1, MAX_CONTEXT_TOKENS, "--max-num-batched-tokens"),
-        default=None,
-        help="vLLM --max-num-batched-tokens (default: vLLM's)",
-    )
-    p.add_argument(
-        "--chunked-prefill-size",
-        type=int_range(1, MAX_CONTEXT_TOKENS, "--chunked-prefill-size"),
-        default=None,
-        help="SGLang --chunked-prefill-size",
-    )
-    p.add_argument(
-        "--cuda-graph-max-bs",
-        type=int_range(1, MAX_CONCURRENCY, "--cuda-graph-max-bs"),
-        default=None,
-        help="SGLang --cuda-graph-max-bs",
-    )
-    p.add_argument(
-        "--enforce-eager",
-        action="store_true",
-        help="no CUDA graphs (vLLM --enforce-eager, SGLang --disable-cuda-graph)",
-    )
-    p.add_argument(
-        "--language-only", action="store_true", help="SGLang --language-only: no vision-head divisibility check"
-    )
-    p.add_argument("--piecewise-cuda-graph", action="store_true", help="SGLang --enable-piecewise-cuda-graph")
-    p.add_argument(
-        "--piecewise-cuda-graph-max-tokens",
-        type=int_range(1, MAX_CONTEXT_TOKENS, "--piecewise-cuda-graph-max-tokens"),
-        default=None,
-        help="SGLang --piecewise-cuda-graph-max-tokens (reserves a quarter MiB a token; implies the switch)",
-    )
-    p.add_argument(
-        "--swap-space",
-        type=amount(0, MAX_HOST_GIB, "--swap-space"),
-        default=None,
-        metavar="GIB",
-        help="vLLM --swap-space, host RAM per GPU (default: the release's: 4 up to vLLM 0.11, none after; "
-        "vLLM 0.18 and later have no such flag: refused there, use --vllm-version 0.17.1)",
-    )
-    p.add_argument(
-        "--hierarchical-cache", action="store_true", help="SGLang --enable-hierarchical-cache (a host KV pool)"
-    )
-    p.add_argument(
-        "--hicache-ratio",
-        type=amount(0, MAX_HICACHE_RATIO, "--hicache-ratio", above=True),
-        default=2.0,
-        help="SGLang --hicache-ratio (host pool / device pool)",
-    )
-    p.add_argument(
-        "--hicache-size",
-        type=amount(0, MAX_HOST_GIB, "--hicache-size"),
-        default=None,
-        metavar="GB",
-        help="SGLang --hicache-size, GB per rank",
-    )
-    p.add_argument(
-        "--vllm-version", default=None, metavar="VER", help="the vLLM release to plan for (default: the current one)"
-    )
+    add_setting_arguments(p.add_argument_group("request (each engine's own flag in parentheses)"), skip=skip)
 
 
 def read_cluster(text: str) -> Cluster:
@@ -218,75 +67,17 @@ def read_cluster(text: str) -> Cluster:
     return parse_cluster(text)
 
 
-def request_from_args(args: argparse.Namespace) -> PlanRequest:
-    """A PlanRequest from parsed arguments."""
-    split = args.tensor_split  # checked by args.split_fractions
-    if isinstance(split, str):  # a namespace made by hand, not by the parser
-        split = split_fractions(split)
-    return PlanRequest(
-        context_tokens=args.context,
-        concurrency=args.parallel or args.concurrency,
-        kv_dtype=args.kv_dtype,
-        precision=args.quant,
-        engines=tuple(args.engine) if args.engine else ENGINES,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        mem_fraction_static=args.mem_fraction_static,
-        dp_attention=args.dp_attention,
-        speculative=args.speculative,
-        flash_attn=args.flash_attn,
-        n_gpu_layers=args.ngl,
-        tensor_split=split,
-        batch_tokens=args.batch,
-        ubatch_tokens=args.ubatch,
-        mmap=not args.no_mmap,
-        cpu_offload=not args.no_cpu_offload,
-        tensor_parallel_size=args.tp,
-        pipeline_parallel_size=args.pp,
-        data_parallel_size=args.dp,
-        expert_parallel_size=args.ep,
-        all2all_backend=args.all2all_backend,
-        max_num_seqs=args.max_num_seqs,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        chunked_prefill_size=args.chunked_prefill_size,
-        cuda_graph_max_bs=args.cuda_graph_max_bs,
-        enforce_eager=args.enforce_eager,
-        language_only=args.language_only,
-        piecewise_cuda_graph=args.piecewise_cuda_graph or args.piecewise_cuda_graph_max_tokens is not None,
-        piecewise_cuda_graph_max_tokens=args.piecewise_cuda_graph_max_tokens,
-        swap_space_gib=args.swap_space,
-        hierarchical_cache=args.hierarchical_cache,
-        hicache_ratio=args.hicache_ratio,
-        hicache_size_gb=args.hicache_size,
-        vllm_version=args.vllm_version,
-        calibrations=stored_calibrations(),
-    )
-
-
-def add_source_arguments(p: argparse.ArgumentParser) -> None:
-    """How a MODEL argument is resolved (shared with other subcommands)."""
-    p.add_argument("--offline", action="store_true", help="use only the cache and the shipped snapshot")
-    p.add_argument("--token", default=None, help="Hugging Face token for gated repos (or set HF_TOKEN); never printed")
-    p.add_argument("--revision", default=None, help="branch, tag or commit of a Hub model")
-
-
 def resolve_for_plan(args: argparse.Namespace):
     """(shape, artifacts, model reference, fallback) for a MODEL argument.
 
     The fallback (:func:`explorer.plan.offer.fallback_artifacts`) is planned only when the model's own
     weights keep no layout on accelerators alone; none when the user chose a precision or named a file.
     """
-    kw = {}
-    if args.offline:
-        kw["offline"] = True
-    if args.token:
-        kw["token"] = args.token
-    if args.revision:
-        kw["revision"] = args.revision
     spec = parse_model_spec(args.model)
-    resolved = load_model(args.model, **kw)
+    resolved = load_model(args.model, **hub_kwargs(args))
     named = spec.filename or spec.kind == "gguf"
     checkpoints = resolved.checkpoints
-    if args.quant and resolved.repo and not named:  # a what-if precision: which repository publishes it?
+    if args.precision and resolved.repo and not named:  # a what-if precision: which repository publishes it?
         found = checkpoints_for_plan(resolved.repo, offline=args.offline, token=args.token)
         checkpoints = found.checkpoints
         if found.note:
@@ -294,11 +85,11 @@ def resolve_for_plan(args: argparse.Namespace):
     artifacts = plan_artifacts(
         resolved.shape,
         resolved.artifacts,
-        quant=args.quant,
+        quant=args.precision,
         selected=resolved.selected if named else None,
         checkpoints=checkpoints,
     )
-    chosen = bool(args.quant) or bool(named)
+    chosen = bool(args.precision) or bool(named)
     fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, checkpoints)
     return resolved.shape, artifacts, resolved.launch_ref, fallback
 
@@ -311,7 +102,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="config.json, a model folder, a .gguf file, or a Hub id (org/name, org/name@revision, org/name:FILE.gguf)",
     )
     add_request_arguments(p)
-    add_source_arguments(p)
+    add_hub_options(p)
     p.add_argument(
         "--gpus",
         default=None,
@@ -383,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     result = plan(
         shape,
         cluster,
-        request_from_args(args),
+        request_from_args(args, stored_calibrations()),
         artifacts=artifacts,
         model_ref=model_ref,
         goal=goal_from_args(args),
@@ -408,13 +199,13 @@ def run(args: argparse.Namespace) -> int:
 
 def run_pinned(args: argparse.Namespace, shape, cluster, artifacts, model_ref: str) -> int:
     """Check user-pinned GPUs: the launch on exactly them, and by how much it overcommits."""
-    engine = args.engine[0] if args.engine else engine_serving(artifacts[0]).name
+    engine = args.engines[0] if args.engines else engine_serving(artifacts[0]).name
     result = check_pinned(
         shape,
         cluster,
         [g.strip() for g in args.gpus.split(",") if g.strip()],
         engine=engine,
-        request=request_from_args(args),
+        request=request_from_args(args, stored_calibrations()),
         artifacts=artifacts,
         model_ref=model_ref,
         replicas=args.replicas,

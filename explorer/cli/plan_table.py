@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from explorer.engines.common import ENGINE_LABELS
 from explorer.engines.options import TIER_LABELS, Option, PlanResult
+from explorer.engines.registry import engine_labels
 from explorer.plan.ranking import headroom_warning
 from explorer.units import gib
 
@@ -25,7 +25,7 @@ WIDE_LABEL = 84
 
 def short_label(o: Option) -> str:
     """``vLLM · 2 nodes × 8 h100-80g on ib0 (tp8 pp2) · bf16``: engine, cards, split and the precision loaded."""
-    engine = ENGINE_LABELS.get(o.engine, o.engine)  # type: ignore[call-overload]
+    engine = engine_labels().get(o.engine, o.engine)
     if o.layout.cpu:
         return f"{engine} · CPU · {o.precision}"
     extra = "unified memory" if o.layout.unified else o.layout.parallel
@@ -39,7 +39,7 @@ def short_label(o: Option) -> str:
 def compact_label(o: Option) -> str:
     """``llama.cpp 1 × rtx4090-24g, 37 on CPU · Q4_K_M``: :func:`short_label` without the words a narrow column
     cannot spare."""
-    engine = ENGINE_LABELS.get(o.engine, o.engine)  # type: ignore[call-overload]
+    engine = engine_labels().get(o.engine, o.engine)
     if o.layout.cpu:
         return f"{engine} CPU · {o.precision}"
     where = o.layout.label + ("" if o.layout.parallel == "single" else f" {o.layout.parallel}")
@@ -142,7 +142,7 @@ def print_best(result: PlanResult) -> None:
     others = [(e, o) for e, o in result.best_per_engine().items() if o is not best]
     for engine, o in others:
         rank = next(i for i, x in enumerate(result.options, 1) if x is o)
-        print(f"  best {ENGINE_LABELS.get(engine, engine)}: #{rank} {short_label(o)}")  # type: ignore[call-overload]
+        print(f"  best {engine_labels().get(engine, engine)}: #{rank} {short_label(o)}")
 
 
 def print_speed(o: Option) -> None:

@@ -16,7 +16,8 @@ from typing import Literal
 
 from explorer.engines.calibration import Calibration
 from explorer.engines.fit_search import largest_fitting
-from explorer.errors import ImplausibleFigureError, PlanError
+from explorer.engines.setting import declared_settings, setting
+from explorer.errors import ImplausibleFigureError
 from explorer.hardware.cluster import MAX_GPUS
 from explorer.limits import (
     MAX_CONCURRENCY,
@@ -24,12 +25,13 @@ from explorer.limits import (
     MAX_HICACHE_RATIO,
     MAX_HOST_GIB,
     MAX_NGL,
+    MAX_SPLIT_SHARE,
     MIN_SHARE,
     check_figures,
 )
 from explorer.model.artifacts import Artifact
 from explorer.model.checkpoints import placeholder_ref
-from explorer.model.dtypes import ElementType
+from explorer.model.dtypes import KV_CACHE_TYPES, ElementType
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     FullAttention,
@@ -105,42 +107,130 @@ class PlanRequest:
             (:mod:`explorer.engines.calibration`).
     """
 
-    context_tokens: int = 4096
-    concurrency: int = 1
-    kv_dtype: str = "auto"
-    precision: str | None = None
-    engines: tuple[EngineName, ...] = ENGINES
-    gpu_memory_utilization: float = 0.9
-    max_num_batched_tokens: int | None = None
-    max_num_seqs: int | None = None
-    mem_fraction_static: float | None = None
-    chunked_prefill_size: int | None = None
-    cuda_graph_max_bs: int | None = None
-    dp_attention: bool = False
-    speculative: str | None = None
-    enable_mixed_chunk: bool = False
-    enforce_eager: bool = False
-    flash_attn: str = "auto"
-    n_gpu_layers: int | None = None
-    tensor_split: tuple[float, ...] | None = None
-    batch_tokens: int = 2048
-    ubatch_tokens: int = 512
-    mmap: bool = True
-    cpu_offload: bool = True
-    host_fraction: float = 0.85
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    data_parallel_size: int | None = None
-    expert_parallel_size: int | None = None
-    all2all_backend: str | None = None
-    language_only: bool = False
-    piecewise_cuda_graph: bool = False
-    piecewise_cuda_graph_max_tokens: int | None = None
-    swap_space_gib: float | None = None
-    hierarchical_cache: bool = False
-    hicache_ratio: float = 2.0
-    hicache_size_gb: float | None = None
-
+    # fmt: off
+    context_tokens: int = setting(
+        4096, kind="int", low=1, high=MAX_CONTEXT_TOKENS, main=True, cli=("--context",),
+        flags={"vllm": "--max-model-len", "sglang": "--context-length", "llamacpp": "-c"},
+        help="context tokens per sequence")
+    concurrency: int = setting(
+        1, kind="int", low=1, high=MAX_CONCURRENCY, main=True, cli=("--concurrency", "--parallel"),
+        flags={"llamacpp": "-np"}, help="sequences that must fit at that context at once")
+    kv_dtype: str = setting(
+        "auto", kind="choice", choices=KV_CACHE_TYPES, main=True, cli=("--kv-dtype",), url="kv",
+        flags={"vllm": "--kv-cache-dtype", "sglang": "--kv-cache-dtype", "llamacpp": "-ctk"},
+        help="KV cache type (auto: the model's dtype)")
+    precision: str | None = setting(
+        kind="text", optional=True, main=True, cli=("--quant",), launch="none",
+        help="what-if precision (bf16, fp8, int8, int4-awq, int4-gptq, nf4) or a GGUF quant")
+    engines: tuple[EngineName, ...] = setting(
+        ENGINES, kind="engines", main=True, cli=("--engine",), launch="none", help="engine(s) to consider")
+    gpu_memory_utilization: float = setting(
+        0.9, kind="float", low=MIN_SHARE, high=1, cli=("--gpu-memory-utilization",),
+        flags={"vllm": "--gpu-memory-utilization"}, help="share of each card vLLM may use")
+    max_num_seqs: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_CONCURRENCY, cli=("--max-num-seqs",), launch="echo",
+        flags={"vllm": "--max-num-seqs"}, help="running sequences at most (default: vLLM's for the card)")
+    max_num_batched_tokens: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_CONTEXT_TOKENS, cli=("--max-num-batched-tokens",), launch="echo",
+        flags={"vllm": "--max-num-batched-tokens"}, help="tokens a step, the prefill chunk (default: vLLM's)")
+    mem_fraction_static: float | None = setting(
+        kind="float", optional=True, low=MIN_SHARE, high=1, cli=("--mem-fraction-static",),
+        flags={"sglang": "--mem-fraction-static"}, help="static share of each card (default: SGLang's own rule)")
+    dp_attention: bool = setting(
+        False, kind="bool", cli=("--dp-attention",), url="enable-dp-attention",
+        flags={"sglang": "--enable-dp-attention"}, help="data-parallel attention")
+    speculative: str | None = setting(
+        kind="choice", optional=True, choices=("EAGLE", "EAGLE3", "NGRAM", "STANDALONE"), cli=("--speculative",),
+        url="speculative-algorithm", launch="echo", flags={"sglang": "--speculative-algorithm"},
+        help="speculative decoding algorithm")
+    enable_mixed_chunk: bool = setting(
+        False, kind="bool", cli=("--enable-mixed-chunk",), launch="echo", flags={"sglang": "--enable-mixed-chunk"},
+        help="mix prefill chunks into decode batches")
+    chunked_prefill_size: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_CONTEXT_TOKENS, cli=("--chunked-prefill-size",), launch="echo",
+        flags={"sglang": "--chunked-prefill-size"}, help="chunked prefill: tokens a chunk (default: SGLang's)")
+    cuda_graph_max_bs: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_CONCURRENCY, cli=("--cuda-graph-max-bs",), launch="echo",
+        flags={"sglang": "--cuda-graph-max-bs"}, help="largest CUDA-graph batch (default: SGLang's)")
+    enforce_eager: bool = setting(
+        False, kind="bool", cli=("--enforce-eager",), launch="echo",
+        flags={"vllm": "--enforce-eager", "sglang": "--disable-cuda-graph"},
+        help="no CUDA graphs")
+    piecewise_cuda_graph: bool = setting(
+        False, kind="bool", cli=("--piecewise-cuda-graph",), url="enable-piecewise-cuda-graph", launch="echo",
+        flags={"sglang": "--enable-piecewise-cuda-graph"}, help="piecewise CUDA graphs")
+    piecewise_cuda_graph_max_tokens: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_CONTEXT_TOKENS, cli=("--piecewise-cuda-graph-max-tokens",),
+        launch="echo", implies="piecewise_cuda_graph", flags={"sglang": "--piecewise-cuda-graph-max-tokens"},
+        help="the piecewise graphs' largest size, tokens (a quarter MiB a token; turns them on)")
+    language_only: bool = setting(
+        False, kind="bool", cli=("--language-only",), launch="echo", flags={"sglang": "--language-only"},
+        help="the vision encoder runs elsewhere: no vision-head divisibility check")
+    hierarchical_cache: bool = setting(
+        False, kind="bool", cli=("--hierarchical-cache",), url="enable-hierarchical-cache", launch="echo",
+        flags={"sglang": "--enable-hierarchical-cache"}, help="a host KV pool in pinned RAM")
+    hicache_ratio: float = setting(
+        2.0, kind="float", low=0, low_open=True, high=MAX_HICACHE_RATIO, cli=("--hicache-ratio",),
+        implies="hierarchical_cache", flags={"sglang": "--hicache-ratio"},
+        help="host KV pool over device KV pool (turns the host pool on)")
+    hicache_size_gb: float | None = setting(
+        kind="float", optional=True, whole=True, low=0, high=MAX_HOST_GIB, cli=("--hicache-size",),
+        implies="hierarchical_cache",
+        flags={"sglang": "--hicache-size"}, help="host KV pool a rank, GB (10^9 bytes); overrides the ratio")
+    swap_space_gib: float | None = setting(
+        kind="float", optional=True, low=0, high=MAX_HOST_GIB, cli=("--swap-space",), flags={"vllm": "--swap-space"},
+        help="host RAM a GPU, GiB (default: the release's: 4 up to vLLM 0.11, none after; vLLM 0.18 and later "
+        "have no such flag: refused there, use --vllm-version 0.17.1)")
+    flash_attn: str = setting(
+        "auto", kind="choice", choices=("auto", "on", "off"), cli=("--flash-attn",), flags={"llamacpp": "-fa"},
+        help="flash attention")
+    n_gpu_layers: int | None = setting(
+        kind="int", optional=True, low=-1, high=MAX_NGL, cli=("--ngl",), flags={"llamacpp": "-ngl"},
+        help="layers on the GPU (default: as many as fit; -1 or past the layers: all of them)")
+    tensor_split: tuple[float, ...] | None = setting(
+        kind="floats", optional=True, low=0, high=MAX_SPLIT_SHARE, cli=("--tensor-split",),
+        flags={"llamacpp": "--tensor-split"}, help="split over the cards, e.g. 3,1 (default: by free memory)")
+    batch_tokens: int = setting(
+        2048, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--batch",),
+        flags={"llamacpp": "-b"},
+        help="logical batch, tokens")
+    ubatch_tokens: int = setting(
+        512, kind="int", low=1, high=MAX_CONTEXT_TOKENS, cli=("--ubatch",),
+        flags={"llamacpp": "-ub"},
+        help="physical batch, tokens")
+    mmap: bool = setting(
+        True, kind="bool", inverted=True, cli=("--no-mmap",), url="load-mode-none", launch="echo",
+        flags={"llamacpp": "--load-mode none"},
+        help="load the file instead of mapping it")
+    cpu_offload: bool = setting(
+        True, kind="bool", inverted=True, cli=("--no-cpu-offload",), launch="none",
+        help="keep every layer on the accelerators: no llama.cpp partial offload (one node's or over RPC), no CPU")
+    host_fraction: float = setting(
+        0.85, kind="float", low=MIN_SHARE, high=1, cli=("--host-fraction",), launch="none",
+        help="share of a node's RAM one replica may be planned to use")
+    tensor_parallel_size: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_GPUS, cli=("--tp",),
+        flags={"vllm": "--tensor-parallel-size", "sglang": "--tp-size"},
+        help="tensor-parallel size (default: every split)")
+    pipeline_parallel_size: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_GPUS, cli=("--pp",),
+        flags={"vllm": "--pipeline-parallel-size", "sglang": "--pp-size"},
+        help="pipeline-parallel size (default: every split)")
+    data_parallel_size: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_GPUS, cli=("--dp",),
+        flags={"vllm": "--data-parallel-size", "sglang": "--dp-size"},
+        help="data-parallel ranks in one launch: copies of a dense model, or ranks sharing a mixture of experts' "
+             "experts with vLLM's expert parallelism (with --dp-attention: its DP attention size)")
+    expert_parallel_size: int | None = setting(
+        kind="int", optional=True, low=1, high=MAX_GPUS, cli=("--ep",), flags={"sglang": "--ep-size"},
+        help="the MoE layers' expert-parallel size within --tp (default: 1, or tp where the block-FP8 rule needs "
+             "it); vLLM's expert parallelism always spans tp × dp")
+    all2all_backend: str | None = setting(
+        kind="choice", optional=True, choices=("deepep_high_throughput", "deepep_low_latency", "deepep_auto"),
+        cli=("--all2all-backend",), flags={"vllm": "--all2all-backend", "sglang": "--moe-a2a-backend"},
+        help="the experts' all-to-all: DeepEP's buffers held on each rank (SGLang --moe-a2a-backend deepep "
+             "--deepep-mode normal / low_latency / auto, auto SGLang only); default: NCCL collectives, no buffer")
+    # fmt: on
     @property
     def world_size(self) -> int | None:
         """tp × pp × dp as the user gave them (a missing one counts 1); None when none was given.
@@ -154,58 +244,16 @@ class PlanRequest:
             return None
         return (self.tensor_parallel_size or 1) * (self.pipeline_parallel_size or 1) * (dp or 1)
 
-    vllm_version: str | None = None
+    vllm_version: str | None = setting(
+        kind="text", optional=True, cli=("--vllm-version",), launch="none", flags={"vllm": ""},
+        help="the vLLM release to plan for, e.g. 0.11.0 (default: the current one)")  # fmt: skip
     calibrations: tuple[Calibration, ...] = ()
 
     def __post_init__(self) -> None:
-        """Every number in range, or PlanError naming it: nothing downstream sees NaN, inf or a negative count."""
-        _in_range("context_tokens", self.context_tokens, 1, MAX_CONTEXT_TOKENS)
-        _in_range("concurrency", self.concurrency, 1, MAX_CONCURRENCY)
-        _in_range("batch_tokens", self.batch_tokens, 1, MAX_CONTEXT_TOKENS)
-        _in_range("ubatch_tokens", self.ubatch_tokens, 1, MAX_CONTEXT_TOKENS)
-        for name in ("max_num_batched_tokens", "max_num_seqs", "chunked_prefill_size", "cuda_graph_max_bs"):
-            if (value := getattr(self, name)) is not None:
-                _in_range(name, value, 0, MAX_CONTEXT_TOKENS)
-        if self.n_gpu_layers is not None:
-            _in_range("n_gpu_layers", self.n_gpu_layers, -1, MAX_NGL)  # -1: every layer, as llama.cpp reads it
-        for name in ("gpu_memory_utilization", "mem_fraction_static", "host_fraction"):
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, int | float) and MIN_SHARE <= value <= 1):
-                raise PlanError(f"{name} is {value!r}; it must be a share from {MIN_SHARE:g} to 1")
-        for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "expert_parallel_size"):
-            if (value := getattr(self, name)) is not None:
-                _in_range(name, value, 1, MAX_GPUS)
-        if self.piecewise_cuda_graph_max_tokens is not None:
-            _in_range("piecewise_cuda_graph_max_tokens", self.piecewise_cuda_graph_max_tokens, 0, MAX_CONTEXT_TOKENS)
-        _amount("swap_space_gib", self.swap_space_gib, MAX_HOST_GIB, zero=True)
-        _amount("hicache_ratio", self.hicache_ratio, MAX_HICACHE_RATIO, zero=False)
-        _amount("hicache_size_gb", self.hicache_size_gb, MAX_HOST_GIB, zero=True)
-        if self.hicache_size_gb is not None and self.hicache_size_gb != int(self.hicache_size_gb):
-            raise PlanError(
-                f"hicache_size_gb {self.hicache_size_gb:g}: SGLang's --hicache-size takes whole GB",
-                hint="give a whole number of GB, or size the host pool with --hicache-ratio",
-            )
-        if self.tensor_split is not None:
-            split = self.tensor_split
-            if not split or not all(isinstance(x, int | float) and 0 <= x < float("inf") for x in split):
-                raise PlanError(f"tensor_split {split!r} must hold finite shares ≥ 0")
-            if not 0 < sum(split) < float("inf"):
-                raise PlanError(f"tensor_split {split!r} must have shares summing to a finite number above 0")
-
-
-def _in_range(name: str, value: object, lo: int, hi: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise PlanError(f"{name} is {value!r}; it must be a whole number from {lo:,} to {hi:,}")
-
-
-def _amount(name: str, value: object, hi: float, *, zero: bool) -> None:
-    """A finite amount up to ``hi`` (None passes): ≥ 0 with ``zero``, else above 0."""
-    if value is None:
-        return
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    if not number or not (0 <= value <= hi if zero else 0 < value <= hi):  # NaN fails both
-        least = "0" if zero else "above 0"
-        raise PlanError(f"{name} is {value!r}; it must be a finite number from {least} to {hi:,g}")
+        """Every setting a value of its declaration (:mod:`explorer.engines.setting`), or PlanError naming it:
+        nothing downstream sees NaN, inf, a negative count or a word the engines do not know."""
+        for declared in declared_settings(self):
+            declared.check(getattr(self, declared.field))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

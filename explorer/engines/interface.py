@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import EngineName, Evaluation, Layout, PlanRequest
+from explorer.engines.common import EngineName, Evaluation, Layout, NodeCommand, PlanRequest
 from explorer.engines.host_ram import HostClaim
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal
@@ -104,12 +104,49 @@ class PinnedLayout:
     needs_bytes: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetLaunch:
+    """One instance of a fleet placement, as its launch command needs it.
+
+    Attributes:
+        context_tokens: the context the placement gave it, tokens.
+        cards: cards it spans (1 on the unified-memory pool).
+        shard_bytes: what the placement charged each card, bytes, in the instance's card order (their
+            proportions split the layers).
+        share: the largest share of a card's memory it is charged (None: the unified-memory pool).
+        nodes: each node it runs on, in the order of its cards, with its GPU positions there (the head's
+            first); empty: the unified-memory pool.
+        gpu: the card class the placement's footprints were measured on (their batch sizes), or None.
+    """
+
+    context_tokens: int
+    cards: int
+    shard_bytes: tuple[int, ...]
+    share: float | None
+    nodes: tuple[tuple[str, tuple[int, ...]], ...]
+    gpu: GPUClass | None
+
+    def evaluation(
+        self, command: str, workers: tuple[NodeCommand, ...] = (), meeting_ports: tuple[str, ...] = ()
+    ) -> Evaluation:
+        """The instance's launch as an engine's evaluation, for :func:`explorer.plan.launch_lines.launch_lines`
+        (its memory is the placement's, so no card records): the head's command, the other nodes', and the
+        ports they meet at."""
+        return Evaluation(cards=(), host=None, max_context_tokens=self.context_tokens, max_concurrency=1,
+                          command=command, workers=workers, meeting_ports=meeting_ports)  # fmt: skip
+
+
 class Engine(Protocol):
     """An inference engine as the planner sees it."""
 
     @property
     def name(self) -> EngineName:
         """The engine's name in requests and layouts: ``vllm``, ``sglang``, ``llamacpp``."""
+        ...
+
+    @property
+    def label(self) -> str:
+        """The engine's name as people write it: ``vLLM``, ``SGLang``, ``llama.cpp``."""
         ...
 
     @property
@@ -141,6 +178,12 @@ class Engine(Protocol):
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """A model's per-instance footprint on one card of ``gpu`` (None: a host without discrete GPUs)."""
+        ...
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> Evaluation:
+        """The launch of one instance of a fleet placement with the memory the placement charged it: the head
+        node's command (no devices, no port: :func:`explorer.plan.launch_lines.launch_lines` writes those), each
+        other node's, and the ports they meet at (:meth:`FleetLaunch.evaluation`)."""
         ...
 
     def serves(self, artifact: Artifact) -> bool:

@@ -2,7 +2,13 @@
 
 The planner, pinning and the fleet look engines up here and call them
 through :class:`~explorer.engines.interface.Engine`; none of them compares
-an engine's name.
+an engine's name. The faces (the command line's ``--engine``, the app's
+engine menu, ``explorer check``) list :func:`engine_labels`.
+
+Engines from other packages register here too (:func:`register_engine`):
+the edges load the ``explorer.engines`` entry-point group
+(:mod:`explorer.sources.engine_plugins`), so a third party adds an engine
+without changing explorer.
 """
 
 from __future__ import annotations
@@ -15,12 +21,48 @@ from explorer.engines.llamacpp import engine as llamacpp
 from explorer.errors import PlanError
 from explorer.model.artifacts import Artifact
 
-#: every engine, in the order plans list them (:data:`explorer.engines.common.ENGINES`)
-ENGINES_BY_NAME: Mapping[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, llamacpp.ENGINE)}
+#: the methods an engine must have (:class:`~explorer.engines.interface.Engine`)
+ENGINE_METHODS = ("walk", "recheck", "footprint", "serves", "pin", "fleet_command")
+#: the methods that make it a split engine (:class:`~explorer.engines.interface.SplitEngine`)
+SPLIT_METHODS = ("decompositions", "make_layout", "refusals", "host_claim", "usable_share", "evaluate")
+
+#: every engine, in the order plans list them: the built-ins (:data:`explorer.engines.common.ENGINES`), then those
+#: registered
+ENGINES_BY_NAME: dict[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, llamacpp.ENGINE)}
 #: the engines that split a replica tensor × pipeline over cards: those pinning can check
-SPLIT_ENGINES: Mapping[str, SplitEngine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE)}
+SPLIT_ENGINES: dict[str, SplitEngine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE)}
+#: the engine whose accounting ``explorer place`` sizes a fleet's models by, unless told
+FLEET_ENGINE: Engine = vllm.ENGINE
 #: the engine that runs a model on a host without discrete GPUs (a CPU host's RAM)
 CPU_ENGINE: Engine = llamacpp.ENGINE
+
+
+def register_engine(engine: object) -> Engine:
+    """Add an engine from another package (after the built-ins, in the order registered); returns it.
+
+    Raises:
+        PlanError: it is not an engine (no ``name``, or a method of :data:`ENGINE_METHODS` missing), or its name
+            is taken by another engine.
+    """
+    name = getattr(engine, "name", None)
+    missing = [m for m in ENGINE_METHODS if not callable(getattr(engine, m, None))]
+    if not isinstance(name, str) or not name.isidentifier() or missing:
+        raise PlanError(
+            f"{engine!r} is not an engine: " + (f"it lacks {', '.join(missing)}" if missing else "no name"),
+            hint="an engine implements explorer.engines.interface.Engine",
+        )
+    known = ENGINES_BY_NAME.get(name)
+    if known is not None and known is not engine:
+        raise PlanError(f"an engine named {name!r} is registered already", hint="give the new engine its own name")
+    ENGINES_BY_NAME[name] = engine  # type: ignore[assignment]
+    if all(callable(getattr(engine, m, None)) for m in SPLIT_METHODS):
+        SPLIT_ENGINES[name] = engine  # type: ignore[assignment]
+    return engine  # type: ignore[return-value]
+
+
+def engine_labels() -> Mapping[str, str]:
+    """Every engine's name -> its label as people write it (``vllm`` -> ``vLLM``), in plan order."""
+    return {name: getattr(e, "label", name) for name, e in ENGINES_BY_NAME.items()}
 
 
 def engine_named(name: str) -> Engine:

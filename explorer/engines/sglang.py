@@ -32,6 +32,7 @@ a token (an MLA latent whole on every card), with no block rounding.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -41,6 +42,7 @@ from explorer.engines import vllm
 from explorer.engines.all2all import ALL2ALL_BACKENDS, DEEPEP_MODE, backend_refusals, buffer_note, sglang_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
+    ENGINE_LABELS,
     HEAD_ADDRESS,
     CardMemory,
     EngineName,
@@ -55,8 +57,9 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, sglang_claim
-from explorer.engines.interface import Footprint, SpeedFacts
+from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -369,40 +372,19 @@ def command(
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           SGLang.online_methods)  # fmt: skip
-    if request.speculative:
-        parts.append(f"--speculative-algorithm {request.speculative}")
-    if request.enable_mixed_chunk:
-        parts.append("--enable-mixed-chunk")
+    # --speculative-algorithm, --chunked-prefill-size and --cuda-graph-max-bs (written out as resolved: SGLang's
+    # defaults depend on the card and the release), --disable-cuda-graph… in their declarations' order
     chunk, graph_bs = batch
-    parts += [f"--chunked-prefill-size {chunk}", f"--cuda-graph-max-bs {graph_bs}"]
-    parts += _tuning_flags(request)
+    parts += launch_flags(request, "sglang", resolved={"chunked_prefill_size": chunk, "cuda_graph_max_bs": graph_bs})
+    if request.hierarchical_cache:  # the host pool's size (whole GB), or its ratio (SGLang's default 2 written out)
+        size = request.hicache_size_gb
+        parts.append(f"--hicache-size {size:.0f}" if size else f"--hicache-ratio {request.hicache_ratio:g}")
     return " ".join(parts)
 
 
 def rank_flags(nodes: int, rank: int) -> str:
     """One node's flags in a launch across ``nodes`` nodes: its rank and the head's address."""
     return f"--nnodes {nodes} --node-rank {rank} {DIST_INIT_FLAG}"
-
-
-def _tuning_flags(request: PlanRequest) -> list[str]:
-    """The launch flags of the request's SGLang knobs, those set."""
-    flags = []
-    if request.enforce_eager:
-        flags.append("--disable-cuda-graph")
-    if request.piecewise_cuda_graph:
-        flags.append("--enable-piecewise-cuda-graph")
-        if request.piecewise_cuda_graph_max_tokens:
-            flags.append(f"--piecewise-cuda-graph-max-tokens {request.piecewise_cuda_graph_max_tokens}")
-    if request.language_only:
-        flags.append("--language-only")
-    if request.hierarchical_cache:
-        flags.append("--enable-hierarchical-cache")
-        flags.append(
-            f"--hicache-size {request.hicache_size_gb:.0f}"  # whole GB (PlanRequest refuses a fraction)
-            if request.hicache_size_gb
-            else f"--hicache-ratio {request.hicache_ratio:g}"
-        )
-    return flags
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +397,7 @@ class SGLang(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "sglang"
+    label: ClassVar[str] = ENGINE_LABELS[name]
     #: fp8 quantises bf16 weights while loading (``--quantization fp8``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
@@ -426,6 +409,19 @@ class SGLang(SplitWalk):
     speed: ClassVar[SpeedFacts] = SpeedFacts(
         efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.75e-3
     )
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> Evaluation:
+        """``sglang.launch_server``: ``--mem-fraction-static`` the largest share of a card charged, rounded *up* to
+        the hundredth, at most 1; several cards ``--tp-size``; across nodes a rank a node meeting at the head's
+        ``--dist-init-addr`` (:func:`rank_flags`)."""
+        cmd = f"python -m sglang.launch_server --model-path {model_id} --context-length {fleet.context_tokens}"
+        if fleet.share is not None:
+            cmd += f" --mem-fraction-static {min(math.ceil(fleet.share * 100) / 100, 1.0):.2f}"
+        if fleet.cards > 1:
+            cmd += f" --tp-size {fleet.cards}"
+        nodes = len(fleet.nodes)
+        head, workers = across_nodes(cmd, nodes, partial(rank_flags, nodes))
+        return fleet.evaluation(head, workers, (DIST_INIT_FLAG,) if workers else ())
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """Across nodes tp over every card first (``--nnodes``), then tp within a node, most first."""

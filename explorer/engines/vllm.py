@@ -23,6 +23,7 @@ every card. Each figure's logs are in docs/notes/engine_logs.md.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -31,6 +32,7 @@ from typing import ClassVar
 from explorer.engines.all2all import VLLM_BACKENDS, backend_refusals, buffer_note, vllm_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.common import (
+    ENGINE_LABELS,
     HEAD_ADDRESS,
     CardMemory,
     EngineName,
@@ -46,8 +48,9 @@ from explorer.engines.common import (
     stage_kv_bytes,
 )
 from explorer.engines.host_ram import HostClaim, vllm_claim
-from explorer.engines.interface import Footprint, SpeedFacts
+from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
@@ -245,10 +248,10 @@ def command(
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           VLLM.online_methods)  # fmt: skip
-    parts.append(f"--max-num-seqs {max_num_seqs}")
-    parts.append(f"--max-num-batched-tokens {max_num_batched_tokens}")
-    if request.enforce_eager:
-        parts.append("--enforce-eager")
+    # --max-num-seqs and --max-num-batched-tokens written out as resolved (their defaults depend on the card and
+    # the release), then --enforce-eager… as the user set them, in their declarations' order
+    resolved = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens}
+    parts += launch_flags(request, "vllm", resolved=resolved)
     if swap_gib := vllm_release(request.vllm_version).swap_space(request.swap_space_gib):
         parts.append(f"--swap-space {swap_gib:g}")  # the host RAM the plan charges (host_ram.vllm_claim)
     return " ".join(parts)
@@ -304,6 +307,7 @@ class VLLM(SplitWalk):
     """
 
     name: ClassVar[EngineName] = "vllm"
+    label: ClassVar[str] = ENGINE_LABELS[name]
     #: fp8 and bitsandbytes 4-bit quantise bf16 weights while loading (``--quantization fp8`` / ``bitsandbytes``)
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
@@ -318,6 +322,25 @@ class VLLM(SplitWalk):
     speed: ClassVar[SpeedFacts] = SpeedFacts(
         efficiency=0.6, dense_layer_floor_s=0.25e-4, moe_layer_floor_s=0.625e-4, token_overhead_s=0.75e-3
     )
+
+    def fleet_command(self, model_id: str, fleet: FleetLaunch) -> Evaluation:
+        """``vllm serve``: several cards ``--tensor-parallel-size``; ``--gpu-memory-utilization`` the largest
+        share of a card charged, rounded *up* to the hundredth (vLLM budgets that share of every card it uses), at
+        most 1 (a tight instance asks for the whole card); the scheduler's batch sizes vLLM's defaults for the
+        card, which the footprint was measured at; across nodes a rank a node (:func:`rank_flags`)."""
+        parts = [f"vllm serve {model_id}"]
+        if fleet.cards > 1:
+            parts.append(f"--tensor-parallel-size {fleet.cards}")
+        parts.append(f"--max-model-len {fleet.context_tokens}")
+        if fleet.share is not None:
+            parts.append(f"--gpu-memory-utilization {min(math.ceil(fleet.share * 100) / 100, 1.0):.2f}")
+        if fleet.gpu is not None:
+            request = PlanRequest(context_tokens=max(1, fleet.context_tokens))  # a weights-only demand charges none
+            tokens, seqs = scheduler_defaults(fleet.gpu, request, vllm_release(request.vllm_version))
+            parts.append(f"--max-num-seqs {seqs} --max-num-batched-tokens {tokens}")
+        nodes = len(fleet.nodes)
+        head, workers = across_nodes(" ".join(parts), nodes, partial(rank_flags, nodes))
+        return fleet.evaluation(head, workers, meeting_ports(head) if workers else ())
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) with tp dividing a node's width, most tensor parallelism first."""

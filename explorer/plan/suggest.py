@@ -36,9 +36,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from explorer.engines.common import ENGINE_LABELS, PlanRequest
+from explorer.engines.common import PlanRequest
 from explorer.engines.options import PlanResult
-from explorer.engines.registry import SPLIT_ENGINES
+from explorer.engines.registry import SPLIT_ENGINES, engine_labels
 from explorer.errors import ExplorerError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
@@ -114,7 +114,7 @@ def suggestions(
 
 
 def _precision_text(name: str, bits: float, engines: Sequence[str]) -> str:
-    who = " / ".join(ENGINE_LABELS.get(e, e) for e in engines)  # type: ignore[call-overload]
+    who = " / ".join(engine_labels().get(e, e) for e in engines)
     label = "int4 (AWQ or GPTQ)" if name.startswith("int4") else name
     return f"{label} weights, {bits:.2f} bits a weight ({who})"
 

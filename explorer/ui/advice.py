@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from explorer.engines.common import ENGINE_LABELS
 from explorer.engines.options import PlanResult
+from explorer.engines.registry import engine_labels
 from explorer.safe_text import safe_html
 from explorer.ui.plan_rows import speed_of_option
 from explorer.units import gib
@@ -23,7 +23,7 @@ def best_per_engine_strip(result: PlanResult) -> str:
         tps, _ttft, _cost = speed_of_option(o)
         speed = f", {tps:,.1f} tok/s" if tps is not None else ""
         parts.append(
-            f"**{safe_html(ENGINE_LABELS.get(engine, engine))}** #{ranks[id(o)]}: {safe_html(o.layout.label)}, "  # type: ignore[call-overload]
+            f"**{safe_html(engine_labels().get(engine, engine))}** #{ranks[id(o)]}: {safe_html(o.layout.label)}, "
             f"{gib(o.per_card.total)} of {gib(o.per_card.usable)}{speed}"
         )
     return " · ".join(parts)

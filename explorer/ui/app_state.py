@@ -13,8 +13,8 @@ The keys are the CLI's words: ``model``, ``weights`` (comma-separated
 artifact keys), ``engine`` (``all``, ``vllm``, ``sglang``, ``llamacpp``),
 ``context``, ``kv``, ``concurrency``, ``cluster``, ``cluster_file`` (compact
 JSON), ``preset``, ``goal``, ``gpus`` (pinned, ``NODE:IDX,...``) and each
-engine setting under its flag without dashes (``gpu-memory-utilization``,
-``ngl``...).
+engine setting under its declared key (:attr:`explorer.engines.setting.Setting.key`:
+``gpu-memory-utilization``, ``ngl``...).
 """
 
 from __future__ import annotations
@@ -23,20 +23,36 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS
+from explorer.engines.common import PlanRequest
+from explorer.engines.registry import engine_labels
+from explorer.engines.setting import declared_settings
+from explorer.errors import PlanError
 from explorer.plan.ranking import DEFAULT_GOAL, SORT_ALIASES
 from explorer.ui.engine_settings import KEY_ALIASES, SETTINGS_BY_KEY, canonical_settings
 
-__all__ = ["ENGINE_KEYS", "GOALS", "QUERY_KEYS", "AppDefaults", "app_defaults", "apply_change", "to_query"]
+__all__ = [
+    "ENGINE_KEYS",
+    "ENGINE_MENU",
+    "GOALS",
+    "QUERY_KEYS",
+    "AppDefaults",
+    "app_defaults",
+    "apply_change",
+    "to_query",
+]
 
-#: the engine menu: URL key -> the engines planned
-ENGINE_KEYS: dict[str, tuple[str, ...]] = {
-    "all": ("vllm", "sglang", "llamacpp"),
-    "vllm": ("vllm",),
-    "sglang": ("sglang",),
-    "llamacpp": ("llamacpp",),
+#: the engine menu: URL key -> the engines planned (``all``, then each engine of the registry by its name)
+ENGINE_KEYS: dict[str, tuple[str, ...]] = {"all": tuple(engine_labels()), **{e: (e,) for e in engine_labels()}}
+#: the app's engine menu: what it says -> the key (``all three`` -> ``all``, ``vLLM`` -> ``vllm``)
+ENGINE_MENU: dict[str, str] = {
+    "all three" if len(ENGINE_KEYS) == 4 else f"all {len(ENGINE_KEYS) - 1}": "all",
+    **{label: e for e, label in engine_labels().items()},
 }
-_ENGINE_ALIASES = {"llama.cpp": "llamacpp", "all three, side by side": "all", "vLLM": "vllm", "SGLang": "sglang"}
+#: what an old link or a label may say instead of the key (``llama.cpp``, ``vLLM``)
+_ENGINE_ALIASES = {"all three, side by side": "all", **{label: e for e, label in engine_labels().items()}}
+
+#: the request's settings the app's main controls set, by field (context, concurrency, KV type, weights, engine)
+MAIN_SETTINGS = {s.field: s for s in declared_settings(PlanRequest) if s.main}
 
 #: the goal menu: the planner's goal (:data:`explorer.plan.ranking.GOALS`) -> what the menu says
 GOALS: dict[str, str] = {
@@ -84,10 +100,10 @@ class AppDefaults:
     refused: tuple[str, ...] = ()
 
 
-#: the most each linked number may be (the controls' and the planner's own limits): key -> (cap, unit)
+#: the most each linked number may be (its declared setting's own limit): URL key -> (cap, unit)
 LINK_MAXIMA: Mapping[str, tuple[int, str]] = {
-    "context": (MAX_CONTEXT_TOKENS, "tokens"),
-    "concurrency": (MAX_CONCURRENCY, "sequences"),
+    MAIN_SETTINGS[name].key: (int(MAIN_SETTINGS[name].high), unit)
+    for name, unit in (("context_tokens", "tokens"), ("concurrency", "sequences"))
 }
 
 
@@ -100,12 +116,31 @@ def _text(src: Mapping[str, Any], key: str) -> str | None:
     return v.strip() if isinstance(v, str) and v.strip() else None
 
 
-def _positive(src: Mapping[str, Any], key: str) -> int | None:
+def _declared(src: Mapping[str, Any], field: str) -> Any:
+    """A main control's value from its declared setting's text (None: absent, or not a value of it)."""
+    setting = MAIN_SETTINGS[field]
+    text = str(_first(src.get(setting.key, ""))).replace(",", "")
     try:
-        n = int(str(src.get(key, "")).replace(",", "").replace("_", ""))
+        return setting.parse(text) if text.strip() else None
+    except PlanError:
+        return None
+
+
+def _past_the_cap(src: Mapping[str, Any], field: str) -> str | None:
+    """The callout's sentence when a linked context or concurrency is a whole number past what the app plans for
+    (None: it is not, or not such a number): a link of context=10^30 made the app's cells raise (issue 25)."""
+    key = MAIN_SETTINGS[field].key
+    if key not in LINK_MAXIMA:
+        return None
+    try:
+        n = int(str(_first(src.get(key, ""))).replace(",", "").strip())
     except ValueError:
         return None
-    return n if n >= 1 else None
+    cap, unit = LINK_MAXIMA[key]
+    if n <= cap:
+        return None
+    shown = f"{n:,}" if n < 10**18 else f"a {len(str(n))}-digit number"
+    return f"{key} {shown} is past the {cap:,} {unit} the app plans for; the default is kept"
 
 
 def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,22 +151,17 @@ def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
     if (v := _text(src, "weights")) is not None:
         out["weights"] = tuple(w.strip() for w in v.split(",") if w.strip())
     refused = []
-    for key, name in (("context", "context_tokens"), ("concurrency", "concurrency")):
-        if (n := _positive(src, key)) is not None:
-            cap, unit = LINK_MAXIMA[key]
-            if n <= cap:
-                out[name] = n
-            else:  # a link of context=10^30 made the app's cells raise (issue 25)
-                shown = f"{n:,}" if n < 10**18 else f"a {len(str(n))}-digit number"
-                refused.append(f"{key} {shown} is past the {cap:,} {unit} the app plans for; the default is kept")
+    for name in ("context_tokens", "concurrency", "kv_dtype"):  # read as the CLI reads --context, --kv-dtype…
+        if (value := _declared(src, name)) is not None:
+            out[name] = value
+        elif (why := _past_the_cap(src, name)) is not None:
+            refused.append(why)
     if refused:
         out["refused"] = tuple(refused)
     engine = str(src.get("engine", "")).strip()
     engine = _ENGINE_ALIASES.get(engine, engine.lower())
     if engine in ENGINE_KEYS:
         out["engine"] = engine
-    if (v := _text(src, "kv")) is not None:
-        out["kv_dtype"] = v
     goal = _text(src, "goal")
     if (goal := SORT_ALIASES.get(goal or "", goal)) in GOALS:  # an old link's default/speed
         out["goal"] = goal

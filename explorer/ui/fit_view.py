@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from explorer.engines.common import ENGINE_LABELS
+from explorer.engines.registry import engine_labels
 from explorer.plan.fit_view import FitRow
 from explorer.units import GiB
 
@@ -20,7 +20,7 @@ def fit_table(rows: Sequence[FitRow]) -> list[dict[str, str]]:
     out = []
     for row in rows:
         best, tps, s = row.best, row.decode_tokens_per_s, row.suggestion
-        engine = ENGINE_LABELS.get(best.engine, best.engine) if best else ""  # type: ignore[call-overload]
+        engine = engine_labels().get(best.engine, best.engine) if best else ""
         out.append(
             {
                 "model": row.model,

@@ -7,7 +7,8 @@ planner's treatment (:mod:`explorer.plan.launch_lines`): ``CUDA_VISIBLE_DEVICES`
 on each node in the order the split assumes (``CUDA_DEVICE_ORDER=PCI_BUS_ID`` on
 a node of several classes), one port a server on a node (8000, 8001, ...), a line a node for
 an instance across nodes, each further such launch meeting at ports of its own,
-and every setting the placement's footprint assumed:
+and every setting the placement's footprint assumed, as each engine writes it
+(:meth:`explorer.engines.interface.Engine.fleet_command`):
 
 - vLLM: ``--gpu-memory-utilization`` is the largest share of a card the
   instance is charged, rounded *up* to the hundredth (vLLM budgets that share
@@ -23,22 +24,19 @@ and every setting the placement's footprint assumed:
   split follows llama.cpp's device order: the RPC servers first, in ``--rpc``
   order, then the local GPUs (``src/llama.cpp``: "add RPC servers at the front
   of the list").
+- SGLang: ``--mem-fraction-static`` the largest share charged, rounded up as vLLM's; several cards are
+  ``--tp-size``; across nodes a rank a node meeting at the head's ``--dist-init-addr``.
 
 Text only: no marimo.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from functools import partial
+from collections.abc import Mapping
 from typing import Any
 
-from explorer.engines.common import Evaluation, NodeCommand, PlanRequest, across_nodes
-from explorer.engines.llamacpp.seats import RPC_FIRST_PORT
-from explorer.engines.vllm import meeting_ports, rank_flags
-from explorer.engines.vllm_budget import scheduler_defaults
-from explorer.engines.vllm_release import vllm_release
+from explorer.engines.interface import FleetLaunch
+from explorer.engines.registry import engine_named
 from explorer.fleet.footprints import FleetCards
 from explorer.fleet.result import Instance, Placement
 from explorer.plan.launch_lines import FIRST_PORT, launch_lines, on_devices
@@ -47,13 +45,6 @@ __all__ = ["LAUNCH_COLUMNS", "instance_lines", "launch_rows"]
 
 #: the launch table's columns
 LAUNCH_COLUMNS = ("model", "replica", "where", "command")
-
-
-def _model_arg(engine: str, model_id: str) -> str:
-    if engine == "llamacpp":
-        local = model_id.endswith(".gguf") or model_id.startswith(("/", ".", "~"))
-        return f"-m {model_id}" if local else f"-hf {model_id}"
-    return model_id
 
 
 def _nodes(inst: Instance, offer: FleetCards) -> list[tuple[str, list[int]]]:
@@ -76,63 +67,20 @@ def _where(inst: Instance, offer: FleetCards) -> str:
     return " + ".join(f"{node} GPUs {','.join(map(str, gpus))}" for node, gpus in nodes)
 
 
-def _vllm(inst: Instance, model_id: str, offer: FleetCards, nodes: int) -> Evaluation:
-    """vLLM's command for the instance: the memory share it was charged, its tp, the batch sizes its footprint
-    assumed, a line a node across nodes."""
-    parts = [f"vllm serve {model_id}"]
-    if len(inst.cards) > 1:
-        parts.append(f"--tensor-parallel-size {len(inst.cards)}")
-    parts.append(f"--max-model-len {inst.context_tokens}")
+def _fleet_launch(inst: Instance, offer: FleetCards, nodes: list[tuple[str, list[int]]]) -> FleetLaunch:
+    """What the engine's launch needs of the instance: its context, cards, charges and nodes."""
+    share = None
     if nodes:
         share = max(b / (offer.cards[c].total_bytes or offer.cards[c].usable_bytes)
                     for b, c in zip(inst.split_bytes, inst.cards, strict=True))  # fmt: skip
-        # a tight instance (charged past a card) asks for the whole card: the most vLLM takes; the app says it is tight
-        parts.append(f"--gpu-memory-utilization {min(math.ceil(share * 100) / 100, 1.0):.2f}")
-    if offer.gpu is not None:
-        request = PlanRequest(context_tokens=max(1, inst.context_tokens))  # a weights-only demand charges none
-        tokens, seqs = scheduler_defaults(offer.gpu, request, vllm_release(request.vllm_version))
-        parts.append(f"--max-num-seqs {seqs} --max-num-batched-tokens {tokens}")
-    head, workers = across_nodes(" ".join(parts), nodes, partial(rank_flags, nodes))
-    return _evaluation(inst, head, workers, meeting_ports(head) if workers else ())
-
-
-def _llamacpp(inst: Instance, model_id: str, nodes: Sequence[tuple[str, list[int]]]) -> Evaluation:
-    """llama-server on the head node's cards, an rpc-server on each other node's card; the split in llama.cpp's
-    device order (RPC servers first)."""
-    request = PlanRequest()
-    head_node = nodes[0][0] if nodes else ""
-    shards = dict(zip(inst.cards, inst.shard_bytes, strict=True))
-    remote: list[tuple[str, int, int]] = []  # (node, GPU index, card) of each RPC server
-    cards = iter(inst.cards)
-    for node, gpus in nodes:
-        for gpu in gpus:
-            card = next(cards)
-            if node != head_node:
-                remote.append((node, gpu, card))
-    endpoints, workers, used = [], [], dict.fromkeys((node for node, _gpu, _card in remote), 0)
-    for node, gpu, _card in remote:
-        port = RPC_FIRST_PORT + used[node]
-        used[node] += 1
-        endpoints.append(f"<{node}>:{port}")
-        rank = next(r for r, (name, _gpus) in enumerate(nodes) if name == node)
-        workers.append(NodeCommand(rank=rank, command=f"rpc-server -H 0.0.0.0 -p {port}", devices=(gpu,), where=node))
-    order = [card for _node, _gpu, card in remote] + [c for c in inst.cards if c not in {r[2] for r in remote}]
-    command = (f"llama-server {_model_arg('llamacpp', model_id)} -c {inst.context_tokens} "
-               f"-b {request.batch_tokens} -ub {request.ubatch_tokens} -ngl 999")  # fmt: skip
-    if len(order) > 1:
-        total = sum(shards[c] for c in order) or 1
-        command += " --tensor-split " + ",".join(f"{shards[c] / total:.3f}".rstrip("0").rstrip(".") for c in order)
-    if endpoints:
-        command += " --rpc " + ",".join(endpoints)
-    ports = (*endpoints, *dict.fromkeys(f"-p {e.rpartition(':')[2]}" for e in endpoints))
-    return _evaluation(inst, command, tuple(workers), ports)
-
-
-def _evaluation(inst: Instance, command: str, workers: tuple[NodeCommand, ...], ports: tuple[str, ...]) -> Evaluation:
-    """The instance's launch as an engine's evaluation, for :func:`explorer.plan.launch_lines.launch_lines`
-    (its memory is the placement's, so no card records)."""
-    return Evaluation(cards=(), host=None, max_context_tokens=inst.context_tokens, max_concurrency=1,
-                      command=command, workers=workers, meeting_ports=ports)  # fmt: skip
+    return FleetLaunch(
+        context_tokens=inst.context_tokens,
+        cards=len(inst.cards),
+        shard_bytes=tuple(inst.shard_bytes),
+        share=share,
+        nodes=tuple((node, tuple(gpus)) for node, gpus in nodes),
+        gpu=offer.gpu,
+    )
 
 
 def instance_lines(
@@ -142,7 +90,7 @@ def instance_lines(
     server on ``port``, then a line for each other node (``copy``: launches across nodes written before it,
     whose meeting ports are taken)."""
     nodes = _nodes(inst, offer)
-    ev = _llamacpp(inst, model_id, nodes) if engine == "llamacpp" else _vllm(inst, model_id, offer, len(nodes))
+    ev = engine_named(engine).fleet_command(model_id, _fleet_launch(inst, offer, nodes))
     if not nodes:
         return [f"{_where(inst, offer)}: {on_devices(ev.command, (), port)}"]
     return launch_lines(ev, nodes, port, copy=copy, bus_order=_several_classes(offer, {n for n, _gpus in nodes}))

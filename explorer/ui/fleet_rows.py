@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from explorer.engines.registry import FLEET_ENGINE
 from explorer.errors import ExplorerError
 from explorer.fleet.footprints import demand_for, unique_names
 from explorer.fleet.place import (
@@ -266,13 +267,13 @@ def cli_command(
     spec: str,
     terms: Sequence[tuple[str | None, ModelTerm]],
     *,
-    engine: str = "vllm",
+    engine: str = FLEET_ENGINE.name,
     usable_fraction: float = 0.9,
     precision: str | None = None,
 ) -> str:
     """The same placement from the command line (the CLI names each model by its id)."""
     parts = ["explorer place --offline", f"--cluster '{spec}'", *(f"--model '{term_text(t)}'" for _n, t in terms)]
-    if engine != "vllm":
+    if engine != FLEET_ENGINE.name:  # explorer place's default need not be written
         parts.append(f"--engine {engine}")
     if round(usable_fraction, 4) != 0.9:
         parts.append(f"--usable-fraction {usable_fraction:g}")

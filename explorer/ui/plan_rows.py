@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from explorer.engines.common import ENGINE_LABELS, ENGINES, PlanRequest
+from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option, PlanResult
+from explorer.engines.registry import engine_labels
 from explorer.errors import ExplorerError
 from explorer.model.artifacts import Artifact
 from explorer.plan.ranking import headroom_warning
@@ -50,10 +51,12 @@ __all__ = [
     "sweep_options",
 ]
 
-#: the engine menu: label -> engines planned
+#: the engine menu: label -> engines planned (every engine of the registry, then each alone)
 ENGINE_CHOICES: dict[str, tuple[str, ...]] = {
-    "all three, side by side": ENGINES,
-    **{label: (name,) for name, label in ENGINE_LABELS.items()},
+    ("all three" if len(engine_labels()) == 3 else f"all {len(engine_labels())}") + ", side by side": tuple(
+        engine_labels()
+    ),
+    **{label: (name,) for name, label in engine_labels().items()},
 }
 
 #: the ranked table's columns, in order
@@ -154,7 +157,7 @@ def artifact_choices(artifacts: Sequence[Artifact], what_ifs: Sequence[Artifact]
 
 
 def _engine(option: Option) -> str:
-    return ENGINE_LABELS.get(option.engine, option.engine)
+    return engine_labels().get(option.engine, option.engine)
 
 
 def speed_of_option(option: Option) -> tuple[float | None, float | None, float | None]:

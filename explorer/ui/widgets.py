@@ -6,7 +6,9 @@
 The widget is an ``ipywidgets.VBox``: a model box with a **Fetch** button
 (and a password box for a Hub token), the weights to plan, the engine, a
 log-scale context slider, the KV cache type, concurrent sequences, a
-cluster preset and the editable cluster spec, then the ranked table, the
+cluster preset and the editable cluster spec, the engine settings (one box
+per request setting, grouped by engine, as in the app:
+:mod:`explorer.ui.engine_settings`), then the ranked table, the
 app's charts (what each card of the best option holds; memory against
 context for the options the table ranks first), drawn by altair's renderer,
 and the refusals grouped by rule. Every control but the model box re-plans
@@ -17,19 +19,20 @@ token never appears in them.
 For scripts and tests the state is plain attributes: :attr:`model` (the
 resolved model), :attr:`result` (the last ``PlanResult``), :attr:`rows`
 (the table's rows), :attr:`chart_specs` (the charts' vega-lite specs, by
-name), :attr:`refusals` (the refusal groups) and :attr:`error` (the last
-message, or None).
+name), :attr:`refusals` (the refusal groups), :attr:`settings` (the engine
+settings' controls, by URL key) and :attr:`error` (the last message, or None).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import ipywidgets as w
 
 from explorer.engines.common import PlanRequest
-from explorer.errors import ExplorerError
+from explorer.errors import ExplorerError, PlanError
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.planner import plan
 from explorer.safe_text import safe_html
@@ -37,6 +40,7 @@ from explorer.sources.shipped import parse_cluster, shipped_prices
 from explorer.speed.settings import SpeedSettings
 from explorer.ui import plan_rows as nd
 from explorer.ui import vega
+from explorer.ui.engine_settings import SETTINGS, engine_groups, label, placeholder, request_changes
 from explorer.ui.presets import PRESETS
 
 __all__ = ["ExplorerWidget"]
@@ -116,6 +120,12 @@ class ExplorerWidget(w.VBox):
         self.cluster = w.Text(
             value=cluster, description="Cluster", continuous_update=False, layout=w.Layout(width="640px")
         )
+        self.settings = {s.key: _setting_control(s) for s in SETTINGS}
+        groups = engine_groups()
+        engine_box = w.Accordion(
+            children=[w.VBox([self.settings[s.key] for s in group]) for group in groups.values()],
+            titles=tuple(groups),
+        )
         self.status = w.HTML()
         self.table = w.HTML()
         self.charts = w.Output(layout=w.Layout(width="100%"))
@@ -127,6 +137,7 @@ class ExplorerWidget(w.VBox):
                 w.HBox([self.engine, self.kv_dtype, self.concurrency]),
                 self.context,
                 w.HBox([self.preset, self.cluster]),
+                engine_box,
                 self.status,
                 self.table,
                 self.charts,
@@ -136,10 +147,18 @@ class ExplorerWidget(w.VBox):
 
         self.fetch_button.on_click(lambda _b: self.fetch())
         self.preset.observe(self._on_preset, names="value")
-        for control in (self.weights, self.engine, self.context, self.kv_dtype, self.concurrency, self.cluster):
+        controls = (self.weights, self.engine, self.context, self.kv_dtype, self.concurrency, self.cluster)
+        for control in (*controls, *self.settings.values()):
             control.observe(lambda _change: self.refresh(), names="value")
         self._want_context = context
         self.fetch()
+
+    def setting_texts(self) -> dict[str, str]:
+        """The engine settings as typed, by URL key (a switch: ``on``/``off``), as the app's link carries them."""
+        return {
+            key: ("on" if c.value else "off") if isinstance(c, w.Checkbox) else str(c.value)
+            for key, c in self.settings.items()
+        }
 
     # --- actions ---------------------------------------------------------------------------
 
@@ -174,11 +193,17 @@ class ExplorerWidget(w.VBox):
         try:
             cluster = parse_cluster(self.cluster.value)
             chosen = [self._menu[k] for k in self.weights.value] or [next(iter(self._menu.values()))]
-            request = PlanRequest(
-                context_tokens=int(self.context.value),
-                concurrency=int(self.concurrency.value),
-                kv_dtype=self.kv_dtype.value,
-                engines=nd.ENGINE_CHOICES[self.engine.value],
+            changes, errors = request_changes(self.setting_texts())
+            if errors:
+                raise PlanError("; ".join(errors))
+            request = replace(
+                PlanRequest(
+                    context_tokens=int(self.context.value),
+                    concurrency=int(self.concurrency.value),
+                    kv_dtype=self.kv_dtype.value,
+                    engines=nd.ENGINE_CHOICES[self.engine.value],
+                ),
+                **changes,
             )
             self.result = plan(
                 shape,
@@ -233,6 +258,20 @@ class ExplorerWidget(w.VBox):
     def _show_error(self, message: str) -> None:
         self.error = message
         self.status.value = f"<span style='color:#b91c1c'><b>Error:</b> {safe_html(message)}</span>"
+
+
+def _setting_control(s: Any) -> w.Widget:
+    """One engine setting's control: a checkbox for a switch, a menu for a choice, else a text box."""
+    description = s.flag
+    style = {"description_width": "initial"}
+    if s.kind == "bool":
+        return w.Checkbox(value=False, description=f"{s.flag}: {label(s)}", style=style, indent=False)
+    if s.kind == "choice":
+        first = "(default)" if s.optional else str(s.default)
+        options = [(first, "")] + [(c, c) for c in s.choices if c != s.default]
+        return w.Dropdown(options=options, value="", description=description, tooltip=label(s), style=style)
+    return w.Text(value="", placeholder=placeholder(s), description=description, tooltip=label(s),
+                  continuous_update=False, style=style)  # fmt: skip
 
 
 def _show_chart(spec: dict[str, Any]) -> None:

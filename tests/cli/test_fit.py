@@ -36,8 +36,12 @@ def test_the_table_fits_120_columns_and_suggests_for_lower_tiers(capsys):
 @pytest.mark.parametrize(
     ("flag", "value", "says"),
     [
-        ("--context", "-1", "argument --context: -1 is out of range: the context must be 1"),
-        ("--concurrency", "0", "argument --concurrency: 0 is out of range"),
+        ("--context", "-1", "argument --context: -1 is out of range: it must be a whole number from 1 to"),
+        (
+            "--concurrency",
+            "0",
+            "argument --concurrency/--parallel: 0 is out of range: it must be a whole number from 1",
+        ),
         ("--gpu-memory-utilization", "nan", "argument --gpu-memory-utilization: 'nan' is not a finite number"),
         ("--efficiency", "2", "argument --efficiency: 2 is out of range: the efficiency must be 0.01 to 1"),
         ("--top", "-3", "argument --top: -3 is out of range"),

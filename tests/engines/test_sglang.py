@@ -225,7 +225,7 @@ def test_kv_types_sglang_lacks_are_refused(kv):
 
 def test_the_host_pool_size_is_whole_gb():
     """--hicache-size is an int in SGLang's parser: 8.5 GB cannot be asked for."""
-    with pytest.raises(PlanError, match="whole GB"):
+    with pytest.raises(PlanError, match="hicache_size_gb is 8.5; it must be a whole number from 0"):
         PlanRequest(hierarchical_cache=True, hicache_size_gb=8.5)
     assert PlanRequest(hierarchical_cache=True, hicache_size_gb=8.0).hicache_size_gb == 8.0
 

@@ -143,11 +143,11 @@ def test_explorer_engine_settings_reach_the_request(offline):
         model="meta-llama/Meta-Llama-3.1-8B",
         spec="1x1xrtx4090-24g",
         context_tokens=8192,
-        settings={"gpu-memory-utilization": "0.8", "ngl": "20", "no-mmap": "on", "max-num-seqs": "oops"},
+        settings={"gpu-memory-utilization": "0.8", "ngl": "20", "load-mode-none": "on", "max-num-seqs": "oops"},
     )
     request = defs["request"]
     assert (request.gpu_memory_utilization, request.n_gpu_layers, request.mmap) == (0.8, 20, False)
-    assert request.max_num_seqs is None and defs["settings_errors"] == ["--max-num-seqs: 'oops' is not an integer"]
+    assert request.max_num_seqs is None and defs["settings_errors"] == ["--max-num-seqs: 'oops' is not a whole number"]
     vllm = next(o for o in defs["result"].options if o.engine == "vllm")
     # vLLM may use 0.8 of the card as torch sees it: 0.8 × 24,080 MiB (nvidia-smi says 24,564 MiB)
     assert vllm.per_card.usable == int(0.8 * 24080 * 1024**2)

@@ -417,7 +417,7 @@ def test_a_swap_space_the_plan_charges_is_in_the_command_as_a_flag_vllm_takes():
                  suggest=False, speed=False)  # fmt: skip
     best = older.options[0].evaluation
     words = best.command.split()  # (the checker's table is 0.26.0's, so the words are read here)
-    assert words[words.index("--swap-space") + 1] == "8"
+    assert words[words.index("--swap-space") + 1] == "8" and words.count("--swap-space") == 1
     assert best.host is not None and best.host.overhead == 8 * GiB  # one GPU × 8 GiB
     # no swap space asked: none charged, none printed (V1 sets none aside)
     plain = plan(shape, cluster, PlanRequest(engines=("vllm",)), suggest=False, speed=False).options[0].evaluation

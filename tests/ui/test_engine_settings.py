@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from explorer.engines.common import PlanRequest
+from explorer.engines.setting import declared_settings, launch_flags, setting
 from explorer.errors import PlanError
 from explorer.ui import engine_settings as es
 
@@ -31,9 +32,9 @@ def test_the_flags_the_issue_lists():
                  "--chunked-prefill-size", "-fa", "-ngl", "--tensor-split", "-b", "-ub", "--load-mode none",
                  "--no-cpu-offload", "--tensor-parallel-size", "--swap-space", "--enable-hierarchical-cache"):  # fmt: skip
         assert flag in by_flag
-    assert by_flag["-ngl"].engine == "llamacpp" and by_flag["--gpu-memory-utilization"].engine == "vllm"
-    assert (
-        by_flag["--mem-fraction-static"].optional and by_flag["--mem-fraction-static"].placeholder == "engine's default"
+    assert by_flag["-ngl"].engines == ("llamacpp",) and by_flag["--gpu-memory-utilization"].engines == ("vllm",)
+    assert by_flag["--mem-fraction-static"].optional and es.placeholder(by_flag["--mem-fraction-static"]) == (
+        "engine's default"
     )
 
 
@@ -82,44 +83,49 @@ def test_bad_texts_are_named_not_applied():
     )
     assert changes == {}
     assert errors == [
-        "--gpu-memory-utilization: 1.5 is outside 0.01 to 1",
-        "-ngl: 'many' is not an integer",
+        "--gpu-memory-utilization: 1.5 is out of range: it must be a finite number from 0.01 to 1",
+        "-ngl: 'many' is not a whole number",
         "-fa: 'maybe' is not one of auto, on, off",
         "--enable-dp-attention: 'perhaps' is not on or off",
     ]
     with pytest.raises(PlanError, match="not a finite number"):
-        es.SETTINGS_BY_KEY["host-fraction"].read("nan")
+        es.read_text(es.SETTINGS_BY_KEY["host-fraction"], "nan")
 
 
 def test_flags_text_and_groups():
     assert es.settings_text(
         {"ngl": "20", "load-mode-none": "on", "gpu-memory-utilization": "0.85", "tensor-split": "3,1"}
-    ) == ("--gpu-memory-utilization 0.85 -ngl 20 --tensor-split 3,1 --load-mode none")
+    ) == ("--gpu-memory-utilization 0.85 -ngl 20 --tensor-split 3,1 --load-mode none")  # llama.cpp's --no-mmap
     groups = es.engine_groups()
-    assert list(groups) == ["vLLM", "SGLang", "vLLM and SGLang", "llama.cpp"]
+    assert list(groups) == ["vLLM", "SGLang", "vLLM and SGLang", "llama.cpp", "Planning"]
     assert [s.key for s in groups["vLLM"]] == [
         "gpu-memory-utilization",
-        "max-num-batched-tokens",
         "max-num-seqs",
+        "max-num-batched-tokens",
         "swap-space",
         "vllm-version",
     ]
+    assert [s.key for s in groups["Planning"]] == ["no-cpu-offload", "host-fraction"]  # explorer's own, no flag
 
 
 def test_a_new_request_field_appears_by_itself():
-    """A flag another issue adds to PlanRequest is settable and carried in the URL with no app change."""
+    """A setting another issue declares on PlanRequest is settable and carried in the URL with no app change."""
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class Wider(PlanRequest):
-        no_cpu_offload: bool = False
-        tp: int | None = None
+        kv_offload: bool = setting(True, kind="bool", inverted=True, cli=("--no-kv-offload",), launch="echo",
+                                   flags={"llamacpp": "--no-kv-offload"}, help="KV cache in host memory")  # fmt: skip
+        tp_size: int | None = setting(kind="int", optional=True, low=1, high=8, cli=("--tp-size",), help="tp")
 
-    made = [es._setting(f) for f in dataclasses.fields(Wider) if f.name in ("no_cpu_offload", "tp")]
-    assert [(s.key, s.engine, s.kind, s.optional) for s in made] == [
-        ("no-cpu-offload", "other", "bool", False),
-        ("tp", "other", "int", True),
+    made = [s for s in declared_settings(Wider) if s.field in ("kv_offload", "tp_size")]
+    assert [(s.key, s.engines, s.kind, s.optional) for s in made] == [
+        ("no-kv-offload", ("llamacpp",), "bool", False),
+        ("tp-size", (), "int", True),
     ]
-    assert made[1].read("4") == 4 and made[1].read("") is None
+    assert made[0].parse("on") is False and made[1].parse("4") == 4 and made[1].parse("") is None
+    with pytest.raises(PlanError, match="tp_size is 9; it must be a whole number from 1 to 8"):
+        Wider(tp_size=9)
+    assert launch_flags(Wider(kv_offload=False), "llamacpp") == ["--no-kv-offload"]
 
 
 def test_reading_the_file_is_llama_cpps_own_flag_and_an_old_links_key_still_works():

@@ -35,6 +35,11 @@ def test_commands_ask_for_exactly_what_was_charged():
         "l40s-48g#1: CUDA_VISIBLE_DEVICES=1,2 vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2 --max-model-len 8192 "
         "--gpu-memory-utilization 0.45 --max-num-seqs 256 --max-num-batched-tokens 2048 --port 8003"
     ]
+    # SGLang: the same share as its static fraction, the cards its tp
+    assert instance_lines(split, "Qwen/Qwen3-8B", offer, engine="sglang", port=8003) == [
+        "l40s-48g#1: CUDA_VISIBLE_DEVICES=1,2 python -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+        "--context-length 8192 --mem-fraction-static 0.45 --tp-size 2 --port 8003"
+    ]
     # llama.cpp: the shards (charge less the fixed 2 GiB) are 18 and 8 GiB: a 0.692 / 0.308 split
     assert instance_lines(split, "Qwen/Qwen3-8B-GGUF", offer, engine="llamacpp", port=8003) == [
         "l40s-48g#1: CUDA_VISIBLE_DEVICES=1,2 llama-server -hf Qwen/Qwen3-8B-GGUF -c 8192 -b 2048 -ub 512 -ngl 999 "
@@ -55,6 +60,11 @@ def test_an_instance_across_nodes_is_a_line_a_node():
     assert rank1.startswith("l40s-48g#1: CUDA_VISIBLE_DEVICES=0 vllm serve /models/m ")
     assert rank1.endswith("--nnodes 2 --node-rank 1 --master-addr <l40s-48g#0> --master-port 29601 --headless")
     assert "ray" not in head
+    # SGLang: a rank a node meeting at the head's --dist-init-addr, moved 100 for the second launch across nodes
+    head, rank1 = instance_lines(across, "/models/m", offer, engine="sglang", port=8000, copy=1)
+    assert head.endswith("--tp-size 2 --nnodes 2 --node-rank 0 --dist-init-addr <l40s-48g#0>:5100 --port 8000")
+    assert rank1.startswith("l40s-48g#1: CUDA_VISIBLE_DEVICES=0 python -m sglang.launch_server --model-path /models/m ")
+    assert rank1.endswith("--nnodes 2 --node-rank 1 --dist-init-addr <l40s-48g#0>:5100")
     assert instance_lines(across, "/models/m.gguf", offer, engine="llamacpp", port=8000) == [
         "l40s-48g#0: CUDA_VISIBLE_DEVICES=3 llama-server -m /models/m.gguf -c 4096 -b 2048 -ub 512 -ngl 999 "
         "--tensor-split 0.444,0.556 --rpc <l40s-48g#1>:50052 --port 8000",
@@ -128,8 +138,9 @@ def test_every_fleet_command_is_one_the_engine_takes_on_its_devices_and_ports():
     checked = 0
     for spec in FLEETS:
         offer = fleet_cards(parse_cluster(spec))
-        for engine in ("vllm", "llamacpp"):
-            for demands in (_demands(engine == "vllm"), _demands(engine == "vllm")[:2]):
+        for engine in ("vllm", "sglang", "llamacpp"):
+            even = engine != "llamacpp"  # vLLM's and SGLang's tensor parallelism splits evenly
+            for demands in (_demands(even), _demands(even)[:2]):
                 placement = place(demands, offer.cards)
                 lines = [
                     line for r in launch_rows(placement, offer, {}, engine=engine) for line in r["command"].split("\n")
@@ -143,8 +154,10 @@ def test_every_fleet_command_is_one_the_engine_takes_on_its_devices_and_ports():
                     ports[(p.where, p.value("--master-port") and f"m{p.value('--master-port')}", served)] += 1
                     if p.engine == "vllm":
                         assert p.value("--gpu-memory-utilization") and p.value("--max-num-seqs")
+                    if p.engine == "sglang":
+                        assert p.value("--mem-fraction-static")
                     if p.engine == "llamacpp":
                         assert (p.value("-b"), p.value("-ub"), p.value("-ngl")) == ("2048", "512", "999")
                     checked += 1
                 assert all(n == 1 for (_w, _m, port), n in ports.items() if port), (spec, engine, ports)
-    assert checked >= 60, checked
+    assert checked >= 90, checked

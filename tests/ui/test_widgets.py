@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from explorer.ui.engine_settings import SETTINGS
 from explorer.ui.widgets import ExplorerWidget
 
 
@@ -108,3 +109,20 @@ def test_renders_in_a_real_jupyter_kernel(tmp_path):
     assert len(shown) == 2 and all("vega" in str(o.get("data", {})) for o in shown)  # the two charts
     html = [m["state"].get("value", "") for m in state.values() if m["model_name"] == "HTMLModel"]
     assert any("id='explorer-options'" in h for h in html) and any("<details><summary>" in h for h in html)
+
+
+def test_engine_settings_reach_the_request_and_the_commands(widget):
+    """The widget's settings are the request's declarations, as the app's: grouped by engine, read the same way."""
+    assert list(widget.settings) == [s.key for s in SETTINGS] and {"swap-space", "ngl", "enable-mixed-chunk"} <= set(
+        widget.settings
+    )
+    widget.engine.value = "vLLM"
+    widget.settings["vllm-version"].value = "0.17.1"  # the last release that takes --swap-space
+    widget.settings["swap-space"].value = "8"
+    widget.settings["enforce-eager"].value = True
+    assert widget.result.request.swap_space_gib == 8.0 and widget.result.request.enforce_eager
+    assert " --enforce-eager --swap-space 8" in widget.result.options[0].evaluation.command
+    widget.settings["max-num-seqs"].value = "0"
+    assert widget.error == "--max-num-seqs: 0 is out of range: it must be a whole number from 1 to 1,048,576"
+    widget.settings["max-num-seqs"].value = ""
+    assert widget.error is None and widget.setting_texts()["load-mode-none"] == "off"

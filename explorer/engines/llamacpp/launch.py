@@ -29,6 +29,7 @@ from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, Seat, seats_from
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.options import Option
+from explorer.engines.setting import launch_flags
 from explorer.errors import LlamaCppFitError
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
@@ -184,8 +185,7 @@ def command(
         parts.append(f"-fa {request.flash_attn}")
     if request.concurrency > 1:
         parts.append(f"-np {request.concurrency}")
-    if not request.mmap:
-        parts.append("--load-mode none")  # llama.cpp 0c1e57098 has no --no-mmap: -lm/--load-mode none|mmap|…
+    parts += launch_flags(request, "llamacpp")  # --load-mode none (the CLI's --no-mmap) as the user set it
     return " ".join(parts)
 
 
