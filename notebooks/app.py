@@ -76,6 +76,13 @@ with app.setup(hide_code=True):
     LAYOUT_CSS = (
         'div[class~="sm:px-16"] { padding-left: 1rem !important; padding-right: 1rem !important; }'
         ".marimo-cell:has(> .output-area > .output > marimo-sidebar) { display: none; }"
+        # below 1,280 px the table's rows wrap: its box scrolls on its own (its head stays) and leaves the
+        # 600 px that the heading, the controls under it and the per-card chart take, so the chart of the first
+        # option sits directly under the table, in view (tests/notebooks/test_browser.py)
+        "@media (max-width: 1279px) { .explorer-table:has(> #explorer-options) { "
+        "max-height: max(10rem, calc(100vh - 600px)); "
+        "overflow-y: auto; } .explorer-table:has(> #explorer-options) thead th { position: sticky; top: 0; "
+        "background: white; } }"
     )
 
 
@@ -86,8 +93,7 @@ def _():
             mo.Html(f"<style>{LAYOUT_CSS}</style>"),
             mo.md(
                 "**Will it fit?** Every way to serve the model on the cluster, best first, and what each card "
-                "holds; the controls are on the left. Sizes are GiB (1024³ bytes).  \n"
-                + lesson_links(in_browser=IN_BROWSER, query_file=mo.query_params().get("file"))
+                "holds; the controls are on the left (the lessons at their foot). Sizes are GiB (1024³ bytes)."
             ),
         ],
         gap=0,
@@ -120,17 +126,21 @@ def _(defaults):
     get_fetched, set_fetched = mo.state(None)
     # the answer below the table (curves, refusals, pinning), drawn in a run of its own once the table is shown
     get_below, set_below = mo.state(None)
+    # the curves against context, set only when they change: a context move alone redraws no sweep chart
+    get_sweep, set_sweep = mo.state(None)
     return (
         get_below,
         get_context,
         get_fetched,
         get_model_text,
         get_spec,
+        get_sweep,
         set_below,
         set_context,
         set_fetched,
         set_model_text,
         set_spec,
+        set_sweep,
         snapshot,
     )
 
@@ -533,7 +543,7 @@ def _(concurrency, context, engine, kv_dtype, request_settings):
 
 
 @app.cell(hide_code=True)
-def _(artifact_menu, cluster, goal, model, model_ref, request, shape, weights):
+def _(artifact_menu, cluster, goal, model, model_ref, request, set_below, shape, weights):
     # The planner call: everything below reads `result`; nothing here touches the network.
     mo.stop(cluster is None)
     chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
@@ -563,6 +573,9 @@ def _(artifact_menu, cluster, goal, model, model_ref, request, shape, weights):
         result, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
     plan_ms = (time.perf_counter() - _t0) * 1000
     mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
+    # marimo shows a run's outputs when the run ends: the slow part below (curves, ways forward, refusals)
+    # waits for a run of its own, after the table. A new plan hands it on; more rows or columns do not.
+    set_below((result, request))
     return chosen, plan_ms, result
 
 
@@ -578,7 +591,7 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, settings_errors, table_rows):
+def _(cluster, model_name, more_columns, plan_ms, request, result, settings_errors, table_rows):
     option_rows = nd.option_rows(result, limit=table_rows.value)
     miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5)
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
@@ -605,8 +618,6 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, set_below, se
         _notes.append(mo.callout(mo.md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
     if not result.options:
         _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
-    # marimo shows a run's outputs when the run ends: the slow part below waits for a run of its own
-    set_below((result, request))
     mo.vstack(
         [
             mo.md(_head),
@@ -688,27 +699,38 @@ def _(draw, result):
         _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
             f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
         )
+    mo.hstack(
+        [
+            draw,
+            mo.md(
+                f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs "
+                f"**{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
+            ),
+        ],
+        justify="start",
+        align="center",
+    )
+    return (picked,)
+
+
+@app.cell(hide_code=True)
+def _(picked):
+    # the per-card chart as the cell's own output: its spec travels once, not escaped into a layout's HTML
+    vega.VegaLiteSpec(
+        vega.card_memory_spec(
+            nd.card_parts(picked),
+            title=picked.label + (f" · × {picked.replicas:,} replicas" if picked.fits else ""),
+        )
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(picked, result):
     _host = nd.host_note(picked)
     _launch = result.replica_launch(picked).text() if result.replica_launch else picked.evaluation.command
     mo.vstack(
         [
-            mo.hstack(
-                [
-                    draw,
-                    mo.md(
-                        f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs "
-                        f"**{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
-                    ),
-                ],
-                justify="start",
-                align="center",
-            ),
-            vega.VegaLiteSpec(
-                vega.card_memory_spec(
-                    nd.card_parts(picked),
-                    title=picked.label + (f" · × {picked.replicas:,} replicas" if picked.fits else ""),
-                )
-            ),
             mo.md(
                 (f"*{safe_html(_host)}* · " if _host else "")
                 + f"Launch (devices, port, a line a node):<pre>{safe_html(_launch)}</pre>"
@@ -717,13 +739,43 @@ def _(draw, result):
         ],
         gap=0.25,
     )
-    return (picked,)
+    return
 
 
 @app.cell(hide_code=True)
-def _(chosen, cluster, context_steps, engine, get_below, model, model_name, model_ref, pin, settings_values, shape):
-    # Below the answer: the curves against context, why the other ways were refused, pinning, the model.
-    # It reads the plan from the table's cell (get_below): a slider move shows the table first.
+def _(get_sweep):
+    # each sweep chart its own output, carrying only the columns it draws, redrawn only when the curves change
+    # (the asked context is the slider's and the table's; a marker here would redraw both on every move)
+    mo.stop(not get_sweep())
+    vega.VegaLiteSpec(vega.memory_context_spec(get_sweep()))
+    return
+
+
+@app.cell(hide_code=True)
+def _(get_sweep):
+    mo.stop(not get_sweep() or all(r["tokens_per_s"] is None for r in get_sweep()))
+    vega.VegaLiteSpec(vega.speed_context_spec(get_sweep()))
+    return
+
+
+@app.cell(hide_code=True)
+def _(
+    chosen,
+    cluster,
+    context_steps,
+    engine,
+    get_below,
+    get_sweep,
+    model,
+    model_name,
+    model_ref,
+    pin,
+    set_sweep,
+    settings_values,
+    shape,
+):
+    # Below the answer: the curves against context (drawn above, from get_sweep), why the other ways were
+    # refused, pinning, the model. It reads the plan from the plan's cell (get_below): the table shows first.
     mo.stop(get_below() is None)
     _result, _request = get_below()
     _drawn = nd.sweep_options(_result, best=4, misses=2)
@@ -738,11 +790,9 @@ def _(chosen, cluster, context_steps, engine, get_below, model, model_name, mode
             {},
         )
     except ExplorerError as _e:
-        sweep, _tabs = [], {"Memory vs context": mo.callout(mo.md(safe_html(str(_e))), kind="warn")}
-    if sweep:
-        _tabs["Memory vs context"] = vega.VegaLiteSpec(vega.memory_context_spec(sweep, context=_request.context_tokens))
-    if any(r["tokens_per_s"] is not None for r in sweep):
-        _tabs["Speed vs context"] = vega.VegaLiteSpec(vega.speed_context_spec(sweep, context=_request.context_tokens))
+        sweep, _tabs = [], {"Curves against context": mo.callout(mo.md(safe_html(str(_e))), kind="warn")}
+    if sweep != get_sweep():  # the same curves after a context move (explorer.ui.sweep_cache): no redraw
+        set_sweep(sweep)
     _groups = nd.refusal_groups(_result)
     _tabs["Why not"] = (
         mo.accordion(
@@ -751,7 +801,8 @@ def _(chosen, cluster, context_steps, engine, get_below, model, model_name, mode
                     nd.rows_html(rows[:40], ("way", "artifact", "reason"), table_id=f"refused-{rule}")
                 )
                 for rule, n, rows in _groups
-            }
+            },
+            lazy=True,  # a closed group's rows are not sent on every move
         )
         if _groups
         else mo.md("Nothing was refused.")
@@ -788,13 +839,23 @@ def _(chosen, cluster, context_steps, engine, get_below, model, model_name, mode
         + "\n".join(f"- {safe_html(n)}" for n in model.notes)
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
-    mo.ui.tabs(_tabs)
+    mo.ui.tabs(_tabs, lazy=True)  # a tab's content is sent when it is shown
     return (sweep,)
 
 
 @app.cell(hide_code=True)
 def _():
+    # the question and its button never change: drawn once, not again on every move
     fit_button = mo.ui.run_button(label="What runs on this cluster?")
+    mo.vstack(
+        [
+            mo.md(
+                "**Hardware first.** Which known models run on this cluster, with the context and engines "
+                "above, ranked by the goal, the best way for each, and the first change that fits the rest."
+            ),
+            fit_button,
+        ]
+    )
     return (fit_button,)
 
 
@@ -825,27 +886,18 @@ def _(cluster, fit_button, get_below, goal):
             except ExplorerError as _e:
                 _fit_problem = str(_e)
             _ms = (time.perf_counter() - _t0) * 1000
-    mo.vstack(
+    _shown = (
         [
             mo.md(
-                "**Hardware first.** Which known models run on this cluster, with the context and engines "
-                "above, ranked by the goal, the best way for each, and the first change that fits the rest."
+                f"{sum(r['tier'] != '✗' for r in fit_list)} of {len(fit_list)} models fit "
+                f"(planned in {_ms / 1000:.1f} s)."
             ),
-            fit_button,
-            *(
-                [
-                    mo.md(
-                        f"{sum(r['tier'] != '✗' for r in fit_list)} of {len(fit_list)} models fit "
-                        f"(planned in {_ms / 1000:.1f} s)."
-                    ),
-                    mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
-                ]
-                if fit_list is not None
-                else []
-            ),
-            *([mo.callout(mo.md(safe_html(_fit_problem)), kind="warn")] if _fit_problem else []),
+            mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
         ]
-    )
+        if fit_list is not None
+        else []
+    ) + ([mo.callout(mo.md(safe_html(_fit_problem)), kind="warn")] if _fit_problem else [])
+    mo.vstack(_shown) if _shown else None
     return (fit_list,)
 
 
@@ -989,6 +1041,13 @@ def _(request, result, serve_answer, serve_prompt, serve_tpot, serve_users, shap
         _body = mo.vstack([mo.md(_text + " Estimates: `explorer size` searches card classes the same way."), _chart])
     mo.accordion({"Serving under a workload (the first option)": mo.vstack([_controls, _body])})
     return (serving,)
+
+
+@app.cell(hide_code=True)
+def _():
+    # the lessons at the sidebar's foot: the answer starts at the top of the page
+    mo.sidebar([mo.md(lesson_links(in_browser=IN_BROWSER, query_file=mo.query_params().get("file")))], width=SIDEBAR)
+    return
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
     python -m explorer.bench.app [--notebook notebooks/app.py] [--root DIR] [--moves 12] [--opens 3]
                                  [--scenario default --scenario "1,000 GPUs" ...] [--json FILE]
+    python -m explorer.bench.app --floor [--opens 4] [--moves 12] [--json FILE]
 
 For each scenario (a URL query the app reads) a fresh ``marimo run`` server is
 started. The first tab is the **cold** open: the server process has not run the
@@ -23,6 +24,17 @@ The report gives the median and the maximum of each, in milliseconds.
 an older commit can be measured with the same script: ``git archive COMMIT |
 tar x -C /tmp/before`` then ``--root /tmp/before``. This is a benchmark, not a
 test: the figures move with the machine's load, which the report states.
+
+With ``--floor`` the app is measured against marimo's own floor instead: a
+one-slider notebook (:data:`FLOOR_NOTEBOOK`, a slider and the table of its
+value) served beside the app and driven in the same chromium, interleaved (an
+app open, a floor open, ...; then an app move, a floor move, ...), so both see
+the same load. Each context move also records what it cost the page: the bytes
+and the number of websocket messages (both directions), and the page's
+main-thread time (chromium's ``TaskDuration``, from the first key to 0.6 s after
+the last change). The report gives each figure for both and the ratio app /
+floor (issue 27's targets: open ≤ 1.5 ×, slider → table ≤ 1.3 ×, bytes a move
+≤ 10 KB plus the rows shown).
 
 Needs playwright (the test extra) and chromium (``/usr/bin/chromium``).
 """
@@ -173,6 +185,203 @@ def measure_controls(page, moves: int, timeout_s: float) -> dict[str, Timings]:
     return out
 
 
+#: marimo's floor: one slider and a table of its value (the table has the app's id, so both are timed alike)
+FLOOR_NOTEBOOK = """import marimo
+
+app = marimo.App(width="full")
+
+
+@app.cell(hide_code=True)
+def _():
+    import marimo as mo
+
+    context = mo.ui.slider(steps=[2**i for i in range(9, 18)], value=8192, label="Context", show_value=True)
+    context
+    return context, mo
+
+
+@app.cell(hide_code=True)
+def _(context, mo):
+    mo.Html(f"<table id='explorer-options'><tr><td>context</td><td>{context.value:,}</td></tr></table>")
+    return
+
+
+if __name__ == "__main__":
+    app.run()
+"""
+
+
+@dataclass
+class Wire:
+    """What a page's websocket carried, counted as it goes (both directions).
+
+    Attributes:
+        messages: frames sent and received.
+        bytes: their payloads' length (UTF-8 bytes for text frames).
+    """
+
+    messages: int = 0
+    bytes: int = 0
+
+    def count(self, payload) -> None:
+        """Count one frame (``str`` or ``bytes``)."""
+        self.messages += 1
+        self.bytes += len(payload.encode() if isinstance(payload, str) else payload)
+
+
+def _wired(page) -> Wire:
+    """Count every websocket frame the page sends or receives from now on."""
+    wire = Wire()
+
+    def on_socket(ws) -> None:
+        ws.on("framesent", wire.count)
+        ws.on("framereceived", wire.count)
+
+    page.on("websocket", on_socket)
+    return wire
+
+
+@dataclass
+class MoveCost:
+    """Context moves on one page, with what each cost.
+
+    Attributes:
+        timings: event to table and to charts.
+        bytes: websocket bytes a move.
+        messages: websocket messages a move.
+        main_ms: the page's main-thread time a move (ms).
+    """
+
+    timings: Timings = field(default_factory=Timings)
+    bytes: list[int] = field(default_factory=list)
+    messages: list[int] = field(default_factory=list)
+    main_ms: list[float] = field(default_factory=list)
+
+
+def _task_s(cdp) -> float:
+    metrics = cdp.send("Performance.getMetrics")["metrics"]
+    return next(m["value"] for m in metrics if m["name"] == "TaskDuration")
+
+
+def _costed_move(page, cdp, wire: Wire, key: str, into: MoveCost, timeout_s: float) -> None:
+    slider = _control(page, "marimo-slider", "Context", "slider")
+    slider.focus()
+    page.wait_for_timeout(300)  # the focus's own work is not the move's
+    sent, count, task = wire.bytes, wire.messages, _task_s(cdp)
+    _timed(page, lambda: slider.press(key), into.timings, timeout_s)
+    into.bytes.append(wire.bytes - sent)
+    into.messages.append(wire.messages - count)
+    into.main_ms.append((_task_s(cdp) - task) * 1000)
+
+
+def _open_page(browser, url: str, timeout_s: float, viewport: dict[str, int]):
+    page = browser.new_page(viewport=viewport)
+    wire = _wired(page)
+    t0 = time.perf_counter()
+    page.goto(url)
+    page.locator(TABLE).wait_for(timeout=int(timeout_s * 1000))
+    return page, wire, time.perf_counter() - t0
+
+
+def run_versus_floor(browser, app_url: str, floor_url: str, opens: int, moves: int, timeout_s: float) -> dict:
+    """The app and the floor opened ``opens`` times each, interleaved, then ``moves`` context moves on each,
+    interleaved; every figure for both (``{"app": ..., "floor": ...}``)."""
+    viewport = {"width": 1440, "height": 900}
+    urls = {"app": app_url, "floor": floor_url}
+    open_s: dict[str, list[float]] = {"app": [], "floor": []}
+    pages: dict[str, tuple] = {}
+    for _ in range(opens):
+        for name, url in urls.items():
+            if name in pages:
+                pages[name][0].close()
+            page, wire, seconds = _open_page(browser, url, timeout_s, viewport)
+            open_s[name].append(seconds)
+            pages[name] = (page, wire)
+    pages["app"][0].locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
+    pages["app"][0].wait_for_timeout(1500)  # the charts below the table finish before the first move
+    costs = {name: MoveCost() for name in urls}
+    cdps = {}
+    for name, (page, _) in pages.items():
+        cdps[name] = page.context.new_cdp_session(page)
+        cdps[name].send("Performance.enable")
+    keys = (["ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight"] * moves)[:moves]
+    for key in keys:
+        for name, (page, wire) in pages.items():
+            _costed_move(page, cdps[name], wire, key, costs[name], timeout_s)
+    for page, _ in pages.values():
+        page.close()
+    return {name: {"open_s": open_s[name], "moves": costs[name]} for name in urls}
+
+
+def _median(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def versus_figures(result: dict) -> list[tuple[str, float | None, float | None]]:
+    """(figure, app median, floor median) for each figure the floor report gives."""
+    app, floor = result["app"], result["floor"]
+
+    def both(read) -> tuple[float | None, float | None]:
+        return _median(read(app)), _median(read(floor))
+
+    return [
+        ("open, cold (s)", app["open_s"][0], floor["open_s"][0]),
+        ("open, warm (s, median)", *both(lambda r: r["open_s"][1:])),
+        ("slider → table (ms, median)", *both(lambda r: r["moves"].timings.table_ms)),
+        (
+            "slider → charts (ms, median)",
+            _median(app["moves"].timings.charts_ms),
+            _median(floor["moves"].timings.table_ms),
+        ),
+        ("bytes a move (median)", *both(lambda r: r["moves"].bytes)),
+        ("websocket messages a move (median)", *both(lambda r: r["moves"].messages)),
+        ("main-thread time a move (ms, median)", *both(lambda r: r["moves"].main_ms)),
+    ]
+
+
+def versus_report(result: dict, load: tuple[float, float, float]) -> str:
+    """The app against the floor as a markdown table, with the ratio app / floor."""
+    lines = [f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs", ""]
+    lines += ["| figure | app | floor | app / floor |", "|---|---:|---:|---:|"]
+    for figure, app, floor in versus_figures(result):
+        ratio = f"{app / floor:.2f}" if app is not None and floor else "—"
+        shown = [
+            f"{v:,.2f}" if v is not None and v < 100 else f"{v:,.0f}" if v is not None else "—" for v in (app, floor)
+        ]
+        lines.append(f"| {figure} | {shown[0]} | {shown[1]} | {ratio} |")
+    lines.append("")
+    lines.append("slider → charts: the floor has no chart, so its slider → table stands as its floor.")
+    missed = {n: r["moves"].timings.missed for n, r in result.items() if r["moves"].timings.missed}
+    if missed:
+        lines.append(f"moves missed (no table change within the timeout): {missed}")
+    return "\n".join(lines)
+
+
+def _run_floor(args, root: Path) -> int:
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        floor = Path(tmp) / "floor.py"
+        floor.write_text(FLOOR_NOTEBOOK)
+        env = {"PYTHONPATH": str(root), "EXPLORER_CACHE": str(Path(tmp) / "cache.duckdb")}
+        browser = launch_chromium(p)
+        with (
+            marimo_server(root / args.notebook, cwd=root, env=env, python=args.python) as app_url,
+            marimo_server(floor, cwd=root, env=env, python=args.python) as floor_url,
+        ):
+            result = run_versus_floor(browser, app_url, floor_url, args.opens, args.moves, args.timeout_s)
+        browser.close()
+    print(versus_report(result, os.getloadavg()))
+    if args.json:
+        plain = {
+            name: {"open_s": r["open_s"], "moves": {**vars(r["moves"]), "timings": vars(r["moves"].timings)}}
+            for name, r in result.items()
+        }
+        figures = {f: {"app": a, "floor": b} for f, a, b in versus_figures(result)}
+        args.json.write_text(json.dumps({"root": str(root), "figures": figures, "results": plain}, indent=1))
+    return 0
+
+
 def run_scenario(browser, url: str, opens: int, moves: int, timeout_s: float) -> dict:
     """Open the app ``opens`` times (the first cold), then move every control on the last tab."""
     open_s: list[float] = []
@@ -224,13 +433,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--moves", type=int, default=12, help="context slider moves")
     ap.add_argument("--timeout-s", type=float, default=90)
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--floor", action="store_true", help="the app against a one-slider notebook, interleaved")
     args = ap.parse_args(argv)
     if why := missing_browser():
         print(f"cannot run the app benchmark: {why}", file=sys.stderr)
         return 2
+    root = args.root.resolve()
+    if args.floor:
+        return _run_floor(args, root)
     from playwright.sync_api import sync_playwright
 
-    root = args.root.resolve()
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         browser = launch_chromium(p)

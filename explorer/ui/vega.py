@@ -53,7 +53,7 @@ class VegaLiteSpec:
         self.spec = dict(spec)
 
     def _mime_(self) -> tuple[str, str]:
-        return MIME, json.dumps(self.spec, default=str)
+        return MIME, json.dumps(self.spec, default=str, separators=(",", ":"), ensure_ascii=False)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
         return {MIME: self.spec, "text/plain": f"<chart: {self.spec.get('title', '')}>"}
@@ -69,6 +69,31 @@ def _top(data: Sequence[Mapping[str, Any]], title: str, subtitle: str, height: i
         "autosize": {"type": "fit-x", "contains": "padding"},
         "config": {"legend": {"labelLimit": 360, "titleLimit": 360}, "axis": {"labelFontSize": 11}},
     }
+
+
+def _columns(rows: Sequence[Mapping[str, Any]], fields: Sequence[str], digits: int = 3) -> list[dict[str, Any]]:
+    """Only the ``fields`` a chart draws, floats rounded to ``digits`` decimals (the charts show at most two):
+    a spec sent on every slider move carries no column it does not use."""
+    return [{f: round(r[f], digits) if isinstance(r[f], float) else r[f] for f in fields} for r in rows]
+
+
+def _named_sweep(spec: dict[str, Any]) -> dict[str, Any]:
+    """A sweep chart's rows moved to named data sets its layers read by name: ``sweep``, each row naming its
+    option by number (``o``), and ``options``, each name once, which every layer drawing the sweep looks up.
+    An option's long name is sent once, not once a context (a slider move resends the spec)."""
+    rows = spec["data"]["values"]
+    names = list(dict.fromkeys(r["option"] for r in rows))
+    number = {name: i for i, name in enumerate(names)}
+    spec["datasets"] = {
+        "sweep": [{"o": number[r["option"]], **{k: v for k, v in r.items() if k != "option"}} for r in rows],
+        "options": [{"o": i, "option": name} for i, name in enumerate(names)],
+    }
+    spec["data"] = {"name": "sweep"}
+    lookup = {"lookup": "o", "from": {"data": {"name": "options"}, "key": "o", "fields": ["option"]}}
+    for layer in spec["layer"]:
+        if "data" not in layer:  # the asked-context marker brings its own
+            layer["transform"] = [lookup, *layer.get("transform", [])]
+    return spec
 
 
 def _context_x() -> dict[str, Any]:
@@ -182,7 +207,7 @@ def memory_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | Non
         {"field": "fits", "type": "nominal"},
     ]
     spec = _top(
-        rows,
+        _columns(rows, ("option", "context", "total_gib", "usable_gib", "fits")),
         "Memory a card needs as the context grows",
         "solid: what the binding card needs; dashed: what the engine may use; red ✗: no longer fits",
         280,
@@ -223,13 +248,15 @@ def memory_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | Non
         },
         *_context_rule(context),
     ]
-    return spec
+    return _named_sweep(spec)
 
 
 def speed_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None = None) -> dict[str, Any]:
     """Decode tokens/s of one sequence (an estimate) against context, for the options that have one;
     dotted where the option no longer fits."""
-    data = [r for r in rows if r.get("tokens_per_s") is not None]
+    data = _columns(
+        [r for r in rows if r.get("tokens_per_s") is not None], ("option", "context", "tokens_per_s", "fits")
+    )
     x = _context_x()
     spec = _top(
         data,
@@ -260,7 +287,7 @@ def speed_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None
         },
         *_context_rule(context),
     ]
-    return spec
+    return _named_sweep(spec)
 
 
 def kv_context_spec(rows: Sequence[Mapping[str, Any]], *, context: int | None = None) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from support.hub_fixtures import GATED, SINGLE
 from support.notebook_server import ROOT, chromium, in_viewport, marimo_app, too_wide
 from support.readme_sample import SHOTS, readme_query
 
-from explorer.bench.browser import missing_browser
+from explorer.bench.browser import DEEP_QUERY, missing_browser
 
 pytestmark = pytest.mark.browser
 
@@ -106,6 +106,16 @@ def _shoot(page, tmp_path: Path, name: str) -> None:
     record.write_text(json.dumps(shots, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+#: observers on every chart after the first (the per-card chart); the number watched
+_WATCH_SWEEP_CHARTS = f"""() => {{
+  window.__sweepChanges = 0;
+  const charts = ({DEEP_QUERY})('.vega-embed').slice(1);
+  for (const c of charts) new MutationObserver((ms) => {{ window.__sweepChanges += ms.length; }})
+    .observe(c, {{subtree: true, childList: true, attributes: true}});
+  return charts.length;
+}}"""
+
+
 def test_answer_stays_in_view_while_sliding_at_1440(app_url, tmp_path):
     # opened at the README's `explorer plan` sample, so its picture shows the first row the sample prints
     url = app_url + readme_query()
@@ -130,8 +140,34 @@ def test_answer_stays_in_view_while_sliding_at_1440(app_url, tmp_path):
         assert "49,152" in page.inner_text("body")
 
 
+def test_a_context_move_redraws_only_the_charts_whose_input_changed(app_url):
+    """70B on one 8 × H100 node: 32,768 -> 49,152 tokens draws the same options against context (the same
+    curves, kept by explorer.ui.sweep_cache), so the move sends and redraws the per-card chart, not the sweep's."""
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        received: list[str] = []
+        page.on("websocket", lambda ws: ws.on("framereceived", lambda f: received.append(f)))
+        page.goto(app_url)
+        page.locator(TABLE).wait_for(timeout=120_000)
+        page.locator(".vega-embed").nth(2).wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        assert page.evaluate(_WATCH_SWEEP_CHARTS) == 2  # memory and speed against context
+        context = _control(page, "marimo-slider", "Context", "slider")
+        before = _table(page)
+        context.focus()
+        received.clear()
+        context.press("ArrowRight")
+        _wait_table_change(page, before)
+        page.wait_for_timeout(2500)  # the runs after the table's (the curves, the refusals) are over
+        assert "49,152" in _table(page) or "49,152" in page.inner_text("body")
+        assert page.evaluate("() => window.__sweepChanges") == 0
+        specs = [f for f in received if "application/vnd.vegalite" in f]
+        assert len(specs) == 1 and '"name\\":\\"sweep' not in specs[0]  # the per-card chart's spec alone
+
+
 def test_nothing_wider_than_the_viewport_at_1024(app_url, tmp_path):
-    """The default scenario and the widest tables (DeepSeek-V3 and Qwen3-235B on two nodes) fit 1,024 px."""
+    """The default scenario and the widest tables (DeepSeek-V3 and Qwen3-235B on two nodes) fit 1,024 px, and
+    the per-card chart of the first option is in view on open (1,024 × 768), directly under the table's box."""
     url = app_url
     with chromium() as browser:
         for query, shot in (
@@ -145,6 +181,9 @@ def test_nothing_wider_than_the_viewport_at_1024(app_url, tmp_path):
             assert too_wide(page) == [], query
             table = page.locator(TABLE).bounding_box()
             assert table["x"] + table["width"] <= 1024, "the table is clipped on the right"
+            chart, box = _card_chart(page), page.locator(".explorer-table:has(> #explorer-options)").bounding_box()
+            assert in_viewport(page, chart), (query, chart.bounding_box())
+            assert box["y"] + box["height"] <= chart.bounding_box()["y"] < box["y"] + box["height"] + 200, query
             if shot:
                 _shoot(page, tmp_path, shot)
             page.close()

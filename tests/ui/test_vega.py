@@ -80,3 +80,25 @@ def test_the_wrapper_carries_the_spec():
 def test_no_altair_is_imported():
     code = "import sys, explorer.ui.vega, explorer.ui.plan_rows; print('altair' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_sweep_charts_carry_their_own_columns_once_by_name(planned):
+    shape, request, result = planned
+    drawn = nd.sweep_options(result)
+    sweep = nd.context_sweep(shape, drawn, request, [4096, 32768], names=nd.option_names(result, drawn))
+    memory = vega.memory_context_spec(sweep, context=32768)
+    speed = vega.speed_context_spec(sweep, context=32768)
+    # the rows sit once, in the named data set the layers read; each chart keeps only the columns it draws,
+    # and names its option by number: each option's name is sent once, in `options`
+    assert memory["data"] == speed["data"] == {"name": "sweep"}
+    assert set(memory["datasets"]["sweep"][0]) == {"o", "context", "total_gib", "usable_gib", "fits"}
+    assert set(speed["datasets"]["sweep"][0]) == {"o", "context", "tokens_per_s", "fits"}
+    names = list(dict.fromkeys(r["option"] for r in sweep))
+    assert memory["datasets"]["options"] == [{"o": i, "option": n} for i, n in enumerate(names)]
+    first, last = sweep[0], sweep[-1]
+    assert memory["datasets"]["sweep"][0]["total_gib"] == round(first["total_gib"], 3) != first["total_gib"]
+    assert memory["datasets"]["sweep"][-1]["o"] == names.index(last["option"]) == len(names) - 1
+    assert len(memory["datasets"]["sweep"]) == len(sweep)  # every row drawn, none dropped
+    # every layer that draws the sweep looks the name up; the asked-context marker keeps its own data
+    for layer in memory["layer"] + speed["layer"]:
+        assert ("data" in layer) != (layer.get("transform", [{}])[0].get("lookup") == "o")

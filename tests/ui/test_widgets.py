@@ -78,7 +78,7 @@ def test_charts_and_refusals(widget):
     cards = widget.chart_specs["cards"]
     assert cards["title"]["text"] == best.label
     assert {r["role"] for r in cards["data"]["values"]} == {c.role for c in best.evaluation.cards}
-    drawn = {r["option"] for r in widget.chart_specs["memory"]["data"]["values"]}
+    drawn = {r["option"] for r in widget.chart_specs["memory"]["datasets"]["options"]}  # each option's name once
     assert f"#1 {best.label}" in drawn
     rules = {rule for rule, _n, _rows in widget.refusals}
     assert rules == set(widget.result.pruned) and "<details><summary>" in widget.why_not.value
