@@ -1039,7 +1039,8 @@ def _(request, result, serve_answer, serve_prompt, serve_tpot, serve_users, shap
             frontier_spec(frontier_rows(serving), user_tokens_per_s=1e3 / serve_tpot.value, capacity=serving.capacity)
         )
         _body = mo.vstack([mo.md(_text + " Estimates: `explorer size` searches card classes the same way."), _chart])
-    mo.accordion({"Serving under a workload (the first option)": mo.vstack([_controls, _body])})
+    # lazy: a closed panel sends nothing on a move (its frontier chart is sent when the panel is opened)
+    mo.accordion({"Serving under a workload (the first option)": mo.vstack([_controls, _body])}, lazy=True)
     return (serving,)
 
 
