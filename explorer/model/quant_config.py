@@ -15,7 +15,7 @@ from explorer.errors import UnknownPrecisionError
 from explorer.model.config_reader import ConfigView, whole_number
 from explorer.model.dtypes import ElementType, element_type, model_dtype_name
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat, dense
-from explorer.model.quant_methods import PARSERS, unsized
+from explorer.model.quant_methods import PARSERS, module_names, unsized
 
 FP8_BLOCK = WeightFormat(kind="fp8", bits=8, block=(128, 128))
 NVFP4 = WeightFormat(kind="nvfp4", bits=4, group_size=16)
@@ -98,14 +98,6 @@ def base_dtype(view: ConfigView) -> ElementType:
     return element_type(model_dtype_name(view.raw("torch_dtype", "dtype")))
 
 
-def _names(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, (list, tuple)):
-        return tuple(str(v) for v in value if isinstance(v, str))
-    return ()
-
-
 #: where messages say a quantisation value was read
 _WHERE = "quantization_config"
 
@@ -143,7 +135,7 @@ def _fp8(qc: Mapping[str, Any], base: ElementType) -> Precision:
         method="fp8",
         base=base,
         groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
-        skip=_names(qc.get("modules_to_not_convert")) + ("lm_head",),
+        skip=module_names(qc.get("modules_to_not_convert")) + ("lm_head",),
     )
 
 
@@ -160,12 +152,12 @@ def _int_gptq_awq(qc: Mapping[str, Any], base: ElementType, method: str) -> Prec
         method=method,
         base=base,
         groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
-        skip=_names(qc.get("modules_to_not_convert")) + ("lm_head",),
+        skip=module_names(qc.get("modules_to_not_convert")) + ("lm_head",),
     )
 
 
 def _bnb(qc: Mapping[str, Any], base: ElementType) -> Precision:
-    skip = _names(qc.get("llm_int8_skip_modules")) + ("lm_head",)
+    skip = module_names(qc.get("llm_int8_skip_modules")) + ("lm_head",)
     if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
         kind = str(qc.get("bnb_4bit_quant_type") or "nf4")
         nested = bool(qc.get("bnb_4bit_use_double_quant"))
@@ -218,7 +210,7 @@ def _compressed_tensors(qc: Mapping[str, Any], base: ElementType, method: str) -
             continue
         fmt = _ct_format(group["weights"])
         if fmt is not None:
-            groups.append(SchemeGroup(targets=_names(group.get("targets")) or ("Linear",), fmt=fmt))
+            groups.append(SchemeGroup(targets=module_names(group.get("targets")) or ("Linear",), fmt=fmt))
     algo = str(qc.get("quant_algo") or "")
     if not groups and algo.upper() == "NVFP4":
         groups.append(SchemeGroup(targets=("Linear",), fmt=NVFP4))
@@ -230,7 +222,7 @@ def _compressed_tensors(qc: Mapping[str, Any], base: ElementType, method: str) -
         method=method,
         base=base,
         groups=tuple(groups),
-        skip=_names(qc.get("ignore")) + ("lm_head",),
+        skip=module_names(qc.get("ignore")) + ("lm_head",),
         kv_cache_hint=hint,
     )
 
@@ -277,7 +269,7 @@ def _modelopt(qc: Mapping[str, Any], base: ElementType) -> Precision:
         return _compressed_tensors(qc, base, "modelopt")
     inner = qc.get("quantization") if isinstance(qc.get("quantization"), Mapping) else qc
     algo = str(inner.get("quant_algo") or "").upper()
-    skip = _names(inner.get("exclude_modules") or inner.get("ignore")) + ("lm_head",)
+    skip = module_names(inner.get("exclude_modules") or inner.get("ignore")) + ("lm_head",)
     hint = "fp8" if str(inner.get("kv_cache_quant_algo") or "").upper() == "FP8" else None
     if algo == "MIXED_PRECISION":
         groups = _modelopt_mixed(inner)
@@ -303,7 +295,7 @@ def _int_layout(qc: Mapping[str, Any], base: ElementType, method: str) -> Precis
     if method in _AUTO_ROUND:
         packing = str(qc.get("packing_format") or qc.get("backend") or "").lower()
         layout = _int_gptq_awq(qc, base, "awq" if "awq" in packing else "gptq")
-        extra = _names(list(qc.get("extra_config") or ())) if isinstance(qc.get("extra_config"), Mapping) else ()
+        extra = module_names(list(qc.get("extra_config") or ())) if isinstance(qc.get("extra_config"), Mapping) else ()
         return Precision(
             name=layout.name + " (AutoRound)",
             method="auto-round",
@@ -360,7 +352,7 @@ def precision_from_config(
             method="mxfp4",
             base=base,
             groups=(SchemeGroup(targets=("Linear",), fmt=MXFP4),),
-            skip=_names(qc.get("modules_to_not_convert")),
+            skip=module_names(qc.get("modules_to_not_convert")),
             roles=frozenset({"expert"}),
         )
     elif method in PARSERS:

@@ -43,7 +43,8 @@ UNSIZED_METHODS: dict[str, str] = {
 }
 
 
-def _names(value: Any) -> tuple[str, ...]:
+def module_names(value: Any) -> tuple[str, ...]:
+    """The module names a quantization_config lists (one name or a list of them; anything else names none)."""
     if isinstance(value, str):
         return (value,)
     if isinstance(value, (list, tuple)):
@@ -68,13 +69,13 @@ def fbgemm_fp8(qc: Mapping[str, Any], base: ElementType) -> Precision:
     float32; ``modules_to_not_convert`` stay in the model dtype (Meta keeps every attention
     projection and the first and last layers' MLPs in bf16).
     """
-    skip = _names(qc.get("modules_to_not_convert")) + ("lm_head",)
+    skip = module_names(qc.get("modules_to_not_convert")) + ("lm_head",)
     return _linear("fp8 per-channel (FBGEMM)", "fbgemm_fp8", base, FP8_CHANNEL, skip)
 
 
 def channel_fp8(qc: Mapping[str, Any], base: ElementType, method: str) -> Precision:
     """fp8 per output channel with fp32 scales: SGLang ``w8a8_fp8``, vLLM ``ptpc_fp8`` (quantised at load)."""
-    skip = _names(qc.get("ignored_layers") or qc.get("modules_to_not_convert")) + ("lm_head",)
+    skip = module_names(qc.get("ignored_layers") or qc.get("modules_to_not_convert")) + ("lm_head",)
     return _linear("fp8 per-channel", method, base, FP8_CHANNEL, skip)
 
 
@@ -83,7 +84,7 @@ def w8a8_int8(qc: Mapping[str, Any], base: ElementType) -> Precision:
     weights ``quant_description`` marks ``FLOAT`` stay in the model dtype."""
     described = qc.get("quant_description") if isinstance(qc.get("quant_description"), Mapping) else {}
     kept = tuple(str(k).removesuffix(".weight") for k, v in described.items() if v == "FLOAT")
-    skip = _names(qc.get("ignore") or qc.get("modules_to_not_convert")) + kept + ("lm_head",)
+    skip = module_names(qc.get("ignore") or qc.get("modules_to_not_convert")) + kept + ("lm_head",)
     return _linear("int8 per-channel (W8A8)", "w8a8_int8", base, INT8_CHANNEL, skip)
 
 
@@ -92,7 +93,7 @@ def blockwise_int8(qc: Mapping[str, Any], base: ElementType) -> Precision:
     block = qc.get("weight_block_size")
     tile = (block[0], block[1]) if isinstance(block, list) and len(block) == 2 else (128, 128)
     fmt = WeightFormat(kind="int", bits=8, packing="plain", zero_points=False, scale_bytes=4, block=tile)
-    skip = _names(qc.get("ignored_layers") or qc.get("modules_to_not_convert")) + ("lm_head",)
+    skip = module_names(qc.get("ignored_layers") or qc.get("modules_to_not_convert")) + ("lm_head",)
     return _linear(f"int8 block {tile[0]}×{tile[1]}", "blockwise_int8", base, fmt, skip)
 
 
@@ -121,13 +122,13 @@ def hqq(qc: Mapping[str, Any], base: ElementType) -> Precision:
     bits = _positive_int(weights.get("nbits"), 4)
     group = _positive_int(weights.get("group_size"), 64)
     fmt = WeightFormat(kind="int", bits=bits, group_size=group, packing="hqq")
-    skip = _names(qc.get("skip_modules")) + ("lm_head",)
+    skip = module_names(qc.get("skip_modules")) + ("lm_head",)
     return _linear(f"int{bits} HQQ g{group}", "hqq", base, fmt, skip)
 
 
 def mxfp8(qc: Mapping[str, Any], base: ElementType) -> Precision:
     """MXFP8: fp8 weights, one e8m0 scale per 32 inputs."""
-    skip = _names(qc.get("ignored_layers") or qc.get("exclude_modules") or qc.get("ignore")) + ("lm_head",)
+    skip = module_names(qc.get("ignored_layers") or qc.get("exclude_modules") or qc.get("ignore")) + ("lm_head",)
     return _linear("MXFP8", "mxfp8", base, MXFP8, skip)
 
 
@@ -148,7 +149,7 @@ def quark(qc: Mapping[str, Any], base: ElementType) -> Precision:
             f"Quark weight dtype {dtype or '(none)'} is not sized by explorer",
             hint="plan the unquantised model with --quant, or a checkpoint in fp8, MXFP4, AWQ or GPTQ",
         )
-    return _linear(label, "quark", base, fmt, _names(qc.get("exclude")) + ("lm_head",))
+    return _linear(label, "quark", base, fmt, module_names(qc.get("exclude")) + ("lm_head",))
 
 
 #: the methods this module parses, by ``quant_method``
