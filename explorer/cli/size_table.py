@@ -14,7 +14,7 @@ def print_size(result: SizeResult, model: str, top: int) -> None:
     """The clusters as a table, the first one's launch, and the advice."""
     print(f"{model}: {workload_text(result.workload)}")
     print("estimates from the roofline speed model (docs/notes/speed_model.md), not measurements")
-    head = f"{'#':>2}  {'class':<14} {'cards':>5} {'$/hour':>8}  {'way':<11} {'reps':>7} {'batch':>5} "
+    head = f"{'#':>2}  {'class':<14} {'cards':>5} {'$/hour':>8}  {'way':<13} {'reps':>7} {'batch':>5} "
     head += f"{'tok/s/user':>10} {'tok/s/GPU':>9} {'TTFT s':>7} {'$/Mtok':>7}  binding"
     print(head)
     for i, c in enumerate(result.clusters[:top], start=1):
@@ -25,7 +25,7 @@ def print_size(result: SizeResult, model: str, top: int) -> None:
         gpu_rate = f"{s.output_tokens_per_s(result.workload.answer_tokens) / s.cards:.0f}" if s.met else "-"
         mark = " (yours)" if c.own else ""
         binding = s.binding if s.met else f"misses: {s.binding}"
-        print(f"{i:>2}  {c.gpu_class + mark:<14} {s.cards:>5} {cost:>8}  {s.mode[:11]:<11} {reps:>7} {p.batch:>5} "
+        print(f"{i:>2}  {c.gpu_class + mark:<14} {s.cards:>5} {cost:>8}  {s.mode:<13} {reps:>7} {p.batch:>5} "
               f"{1 / p.tpot_s:>10.1f} {gpu_rate:>9} {s.ttft_s:>7.2f} {'-' if per_m is None else f'{per_m:.3f}':>7}  "
               f"{binding} ({p.step_bound_by} a step)")  # fmt: skip
     if result.clusters:
