@@ -130,8 +130,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_goal_arguments(p: argparse.ArgumentParser) -> None:
-    """``--goal`` (and the deprecated ``--sort``) and the speed settings the goals rank by (``--efficiency``,
-    ``--price-table``), shared with ``explorer fit``."""
+    """``--goal`` (and the deprecated ``--sort``) and the speed settings the goals rank by, shared with
+    ``explorer fit``."""
     p.add_argument(
         "--goal",
         choices=GOALS,
@@ -145,12 +145,17 @@ def add_goal_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="deprecated: --sort speed is --goal fastest, --sort default is --goal fewest-cards",
     )
+    add_speed_arguments(p)
+
+
+def add_speed_arguments(p: argparse.ArgumentParser) -> None:
+    """The speed settings (``--efficiency``, ``--price-table``), shared by plan, fit and size."""
     p.add_argument(
         "--efficiency",
         type=fraction("the efficiency"),
         default=None,
         metavar="F",
-        help="share of the speed-of-light bound the engines reach, 0.01 to 1 (default 0.6)",
+        help="share of the speed-of-light bound the engines reach, 0.01 to 1 (default: each engine's own)",
     )
     p.add_argument(
         "--price-table",

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from explorer.cli.args import fraction, int_range
+from explorer.cli.args import int_range
 from explorer.cli.hub_options import add_hub_options
-from explorer.cli.plan import read_cluster, resolve_for_plan, speed_settings
+from explorer.cli.plan import add_speed_arguments, read_cluster, resolve_for_plan, speed_settings
 from explorer.cli.request_args import add_setting_arguments, request_from_args
 from explorer.cli.size_table import print_size
 from explorer.cli.workload_args import add_workload_arguments, workload_from_args
@@ -37,19 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--classes", default=None, metavar="A,B", help="card classes to try (default: every class with a price)"
     )
-    p.add_argument(
-        "--efficiency",
-        type=fraction("the efficiency"),
-        default=None,
-        metavar="F",
-        help="share of the speed-of-light bound the engines reach, 0.01 to 1 (default: each engine's own)",
-    )
-    p.add_argument(
-        "--price-table",
-        default=None,
-        metavar="FILE",
-        help="CSV of gpu_class,usd_per_gpu_hour (default: data/prices.csv)",
-    )
+    add_speed_arguments(p)
     p.add_argument("--top", type=int_range(1, 1000, "--top"), default=10, help="clusters to print (human form)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_hub_options(p)
