@@ -13,12 +13,12 @@ are printed, never asserted.
 
 from __future__ import annotations
 
-import time
 from urllib.parse import urlencode
 
 import pytest
 from support.hub_fixtures import GATED, GATED_TOKEN, SINGLE
 from support.notebook_server import ROOT, chromium, marimo_app
+from support.visitors import move_slider_and_wait, open_page
 
 from explorer.bench.browser import missing_browser
 from explorer.bench.logs import hostile_log
@@ -27,7 +27,6 @@ from explorer.sources.cache.store import Cache
 pytestmark = pytest.mark.browser
 
 APP = ROOT / "notebooks" / "app.py"
-TABLE = "#explorer-options"
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +43,6 @@ def served(tmp_path_factory, hub_server):
     }
     with marimo_app(APP, env=env, timeout_s=120) as url:
         yield url, tmp / "cache.duckdb", hub_server.endpoint
-
-
-def _open(browser, url: str, *, wait_table: bool = True):
-    page = browser.new_page(viewport={"width": 1440, "height": 1200})
-    page.goto(url)
-    if wait_table:
-        page.locator(TABLE).wait_for(timeout=120_000)
-    return page
 
 
 def _wait_text(page, text: str, timeout_ms: int = 90_000) -> None:
@@ -73,7 +64,7 @@ def test_a_link_to_a_server_path_reads_nothing(served, path):
     # before: ?model=/dev/zero took the server from 88 MiB to 6.1 GiB in 10 s; id_rsa "does not exist"
     url, _, _ = served
     with chromium() as browser:
-        page = _open(browser, f"{url}?model={path}", wait_table=False)
+        page = open_page(browser, f"{url}?model={path}", wait_table=False)
         _wait_text(page, "this page reads models from the Hugging Face Hub, not from files of the server")
         body = page.inner_text("body")
         assert "does not exist" not in body and "Traceback" not in body
@@ -84,7 +75,7 @@ def test_a_crafted_link_draws_no_link_and_no_form(served):
     url, _, _ = served
     hostile = 'a/b:x<a href="https://evil.example">log in</a><form><input name="hf"></form>.gguf'
     with chromium() as browser:
-        page = _open(browser, f"{url}?model={hostile}", wait_table=False)
+        page = open_page(browser, f"{url}?model={hostile}", wait_table=False)
         _wait_text(page, "which no Hub id or file name does")
         html = page.evaluate("() => document.documentElement.outerHTML")
         deep = page.locator('a[href="https://evil.example"]').count() + page.locator("form input[name=hf]").count()
@@ -95,7 +86,7 @@ def test_fetch_never_lends_the_operators_token_and_a_visitors_token_stays_privat
     # before: with the box empty, Fetch sent the server's HF_TOKEN; what any visitor fetched was cached for all
     url, cache_path, endpoint = served
     with chromium() as browser:
-        page = _open(browser, url)
+        page = open_page(browser, url)
         _fetch(page, GATED)
         _wait_text(page, f"Could not fetch {GATED}")
         _fetch(page, GATED, GATED_TOKEN)  # the visitor's own token: it answers, for this visitor
@@ -103,7 +94,7 @@ def test_fetch_never_lends_the_operators_token_and_a_visitors_token_stays_privat
         assert GATED_TOKEN not in page.inner_text("body")
         _fetch(page, SINGLE)  # public, anonymous: may be shared
         page.wait_for_function("s => document.body.innerText.includes(s)", arg=f"{SINGLE}: ", timeout=90_000)
-        other = _open(browser, url)  # another visitor lists what runs on the cluster
+        other = open_page(browser, url)  # another visitor lists what runs on the cluster
         other.get_by_role("button", name="What runs on this cluster?").click()
         other.locator("#explorer-fit").wait_for(timeout=180_000)
         listed = other.locator("#explorer-fit").inner_text()
@@ -120,24 +111,15 @@ def test_one_visitor_pastes_a_megabyte_log_while_the_others_slider_answers(serve
     url, _, _ = served
     log = hostile_log("Free memory on device " * 1400 + "\n", 1_000_000)
     with chromium() as browser:
-        paster, slider_user = _open(browser, url), _open(browser, url)
+        paster, slider_user = open_page(browser, url), open_page(browser, url)
         paster.get_by_text("Check an engine log").first.click()
         # the paste returns once the page holds it; the server reads it in that visitor's session while the
         # other visitor's slider is moved below
         area = paster.locator("textarea").locator("visible=true").last
         area.fill(log)
         area.press("Tab")  # the box sends its value when it loses focus
-        before = slider_user.locator(TABLE).inner_text()
-        t0 = time.monotonic()
-        slider = slider_user.get_by_role("slider").locator("visible=true").first
-        slider.focus()
-        slider.press("ArrowRight")
-        slider_user.wait_for_function(
-            "([sel, old]) => { const t = document.querySelector(sel); return t && t.innerText !== old; }",
-            arg=[TABLE, before],
-            timeout=60_000,
-        )
-        print(f"the other visitor's slider answered in {time.monotonic() - t0:.1f} s during the paste")
+        answered_s = move_slider_and_wait(slider_user)
+        print(f"the other visitor's slider answered in {answered_s:.1f} s during the paste")
         _wait_text(paster, "The log was not read", timeout_ms=120_000)  # a typed refusal: no figure in it
 
 
@@ -145,7 +127,7 @@ def test_a_linked_number_past_the_controls_keeps_the_default_and_says_so(served)
     # before: out-of-range link values made the app's cells raise
     url, _, _ = served
     with chromium() as browser:
-        page = _open(browser, f"{url}?context={10**30}&concurrency=2000000")
+        page = open_page(browser, f"{url}?context={10**30}&concurrency=2000000")
         _wait_text(page, "is past the 1,073,741,824 tokens the app plans for; the default is kept")
         assert page.get_by_text("is past the 1,048,576 sequences").count() >= 1
         assert "Traceback" not in page.inner_text("body")
@@ -166,7 +148,7 @@ def test_a_hostile_cluster_link_keeps_the_sidebar_and_says_why(served, cluster, 
     # before: a ?cluster= count past a control's range raised in the controls' cell and the sidebar vanished
     url, _, _ = served
     with chromium() as browser:
-        page = _open(browser, f"{url}?{urlencode({'cluster': cluster})}", wait_table=False)
+        page = open_page(browser, f"{url}?{urlencode({'cluster': cluster})}", wait_table=False)
         _wait_text(page, said)
         assert page.get_by_text("Cluster preset").count() >= 1  # the sidebar is drawn
         assert "Traceback" not in page.inner_text("body")

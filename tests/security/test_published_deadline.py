@@ -11,13 +11,13 @@ import time
 
 import pytest
 from support.notebook_server import ROOT, chromium, marimo_app
+from support.visitors import move_slider_and_wait, open_page
 
 from explorer.bench.browser import missing_browser
 
 pytestmark = pytest.mark.browser
 
 APP = ROOT / "notebooks" / "app.py"
-TABLE = "#explorer-options"
 DEADLINE_S = "0.5"
 
 
@@ -32,29 +32,14 @@ def served(tmp_path_factory):
         yield url
 
 
-def _open(browser, url: str):
-    page = browser.new_page(viewport={"width": 1440, "height": 1200})
-    page.goto(url)
-    page.locator(TABLE).wait_for(timeout=120_000)
-    return page
-
-
 def test_an_expensive_answer_ends_at_the_deadline_while_the_other_visitors_slider_answers(served):
     # before: every call ran on the visitor's own thread with no deadline of its own
     with chromium() as browser:
-        asker = _open(browser, f"{served}?cluster=1x1xrtx4090-24g")
-        slider_user = _open(browser, served)
+        asker = open_page(browser, f"{served}?cluster=1x1xrtx4090-24g")
+        slider_user = open_page(browser, served)
         t0 = time.monotonic()
         asker.get_by_role("button", name="What runs on this cluster?").click()
-        before = slider_user.locator(TABLE).inner_text()
-        slider = slider_user.get_by_role("slider").locator("visible=true").first
-        slider.focus()
-        slider.press("ArrowRight")
-        slider_user.wait_for_function(
-            "([sel, old]) => { const t = document.querySelector(sel); return t && t.innerText !== old; }",
-            arg=[TABLE, before],
-            timeout=60_000,
-        )
+        move_slider_and_wait(slider_user)
         print(f"the other visitor's slider answered {time.monotonic() - t0:.1f} s after the expensive click")
         asker.get_by_text(f"the list of known models took longer than {DEADLINE_S} s").first.wait_for(timeout=60_000)
         print(f"the asker's callout came {time.monotonic() - t0:.1f} s after the click")
