@@ -528,12 +528,30 @@ def test_explorer_says_what_it_assumed_of_a_class_the_catalogue_lacks(offline):
     assert "m3-pro-36g:36864MiB is not in the catalogue: planned as a discrete card of 36.0 GiB" in texts
 
 
-def test_explorer_sizes_the_first_option_for_a_workload(offline):
-    """The serving panel: the first option's replica under 200 users of 2,000 + 500 tokens, its capacity the
-    plan's own (the KV cache at the app's context), the frontier drawn from the same load model."""
-    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults()})
-    serving, best = defs["serving"], defs["result"].options[0]
-    assert serving is not None and serving.capacity == best.evaluation.max_concurrency
-    assert serving.workload.users == 200 and serving.workload.tpot_target_s == 0.050
+def test_explorer_size_mode_is_explorer_size_and_costs_nothing_while_off(offline):
+    """The size mode (a link's size=on): the clusters are size()'s for the app's chat workload (200 users,
+    2,000 + 500 tokens, TTFT 1 s, TPOT 50 ms) with the user's 8 × H100 as one candidate, and the frontier draws
+    the table's first three options; off (the default), neither is computed."""
+    from explorer.plan.size import size
+    from explorer.ui.size_view import read_workload, size_rows
+
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(sizing=True)})
+    workload = read_workload({})[0]
+    assert defs["workload"] == workload
+    again = size(defs["shape"], workload, shipped_catalogue(), shipped_prices(), defs["request"],
+                 artifacts=defs["chosen"], own=parse_cluster("1x8xh100-80g"))  # fmt: skip
+    assert defs["size_table_rows"] == size_rows(again)
+    assert any(r["class"] == "h100-80g (yours)" for r in defs["size_table_rows"])
+    drawn = list(dict.fromkeys(r["option"] for r in defs["frontier"]))
+    assert drawn == [f"#{i} {o.label}" for i, o in enumerate(defs["result"].options[:3], 1)]
+    assert to_query(defs["app_state"]) == {"size": "on"}  # the app's workload needs no key
     shown = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
-    assert "Serving under a workload" in shown
+    assert "Size a cluster for a workload" in shown and "explorer-sizes" in shown
+    # a link's workload opens the controls on it and is sized
+    _outputs, linked = load_notebook("app.py").run(
+        defs={"defaults": AppDefaults(sizing=True, workload={"users": "1000", "tpot": "0.02"})}
+    )
+    assert (linked["workload"].users, linked["workload"].tpot_s) == (1000, 0.02)
+    assert linked["size_table_rows"] != defs["size_table_rows"]
+    _outputs, off = load_notebook("app.py").run(defs={"defaults": AppDefaults()})
+    assert "size_table_rows" not in off and "frontier" not in off
