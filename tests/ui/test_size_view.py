@@ -82,7 +82,9 @@ def test_url_keys_round_trip():
 
 def test_a_workload_that_is_not_one_says_why():
     workload, errors = read_workload({"rate": "5"})  # the app's 200 users and a rate: both given
-    assert workload is None and errors == ["a workload is users (--users) or a request rate (--rate), not both; give one"]
+    assert workload is None and errors == [
+        "a workload is users (--users) or a request rate (--rate), not both; give one"
+    ]
     workload, errors = read_workload({"ttft": "soon"})  # the rest is read; the app's 1 s stays
     assert workload.ttft_s == 1.0 and errors == ["--ttft: 'soon' is not a duration (1s, 50ms, or seconds as a number)"]
     # a link's value the controls cannot show opens on the app's workload
