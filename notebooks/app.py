@@ -1027,16 +1027,25 @@ def _(size_mode, workload_controls):
 
 
 @app.cell(hide_code=True)
-def _(chosen, cluster, request, shape, size_mode, workload):
+def _(artifact_menu, cluster, engine, kv_dtype, request_settings, shape, size_mode, weights, workload):
     # The clusters to buy for the workload, best first; computed only while the size mode is on, so the main
-    # controls cost nothing more while it is off
+    # controls cost nothing more while it is off. Not the context or the concurrency: the workload sets them
+    # (prompt + answer, the batch), so a context move sizes nothing again.
     mo.stop(not size_mode.value or workload is None)
     mo.stop(not workload.given, mo.md("Set the users (or a request rate) to size a cluster."))
+    size_request = replace(PlanRequest(kv_dtype=kv_dtype.value, engines=ENGINE_KEYS[engine.value]), **request_settings)
+    _weights = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
     try:
         sized, _error = (
             AUDIENCE.run(
                 lambda: size(
-                    shape, workload, shipped_catalogue(), shipped_prices(), request, artifacts=chosen, own=cluster
+                    shape,
+                    workload,
+                    shipped_catalogue(),
+                    shipped_prices(),
+                    size_request,
+                    artifacts=_weights,
+                    own=cluster,
                 ),
                 what="the sizing",
             ),
@@ -1051,36 +1060,28 @@ def _(chosen, cluster, request, shape, size_mode, workload):
         [
             mo.md(
                 f"**Clusters for {safe_html(workload_text(workload))}**, cheapest an hour first "
-                f"({len(sized.searched)} priced card classes and your cluster searched; estimates from the roofline "
-                "speed model, each replica launched with the command shown):"
+                f"({len(sized.searched)} priced card classes and your cluster searched, each replica planned at "
+                f"{workload.context_tokens:,} tokens and launched with the command shown; estimates from the "
+                "roofline speed model):"
             ),
             mo.callout(mo.md(_advice), kind="danger") if _advice else None,
             mo.Html(nd.rows_html(size_table_rows, sv.SIZE_COLUMNS, table_id="explorer-sizes")),
         ],
         gap=0.5,
     )
-    return sized, size_table_rows
+    return size_request, size_table_rows, sized
 
 
 @app.cell(hide_code=True)
-def _(request, result, shape, size_mode, workload):
-    # The frontier of the table's first three options on this cluster under the workload, live with the
-    # workload's sliders and the main controls
-    mo.stop(not size_mode.value or workload is None or not result.options)
-    frontier = sv.frontier_of(result.options, shape, workload, request)
-    _target = workload.tpot_target_s
-    _short = workload.context_tokens > request.context_tokens
-    mo.vstack(
-        [
-            vega.VegaLiteSpec(frontier_chart(frontier, user_tokens_per_s=1 / _target if _target else None)),
-            mo.md(
-                f"The KV cache here is the plan's at {request.context_tokens:,} tokens, less than the "
-                f"{workload.context_tokens:,} a request holds: raise the context above for the batches it holds."
-            )
-            if _short
-            else None,
-        ]
-    ) if frontier else mo.md("No option of the table has speed figures to draw.")
+def _(shape, size_request, sized):
+    # The frontier of the first three clusters, live with the workload's sliders and the model and cluster
+    frontier = sv.frontier_of(sized, shape, size_request)
+    _target = sized.workload.tpot_target_s
+    (
+        vega.VegaLiteSpec(frontier_chart(frontier, user_tokens_per_s=1 / _target if _target else None))
+        if frontier
+        else mo.md("No cluster to draw.")
+    )
     return (frontier,)
 
 

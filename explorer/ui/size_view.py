@@ -23,7 +23,7 @@ from typing import Any
 
 from explorer.engines.setting import Setting, declared_settings
 from explorer.errors import PlanError
-from explorer.plan.size import SizeResult
+from explorer.plan.size import SizeResult, sizing_request
 from explorer.safe_text import safe_html
 from explorer.speed.load import replica_load
 from explorer.speed.workload import Workload
@@ -216,20 +216,24 @@ def advice_md(result: SizeResult) -> str:
     return f"**No cluster of the {len(result.searched)} classes searched meets this workload.**{lines}"
 
 
-def frontier_of(options, shape, workload: Workload, request, settings=None, *, top: int = 3) -> list[dict[str, Any]]:
-    """The frontier of the first ``top`` options on the user's cluster: for each batch of
-    :data:`explorer.ui.serving_lesson.BATCH_STEPS` within twice what its KV cache holds, a user's tokens/s and
-    the tokens/s each card of a replica serves (the replica's over its cards), whether the KV cache holds the
-    batch and whether the targets are met, under the option's label numbered as the table ranks it. An option
-    with no speed figures is left out."""
+def frontier_of(result: SizeResult, shape, request=None, *, top: int = 3) -> list[dict[str, Any]]:
+    """The frontier of the first ``top`` clusters of ``result``, each a replica of its option as
+    :func:`explorer.plan.size.size` planned it (``request``'s engine settings at the workload's context): for each
+    batch of :data:`explorer.ui.serving_lesson.BATCH_STEPS` up to twice what its KV cache holds, a user's tokens/s
+    and the tokens/s each card of the replica serves (the replica's over its cards; prefill and decode together),
+    whether the KV cache holds the batch and whether the targets are met, under the option's label numbered as
+    the table ranks it."""
+    workload = result.workload
+    planned = sizing_request(request, workload)
     rows = []
-    for i, option in enumerate(options[:top], start=1):
-        load = None if option.layout.cpu else replica_load(option, shape, workload, request, settings)
+    for i, cluster in enumerate(result.clusters[:top], start=1):
+        load = replica_load(cluster.option, shape, workload, planned)
         if load is None:
             continue
-        cards = max(1, option.layout.cards)
+        name = f"#{i} {cluster.option.label}" + (" (yours)" if cluster.own else "")
+        cards = max(1, cluster.option.layout.cards)
         for r in frontier_rows(load):
             if r["batch"] > max(2 * load.capacity, 2):
                 break
-            rows.append({**r, "option": f"#{i} {option.label}", "gpu_tokens_per_s": r["gpu_tokens_per_s"] / cards})
+            rows.append({**r, "option": name, "gpu_tokens_per_s": r["gpu_tokens_per_s"] / cards})
     return rows

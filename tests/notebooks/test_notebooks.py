@@ -531,19 +531,23 @@ def test_explorer_says_what_it_assumed_of_a_class_the_catalogue_lacks(offline):
 def test_explorer_size_mode_is_explorer_size_and_costs_nothing_while_off(offline):
     """The size mode (a link's size=on): the clusters are size()'s for the app's chat workload (200 users,
     2,000 + 500 tokens, TTFT 1 s, TPOT 50 ms) with the user's 8 × H100 as one candidate, and the frontier draws
-    the table's first three options; off (the default), neither is computed."""
-    from explorer.plan.size import size
+    its first three clusters; off (the default), neither is computed."""
+    from explorer.plan.size import size, sizing_request
     from explorer.ui.size_view import read_workload, size_rows
 
     outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(sizing=True)})
     workload = read_workload({})[0]
     assert defs["workload"] == workload
+    # the plan's request with the context and concurrency the workload's (2,500 tokens, one sequence asked)
+    planned = sizing_request(defs["size_request"], workload)
+    assert planned == sizing_request(defs["request"], workload) and planned.context_tokens == 2500
     again = size(defs["shape"], workload, shipped_catalogue(), shipped_prices(), defs["request"],
                  artifacts=defs["chosen"], own=parse_cluster("1x8xh100-80g"))  # fmt: skip
     assert defs["size_table_rows"] == size_rows(again)
     assert any(r["class"] == "h100-80g (yours)" for r in defs["size_table_rows"])
     drawn = list(dict.fromkeys(r["option"] for r in defs["frontier"]))
-    assert drawn == [f"#{i} {o.label}" for i, o in enumerate(defs["result"].options[:3], 1)]
+    assert drawn == [f"#{i} {c.option.label}" + (" (yours)" if c.own else "") for i, c in
+                     enumerate(again.clusters[:3], 1)]  # fmt: skip
     assert to_query(defs["app_state"]) == {"size": "on"}  # the app's workload needs no key
     shown = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
     assert "Size a cluster for a workload" in shown and "explorer-sizes" in shown

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.planner import plan
-from explorer.plan.size import size
-from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
+from explorer.plan.size import size, sizing_request
+from explorer.sources.shipped import shipped_catalogue, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.speed.load import replica_load
 from explorer.ui.app_state import QUERY_KEYS, AppDefaults, app_defaults, to_query
@@ -132,37 +130,39 @@ def test_an_unmet_workload_shows_the_shortfall_and_what_would_meet_it():
     assert f"{ratio:.2f} × the 1.0 ms target" in text and "lower precision" in text
 
 
-def test_the_frontier_of_the_first_three_options(llama8b):
-    """8B on 2 × H100 at 2,500 tokens: each option's points are the load model's, per card of its replica."""
+def test_the_frontier_of_the_first_three_clusters(llama8b):
+    """8B for the chat workload: each cluster's points are the load model's of its replica as size() planned it
+    (at 2,500 tokens: its KV cache the option's own), per card of the replica."""
     workload, _ = read_workload({})
-    request = PlanRequest(context_tokens=2500)
-    result = plan(llama8b, parse_cluster("1x2xh100-80g"), request, model_ref="meta-llama/Meta-Llama-3.1-8B")
-    rows = frontier_of(result.options, llama8b, workload, request)
+    result = size(llama8b, workload, shipped_catalogue(), shipped_prices())
+    rows = frontier_of(result, llama8b)
     drawn = list(dict.fromkeys(r["option"] for r in rows))
-    assert drawn == [f"#{i} {o.label}" for i, o in enumerate(result.options[:3], 1)]
-    for i, option in enumerate(result.options[:3], 1):
-        load = replica_load(option, llama8b, workload, request)
-        mine = [r for r in rows if r["option"] == f"#{i} {option.label}"]
+    assert drawn == [f"#{i} {c.option.label}" for i, c in enumerate(result.clusters[:3], 1)]
+    assert drawn[0] == "#1 vLLM · 1 × h200-141g (single) · original (bf16)"
+    planned = sizing_request(None, workload)
+    assert (planned.context_tokens, planned.concurrency) == (2500, 1)
+    for i, cluster in enumerate(result.clusters[:3], 1):
+        load = replica_load(cluster.option, llama8b, workload, planned)
+        assert load.capacity == cluster.option.evaluation.max_concurrency
+        mine = [r for r in rows if r["option"] == f"#{i} {cluster.option.label}"]
         assert max(r["batch"] for r in mine) <= 2 * load.capacity  # the batches drawn stop past what it holds
         for r in mine:
             point = load.at(r["batch"])
             assert r["user_tokens_per_s"] == 1 / point.tpot_s
-            assert r["gpu_tokens_per_s"] == pytest.approx(r["batch"] / point.tpot_s / option.layout.cards)
+            assert r["gpu_tokens_per_s"] == pytest.approx(r["batch"] / point.tpot_s / cluster.option.layout.cards)
             assert r["fits"] == (r["batch"] <= load.capacity)
+    # the first: one H200 meets 50 ms a token at 200 sequences, the sizing's own batch
+    assert next(r for r in rows if r["option"] == drawn[0] and r["batch"] == 192)["meets"]
     spec = frontier_chart(rows, user_tokens_per_s=1 / 0.05)
     assert spec["data"] == {"name": FRONTIER_DATA} and len(spec["datasets"][FRONTIER_DATA]) == len(rows)
     rule = spec["layer"][-1]
     assert rule["mark"]["type"] == "rule" and rule["data"]["values"] == [{"user_tokens_per_s": 20.0}]
     assert [layer["mark"]["type"] for layer in frontier_chart(rows, user_tokens_per_s=None)["layer"]] == [
-        "line", "point", "text"]  # fmt: skip
-
-
-def test_the_frontier_chart_is_valid_vega_lite(llama8b):
+        "line",
+        "point",
+        "text",
+    ]
     jsonschema = pytest.importorskip("jsonschema")
     from altair.vegalite.v6.schema import core
 
-    workload, _ = read_workload({})
-    request = PlanRequest(context_tokens=2500)
-    result = plan(llama8b, parse_cluster("1x1xh100-80g"), request, model_ref="meta-llama/Meta-Llama-3.1-8B")
-    spec = frontier_chart(frontier_of(result.options, llama8b, workload, request), user_tokens_per_s=20.0)
     jsonschema.Draft7Validator(core.load_schema()).validate(spec)
