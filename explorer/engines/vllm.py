@@ -67,6 +67,12 @@ from explorer.model.weights import WeightBreakdown, weight_breakdown
 BLOCK_TOKENS = 16
 
 
+def tp_widths(shape: ModelShape) -> tuple[int, ...]:
+    """The tensor-parallel sizes vLLM and SGLang accept for ``shape`` (:func:`tp_refusals`): a tp size divides
+    the attention heads, so none exceeds them."""
+    return tuple(tp for tp in range(1, max(1, shape.attention_heads) + 1) if not tp_refusals(shape, tp))
+
+
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
     """Divisibility rules vLLM enforces for this layout, an ``--ep`` vLLM cannot set apart from tp × dp, a KV
     cache type it has none of, and a swap space at a release without ``--swap-space``."""
@@ -410,7 +416,11 @@ class VLLM(SplitWalk):
         per_token = (large.kv_cache - small.kv_cache) // (high - low)
         fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * low)
         return Footprint(
-            weights_bytes=small.weights, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token, even_split=True
+            weights_bytes=small.weights,
+            fixed_bytes_per_card=fixed,
+            kv_bytes_per_token=per_token,
+            even_split=True,
+            split_widths=tp_widths(shape),
         )
 
 
