@@ -1016,12 +1016,9 @@ def _(defaults):
 def _(size_mode, workload_controls):
     workload_values = {k: sv.control_text(k, v) for k, v in workload_controls.value.items()}
     workload, _errors = sv.read_workload(workload_values)
-    _shown = [
-        mo.hstack([workload_controls[k] for k in workload_values], wrap=True, justify="start", gap=1.5),
-        mo.callout(mo.md("**The workload is not read:** " + safe_html("; ".join(_errors))), kind="warn")
-        if _errors
-        else None,
-    ]
+    _shown = [mo.hstack([workload_controls[k] for k in workload_values], wrap=True, justify="start", gap=1.5)]
+    if _errors:
+        _shown.append(mo.callout(mo.md("**The workload is not read:** " + safe_html("; ".join(_errors))), kind="warn"))
     mo.vstack([size_mode, *(_shown if size_mode.value else [])], gap=0.5)
     return workload, workload_values
 
@@ -1056,19 +1053,16 @@ def _(artifact_menu, cluster, engine, kv_dtype, request_settings, shape, size_mo
     mo.stop(sized is None, mo.callout(mo.md(f"**The sizing failed.** {safe_html(_error or '')}"), kind="danger"))
     size_table_rows = sv.size_rows(sized)
     _advice = sv.advice_md(sized)
-    mo.vstack(
-        [
-            mo.md(
-                f"**Clusters for {safe_html(workload_text(workload))}**, cheapest an hour first "
-                f"({len(sized.searched)} priced card classes and your cluster searched, each replica planned at "
-                f"{workload.context_tokens:,} tokens and launched with the command shown; estimates from the "
-                "roofline speed model):"
-            ),
-            mo.callout(mo.md(_advice), kind="danger") if _advice else None,
-            mo.Html(nd.rows_html(size_table_rows, sv.SIZE_COLUMNS, table_id="explorer-sizes")),
-        ],
-        gap=0.5,
-    )
+    _head = [
+        mo.md(
+            f"**Clusters for {safe_html(workload_text(workload))}**, cheapest an hour first "
+            f"({len(sized.searched)} priced card classes and your cluster searched, each replica planned at "
+            f"{workload.context_tokens:,} tokens and launched with the command shown; estimates from the "
+            "roofline speed model):"
+        ),
+        *([mo.callout(mo.md(_advice), kind="danger")] if _advice else []),
+    ]
+    mo.vstack([*_head, mo.Html(nd.rows_html(size_table_rows, sv.SIZE_COLUMNS, table_id="explorer-sizes"))], gap=0.5)
     return size_request, size_table_rows, sized
 
 

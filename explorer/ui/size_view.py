@@ -56,8 +56,8 @@ SLIDER_MAX_SECONDS = 120.0
 #: where a slider starts when the declaration's least is 0 (open): seconds, and other numbers
 _LEAST = {"seconds": 0.005, "float": 0.1}
 #: the columns of the clusters' table, left to right
-SIZE_COLUMNS = ("#", "class", "cards", "$/hour", "way", "batch", "tok/s a user", "tok/s a GPU", "TTFT s", "$/M tok",
-                "binding", "option", "command")  # fmt: skip
+SIZE_COLUMNS = ("#", "class", "cards", "$/hour", "replicas × cards", "batch", "tok/s a user", "tok/s a GPU",
+                "TTFT s", "$/M tok", "binding", "option", "command")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,13 +123,20 @@ def controls(values: Mapping[str, str]) -> tuple[Control, ...]:
     out = []
     for s in WORKLOAD_SETTINGS:
         value = _value(s, values)
-        label = f"{s.help} ({s.cli[0]}{', seconds' if s.kind == 'seconds' else ''})"
+        label = _label(s)
         if s.kind == "choice":
             out.append(Control(key=s.key, label=label, kind="menu", choices=s.choices, value=value))
             continue
         shown = 0 if value is None else value
         out.append(Control(key=s.key, label=label, kind="slider", steps=ladder(s, shown), value=shown))
     return tuple(out)
+
+
+def _label(s: Setting) -> str:
+    """The help's first clause, the option, the unit and what 0 means: ``time per output token target (--tpot,
+    seconds; 0: none)``."""
+    unit = ", seconds" if s.kind == "seconds" else ""
+    return f"{s.help.split(' (')[0]} ({s.cli[0]}{unit}{'; 0: none' if s.optional else ''})"
 
 
 def control_text(key: str, value: Any) -> str:
@@ -180,13 +187,14 @@ def size_rows(result: SizeResult, limit: int = 10) -> list[dict[str, Any]]:
     for i, c in enumerate(result.clusters[:limit], start=1):
         s, p = c.sizing, c.sizing.point
         per_m = s.usd_per_million_tokens(answer) if s.met else None
+        # disaggregated: the decode replicas + the prefill ones
         reps = f"{s.replicas} + {s.prefill_replicas} prefill" if s.prefill_replicas else f"{s.replicas}"
         rows.append({
             "#": i,
             "class": c.gpu_class + (" (yours)" if c.own else ""),
             "cards": f"{s.cards:,}",
             "$/hour": "-" if s.usd_per_hour is None else f"{s.usd_per_hour:,.2f}",
-            "way": f"{reps} × {s.cards_per_replica} card{'s' if s.cards_per_replica > 1 else ''}, {s.mode}",
+            "replicas × cards": f"{reps} × {s.cards_per_replica}",
             "batch": f"{p.batch:,}" if s.met else "-",
             "tok/s a user": f"{1 / p.tpot_s:,.1f}",
             "tok/s a GPU": f"{s.output_tokens_per_s(answer) / s.cards:,.0f}" if s.met else "-",

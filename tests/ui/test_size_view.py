@@ -102,7 +102,7 @@ def test_rows_are_the_sizings_clusters_best_first(llama8b):
     # one H200 (bf16 fits: 16 GB of weights) at $4.59 an hour holds all 200 users in one batch within 50 ms
     assert (first["class"], first["cards"], first["$/hour"]) == ("h200-141g", "1", "4.59")
     assert prices.usd_per_gpu_hour("h200-141g") == 4.59
-    assert first["way"] == "1 × 1 card, aggregated" and first["batch"] == "200" and first["binding"] == "tpot target"
+    assert first["replicas × cards"] == "1 × 1" and first["batch"] == "200" and first["binding"] == "tpot target"
     assert first["option"] == "vLLM · 1 × h200-141g (single) · original (bf16)" and first["fits"] == "✓"
     s = result.clusters[0].sizing
     # tok/s a GPU = requests a second × 500 answer tokens ÷ 1 card; $/M tok = $4.59 ÷ (that × 3,600 s) × 10⁶
@@ -166,3 +166,17 @@ def test_the_frontier_of_the_first_three_clusters(llama8b):
     from altair.vegalite.v6.schema import core
 
     jsonschema.Draft7Validator(core.load_schema()).validate(spec)
+
+
+def test_a_disaggregated_cluster_says_its_prefill_replicas():
+    """70B for the chat workload: some class serves it with prefill and decode apart; its row counts both pools,
+    and its cards are (decode + prefill replicas) × the cards of one."""
+    workload, _ = read_workload({})
+    result = size(load_snapshot().shape("meta-llama/Meta-Llama-3.1-70B"), workload, shipped_catalogue(),
+                  shipped_prices())  # fmt: skip
+    rows = size_rows(result, limit=len(result.clusters))
+    apart = [(c.sizing, r) for c, r in zip(result.clusters, rows, strict=True) if c.sizing.prefill_replicas]
+    assert apart, "no class sizes 70B with prefill apart"
+    for s, row in apart:
+        assert row["replicas × cards"] == f"{s.replicas} + {s.prefill_replicas} prefill × {s.cards_per_replica}"
+        assert row["cards"] == f"{(s.replicas + s.prefill_replicas) * s.cards_per_replica:,}"
