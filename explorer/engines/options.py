@@ -13,11 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from explorer.engines.common import ENGINE_LABELS, CardMemory, Evaluation, Layout, PlanRequest
+from explorer.artifacts.checkpoints import loads_published_weights
+from explorer.engines.evaluation import CardMemory, Evaluation
+from explorer.engines.layouts import Layout
+from explorer.engines.names import ENGINE_LABELS
+from explorer.engines.request import PlanRequest
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
-from explorer.model.checkpoints import loads_published_weights
 from explorer.units import gib
 
 Placement = Literal["accelerators", "rpc", "host-offload", "cpu"]

@@ -26,7 +26,7 @@ ENGINE_METHODS = ("walk", "recheck", "footprint", "serves", "pin", "fleet_comman
 #: the methods that make it a split engine (:class:`~explorer.engines.interface.SplitEngine`)
 SPLIT_METHODS = ("decompositions", "make_layout", "refusals", "host_claim", "usable_share", "evaluate")
 
-#: every engine, in the order plans list them: the built-ins (:data:`explorer.engines.common.ENGINES`), then those
+#: every engine, in the order plans list them: the built-ins (:data:`explorer.engines.names.ENGINES`), then those
 #: registered
 ENGINES_BY_NAME: dict[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, llamacpp.ENGINE)}
 #: the engines that split a replica tensor × pipeline over cards: those pinning can check

@@ -12,7 +12,7 @@ from support.corpus import shape_of
 
 from explorer.cli import main
 from explorer.engines import registry
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.errors import PlanError
 from explorer.memo import clear_memos
 from explorer.plan.planner import plan
