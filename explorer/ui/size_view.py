@@ -180,8 +180,8 @@ def workload_query(values: Mapping[str, str]) -> dict[str, str]:
 
 def size_rows(result: SizeResult, limit: int = 10) -> list[dict[str, Any]]:
     """The clusters of ``result``, best first, as the table's rows (figures as shown; ``fits`` ✗ where the
-    workload is not met): the class, the cards, their cost an hour, how a replica runs, and the option with its
-    launch command."""
+    workload is not met): the class, the cards (on the user's own cluster: ``12 of your 8``), their cost an hour,
+    how a replica runs, and the option with its launch command."""
     answer = result.workload.answer_tokens
     rows = []
     for i, c in enumerate(result.clusters[:limit], start=1):
@@ -192,7 +192,7 @@ def size_rows(result: SizeResult, limit: int = 10) -> list[dict[str, Any]]:
         rows.append({
             "#": i,
             "class": c.gpu_class + (" (yours)" if c.own else ""),
-            "cards": f"{s.cards:,}",
+            "cards": f"{s.cards:,}" + (f" of your {c.own_cards:,}" if c.own else ""),
             "$/hour": "-" if s.usd_per_hour is None else f"{s.usd_per_hour:,.2f}",
             "replicas × cards": f"{reps} × {s.cards_per_replica}",
             "batch": f"{p.batch:,}" if s.met else "-",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.plan.size import size, sizing_request
-from explorer.sources.shipped import shipped_catalogue, shipped_prices
+from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.speed.load import replica_load
 from explorer.ui.app_state import QUERY_KEYS, AppDefaults, app_defaults, to_query
@@ -180,3 +180,15 @@ def test_a_disaggregated_cluster_says_its_prefill_replicas():
     for s, row in apart:
         assert row["replicas × cards"] == f"{s.replicas} + {s.prefill_replicas} prefill × {s.cards_per_replica}"
         assert row["cards"] == f"{(s.replicas + s.prefill_replicas) * s.cards_per_replica:,}"
+
+
+def test_the_users_own_cluster_says_how_many_of_its_cards_the_workload_needs():
+    """70B for 200 users with 8 × H100 as the user's cluster: three tp4 replicas need 12 cards, more than the 8 the
+    user has, and the row says so."""
+    workload, _ = read_workload({})
+    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-70B")
+    result = size(shape, workload, shipped_catalogue(), shipped_prices(), own=parse_cluster("1x8xh100-80g"))
+    rows = size_rows(result, limit=len(result.clusters))
+    ((mine, row),) = [(c, r) for c, r in zip(result.clusters, rows, strict=True) if c.own]
+    assert (mine.sizing.replicas, mine.sizing.cards_per_replica) == (3, 4)
+    assert row["class"] == "h100-80g (yours)" and row["cards"] == "12 of your 8"
