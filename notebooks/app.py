@@ -1070,12 +1070,11 @@ def _(artifact_menu, cluster, engine, kv_dtype, request_settings, shape, size_mo
 def _(shape, size_request, sized):
     # The frontier of the first three clusters, live with the workload's sliders and the model and cluster
     frontier = sv.frontier_of(sized, shape, size_request)
-    _target = sized.workload.tpot_target_s
-    (
-        vega.VegaLiteSpec(frontier_chart(frontier, user_tokens_per_s=1 / _target if _target else None))
-        if frontier
-        else mo.md("No cluster to draw.")
+    _tpot, _ttft = sized.workload.tpot_target_s, sized.workload.ttft_s
+    _spec = frontier_chart(
+        frontier, user_tokens_per_s=1 / _tpot if _tpot else None, ttft_ms=_ttft * 1e3 if _ttft else None
     )
+    vega.VegaLiteSpec(_spec) if frontier else mo.md("No cluster to draw.")
     return (frontier,)
 
 

@@ -225,7 +225,8 @@ def advice_md(result: SizeResult) -> str:
 
 
 def frontier_of(result: SizeResult, shape, request=None, *, top: int = 3) -> list[dict[str, Any]]:
-    """The frontier of the first ``top`` clusters of ``result``, each a replica of its option as
+    """The frontier of the first ``top`` clusters of ``result`` that run different options (the user's cluster
+    running the way a class's row runs is drawn once, as the table ranks it first), each a replica of its option as
     :func:`explorer.plan.size.size` planned it (``request``'s engine settings at the workload's context): for each
     batch of :data:`explorer.ui.serving_lesson.BATCH_STEPS` up to twice what its KV cache holds, a user's tokens/s
     and the tokens/s each card of the replica serves (the replica's over its cards; prefill and decode together),
@@ -233,11 +234,16 @@ def frontier_of(result: SizeResult, shape, request=None, *, top: int = 3) -> lis
     the table ranks it."""
     workload = result.workload
     planned = sizing_request(request, workload)
-    rows = []
-    for i, cluster in enumerate(result.clusters[:top], start=1):
+    rows, drawn = [], set()
+    for i, cluster in enumerate(result.clusters, start=1):
+        if len(drawn) == top:
+            break
+        if cluster.option.label in drawn:  # the user's cluster running a class's own way: the same curve
+            continue
         load = replica_load(cluster.option, shape, workload, planned)
         if load is None:
             continue
+        drawn.add(cluster.option.label)
         name = f"#{i} {cluster.option.label}" + (" (yours)" if cluster.own else "")
         cards = max(1, cluster.option.layout.cards)
         for r in frontier_rows(load):

@@ -132,12 +132,13 @@ def test_an_unmet_workload_shows_the_shortfall_and_what_would_meet_it():
 
 def test_the_frontier_of_the_first_three_clusters(llama8b):
     """8B for the chat workload: each cluster's points are the load model's of its replica as size() planned it
-    (at 2,500 tokens: its KV cache the option's own), per card of the replica."""
+    (at 2,500 tokens: its KV cache the option's own), per card of the replica; three ways, none drawn twice."""
     workload, _ = read_workload({})
     result = size(llama8b, workload, shipped_catalogue(), shipped_prices())
     rows = frontier_of(result, llama8b)
     drawn = list(dict.fromkeys(r["option"] for r in rows))
-    assert drawn == [f"#{i} {c.option.label}" for i, c in enumerate(result.clusters[:3], 1)]
+    assert drawn == [f"#{i} {c.option.label}" for i, c in enumerate(result.clusters[:3], 1)]  # three different
+    assert len({c.option.label for c in result.clusters[:3]}) == 3
     assert drawn[0] == "#1 vLLM · 1 × h200-141g (single) · original (bf16)"
     planned = sizing_request(None, workload)
     assert (planned.context_tokens, planned.concurrency) == (2500, 1)
@@ -153,14 +154,16 @@ def test_the_frontier_of_the_first_three_clusters(llama8b):
             assert r["fits"] == (r["batch"] <= load.capacity)
     # the first: one H200 meets 50 ms a token at 200 sequences, the sizing's own batch
     assert next(r for r in rows if r["option"] == drawn[0] and r["batch"] == 192)["meets"]
-    spec = frontier_chart(rows, user_tokens_per_s=1 / 0.05)
+    spec = frontier_chart(rows, user_tokens_per_s=1 / 0.05, ttft_ms=1000.0)
     assert spec["data"] == {"name": FRONTIER_DATA} and len(spec["datasets"][FRONTIER_DATA]) == len(rows)
-    rule = spec["layer"][-1]
-    assert rule["mark"]["type"] == "rule" and rule["data"]["values"] == [{"user_tokens_per_s": 20.0}]
-    assert [layer["mark"]["type"] for layer in frontier_chart(rows, user_tokens_per_s=None)["layer"]] == [
-        "line",
-        "point",
-        "text",
+    left, right = (view["layer"] for view in spec["hconcat"])
+    # the targets as dashed rules: 20 tokens/s a user (TPOT 50 ms) beside the frontier, TTFT 1 s beside the TTFTs
+    assert left[-1]["mark"]["type"] == "rule" and left[-1]["data"]["values"] == [{"user_tokens_per_s": 20.0}]
+    assert right[-1]["mark"]["type"] == "rule" and right[-1]["data"]["values"] == [{"ttft_ms": 1000.0}]
+    untargeted = frontier_chart(rows, user_tokens_per_s=None)
+    assert [[layer["mark"]["type"] for layer in view["layer"]] for view in untargeted["hconcat"]] == [
+        ["line", "point", "text"],
+        ["line"],
     ]
     jsonschema = pytest.importorskip("jsonschema")
     from altair.vegalite.v6.schema import core
@@ -192,3 +195,17 @@ def test_the_users_own_cluster_says_how_many_of_its_cards_the_workload_needs():
     ((mine, row),) = [(c, r) for c, r in zip(result.clusters, rows, strict=True) if c.own]
     assert (mine.sizing.replicas, mine.sizing.cards_per_replica) == (3, 4)
     assert row["class"] == "h100-80g (yours)" and row["cards"] == "12 of your 8"
+
+
+def test_the_frontier_draws_a_way_once():
+    """70B with 8 × H100 as the user's cluster: the user's cluster runs the h100-80g row's tp4 replicas, so the
+    frontier draws that way once (as the table ranks it first) and takes the next cluster's instead."""
+    workload, _ = read_workload({})
+    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-70B")
+    result = size(shape, workload, shipped_catalogue(), shipped_prices(), own=parse_cluster("1x8xh100-80g"))
+    labels = [c.option.label for c in result.clusters]
+    assert len(set(labels[:3])) < 3  # a way twice among the first three
+    drawn = list(
+        dict.fromkeys(r["option"].split(" ", 1)[1].removesuffix(" (yours)") for r in frontier_of(result, shape))
+    )
+    assert drawn == list(dict.fromkeys(labels))[:3]
