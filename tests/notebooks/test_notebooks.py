@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -562,3 +563,19 @@ def test_explorer_size_mode_is_explorer_size_and_costs_nothing_while_off(offline
     assert linked["size_table_rows"] != defs["size_table_rows"]
     _outputs, off = load_notebook("app.py").run(defs={"defaults": AppDefaults()})
     assert "size_table_rows" not in off and "frontier" not in off
+
+
+def test_explorer_exports_with_the_size_mode_on(tmp_path):
+    """``marimo export html`` runs every cell of the app with the size mode on (``-- --size on --users 500``, as a
+    link's ``?size=on&users=500``): no cell fails, and the page holds the clusters' table and the frontier."""
+    out = tmp_path / "app.html"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "EXPLORER_CACHE": str(tmp_path / "cache.duckdb")}
+    done = subprocess.run(
+        [sys.executable, "-m", "marimo", "export", "html", "notebooks/app.py", "-o", str(out), "--", "--size", "on",
+         "--users", "500"],
+        cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = out.read_text()
+    assert "explorer-sizes" in page and "Clusters for 500 users at once" in page
+    assert '\\"datasets\\":{\\"frontier\\"' in page
