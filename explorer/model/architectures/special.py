@@ -8,8 +8,8 @@
 - Nemotron-NAS (DeciLM, Llama-3.3-Nemotron-Super): each layer's attention and
   MLP come from ``block_configs``: grouped heads, a no-op, or a single linear;
   MLP width from ``ffn_mult`` (exact).
-- Gemma 4 and DeepSeek-V4: new layouts read from their configs as far as the
-  keys describe them (approximate, with notes).
+- DeepSeek-V4: a new layout read from its config as far as the keys describe
+  it (approximate, with notes). Gemma 4 has its own module (``gemma4``).
 - Molmo: a Qwen2-style decoder with a fused MLP (approximate: its vision
   backbone is not described in config.json).
 """
@@ -31,7 +31,7 @@ from explorer.model.architectures.common import (
     token_embeddings,
 )
 from explorer.model.architectures.llama import TOPK_KEYS, build_llama_like, layer_cache, moe_layer_mask
-from explorer.model.architectures.patterns import FULL, SLIDING, attention_layout
+from explorer.model.architectures.patterns import SLIDING, attention_layout
 from explorer.model.config_reader import ConfigView
 from explorer.model.kv_cache import CompressedAttention, FullAttention, LayerCache, NoCache, SlidingWindowAttention
 from explorer.model.tensors import Tensor, linear, norm, vector
@@ -217,63 +217,6 @@ def build_deci(view: ConfigView) -> ArchParts:
     )
 
 
-def build_gemma4(view: ConfigView) -> ArchParts:
-    """Gemma 4: sliding layers and wider global layers (K reused as V), dense MLP beside routed experts."""
-    d = read_dims(view, tied_default=True)
-    layout = attention_layout(view, d.layers)
-    g_heads = view.get_int("num_global_key_value_heads", default=d.kv_heads) or d.kv_heads
-    g_dim = view.get_int("global_head_dim", default=d.head_dim) or d.head_dim
-    k_eq_v = view.get_bool("attention_k_eq_v")
-    experts = view.get_int("num_experts", default=0) or 0
-    moe_inter = view.get_int("moe_intermediate_size", default=0) or 0
-    p = "model.language_model.layers.{i}"
-    memo: dict[str, tuple[tuple[Tensor, ...], LayerCache]] = {}
-    layers = []
-    for kind in layout.kinds:
-        if kind not in memo:
-            kv, hd = (g_heads, g_dim) if kind == FULL else (d.kv_heads, d.head_dim)
-            attn = attention(f"{p}.self_attn", d, kv_heads=kv, head_dim=hd, qk_norm="head")
-            if kind == FULL and k_eq_v:
-                attn = tuple(t for t in attn if ".v_proj" not in t.module)
-            tensors = attn + tuple(t for n in range(4) for t in norm(f"{p}.norm{n}", d.hidden))
-            tensors += gated_mlp(f"{p}.mlp", d.hidden, d.intermediate)
-            if experts:
-                tensors += router(f"{p}.router", d.hidden, experts)
-                tensors += gated_mlp(f"{p}.experts.*", d.hidden, moe_inter, role="expert", count=experts)
-            v_dim = 0 if (kind == FULL and k_eq_v) else hd
-            cache = (
-                SlidingWindowAttention(kv_heads=kv, head_dim=hd, v_head_dim=v_dim, window=layout.window)
-                if kind == SLIDING
-                else FullAttention(kv_heads=kv, head_dim=hd, v_head_dim=v_dim)
-            )
-            memo[kind] = (tensors, cache)
-        tensors, cache = memo[kind]
-        layers.append(Layer(cache=cache, tensors=tensors, moe=bool(experts)))
-    moe = None
-    if experts:
-        moe = MoESpec(
-            experts=experts,
-            shared_experts=0,
-            experts_per_token=view.get_int(*TOPK_KEYS, default=8) or 8,
-            moe_intermediate_size=moe_inter,
-            shared_intermediate_size=d.intermediate,
-            moe_layers=d.layers,
-            dense_layers=0,
-        )
-    notes = tuple(d.notes) + (
-        "Gemma 4 layout read from its config keys (global heads, K reused as V, dense MLP beside experts): approximate",
-    )
-    return ArchParts(
-        family="gemma4",
-        layers=tuple(layers),
-        embeddings=token_embeddings(d, "model.language_model.embed_tokens"),
-        head=final_head(d),
-        moe=moe,
-        exact=False,
-        notes=notes,
-    )
-
-
 def build_deepseek_v4(view: ConfigView) -> ArchParts:
     """DeepSeek-V4: one latent KV head per layer, windowed plus compressed history (approximate)."""
     d = read_dims(view)
@@ -367,8 +310,6 @@ BUILDERS = {
     "llama4_text": build_llama4,
     "nemotron-nas": build_deci,
     "deci": build_deci,
-    "gemma4": build_gemma4,
-    "gemma4_text": build_gemma4,
     "deepseek_v4": build_deepseek_v4,
     "molmo": build_molmo,
 }
