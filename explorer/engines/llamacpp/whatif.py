@@ -52,6 +52,8 @@ AMX_WHATIF = {
     "IQ4_XS": ("IQ4_XS", 138 / 136),
     "F16": ("F16", 1.0),
 }
+#: Gemma's per-layer token table and its projection: llama.cpp loads them with the output layer, not the host
+PER_LAYER_TABLES = "per_layer"
 #: llama-quant.cpp tensor_type_fallback: the type a 256-block type becomes when a row does not fill its blocks
 QUANT_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}
 
@@ -75,7 +77,8 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
     mla_in_amx = _mla_in_amx(shape, amx[0])
     hidden = shape.hidden_size
     layers = []
-    token_embd = mix.token_embd if mix else wb.embedding_bytes
+    with_output = sum(precision.tensor_bytes(t) for t in shape.embeddings if PER_LAYER_TABLES in t.module)
+    token_embd = mix.token_embd if mix else wb.embedding_bytes - with_output
     offset = token_embd
     matrix_bytes: dict[int, tuple[int, int]] = {}  # (matrices, experts); layers sharing tensors share them
     how = "llama-quantize's per-tensor types (explorer.gguf.mix)" if mix else "average bits per weight"
@@ -141,7 +144,7 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         offset += size
     head = {t.role: precision.tensor_bytes(t) for t in shape.head}
     output = mix.output if mix else head.get("lm_head", 0)
-    output_rest = mix.output_rest if mix else wb.head_bytes - output
+    output_rest = mix.output_rest if mix else wb.head_bytes - output + with_output
     mla = next((layer.cache for layer in shape.decoder if isinstance(layer.cache, MLAAttention)), None)
     moe = shape.moe
     ssm = _ssm_dims(shape)
