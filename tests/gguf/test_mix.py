@@ -73,7 +73,9 @@ def test_gemma_4_moe_experts_follow_the_ffn_down_rule_by_layer():
     # gate and up fused: 128 × 1,408 × 2,816 = 507,510,784 weights, whole 256-blocks, Q4_K (144 bytes) = 285,474,816
     assert mix["blk.4.ffn_gate_exps.weight"].type_name == "Q4_K"
     assert mix["blk.4.ffn_gate_exps.weight"].bytes == 285_474_816
-    assert mix["blk.4.ffn_gate_inp.weight"].type_name == "F32" and mix["blk.4.ffn_gate_inp.weight"].bytes == 128 * 2816 * 4
+    assert (
+        mix["blk.4.ffn_gate_inp.weight"].type_name == "F32" and mix["blk.4.ffn_gate_inp.weight"].bytes == 128 * 2816 * 4
+    )
     # attn_v only in the 25 sliding layers (full layers reuse K): the first of them has more bits, the fifth not
     assert mix["blk.0.attn_v.weight"].type_name == "Q6_K" and mix["blk.4.attn_v.weight"].type_name == "Q4_K"
     assert "blk.5.attn_v.weight" not in mix
