@@ -30,9 +30,10 @@ quantised without an importance matrix:
 Summed over Meta-Llama-3.1-8B this gives 4,912,898,048 bytes of tensors at
 Q4_K_M; the published file (lmstudio-community) is 4,920,739,168 bytes, the
 difference being the header (its tokenizer). Falcon has rules of its own and
-is refused. The planner sizes a what-if
-GGUF at the mix's average bits (:data:`explorer.model.quant_config.GGUF_MIX_BITS`);
-this module says where those bits go.
+is refused. The planner sizes a dense what-if GGUF at the mix's average bits
+(:data:`explorer.model.quant_config.GGUF_MIX_BITS`), a mixture of experts' by
+this mix (:mod:`explorer.engines.llamacpp.whatif`); this module says where the
+bits go.
 """
 
 from __future__ import annotations

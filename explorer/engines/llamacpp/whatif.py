@@ -11,8 +11,9 @@ types follow the ``ffn_down`` rule and the fallback of rows that are not whole
 blocks, which no average captures (Gemma 4 26B-A4B at Q4_K_M: 15.63 GiB by the
 mix, 15.27 at the average's 4.89 bits, 15.90 the published file with its
 Q8_0 embedding). Gemma's per-layer token table sits with the output, as
-llama.cpp places it (``LLM_TENSOR_LAYER_OUTPUT``), not on the host. Caches are the shape's per-layer specs laid out as llama.cpp does:
-MLA keeps ``kv_lora_rank + rope`` K values and no V; recurrent state in f32.
+llama.cpp places it (``LLM_TENSOR_LAYER_OUTPUT``), not on the host. Caches
+are the shape's per-layer specs laid out as llama.cpp does: MLA keeps
+``kv_lora_rank + rope`` K values and no V; recurrent state in f32.
 Host buffers are shares of each block's matrices: CPU_REPACK takes the
 quant's share of repack types (:data:`REPACK_SHARE`); on an AMX host AMX
 takes the non-expert matrices of a quant whose types it packs
