@@ -144,7 +144,7 @@ def _(rows, served, workload):
         _cap = _load.capacity
         _best = _s.largest_batch
         _why = {
-            "memory": f"the KV cache: it holds {_cap:,} sequences of {workload.context_tokens:,} tokens, and "
+            "KV capacity": f"the KV cache: it holds {_cap:,} sequences of {workload.context_tokens:,} tokens, and "
             "every one of them meets the targets",
             "tpot target": f"the TPOT target: at {_best + 1:,} sequences a user would wait more than "
             f"{workload.tpot_target_s * 1e3:g} ms a token",

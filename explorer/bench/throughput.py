@@ -56,6 +56,12 @@ def main() -> int:
     print(f"\n{len(done)} rows compared; bound >= measured on {sum(c.bound_ratio >= 1 for c in done)} of {len(done)}")
     print(f"kept out: {sum(map(close, out))} of {len(out)} estimates within {CLOSE} x; "
           f"the rest: {sum(map(close, fit))} of {len(fit)}")  # fmt: skip
+    queued = [c for c in done if c.queued and c.row.measured_ttft_ms]
+    print("\n| queued row | B | capacity | queued | TTFT measured s | TTFT estimate s (×) |\n|---|---|---|---|---|---|")
+    for c in queued:
+        ttft = c.row.measured_ttft_ms or 0.0
+        print(f"| {c.row.source_id} | {c.row.concurrency} | {c.capacity} | {c.queued} | {ttft / 1e3:,.1f} | "
+              f"{c.estimate_ttft_ms / 1e3:,.1f} ({c.estimate_ttft_ms / ttft:.2f}) |")  # fmt: skip
     for line in skipped:
         print(f"not compared: {line}")
     return 0

@@ -44,6 +44,8 @@ class Workload:
             of the two targets holds).
         ttft_percentile: ``p50``: the TTFT target holds for the mean prompt; ``p90``: for the prompt 90 % of
             requests stay within (``prompt_p90_tokens``, from a lengths CSV; else the mean).
+        tpot_percentile: ``p50``: the TPOT target holds for the mean user; ``p90``: for 90 % of them
+            (:mod:`explorer.speed.load`: the prefill chunks interleaved with a user's decode steps vary).
         prompt_p90_tokens: the 90th percentile of the prompt lengths (None: no distribution given).
     """
 
@@ -75,6 +77,10 @@ class Workload:
     ttft_percentile: str = setting(
         "p50", kind="choice", choices=("p50", "p90"), cli=("--ttft-percentile",), launch="none",
         help="the TTFT target holds for the mean prompt (p50) or the 90th-percentile one (p90, with --lengths)")
+    tpot_percentile: str = setting(
+        "p50", kind="choice", choices=("p50", "p90"), cli=("--tpot-percentile",), launch="none",
+        help="the TPOT target holds for the mean user (p50) or for 90 % of them (p90: the prefill chunks a "
+        "user's answer meets vary)")
     # fmt: on
     prompt_p90_tokens: int | None = None
 
@@ -135,6 +141,7 @@ class Workload:
             "ttft_percentile": self.ttft_percentile,
             "prompt_p90_tokens": self.prompt_p90_tokens,
             "tpot_s": self.tpot_target_s,
+            "tpot_percentile": self.tpot_percentile,
         }
 
 

@@ -26,8 +26,10 @@ def test_the_command_line_reads_durations_and_counts():
 
 
 @pytest.mark.parametrize(
-    "argv", [("--ttft", "fast"), ("--tpot", "0ms"), ("--users", "0"), ("--rate", "-1"), ("--prefix-cache", "1")]
-)
+    "argv",
+    [("--ttft", "fast"), ("--tpot", "0ms"), ("--users", "0"), ("--rate", "-1"), ("--prefix-cache", "1"),
+     ("--tpot-percentile", "p99")],
+)  # fmt: skip
 def test_the_command_line_refuses_what_the_record_refuses(argv):
     with pytest.raises(SystemExit):
         parsed(*argv)
@@ -87,3 +89,12 @@ def test_the_command_line_reads_a_lengths_file(tmp_path):
     assert (w.prompt_tokens, w.answer_tokens, w.prompt_p90_tokens, w.ttft_percentile) == (2000, 200, 3000, "p90")
     with pytest.raises(PlanError, match="cannot read the lengths CSV"):
         parsed("--users", "5", "--lengths", str(tmp_path / "missing.csv"))
+
+
+def test_the_tpot_percentile_is_a_declared_setting():
+    """``--tpot-percentile p90`` reaches the record and its JSON; the record refuses what the option refuses."""
+    w = parsed("--users", "5", "--tpot", "50ms", "--tpot-percentile", "p90")
+    assert w.tpot_percentile == "p90" and w.to_dict()["tpot_percentile"] == "p90"
+    assert parsed("--users", "5").tpot_percentile == "p50"
+    with pytest.raises(PlanError, match="tpot_percentile"):
+        Workload(users=1, tpot_percentile="p99")
