@@ -151,7 +151,7 @@ def test_serving_opens_on_llama_8b_bound_by_the_tpot_target(offline):
 
 def test_serving_bound_by_the_kv_cache_with_a_loose_target(offline):
     text, defs = run("serving.py", defaults=ServingDefaults(tpot_ms=200, prompt_tokens=16000, answer_tokens=4000))
-    assert defs["served"].sizing.binding == "memory" and "stopped by the KV cache" in text
+    assert defs["served"].sizing.binding == "KV capacity" and "stopped by the KV cache" in text
 
 
 def test_lessons_pass_marimo_check():
