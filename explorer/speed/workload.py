@@ -79,7 +79,7 @@ class Workload:
         help="the TTFT target holds for the mean prompt (p50) or the 90th-percentile one (p90, with --lengths)")
     tpot_percentile: str = setting(
         "p50", kind="choice", choices=("p50", "p90"), cli=("--tpot-percentile",), launch="none",
-        help="the TPOT target holds for the mean user (p50) or for 90 % of them (p90: the prefill chunks a "
+        help="the TPOT target holds for the mean user (p50) or for nine users in ten (p90: the prefill chunks a "
         "user's answer meets vary)")
     # fmt: on
     prompt_p90_tokens: int | None = None
