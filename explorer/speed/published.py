@@ -17,7 +17,7 @@ Mappings (stated, not hidden):
   F16/FP16/BF16 → dense 16-bit; FP8 → fp8 weights (and fp8 KV where the
   source says so: TensorRT-LLM's H100 table; assumed for NIM's FP8 profile);
 - cards: RunPod's "A100 80GB" → ``a100-80g`` (SXM, 2,039 GB/s; a PCIe card
-  has 1,935, so the bound is only looser); "H100 80GB" → ``h100-80g`` (SXM);
+  has 1,935, so the bound is only looser); "H100 80GB" → ``h100-80g`` (SXM); "B200" → ``b200-180g``;
   Apple chips → their RAM size's class;
 - a blank context (llama.cpp ``main -n 1024`` tables) → 1,024 tokens, the
   longest the run reaches: KV reads grow with context, so the bound is the
