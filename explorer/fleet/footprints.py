@@ -135,6 +135,7 @@ def demand_for(
         phases=term.phases,
         rank=rank,
         even_split=footprint.even_split,
+        widths=footprint.split_widths,
     )
 
 

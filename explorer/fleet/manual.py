@@ -279,6 +279,12 @@ def _uneven(demand: ModelDemand, entry: PlanEntry, classes: dict[int, str | None
         return f"{demand.name} splits evenly (tensor parallelism): its cards must be of one class, not {named}"
     if entry.ratio is not None and len(set(entry.ratio)) > 1:
         return f"{demand.name} splits evenly (tensor parallelism): ratio {list(entry.ratio)} cannot be honoured"
+    if not demand.takes(len(entry.cards)):
+        sizes = ", ".join(map(str, demand.widths))
+        return (
+            f"{demand.name} splits evenly (tensor parallelism): the engine refuses tp {len(entry.cards)} for it; "
+            f"it takes {sizes} cards"
+        )
     return None
 
 
