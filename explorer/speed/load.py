@@ -159,11 +159,12 @@ class ReplicaLoad:
         """``users`` on this one replica: at most its capacity run, the rest wait (their TTFT grows by
         ``S × (U − K) / K``, ``S`` a running request's time)."""
         held = min(users, self.capacity)
-        point = self.at(held)
+        point = self.at(max(1, held))
         if held == users:
             return point
-        wait = (point.ttft_s + self.workload.answer_tokens * point.tpot_s) * (users - held) / held
-        return replace(point, ttft_s=point.ttft_s + wait, queued=users - held)
+        running_s = point.ttft_s + self.workload.answer_tokens * point.tpot_s
+        wait = running_s * (users - held) / held if held else math.inf  # a cache that holds none: no end
+        return replace(point, batch=held, ttft_s=point.ttft_s + wait, queued=users - held)
 
     def meets(self, point: LoadPoint, *, disaggregated: bool = False) -> bool:
         """The point meets the workload's targets (time to first token: the prefill pool's when disaggregated)."""

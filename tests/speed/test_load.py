@@ -203,6 +203,7 @@ def test_users_past_the_kv_cache_queue_and_their_ttft_grows_by_the_wait():
     assert alone.ttft_s == pytest.approx(ttft + (ttft + 20.0), rel=1e-9)
     assert alone.ttft_s == pytest.approx(20.1559, abs=1e-4)
     assert load.serve(100).queued == 0 and load.serve(100).ttft_s == load.at(100).ttft_s
+    assert math.isinf(replica(crowd, capacity=0).serve(1).ttft_s)  # a KV cache that holds none: no end
     sized = size_option(load, 1)
     assert (sized.replicas, sized.binding) == (2, "KV capacity")
     assert sized.to_dict(500)["one_replica"] == {"batch": 150, "queued": 150, "ttft_s": 20.1559, "tpot_s": 0.04,
