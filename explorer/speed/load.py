@@ -11,11 +11,13 @@ the answer). Its figures at ``B``, all estimates built on the roofline of :mod:`
   a step on average and as many new prompts are prefilled in the steps, in chunks of the engine's own size
   ``C`` (vLLM ``--max-num-batched-tokens``, SGLang ``--chunked-prefill-size``, llama.cpp ``-b``). So a user's
   mean time per output token is ``TPOT(B) = d(B) + (B / A) × p``;
-- **TPOT percentiles**: a prompt is ``n = ⌈P / C⌉`` chunks, so a share ``s = min(1, (B / A) × n)`` of the steps
-  carries one, each ``e = (B / A) × p / s`` longer than a plain step (the mean is unchanged: ``d + s × e``). A
-  user's ``A`` steps meet ``X ~ Binomial(A, s)`` of them, and its TPOT is ``d + e × X / A``: p50 is the mean,
-  p90 takes ``X = A s + 1.2816 √(A s (1 − s))`` (the normal quantile, at most ``A``). The TPOT target holds for
-  the mean or, with ``--tpot-percentile p90``, for p90;
+- **TPOT percentiles**: a prompt is ``n = ⌈P / C⌉`` chunks (with a lengths distribution, the mean of
+  ``⌈P_i / C⌉`` over its prompt deciles), so a share ``s = min(1, (B / A) × n)`` of the steps carries one, each
+  ``e = (B / A) × p / s`` longer than a plain step (the mean is unchanged: ``d + s × e``). A user's ``a`` steps
+  meet ``X ~ Binomial(a, s)`` of them (normal), and its TPOT is ``d + e × X / a``: p50 is the mean, p90 takes
+  ``X / a = s + 1.2816 √(s (1 − s) / a)`` (at most 1); with answer deciles ``a_j`` the p90 of their equal mix,
+  ``x`` where ``mean_j Φ((x − s) √a_j / √(s (1 − s))) = 0.9``. The TPOT target holds for the mean or, with
+  ``--tpot-percentile p90``, for p90;
 - **time to first token**: a prompt of ``P`` tokens (the mean, or the p90 prompt of a lengths distribution
   when the target is a p90) rides ``k = ⌈P / C⌉`` steps, ``k × d(B) + p``, and waits
   for the chunk budget: the prefill share of the budget is ``ρ = (B / A) × P / C`` (≥ 1: prompts queue without
@@ -37,8 +39,9 @@ loaded only as far as the queue's wait keeps the time to first token within its 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 from typing import Any, Literal
 
 from explorer.engines.common import PlanRequest, stage_kv_bytes
@@ -49,12 +52,16 @@ from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed.settings import SpeedSettings, fabric_bytes_per_s, node_host_bandwidth
 from explorer.speed.workload import Workload
 
-__all__ = ["KV_CAPACITY", "LoadPoint", "ReplicaLoad", "Sizing", "layout_load", "replica_load", "size_option"]
+__all__ = [
+    "KV_CAPACITY", "LoadPoint", "ReplicaLoad", "Sizing", "carrying_share", "layout_load", "replica_load", "size_option",
+]  # fmt: skip
 
 #: the most a prefill replica (disaggregated) is loaded: its queue's wait grows without end toward 1
 PREFILL_LOAD_CAP = 0.9
-#: the standard normal's 90th percentile (the p90 of the chunk-carrying steps a user's answer meets)
-Z_P90 = 1.2816
+#: the share of users the p90 TPOT holds for
+P90 = 0.9
+#: bisection steps for a mix's quantile (2⁻⁴⁰ of the share: far below a token)
+QUANTILE_STEPS = 40
 #: the binding limit when the KV cache (or the engine's sequence cap) stops the batch
 KV_CAPACITY = "KV capacity"
 
@@ -144,12 +151,12 @@ class ReplicaLoad:
                          tpot_p90_s=self._tpot_p90(d, per_step), ttft_s=ttft, step_bound_by=by)  # fmt: skip
 
     def _tpot_p90(self, step_s: float, per_step: float) -> float:
-        """The p90 TPOT: ``d + e × X₉₀ / A``, ``X₉₀`` the chunk-carrying steps 90 % of answers stay within."""
-        answer = self.workload.answer_tokens
-        share = min(1.0, per_step * math.ceil(self.workload.prefill_tokens / self.chunk_tokens))
+        """The p90 TPOT: ``d + e × x``, ``x`` the share of chunk-carrying steps 90 % of users stay within."""
+        w = self.workload
+        chunks = sum(math.ceil(p / self.chunk_tokens) for p in w.prefill_deciles) / len(w.prefill_deciles)
+        share = min(1.0, per_step * chunks)
         extra = per_step * self.prefill_s / share
-        steps = min(answer, answer * share + Z_P90 * math.sqrt(answer * share * (1 - share)))
-        return step_s + extra * steps / answer
+        return step_s + extra * carrying_share(share, w.answer_deciles or (w.answer_tokens,), P90)
 
     def checked_tpot_s(self, point: LoadPoint) -> float:
         """The TPOT the target is checked at: p90 with ``--tpot-percentile p90``, else the mean."""
@@ -200,6 +207,27 @@ class ReplicaLoad:
             return PREFILL_LOAD_CAP
         spare = (target - self.ttft_prefill - self.kv_transfer_s) / self.prefill_s
         return 0.0 if spare <= 0 else min(PREFILL_LOAD_CAP, 2 * spare / (1 + 2 * spare))
+
+
+def carrying_share(share: float, answers: Sequence[int], q: float) -> float:
+    """The share of its decode steps that carry a prefill chunk, which ``q`` of the users stay within: each step
+    carries one with probability ``share``, a user of ``a`` steps meets ``X ~ Binomial(a, share)`` (normal), and
+    the users' answers are ``answers``, of equal weight."""
+    if share >= 1.0:
+        return 1.0
+    spread = math.sqrt(share * (1 - share))
+    normal = NormalDist()
+    if len(set(answers)) == 1:
+        return min(1.0, share + normal.inv_cdf(q) * spread / math.sqrt(answers[0]))
+
+    def below(x: float) -> float:
+        return sum(normal.cdf((x - share) * math.sqrt(a) / spread) for a in answers) / len(answers)
+
+    low, high = share, 1.0
+    for _ in range(QUANTILE_STEPS):
+        mid = (low + high) / 2
+        low, high = (mid, high) if below(mid) < q else (low, mid)
+    return high
 
 
 def replica_load(

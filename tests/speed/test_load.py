@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from statistics import NormalDist
 
 import pytest
 from support.corpus import shape_of
@@ -13,7 +14,7 @@ from support.corpus import shape_of
 from explorer.engines.common import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
-from explorer.speed.load import ReplicaLoad, replica_load, size_option
+from explorer.speed.load import ReplicaLoad, carrying_share, replica_load, size_option
 from explorer.speed.workload import Workload
 
 
@@ -208,3 +209,30 @@ def test_users_past_the_kv_cache_queue_and_their_ttft_grows_by_the_wait():
     assert (sized.replicas, sized.binding) == (2, "KV capacity")
     assert sized.to_dict(500)["one_replica"] == {"batch": 150, "queued": 150, "ttft_s": 20.1559, "tpot_s": 0.04,
                                                  "binding": "KV capacity"}  # fmt: skip
+
+
+def test_a_spread_of_answers_widens_the_p90_tpot():
+    """Half the answers 100 tokens, half 900 (mean 500, as CHAT): at B = 200, s = 0.4, d = 30 ms, e = 50 ms. A
+    100-step user meets a share of chunk steps with sd √(0.24 / 100) = 0.049, a 900-step one 0.0163; the p90 of
+    their equal mix is the x where ½ Φ((x − 0.4) × 10 / √0.24) + ½ Φ((x − 0.4) × 30 / √0.24) = 0.9: x = 0.442106
+    (bisected by hand to 6 places), so TPOT p90 = 30 + 50 × 0.442106 = 52.105 ms (51.404 with every answer 500)."""
+    spread = replace(CHAT, answer_deciles=(100,) * 5 + (900,) * 5)
+    x = carrying_share(0.4, spread.answer_deciles, 0.9)
+    normal = NormalDist()
+    assert (normal.cdf((x - 0.4) * 10 / 0.24**0.5) + normal.cdf((x - 0.4) * 30 / 0.24**0.5)) / 2 == pytest.approx(0.9)
+    assert x == pytest.approx(0.442106, abs=1e-6)
+    assert replica(spread).at(200).tpot_p90_s == pytest.approx(0.052105, abs=1e-6)
+    assert replica(spread).at(200).tpot_s == replica(CHAT).at(200).tpot_s  # the mean does not move
+    assert carrying_share(0.4, (500,) * 10, 0.9) == carrying_share(0.4, (500,), 0.9)
+
+
+def test_prompt_deciles_set_the_chunks_a_prompt_is_prefilled_in():
+    """Chunks of 2,048; half the prompts 1,000 tokens (1 chunk), half 3,000 (2): 1.5 chunks a prompt where the
+    mean 2,000 alone is 1. At B = 100 (d = 20 ms, 0.2 prompts a step): s = 0.2 × 1.5 = 0.3 and e = 0.2 × 50 / 0.3
+    = 33.33 ms, mean 20 + 10 = 30 ms either way; p90 x = 0.3 + 1.28155 × √(0.21 / 500) = 0.326264: 30.876 ms.
+    With the mean prompt alone: s = 0.2, e = 50, x = 0.2 + 1.28155 × √(0.16 / 500) = 0.222925: 31.146 ms."""
+    mixed = replace(CHAT, prompt_deciles=(1000,) * 5 + (3000,) * 5)
+    load = replica(mixed, chunk=2048)
+    assert load.at(100).tpot_s == pytest.approx(0.030)
+    assert load.at(100).tpot_p90_s == pytest.approx(0.030876, abs=1e-6)
+    assert replica(CHAT, chunk=2048).at(100).tpot_p90_s == pytest.approx(0.031146, abs=1e-6)
