@@ -60,8 +60,9 @@ __all__ = [
 PREFILL_LOAD_CAP = 0.9
 #: the share of users the p90 TPOT holds for
 P90 = 0.9
-#: bisection steps for a mix's quantile (2⁻⁴⁰ of the share: far below a token)
-QUANTILE_STEPS = 40
+#: the most steps a mix's quantile takes (Newton's, halving where one leaves the bracket) and how close it ends
+QUANTILE_STEPS = 60
+QUANTILE_TOLERANCE = 1e-9
 #: the binding limit when the KV cache (or the engine's sequence cap) stops the batch
 KV_CAPACITY = "KV capacity"
 
@@ -78,23 +79,35 @@ class LoadPoint:
         decode_step_bound_s: the same, the roofline bound.
         tpot_s: a user's mean (and p50) time per output token, prefill chunks of new requests included
             (aggregated).
-        tpot_p90_s: the time per output token 90 % of the users stay within (the chunks a user's answer meets
-            vary).
         ttft_s: the mean time to first token (``inf`` where prompts queue without end), the wait for the KV cache
             included where users queue (:meth:`ReplicaLoad.serve`).
         step_bound_by: what bounds the decode step: ``memory bandwidth``, ``compute``, ``interconnect``,
             ``host memory``.
         queued: users waiting for room in the KV cache (0: all of them run).
+        chunk_share: the share of decode steps that carry a prefill chunk (0: none, a decode replica).
+        chunk_extra_s: how much longer such a step is.
+        answers: the users' answer lengths, of equal weight (the mean's alone without a distribution).
     """
 
     batch: int
     decode_step_s: float
     decode_step_bound_s: float
     tpot_s: float
-    tpot_p90_s: float
     ttft_s: float
     step_bound_by: str
     queued: int = 0
+    chunk_share: float = 0.0
+    chunk_extra_s: float = 0.0
+    answers: tuple[int, ...] = ()
+
+    @property
+    def tpot_p90_s(self) -> float:
+        """The time per output token 90 % of the users stay within: ``d + e × x``, ``x`` the share of
+        chunk-carrying steps they stay within (:func:`carrying_share`; worked when asked, as it is the dearest
+        figure of a point)."""
+        if self.chunk_share <= 0:
+            return self.decode_step_s
+        return self.decode_step_s + self.chunk_extra_s * carrying_share(self.chunk_share, self.answers, P90)
 
     def requests_per_s(self, answer_tokens: int) -> float:
         """Requests a second the replica completes at this batch: ``B / (TTFT + A × TPOT)``."""
@@ -140,23 +153,24 @@ class ReplicaLoad:
         d, bound, by = self.step(batch)
         per_step = batch / w.answer_tokens  # requests that end (and start) a step
         if disaggregated:
-            return LoadPoint(batch=batch, decode_step_s=d, decode_step_bound_s=bound, tpot_s=d, tpot_p90_s=d,
-                             ttft_s=0.0, step_bound_by=by)  # fmt: skip
+            return LoadPoint(
+                batch=batch, decode_step_s=d, decode_step_bound_s=bound, tpot_s=d, ttft_s=0.0, step_bound_by=by
+            )
         tpot = d + per_step * self.prefill_s
         load = per_step * w.prefill_tokens / self.chunk_tokens
         mean_service = math.ceil(w.prefill_tokens / self.chunk_tokens) * d + self.prefill_s
         service = math.ceil(w.ttft_prefill_tokens / self.chunk_tokens) * d + self.ttft_prefill
         ttft = math.inf if load >= 1 else service + mean_service * load / (2 * (1 - load))
-        return LoadPoint(batch=batch, decode_step_s=d, decode_step_bound_s=bound, tpot_s=tpot,
-                         tpot_p90_s=self._tpot_p90(d, per_step), ttft_s=ttft, step_bound_by=by)  # fmt: skip
+        share = min(1.0, per_step * self.chunks_per_prompt)
+        return LoadPoint(batch=batch, decode_step_s=d, decode_step_bound_s=bound, tpot_s=tpot, ttft_s=ttft,
+                         step_bound_by=by, chunk_share=share, chunk_extra_s=per_step * self.prefill_s / share,
+                         answers=w.answer_deciles or (w.answer_tokens,))  # fmt: skip
 
-    def _tpot_p90(self, step_s: float, per_step: float) -> float:
-        """The p90 TPOT: ``d + e × x``, ``x`` the share of chunk-carrying steps 90 % of users stay within."""
-        w = self.workload
-        chunks = sum(math.ceil(p / self.chunk_tokens) for p in w.prefill_deciles) / len(w.prefill_deciles)
-        share = min(1.0, per_step * chunks)
-        extra = per_step * self.prefill_s / share
-        return step_s + extra * carrying_share(share, w.answer_deciles or (w.answer_tokens,), P90)
+    @property
+    def chunks_per_prompt(self) -> float:
+        """The chunks a prompt is prefilled in, on average over the prompt deciles (the mean prompt's alone)."""
+        prompts = self.workload.prefill_deciles
+        return sum(math.ceil(p / self.chunk_tokens) for p in prompts) / len(prompts)
 
     def checked_tpot_s(self, point: LoadPoint) -> float:
         """The TPOT the target is checked at: p90 with ``--tpot-percentile p90``, else the mean."""
@@ -219,15 +233,25 @@ def carrying_share(share: float, answers: Sequence[int], q: float) -> float:
     normal = NormalDist()
     if len(set(answers)) == 1:
         return min(1.0, share + normal.inv_cdf(q) * spread / math.sqrt(answers[0]))
+    scales = [math.sqrt(a) / spread for a in answers]
 
-    def below(x: float) -> float:
-        return sum(normal.cdf((x - share) * math.sqrt(a) / spread) for a in answers) / len(answers)
+    def below(x: float) -> tuple[float, float]:
+        """The mix's CDF at ``x`` less ``q``, and its density."""
+        zs = [(x - share) * k for k in scales]
+        cdf = sum(normal.cdf(z) for z in zs) / len(zs)
+        return cdf - q, sum(normal.pdf(z) * k for z, k in zip(zs, scales, strict=True)) / len(zs)
 
+    # Newton's steps from the mean answer's closed form, kept inside the bracket by halving when one leaves it
     low, high = share, 1.0
+    x = min(high, share + normal.inv_cdf(q) * spread / math.sqrt(sum(answers) / len(answers)))
     for _ in range(QUANTILE_STEPS):
-        mid = (low + high) / 2
-        low, high = (mid, high) if below(mid) < q else (low, mid)
-    return high
+        miss, density = below(x)
+        if abs(miss) < QUANTILE_TOLERANCE:
+            break
+        low, high = (x, high) if miss < 0 else (low, x)
+        step = x - miss / density if density > 0 else low
+        x = step if low < step < high else (low + high) / 2
+    return x
 
 
 def replica_load(
