@@ -9,6 +9,8 @@ from dataclasses import replace
 from statistics import NormalDist
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support.corpus import shape_of
 
 from explorer.engines.common import PlanRequest
@@ -236,3 +238,17 @@ def test_prompt_deciles_set_the_chunks_a_prompt_is_prefilled_in():
     assert load.at(100).tpot_s == pytest.approx(0.030)
     assert load.at(100).tpot_p90_s == pytest.approx(0.030876, abs=1e-6)
     assert replica(CHAT, chunk=2048).at(100).tpot_p90_s == pytest.approx(0.031146, abs=1e-6)
+
+
+@given(
+    share=st.floats(min_value=0.001, max_value=0.999),
+    answers=st.lists(st.integers(min_value=1, max_value=100_000), min_size=2, max_size=10),
+)
+def test_the_mix_quantile_solves_its_equation(share, answers):
+    """Whatever the answers, the share returned is the mix's 90th percentile (or 1, where even all the steps
+    leave more than a tenth of the users above it), never below the share every user meets on average."""
+    x = carrying_share(share, answers, 0.9)
+    spread = (share * (1 - share)) ** 0.5
+    mix = sum(NormalDist().cdf((x - share) * a**0.5 / spread) for a in answers) / len(answers)
+    assert share <= x <= 1.0
+    assert mix == pytest.approx(0.9, abs=1e-6) or (x == pytest.approx(1.0) and mix <= 0.9)
