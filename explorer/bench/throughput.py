@@ -7,38 +7,23 @@ table and the summary lines are the ones docs/notes/speed_model.md quotes ("Thro
 
 from __future__ import annotations
 
-from explorer.datafiles import data_path
-from explorer.plan.throughput_check import ThroughputComparison, compare_throughput, parse_throughput, unmapped_row
-from explorer.sources.resolve import load_model
-from explorer.sources.shipped import shipped_catalogue
-from explorer.speed.published import MODELS, kept_out
+from functools import cache
 
-#: an estimate within this factor of the measurement, either way, counts as close
-CLOSE = 1.5
+from explorer.plan.throughput_check import CLOSE, ThroughputComparison, compare_all
+from explorer.sources.resolve import load_model
+from explorer.sources.shipped import published_throughput, shipped_catalogue
+from explorer.speed.published import kept_out
 
 
 def comparisons() -> tuple[list[ThroughputComparison], list[str]]:
     """Every mapped row compared, and a line for each row that could not be."""
-    rows = parse_throughput(data_path("published_throughput.csv").read_text(encoding="utf-8"))
-    catalogue, shapes, done, skipped = shipped_catalogue(), {}, [], []
-    for row in rows:
-        if (why := unmapped_row(row)) is not None:
-            skipped.append(f"{row.source_id}: {why}")
-            continue
-        repo = MODELS[row.model]
-        if repo not in shapes:
-            shapes[repo] = load_model(repo, offline=True).shape
-        got = compare_throughput(row, shapes[repo], catalogue)
-        if got is None:
-            skipped.append(f"{row.source_id}: no way at tp {row.tp} on {row.n_gpus} cards")
-        else:
-            done.append(got)
-    return done, skipped
+    return compare_all(published_throughput(), cache(lambda repo: load_model(repo, offline=True).shape),
+                       shipped_catalogue())  # fmt: skip
 
 
 def close(c: ThroughputComparison) -> bool:
-    """The estimate is within :data:`CLOSE` × of the measurement."""
-    return 1 / CLOSE <= c.estimate_ratio <= CLOSE
+    """The estimate is within :data:`~explorer.plan.throughput_check.CLOSE` × of the measurement."""
+    return c.close
 
 
 def main() -> int:

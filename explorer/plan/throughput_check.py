@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from explorer.engines.common import PlanRequest
@@ -34,8 +35,13 @@ from explorer.speed.load import replica_load
 from explorer.speed.published import ENGINES, GPUS, MODELS, OWN, QUANTS
 from explorer.speed.workload import Workload
 
-__all__ = ["ThroughputComparison", "ThroughputRow", "compare_throughput", "parse_throughput", "unmapped_row"]
+__all__ = [
+    "CLOSE", "ThroughputComparison", "ThroughputRow", "compare_all", "compare_throughput", "parse_throughput", "unmapped_row",
+]  # fmt: skip
 
+#: an estimate within this factor of the measurement, either way, counts as close (the issue's goal: 80 % of the
+#: kept-out rows)
+CLOSE = 1.5
 _INTS = ("n_gpus", "tp", "concurrency", "prompt_tokens", "answer_tokens")
 _TEXTS = ("source_id", "engine", "model", "quant", "kv_dtype", "gpu")
 
@@ -158,6 +164,11 @@ class ThroughputComparison:
         """Estimate / measured."""
         return self.estimate_tokens_per_s / self.row.measured_output_tokens_per_s
 
+    @property
+    def close(self) -> bool:
+        """The estimate is within :data:`CLOSE` × of the measurement, either way."""
+        return 1 / CLOSE <= self.estimate_ratio <= CLOSE
+
 
 def compare_throughput(row: ThroughputRow, shape, catalogue: Catalogue) -> ThroughputComparison | None:
     """Plan and size a mapped row (``shape``: :data:`~explorer.speed.published.MODELS`' repository's); None when
@@ -188,3 +199,21 @@ def compare_throughput(row: ThroughputRow, shape, catalogue: Catalogue) -> Throu
         estimate_ttft_ms=point.ttft_s * 1e3,
         queued=point.queued,
     )
+
+
+def compare_all(
+    rows: Sequence[ThroughputRow], shape_of: Callable[[str], object], catalogue: Catalogue
+) -> tuple[list[ThroughputComparison], list[str]]:
+    """Every row compared (``shape_of``: a repository of :data:`~explorer.speed.published.MODELS` → its shape),
+    and a line for each row that could not be."""
+    done, skipped = [], []
+    for row in rows:
+        if (why := unmapped_row(row)) is not None:
+            skipped.append(f"{row.source_id}: {why}")
+            continue
+        got = compare_throughput(row, shape_of(MODELS[row.model]), catalogue)
+        if got is None:
+            skipped.append(f"{row.source_id}: no way at tp {row.tp} on {row.n_gpus} cards")
+        else:
+            done.append(got)
+    return done, skipped
