@@ -131,12 +131,20 @@ class Card:
         usable_bytes: memory the planner may charge, after any headroom (bytes).
         total_bytes: the card's full memory when known, shown in summaries (bytes).
         gpu_class: the card's class when known; an even split takes cards of one class.
+        span: what the cards one even split may cover share (``l40s-48g on ib0``: the class on a fabric, or on
+            one node that shares none); None: the class alone.
     """
 
     index: int
     usable_bytes: int
     total_bytes: int | None = None
     gpu_class: str | None = None
+    span: str | None = None
+
+    @property
+    def split_group(self) -> str | None:
+        """The cards an even split may take together share this: :attr:`span`, else the class."""
+        return self.span or self.gpu_class
 
     def __post_init__(self) -> None:
         _check_count("card", "index", self.index)

@@ -140,6 +140,22 @@ def test_a_tight_even_split_keeps_to_a_tensor_parallel_size():
     assert t.cards == (0, 1) and t.shortfall_bytes == 52 * GiB
 
 
+def test_an_even_split_spans_nodes_only_over_a_fabric():
+    """Two nodes of four 24 GiB cards. 150 GiB at tp 8 needs both nodes (8 × 24 = 192 GiB): over a shared fabric it
+    takes all eight cards; on nodes that share none, tensor parallelism cannot span them, so it is tight on one
+    node's four (150 − 96 = 54 GiB short)."""
+    demand = model("m", 150, even_split=True, widths=(1, 2, 4, 8))
+
+    def fleet(span_of):
+        return [Card(index=i, usable_bytes=24 * GiB, gpu_class="x", span=span_of(i)) for i in range(8)]
+
+    spanned = place([demand], fleet(lambda i: "x on ib0"))
+    assert where(spanned, "m") == [tuple(range(8))] and not spanned.tight
+    apart = place([demand], fleet(lambda i: f"x on node{i // 4}"))
+    (t,) = apart.tight
+    assert t.cards == (0, 1, 2, 3) and t.shortfall_bytes == 54 * GiB
+
+
 def test_widths_must_be_ascending_counts():
     with pytest.raises(PlacementInputError, match="widths must be ascending"):
         model("m", 1, widths=(2, 1))
