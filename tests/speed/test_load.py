@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.speed.load import ReplicaLoad, carrying_share, replica_load, size_option
