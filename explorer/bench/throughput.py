@@ -11,8 +11,9 @@ from functools import cache
 
 from explorer.plan.throughput_check import CLOSE, ThroughputComparison, compare_all
 from explorer.sources.resolve import load_model
-from explorer.sources.shipped import published_throughput, shipped_catalogue
+from explorer.sources.shipped import shipped_catalogue
 from explorer.speed.published import kept_out
+from explorer.ui.serving_lesson import published_throughput
 
 
 def comparisons() -> tuple[list[ThroughputComparison], list[str]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from explorer.datafiles import data_path
 from explorer.errors import CatalogueError, ClusterSpecError, ExplorerError
@@ -24,9 +23,6 @@ from explorer.hardware.host_cpu import CPUTable
 from explorer.sources.regular_file import open_regular_file, read_capped
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.published import Measurement, parse_measurements
-
-if TYPE_CHECKING:
-    from explorer.plan.throughput_check import ThroughputRow
 
 #: the largest file of the user's read (cluster files, plans, price tables, repo lists are a few kB)
 MAX_USER_FILE_BYTES = 16 * 1024 * 1024
@@ -110,17 +106,6 @@ def published_speeds() -> tuple[Measurement, ...]:
     """The published decode measurements shipped in ``data/published_speeds.csv`` (read once; sources per row)."""
     path = data_path("published_speeds.csv")
     return parse_measurements(read_user_text(path, "the published speeds", CatalogueError), source=str(path))
-
-
-@cache
-def published_throughput() -> tuple[ThroughputRow, ...]:
-    """The published serving benchmarks shipped in ``data/published_throughput.csv`` (read once; sources per
-    row)."""
-    # imported here: the check brings the planner, which the commands that read only the catalogue never load
-    from explorer.plan.throughput_check import parse_throughput
-
-    path = data_path("published_throughput.csv")
-    return parse_throughput(read_user_text(path, "the published throughput", CatalogueError), source=str(path))
 
 
 def parse_cluster(text: str, catalogue: Catalogue | None = None, cpus: CPUTable | None = None) -> Cluster:

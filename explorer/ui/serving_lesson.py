@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from explorer.artifacts.offer import plan_artifacts
+from explorer.datafiles import data_path
 from explorer.engines.request import PlanRequest
+from explorer.errors import CatalogueError
 from explorer.plan.planner import plan
-from explorer.plan.throughput_check import compare_all
-from explorer.sources.shipped import parse_cluster, published_throughput, shipped_catalogue, shipped_prices
+from explorer.plan.throughput_check import ThroughputRow, compare_all, parse_throughput
+from explorer.sources.shipped import parse_cluster, read_user_text, shipped_catalogue, shipped_prices
 from explorer.speed.load import ReplicaLoad, Sizing, replica_load, size_option
 from explorer.speed.published import kept_out
 from explorer.speed.workload import Workload
@@ -33,6 +36,7 @@ __all__ = [
     "ServingDefaults",
     "frontier_rows",
     "published_rows",
+    "published_throughput",
     "replica",
 ]
 
@@ -119,6 +123,14 @@ def frontier_rows(load: ReplicaLoad, steps: Sequence[int] = BATCH_STEPS) -> list
             }
         )
     return rows
+
+
+@cache
+def published_throughput() -> tuple[ThroughputRow, ...]:
+    """The published serving benchmarks shipped in ``data/published_throughput.csv`` (read once; sources per row;
+    here rather than in :mod:`explorer.sources.shipped`, since the sources import nothing of ``plan``)."""
+    path = data_path("published_throughput.csv")
+    return parse_throughput(read_user_text(path, "the published throughput", CatalogueError), source=str(path))
 
 
 def published_rows(shape_of: Callable[[str], Any]) -> list[dict[str, Any]]:
