@@ -7,7 +7,8 @@ write instead (one transaction: what it holds and its statements) as one JSON
 line to ``cache.duckdb.journal``, beside the file, and never imports duckdb.
 The next process that opens the cache file replays the journal into it
 (:meth:`explorer.sources.cache.store.Cache.open`), each line in its own
-transaction and in order, then deletes it.
+transaction and in order, then deletes it. A process that cannot create the
+file (a read-only file system) reads the journal into memory instead.
 
 Safety, as the DuckDB file's own:
 
@@ -34,7 +35,7 @@ from collections.abc import Sequence
 from explorer.sources.cache.schema import DATA_TABLES
 from explorer.sources.cache.sql import FILES_INSERT, Statement
 
-__all__ = ["append", "claim", "exists", "journal_path", "present"]
+__all__ = ["append", "claim", "exists", "journal_path", "present", "read"]
 
 _DELETE = re.compile(r"DELETE FROM (\w+) WHERE (?:\w+ = \? AND )*endpoint = \?")
 _INSERT = re.compile(r"INSERT INTO (\w+) VALUES \(\?(?:, \?)*\)")
@@ -84,15 +85,26 @@ def claim(db_path: str) -> list[tuple[str, list[Statement]]]:
     except OSError:
         return []
     try:
-        with open(taken, "rb") as f:
-            lines = f.read().split(b"\n")
-    except OSError:
-        return []
+        return _entries(taken)
     finally:
         try:
             os.unlink(taken)
         except OSError:
             pass
+
+
+def read(db_path: str) -> list[tuple[str, list[Statement]]]:
+    """The journal's whole, well-formed transactions in order, left where it is (for a reader that cannot write
+    the file: a read-only file system)."""
+    return _entries(journal_path(db_path))
+
+
+def _entries(path: str) -> list[tuple[str, list[Statement]]]:
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except OSError:
+        return []
     return [entry for line in lines if (entry := _entry(line)) is not None]
 
 

@@ -153,7 +153,10 @@ class Cache:
         """
         p = str(path) if path is not None else default_cache_path()
         if p != ":memory:" and journal.exists(p):
-            _replay_journal(p, lock_wait_s)
+            why = _replay_journal(p, lock_wait_s)
+            if why and not os.path.exists(p):  # the file cannot be made here: read the journal as it stands
+                return cls(_journal_in_memory(p), path=p, mode="read-only", ttl_s=ttl_s, clock=clock, tmp=None,
+                           why=why, endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s)  # fmt: skip
         opened = open_connection(p, read_only=read_only, lock_wait_s=lock_wait_s)
         if opened.mode == "read-only" and opened.con is not None and p != ":memory:":
             index.refresh(opened.con, p)  # no process writes while this one reads: the index is exact
@@ -555,28 +558,44 @@ class Cache:
         return out
 
 
-def _replay_journal(path: str, lock_wait_s: float) -> None:
+def _replay_journal(path: str, lock_wait_s: float) -> str:
     """Write the journal's transactions into the cache file (creating it), each in its own, then checkpoint.
 
-    Left for a later process when the file cannot be opened to write now (another holds it, a read-only file
-    system); a transaction the file refuses is left out with a CacheWarning, the others are written.
+    Returns why it could not ("" when it did): the file cannot be opened to write now (another process holds
+    it, a read-only file system); the journal is then left for a later process. A transaction the file refuses
+    is left out with a CacheWarning, the others are written.
     """
-    opened = open_connection(path, read_only=False, lock_wait_s=lock_wait_s)
-    if opened.con is None:
-        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CacheWarning)  # the open that follows says why, if it is degraded too
+        opened = open_connection(path, read_only=False, lock_wait_s=lock_wait_s)
+    if opened.con is None or opened.mode != "read-write":
+        if opened.con is not None:
+            opened.con.close()
+        if opened.tmp:
+            shutil.rmtree(opened.tmp, ignore_errors=True)
+        return opened.why or opened.mode
     try:
-        if opened.mode != "read-write":
-            return
         for what, statements in journal.claim(path):
-            try:
-                sql.transaction(opened.con, what, path, statements)
-            except CacheError as e:
-                warnings.warn(f"{e.message}: left out of the cache", CacheWarning, stacklevel=4)
+            _replay(opened.con, path, what, statements)
         opened.con.execute("CHECKPOINT")
     finally:
         opened.con.close()
-        if opened.tmp:
-            shutil.rmtree(opened.tmp, ignore_errors=True)
+    return ""
+
+
+def _journal_in_memory(path: str):
+    """A DuckDB connection in memory holding the journal's transactions (the journal is left as it is)."""
+    con = open_connection(":memory:", read_only=False).con
+    for what, statements in journal.read(path):
+        _replay(con, path, what, statements)
+    return con
+
+
+def _replay(con, path: str, what: str, statements: list[sql.Statement]) -> None:
+    try:
+        sql.transaction(con, what, path, statements)
+    except CacheError as e:
+        warnings.warn(f"{e.message}: left out of the cache", CacheWarning, stacklevel=5)
 
 
 def open_default_cache(s: HubSettings, *, read_only: bool, notes: list[str]) -> Cache | None:
