@@ -155,6 +155,8 @@ class Cache:
         if p != ":memory:" and journal.exists(p):
             why = _replay_journal(p, lock_wait_s)
             if why and not os.path.exists(p):  # the file cannot be made here: read the journal as it stands
+                warnings.warn(f"cache {p} cannot be created ({why}): its journal is read, and nothing more is cached",
+                              CacheWarning, stacklevel=2)  # fmt: skip
                 return cls(_journal_in_memory(p), path=p, mode="read-only", ttl_s=ttl_s, clock=clock, tmp=None,
                            why=why, endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s)  # fmt: skip
         opened = open_connection(p, read_only=read_only, lock_wait_s=lock_wait_s)
@@ -565,15 +567,17 @@ def _replay_journal(path: str, lock_wait_s: float) -> str:
     it, a read-only file system); the journal is then left for a later process. A transaction the file refuses
     is left out with a CacheWarning, the others are written.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CacheWarning)  # the open that follows says why, if it is degraded too
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", CacheWarning)
         opened = open_connection(path, read_only=False, lock_wait_s=lock_wait_s)
-    if opened.con is None or opened.mode != "read-write":
+    if opened.con is None or opened.mode != "read-write":  # the open that follows says why, or reads the journal
         if opened.con is not None:
             opened.con.close()
         if opened.tmp:
             shutil.rmtree(opened.tmp, ignore_errors=True)
         return opened.why or opened.mode
+    for w in said:  # a file moved aside and rebuilt, say: said once, here
+        warnings.warn(w.message, w.category, stacklevel=4)
     try:
         for what, statements in journal.claim(path):
             _replay(opened.con, path, what, statements)
