@@ -39,9 +39,9 @@ from dataclasses import dataclass, replace
 from itertools import islice
 from typing import Any, Literal
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option
 from explorer.engines.registry import engine_named
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.copies import Census, HostCap, NodeRun, class_runs, host_kinds
 from explorer.plan.launch_lines import (
