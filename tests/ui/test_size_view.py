@@ -33,7 +33,8 @@ def llama8b():
 def test_the_keys_are_the_workloads_declared_options():
     """One control a declared setting, keyed as the CLI spells it (``--prefix-cache`` -> ``prefix-cache``), and no
     key the app's other state reads."""
-    keys = ["users", "rate", "prompt", "answer", "prefix-cache", "ttft", "tpot", "user-tps", "ttft-percentile"]
+    keys = ["users", "rate", "prompt", "answer", "prefix-cache", "ttft", "tpot", "user-tps", "ttft-percentile",
+            "tpot-percentile"]  # fmt: skip
     assert list(WORKLOAD_BY_KEY) == keys
     assert [c.key for c in controls({})] == keys
     assert all(WORKLOAD_BY_KEY[k].cli[0] == f"--{k}" for k in keys)
@@ -44,7 +45,7 @@ def test_the_app_opens_on_the_chat_workload():
     """200 users, 2,000 + 500 tokens, TTFT 1 s, TPOT 50 ms: each control at that position, and read back whole."""
     opened = {c.key: c.value for c in controls({})}
     assert opened == {"users": 200, "rate": 0, "prompt": 2000, "answer": 500, "prefix-cache": 0.0, "ttft": 1.0,
-                      "tpot": 0.05, "user-tps": 0, "ttft-percentile": "p50"}  # fmt: skip
+                      "tpot": 0.05, "user-tps": 0, "ttft-percentile": "p50", "tpot-percentile": "p50"}  # fmt: skip
     workload, errors = read_workload({k: control_text(k, v) for k, v in opened.items()})
     assert errors == []
     assert (workload.users, workload.rate, workload.context_tokens) == (200, None, 2500)
