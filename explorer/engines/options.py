@@ -278,9 +278,10 @@ class Rejection:
     @property
     def label(self) -> str:
         """Where the refused way would have run."""
+        engine = engine_label(self.engine)
         if self.layout is None:
-            return self.engine
-        return f"{self.engine} · {self.layout.label} ({self.layout.parallel})"
+            return engine
+        return f"{engine} · {self.layout.label} ({self.layout.parallel})"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
