@@ -101,7 +101,7 @@ def test_a_taken_name_is_refused():
 #: the same engine with a log reader: its start-up lines are its own, its figures follow vLLM's accounting
 PACKAGE_WITH_READER = (
     PACKAGE
-    + '''
+    + """
 import re
 
 from explorer.engines.interface import LogReader
@@ -123,7 +123,7 @@ def read_tiny(text):
 
 
 Tiny.log_reader = LogReader(signatures=(r"\\[tiny\\] weights ",), read=read_tiny, expected="Tiny-LLM: '[tiny] weights X GiB'")
-'''
+"""
 )
 TINY_LOG = """\
 [tiny] model meta-llama/Llama-3.2-3B on NVIDIA H100 80GB HBM3, tp 1, max_model_len 8192
