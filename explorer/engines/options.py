@@ -277,7 +277,8 @@ class Rejection:
 
     @property
     def label(self) -> str:
-        """Where the refused way would have run."""
+        """Where the refused way would have run, with the engine's label as options show it: ``vLLM · 3 × h100-80g
+        (tp3)``."""
         engine = engine_label(self.engine)
         if self.layout is None:
             return engine

@@ -1,5 +1,5 @@
-"""llama.cpp's walk on one node of one class: the walk's state for an artifact, how a candidate launch is tried,
-judged free now and accepted, and the layouts of one class on one node, of a Mac's unified memory and of the CPU.
+"""llama.cpp's walk: its state for an artifact, how a candidate launch is tried, judged free now and accepted, and
+the layouts of one class on one node, of a Mac's unified memory and of the CPU.
 
 :mod:`~explorer.engines.llamacpp.spans` adds the layouts that span several classes or nodes, and
 :func:`explorer.engines.llamacpp.engine.walk` tries them all in a scheduler's order.
