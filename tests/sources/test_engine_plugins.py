@@ -165,3 +165,14 @@ def test_entry_points_load_only_for_a_name_that_is_not_built_in(tmp_path, monkey
 
     assert engine_choice("vllm") == "vllm" and "tiny" not in registry.ENGINES_BY_NAME  # a built-in: nothing loaded
     assert engine_choice("tiny") == "tiny" and "tiny" in registry.ENGINES_BY_NAME  # another package's: loaded now
+
+
+def test_the_apps_paste_box_reads_a_log_with_the_reader_an_engine_brings(tmp_path, monkeypatch, fresh_registry):
+    _install(tmp_path, monkeypatch, "tiny_engine:ENGINE", body=PACKAGE_WITH_READER)
+    monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "none.duckdb"))
+    from explorer.ui.check_rows import check_rows
+
+    rows = {r["part"]: r for r in check_rows(TINY_LOG, offline=True)}
+    # the log's 6.01 GiB of weights beside explorer's 3,212,749,824 × 2 bytes = 5.98 GiB
+    assert rows["weights"]["log"] == "6.01 GiB" and rows["weights"]["explorer"] == "5.98 GiB"
+    assert rows["verdict"]["difference"] == "agree"
