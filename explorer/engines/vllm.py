@@ -55,6 +55,7 @@ from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
 from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_release
+from explorer.engines.vllm_rope import rope_cache_bytes
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -116,14 +117,16 @@ def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> in
 def stage_weight_bytes(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, release: VLLMRelease
 ) -> list[int]:
-    """Each pipeline stage's weights on one of its cards, MXFP4 experts as vLLM re-lays them."""
+    """Each pipeline stage's weights on one of its cards, MXFP4 experts as vLLM re-lays them, with the RoPE
+    cache every stage builds (:func:`~explorer.engines.vllm_rope.rope_cache_bytes`)."""
     weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
     extra = relayout_extra_bytes(shape, precision, gpu, release, layout.tp, layout.ep)
+    rope = rope_cache_bytes(shape)
     stages = pp_partition(shape.layers, layout.pp)
     out = []
     for s, (a, b) in enumerate(stages):
         moe_layers = sum(1 for layer in shape.decoder[a:b] if any(t.role == "expert" for t in layer.tensors))
-        out.append(weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1) + extra * moe_layers)
+        out.append(weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1) + extra * moe_layers + rope)
     return out
 
 

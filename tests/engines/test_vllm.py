@@ -94,8 +94,9 @@ def test_pipeline_stages_hold_embeddings_first_and_head_last():
     first, last = ev.cards
     embed = 128256 * 4096 * 2
     layer = 218_112_000 * 2
-    assert first.weights == 16 * layer + embed
-    assert last.weights == 16 * layer + embed + 4096 * 2  # lm_head + final norm
+    rope = 131_072 * 128 * 2  # each stage builds its own RoPE cache (32 MiB)
+    assert first.weights == 16 * layer + embed + rope
+    assert last.weights == 16 * layer + embed + 4096 * 2 + rope  # lm_head + final norm
     assert last.activations > first.activations  # the sampler's logits run on the last stage
 
 
