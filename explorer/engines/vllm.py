@@ -50,13 +50,13 @@ from explorer.engines.common import (
 from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.rope_cache import rope_cache_bytes, vllm_rope_dtype
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_fp8_marlin import marlin_layer_extra_bytes
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
 from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_release
-from explorer.engines.vllm_rope import rope_cache_bytes
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
@@ -126,11 +126,11 @@ def stage_weight_bytes(
 ) -> list[int]:
     """Each pipeline stage's weights on one of its cards, MXFP4 experts and block-fp8 scales as vLLM re-lays
     them (:mod:`~explorer.engines.vllm_mxfp4`, :mod:`~explorer.engines.vllm_fp8_marlin`), with the RoPE cache
-    every stage builds (:func:`~explorer.engines.vllm_rope.rope_cache_bytes`)."""
+    every stage builds (:func:`~explorer.engines.rope_cache.rope_cache_bytes`)."""
     weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
     extra = relayout_extra_bytes(shape, precision, gpu, release, layout.tp, layout.ep)
     marlin = marlin_layer_extra_bytes(shape, precision, gpu, layout.tp, layout.ep)
-    rope = rope_cache_bytes(shape)
+    rope = rope_cache_bytes(shape, vllm_rope_dtype(shape))
     stages = pp_partition(shape.layers, layout.pp)
     out = []
     for s, (a, b) in enumerate(stages):
