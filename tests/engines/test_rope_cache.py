@@ -5,7 +5,8 @@ from __future__ import annotations
 from support.corpus import shape_of
 
 from explorer.engines import sglang, vllm
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.layouts import Layout
+from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype, vllm_rope_dtype
 from explorer.model.weights import weight_breakdown
 from explorer.sources.shipped import shipped_catalogue
