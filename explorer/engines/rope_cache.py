@@ -20,15 +20,17 @@ Llama-3.1-8B's is 131,072 × 128 × 2 = 32 MiB in vLLM; Llama-3.2-3B's in
 SGLang on CUDA 131,072 × 128 × 4 = 64 MiB.
 
 Not modelled: a partial rotary width (phi-2 rotates 32 of its 80 head
-dims: the cache is counted at the whole head) and a second cache for a
-second rope configuration (Gemma 3's local layers).
+dims: the cache is counted at the whole head), a second cache for a
+second rope configuration (Gemma 3's local layers), and DeepSeek-V4's
+compressed attention, whose rotary width the shape does not hold (it is
+sized approximately): no cache is counted for it.
 """
 
 from __future__ import annotations
 
 from explorer.hardware.catalogue import GPUClass
 from explorer.model.dtypes import element_type
-from explorer.model.kv_cache import FullAttention, MLAAttention
+from explorer.model.kv_cache import CompressedAttention, FullAttention, MLAAttention
 from explorer.model.shapes import ModelShape
 
 #: model types whose vLLM model builds its rope cache in float32 (vllm/model_executor/models/gpt_oss.py
@@ -51,11 +53,14 @@ def sglang_rope_dtype(shape: ModelShape, gpu: GPUClass) -> str:
 def rope_cache_bytes(shape: ModelShape, dtype: str) -> int:
     """Bytes of the ``cos_sin_cache`` on one card: positions × rotary width × ``dtype``'s bytes.
 
-    0 for a model without rotary attention: no attention layer, or learned position embeddings.
+    0 for a model without rotary attention (no attention layer, or learned position embeddings) and for
+    DeepSeek-V4's compressed attention (its rotary width is not in the shape).
     """
     if any(t.role == "position" for t in shape.embeddings):
         return 0
     caches = [layer.cache for layer in shape.decoder]
+    if any(isinstance(c, CompressedAttention) for c in caches):
+        return 0
     mla = next((c for c in caches if isinstance(c, MLAAttention)), None)
     if mla is None and not any(isinstance(c, FullAttention) for c in caches):
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from support.corpus import shape_of
+from support.engine_logs import shape_for
 
 from explorer.engines import sglang, vllm
 from explorer.engines.layouts import Layout
@@ -33,6 +34,11 @@ def test_vllms_cache_is_positions_by_rotary_width_in_the_model_dtype():
 
 def test_learned_positions_have_no_cache():
     assert _vllm("openai-community__gpt2-large") == 0
+
+
+def test_no_cache_is_counted_where_the_shape_lacks_the_rotary_width():
+    # DeepSeek-V4's compressed attention: the shape holds its 512-wide heads, not the rotary part of them
+    assert rope_cache_bytes(shape_for("sgl-project__DeepSeek-V4-Pro-FP8"), "fp32") == 0
 
 
 def test_sglang_keeps_its_cache_in_fp32_on_cuda_and_in_the_model_dtype_on_rocm():
