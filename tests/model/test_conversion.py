@@ -48,3 +48,11 @@ def test_a_bf16_checkpoint_converts_as_its_what_if():
     shape = shape_of("meta-llama__Llama-3.2-1B")
     assert converted_precision(shape, "F16") == shape.resolve_precision("F16")
     assert converted_precision(shape, "F16").kept is None
+
+
+def test_a_q8_0_conversion_of_gpt_oss_keeps_the_experts_too():
+    # convert_hf_to_gguf.py --outtype q8_0 writes the experts as MXFP4 and the rest at Q8_0 (34 bytes a block of
+    # 32): a layer's attention 26,542,080 values → 28,200,960 bytes beside its 423,014,400 bytes of experts
+    model = llama_model_from_shape(shape_of("openai__gpt-oss-20b"), "Q8_0")
+    layer = model.layers[0].weight_bytes
+    assert EXPERTS_MXFP4_BYTES + 26_542_080 * 34 // 32 < layer < EXPERTS_MXFP4_BYTES + 26_542_080 * 34 // 32 + 2**20
