@@ -54,12 +54,15 @@ class Footprint:
         kv_bytes_per_token: what one more token of context costs (split likewise).
         even_split: a split gives every card the same share, on cards of one class (tensor
             parallelism: vLLM, SGLang); False: any proportion (llama.cpp's layer split).
+        split_widths: the card counts an even split may take, ascending: the tensor-parallel sizes the engine
+            accepts for this model (64 attention heads: 1, 2, 4, 8, 16, 32, 64); empty: any count.
     """
 
     weights_bytes: int
     fixed_bytes_per_card: int
     kv_bytes_per_token: int
     even_split: bool = False
+    split_widths: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

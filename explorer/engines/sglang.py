@@ -61,6 +61,7 @@ from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
+from explorer.engines.weight_kernels import weight_formats
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
@@ -335,6 +336,17 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
 #: ``--kv-cache-dtype`` for explorer's KV types (SGLang 0.5.10.post1 ``server_args.py``: auto, fp8_e5m2, fp8_e4m3,
 #: bf16, bfloat16, fp4_e2m1); the others (fp16 on a bf16 model, fp32, llama.cpp's q8_0…) are refused
 KV_CACHE_DTYPE = {"bf16": "bf16", "fp8": "fp8_e4m3"}
+#: SGLang runs compressed-tensors W8A8 int8 checkpoints with its own int8 kernels (linear and MoE) when told so:
+#: ``model_config.py`` lets ``--quantization w8a8_int8`` override a ``compressed-tensors`` config, and SGLang's
+#: DeepSeek docs launch ``meituan/DeepSeek-R1-Channel-INT8`` with it
+W8A8_INT8_FLAG = "--quantization w8a8_int8"
+
+
+def int8_flags(precision: Precision) -> list[str]:
+    """``--quantization w8a8_int8`` for compressed-tensors W8A8 int8 weights; none for any other."""
+    return [W8A8_INT8_FLAG] if precision.method == "compressed-tensors" and "int8" in weight_formats(precision) else []
+
+
 #: the port ``--dist-init-addr`` names on the head node (SGLang's docs use 5000; any free port does)
 DIST_INIT_PORT = 5000
 #: how every node of a launch names the head's rendezvous
@@ -372,6 +384,7 @@ def command(
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           SGLang.online_methods)  # fmt: skip
+    parts += int8_flags(precision)
     # --speculative-algorithm, --chunked-prefill-size and --cuda-graph-max-bs (written out as resolved: SGLang's
     # defaults depend on the card and the release), --disable-cuda-graph… in their declarations' order
     chunk, graph_bs = batch

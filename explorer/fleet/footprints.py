@@ -70,9 +70,16 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
             for k in range(group.count):
                 total, cls = group.gpu.memory_bytes, group.gpu.name
                 usable = min(int(total * usable_fraction), group.free_bytes_on(k))
-                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total, gpu_class=cls))
+                span = f"{cls} on {node.fabric or node.name}"  # tensor parallelism spans a fabric, else one node
+                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total, gpu_class=cls, span=span))
                 whole.append(
-                    Card(index=len(whole), usable_bytes=int(total * usable_fraction), total_bytes=total, gpu_class=cls)
+                    Card(
+                        index=len(whole),
+                        usable_bytes=int(total * usable_fraction),
+                        total_bytes=total,
+                        gpu_class=cls,
+                        span=span,
+                    )
                 )
                 labels.append(f"{node.name}:{index_on_node} ({cls})" + ("" if usable else ", busy"))
                 places.append((node.name, index_on_node))
@@ -135,6 +142,7 @@ def demand_for(
         phases=term.phases,
         rank=rank,
         even_split=footprint.even_split,
+        widths=footprint.split_widths,
     )
 
 
