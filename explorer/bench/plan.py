@@ -20,7 +20,7 @@ import statistics
 import time
 from dataclasses import replace
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.model.shapes import shape_from_config
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster

@@ -9,7 +9,7 @@ Each engine (vLLM, SGLang, llama.cpp) is one object, listed by name in
 - gives a model's ``footprint`` for a fleet (weights, fixed bytes a card, KV a token);
 - says which artifacts it ``serves``, and ``pin``s one launch on cards a user names.
 
-An :class:`~explorer.engines.common.Evaluation` carries what each card holds,
+An :class:`~explorer.engines.evaluation.Evaluation` carries what each card holds,
 the longest context, the concurrency and the launch command.
 
 Engines that split a replica tensor × pipeline over a pool's cards (vLLM,
@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import EngineName, Evaluation, Layout, NodeCommand, PlanRequest
+from explorer.engines.evaluation import Evaluation, NodeCommand
 from explorer.engines.host_ram import HostClaim
+from explorer.engines.layouts import Layout
+from explorer.engines.names import EngineName
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cards import CardRef
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster

@@ -38,30 +38,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+from explorer.artifacts.weight_formats import weight_formats
 from explorer.engines import vllm
 from explorer.engines.all2all import ALL2ALL_BACKENDS, DEEPEP_MODE, backend_refusals, buffer_note, sglang_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
-from explorer.engines.common import (
-    ENGINE_LABELS,
-    HEAD_ADDRESS,
-    CardMemory,
-    EngineName,
-    Evaluation,
-    Layout,
-    PlanRequest,
-    across_nodes,
-    card_role,
-    largest_context,
-    online_flags,
-    pp_partition,
-    stage_kv_bytes,
-)
+from explorer.engines.evaluation import CardMemory, Evaluation
 from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
+from explorer.engines.layouts import Layout, card_role, pp_partition
+from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.request import PlanRequest
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, online_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
-from explorer.engines.weight_kernels import weight_formats
+from explorer.engines.stage_kv import largest_context, stage_kv_bytes
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact

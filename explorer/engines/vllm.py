@@ -31,27 +31,17 @@ from typing import ClassVar
 
 from explorer.engines.all2all import VLLM_BACKENDS, backend_refusals, buffer_note, vllm_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
-from explorer.engines.common import (
-    ENGINE_LABELS,
-    HEAD_ADDRESS,
-    CardMemory,
-    EngineName,
-    Evaluation,
-    Layout,
-    NodeCommand,
-    PlanRequest,
-    across_nodes,
-    card_role,
-    largest_context,
-    online_flags,
-    pp_partition,
-    stage_kv_bytes,
-)
+from explorer.engines.evaluation import CardMemory, Evaluation, NodeCommand
 from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
+from explorer.engines.layouts import Layout, card_role, pp_partition
+from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.request import PlanRequest
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, online_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
+from explorer.engines.stage_kv import largest_context, stage_kv_bytes
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_fp8_marlin import marlin_layer_extra_bytes
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes

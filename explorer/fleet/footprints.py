@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.engines.registry import CPU_ENGINE, engine_named
 from explorer.engines.weight_kernels import weights_refusal
 from explorer.errors import PlacementError
@@ -31,7 +32,6 @@ from explorer.fleet.place import Card, ModelDemand, ModelTerm
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster
 from explorer.model.shapes import ModelShape
-from explorer.plan.offer import original_artifact, what_if_artifact
 
 #: context a model is charged at when its term names none
 DEFAULT_CONTEXT_TOKENS = 8192

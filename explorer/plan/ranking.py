@@ -38,7 +38,7 @@ nodes (RPC) › partial offload › CPU.
   are free now (busy is not unfit); then the faster decode estimate, in
   steps of 2 % (of two engines on the same cards, the one that serves
   faster); then the serving engines before llama.cpp in the order plans list
-  them (:data:`~explorer.engines.common.ENGINES`: vLLM, SGLang, llama.cpp),
+  them (:data:`~explorer.engines.names.ENGINES`: vLLM, SGLang, llama.cpp),
   whose continuous batching and paged KV cache the roofline does not see;
   then the most headroom;
 - ``fastest``: the highest decode estimate of one sequence at the asked concurrency;
@@ -67,7 +67,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Literal, get_args
 
-from explorer.engines.common import ENGINES
+from explorer.engines.names import ENGINES
 from explorer.engines.options import PLACEMENTS, Option
 from explorer.errors import PlanError
 from explorer.units import gib

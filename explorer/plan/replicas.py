@@ -35,9 +35,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option
 from explorer.engines.registry import engine_named
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.copies import Census, HostCap, host_kinds, node_slots
 from explorer.plan.launch_lines import (

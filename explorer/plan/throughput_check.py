@@ -23,11 +23,11 @@ import csv
 import io
 from dataclasses import dataclass
 
-from explorer.engines.common import PlanRequest
+from explorer.artifacts.offer import plan_artifacts
+from explorer.engines.request import PlanRequest
 from explorer.errors import CatalogueError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster_text import parse_cluster_spec
-from explorer.plan.offer import plan_artifacts
 from explorer.plan.planner import plan
 from explorer.speed.load import replica_load
 from explorer.speed.published import ENGINES, GPUS, MODELS, OWN, QUANTS

@@ -32,8 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from explorer.engines.common import PlanRequest, stage_kv_bytes
 from explorer.engines.registry import engine_named
+from explorer.engines.request import PlanRequest
+from explorer.engines.stage_kv import stage_kv_bytes
 from explorer.speed.estimate import DEFAULT_SETTINGS, precision_for
 from explorer.speed.floor import pace_for, speed_facts
 from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s

@@ -45,7 +45,7 @@ import io
 import zlib
 from dataclasses import dataclass, replace
 
-from explorer.engines.common import Layout
+from explorer.engines.layouts import Layout
 from explorer.errors import CatalogueError
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.host_cpu import CPUTable, HostCPU

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.offer import plan_artifacts
+from explorer.artifacts.offer import plan_artifacts
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.load import ReplicaLoad, Sizing, replica_load, size_option

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.layouts import Layout
+from explorer.engines.request import PlanRequest
 from explorer.engines.vllm import stage_weight_bytes
 from explorer.engines.vllm_fp8_marlin import marlin_layer_extra_bytes
 from explorer.engines.vllm_release import vllm_release

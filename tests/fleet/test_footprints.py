@@ -9,7 +9,8 @@ from support.corpus import shape_of
 
 from explorer.cli import main
 from explorer.engines import vllm
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.layouts import Layout
+from explorer.engines.request import PlanRequest
 from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place

@@ -8,9 +8,9 @@ import json
 import pytest
 from support.corpus import DATA, all_config_names, load_config, shape_of
 
+from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.errors import ExplorerError, MissingConfigKeysError, NotAModelConfigError
 from explorer.model.shapes import shape_from_config
-from explorer.plan.offer import original_artifact, what_if_artifact
 
 PUBLISHED = list(csv.DictReader((DATA / "published_params.csv").open()))
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from support.corpus import ROOT
 from support.readme_sample import SHOTS, readme_query, readme_state
 
-from explorer.plan.offer import fallback_artifacts
+from explorer.artifacts.offer import fallback_artifacts
 from explorer.plan.planner import plan, with_suggestions
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.offer import fallback_artifacts, original_artifact, what_if_artifacts
+from explorer.artifacts.offer import fallback_artifacts, original_artifact, what_if_artifacts
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices

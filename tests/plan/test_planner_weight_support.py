@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.artifacts.offer import fallback_artifacts, original_artifact
+from explorer.engines.request import PlanRequest
 from explorer.engines.weight_kernels import RULE
-from explorer.plan.offer import fallback_artifacts, original_artifact
 from explorer.plan.planner import plan
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.shipped import parse_cluster

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.planner import plan
 from explorer.plan.replicas import MAX_LINES, replica_launch

@@ -9,7 +9,7 @@ import math
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.speed.load import ReplicaLoad, replica_load, size_option

@@ -48,9 +48,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from explorer.artifacts.checkpoints import PublishedCheckpoint, checkpoint_from_record, checkpoint_record
 from explorer.errors import CacheError
 from explorer.limits import load_json
-from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_from_record, checkpoint_record
 from explorer.safe_text import redact
 from explorer.sources.cache import index, sql
 from explorer.sources.cache.file import (

@@ -22,12 +22,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from explorer.engines.weight_kernels import weight_formats
+from explorer.artifacts.checkpoints import PublishedCheckpoint, checkpoint_for
+from explorer.artifacts.weight_formats import weight_formats
 from explorer.errors import NothingToPlanError, capped_list
 from explorer.gguf.header import GGUFHeader, merge_split_headers, split_parts
 from explorer.gguf.quant import quant_from_filename, quant_name
 from explorer.model.artifacts import ORIGINAL, Artifact
-from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_for
 from explorer.model.precision import Precision
 from explorer.model.quant_config import GGUF_MIX_BITS
 from explorer.model.shapes import ModelShape
@@ -57,7 +57,7 @@ FALLBACK_WHAT_IFS = ("fp8", "int4-awq", "Q8_0", "Q4_K_M")
 #: precisions that run where a model's own fp8 / fp4 weights have no kernel (A100 and older, AMD CDNA2; NVFP4
 #: before Blackwell): planned as fallbacks whatever their size (data/weight_support.md)
 RUNS_WIDELY = ("int8", "bf16")
-#: weight formats some cards of the catalogue have no kernels for (explorer.engines.weight_kernels.weight_formats
+#: weight formats some cards of the catalogue have no kernels for (explorer.artifacts.weight_formats.weight_formats
 #: names); MXFP4 is left out: vLLM runs it weight-only from Ampere, and gpt-oss has no int8 or bf16 release
 KERNEL_LIMITED = frozenset({"fp8", "fp8-block", "nvfp4"})
 #: the largest share of the model's own size a fallback precision may keep (bf16 → fp8 keeps about 0.5)
@@ -262,7 +262,7 @@ def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[Publish
 
     A precision the checkpoint already ships gives the original artifact. With a
     published checkpoint of the precision (``checkpoints``: the model's quantised
-    repositories, see :mod:`explorer.model.checkpoints`) the artifact names that
+    repositories, see :mod:`explorer.artifacts.checkpoints`) the artifact names that
     repository (``repo``) and its real size; without one it is sized from the shape
     and its ``note`` says that none is known.
     """
