@@ -232,7 +232,6 @@ APPROXIMATE = {
     "meta-llama__Llama-4-Scout-17B-16E-Instruct": "vision tower",
     "moonshotai__Kimi-K2.5": "vision tower",
     "nvidia__Kimi-K2.5-NVFP4": "vision tower",
-    "google__gemma-4-26B-A4B": "Gemma 4 layout",
     "deepseek-ai__DeepSeek-V4-Flash": "DeepSeek-V4 layout",
     "RedHatAI__DeepSeek-V4-Flash-NVFP4-FP8": "DeepSeek-V4 layout",
     "derived__Molmo-7B-D-bnb-nf4": "vision backbone",
