@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
-from explorer.artifacts.offer import original_artifact, what_if_artifact
+from explorer.artifacts.offer import all_gpu_only, original_artifact, what_if_artifact
 from explorer.engines.collect import Collector
 from explorer.engines.options import Option, PlanResult
 from explorer.engines.registry import engine_named, engines_named
@@ -181,6 +181,8 @@ def plan(
         extra_artifacts = tuple(fallback() if callable(fallback) else fallback)
     if extra_artifacts:
         extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+        # a last-resort precision (Q3_K_M) is worth its loss only where it keeps every layer on the cards
+        extra = replace(extra, options=tuple(o for o in extra.options if o.tier == 1 or not all_gpu_only(o.artifact)))
         wider = _merged(own, extra)
         if _standing(wider) < _standing(own):
             result = replace(wider, widened=_added(extra_artifacts, wider))

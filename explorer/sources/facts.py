@@ -167,7 +167,7 @@ def store_facts(cache: Any, facts: HubFacts) -> str | None:
         cache.put_listing(listing)
     except CacheError as e:
         return f"not cached: {e}"
-    if not cache.writable and not cache.pending:
+    if not cache.keeps_writes:
         return f"not cached: the cache at {cache.path} is {cache.mode}" + (f" ({cache.why})" if cache.why else "")
     return None
 

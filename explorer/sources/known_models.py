@@ -22,6 +22,7 @@ from explorer.artifacts.known_model import KnownModel
 from explorer.artifacts.offer import fallback_artifacts, original_artifact
 from explorer.errors import ExplorerError
 from explorer.sources.cache.file import default_cache_path
+from explorer.sources.cache.journal import present
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.snapshot.read import Snapshot, load_snapshot
 
@@ -104,7 +105,7 @@ def known_models(
     path = str(cache_path) if cache_path is not None else default_cache_path()
     known = {m.ref.lower() for m in models}
     only = None if use_cache else [repo for repo in chosen if repo.lower() not in known]
-    if only == [] or path == ":memory:" or not os.path.exists(path):
+    if only == [] or path == ":memory:" or not present(path):
         skipped += [f"{repo}: not in the cache (fetch it once on this machine)" for repo in only or ()]
         return KnownModels(models=tuple(models), skipped=tuple(skipped))
     try:
