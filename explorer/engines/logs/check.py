@@ -201,7 +201,7 @@ def _llamacpp_predicted(shape: ModelShape, setup: LogSetup, log: EngineLog) -> t
     r, gpu = setup.request, setup.gpu
     model = llama_model_from_shape(shape, setup.quant or "Q4_K_M")
     free = log.observed.get("free_at_start_bytes") or gpu.visible_memory_bytes - LLAMACPP_CONTEXT_BYTES
-    kind = "metal" if gpu.unified else "gpu"
+    kind = "metal" if gpu.metal else "gpu"
     devices = [Device(name=f"GPU {i}", kind=kind, memory_bytes=free) for i in range(setup.pp)]
     kv = "f16" if r.kv_dtype == "auto" else r.kv_dtype
     settings = LlamaCppSettings(
