@@ -1,7 +1,7 @@
 """What resolving a MODEL argument gives: :class:`ResolvedModel`, a shape and what it offers, and whence.
 
-Made by :mod:`explorer.sources.resolve` (local files) and
-:mod:`explorer.sources.from_hub` (cache, Hub, snapshot), read by the CLI, the
+Made by :mod:`explorer.sources.local_files` (local files), :mod:`explorer.sources.resolve`
+(a pasted config) and :mod:`explorer.sources.from_hub` (cache, Hub, snapshot), read by the CLI, the
 notebooks and the planner's callers. It imports only the parsed argument
 (:mod:`explorer.sources.spec`) and the core.
 """
