@@ -580,21 +580,12 @@ def _(artifact_menu, cluster, goal, model, model_ref, request, set_below, shape,
 
 
 @app.cell(hide_code=True)
-def _():
-    more_columns = mo.ui.multiselect(
-        options=[c for c in nd.TABLE_COLUMNS if c not in nd.ESSENTIAL_COLUMNS],
-        value=[],
-        label="More columns",
-    )
-    table_rows = mo.ui.number(start=1, stop=100, value=10, label="Rows")
-    return more_columns, table_rows
-
-
-@app.cell(hide_code=True)
 def _(cluster, model_name, more_columns, plan_ms, request, result, settings_errors, table_rows):
-    option_rows = nd.option_rows(result, limit=table_rows.value)
-    miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5)
+    # the table's output holds no control (they sit in the cell under it, which a move does not re-run), and its
+    # rows place each option's copies for the command column only when that column is shown
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
+    option_rows = nd.option_rows(result, limit=table_rows.value, commands="command" in _columns)
+    miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5, commands="command" in _columns)
     _strip = best_per_engine_strip(result)
     _head = (
         f"**{safe_html(model_name)}**: **{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
@@ -623,11 +614,24 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, settings_erro
             mo.md(_head),
             *(_notes if settings_errors else _notes[1:]),
             mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
-            mo.hstack([table_rows, more_columns], justify="start"),
         ],
         gap=0.5,
     )
     return miss_rows, option_rows
+
+
+@app.cell(hide_code=True)
+def _():
+    # the table's rows and columns and the option drawn below: built and drawn once, under the table
+    more_columns = mo.ui.multiselect(
+        options=[c for c in nd.TABLE_COLUMNS if c not in nd.ESSENTIAL_COLUMNS],
+        value=[],
+        label="More columns",
+    )
+    table_rows = mo.ui.number(start=1, stop=100, value=10, label="Rows")
+    draw = mo.ui.number(start=1, stop=100, value=1, label="Draw option #")
+    mo.hstack([table_rows, more_columns, draw], justify="start")
+    return draw, more_columns, table_rows
 
 
 @app.cell(hide_code=True)
@@ -680,12 +684,6 @@ def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
 
 
 @app.cell(hide_code=True)
-def _():
-    draw = mo.ui.number(start=1, stop=100, value=1, label="Draw option #")
-    return (draw,)
-
-
-@app.cell(hide_code=True)
 def _(draw, result):
     # what each card of the option the table ranks #N holds (the nearest miss when nothing fits)
     _drawable = list(result.options) or nd.near_misses(result, 1)
@@ -699,16 +697,9 @@ def _(draw, result):
         _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
             f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
         )
-    mo.hstack(
-        [
-            draw,
-            mo.md(
-                f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs "
-                f"**{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
-            ),
-        ],
-        justify="start",
-        align="center",
+    mo.md(
+        f"Option #{min(draw.value, len(_drawable))}, {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
+        f"card needs **{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
     )
     return (picked,)
 
@@ -1014,17 +1005,18 @@ def _(request, result, serve_answer, serve_prompt, serve_tpot, serve_users, shap
     _controls = mo.hstack([serve_users, serve_prompt, serve_answer, serve_tpot], justify="start", gap=2)
     _first = result.options[0] if result.options else None
     serving = None if _first is None else replica_load(_first, shape, _w, request)
-    if _first is None or serving is None:
-        _body = mo.md("No option with speed figures to size.")
-    elif _w.context_tokens > request.context_tokens:
-        _body = mo.callout(
-            mo.md(
-                f"A request here holds {_w.context_tokens:,} tokens, more than the {request.context_tokens:,} the "
-                "plan was made for: raise the context above to size it."
-            ),
-            kind="warn",
-        )
-    else:
+
+    def _body():
+        if _first is None or serving is None:
+            return mo.md("No option with speed figures to size.")
+        if _w.context_tokens > request.context_tokens:
+            return mo.callout(
+                mo.md(
+                    f"A request here holds {_w.context_tokens:,} tokens, more than the {request.context_tokens:,} "
+                    "the plan was made for: raise the context above to size it."
+                ),
+                kind="warn",
+            )
         _s = size_option(serving, _first.layout.cards)
         _text = (
             f"**{safe_html(_first.label)}**: at most **{_s.largest_batch:,}** sequences a replica within "
@@ -1038,9 +1030,13 @@ def _(request, result, serve_answer, serve_prompt, serve_tpot, serve_users, shap
         _chart = vega.VegaLiteSpec(
             frontier_spec(frontier_rows(serving), user_tokens_per_s=1e3 / serve_tpot.value, capacity=serving.capacity)
         )
-        _body = mo.vstack([mo.md(_text + " Estimates: `explorer size` searches card classes the same way."), _chart])
-    # lazy: a closed panel sends nothing on a move (its frontier chart is sent when the panel is opened)
-    mo.accordion({"Serving under a workload (the first option)": mo.vstack([_controls, _body])}, lazy=True)
+        return mo.vstack([mo.md(_text + " Estimates: `explorer size` searches card classes the same way."), _chart])
+
+    # lazy, and sized only when opened: a closed panel costs a move neither the search over batch sizes nor its
+    # frontier chart (both are made, and sent, when the panel is opened)
+    mo.accordion(
+        {"Serving under a workload (the first option)": mo.lazy(lambda: mo.vstack([_controls, _body()]))}, lazy=False
+    )
     return (serving,)
 
 
