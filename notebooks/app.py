@@ -629,7 +629,8 @@ def _():
         label="More columns",
     )
     table_rows = mo.ui.number(start=1, stop=100, value=10, label="Rows")
-    draw = mo.ui.number(start=1, stop=100, value=1, label="Draw option #")
+    # a menu, narrower than a number box: the row stays one line at 1,024 px, and the chart under it in view
+    draw = mo.ui.dropdown(options=[str(n) for n in range(1, 101)], value="1", label="Draw option #")
     mo.hstack([table_rows, more_columns, draw], justify="start")
     return draw, more_columns, table_rows
 
@@ -687,7 +688,8 @@ def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
 def _(draw, result):
     # what each card of the option the table ranks #N holds (the nearest miss when nothing fits)
     _drawable = list(result.options) or nd.near_misses(result, 1)
-    picked = _drawable[min(draw.value, len(_drawable)) - 1] if _drawable else None
+    _rank = min(int(draw.value), len(_drawable))
+    picked = _drawable[_rank - 1] if _drawable else None
     mo.stop(picked is None)
     _card = picked.per_card
     _tps, _ttft, _cost = nd.speed_of_option(picked)
@@ -698,7 +700,7 @@ def _(draw, result):
             f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
         )
     mo.md(
-        f"Option #{min(draw.value, len(_drawable))}, {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
+        f"Option #{_rank}: {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
         f"card needs **{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
     )
     return (picked,)

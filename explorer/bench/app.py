@@ -298,8 +298,12 @@ def _costed_move(page, cdp, wire: Wire, key: str, into: MoveCost, timeout_s: flo
     into.main_ms.append((_task_s(cdp) - task) * 1000)
 
 
-def _open_page(browser, url: str, timeout_s: float, viewport: dict[str, int]):
-    page = browser.new_page(viewport=viewport)
+#: the window both pages are opened in
+VIEWPORT = {"width": 1440, "height": 900}
+
+
+def _open_page(new_page, url: str, timeout_s: float):
+    page = new_page()
     wire = _wired(page)
     t0 = time.perf_counter()
     page.goto(url)
@@ -307,10 +311,10 @@ def _open_page(browser, url: str, timeout_s: float, viewport: dict[str, int]):
     return page, wire, time.perf_counter() - t0
 
 
-def run_versus_floor(browser, app_url: str, floor_url: str, opens: int, moves: int, timeout_s: float) -> dict:
+def run_versus_floor(new_page, app_url: str, floor_url: str, opens: int, moves: int, timeout_s: float) -> dict:
     """The app and the floor opened ``opens`` times each, interleaved, then ``moves`` context moves on each,
-    interleaved; every figure for both (``{"app": ..., "floor": ...}``)."""
-    viewport = {"width": 1440, "height": 900}
+    interleaved; every figure for both (``{"app": ..., "floor": ...}``). ``new_page()`` opens a tab
+    (:data:`VIEWPORT` wide)."""
     urls = {"app": app_url, "floor": floor_url}
     open_s: dict[str, list[float]] = {"app": [], "floor": []}
     pages: dict[str, tuple] = {}
@@ -318,7 +322,7 @@ def run_versus_floor(browser, app_url: str, floor_url: str, opens: int, moves: i
         for name, url in urls.items():
             if name in pages:
                 pages[name][0].close()
-            page, wire, seconds = _open_page(browser, url, timeout_s, viewport)
+            page, wire, seconds = _open_page(new_page, url, timeout_s)
             open_s[name].append(seconds)
             pages[name] = (page, wire)
     pages["app"][0].locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
@@ -393,7 +397,9 @@ def _run_floor(args, root: Path) -> int:
             marimo_server(root / args.notebook, cwd=root, env=env, python=args.python) as app_url,
             marimo_server(floor, cwd=root, env=env, python=args.python) as floor_url,
         ):
-            result = run_versus_floor(browser, app_url, floor_url, args.opens, args.moves, args.timeout_s)
+            result = run_versus_floor(
+                lambda: browser.new_page(viewport=VIEWPORT), app_url, floor_url, args.opens, args.moves, args.timeout_s
+            )
         browser.close()
     print(versus_report(result, os.getloadavg()))
     names = {"app": cell_names(root / args.notebook), "floor": {}}
