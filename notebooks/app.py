@@ -529,7 +529,24 @@ def _(settings):
 
 
 @app.cell(hide_code=True)
-def _(concurrency, context, engine, kv_dtype, request_settings):
+def _(
+    artifact_menu,
+    cluster,
+    concurrency,
+    context,
+    engine,
+    goal,
+    kv_dtype,
+    model,
+    model_ref,
+    request_settings,
+    set_below,
+    shape,
+    weights,
+):
+    # The request and the planner call, in one cell (a move runs one cell fewer): everything below reads
+    # `result`; nothing here touches the network.
+    mo.stop(cluster is None)
     request = replace(
         PlanRequest(
             context_tokens=context.value,
@@ -539,13 +556,6 @@ def _(concurrency, context, engine, kv_dtype, request_settings):
         ),
         **request_settings,
     )
-    return (request,)
-
-
-@app.cell(hide_code=True)
-def _(artifact_menu, cluster, goal, model, model_ref, request, set_below, shape, weights):
-    # The planner call: everything below reads `result`; nothing here touches the network.
-    mo.stop(cluster is None)
     chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
     # as `explorer plan` does: when the model's own weights keep no layout on the GPUs alone, quantised
     # what-ifs are planned too; not when a what-if precision was chosen
@@ -576,7 +586,7 @@ def _(artifact_menu, cluster, goal, model, model_ref, request, set_below, shape,
     # marimo shows a run's outputs when the run ends: the slow part below (curves, ways forward, refusals)
     # waits for a run of its own, after the table. A new plan hands it on; more rows or columns do not.
     set_below((result, request))
-    return chosen, plan_ms, result
+    return chosen, plan_ms, request, result
 
 
 @app.cell(hide_code=True)
@@ -685,28 +695,6 @@ def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
 
 
 @app.cell(hide_code=True)
-def _(draw, result):
-    # what each card of the option the table ranks #N holds (the nearest miss when nothing fits)
-    _drawable = list(result.options) or nd.near_misses(result, 1)
-    _rank = min(int(draw.value), len(_drawable))
-    picked = _drawable[_rank - 1] if _drawable else None
-    mo.stop(picked is None)
-    _card = picked.per_card
-    _tps, _ttft, _cost = nd.speed_of_option(picked)
-    _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
-    if picked.fits:  # as the CLI's repl and all tok/s: the copies the cluster holds at once, and together
-        _together = nd.cluster_tokens_per_s(picked)
-        _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
-            f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
-        )
-    mo.md(
-        f"Option #{_rank}: {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
-        f"card needs **{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
-    )
-    return (picked,)
-
-
-@app.cell(hide_code=True)
 def _(picked):
     # the per-card chart as the cell's own output: its spec travels once, not escaped into a layout's HTML
     vega.VegaLiteSpec(
@@ -719,11 +707,29 @@ def _(picked):
 
 
 @app.cell(hide_code=True)
-def _(picked, result):
+def _(draw, result):
+    # the option the table ranks #N (the nearest miss when nothing fits), drawn above: what it needs, how it is
+    # launched (its lines computed for this option alone), its notes; one cell, under its chart
+    _drawable = list(result.options) or nd.near_misses(result, 1)
+    _rank = min(int(draw.value), len(_drawable))
+    picked = _drawable[_rank - 1] if _drawable else None
+    mo.stop(picked is None)
+    _card = picked.per_card
+    _tps, _ttft, _cost = nd.speed_of_option(picked)
+    _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
+    if picked.fits:  # as the CLI's repl and all tok/s: the copies the cluster holds at once, and together
+        _together = nd.cluster_tokens_per_s(picked)
+        _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
+            f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
+        )
     _host = nd.host_note(picked)
-    _launch = result.replica_launch(picked).text() if result.replica_launch else picked.evaluation.command
+    _launch = nd.launch_text(result, picked)
     mo.vstack(
         [
+            mo.md(
+                f"Option #{_rank}: {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
+                f"card needs **{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
+            ),
             mo.md(
                 (f"*{safe_html(_host)}* · " if _host else "")
                 + f"Launch (devices, port, a line a node):<pre>{safe_html(_launch)}</pre>"
@@ -732,7 +738,7 @@ def _(picked, result):
         ],
         gap=0.25,
     )
-    return
+    return (picked,)
 
 
 @app.cell(hide_code=True)
