@@ -303,30 +303,37 @@ VIEWPORT = {"width": 1440, "height": 900}
 
 
 def _open_page(new_page, url: str, timeout_s: float):
+    """(the page, its wire recording every frame since the open, seconds to the table, when it was opened: s
+    since the epoch)."""
     page = new_page()
     wire = _wired(page)
-    t0 = time.perf_counter()
+    wire.record()
+    opened_s, t0 = time.time(), time.perf_counter()
     page.goto(url)
     page.locator(TABLE).wait_for(timeout=int(timeout_s * 1000))
-    return page, wire, time.perf_counter() - t0
+    return page, wire, time.perf_counter() - t0, opened_s
 
 
 def run_versus_floor(new_page, app_url: str, floor_url: str, opens: int, moves: int, timeout_s: float) -> dict:
     """The app and the floor opened ``opens`` times each, interleaved, then ``moves`` context moves on each,
-    interleaved; every figure for both (``{"app": ..., "floor": ...}``). ``new_page()`` opens a tab
-    (:data:`VIEWPORT` wide)."""
+    interleaved; every figure for both (``{"app": ..., "floor": ...}``), with the frames each page received in its
+    last open (``open_frames``, until the app's charts were drawn) and when it was opened (``opened_s``).
+    ``new_page()`` opens a tab (:data:`VIEWPORT` wide)."""
     urls = {"app": app_url, "floor": floor_url}
     open_s: dict[str, list[float]] = {"app": [], "floor": []}
     pages: dict[str, tuple] = {}
+    last_open: dict[str, float] = {}
     for _ in range(opens):
         for name, url in urls.items():
             if name in pages:
                 pages[name][0].close()
-            page, wire, seconds = _open_page(new_page, url, timeout_s)
+            page, wire, seconds, opened_s = _open_page(new_page, url, timeout_s)
             open_s[name].append(seconds)
             pages[name] = (page, wire)
+            last_open[name] = opened_s
     pages["app"][0].locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
     pages["app"][0].wait_for_timeout(1500)  # the charts below the table finish before the first move
+    open_frames = {name: wire.received for name, (_page, wire) in pages.items()}
     costs = {name: MoveCost() for name in urls}
     cdps = {}
     for name, (page, _) in pages.items():
@@ -338,7 +345,15 @@ def run_versus_floor(new_page, app_url: str, floor_url: str, opens: int, moves: 
             _costed_move(page, cdps[name], wire, key, costs[name], timeout_s)
     for page, _ in pages.values():
         page.close()
-    return {name: {"open_s": open_s[name], "moves": costs[name]} for name in urls}
+    return {
+        name: {
+            "open_s": open_s[name],
+            "moves": costs[name],
+            "open_frames": open_frames[name],
+            "opened_s": last_open[name],
+        }
+        for name in urls
+    }
 
 
 def _median(xs: list[float]) -> float | None:
@@ -372,6 +387,8 @@ def versus_report(result: dict, load: tuple[float, float, float]) -> str:
     lines = [f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs", ""]
     lines += ["| figure | app | floor | app / floor |", "|---|---:|---:|---:|"]
     for figure, app, floor in versus_figures(result):
+        if not app and not floor:  # not measured (a WASM page has no websocket)
+            continue
         ratio = f"{app / floor:.2f}" if app is not None and floor else "—"
         shown = [
             f"{v:,.2f}" if v is not None and v < 100 else f"{v:,.0f}" if v is not None else "—" for v in (app, floor)
@@ -412,6 +429,10 @@ def _run_floor(args, root: Path) -> int:
     }
     for side, moves in profiles.items():
         print(f"\n{side}: what a context move ran and sent, cell by cell\n\n{profile_report(moves)}")
+    for side, r in result.items():
+        opening = cell_costs(r["open_frames"], names[side], since_s=r["opened_s"])
+        print(f"\n{side}: what its last open ran and sent (ended at: ms after the page was asked for)\n")
+        print(profile_report([opening]))
     if args.json:
         plain = {
             name: {

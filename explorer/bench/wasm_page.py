@@ -56,6 +56,8 @@ def export_floor(out: Path, mirror: Path, root: Path) -> Path:
             ],
             check=True,
             cwd=tmp,
+            # marimo's export scans the imports with uv, installed beside this interpreter (the venv's bin/)
+            env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"},
         )
     return out
 
