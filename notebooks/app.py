@@ -18,11 +18,9 @@ with app.setup(hide_code=True):
     from explorer.hardware.cluster_dict import cluster_from_text
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
-    from explorer.plan.fit_view import fit_rows
     from explorer.plan.offer import fallback_artifacts
     from explorer.plan.planner import plan, with_suggestions
     from explorer.safe_text import safe_html
-    from explorer.sources.known_models import known_models
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.speed.settings import SpeedSettings
@@ -57,7 +55,6 @@ with app.setup(hide_code=True):
         request_changes,
         settings_text,
     )
-    from explorer.ui.fit_view import FIT_COLUMNS, fit_table
     from explorer.ui.lesson_links import lesson_links
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
@@ -864,14 +861,20 @@ def _(cluster, fit_button, get_below, goal):
     # request, its own weights, ranked by the goal, with the first change that fits (explorer fit), on demand.
     fit_list, _fit_problem = None, None
     if fit_button.value and cluster is not None and get_below() is not None:
+        # imported on the first press, not at open: the list of known models reads the cache too
+        from explorer.plan.fit_view import fit_rows as _fit_rows
+        from explorer.sources.known_models import known_models as _known_models
+        from explorer.ui.fit_view import FIT_COLUMNS as _FIT_COLUMNS
+        from explorer.ui.fit_view import fit_table as _fit_table
+
         _result, _request = get_below()
-        _known = known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache, chosen=AUDIENCE.chosen_models)
+        _known = _known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache, chosen=AUDIENCE.chosen_models)
         with mo.status.spinner(title=f"Planning the {len(_known.models)} known models on this cluster …"):
             _t0 = time.perf_counter()
             try:
                 fit_list = AUDIENCE.run(
-                    lambda: fit_table(
-                        fit_rows(
+                    lambda: _fit_table(
+                        _fit_rows(
                             _known.models,
                             cluster,
                             _request,
@@ -891,7 +894,7 @@ def _(cluster, fit_button, get_below, goal):
                 f"{sum(r['tier'] != '✗' for r in fit_list)} of {len(fit_list)} models fit "
                 f"(planned in {_ms / 1000:.1f} s)."
             ),
-            mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
+            mo.Html(nd.rows_html(fit_list, _FIT_COLUMNS, table_id="explorer-fit")),
         ]
         if fit_list is not None
         else []
