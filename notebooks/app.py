@@ -13,12 +13,12 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer.engines.common import PlanRequest
+    from explorer.artifacts.offer import fallback_artifacts
+    from explorer.engines.request import PlanRequest
     from explorer.errors import ExplorerError
     from explorer.hardware.cluster_dict import cluster_from_text
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
-    from explorer.plan.offer import fallback_artifacts
     from explorer.plan.planner import plan, with_suggestions
     from explorer.safe_text import safe_html
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices

@@ -12,7 +12,7 @@ with app.setup(hide_code=True):
 
     import marimo as mo
 
-    from explorer.engines.common import PlanRequest
+    from explorer.engines.request import PlanRequest
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.ui import lesson_charts as lc
     from explorer.ui import plan_rows as nd

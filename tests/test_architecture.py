@@ -3,7 +3,7 @@
 Every import form counts: ``import a.b``, ``from a import b``, relative
 imports, imports inside functions, and ``importlib.import_module("...")`` /
 ``__import__("...")`` with a literal name. The pure core (model, gguf,
-hardware, engines, speed, plan, fleet) imports only the standard library, the
+hardware, artifacts, engines, speed, plan, fleet) imports only the standard library, the
 ``gguf`` package, ``explorer.errors``, ``explorer.units``, ``explorer.memo``, ``explorer.limits``,
 ``explorer.safe_text`` and the core packages
 below it. The edges (sources, ui, cli, bench) may import anything.
@@ -25,10 +25,11 @@ CORE_LAYERS: dict[str, frozenset[str]] = {
     "model": frozenset(),
     "gguf": frozenset({"model"}),
     "hardware": frozenset(),
-    "engines": frozenset({"model", "gguf", "hardware"}),
-    "speed": frozenset({"model", "hardware", "engines"}),
-    "plan": frozenset({"model", "gguf", "hardware", "engines", "speed"}),
-    "fleet": frozenset({"model", "gguf", "hardware", "engines", "speed", "plan"}),
+    "artifacts": frozenset({"model", "gguf"}),
+    "engines": frozenset({"model", "gguf", "hardware", "artifacts"}),
+    "speed": frozenset({"model", "hardware", "artifacts", "engines"}),
+    "plan": frozenset({"model", "gguf", "hardware", "artifacts", "engines", "speed"}),
+    "fleet": frozenset({"model", "gguf", "hardware", "artifacts", "engines", "speed"}),
 }
 #: explorer modules every package may import
 SHARED = frozenset({"explorer.errors", "explorer.units", "explorer.memo", "explorer.limits", "explorer.safe_text"})
@@ -150,6 +151,19 @@ def test_the_checker_catches_every_import_form():
     assert violations(
         "explorer.model.shapes", imports_of("from explorer.engines import vllm", "explorer.model.shapes", False)
     )
+
+
+def test_the_fleet_and_the_sources_import_no_plan():
+    """What both need of a model's repository (its artifacts, published checkpoints, the known models) is in
+    ``artifacts``: the sources feed the planner and the fleet sits beside it, so neither reaches into ``plan``."""
+    reaching = {
+        name: sorted(m for m in imports_of(path.read_text(), name, path.name == "__init__.py")
+                     if m == "explorer.plan" or m.startswith("explorer.plan."))
+        for name, path in all_modules().items()
+        if name.split(".")[1:2] in (["fleet"], ["sources"])
+    }  # fmt: skip
+    assert not {name: found for name, found in reaching.items() if found}
+    assert imports_of("from ..plan import offer", "explorer.sources.resolve", False) & {"explorer.plan"}
 
 
 def test_every_core_and_edge_package_exists():

@@ -19,7 +19,7 @@ await pyodide.runPythonAsync("import micropip\nawait micropip.install(wheel_path
 console.log(`pyodide ${version}: booted and installed ${basename(wheel)} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 await pyodide.runPythonAsync(`
 import sys, time
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot

@@ -16,7 +16,7 @@ import argparse
 import statistics
 import time
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.fit_view import fit_rows, summary
 from explorer.sources.known_models import known_models
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices

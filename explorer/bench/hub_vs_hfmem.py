@@ -1,27 +1,29 @@
-"""A cold Hub fetch, side by side: ``explorer shape ORG/NAME`` against ``hf-mem`` on the same repo.
+"""A cold Hub fetch, side by side: ``explorer shape ORG/NAME`` against ``hf-mem`` on the same repos.
 
-    python -m explorer.bench.hub_vs_hfmem [--runs 10] [--shards 4] [--rtt-ms 0] [--hf-mem PATH]
+    python -m explorer.bench.hub_vs_hfmem [--runs 10] [--repos NAME ...] [--rtt-ms 0] [--hf-mem PATH]
 
-Starts the project's test Hub (``tests/support/hubserver.py``) on a generated repo
-holding the real config.json of Llama 3.1 8B and ``--shards`` safetensors
-files with its real tensor shapes (sparse: real headers, no weight bytes),
-then runs, interleaved, ``--runs`` times each:
+Starts the project's test Hub (``tests/support/hubserver.py``) on three
+generated repos, each holding a real config.json and safetensors files with
+the model's real tensor shapes (sparse: real headers, no weight bytes):
+Llama 3.2 1B in one ``model.safetensors``, Llama 3.1 8B in 4 shards and Llama
+3.1 70B in 30 shards. For each repo it runs, interleaved, ``--runs`` times each:
 
 - ``explorer shape ORG/NAME`` in a fresh process with an empty cache
   (``EXPLORER_CACHE`` in a new temporary folder each run);
 - ``hf-mem --model-id ORG/NAME --experimental`` (listing, safetensors headers
   and config.json: the same reads explorer makes).
 
-hf-mem always asks ``https://huggingface.co``; it runs here under a small
-bootstrap that mounts an httpx2 transport sending those requests to the
-local server instead (no other change). It is found as ``--hf-mem PATH``,
-else ``hf-mem`` on PATH; when absent its column is skipped with a message
-(install it in its own venv: ``python -m venv v && v/bin/pip install hf-mem``).
+hf-mem always asks ``https://huggingface.co`` (it does not read
+``HF_ENDPOINT``); it runs here under a small bootstrap that mounts an httpx2
+transport sending those requests to the local server instead (no other
+change). It is found as ``--hf-mem PATH``, else ``hf-mem`` on PATH; when
+absent its column is skipped with a message (install it in its own venv:
+``python -m venv v && v/bin/pip install hf-mem``).
 
 ``--baseline PYTHON`` adds a third column: another install of explorer (an
 older commit in its own venv), for before/after figures taken side by side.
 
-Reports wall and CPU time (median, p90, min, max), the ratios of medians, peak RSS
+Reports, per repo, wall and CPU time (median, p90, min, max), the ratios of medians, peak RSS
 (``wait4``'s ``ru_maxrss`` of each process) and the requests each tool made
 per fetch, as the server logged them. Needs a source checkout (``tests/``).
 """
@@ -40,9 +42,37 @@ from pathlib import Path
 from explorer.bench.hub import import_test_hub
 from explorer.bench.timing import Runs, run_once, timing_table
 
-REPO = "bench-org/Llama-3.1-8B"
-#: Llama 3.1 8B's tensor shapes (8,030,261,248 parameters at BF16)
-LLAMA_8B = {"layers": 32, "hidden": 4096, "intermediate": 14336, "vocab": 128256, "heads": 32, "kv_heads": 8}
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchRepo:
+    """One repo of the benchmark.
+
+    Attributes:
+        repo: its id on the test Hub.
+        config: the fixture config.json it holds (a file name stem of the shared fixtures).
+        dims: its Llama-style tensor shapes (``llama_tensors``' keyword arguments).
+        shards: safetensors files (1: ``model.safetensors``).
+    """
+
+    repo: str
+    config: str
+    dims: dict
+    shards: int
+
+
+#: the three repos: one file, a few shards, many shards
+REPOS = (
+    # 1,235,814,400 parameters at BF16, embeddings tied
+    BenchRepo(repo="bench-org/Llama-3.2-1B", config="meta-llama__Llama-3.2-1B", shards=1,
+              dims={"layers": 16, "hidden": 2048, "intermediate": 8192, "vocab": 128256, "heads": 32, "kv_heads": 8,
+                    "tied": True}),
+    # 8,030,261,248 parameters at BF16
+    BenchRepo(repo="bench-org/Llama-3.1-8B", config="meta-llama__Meta-Llama-3.1-8B", shards=4,
+              dims={"layers": 32, "hidden": 4096, "intermediate": 14336, "vocab": 128256, "heads": 32, "kv_heads": 8}),
+    # 70,553,706,496 parameters at BF16
+    BenchRepo(repo="bench-org/Llama-3.1-70B", config="meta-llama__Meta-Llama-3.1-70B", shards=30,
+              dims={"layers": 80, "hidden": 8192, "intermediate": 28672, "vocab": 128256, "heads": 64, "kv_heads": 8}),
+)  # fmt: skip
 
 # hf-mem hard-codes https://huggingface.co: send its requests to the local server instead.
 _HF_MEM_BOOT = """
@@ -76,22 +106,22 @@ class HubRuns(Runs):
     request_counts: list[int] = field(default_factory=list)
 
 
-def build_repo(root: Path, fx, shards: int) -> None:
-    """The benchmark repo under ``root``: Llama 3.1 8B's config and ``shards`` sparse safetensors files."""
+def build_repo(root: Path, fx, bench: BenchRepo) -> None:
+    """A benchmark repo under ``root``: its config and its sparse safetensors files."""
     d = fx.make_repo(
         root,
-        REPO,
+        bench.repo,
         {
-            "config.json": fx.config_fixture("meta-llama__Meta-Llama-3.1-8B"),
+            "config.json": fx.config_fixture(bench.config),
             "README.md": "# bench\n",
             "generation_config.json": {"do_sample": True},
         },
     )
-    tensors = fx.llama_tensors(**LLAMA_8B)
-    if shards <= 1:
+    tensors = fx.llama_tensors(**bench.dims)
+    if bench.shards <= 1:
         fx.write_safetensors(d / "model.safetensors", tensors)
     else:
-        fx.write_sharded_safetensors(d, tensors, shards)
+        fx.write_sharded_safetensors(d, tensors, bench.shards)
 
 
 def find_hf_mem(given: str | None) -> list[str] | None:
@@ -125,8 +155,9 @@ def report(results: list[HubRuns]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=10, help="runs of each tool (interleaved)")
-    ap.add_argument("--shards", type=int, default=4, help="safetensors files of the repo (1: model.safetensors)")
+    ap.add_argument("--runs", type=int, default=10, help="runs of each tool on each repo (interleaved)")
+    names = [b.repo.split("/")[1] for b in REPOS]
+    ap.add_argument("--repos", nargs="+", choices=names, default=names, help="the repos timed (default: all three)")
     ap.add_argument("--rtt-ms", type=float, default=0.0, help="latency the server adds to each answer")
     ap.add_argument("--hf-mem", default=None, metavar="PATH", help="the hf-mem script (default: hf-mem on PATH)")
     ap.add_argument(
@@ -139,7 +170,9 @@ def main(argv: list[str] | None = None) -> None:
     hubserver, fx = import_test_hub()
     tmp = Path(tempfile.mkdtemp(prefix="bench-hfmem-"))
     try:
-        build_repo(tmp / "hub", fx, a.shards)
+        benches = [b for b in REPOS if b.repo.split("/")[1] in a.repos]
+        for bench in benches:
+            build_repo(tmp / "hub", fx, bench)
         hf_mem = find_hf_mem(a.hf_mem)
         if hf_mem is None:
             print(
@@ -151,32 +184,39 @@ def main(argv: list[str] | None = None) -> None:
             server.set_slow(a.rtt_ms / 1000)
             env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HF_HUB_OFFLINE", "EXPLORER_CACHE")}
             env.update(HF_ENDPOINT=server.endpoint, HF_HOME=str(tmp / "hf_home"), HF_HUB_DISABLE_TELEMETRY="1")
-            tools = [(HubRuns("explorer"), [sys.executable, "-m", "explorer", "shape", REPO])]
-            if a.baseline:
-                tools.append((HubRuns("baseline"), [a.baseline, "-m", "explorer", "shape", REPO]))
-            if hf_mem is not None:
-                tools.append((HubRuns("hf-mem"), [*hf_mem, str(server.port), "--model-id", REPO, "--experimental"]))
-            print(
-                f"repo {REPO}: {a.shards} safetensors file(s), server {server.endpoint}"
-                f" (+{a.rtt_ms:g} ms per answer), {a.runs} runs each"
-            )
-            for i in range(a.runs):
-                for runs, cmd in tools if i % 2 == 0 else tools[::-1]:  # alternate who goes first
-                    server.reset_stats()
-                    run_env = {**env, "EXPLORER_CACHE": str(tmp / f"cache-{runs.label}-{i}" / "cache.duckdb")}
-                    wall, cpu, rss, rc, out = run_once(cmd, run_env, tmp)
-                    if rc != 0:
-                        sys.exit(f"{runs.label} failed (exit {rc}):\n{out}")
-                    log = [(m, p, r) for m, p, r, _ in server.stats.log]
-                    runs.wall_s.append(wall)
-                    runs.cpu_s.append(cpu)
-                    runs.rss_kib.append(rss)
-                    runs.request_counts.append(len(log))
-                    if i == 0:
-                        runs.requests = log
-            report([r for r, _ in tools])
+            for bench in benches:
+                print(
+                    f"\nrepo {bench.repo}: {bench.shards} safetensors file(s), server {server.endpoint}"
+                    f" (+{a.rtt_ms:g} ms per answer), {a.runs} runs each"
+                )
+                report(_time_repo(bench.repo, server, env, tmp, a.runs, baseline=a.baseline, hf_mem=hf_mem))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _time_repo(repo: str, server, env: dict[str, str], tmp: Path, runs: int, *, baseline: str | None,
+               hf_mem: list[str] | None) -> list[HubRuns]:  # fmt: skip
+    """Each tool's cold read of ``repo``, ``runs`` times, interleaved (who goes first alternates)."""
+    tools = [(HubRuns("explorer"), [sys.executable, "-m", "explorer", "shape", repo])]
+    if baseline:
+        tools.append((HubRuns("baseline"), [baseline, "-m", "explorer", "shape", repo]))
+    if hf_mem is not None:
+        tools.append((HubRuns("hf-mem"), [*hf_mem, str(server.port), "--model-id", repo, "--experimental"]))
+    for i in range(runs):
+        for timed, cmd in tools if i % 2 == 0 else tools[::-1]:
+            server.reset_stats()
+            cache = tmp / f"cache-{repo.replace('/', '--')}-{timed.label}-{i}" / "cache.duckdb"
+            wall, cpu, rss, rc, out = run_once(cmd, {**env, "EXPLORER_CACHE": str(cache)}, tmp)
+            if rc != 0:
+                sys.exit(f"{timed.label} failed on {repo} (exit {rc}):\n{out}")
+            log = [(m, p, r) for m, p, r, _ in server.stats.log]
+            timed.wall_s.append(wall)
+            timed.cpu_s.append(cpu)
+            timed.rss_kib.append(rss)
+            timed.request_counts.append(len(log))
+            if i == 0:
+                timed.requests = log
+    return [timed for timed, _ in tools]
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ the load of a shared machine); a sweep rate: plan() calls per second over a
 grid of contexts × concurrencies × precisions on the 64-GPU cluster; and the
 scale check: one node of 8, 10,000 and 100,000 H100s, planned by counts (the
 100,000-card node should cost what the 8-card one does, with the same
-layouts and more replicas). Figures are from one run on this machine;
+layouts and more replicas); and the launch lines of the first 8 options on the 1,000- and
+100,000-GPU clusters (the app's command column). Figures are from one run on this machine;
 compare them as ratios (the 1,000-GPU median against the 20 ms target, the
 wide nodes against the 8-card one), not as absolutes.
 """
@@ -19,8 +20,9 @@ import argparse
 import statistics
 import time
 from dataclasses import replace
+from functools import partial
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.model.shapes import shape_from_config
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
@@ -40,6 +42,8 @@ TARGET_1000_MS = 20.0
 TARGET_100K_RATIO = 1.5
 #: one node, ever wider: planning counts cards, so the time should not grow with the width
 WIDE_NODES = (8, 10_000, 100_000)
+#: rows whose launch lines are timed (the app's table shows about this many)
+LAUNCH_ROWS = 8
 
 
 def _bundled_config(name: str) -> dict:
@@ -103,8 +107,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  1,000-GPU CPU median / {TARGET_1000_MS:.0f} ms target = {ratio:.2f}")
     wide = medians[100_000] / medians[1000]
     print(f"  100,000-GPU CPU median / 1,000-GPU CPU median = {wide:.2f} (target <= {TARGET_100K_RATIO})")
+    _launch_lines(shape, request, args.runs)
     _wide_nodes(shape, request, args.runs)
     return 0
+
+
+def _launch_lines(shape, request: PlanRequest, runs: int) -> None:
+    """The launch lines of a table's first rows (the app's command column), on the 1,000- and 100,000-GPU
+    clusters: they name runs of alike nodes, so they should cost an option, not a node."""
+    print(f"  launch lines of the first {LAUNCH_ROWS} options (replica_launch, the app's command column):")
+    for gpus in (1000, 100_000):
+        result = plan(shape, parse_cluster(CLUSTERS[gpus]), request)
+        launch_rows = partial(_launches, result)
+        first_wall, first_cpu = _time(launch_rows, 1)
+        wall, cpu = _time(launch_rows, runs)
+        print(
+            f"    {gpus:>7,} GPUs: first {first_wall[0]:7.2f} ms wall {first_cpu[0]:7.2f} ms CPU (finds the runs of"
+            f" alike nodes), then median {statistics.median(wall):6.2f} ms wall {statistics.median(cpu):6.2f} ms CPU"
+        )
+
+
+def _launches(result, _run: int) -> list:
+    """The launch lines of a plan's first :data:`LAUNCH_ROWS` options."""
+    return [result.replica_launch(o) for o in result.options[:LAUNCH_ROWS]]
 
 
 def _wide_nodes(shape, request: PlanRequest, runs: int) -> None:

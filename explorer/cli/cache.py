@@ -46,10 +46,11 @@ def _path(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run one cache action."""
+    from explorer.sources.cache.journal import present
     from explorer.sources.cache.store import Cache
 
     path = _path(args)
-    if args.action in ("info", "export") and path != ":memory:" and not os.path.exists(path):
+    if args.action in ("info", "export") and path != ":memory:" and not present(path):
         if args.action == "export":
             from explorer.errors import CacheError
 

@@ -8,6 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from explorer.artifacts.offer import fallback_artifacts, plan_artifacts
 from explorer.cli.args import fraction, int_range
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.cli.plan_table import print_result
@@ -19,7 +20,6 @@ from explorer.engines.weight_kernels import RULE as WEIGHTS_UNSUPPORTED
 from explorer.errors import ClusterSpecError
 from explorer.hardware.cluster import MAX_GPUS, Cluster
 from explorer.limits import MAX_CONCURRENCY
-from explorer.plan.offer import fallback_artifacts, plan_artifacts
 from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.plan.ranking import GOALS, SORT_ALIASES
@@ -74,7 +74,7 @@ def read_cluster(text: str) -> Cluster:
 def resolve_for_plan(args: argparse.Namespace):
     """(shape, artifacts, model reference, fallback) for a MODEL argument.
 
-    The fallback (:func:`explorer.plan.offer.fallback_artifacts`) is planned only when the model's own
+    The fallback (:func:`explorer.artifacts.offer.fallback_artifacts`) is planned only when the model's own
     weights keep no layout on accelerators alone; none when the user chose a precision or named a file.
     """
     spec = parse_model_spec(args.model)

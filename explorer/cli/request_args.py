@@ -1,6 +1,6 @@
 """The command line's request options, made from the request's own declarations.
 
-Every :class:`~explorer.engines.common.PlanRequest` field declared with a
+Every :class:`~explorer.engines.request.PlanRequest` field declared with a
 command-line option (:mod:`explorer.engines.setting`) becomes one
 ``add_argument`` here, its text read by the same :meth:`Setting.parse` the
 app's boxes use, so the command line, the app and the request accept and
@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from explorer.engines.calibration import Calibration
-from explorer.engines.common import PlanRequest
 from explorer.engines.registry import ENGINES_BY_NAME, engine_labels
+from explorer.engines.request import PlanRequest
 from explorer.engines.setting import Setting, declared_settings, with_implied
 from explorer.errors import PlanError
 from explorer.sources.engine_plugins import load_engine_plugins

@@ -47,7 +47,8 @@ def workload_text(w: Workload) -> str:
             f"TTFT p90 ≤ {w.ttft_s:g} s (p90 prompt {w.prompt_p90_tokens:,})" if p90 else f"TTFT ≤ {w.ttft_s:g} s"
         )
     if w.tpot_target_s is not None:
-        parts.append(f"TPOT ≤ {w.tpot_target_s * 1e3:g} ms")
+        p90 = " p90" if w.tpot_percentile == "p90" else ""
+        parts.append(f"TPOT{p90} ≤ {w.tpot_target_s * 1e3:g} ms")
     return ", ".join(parts)
 
 
@@ -65,4 +66,9 @@ def print_option_sizings(options, sizings: list[Sizing | None], workload: Worklo
             continue
         reps = f"{s.replicas} + {s.prefill_replicas} prefill" if s.prefill_replicas else f"{s.replicas}"
         print(f"{i:>3}. {option.label}: {s.cards} cards ({reps} replicas, {s.mode}), batch {p.batch} of at most "
-              f"{s.largest_batch} ({s.binding}), {1 / p.tpot_s:.1f} tok/s a user, TTFT {s.ttft_s:.2f} s")  # fmt: skip
+              f"{s.largest_batch} ({s.binding}), {1 / p.tpot_s:.1f} tok/s a user (TPOT p50 {p.tpot_s * 1e3:.1f} ms, "
+              f"p90 {p.tpot_p90_s * 1e3:.1f} ms), TTFT {s.ttft_s:.2f} s")  # fmt: skip
+        alone = s.one_replica
+        if alone is not None and alone.queued:
+            print(f"     on its one replica alone: {alone.batch:,} run and {alone.queued:,} wait for room in the KV "
+                  f"cache (KV capacity), TTFT {alone.ttft_s:.1f} s")  # fmt: skip

@@ -29,13 +29,14 @@ def add_workload_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="CSV",
         help="a CSV of real requests (columns prompt_tokens,answer_tokens): their means replace --prompt and "
-        "--answer, and --ttft-percentile p90 checks the TTFT at the 90th-percentile prompt",
+        "--answer, --ttft-percentile p90 checks the TTFT at the 90th-percentile prompt, and their spread sets "
+        "the p90 TPOT",
     )
 
 
 def workload_from_args(args: argparse.Namespace) -> Workload:
     """The workload of the parsed options (users and rate both None: nothing to size); ``--lengths`` gives the
-    prompt and answer means and the p90 prompt.
+    prompt and answer means, the p90 prompt and both deciles.
 
     Raises:
         PlanError: the lengths file cannot be read or is malformed.
@@ -46,4 +47,5 @@ def workload_from_args(args: argparse.Namespace) -> Workload:
         return workload
     lengths = parse_lengths(read_user_text(path, "the lengths CSV", PlanError), source=path)
     return replace(workload, prompt_tokens=lengths.prompt_mean_tokens, answer_tokens=lengths.answer_mean_tokens,
-                   prompt_p90_tokens=lengths.prompt_p90_tokens)  # fmt: skip
+                   prompt_p90_tokens=lengths.prompt_p90_tokens, prompt_deciles=lengths.prompt_deciles,
+                   answer_deciles=lengths.answer_deciles)  # fmt: skip

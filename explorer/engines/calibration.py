@@ -3,7 +3,7 @@
 ``explorer check LOG --calibrate`` reads what an engine measured at start-up
 (:mod:`explorer.engines.logs.check`) and stores one :class:`Calibration` per engine
 and card class; a later plan hands them in with its request
-(:attr:`~explorer.engines.common.PlanRequest.calibrations`), and the
+(:attr:`~explorer.engines.request.PlanRequest.calibrations`), and the
 engine uses the measured figure instead of its model's:
 
 - ``torch_memory_bytes``: the total the engine's process saw (vLLM's budget

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from explorer.engines.common import Layout
+from explorer.engines.layouts import Layout
 from explorer.engines.options import Option, Rejection
 
 #: refusals kept in a result; ``pruned`` counts them all

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from explorer.engines.common import CardMemory, Evaluation, Layout, PlanRequest
+from explorer.engines.evaluation import CardMemory, Evaluation
+from explorer.engines.layouts import Layout
+from explorer.engines.request import PlanRequest
 from explorer.engines.vllm_release import vllm_release
 from explorer.hardware.cluster import Node
 from explorer.units import GiB, gib

@@ -9,7 +9,7 @@ Each engine (vLLM, SGLang, llama.cpp) is one object, listed by name in
 - gives a model's ``footprint`` for a fleet (weights, fixed bytes a card, KV a token);
 - says which artifacts it ``serves``, and ``pin``s one launch on cards a user names.
 
-An :class:`~explorer.engines.common.Evaluation` carries what each card holds,
+An :class:`~explorer.engines.evaluation.Evaluation` carries what each card holds,
 the longest context, the concurrency and the launch command.
 
 Engines that split a replica tensor × pipeline over a pool's cards (vLLM,
@@ -29,10 +29,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import EngineName, Evaluation, Layout, NodeCommand, PlanRequest
+from explorer.engines.evaluation import Evaluation, NodeCommand
 from explorer.engines.host_ram import HostClaim
+from explorer.engines.layouts import Layout
+from explorer.engines.names import EngineName
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cards import CardRef
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster
@@ -54,12 +57,15 @@ class Footprint:
         kv_bytes_per_token: what one more token of context costs (split likewise).
         even_split: a split gives every card the same share, on cards of one class (tensor
             parallelism: vLLM, SGLang); False: any proportion (llama.cpp's layer split).
+        split_widths: the card counts an even split may take, ascending: the tensor-parallel sizes the engine
+            accepts for this model (64 attention heads: 1, 2, 4, 8, 16, 32, 64); empty: any count.
     """
 
     weights_bytes: int
     fixed_bytes_per_card: int
     kv_bytes_per_token: int
     even_split: bool = False
+    split_widths: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

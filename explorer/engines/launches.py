@@ -26,8 +26,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from explorer.engines.common import Evaluation, Layout, PlanRequest
+from explorer.engines.evaluation import Evaluation
 from explorer.engines.interface import SplitEngine
+from explorer.engines.layouts import Layout
+from explorer.engines.request import PlanRequest
 from explorer.engines.weight_kernels import weight_only_note
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool

@@ -13,11 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from explorer.engines.common import ENGINE_LABELS, CardMemory, Evaluation, Layout, PlanRequest
+from explorer.artifacts.checkpoints import loads_published_weights
+from explorer.engines.evaluation import CardMemory, Evaluation
+from explorer.engines.layouts import Layout
+from explorer.engines.names import engine_label
+from explorer.engines.request import PlanRequest
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
-from explorer.model.checkpoints import loads_published_weights
 from explorer.units import gib
 
 Placement = Literal["accelerators", "rpc", "host-offload", "cpu"]
@@ -115,7 +118,7 @@ class Option:
     @property
     def label(self) -> str:
         """Where it runs, with the engine: ``vLLM · 8 × h100-80g (tp8)``."""
-        engine = ENGINE_LABELS.get(self.engine, self.engine)
+        engine = engine_label(self.engine)
         what = self.artifact.label
         if self.engine == "llamacpp" and self.artifact.format != "gguf":
             what += f" as a {self.precision} GGUF"  # llama.cpp runs the weights converted

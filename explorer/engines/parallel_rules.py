@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.memo import memo
 from explorer.model.kv_cache import FullAttention, RecurrentState
 from explorer.model.precision import Precision

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from explorer.engines import sglang, vllm
 from explorer.engines.interface import Engine, SplitEngine
 from explorer.engines.llamacpp import engine as llamacpp
+from explorer.engines.names import ENGINE_LABELS, engine_label
 from explorer.errors import PlanError
 from explorer.model.artifacts import Artifact
 
@@ -26,7 +27,7 @@ ENGINE_METHODS = ("walk", "recheck", "footprint", "serves", "pin", "fleet_comman
 #: the methods that make it a split engine (:class:`~explorer.engines.interface.SplitEngine`)
 SPLIT_METHODS = ("decompositions", "make_layout", "refusals", "host_claim", "usable_share", "evaluate")
 
-#: every engine, in the order plans list them: the built-ins (:data:`explorer.engines.common.ENGINES`), then those
+#: every engine, in the order plans list them: the built-ins (:data:`explorer.engines.names.ENGINES`), then those
 #: registered
 ENGINES_BY_NAME: dict[str, Engine] = {e.name: e for e in (vllm.ENGINE, sglang.ENGINE, llamacpp.ENGINE)}
 #: the engines that split a replica tensor × pipeline over cards: those pinning can check
@@ -38,7 +39,8 @@ CPU_ENGINE: Engine = llamacpp.ENGINE
 
 
 def register_engine(engine: object) -> Engine:
-    """Add an engine from another package (after the built-ins, in the order registered); returns it.
+    """Add an engine from another package (after the built-ins, in the order registered), with its ``label`` (else
+    its name) as the records of a plan show it; returns it.
 
     Raises:
         PlanError: it is not an engine (no ``name``, or a method of :data:`ENGINE_METHODS` missing), or its name
@@ -55,6 +57,7 @@ def register_engine(engine: object) -> Engine:
     if known is not None and known is not engine:
         raise PlanError(f"an engine named {name!r} is registered already", hint="give the new engine its own name")
     ENGINES_BY_NAME[name] = engine  # type: ignore[assignment]
+    ENGINE_LABELS[name] = getattr(engine, "label", name)
     if all(callable(getattr(engine, m, None)) for m in SPLIT_METHODS):
         SPLIT_ENGINES[name] = engine  # type: ignore[assignment]
     return engine  # type: ignore[return-value]
@@ -62,7 +65,7 @@ def register_engine(engine: object) -> Engine:
 
 def engine_labels() -> Mapping[str, str]:
     """Every engine's name -> its label as people write it (``vllm`` -> ``vLLM``), in plan order."""
-    return {name: getattr(e, "label", name) for name, e in ENGINES_BY_NAME.items()}
+    return {name: engine_label(name) for name in ENGINES_BY_NAME}
 
 
 def engine_named(name: str) -> Engine:

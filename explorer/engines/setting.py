@@ -1,6 +1,6 @@
 """One declaration per request setting: what it is, its range, its flags, and how a launch carries it.
 
-Each field of :class:`~explorer.engines.common.PlanRequest` is declared with
+Each field of :class:`~explorer.engines.request.PlanRequest` is declared with
 :func:`setting`, which stores a :class:`Setting` in the field's metadata. From
 that one declaration come
 

@@ -38,29 +38,21 @@ from dataclasses import dataclass
 from functools import partial
 from typing import ClassVar
 
+from explorer.artifacts.weight_formats import weight_formats
 from explorer.engines import vllm
 from explorer.engines.all2all import ALL2ALL_BACKENDS, DEEPEP_MODE, backend_refusals, buffer_note, sglang_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
-from explorer.engines.common import (
-    ENGINE_LABELS,
-    HEAD_ADDRESS,
-    CardMemory,
-    EngineName,
-    Evaluation,
-    Layout,
-    PlanRequest,
-    across_nodes,
-    card_role,
-    largest_context,
-    online_flags,
-    pp_partition,
-    stage_kv_bytes,
-)
+from explorer.engines.evaluation import CardMemory, Evaluation
 from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
+from explorer.engines.layouts import Layout, card_role, pp_partition
+from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.request import PlanRequest
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, online_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
+from explorer.engines.stage_kv import largest_context, stage_kv_bytes
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
@@ -335,6 +327,17 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
 #: ``--kv-cache-dtype`` for explorer's KV types (SGLang 0.5.10.post1 ``server_args.py``: auto, fp8_e5m2, fp8_e4m3,
 #: bf16, bfloat16, fp4_e2m1); the others (fp16 on a bf16 model, fp32, llama.cpp's q8_0…) are refused
 KV_CACHE_DTYPE = {"bf16": "bf16", "fp8": "fp8_e4m3"}
+#: SGLang runs compressed-tensors W8A8 int8 checkpoints with its own int8 kernels (linear and MoE) when told so:
+#: ``model_config.py`` lets ``--quantization w8a8_int8`` override a ``compressed-tensors`` config, and SGLang's
+#: DeepSeek docs launch ``meituan/DeepSeek-R1-Channel-INT8`` with it
+W8A8_INT8_FLAG = "--quantization w8a8_int8"
+
+
+def int8_flags(precision: Precision) -> list[str]:
+    """``--quantization w8a8_int8`` for compressed-tensors W8A8 int8 weights; none for any other."""
+    return [W8A8_INT8_FLAG] if precision.method == "compressed-tensors" and "int8" in weight_formats(precision) else []
+
+
 #: the port ``--dist-init-addr`` names on the head node (SGLang's docs use 5000; any free port does)
 DIST_INIT_PORT = 5000
 #: how every node of a launch names the head's rendezvous
@@ -372,6 +375,7 @@ def command(
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           SGLang.online_methods)  # fmt: skip
+    parts += int8_flags(precision)
     # --speculative-algorithm, --chunked-prefill-size and --cuda-graph-max-bs (written out as resolved: SGLang's
     # defaults depend on the card and the release), --disable-cuda-graph… in their declarations' order
     chunk, graph_bs = batch

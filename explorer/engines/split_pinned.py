@@ -15,12 +15,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from explorer.engines.common import PlanRequest, serve_reference
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
 from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, no_split_reason
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import block_refusals
+from explorer.engines.request import PlanRequest
+from explorer.engines.serve_command import serve_reference
 from explorer.engines.weight_kernels import weights_refusal
 from explorer.errors import ManualSelectionError
 from explorer.hardware.cards import CardRef

@@ -23,7 +23,6 @@ import math
 from dataclasses import replace
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import PlanRequest
 from explorer.engines.interface import SplitEngine
 from explorer.engines.launches import (
     launch_splits,
@@ -32,6 +31,7 @@ from explorer.engines.launches import (
     plain_dp,
 )
 from explorer.engines.options import Option
+from explorer.engines.request import PlanRequest
 from explorer.engines.split_trial import PoolWeights, Trial, attention_ep_option, expert_dp_option
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact

@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import Layout, PlanRequest
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import SplitEngine
 from explorer.engines.launches import evaluate_launch, weight_copy_cards
+from explorer.engines.layouts import Layout
 from explorer.engines.options import Option, memory_reason
 from explorer.engines.parallel_rules import Refusal, block_refusals
+from explorer.engines.request import PlanRequest
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision

@@ -48,11 +48,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import Layout, PlanRequest, serve_reference
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
 from explorer.engines.launches import evaluate_launch, world_refusal
+from explorer.engines.layouts import Layout
 from explorer.engines.options import Option
+from explorer.engines.request import PlanRequest
+from explorer.engines.serve_command import serve_reference
 from explorer.engines.split_pinned import pin_split
 from explorer.engines.split_pool import PoolWeights, walk_pool
 from explorer.engines.weight_kernels import RULE, weights_refusal

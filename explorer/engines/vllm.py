@@ -31,28 +31,19 @@ from typing import ClassVar
 
 from explorer.engines.all2all import VLLM_BACKENDS, backend_refusals, buffer_note, vllm_buffer_bytes
 from explorer.engines.calibration import Calibration, calibration_for
-from explorer.engines.common import (
-    ENGINE_LABELS,
-    HEAD_ADDRESS,
-    CardMemory,
-    EngineName,
-    Evaluation,
-    Layout,
-    NodeCommand,
-    PlanRequest,
-    across_nodes,
-    card_role,
-    largest_context,
-    online_flags,
-    pp_partition,
-    stage_kv_bytes,
-)
+from explorer.engines.evaluation import CardMemory, Evaluation, NodeCommand
 from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
+from explorer.engines.layouts import Layout, card_role, pp_partition
+from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
+from explorer.engines.request import PlanRequest
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, online_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
+from explorer.engines.stage_kv import largest_context, stage_kv_bytes
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
+from explorer.engines.vllm_fp8_marlin import marlin_layer_extra_bytes
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
 from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_release
 from explorer.errors import PlanError
@@ -64,6 +55,12 @@ from explorer.model.shapes import ModelShape
 from explorer.model.weights import WeightBreakdown, weight_breakdown
 
 BLOCK_TOKENS = 16
+
+
+def tp_widths(shape: ModelShape) -> tuple[int, ...]:
+    """The tensor-parallel sizes vLLM and SGLang accept for ``shape`` (:func:`tp_refusals`): a tp size divides
+    the attention heads, so none exceeds them."""
+    return tuple(tp for tp in range(1, max(1, shape.attention_heads) + 1) if not tp_refusals(shape, tp))
 
 
 def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
@@ -116,14 +113,17 @@ def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> in
 def stage_weight_bytes(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, release: VLLMRelease
 ) -> list[int]:
-    """Each pipeline stage's weights on one of its cards, MXFP4 experts as vLLM re-lays them."""
+    """Each pipeline stage's weights on one of its cards, MXFP4 experts and block-fp8 scales as vLLM re-lays
+    them (:mod:`~explorer.engines.vllm_mxfp4`, :mod:`~explorer.engines.vllm_fp8_marlin`)."""
     weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
     extra = relayout_extra_bytes(shape, precision, gpu, release, layout.tp, layout.ep)
+    marlin = marlin_layer_extra_bytes(shape, precision, gpu, layout.tp, layout.ep)
     stages = pp_partition(shape.layers, layout.pp)
     out = []
     for s, (a, b) in enumerate(stages):
         moe_layers = sum(1 for layer in shape.decoder[a:b] if any(t.role == "expert" for t in layer.tensors))
-        out.append(weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1) + extra * moe_layers)
+        stage = weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1)
+        out.append(stage + extra * moe_layers + sum(marlin[a:b]))
     return out
 
 
@@ -406,7 +406,11 @@ class VLLM(SplitWalk):
         per_token = (large.kv_cache - small.kv_cache) // (high - low)
         fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * low)
         return Footprint(
-            weights_bytes=small.weights, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token, even_split=True
+            weights_bytes=small.weights,
+            fixed_bytes_per_card=fixed,
+            kv_bytes_per_token=per_token,
+            even_split=True,
+            split_widths=tp_widths(shape),
         )
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from explorer.engines.calibration import Calibration
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.engines.vllm_release import VLLMRelease
 from explorer.hardware.catalogue import GPUClass
 from explorer.model.precision import Precision

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.engines.registry import CPU_ENGINE, engine_named
 from explorer.engines.weight_kernels import weights_refusal
 from explorer.errors import PlacementError
@@ -31,7 +32,6 @@ from explorer.fleet.place import Card, ModelDemand, ModelTerm
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster
 from explorer.model.shapes import ModelShape
-from explorer.plan.offer import original_artifact, what_if_artifact
 
 #: context a model is charged at when its term names none
 DEFAULT_CONTEXT_TOKENS = 8192
@@ -70,9 +70,16 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
             for k in range(group.count):
                 total, cls = group.gpu.memory_bytes, group.gpu.name
                 usable = min(int(total * usable_fraction), group.free_bytes_on(k))
-                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total, gpu_class=cls))
+                span = f"{cls} on {node.fabric or node.name}"  # tensor parallelism spans a fabric, else one node
+                cards.append(Card(index=len(cards), usable_bytes=usable, total_bytes=total, gpu_class=cls, span=span))
                 whole.append(
-                    Card(index=len(whole), usable_bytes=int(total * usable_fraction), total_bytes=total, gpu_class=cls)
+                    Card(
+                        index=len(whole),
+                        usable_bytes=int(total * usable_fraction),
+                        total_bytes=total,
+                        gpu_class=cls,
+                        span=span,
+                    )
                 )
                 labels.append(f"{node.name}:{index_on_node} ({cls})" + ("" if usable else ", busy"))
                 places.append((node.name, index_on_node))
@@ -135,6 +142,7 @@ def demand_for(
         phases=term.phases,
         rank=rank,
         even_split=footprint.even_split,
+        widths=footprint.split_widths,
     )
 
 

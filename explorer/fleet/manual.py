@@ -185,7 +185,7 @@ class _Sheet:
 
     def __init__(self, plan: ManualPlan, cards: Sequence[Card]) -> None:
         self.usable = {c.index: c.usable_bytes for c in sorted(cards, key=lambda c: c.index)}
-        self.classes = {c.index: c.gpu_class for c in cards}
+        self.classes = {c.index: c.split_group for c in cards}
         self.charged = dict.fromkeys(self.usable, 0)
         self.group_of = {name: group for group in plan.swap_groups for name in group}
         self.slots: dict[frozenset[str], dict[int, int]] = {g: {} for g in plan.swap_groups}
@@ -276,9 +276,15 @@ def _uneven(demand: ModelDemand, entry: PlanEntry, classes: dict[int, str | None
     kinds = {classes.get(c) for c in entry.cards if c in classes}
     if len(kinds) > 1:
         named = ", ".join(f"card {c} {classes.get(c)}" for c in entry.cards)
-        return f"{demand.name} splits evenly (tensor parallelism): its cards must be of one class, not {named}"
+        return f"{demand.name} splits evenly (tensor parallelism): its cards must be of one class (on one node, or nodes sharing a fabric), not {named}"
     if entry.ratio is not None and len(set(entry.ratio)) > 1:
         return f"{demand.name} splits evenly (tensor parallelism): ratio {list(entry.ratio)} cannot be honoured"
+    if not demand.takes(len(entry.cards)):
+        sizes = ", ".join(map(str, demand.widths))
+        return (
+            f"{demand.name} splits evenly (tensor parallelism): the engine refuses tp {len(entry.cards)} for it; "
+            f"it takes {sizes} cards"
+        )
     return None
 
 

@@ -104,7 +104,7 @@ def place(
         usable = {POOL_INDEX: unified_budget_bytes}
     else:
         usable = {c.index: c.usable_bytes for c in cards}
-    ledger = Ledger(dict(sorted(usable.items())), {c.index: c.gpu_class for c in cards})
+    ledger = Ledger(dict(sorted(usable.items())), {c.index: c.split_group for c in cards})
     order = charge_order(models)
     tenancy_of: dict[str, Tenancy] = {}
     tight: list[TightModel] = []

@@ -45,6 +45,8 @@ class ModelDemand:
         rank: placement priority; lower ranks are charged first.
         even_split: a split gives each card the same share, on cards of one class (vLLM's and
             SGLang's tensor parallelism); False: any proportion (llama.cpp's layer split).
+        widths: the card counts a split may take, ascending (the tensor-parallel sizes the engine accepts: a
+            64-head model never splits over 3 cards); empty: any count.
     """
 
     name: str
@@ -57,6 +59,7 @@ class ModelDemand:
     phases: frozenset[str] = field(default_factory=frozenset)
     rank: int = 0
     even_split: bool = False
+    widths: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -67,6 +70,12 @@ class ModelDemand:
         _check_count(owner, "replicas", self.replicas, minimum=1)
         if isinstance(self.rank, bool) or not isinstance(self.rank, int):
             raise PlacementInputError(f"{owner}: rank must be an int, got {self.rank!r}")
+        if any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in self.widths) or list(
+            self.widths
+        ) != sorted(set(self.widths)):
+            raise PlacementInputError(
+                f"{owner}: widths must be ascending card counts of at least 1, got {self.widths!r}"
+            )
         if self.min_context_tokens is not None:
             _check_count(owner, "min_context_tokens", self.min_context_tokens)
             if self.min_context_tokens > self.context_tokens:
@@ -97,6 +106,14 @@ class ModelDemand:
         """The splittable part at a context: weights + KV (bytes)."""
         return self.weights_bytes + self.kv_bytes_per_token * context_tokens
 
+    def takes(self, cards: int) -> bool:
+        """Whether a split over ``cards`` cards is one the engine accepts (:attr:`widths`)."""
+        return not self.widths or cards in self.widths
+
+    def widest(self, cards: int) -> int:
+        """The most cards, at most ``cards``, a split may take (one card always: it needs no split)."""
+        return max((w for w in self.widths if w <= cards), default=1) if self.widths else cards
+
     def never_runs_with(self, other: ModelDemand) -> bool:
         """True when the two share no phase, so they are never resident together.
 
@@ -114,12 +131,20 @@ class Card:
         usable_bytes: memory the planner may charge, after any headroom (bytes).
         total_bytes: the card's full memory when known, shown in summaries (bytes).
         gpu_class: the card's class when known; an even split takes cards of one class.
+        span: what the cards one even split may cover share (``l40s-48g on ib0``: the class on a fabric, or on
+            one node that shares none); None: the class alone.
     """
 
     index: int
     usable_bytes: int
     total_bytes: int | None = None
     gpu_class: str | None = None
+    span: str | None = None
+
+    @property
+    def split_group(self) -> str | None:
+        """The cards an even split may take together share this: :attr:`span`, else the class."""
+        return self.span or self.gpu_class
 
     def __post_init__(self) -> None:
         _check_count("card", "index", self.index)

@@ -147,7 +147,8 @@ def _fewest_cards(demand: ModelDemand, room: Rooms) -> Layout | None:
 
     Tries the roomiest card alone, then the two roomiest, and so on (the k
     roomiest cards are the k with the most room past the fixed cost, so if any
-    k cards hold the model these do). A card with no room past the fixed cost
+    k cards hold the model these do), skipping counts the engine refuses as a
+    tensor-parallel size (:attr:`ModelDemand.widths`). A card with no room past the fixed cost
     ends the widening. A model with a fixed context takes the first set that
     holds it. A model with a context floor takes the first set that serves its
     full target; when none does, the set that serves the most, fewest cards on a
@@ -163,6 +164,8 @@ def _fewest_cards(demand: ModelDemand, room: Rooms) -> Layout | None:
         walked.append(card)
         # equal shares are bound by the tightest card, the k-th roomiest
         net = count * (room[card] - fixed) if demand.even_split else net + room[card] - fixed
+        if not demand.takes(count):  # a tensor-parallel size the engine refuses: widen on
+            continue
         served = served_context(demand, net)
         if served is None:
             continue
@@ -188,7 +191,8 @@ def tight_layout(
     of the shortfall, and the overruns add up to exactly
     ``shard + k * fixed - sum(room)``. The model is charged at its least context.
     An even demand takes one class's useful cards in equal shares (the class it is
-    least short on), and its shortfall is the sum of the cards' overruns.
+    least short on), as many as a tensor-parallel size it may take, and its shortfall
+    is the sum of the cards' overruns.
     """
     rooms = as_rooms(room, classes)
     if not demand.even_split:
@@ -205,6 +209,7 @@ def _tight_on(demand: ModelDemand, room: Rooms) -> tuple[Layout, int]:
     roomiest = next(order)
     # the cards with room past the fixed cost come first in the order: take them while they last
     cards = list(takewhile(lambda c: room[c] > fixed, chain((roomiest,), order))) or [roomiest]
+    cards = cards[: demand.widest(len(cards))]
     if demand.even_split:
         split = tuple(part + fixed for part in apportion(shard, (1,) * len(cards)))
         shortfall = sum(max(0, b - room[c]) for c, b in zip(cards, split, strict=True))

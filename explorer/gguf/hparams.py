@@ -26,6 +26,11 @@ src/llama-hparams.cpp, commit 0c1e57098):
   ``n_embd (l_cache - 1)`` and 0.
 - MLA (``is_mla``): ``attention.key_length_mla`` and ``value_length_mla``
   present; the cache then holds K rows of ``kv_lora_rank + n_rot`` only.
+- Gemma 4 (src/models/gemma4.cpp): sliding layers have heads of
+  ``attention.key_length_swa`` / ``value_length_swa``, full layers of
+  ``key_length`` / ``value_length`` (``llama_hparams::n_embd_head_k(il)``); the
+  last ``attention.shared_kv_layers`` layers reuse an earlier layer's cache
+  (``n_layer_kv_from_start``) and get none of their own.
 
 An architecture llama.cpp's table here does not know still gets values
 (the generic keys), with ``approximate`` set and the reason in ``notes``.
@@ -66,6 +71,7 @@ SWA_ARCHS: dict[str, tuple[int, int, str]] = {
     "olmo2": (4, 0, "standard"),
     "smallthinker": (4, 0, "standard"),
     "llama4": (4, 8192, "chunked"),
+    "gemma4": (6, 0, "standard"),
 }
 #: archs whose sliding-window key llama.cpp reads and then ignores
 SWA_DISABLED = frozenset({"phi3"})
@@ -84,8 +90,12 @@ class GGUFHParams:
         n_head: query heads per layer.
         n_head_kv: KV heads per layer (0: no attention cache in that layer).
         n_ff: dense FFN width per layer (0: none, or MoE only).
-        n_embd_head_k: K head width (``key_length``; MLA: kv_lora_rank + n_rot).
+        n_embd_head_k: K head width (``key_length``; MLA: kv_lora_rank + n_rot); a full layer's when sliding
+            layers have their own.
         n_embd_head_v: V head width (``value_length``; MLA: kv_lora_rank).
+        n_embd_head_k_swa: a sliding layer's K head width (``key_length_swa``; 0: ``n_embd_head_k``).
+        n_embd_head_v_swa: a sliding layer's V head width (``value_length_swa``; 0: ``n_embd_head_v``).
+        n_layer_kv_from_start: layers from this one on reuse an earlier layer's cache (``shared_kv_layers``).
         n_rot: rotary dims (``rope.dimension_count``).
         swa_layers: per layer, whether it is sliding-window.
         n_swa: the window, tokens (0: no SWA).
@@ -152,12 +162,23 @@ class GGUFHParams:
     rope_scaling: str = ""
     approximate: bool = False
     notes: tuple[str, ...] = ()
+    n_embd_head_k_swa: int = 0
+    n_embd_head_v_swa: int = 0
+    n_layer_kv_from_start: int = -1
 
     def has_kv(self, il: int) -> bool:
-        """Whether layer ``il`` has an attention cache (KV heads, not purely recurrent, not NextN)."""
-        if il >= self.n_layer - self.n_nextn:
+        """Whether layer ``il`` has an attention cache (KV heads, not purely recurrent, not NextN, not KV-shared)."""
+        if il >= self.n_layer - self.n_nextn or 0 <= self.n_layer_kv_from_start <= il:
             return False
         return self.n_head_kv[il] > 0 and (not self.recurrent_layers[il] or self.arch in HYBRID_PARALLEL)
+
+    def head_k(self, il: int) -> int:
+        """Layer ``il``'s K head width (``llama_hparams::n_embd_head_k(il)``)."""
+        return self.n_embd_head_k_swa if self.swa_layers[il] and self.n_embd_head_k_swa else self.n_embd_head_k
+
+    def head_v(self, il: int) -> int:
+        """Layer ``il``'s V head width (``llama_hparams::n_embd_head_v(il)``)."""
+        return self.n_embd_head_v_swa if self.swa_layers[il] and self.n_embd_head_v_swa else self.n_embd_head_v
 
 
 def _checked(header: GGUFHeader, key: str, value: int | float) -> int:
@@ -361,6 +382,9 @@ def read_hparams(header: GGUFHeader) -> GGUFHParams:
         rope_scaling=_rope_scaling(header),
         approximate=approximate,
         notes=tuple(notes),
+        n_embd_head_k_swa=_int(header, "attention.key_length_swa", 0) or 0,
+        n_embd_head_v_swa=_int(header, "attention.value_length_swa", 0) or 0,
+        n_layer_kv_from_start=n_layer - shared if (shared := _int(header, "attention.shared_kv_layers", 0)) else -1,
     )
 
 

@@ -19,14 +19,21 @@ quantised without an importance matrix:
   the rules above leave Q3_K or Q4_K;
 - fallback: a tensor whose rows (``ne[0]``, the input features) are not whole
   blocks of its type drops to a 32-block type: Q4_K → Q5_0, Q5_K → Q5_1,
-  Q6_K → Q8_0, Q3_K → Q4_0.
+  Q6_K → Q8_0, Q3_K → Q4_0;
+- a mixture of experts: every ``ffn_down`` (dense, shared and routed experts) takes
+  its layer from its name, so the "more bits" layers are counted over the layers,
+  not over the tensors; with 8 experts (Mixtral) ``attn_v`` and ``attn_k`` are Q8_0
+  and ``attn_output`` Q5_K for the Q3_K/Q4_K mixes; routers (``ffn_gate_inp``) and
+  Gemma's ``per_layer_model_proj`` are not quantised (F32 and F16 as converted);
+  Gemma's per-layer token table is quantised as ``token_embd``.
 
 Summed over Meta-Llama-3.1-8B this gives 4,912,898,048 bytes of tensors at
 Q4_K_M; the published file (lmstudio-community) is 4,920,739,168 bytes, the
-difference being the header (its tokenizer). Mixtures of experts and Falcon
-have further rules of their own and are refused. The planner sizes a what-if
-GGUF at the mix's average bits (:data:`explorer.model.quant_config.GGUF_MIX_BITS`);
-this module says where those bits go.
+difference being the header (its tokenizer). Falcon has rules of its own and
+is refused. The planner sizes a dense what-if GGUF at the mix's average bits
+(:data:`explorer.model.quant_config.GGUF_MIX_BITS`), a mixture of experts' by
+this mix (:mod:`explorer.engines.llamacpp.whatif`); this module says where the
+bits go.
 """
 
 from __future__ import annotations
@@ -75,6 +82,9 @@ _SIZES: dict[str, tuple[int, int]] = {t.name: v for t, v in GGML_QUANT_SIZES.ite
 #: module names' last part → llama.cpp's tensor category, for attention and MLP tensors
 _ATTENTION = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output"}
 _FUSED_QKV = ("qkv_proj", "query_key_value", "c_attn", "Wqkv")
+#: Gemma's per-layer token table (quantised as ``token_embd``) and its projection (kept as converted, F16)
+_PER_LAYER_TABLE = "embed_tokens_per_layer"
+_KEPT_F16 = "per_layer_model_projection"
 #: model types llama.cpp reads as LLM_ARCH_FALCON (its own mix rules)
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 
@@ -125,9 +135,31 @@ def _category(t: Tensor) -> str:
         return "output"
     if t.role == "attention":
         return "attn_qkv" if last in _FUSED_QKV else _ATTENTION.get(last, "attn_output")
-    if t.role in ("mlp", "shared_expert"):
+    if t.role in ("mlp", "shared_expert", "expert"):
         return "ffn_down" if ("down" in last or last in ("fc2", "w2")) else ("ffn_gate" if "gate" in last else "ffn_up")
     return "other"
+
+
+def _block_name(t: Tensor, layer: int, category: str) -> str:
+    """A decoder tensor's GGUF-like name: ``blk.3.ffn_down_exps.weight`` (routed), ``…_shexp`` (shared)."""
+    last = t.module.rsplit(".", 1)[-1]
+    if t.role == "router" and t.cols > 1:
+        return f"blk.{layer}.ffn_gate_inp.{t.param}"
+    if last == "{i}":  # a parameter of the block itself (Gemma 4's layer_scalar)
+        return f"blk.{layer}.{t.param}"
+    if category in ("norm", "other") or last.startswith("per_layer"):
+        return f"blk.{layer}.{last}.{t.param}"
+    suffix = {"expert": "_exps", "shared_expert": "_shexp"}.get(t.role, "")
+    return f"blk.{layer}.{category}{suffix}.{t.param}"
+
+
+def _eight_experts(quant: str, category: str, rule: tuple[str, str]) -> tuple[str, str]:
+    """llama-quant's rules for an 8-expert model (Mixtral): attn_v and attn_k Q8_0, attn_output Q5_K."""
+    if category in ("attn_v", "attn_qkv", "attn_k"):
+        return "Q8_0", "8 experts: attn_v and attn_k at Q8_0"
+    if category == "attn_output" and quant in ("Q3_K_S", "Q3_K_M", "Q4_K_S", "Q4_K_M"):
+        return "Q5_K", "8 experts: attn_output at Q5_K"
+    return rule
 
 
 def _rule(quant: str, category: str, index: int, count: int, layers: int, seventy_b: bool) -> tuple[str, str]:
@@ -194,35 +226,39 @@ def gguf_mix(shape, quant: str) -> tuple[MixTensor, ...]:
 
     Raises:
         UnknownPrecisionError: ``quant`` is not one of :data:`MIX_BASE_TYPES`.
-        GGUFError: the model has routed experts or is a Falcon (their own rules are not modelled).
+        GGUFError: the model is a Falcon (its own rules are not modelled).
     """
     quant = quant.upper().replace("-", "_")
     if quant not in MIX_BASE_TYPES:
         raise UnknownPrecisionError(
             f"no per-tensor mix for {quant}", hint=f"mixes with per-tensor rules: {', '.join(MIX_BASE_TYPES)}"
         )
-    if shape.moe is not None or shape.model_type in _FALCON:
+    if shape.model_type in _FALCON:
         raise GGUFError(
-            f"{shape.name or 'this model'}: llama.cpp's mix for mixtures of experts and Falcon is not modelled",
+            f"{shape.name or 'this model'}: llama.cpp's mix for Falcon is not modelled",
             hint="its size at the mix's average bits is explorer.model.quant_config.GGUF_MIX_BITS",
         )
     layers = shape.layers
     seventy_b = layers == 80 and shape.kv_heads < shape.attention_heads
+    experts = shape.moe.experts if shape.moe is not None else 0
     counts = {"attn_v": sum(1 for la in shape.decoder for t in la.tensors if _category(t) == "attn_v")}
     seen: dict[str, int] = {}
     out = []
     for t in shape.embeddings:
         cat = _category(t)
-        if t.cols <= 1 or cat != "token_embd":
+        name = "per_layer_token_embd.weight" if _PER_LAYER_TABLE in t.module else "token_embd.weight"
+        if _KEPT_F16 in t.module:
+            out.append(_stored(t, f"{t.module}.{t.param}", None, "other", "F16", "not quantised (llama-quant)"))
+        elif t.cols <= 1 or cat != "token_embd":
             out.append(_stored(t, f"{t.module}.{t.param}", None, cat, "F32", "not quantised"))
         elif shape.tied_embeddings:
-            out.append(_stored(t, "token_embd.weight", None, cat, *_output_type(quant, t.cols)))
+            out.append(_stored(t, name, None, cat, *_output_type(quant, t.cols)))
         else:
-            out.append(_stored(t, "token_embd.weight", None, cat, MIX_BASE_TYPES[quant], "base type"))
+            out.append(_stored(t, name, None, cat, MIX_BASE_TYPES[quant], "base type"))
     for i, layer in enumerate(shape.decoder):
         for t in layer.tensors:
             cat = _category(t)
-            name = f"blk.{i}.{t.module.rsplit('.', 1)[-1] if cat in ('norm', 'other') else cat}.{t.param}"
+            name = _block_name(t, i, cat)
             if cat in ("norm", "other") and (
                 t.cols <= 1 or t.role in ("norm", "router", "position") or "conv1d" in name
             ):
@@ -230,7 +266,10 @@ def gguf_mix(shape, quant: str) -> tuple[MixTensor, ...]:
                 continue
             index = seen.get(cat, 0)
             seen[cat] = index + 1
-            out.append(_stored(t, name, i, cat, *_rule(quant, cat, index, counts.get(cat, layers), layers, seventy_b)))
+            if experts and cat == "ffn_down":  # llama-quant reads an MoE's layer from the tensor's name
+                index = i
+            rule = _rule(quant, cat, index, counts.get(cat, layers), layers, seventy_b)
+            out.append(_stored(t, name, i, cat, *(_eight_experts(quant, cat, rule) if experts == 8 else rule)))
     for t in shape.head:
         cat = _category(t)
         if cat == "output":

@@ -156,7 +156,7 @@ def tensor_from_info(info: TensorInfo) -> Tensor:
 
 def _cache(hp: GGUFHParams, il: int) -> LayerCache:
     """The vLLM-style cache spec of one layer."""
-    kv, hk, hv = hp.n_head_kv[il], hp.n_embd_head_k, hp.n_embd_head_v
+    kv, hk, hv = hp.n_head_kv[il], hp.head_k(il), hp.head_v(il)
     if hp.recurrent_layers[il] and not hp.has_kv(il):
         family = (
             "rwkv"

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from explorer.hardware.cluster import Cluster, GPUGroup, Node
 
-__all__ = ["Census", "HostCap", "host_kinds", "node_slots", "spanning_copies"]
+__all__ = ["Census", "HostCap", "NodeRun", "class_runs", "host_kinds", "spanning_copies"]
 
 #: at most this many copies on a node of this much host RAM (bytes); None: no cap
 HostCap = Callable[[int], int] | None
@@ -103,13 +104,63 @@ class Census:
         return sum(spanning_copies(slots, nodes) for slots in fabrics.values())
 
 
-def node_slots(cluster: Cluster, gpu_class: str, width: int, *, host_cap: HostCap = None) -> list[tuple[Node, int]]:
-    """(node, slots) for every node holding ``gpu_class``: how many ``width``-card copies each takes on its own
-    (for launch lines, which name nodes)."""
-    return [
-        (n, _slots(n.group(gpu_class), n.host_ram_bytes, width, None, host_cap))  # type: ignore[arg-type]
-        for n in cluster.nodes_with(gpu_class)
-    ]
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeRun:
+    """Consecutive nodes that hold one class alike (the class's group, the node's classes in order, fabric, host
+    RAM), in the cluster's order: the class's cards sit at the same positions on each.
+
+    Attributes:
+        nodes: the run's nodes, in order.
+        group: the class's group on each of them.
+        host_ram_bytes: each node's host RAM.
+    """
+
+    nodes: tuple[Node, ...]
+    group: GPUGroup
+    host_ram_bytes: int
+
+    @property
+    def fabric(self) -> str | None:
+        """The network the run's nodes share (None: each stands alone)."""
+        return self.nodes[0].fabric
+
+    @property
+    def make(self) -> tuple[tuple[str, int], ...]:
+        """Each node's classes and their counts, in order: what numbers its cards."""
+        return _make(self.nodes[0])
+
+    def slots(self, width: int, *, host_cap: HostCap = None) -> int:
+        """How many ``width``-card copies each node of the run takes on its own (on every card)."""
+        return _slots(self.group, self.host_ram_bytes, width, None, host_cap)
+
+
+def class_runs(cluster: Cluster, gpu_class: str) -> tuple[NodeRun, ...]:
+    """The nodes holding ``gpu_class`` as runs of alike nodes, in node order (for launch lines, which name nodes).
+
+    Found once per cluster (:meth:`Cluster.derived`): 12,500 alike nodes are one run, so writing an option's launch
+    lines costs the same on them as on one node."""
+    return cluster.derived(_runs_by_class).get(gpu_class, ())
+
+
+def _make(node: Node) -> tuple[tuple[str, int], ...]:
+    """A node's classes and their counts, in order: what numbers its cards."""
+    return tuple((g.gpu.name, g.count) for g in node.gpus)
+
+
+def _runs_by_class(cluster: Cluster) -> dict[str, tuple[NodeRun, ...]]:
+    runs: dict[str, list[tuple[tuple, GPUGroup, int, list[Node]]]] = {}
+    for n in cluster.nodes:
+        for g in n.gpus:
+            key = (g.alike_key, _make(n), n.fabric, n.host_ram_bytes)
+            of_class = runs.setdefault(g.gpu.name, [])
+            if of_class and of_class[-1][0] == key:
+                of_class[-1][3].append(n)
+            else:
+                of_class.append((key, g, n.host_ram_bytes, [n]))
+    return {
+        name: tuple(NodeRun(nodes=tuple(nodes), group=g, host_ram_bytes=ram) for _, g, ram, nodes in of_class)
+        for name, of_class in runs.items()
+    }
 
 
 def host_kinds(cluster: Cluster) -> tuple[tuple[Node, int], ...]:

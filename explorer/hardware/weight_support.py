@@ -33,7 +33,7 @@ ARCHITECTURES: tuple[str, ...] = (
     "apple",  # M-series (Metal; llama.cpp only)
 )
 
-#: weight formats the table names (:func:`explorer.engines.weight_kernels.weight_formats` maps a precision to them)
+#: weight formats the table names (:func:`explorer.artifacts.weight_formats.weight_formats` maps a precision to them)
 WEIGHT_FORMATS: tuple[str, ...] = ("fp8", "fp8-block", "int8", "awq", "gptq", "w4a16", "nvfp4", "mxfp4", "bnb")
 
 #: how an engine runs a format on an architecture

@@ -14,47 +14,25 @@ A model the planner cannot read is a row with its error, never a crash of the vi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.engines.common import PlanRequest
+from explorer.artifacts.known_model import KnownModel
 from explorer.engines.options import TIER_LABELS, Option
+from explorer.engines.request import PlanRequest
 from explorer.errors import ExplorerError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
-from explorer.model.artifacts import Artifact
-from explorer.model.shapes import ModelShape
 from explorer.plan.planner import plan
 from explorer.plan.ranking import goal_named
 from explorer.plan.suggest import Suggestion
 from explorer.speed.estimate import SpeedSettings
 
-__all__ = ["FIT_KINDS", "FitRow", "KnownModel", "fit_row", "fit_rows"]
+__all__ = ["FIT_KINDS", "FitRow", "fit_row", "fit_rows"]
 
 #: the suggestions the view tries, cheapest first; it keeps the first that fits
 FIT_KINDS = ("precision", "kv-cache", "context")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KnownModel:
-    """A model the view lists.
-
-    Attributes:
-        ref: its id (``org/name``).
-        shape: its shape.
-        artifacts: what its repository offers (the original weights, GGUF files).
-        origin: where it came from (``snapshot``, ``cache``, ``chosen``: an operator's pick).
-        fallback: the precisions planned when ``artifacts`` keep no all-GPU layout that runs as printed
-            (:func:`explorer.plan.offer.fallback_artifacts`, as ``explorer plan`` does), or a callable that
-            makes them, called only for a model that needs them; empty: none.
-    """
-
-    ref: str
-    shape: ModelShape
-    artifacts: tuple[Artifact, ...]
-    origin: str = "snapshot"
-    fallback: tuple[Artifact, ...] | Callable[[], tuple[Artifact, ...]] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

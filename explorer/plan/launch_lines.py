@@ -11,7 +11,7 @@ which port. A launch line is ``WHERE: CUDA_VISIBLE_DEVICES=… COMMAND --port P`
 - **port**: one a server on a node, counting up from :data:`FIRST_PORT` (vLLM, SGLang and llama-server all
   take ``--port``);
 - **nodes**: a launch across nodes is a line a node, the head's first (its API server and port), then each
-  other rank's (:class:`~explorer.engines.common.NodeCommand`: vLLM ``--headless`` workers, SGLang ranks,
+  other rank's (:class:`~explorer.engines.evaluation.NodeCommand`: vLLM ``--headless`` workers, SGLang ranks,
   llama.cpp ``rpc-server``s on their own cards), each naming the head's address by a placeholder that names
   the head node (``--master-addr <gpu-a>``); the ``k``-th further copy moves the ports its nodes meet at
   (``Evaluation.meeting_ports``: vLLM's ``--master-port``, SGLang's ``--dist-init-addr``, llama.cpp's RPC
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from explorer.engines.common import HEAD_ADDRESS, Evaluation, NodeCommand
+from explorer.engines.evaluation import Evaluation, NodeCommand
+from explorer.engines.serve_command import HEAD_ADDRESS
 from explorer.hardware.cards import class_cards
 from explorer.hardware.cluster import Node
 

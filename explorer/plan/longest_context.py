@@ -32,10 +32,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.fit_search import largest_fitting
 from explorer.engines.options import MEMORY_RULES, Option, Rejection
 from explorer.engines.registry import engine_named
+from explorer.engines.request import PlanRequest
 from explorer.model.shapes import ModelShape
 
 __all__ = ["full_offload_context", "refusal_context", "with_refusal_contexts"]

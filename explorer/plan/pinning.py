@@ -31,17 +31,17 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from explorer.engines.common import PlanRequest
+from explorer.artifacts.offer import original_artifact
 from explorer.engines.interface import PinnedLayout
 from explorer.engines.options import Option
 from explorer.engines.registry import engine_named
+from explorer.engines.request import PlanRequest
 from explorer.errors import ManualSelectionError
 from explorer.hardware.cards import CardRef, node_cards
 from explorer.hardware.cluster import Cluster
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.launch_lines import FIRST_PORT, launch_lines, several_classes
-from explorer.plan.offer import original_artifact
 from explorer.units import gib
 
 

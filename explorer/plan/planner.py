@@ -21,17 +21,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
+from explorer.artifacts.offer import all_gpu_only, original_artifact, what_if_artifact
 from explorer.engines.collect import Collector
-from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option, PlanResult
 from explorer.engines.registry import engine_named, engines_named
+from explorer.engines.request import PlanRequest
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.longest_context import with_refusal_contexts
-from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.plan.ranking import DEFAULT_GOAL, at_the_brim, goal_named, rank
 from explorer.plan.replicas import Census, replica_launch, with_replicas
 from explorer.plan.suggest import KINDS, suggestions
@@ -155,7 +155,7 @@ def plan(
         first_fit: stop at the first suggestion that fits (a model's one best suggestion).
         catalogue: the GPU catalogue, for the suggestions that name other card classes.
         fallback: other precisions of the model (published quantised checkpoints, what-ifs: see
-            :func:`explorer.plan.offer.fallback_artifacts`) planned too when ``artifacts`` keep no option
+            :func:`explorer.artifacts.offer.fallback_artifacts`) planned too when ``artifacts`` keep no option
             on accelerators alone whose launch runs as printed with headroom; the wider plan is kept when its
             best option stands higher (a higher tier, a launch that runs as printed, then headroom: not
             :func:`~explorer.plan.ranking.at_the_brim`), so that the first row is the all-GPU layout an
@@ -166,7 +166,7 @@ def plan(
     Raises:
         PlanError: a context or concurrency below 1, a utilisation outside (0, 1], an unknown goal or
             engine (a parallel size, swap space or hicache ratio out of range is refused where the
-            :class:`~explorer.engines.common.PlanRequest` is made).
+            :class:`~explorer.engines.request.PlanRequest` is made).
     """
     request = request or PlanRequest()
     _check(request)
@@ -181,6 +181,8 @@ def plan(
         extra_artifacts = tuple(fallback() if callable(fallback) else fallback)
     if extra_artifacts:
         extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+        # a last-resort precision (Q3_K_M) is worth its loss only where it keeps every layer on the cards
+        extra = replace(extra, options=tuple(o for o in extra.options if o.tier == 1 or not all_gpu_only(o.artifact)))
         wider = _merged(own, extra)
         if _standing(wider) < _standing(own):
             result = replace(wider, widened=_added(extra_artifacts, wider))

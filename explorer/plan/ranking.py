@@ -32,13 +32,13 @@ nodes (RPC) › partial offload › CPU.
   with tp 2 at about three times the speed of Q8_0 split by layer); then the
   better precision (:func:`precision_score`), rising to about 8.6 bits a
   weight and falling past it (eight bits keep what sixteen do, near enough,
-  for half the memory; the cap is 5.8 on the CPU, where every bit is read for
-  every token), near-equal precisions under the cap counted alike (the same
+  for half the memory; the cap is 5.8 on the CPU, and with layers left in host
+  memory, where every bit is read for every token), near-equal precisions under the cap counted alike (the same
   whole bits: Q8_0's 8.5 and fp8's 8.03 are both 8); then whether the cards
   are free now (busy is not unfit); then the faster decode estimate, in
   steps of 2 % (of two engines on the same cards, the one that serves
   faster); then the serving engines before llama.cpp in the order plans list
-  them (:data:`~explorer.engines.common.ENGINES`: vLLM, SGLang, llama.cpp),
+  them (:data:`~explorer.engines.names.ENGINES`: vLLM, SGLang, llama.cpp),
   whose continuous batching and paged KV cache the roofline does not see;
   then the most headroom;
 - ``fastest``: the highest decode estimate of one sequence at the asked concurrency;
@@ -57,7 +57,9 @@ and 16-bit F16 itself 0.0020 above F32: past about 8.5 bits a bit buys
 nothing measurable. Below it each bit counts: Q6_K (6.57 bits) +0.0217,
 Q4_K_M (4.90) +0.1754, Q3_K_M (4.00) +0.6569, Q2_K (3.17) +3.5199. On a CPU
 every weight is read for every token, so speed wins sooner: the cap there is
-5.8, just above Q5_K_M (5.70 bits, +0.0569).
+5.8, just above Q5_K_M (5.70 bits, +0.0569). A partial offload reads its host
+layers the same way, so it takes the CPU's cap: Gemma-4-26B on one T4 runs
+Q4_K_M with a few layers on the host rather than BF16 with most of them.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Literal, get_args
 
-from explorer.engines.common import ENGINES
+from explorer.engines.names import ENGINES
 from explorer.engines.options import PLACEMENTS, Option
 from explorer.errors import PlanError
 from explorer.units import gib
@@ -222,7 +224,7 @@ def _fewest_cards(option: Option) -> tuple:
         cards_spent(option),
         layout.nodes,
         layout.tp == 1 and layout.pp > 1,
-        -precision_score(option.bits_per_weight, cpu=layout.cpu),
+        -precision_score(option.bits_per_weight, cpu=layout.cpu or option.placement == "host-offload"),
         not option.free_now,
         -_speed_step(option),
         ENGINES.index(option.engine) if option.engine in ENGINES else len(ENGINES),

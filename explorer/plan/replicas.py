@@ -28,18 +28,22 @@ Starting them (:func:`replica_launch`):
   placeholder nodes, ``<node1>``, named), its RPC ports moved so that no two copies share one.
 
 Every line names its devices and its port (:mod:`explorer.plan.launch_lines`).
+The lines are written from runs of consecutive alike nodes (:func:`explorer.hardware.copies.class_runs`, found
+once per cluster), never node by node: an option's lines cost the same on 12,500 nodes as on three.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
+from itertools import islice
 from typing import Any, Literal
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option
 from explorer.engines.registry import engine_named
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster import Cluster, Node
-from explorer.hardware.copies import Census, HostCap, host_kinds, node_slots
+from explorer.hardware.copies import Census, HostCap, NodeRun, class_runs, host_kinds
 from explorer.plan.launch_lines import (
     FIRST_PORT,
     class_positions,
@@ -131,12 +135,6 @@ class ReplicaLaunch:
         return "\n".join([*self.lines, *tail])
 
 
-def _where(nodes: list[Node]) -> str:
-    if len(nodes) == 1:
-        return nodes[0].name
-    return f"each of {len(nodes):,} nodes ({nodes[0].name} … {nodes[-1].name})"
-
-
 def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None = None) -> ReplicaLaunch:
     """The launch lines for all ``option.replicas`` copies (see the module docstring), each on its devices with
     its port (:mod:`explorer.plan.launch_lines`)."""
@@ -144,8 +142,9 @@ def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None
     method: Literal["one", "instances"] = "one" if n == 1 else "instances"
     request = request or PlanRequest()
     if layout.cpu or layout.unified:
-        hosts = [m for m in cluster.nodes if (m.is_cpu_only if layout.cpu else m.unified)][:n] or [option.node]
-        lines = tuple(f"{m.name}: {on_devices(ev.command, (), FIRST_PORT)}" for m in hosts[:MAX_LINES])  # type: ignore[union-attr]
+        holds = (m for m in cluster.nodes if (m.is_cpu_only if layout.cpu else m.unified))
+        hosts = list(islice(holds, min(n, MAX_LINES))) or [option.node]  # the first few: lines are capped
+        lines = tuple(f"{m.name}: {on_devices(ev.command, (), FIRST_PORT)}" for m in hosts)  # type: ignore[union-attr]
         return ReplicaLaunch(replicas=n, method=method, lines=lines, more=max(0, n - len(lines)))
     # one launch where the plan put it (RPC servers name their cards, or copies of one over RPC do not need naming)
     rpc_once = layout.rpc and (n == 1 or not all(placeholder_node(w) for w in ev.workers))
@@ -156,8 +155,8 @@ def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None
         lines = launch_lines(ev, place, FIRST_PORT, bus_order=several_classes(node))
         # a launch is written whole (every RPC server of it), whatever MAX_LINES says of copies
         return ReplicaLaunch(replicas=n, method=method, lines=tuple(lines), more=max(0, n - 1))
-    slots = [(m, k) for m, k in node_slots(cluster, layout.gpu_class, layout.gpus_per_node,
-                                             host_cap=_host_cap(option, request)) if k]  # fmt: skip
+    slots = [(run, k) for run in class_runs(cluster, layout.gpu_class)
+             if (k := run.slots(layout.gpus_per_node, host_cap=_host_cap(option, request)))]  # fmt: skip
     flag = engine_named(option.engine).data_parallel_flag
     if n > 1 and layout.nodes == 1 and flag and layout.pp == 1 and layout.dp == 1 and flag not in ev.command.split():
         return _data_parallel(option, flag, slots, n)
@@ -166,54 +165,76 @@ def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None
     return _spanning(option, slots, n)
 
 
-def _by_slots(slots: list[tuple[Node, int]]) -> list[tuple[int, list[Node]]]:
-    """Runs of consecutive nodes with the same slot count."""
-    runs: list[tuple[int, list[Node]]] = []
-    for node, k in slots:
-        if runs and runs[-1][0] == k:
-            runs[-1][1].append(node)
+@dataclass(frozen=True, slots=True)
+class _Alike:
+    """Consecutive nodes that take as many copies each, their cards numbered alike (runs of :func:`class_runs`
+    joined): one launch line serves them all.
+
+    Attributes:
+        slots: copies each node takes.
+        make: each node's classes and their counts, in order (:attr:`NodeRun.make`).
+        first: the first node (its cards' positions are every node's).
+        last: the last node.
+        count: how many nodes.
+    """
+
+    slots: int
+    make: tuple[tuple[str, int], ...]
+    first: Node
+    last: Node
+    count: int
+
+    def where(self) -> str:
+        """The node's name, or the run of them."""
+        if self.count == 1:
+            return self.first.name
+        return f"each of {self.count:,} nodes ({self.first.name} … {self.last.name})"
+
+
+def _by_slots(slots: list[tuple[NodeRun, int]]) -> list[_Alike]:
+    """Runs of consecutive nodes with the same slot count and the same classes in order."""
+    out: list[_Alike] = []
+    for run, k in slots:
+        if out and (out[-1].slots, out[-1].make) == (k, run.make):
+            out[-1] = replace(out[-1], last=run.nodes[-1], count=out[-1].count + len(run.nodes))
         else:
-            runs.append((k, [node]))
-    return runs
+            out.append(_Alike(slots=k, make=run.make, first=run.nodes[0], last=run.nodes[-1], count=len(run.nodes)))
+    return out
 
 
-def _data_parallel(option: Option, flag: str, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
+def _data_parallel(option: Option, flag: str, slots: list[tuple[NodeRun, int]], n: int) -> ReplicaLaunch:
     """A launch a run of alike nodes, its ``k`` copies on the node's first ``k × width`` cards of the class."""
     layout, ev = option.layout, option.evaluation
     lines = []
-    for k, nodes in _by_slots(slots):
+    for alike in _by_slots(slots):
+        k, node = alike.slots, alike.first
         command = ev.command + (f" {flag} {k}" if k > 1 else "")
-        devices = class_positions(nodes[0], layout.gpu_class, k * layout.gpus_per_node)
-        lines.append(
-            f"{_where(nodes)}: {on_devices(command, devices, FIRST_PORT, bus_order=several_classes(nodes[0]))}"
-        )
+        devices = class_positions(node, layout.gpu_class, k * layout.gpus_per_node)
+        lines.append(f"{alike.where()}: {on_devices(command, devices, FIRST_PORT, bus_order=several_classes(node))}")
     return ReplicaLaunch(
         replicas=n, method="data-parallel", lines=tuple(lines[:MAX_LINES]), more=max(0, len(lines) - MAX_LINES)
     )
 
 
-def _instances(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
+def _instances(option: Option, slots: list[tuple[NodeRun, int]], n: int) -> ReplicaLaunch:
     """A launch a copy: copy ``j`` of a node on its ``j``-th ``width`` cards of the class, port 8000 + ``j``."""
     layout, ev = option.layout, option.evaluation
     width = layout.gpus_per_node
     lines: list[str] = []
-    for k, nodes in _by_slots(slots):
-        positions = class_positions(nodes[0], layout.gpu_class, min(k, MAX_LINES) * width)
+    alikes = _by_slots(slots)
+    for alike in alikes:
+        k, node = alike.slots, alike.first
+        positions = class_positions(node, layout.gpu_class, min(k, MAX_LINES) * width)
         for j in range(k):
-            if len(lines) < MAX_LINES:
-                devices = positions[j * width : (j + 1) * width]
-                lines += launch_lines(
-                    ev, [(_where(nodes), devices)], FIRST_PORT + j, bus_order=several_classes(nodes[0])
-                )
-    return ReplicaLaunch(replicas=n, method="instances", lines=tuple(lines), more=max(0, _launches(slots) - len(lines)))
+            if len(lines) >= MAX_LINES:
+                break
+            devices = positions[j * width : (j + 1) * width]
+            lines += launch_lines(ev, [(alike.where(), devices)], FIRST_PORT + j, bus_order=several_classes(node))
+    launches = sum(alike.slots for alike in alikes)  # one a copy slot of each run of alike nodes
+    return ReplicaLaunch(replicas=n, method="instances", lines=tuple(lines), more=max(0, launches - len(lines)))
 
 
-def _launches(slots: list[tuple[Node, int]]) -> int:
-    """Lines :func:`_instances` writes in all: one a copy slot of each run of alike nodes."""
-    return sum(k for k, _ in _by_slots(slots))
-
-
-def _spanning(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaLaunch:
+def _spanning(option: Option, slots: list[tuple[NodeRun, int]], n: int) -> ReplicaLaunch:
     """Copies over ``nodes`` nodes of one fabric each, the first few laid out greedily (most slots left first):
     a line a node of each copy, the head's with its port (one a copy headed on that node)."""
     layout, ev = option.layout, option.evaluation
@@ -221,11 +242,7 @@ def _spanning(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaL
     per_copy = 1 + len(ev.workers)  # the head's line and one a worker (a rank, an RPC server)
     lines: list[str] = []
     copies = 0
-    fabrics: dict[str | None, list[tuple[Node, int]]] = {}
-    for m, k in slots:
-        if m.fabric is not None:
-            fabrics.setdefault(m.fabric, []).append((m, k))
-    for members in fabrics.values():
+    for members in _fabric_members(slots, nodes * max(1, MAX_LINES // per_copy)).values():
         left = {m.name: k for m, k in members}
         by_name = {m.name: m for m, _ in members}
         used = dict.fromkeys(left, 0)
@@ -251,3 +268,20 @@ def _spanning(option: Option, slots: list[tuple[Node, int]], n: int) -> ReplicaL
     return ReplicaLaunch(
         replicas=n, method="one" if n == 1 else "instances", lines=tuple(lines), more=max(0, n - copies)
     )
+
+
+def _fabric_members(slots: list[tuple[NodeRun, int]], most: int) -> dict[str, list[tuple[Node, int]]]:
+    """Each fabric's nodes with their slots, in node order, keeping of the nodes that start with ``k`` slots only
+    the first ``most``: the greedy of :func:`_spanning` lays out at most ``most`` node-slots (copies × nodes), and
+    among nodes alike so far it takes the earliest first, so the nodes it never reaches are left out and a fabric
+    of 12,500 nodes costs what one of ``most`` does."""
+    out: dict[str, list[tuple[Node, int]]] = {}
+    kept: Counter[tuple[str, int]] = Counter()
+    for run, k in slots:
+        fabric = run.fabric
+        if fabric is None:
+            continue
+        take = run.nodes[: max(0, most - kept[fabric, k])]
+        kept[fabric, k] += len(take)
+        out.setdefault(fabric, []).extend((m, k) for m in take)
+    return out

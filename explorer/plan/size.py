@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.cluster_text import parse_cluster_spec

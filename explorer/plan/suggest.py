@@ -36,16 +36,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from explorer.engines.common import PlanRequest
+from explorer.artifacts.offer import what_if_artifact
 from explorer.engines.options import PlanResult
 from explorer.engines.registry import SPLIT_ENGINES, engine_labels
+from explorer.engines.request import PlanRequest
 from explorer.errors import ExplorerError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import gpu_pools
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
-from explorer.plan.offer import what_if_artifact
 from explorer.plan.ranking import at_the_brim
 from explorer.plan.suggest_hardware import cheapest_class, named_chips, own_class, precision_and_cluster
 from explorer.plan.suggestion import NO_TIER, Ask, Replan, Suggestion, best_tier, longest_on_accelerators, outcome

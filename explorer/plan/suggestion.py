@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.options import MEMORY_RULES, Option, PlanResult
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster import Cluster
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape

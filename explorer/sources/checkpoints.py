@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from explorer.artifacts.checkpoints import PublishedCheckpoint, checkpoint_from_record
 from explorer.datafiles import data_path
 from explorer.errors import ExplorerError
 from explorer.memo import memo
-from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_from_record
 
 __all__ = ["PublishedList", "checkpoints_for_plan", "id_spellings", "published_checkpoints", "shipped_checkpoints"]
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from explorer.artifacts.offer import build_offer, gguf_sets
 from explorer.errors import (
     CacheError,
     GGUFError,
@@ -27,7 +28,6 @@ from explorer.errors import (
 from explorer.gguf.header import GGUFHeader, merge_split_headers
 from explorer.gguf.quant import quant_from_filename
 from explorer.model.shapes import ModelShape, shape_from_config
-from explorer.plan.offer import build_offer, gguf_sets
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.gguf_files import header_from_record, header_record, shape_from_header
 from explorer.sources.hub.records import (
@@ -167,7 +167,7 @@ def store_facts(cache: Any, facts: HubFacts) -> str | None:
         cache.put_listing(listing)
     except CacheError as e:
         return f"not cached: {e}"
-    if not cache.writable and not cache.pending:
+    if not cache.keeps_writes:
         return f"not cached: the cache at {cache.path} is {cache.mode}" + (f" ({cache.why})" if cache.why else "")
     return None
 

@@ -15,20 +15,18 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from typing import Any
 
 from explorer.errors import CacheError, ExplorerError
-from explorer.sources.cache.store import open_default_cache
+from explorer.sources.cache.store import Cache, open_default_cache
 from explorer.sources.facts import HubFacts, build_model, facts_from_cache, store_facts
 from explorer.sources.hub.settings import HubSettings
 from explorer.sources.resolved import ResolvedModel
 from explorer.sources.spec import ModelSpec
 
 __all__ = [
-    "create_cache_meanwhile",
     "drop_entry",
     "from_cache",
     "indexed_miss",
@@ -36,26 +34,6 @@ __all__ = [
     "stale_answer",
     "store",
 ]
-
-
-def create_cache_meanwhile(s: HubSettings) -> Callable[[], Any]:
-    """Create the cache file on a thread of its own; returns the call that waits for it.
-
-    For a first read, when there is no cache file: nothing in it could answer,
-    and importing duckdb and creating the tables take about as long as the
-    Hub's answers, so they overlap the reads instead of coming before them.
-    The file is let go at once: other processes may write while this one reads.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    def create() -> None:
-        if (cache := open_default_cache(s, read_only=False, notes=[])) is not None:
-            cache.close()
-
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-open")
-    created = pool.submit(create)
-    pool.shutdown(wait=False)
-    return created.result
 
 
 def indexed_miss(s: HubSettings, repo: str, revision: str | None) -> str | None:
@@ -72,10 +50,13 @@ def indexed_miss(s: HubSettings, repo: str, revision: str | None) -> str | None:
 
 
 def no_cache_file() -> bool:
+    """Whether the default cache has neither a file nor a journal (:mod:`explorer.sources.cache.journal`):
+    nothing cached could answer, so a first read need not open it (nor import duckdb)."""
     from explorer.sources.cache.file import default_cache_path
+    from explorer.sources.cache.journal import present
 
     path = default_cache_path()
-    return path != ":memory:" and not os.path.exists(path)
+    return path != ":memory:" and not present(path)
 
 
 def from_cache(
@@ -150,6 +131,8 @@ def store(facts: HubFacts, s: HubSettings, cache: Any) -> str | None:
     """Cache what the Hub said (the caller's cache, else one opened for the write); None, or why it was not."""
     if cache is not None:
         return store_facts(cache, facts)
+    if no_cache_file():  # a first read: the journal keeps it, without duckdb (replayed by the next open)
+        return store_facts(Cache.journal(endpoint=s.endpoint), facts)
     notes: list[str] = []
     opened = open_default_cache(s, read_only=False, notes=notes)
     if opened is None:

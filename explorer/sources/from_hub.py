@@ -9,7 +9,8 @@
    stored in the cache in its own transaction, the listing last: its row and
    revision mapping appear only once everything else is there, so a process
    killed mid-way leaves a miss, never half an answer. On a first read, with
-   no cache file yet, the file is created on a thread while the Hub answers.
+   no cache file yet, the records go to the journal beside it, without duckdb
+   (:mod:`explorer.sources.cache.journal`); the next process to open the file replays them.
    The model is built (its checks pass) before anything is cached, so a
    hostile header is never cached; a cached entry that fails its checks is
    dropped with a note and read again. The cache is let go while the Hub
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -47,7 +47,6 @@ from explorer.sources.cache.store import open_default_cache
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.facts import build_model, fetch_facts
 from explorer.sources.from_cache import (
-    create_cache_meanwhile,
     drop_entry,
     from_cache,
     indexed_miss,
@@ -117,11 +116,10 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
     s = _settings(settings, offline=offline, token=token)
     notes: list[str] = []
     own = cache is None
-    creating = None  # the wait for a cache file being created meanwhile
     unopened = None  # the cache file offline left shut: its index says it cannot answer
     if own:
         if not s.offline and no_cache_file():
-            creating = create_cache_meanwhile(s)
+            pass  # a first read: nothing cached could answer; what the Hub says goes to the journal (store)
         elif not (s.offline and (unopened := indexed_miss(s, spec.repo, revision))):
             # read-only: other processes may read at once; a write opens the file again, briefly
             cache = open_default_cache(s, read_only=True, notes=notes)
@@ -139,20 +137,16 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
             return got
         if own and cache is not None:  # let the file go while the Hub answers: other processes may write
             cache.close()
-        return _from_the_hub(spec, revision, s, None if own else cache, notes, created=creating or (lambda: None),
-                             progress=progress, cancel=cancel)  # fmt: skip
+        return _from_the_hub(spec, revision, s, None if own else cache, notes, progress=progress, cancel=cancel)
     finally:
-        if creating is not None:  # the file exists all the same, whatever the Hub did
-            creating()
         if own and cache is not None:
             cache.close()
 
 
 def _from_the_hub(spec: ModelSpec, revision: str | None, s: HubSettings, cache: Any, notes: list[str], *,
-                  created: Callable[[], Any], progress, cancel: threading.Event | None) -> ResolvedModel:  # fmt: skip
+                  progress, cancel: threading.Event | None) -> ResolvedModel:  # fmt: skip
     """Read the Hub; build the model (its checks pass before anything is cached), then cache it.
-    A Hub that cannot answer is answered from a stale cache entry, else the snapshot, saying so.
-    ``created`` waits for a cache file being created meanwhile."""
+    A Hub that cannot answer is answered from a stale cache entry, else the snapshot, saying so."""
     from explorer.sources.hub.many import default_progress
 
     try:
@@ -162,7 +156,6 @@ def _from_the_hub(spec: ModelSpec, revision: str | None, s: HubSettings, cache: 
     except HubError as e:
         if not _falls_back(e):
             raise
-        created()
         why = f"the Hub failed ({type(e).__name__}: {e.message})"
         got = stale_answer(spec, revision, s, cache, notes, why) or from_snapshot(
             spec, revision, f"{why}; answered from the shipped snapshot instead", notes
@@ -173,7 +166,6 @@ def _from_the_hub(spec: ModelSpec, revision: str | None, s: HubSettings, cache: 
     model = build_model(
         spec, facts, "hub", [*notes, f"read from the Hub at {s.endpoint} (sha {facts.listing.sha[:12]})"]
     )
-    created()
     if (why := store(facts, s, cache)) is not None:
         model = dataclasses.replace(model, notes=(*model.notes, why))
     return model

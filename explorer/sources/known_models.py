@@ -1,6 +1,6 @@
 """Every model explorer knows without the network: the shipped snapshot's, and those in the local cache.
 
-:func:`known_models` lists them as :class:`~explorer.plan.fit_view.KnownModel`
+:func:`known_models` lists them as :class:`~explorer.artifacts.known_model.KnownModel`
 records (shape and offered artifacts) for the hardware-first view (``explorer
 fit``): the snapshot's entries first, then every repo the DuckDB cache holds a
 config or GGUF header of (from the Hub endpoint of ``HF_ENDPOINT``) that the
@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from explorer.artifacts.known_model import KnownModel
+from explorer.artifacts.offer import fallback_artifacts, original_artifact
 from explorer.errors import ExplorerError
-from explorer.plan.fit_view import KnownModel
-from explorer.plan.offer import fallback_artifacts, original_artifact
 from explorer.sources.cache.file import default_cache_path
+from explorer.sources.cache.journal import present
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.snapshot.read import Snapshot, load_snapshot
 
@@ -104,7 +105,7 @@ def known_models(
     path = str(cache_path) if cache_path is not None else default_cache_path()
     known = {m.ref.lower() for m in models}
     only = None if use_cache else [repo for repo in chosen if repo.lower() not in known]
-    if only == [] or path == ":memory:" or not os.path.exists(path):
+    if only == [] or path == ":memory:" or not present(path):
         skipped += [f"{repo}: not in the cache (fetch it once on this machine)" for repo in only or ()]
         return KnownModels(models=tuple(models), skipped=tuple(skipped))
     try:

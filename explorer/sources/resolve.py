@@ -25,10 +25,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from explorer.artifacts.offer import build_offer, is_projector
 from explorer.errors import ConfigError
 from explorer.gguf.header import split_parts
 from explorer.model.shapes import ModelShape, shape_from_config
-from explorer.plan.offer import build_offer, is_projector
 from explorer.sources.from_hub import resolve_hub
 from explorer.sources.gguf_files import read_header_file, shape_from_header, split_siblings
 from explorer.sources.local_files import read_local_config

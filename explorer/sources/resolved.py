@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from explorer.artifacts.checkpoints import PublishedCheckpoint
+from explorer.artifacts.offer import DEFAULT_WHAT_IFS, what_if_artifacts
 from explorer.model.artifacts import Artifact
-from explorer.model.checkpoints import PublishedCheckpoint
 from explorer.model.shapes import ModelShape
-from explorer.plan.offer import DEFAULT_WHAT_IFS, what_if_artifacts
 from explorer.sources.spec import ModelSpec
 
 __all__ = ["Origin", "ResolvedModel"]

@@ -52,7 +52,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.errors import ImplausibleFigureError, UnknownPrecisionError
 from explorer.limits import check_figures
 from explorer.memo import memo

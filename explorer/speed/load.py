@@ -10,12 +10,23 @@ the answer). Its figures at ``B``, all estimates built on the roofline of :mod:`
 - **continuous batching** mixes the two: while ``B`` sequences decode ``A``-token answers, ``B / A`` of them end
   a step on average and as many new prompts are prefilled in the steps, in chunks of the engine's own size
   ``C`` (vLLM ``--max-num-batched-tokens``, SGLang ``--chunked-prefill-size``, llama.cpp ``-b``). So a user's
-  time per output token is ``TPOT(B) = d(B) + (B / A) × p``;
+  mean time per output token is ``TPOT(B) = d(B) + (B / A) × p``;
+- **TPOT percentiles**: a prompt is ``n = ⌈P / C⌉`` chunks (with a lengths distribution, the mean of
+  ``⌈P_i / C⌉`` over its prompt deciles), so a share ``s = min(1, (B / A) × n)`` of the steps carries one, each
+  ``e = (B / A) × p / s`` longer than a plain step (the mean is unchanged: ``d + s × e``). A user's ``a`` steps
+  meet ``X ~ Binomial(a, s)`` of them (normal), and its TPOT is ``d + e × X / a``: p50 is the mean, p90 takes
+  ``X / a = s + 1.2816 √(s (1 − s) / a)`` (at most 1); with answer deciles ``a_j`` the p90 of their equal mix,
+  ``x`` where ``mean_j Φ((x − s) √a_j / √(s (1 − s))) = 0.9``. The TPOT target holds for the mean or, with
+  ``--tpot-percentile p90``, for p90;
 - **time to first token**: a prompt of ``P`` tokens (the mean, or the p90 prompt of a lengths distribution
   when the target is a p90) rides ``k = ⌈P / C⌉`` steps, ``k × d(B) + p``, and waits
   for the chunk budget: the prefill share of the budget is ``ρ = (B / A) × P / C`` (≥ 1: prompts queue without
   end), and the mean wait is the M/D/1 queue's ``ρ / (2(1 − ρ))`` × that service;
-- a replica holds ``B / (TTFT + A × TPOT)`` requests a second.
+- a replica holds ``B / (TTFT + A × TPOT)`` requests a second;
+- **past the KV cache** (:meth:`ReplicaLoad.serve`): ``U`` users on a replica that holds ``K < U`` sequences run
+  ``K`` at a time (vLLM and SGLang admit only what fits); the rest queue. Each running request takes
+  ``S = TTFT(K) + A × TPOT(K)``, so (Little's law) a request spends ``U × S / K`` in all and waits
+  ``S × (U − K) / K`` before its prefill starts, which its time to first token adds; the limit is the KV capacity.
 
 The largest batch that meets the targets and that the KV cache holds (the option's ``max_concurrency`` at
 prompt + answer tokens, vLLM's ``--max-num-seqs`` included) sets the replicas the workload needs.
@@ -28,22 +39,33 @@ loaded only as far as the queue's wait keeps the time to first token within its 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 from typing import Any, Literal
 
-from explorer.engines.common import PlanRequest, stage_kv_bytes
 from explorer.engines.registry import engine_named
+from explorer.engines.request import PlanRequest
+from explorer.engines.stage_kv import stage_kv_bytes
 from explorer.speed.estimate import DEFAULT_SETTINGS, precision_for
 from explorer.speed.floor import pace_for, speed_facts
 from explorer.speed.roofline import Tally, decode_cycle_s, placement, prefill_s
 from explorer.speed.settings import SpeedSettings, fabric_bytes_per_s, node_host_bandwidth
 from explorer.speed.workload import Workload
 
-__all__ = ["LoadPoint", "ReplicaLoad", "Sizing", "layout_load", "replica_load", "size_option"]
+__all__ = [
+    "KV_CAPACITY", "LoadPoint", "ReplicaLoad", "Sizing", "carrying_share", "layout_load", "replica_load", "size_option",
+]  # fmt: skip
 
 #: the most a prefill replica (disaggregated) is loaded: its queue's wait grows without end toward 1
 PREFILL_LOAD_CAP = 0.9
+#: the share of users the p90 TPOT holds for
+P90 = 0.9
+#: the most steps a mix's quantile takes (Newton's, halving where one leaves the bracket) and how close it ends
+QUANTILE_STEPS = 60
+QUANTILE_TOLERANCE = 1e-9
+#: the binding limit when the KV cache (or the engine's sequence cap) stops the batch
+KV_CAPACITY = "KV capacity"
 
 Mode = Literal["aggregated", "disaggregated"]
 
@@ -56,10 +78,16 @@ class LoadPoint:
         batch: sequences decoding together on the replica.
         decode_step_s: one decode step of the batch, the estimate.
         decode_step_bound_s: the same, the roofline bound.
-        tpot_s: a user's time per output token, prefill chunks of new requests included (aggregated).
-        ttft_s: the mean time to first token (``inf`` where prompts queue without end).
+        tpot_s: a user's mean (and p50) time per output token, prefill chunks of new requests included
+            (aggregated).
+        ttft_s: the mean time to first token (``inf`` where prompts queue without end), the wait for the KV cache
+            included where users queue (:meth:`ReplicaLoad.serve`).
         step_bound_by: what bounds the decode step: ``memory bandwidth``, ``compute``, ``interconnect``,
             ``host memory``.
+        queued: users waiting for room in the KV cache (0: all of them run).
+        chunk_share: the share of decode steps that carry a prefill chunk (0: none, a decode replica).
+        chunk_extra_s: how much longer such a step is.
+        answers: the users' answer lengths, of equal weight (the mean's alone without a distribution).
     """
 
     batch: int
@@ -68,6 +96,19 @@ class LoadPoint:
     tpot_s: float
     ttft_s: float
     step_bound_by: str
+    queued: int = 0
+    chunk_share: float = 0.0
+    chunk_extra_s: float = 0.0
+    answers: tuple[int, ...] = ()
+
+    @property
+    def tpot_p90_s(self) -> float:
+        """The time per output token 90 % of the users stay within: ``d + e × x``, ``x`` the share of
+        chunk-carrying steps they stay within (:func:`carrying_share`; worked when asked, as it is the dearest
+        figure of a point)."""
+        if self.chunk_share <= 0:
+            return self.decode_step_s
+        return self.decode_step_s + self.chunk_extra_s * carrying_share(self.chunk_share, self.answers, P90)
 
     def requests_per_s(self, answer_tokens: int) -> float:
         """Requests a second the replica completes at this batch: ``B / (TTFT + A × TPOT)``."""
@@ -121,14 +162,37 @@ class ReplicaLoad:
         mean_service = math.ceil(w.prefill_tokens / self.chunk_tokens) * d + self.prefill_s
         service = math.ceil(w.ttft_prefill_tokens / self.chunk_tokens) * d + self.ttft_prefill
         ttft = math.inf if load >= 1 else service + mean_service * load / (2 * (1 - load))
+        share = min(1.0, per_step * self.chunks_per_prompt)
         return LoadPoint(batch=batch, decode_step_s=d, decode_step_bound_s=bound, tpot_s=tpot, ttft_s=ttft,
-                         step_bound_by=by)  # fmt: skip
+                         step_bound_by=by, chunk_share=share, chunk_extra_s=per_step * self.prefill_s / share,
+                         answers=w.answer_deciles or (w.answer_tokens,))  # fmt: skip
+
+    @property
+    def chunks_per_prompt(self) -> float:
+        """The chunks a prompt is prefilled in, on average over the prompt deciles (the mean prompt's alone)."""
+        prompts = self.workload.prefill_deciles
+        return sum(math.ceil(p / self.chunk_tokens) for p in prompts) / len(prompts)
+
+    def checked_tpot_s(self, point: LoadPoint) -> float:
+        """The TPOT the target is checked at: p90 with ``--tpot-percentile p90``, else the mean."""
+        return point.tpot_p90_s if self.workload.tpot_percentile == "p90" else point.tpot_s
+
+    def serve(self, users: int) -> LoadPoint:
+        """``users`` on this one replica: at most its capacity run, the rest wait (their TTFT grows by
+        ``S × (U − K) / K``, ``S`` a running request's time)."""
+        held = min(users, self.capacity)
+        point = self.at(max(1, held))
+        if held == users:
+            return point
+        running_s = point.ttft_s + self.workload.answer_tokens * point.tpot_s
+        wait = running_s * (users - held) / held if held else math.inf  # a cache that holds none: no end
+        return replace(point, batch=held, ttft_s=point.ttft_s + wait, queued=users - held)
 
     def meets(self, point: LoadPoint, *, disaggregated: bool = False) -> bool:
         """The point meets the workload's targets (time to first token: the prefill pool's when disaggregated)."""
         tpot, ttft = self.workload.tpot_target_s, self.workload.ttft_s
         ttft_ok = ttft is None or disaggregated or point.ttft_s <= ttft
-        return (tpot is None or point.tpot_s <= tpot) and ttft_ok and math.isfinite(point.ttft_s)
+        return (tpot is None or self.checked_tpot_s(point) <= tpot) and ttft_ok and math.isfinite(point.ttft_s)
 
     def largest_batch(self, *, disaggregated: bool = False) -> int:
         """The largest batch up to the capacity that meets the targets (0: not even one sequence does);
@@ -158,6 +222,37 @@ class ReplicaLoad:
             return PREFILL_LOAD_CAP
         spare = (target - self.ttft_prefill - self.kv_transfer_s) / self.prefill_s
         return 0.0 if spare <= 0 else min(PREFILL_LOAD_CAP, 2 * spare / (1 + 2 * spare))
+
+
+def carrying_share(share: float, answers: Sequence[int], q: float) -> float:
+    """The share of its decode steps that carry a prefill chunk, which ``q`` of the users stay within: each step
+    carries one with probability ``share``, a user of ``a`` steps meets ``X ~ Binomial(a, share)`` (normal), and
+    the users' answers are ``answers``, of equal weight."""
+    if share >= 1.0:
+        return 1.0
+    spread = math.sqrt(share * (1 - share))
+    normal = NormalDist()
+    if len(set(answers)) == 1:
+        return min(1.0, share + normal.inv_cdf(q) * spread / math.sqrt(answers[0]))
+    scales = [math.sqrt(a) / spread for a in answers]
+
+    def below(x: float) -> tuple[float, float]:
+        """The mix's CDF at ``x`` less ``q``, and its density."""
+        zs = [(x - share) * k for k in scales]
+        cdf = sum(normal.cdf(z) for z in zs) / len(zs)
+        return cdf - q, sum(normal.pdf(z) * k for z, k in zip(zs, scales, strict=True)) / len(zs)
+
+    # Newton's steps from the mean answer's closed form, kept inside the bracket by halving when one leaves it
+    low, high = share, 1.0
+    x = min(high, share + normal.inv_cdf(q) * spread / math.sqrt(sum(answers) / len(answers)))
+    for _ in range(QUANTILE_STEPS):
+        miss, density = below(x)
+        if abs(miss) < QUANTILE_TOLERANCE:
+            break
+        low, high = (x, high) if miss < 0 else (low, x)
+        step = x - miss / density if density > 0 else low
+        x = step if low < step < high else (low + high) / 2
+    return x
 
 
 def replica_load(
@@ -249,11 +344,13 @@ class Sizing:
         point: the figures at the batch each replica runs (the workload spread over the replicas).
         ttft_s: the mean time to first token at that load.
         requests_per_s: requests a second the workload sends (users: those that load gives).
-        binding: what stops a replica's batch growing: ``memory`` (the KV cache or the engine's sequence cap),
-            ``tpot target``, ``ttft target``; with no batch at all, the targets missed.
+        binding: what stops a replica's batch growing: ``KV capacity`` (the KV cache or the engine's sequence
+            cap), ``tpot target``, ``ttft target``; with no batch at all, the targets missed.
         shortfall: where no batch meets the targets: the target's figure over the best reached at one sequence
             (``tpot`` and ``ttft``); empty when met.
         usd_per_gpu_hour: the card's price (None: no price).
+        one_replica: the users on one replica alone, as planned (:meth:`ReplicaLoad.serve`: past its KV cache
+            the rest queue and wait); None for a request rate.
     """
 
     mode: Mode
@@ -267,6 +364,7 @@ class Sizing:
     binding: str
     shortfall: dict[str, float]
     usd_per_gpu_hour: float | None
+    one_replica: LoadPoint | None = None
 
     @property
     def met(self) -> bool:
@@ -306,6 +404,7 @@ class Sizing:
             "binding": self.binding,
             "step_bound_by": p.step_bound_by,
             "tpot_s": _r(p.tpot_s, 5),
+            "tpot_p90_s": _r(p.tpot_p90_s, 5),
             "ttft_s": _r(self.ttft_s, 4),
             "tokens_per_s_user": _r(1 / p.tpot_s),
             "tokens_per_s_gpu": _r(self.output_tokens_per_s(answer_tokens) / self.cards),
@@ -313,7 +412,14 @@ class Sizing:
             "usd_per_hour": _r(self.usd_per_hour),
             "usd_per_million_tokens": _r(self.usd_per_million_tokens(answer_tokens), 4),
             "shortfall": {k: _r(v, 3) for k, v in self.shortfall.items()},
+            "one_replica": None if self.one_replica is None else _alone(self.one_replica),
         }
+
+
+def _alone(p: LoadPoint) -> dict[str, Any]:
+    """One replica serving every user: what runs, what queues, the TTFT with the wait."""
+    return {"batch": p.batch, "queued": p.queued, "ttft_s": _r(p.ttft_s, 4), "tpot_s": _r(p.tpot_s, 5),
+            "binding": KV_CAPACITY if p.queued else None}  # fmt: skip
 
 
 def _r(x: float | None, digits: int = 2) -> float | None:
@@ -321,14 +427,15 @@ def _r(x: float | None, digits: int = 2) -> float | None:
 
 
 def size_option(load: ReplicaLoad, cards: int, usd_per_gpu_hour: float | None = None) -> Sizing:
-    """The cheaper way (fewer cards; aggregated on a tie) an option of ``cards`` cards serves the workload."""
-    together = _aggregated(load, cards, usd_per_gpu_hour)
-    if not load.disaggregates:
-        return together
-    apart = _disaggregated(load, cards, usd_per_gpu_hour)
-    if apart.met and (not together.met or apart.cards < together.cards):
-        return apart
-    return together
+    """The cheaper way (fewer cards; aggregated on a tie) an option of ``cards`` cards serves the workload, and
+    (for users) what one replica alone would do with them all."""
+    chosen = _aggregated(load, cards, usd_per_gpu_hour)
+    if load.disaggregates:
+        apart = _disaggregated(load, cards, usd_per_gpu_hour)
+        if apart.met and (not chosen.met or apart.cards < chosen.cards):
+            chosen = apart
+    users = load.workload.users
+    return chosen if users is None else replace(chosen, one_replica=load.serve(users))
 
 
 def _aggregated(load: ReplicaLoad, cards: int, price: float | None) -> Sizing:
@@ -379,7 +486,7 @@ def _disaggregated(load: ReplicaLoad, cards: int, price: float | None) -> Sizing
         point = load.at(min(best, math.ceil(w.rate * w.answer_tokens * top.tpot_s / replicas)), disaggregated=True)
         rate = w.rate
     prefill_replicas = math.ceil(rate * load.prefill_s / room)
-    binding = "memory" if best == load.capacity else "tpot target"
+    binding = KV_CAPACITY if best == load.capacity else "tpot target"
     return Sizing(mode="disaggregated", cards_per_replica=cards, replicas=replicas, prefill_replicas=prefill_replicas,
                   largest_batch=best, point=point, ttft_s=ttft, requests_per_s=rate, binding=binding, shortfall={},
                   usd_per_gpu_hour=price)  # fmt: skip
@@ -388,10 +495,10 @@ def _disaggregated(load: ReplicaLoad, cards: int, price: float | None) -> Sizing
 def _binding(load: ReplicaLoad, best: int) -> str:
     """What stops the batch at ``best``: the capacity, else the target the next batch misses."""
     if best >= load.capacity:
-        return "memory"
+        return KV_CAPACITY
     nxt = load.at(best + 1)
     tpot = load.workload.tpot_target_s
-    return "tpot target" if tpot is not None and nxt.tpot_s > tpot else "ttft target"
+    return "tpot target" if tpot is not None and load.checked_tpot_s(nxt) > tpot else "ttft target"
 
 
 def _unmet(load: ReplicaLoad, cards: int, price: float | None, mode: Mode) -> Sizing:
@@ -402,8 +509,8 @@ def _unmet(load: ReplicaLoad, cards: int, price: float | None, mode: Mode) -> Si
     one = load.at(1, disaggregated=apart)
     ttft = load.prefill_ttft_s(0.0) if apart else one.ttft_s
     shortfall = {}
-    if w.tpot_target_s is not None and one.tpot_s > w.tpot_target_s:
-        shortfall["tpot"] = one.tpot_s / w.tpot_target_s
+    if w.tpot_target_s is not None and load.checked_tpot_s(one) > w.tpot_target_s:
+        shortfall["tpot"] = load.checked_tpot_s(one) / w.tpot_target_s
     if w.ttft_s is not None and ttft > w.ttft_s:
         shortfall["ttft"] = ttft / w.ttft_s
     return Sizing(mode=mode, cards_per_replica=cards, replicas=1, prefill_replicas=0, largest_batch=0, point=one,

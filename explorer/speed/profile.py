@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from explorer.engines.common import stage_caches
+from explorer.engines.stage_kv import stage_caches
 from explorer.memo import memo
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,

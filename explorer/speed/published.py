@@ -17,14 +17,17 @@ Mappings (stated, not hidden):
   F16/FP16/BF16 → dense 16-bit; FP8 → fp8 weights (and fp8 KV where the
   source says so: TensorRT-LLM's H100 table; assumed for NIM's FP8 profile);
 - cards: RunPod's "A100 80GB" → ``a100-80g`` (SXM, 2,039 GB/s; a PCIe card
-  has 1,935, so the bound is only looser); "H100 80GB" → ``h100-80g`` (SXM);
+  has 1,935, so the bound is only looser); "H100 80GB" → ``h100-80g`` (SXM); "B200" → ``b200-180g``;
   Apple chips → their RAM size's class;
 - a blank context (llama.cpp ``main -n 1024`` tables) → 1,024 tokens, the
   longest the run reaches: KV reads grow with context, so the bound is the
   one of the slowest token;
 - CPU-only rows (ollama on a Raspberry Pi 5 or an AmpereOne) → the CPU of
   data/cpus.csv, which brings its memory bandwidth;
-- DeepSeek-V3 → its config; Llama-3.1-405B → Meta-Llama-3.1-405B.
+- DeepSeek-V3 → its config; Llama-3.1-405B → Meta-Llama-3.1-405B;
+- Mistral-7B-Instruct-v0.3 → Mistral-7B-v0.1 (same layers and heads; v0.3's vocabulary is 32,768 rather
+  than 32,000, 0.1 % of the weights); Qwen3-235B-A22B-Instruct-2507 → Qwen3-235B-A22B (same architecture);
+  NVFP4 → explorer's ``nvfp4`` what-if (4-bit e2m1, an fp8 scale per 16).
 
 Every estimate is the planner's: each part's roofline step ÷ efficiency, never below its kernel floors,
 plus its collectives and the engine's per-token overhead (:mod:`explorer.speed.floor`). A third of the
@@ -45,7 +48,7 @@ import io
 import zlib
 from dataclasses import dataclass, replace
 
-from explorer.engines.common import Layout
+from explorer.engines.layouts import Layout
 from explorer.errors import CatalogueError
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.host_cpu import CPUTable, HostCPU
@@ -82,11 +85,14 @@ MODELS: dict[str, str] = {
     "Qwen3-1.7B":              "Qwen/Qwen3-1.7B",
     "Qwen3-30B-A3B":           "Qwen/Qwen3-30B-A3B",
     "Mistral-7B":              "mistralai/Mistral-7B-v0.1",
+    "Mistral-7B-Instruct-v0.3": "mistralai/Mistral-7B-v0.1",
+    "Qwen3-235B-A22B-Instruct-2507": "Qwen/Qwen3-235B-A22B",
 }
 #: the row's quant → the precision explorer sizes it at (a what-if name)
 QUANTS: dict[str, str] = {
     "Q4_K_M": "Q4_K_M", "Q4_0": "Q4_0", "Q8_0": "Q8_0", "F16": "fp16", "FP16": "fp16", "BF16": "bf16", "FP8": "fp8",
     "q4f16_1 (int4)": "Q4_0", "GPTQ int4": "int4-gptq", "MXFP4": "own",
+    "NVFP4": "nvfp4",
 }
 #: a quant that is the checkpoint's own precision (gpt-oss's MXFP4 experts, its attention in bf16)
 OWN = "own"
@@ -94,7 +100,7 @@ OWN = "own"
 GPUS: dict[str, str] = {
     "RTX 3090 24GB": "rtx3090-24g", "RTX 4080 16GB": "rtx4080-16g", "RTX 4090 24GB": "rtx4090-24g",
     "RTX 4090": "rtx4090-24g", "A100 80GB": "a100-80g", "H100 PCIe 80GB": "h100-pcie-80g",
-    "H100 80GB": "h100-80g", "H200": "h200-141g",
+    "H100 80GB": "h100-80g", "H200": "h200-141g", "B200": "b200-180g",
     "Apple M1 Max 32-core GPU 64GB": "m1-max-64g", "Apple M2 Ultra 76-core GPU 192GB": "m2-ultra-192g",
     "Apple M3 Max 40-core GPU 64GB": "m3-max-64g", "MI300X": "mi300x-192g",
     "Apple M3 Ultra 512GB": "m3-ultra-512g", "Apple M1 Ultra 64-core GPU 128GB": "m1-ultra-128g",
@@ -112,7 +118,8 @@ CPUS: dict[str, str] = {
 ENGINES: dict[str, str] = {
     "llama.cpp": "llamacpp", "ollama (llama.cpp)": "llamacpp", "sglang 0.4.1.post2": "sglang",
     "sglang 0.5.7 (InferenceX)": "sglang", "sglang (tt-inference-server sweep)": "sglang",
-    "sglang (Aug 2024)": "sglang", "sglang (Jan 2025)": "sglang",
+    "sglang (Aug 2024)": "sglang", "sglang (Jan 2025)": "sglang", "sglang 0.5.6 (InferenceX)": "sglang",
+    "sglang (datacrunch h200-benchmarks)": "sglang",
 }
 # fmt: on
 #: rows whose layout is more than ``n_gpus`` cards at ``tp`` on one node: the layout's other fields

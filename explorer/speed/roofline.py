@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from explorer.engines.common import pp_partition, stage_kv_bytes
+from explorer.engines.layouts import pp_partition
+from explorer.engines.stage_kv import stage_kv_bytes
 from explorer.memo import memo
 from explorer.speed.floor import Pace, speed_facts
 from explorer.speed.profile import (

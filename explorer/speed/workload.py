@@ -17,7 +17,7 @@ from explorer.engines.setting import declared_settings, setting
 from explorer.errors import PlanError
 from explorer.limits import MAX_CONCURRENCY, MAX_CONTEXT_TOKENS
 
-__all__ = ["MAX_LENGTH_ROWS", "MAX_RATE", "MAX_SECONDS", "Lengths", "Workload", "parse_lengths"]
+__all__ = ["DECILES", "MAX_LENGTH_ROWS", "MAX_RATE", "MAX_SECONDS", "Lengths", "Workload", "parse_lengths"]
 
 #: the most requests a second a workload may ask for
 MAX_RATE = 1e7
@@ -25,6 +25,8 @@ MAX_RATE = 1e7
 MAX_SECONDS = 86_400.0
 #: the most rows a lengths CSV may hold
 MAX_LENGTH_ROWS = 1_000_000
+#: lengths a distribution is kept as: the middles of ten equal shares of the requests (5th, 15th … 95th percentile)
+DECILES = 10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,7 +46,13 @@ class Workload:
             of the two targets holds).
         ttft_percentile: ``p50``: the TTFT target holds for the mean prompt; ``p90``: for the prompt 90 % of
             requests stay within (``prompt_p90_tokens``, from a lengths CSV; else the mean).
+        tpot_percentile: ``p50``: the TPOT target holds for the mean user; ``p90``: for 90 % of them
+            (:mod:`explorer.speed.load`: the prefill chunks interleaved with a user's decode steps vary).
         prompt_p90_tokens: the 90th percentile of the prompt lengths (None: no distribution given).
+        prompt_deciles: ten prompt lengths of equal weight that stand for the distribution (:data:`DECILES`;
+            None: every prompt is the mean); the chunks a prompt is prefilled in vary with them.
+        answer_deciles: the same for the answers (None: every answer is the mean); a short answer meets fewer
+            steps, so its TPOT spreads more.
     """
 
     # fmt: off
@@ -75,8 +83,14 @@ class Workload:
     ttft_percentile: str = setting(
         "p50", kind="choice", choices=("p50", "p90"), cli=("--ttft-percentile",), launch="none",
         help="the TTFT target holds for the mean prompt (p50) or the 90th-percentile one (p90, with --lengths)")
+    tpot_percentile: str = setting(
+        "p50", kind="choice", choices=("p50", "p90"), cli=("--tpot-percentile",), launch="none",
+        help="the TPOT target holds for the mean user (p50) or for nine users in ten (p90: the prefill chunks a "
+        "user's answer meets vary)")
     # fmt: on
     prompt_p90_tokens: int | None = None
+    prompt_deciles: tuple[int, ...] | None = None
+    answer_deciles: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         """Every setting a value of its declaration, and users or a rate (not both), or PlanError naming it."""
@@ -85,10 +99,10 @@ class Workload:
         if self.users is not None and self.rate is not None:
             raise PlanError("a workload is users (--users) or a request rate (--rate), not both; give one")
         p90 = self.prompt_p90_tokens
-        if p90 is not None and (
-            isinstance(p90, bool) or not isinstance(p90, int) or not 1 <= p90 <= MAX_CONTEXT_TOKENS
-        ):
+        if p90 is not None and not _whole_tokens(p90):
             raise PlanError(f"prompt_p90_tokens is {p90!r}; it must be a whole number from 1 to {MAX_CONTEXT_TOKENS:,}")
+        for name in ("prompt_deciles", "answer_deciles"):
+            _check_deciles(name, getattr(self, name))
 
     @property
     def given(self) -> bool:
@@ -114,6 +128,13 @@ class Workload:
         return self.prefill_tokens if prompt is None else max(1, round(prompt * (1 - self.prefix_share)))
 
     @property
+    def prefill_deciles(self) -> tuple[int, ...]:
+        """The prompt tokens each tenth of the requests prefills (the mean's alone without a distribution)."""
+        if self.prompt_deciles is None:
+            return (self.prefill_tokens,)
+        return tuple(max(1, round(p * (1 - self.prefix_share))) for p in self.prompt_deciles)
+
+    @property
     def context_tokens(self) -> int:
         """The context a sequence reaches: prompt + answer (the KV cache is planned for it)."""
         return self.prompt_tokens + self.answer_tokens
@@ -134,7 +155,10 @@ class Workload:
             "ttft_s": self.ttft_s,
             "ttft_percentile": self.ttft_percentile,
             "prompt_p90_tokens": self.prompt_p90_tokens,
+            "prompt_deciles": None if self.prompt_deciles is None else list(self.prompt_deciles),
+            "answer_deciles": None if self.answer_deciles is None else list(self.answer_deciles),
             "tpot_s": self.tpot_target_s,
+            "tpot_percentile": self.tpot_percentile,
         }
 
 
@@ -147,18 +171,23 @@ class Lengths:
         prompt_mean_tokens: the mean prompt, rounded.
         answer_mean_tokens: the mean answer, rounded.
         prompt_p90_tokens: the prompt 90 % of the requests stay within (nearest rank).
+        prompt_deciles: the 5th, 15th … 95th percentile prompts (nearest rank): ten of equal weight.
+        answer_deciles: the same for the answers.
     """
 
     count: int
     prompt_mean_tokens: int
     answer_mean_tokens: int
     prompt_p90_tokens: int
+    prompt_deciles: tuple[int, ...]
+    answer_deciles: tuple[int, ...]
 
 
 def parse_lengths(text: str, *, source: str = "lengths CSV") -> Lengths:
     """The lengths of a CSV with ``prompt_tokens`` and ``answer_tokens`` columns, one request a row.
 
-    Nearest-rank p90: the ⌈0.9 n⌉-th smallest prompt (10 prompts of 100 … 1,000 tokens: the 9th, 900).
+    Nearest-rank p90: the ⌈0.9 n⌉-th smallest prompt (10 prompts of 100 … 1,000 tokens: the 9th, 900); the
+    deciles likewise at 5 %, 15 % … 95 % (there: 100, 200 … 1,000).
 
     Raises:
         PlanError: a column is missing, a length is not a whole number from 1 to the context limit, there are
@@ -184,8 +213,34 @@ def parse_lengths(text: str, *, source: str = "lengths CSV") -> Lengths:
         count=len(prompts),
         prompt_mean_tokens=round(sum(prompts) / len(prompts)),
         answer_mean_tokens=max(1, round(sum(answers) / len(answers))),
-        prompt_p90_tokens=ranked[math.ceil(0.9 * len(ranked)) - 1],
+        prompt_p90_tokens=_nearest_rank(ranked, 0.9),
+        prompt_deciles=_deciles(ranked),
+        answer_deciles=_deciles(sorted(answers)),
     )
+
+
+def _nearest_rank(ranked: list[int], q: float) -> int:
+    """The ⌈q n⌉-th smallest (at least the first)."""
+    return ranked[max(1, math.ceil(q * len(ranked))) - 1]
+
+
+def _deciles(ranked: list[int]) -> tuple[int, ...]:
+    """The nearest-rank 5th, 15th … 95th percentiles: ten lengths of equal weight."""
+    return tuple(_nearest_rank(ranked, (i + 0.5) / DECILES) for i in range(DECILES))
+
+
+def _check_deciles(name: str, deciles: tuple[int, ...] | None) -> None:
+    """None, or :data:`DECILES` whole numbers of tokens in range; else PlanError naming the field."""
+    if deciles is None:
+        return
+    lengths = isinstance(deciles, tuple) and len(deciles) == DECILES
+    if not lengths or any(not _whole_tokens(v) for v in deciles):
+        raise PlanError(f"{name} is {deciles!r}; it must be {DECILES} whole numbers of tokens from 1 to "
+                        f"{MAX_CONTEXT_TOKENS:,}")  # fmt: skip
+
+
+def _whole_tokens(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_CONTEXT_TOKENS
 
 
 def _length(text: str | None, source: str, line: int) -> int:

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.registry import engine_labels
+from explorer.engines.request import PlanRequest
 from explorer.engines.setting import declared_settings
 from explorer.errors import PlanError
 from explorer.plan.ranking import DEFAULT_GOAL, SORT_ALIASES

@@ -1,6 +1,6 @@
 """The app's engine settings: the request's own declarations (:mod:`explorer.engines.setting`), grouped by engine.
 
-Every :class:`~explorer.engines.common.PlanRequest` setting that the app's
+Every :class:`~explorer.engines.request.PlanRequest` setting that the app's
 main controls do not set (context, concurrency, KV type, precision, engines)
 is a box here, under its engine, keyed in the URL by its declared key; a
 setting added to the request appears by itself, and the CLI reads the same
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.registry import ENGINES_BY_NAME, engine_labels
+from explorer.engines.request import PlanRequest
 from explorer.engines.setting import Setting, declared_settings, with_implied
 from explorer.errors import PlanError
 

@@ -12,7 +12,7 @@ and every setting the placement's footprint assumed, as each engine writes it
 
 - vLLM: ``--gpu-memory-utilization`` is the largest share of a card the
   instance is charged, rounded *up* to the hundredth (vLLM budgets that share
-  of every card it uses), at most 1 (a tight instance); several cards are ``--tensor-parallel-size``; the
+  of every card it uses); several cards are ``--tensor-parallel-size``; the
   scheduler's batch sizes are vLLM's defaults for the card, which the footprint
   was measured at (:func:`explorer.engines.vllm_budget.scheduler_defaults`);
   across nodes, vLLM's multiprocessing backend: ``--nnodes``, ``--node-rank``,
@@ -27,6 +27,9 @@ and every setting the placement's footprint assumed, as each engine writes it
 - SGLang: ``--mem-fraction-static`` the largest share charged, rounded up as vLLM's; several cards are
   ``--tp-size``; across nodes a rank a node meeting at the head's ``--dist-init-addr``.
 
+A tight model (placed although it fits nowhere) gets no launch line, since its server would run out of memory:
+its row says how far short it is and what would make room (:func:`not_launched`).
+
 Text only: no marimo.
 """
 
@@ -38,10 +41,11 @@ from typing import Any
 from explorer.engines.interface import FleetLaunch
 from explorer.engines.registry import engine_named
 from explorer.fleet.footprints import FleetCards
-from explorer.fleet.result import Instance, Placement
+from explorer.fleet.result import Instance, Placement, TightModel
 from explorer.plan.launch_lines import FIRST_PORT, launch_lines, on_devices
+from explorer.units import gib
 
-__all__ = ["LAUNCH_COLUMNS", "instance_lines", "launch_rows"]
+__all__ = ["LAUNCH_COLUMNS", "instance_lines", "launch_rows", "not_launched"]
 
 #: the launch table's columns
 LAUNCH_COLUMNS = ("model", "replica", "where", "command")
@@ -107,6 +111,15 @@ def _several_classes(offer: FleetCards, names: set[str]) -> bool:
     return any(len(found) > 1 for found in classes.values())
 
 
+def not_launched(tight: TightModel) -> str:
+    """What stands in a tight model's launch line: a line that would run out of memory is never printed."""
+    cards = ", ".join(map(str, tight.cards))
+    return (
+        f"# not launched: {tight.model} is {gib(tight.shortfall_bytes)} short on card(s) {cards}, so its server would run "
+        "out of memory; free those cards, add cards, or place it quantised (--quant int8 or int4-awq)"
+    )
+
+
 def launch_rows(
     placement: Placement, offer: FleetCards, model_ids: Mapping[str, str], *, engine: str, base_port: int = FIRST_PORT
 ) -> list[dict[str, Any]]:
@@ -118,7 +131,12 @@ def launch_rows(
     rows = []
     servers: dict[str, int] = {}  # head node -> servers already started there
     spanning = 0  # launches across nodes written so far
+    tight = {t.model: t for t in placement.tight}
     for inst in placement.instances:
+        if inst.model in tight:
+            rows.append({"model": inst.model, "replica": str(inst.replica), "where": _where(inst, offer),
+                         "command": not_launched(tight[inst.model])})  # fmt: skip
+            continue
         nodes = _nodes(inst, offer)
         head = nodes[0][0] if nodes else ""
         port = base_port + servers.get(head, 0)

@@ -4,7 +4,7 @@ Every figure is the planner's own: the split is laid out, refused and sized by
 vLLM's engine (or SGLang's, DP attention included) through the :class:`~explorer.engines.interface.SplitEngine`
 protocol (``make_layout``, ``refusals``, ``evaluate``), the weights a card holds
 come from the engine's ``card_weights``, the stages from
-:func:`explorer.engines.common.pp_partition`, the bytes on the wire and the
+:func:`explorer.engines.layouts.pp_partition`, the bytes on the wire and the
 pipeline's timing from :mod:`explorer.speed.roofline`. This module lays them
 out per card and writes the arithmetic in the model's own numbers, e.g. for
 Qwen2.5-7B on 4 cards: ``28 query heads / 4 cards = 7 a card``.
@@ -15,9 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from explorer.engines.common import Evaluation, Layout, PlanRequest, pp_partition
+from explorer.engines.evaluation import Evaluation
+from explorer.engines.layouts import Layout, pp_partition
 from explorer.engines.parallel_rules import Refusal, kv_head_counts
 from explorer.engines.registry import SPLIT_ENGINES
+from explorer.engines.request import PlanRequest
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import gpu_pools
 from explorer.model.weights import WeightBreakdown

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.registry import engine_serving
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster import Cluster
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape

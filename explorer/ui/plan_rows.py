@@ -15,9 +15,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option, PlanResult
 from explorer.engines.registry import engine_labels
+from explorer.engines.request import PlanRequest
 from explorer.errors import ExplorerError
 from explorer.model.artifacts import Artifact
 from explorer.plan.ranking import headroom_warning

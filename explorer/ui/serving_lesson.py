@@ -10,15 +10,20 @@ bf16 on an H100, prompts of 2,000 and answers of 500: ``TPOT(B) = d(B) + (B / 50
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.offer import plan_artifacts
+from explorer.artifacts.offer import plan_artifacts
+from explorer.datafiles import data_path
+from explorer.engines.request import PlanRequest
+from explorer.errors import CatalogueError
 from explorer.plan.planner import plan
-from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
+from explorer.plan.throughput_check import ThroughputRow, compare_all, parse_throughput
+from explorer.sources.shipped import parse_cluster, read_user_text, shipped_catalogue, shipped_prices
 from explorer.speed.load import ReplicaLoad, Sizing, replica_load, size_option
+from explorer.speed.published import kept_out
 from explorer.speed.workload import Workload
 from explorer.ui.speed_lesson import CARDS, LESSON_MODELS, PRECISIONS
 
@@ -30,6 +35,8 @@ __all__ = [
     "Replica",
     "ServingDefaults",
     "frontier_rows",
+    "published_rows",
+    "published_throughput",
     "replica",
 ]
 
@@ -113,6 +120,40 @@ def frontier_rows(load: ReplicaLoad, steps: Sequence[int] = BATCH_STEPS) -> list
                 "fits": batch <= load.capacity,
                 "meets": batch <= load.capacity and load.meets(p),
                 "bound_by": p.step_bound_by,
+            }
+        )
+    return rows
+
+
+@cache
+def published_throughput() -> tuple[ThroughputRow, ...]:
+    """The published serving benchmarks shipped in ``data/published_throughput.csv`` (read once; sources per row;
+    here rather than in :mod:`explorer.sources.shipped`, since the sources import nothing of ``plan``)."""
+    path = data_path("published_throughput.csv")
+    return parse_throughput(read_user_text(path, "the published throughput", CatalogueError), source=str(path))
+
+
+def published_rows(shape_of: Callable[[str], Any]) -> list[dict[str, Any]]:
+    """Every published serving benchmark of ``data/published_throughput.csv`` beside the load model's bound and
+    estimate (:func:`explorer.plan.throughput_check.compare_all`; ``shape_of``: a repo's shape), in the fields
+    :func:`explorer.ui.lesson_charts.published_spec` draws."""
+    done, _ = compare_all(published_throughput(), shape_of, shipped_catalogue())
+    rows = []
+    for c in done:
+        r = c.row
+        rows.append(
+            {
+                "source": r.source_id,
+                "setup": f"{r.engine} · {r.model} {r.quant} · {r.n_gpus}× {r.gpu} tp{r.tp}",
+                "metric": f"output tok/s, {r.concurrency:,} in flight, {r.prompt_tokens:,} in / {r.answer_tokens:,} out",
+                "measured": r.measured_output_tokens_per_s,
+                "bound": c.bound_tokens_per_s,
+                "estimate": c.estimate_tokens_per_s,
+                "bound_ratio": c.bound_ratio,
+                "estimate_ratio": c.estimate_ratio,
+                "close": c.close,
+                "kept_out": kept_out(r),
+                "engine": r.engine.split(" ")[0],
             }
         )
     return rows

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.layouts import Layout
 from explorer.engines.registry import SPLIT_ENGINES
+from explorer.engines.request import PlanRequest
 from explorer.hardware.catalogue import GPUClass
 from explorer.sources.shipped import published_speeds, shipped_catalogue, shipped_cpus
 from explorer.speed.estimate import DEFAULT_SETTINGS

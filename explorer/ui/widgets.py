@@ -31,7 +31,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.errors import ExplorerError, PlanError
 from explorer.model.dtypes import KV_CACHE_TYPES
 from explorer.plan.planner import plan

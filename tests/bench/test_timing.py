@@ -34,9 +34,9 @@ def test_find_hf_mem_reads_the_interpreter_from_the_script(tmp_path):
 
 
 def test_a_cold_read_end_to_end_without_hf_mem(capsys, tmp_path):
-    hub_vs_hfmem.main(["--runs", "1", "--shards", "2", "--hf-mem", str(tmp_path / "no-hf-mem")])
+    hub_vs_hfmem.main(["--runs", "1", "--repos", "Llama-3.1-8B", "--hf-mem", str(tmp_path / "no-hf-mem")])
     out = capsys.readouterr().out
     assert "hf-mem is not installed" in out
     explorer_row = next(line for line in out.splitlines() if line.startswith("explorer "))
-    assert explorer_row.split()[-1] == "5"  # listing, config.json and the index, 2 shard headers
+    assert explorer_row.split()[-1] == "7"  # listing, config.json and the index, 4 shard headers
     assert "/api/models/bench-org/Llama-3.1-8B" in out and "Range: bytes=0-100000" in out

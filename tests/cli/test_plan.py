@@ -290,7 +290,7 @@ def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
     kinds = {s["kind"] for s in out["suggestions"]}
     assert {"kv-cache", "context", "cluster", "precision"} <= kinds
     assert out["widened"] and out["options"][0]["tier"] == 1
-    assert {o["tier"] for o in out["options"] if "Q4_K_M" not in o["label"]} <= {2, 3}
+    assert {o["tier"] for o in out["options"] if "Q4_K_M" not in o["label"] and "Q3_K_M" not in o["label"]} <= {2, 3}
 
 
 def test_json_gives_a_launch_over_nodes_a_command_a_node(capsys):

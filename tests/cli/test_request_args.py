@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from explorer.cli import main
 from explorer.cli.request_args import CLI_SETTINGS, add_setting_arguments, request_from_args, setting_values
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.engines.setting import Setting
 from explorer.errors import PlanError
 from explorer.ui.app_state import app_defaults

@@ -46,3 +46,21 @@ def test_plan_with_a_workload_sizes_each_option(capsys):
     first = out["options"][0]
     assert first["command"].startswith("vllm serve") and "--max-model-len 2500" in first["command"]
     assert first["workload"]["replicas"] >= 2 and first["workload"]["batch"] <= first["max_concurrency"]
+
+
+def test_plan_users_past_one_replicas_kv_cache_shows_the_queue(capsys):
+    """300 users at 2,000 + 500 tokens on one H100: each option's one replica holds fewer (vLLM's KV cache),
+    so the rest wait, named by the KV capacity; the sizing spreads them over replicas instead, and the TPOT p90
+    it checks (``--tpot-percentile p90``) is at least its mean."""
+    argv = ["plan", LLAMA_8B, "--cluster", "1x1xh100-80g", "--users", "300", "--prompt", "2000", "--answer", "500",
+            "--tpot", "30ms", "--tpot-percentile", "p90", "--offline"]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workload"]["tpot_percentile"] == "p90"
+    first = out["options"][0]["workload"]
+    alone = first["one_replica"]
+    assert alone["queued"] == 300 - alone["batch"] > 0 and alone["binding"] == "KV capacity"
+    assert alone["ttft_s"] > first["ttft_s"]
+    assert first["tpot_s"] <= first["tpot_p90_s"] <= 0.030
+    assert main(argv) == 0
+    assert "wait for room in the KV cache (KV capacity)" in capsys.readouterr().out

@@ -13,7 +13,7 @@ from explorer.engines.all2all import (
     sglang_buffer_bytes,
     vllm_buffer_bytes,
 )
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.units import GiB

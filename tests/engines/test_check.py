@@ -9,10 +9,11 @@ from support.corpus import shape_of
 from support.engine_logs import entry, parsed, shape_for
 
 from explorer.engines.calibration import Calibration
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.layouts import Layout
 from explorer.engines.logs import EngineLog
 from explorer.engines.logs.check import calibration_from_check, check_log
 from explorer.engines.logs.setup import card_class, gguf_quant
+from explorer.engines.request import PlanRequest
 from explorer.errors import EngineLogError
 from explorer.hardware.cluster_text import parse_cluster_spec
 from explorer.plan.planner import plan

@@ -6,7 +6,7 @@ from __future__ import annotations
 from support.corpus import shape_of
 from support.moe_configs import moe_shape
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue

@@ -5,8 +5,9 @@ from __future__ import annotations
 from support.corpus import shape_of
 
 from explorer.engines import sglang
-from explorer.engines.common import Layout, PlanRequest
 from explorer.engines.host_ram import sglang_claim, vllm_claim
+from explorer.engines.layouts import Layout
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from support.corpus import ROOT, shape_of
 
-from explorer.engines.common import ENGINES, PlanRequest
 from explorer.engines.interface import Engine, SplitEngine
+from explorer.engines.names import ENGINES
 from explorer.engines.registry import CPU_ENGINE, ENGINES_BY_NAME, SPLIT_ENGINES, engine_named, engines_named
+from explorer.engines.request import PlanRequest
 from explorer.errors import PlanError
 from explorer.hardware.pools import gpu_pools
 from explorer.sources.shipped import parse_cluster

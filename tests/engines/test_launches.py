@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.units import GiB

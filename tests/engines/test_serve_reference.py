@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
-from explorer.model.checkpoints import GGUFFile, PublishedCheckpoint
+from explorer.artifacts.checkpoints import GGUFFile, PublishedCheckpoint
+from explorer.artifacts.offer import what_if_artifacts
+from explorer.engines.request import PlanRequest
 from explorer.model.quant_config import WHAT_IF_NAMES
-from explorer.plan.offer import what_if_artifacts
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 

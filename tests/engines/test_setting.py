@@ -8,7 +8,7 @@ import pytest
 from support.corpus import shape_of
 
 from explorer.engines.all2all import ALL2ALL_BACKENDS
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.engines.setting import declared_settings, launch_flags, with_implied
 from explorer.errors import PlanError
 from explorer.plan.planner import plan

@@ -6,7 +6,8 @@ import pytest
 from support.corpus import load_config, shape_of
 
 from explorer.engines import sglang
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.layouts import Layout
+from explorer.engines.request import PlanRequest
 from explorer.errors import PlanError
 from explorer.model.shapes import shape_from_config
 from explorer.sources.shipped import shipped_catalogue

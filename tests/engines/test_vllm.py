@@ -6,7 +6,8 @@ import pytest
 from support.corpus import shape_of
 
 from explorer.engines import vllm
-from explorer.engines.common import Layout, PlanRequest, pp_partition
+from explorer.engines.layouts import Layout, pp_partition
+from explorer.engines.request import PlanRequest
 from explorer.engines.vllm_budget import capture_sizes
 from explorer.engines.vllm_mxfp4 import mxfp4_backend, relayout_extra_bytes
 from explorer.engines.vllm_release import vllm_release

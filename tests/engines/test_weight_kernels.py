@@ -1,25 +1,15 @@
-"""Which weight formats a precision stores, and whether an engine runs them on a card."""
+"""Whether an engine runs a precision's weight formats on a card."""
 
 from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
-from explorer.engines.weight_kernels import weight_formats, weight_only_note, weights_refusal
+from explorer.artifacts.offer import what_if_artifact
+from explorer.engines.request import PlanRequest
+from explorer.engines.weight_kernels import weight_only_note, weights_refusal
 from explorer.model.quant_config import what_if_precision
-from explorer.plan.offer import what_if_artifact
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
-
-
-def test_weight_formats_of_real_checkpoints_and_what_ifs():
-    assert weight_formats(shape_of("deepseek-ai__DeepSeek-R1").precision) == ("fp8-block",)
-    assert weight_formats(shape_of("openai__gpt-oss-120b").precision) == ("mxfp4",)
-    assert weight_formats(shape_of("meta-llama__Meta-Llama-3.1-8B").precision) == ()  # bf16: always runs
-    assert weight_formats(what_if_precision("int4-awq")) == ("awq",)
-    assert weight_formats(what_if_precision("int8")) == ("int8",)
-    assert weight_formats(what_if_precision("nvfp4")) == ("nvfp4",)
-    assert weight_formats(what_if_precision("Q4_K_M")) == ()  # GGUF: llama.cpp runs it everywhere
 
 
 def test_block_fp8_is_refused_on_a100_and_runs_on_h100():

@@ -9,7 +9,8 @@ from support.corpus import shape_of
 
 from explorer.cli import main
 from explorer.engines import vllm
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.layouts import Layout
+from explorer.engines.request import PlanRequest
 from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place
@@ -136,8 +137,24 @@ def test_tensor_parallel_engines_give_even_splitting_demands():
             precision="Q4_K_M" if engine == "llamacpp" else None,
         )
         assert demand.even_split is even
+        # Llama-3.1-8B: 32 attention heads, 8 KV heads; vLLM and SGLang take a tp size that divides the heads
+        assert demand.widths == ((1, 2, 4, 8, 16, 32) if even else ())
     offer = fleet_cards(parse_cluster("1x1xh100-80g + 1x1xrtx4090-24g"))
     assert [c.gpu_class for c in offer.cards] == ["h100-80g", "rtx4090-24g"]
+
+
+def test_a_64_head_model_is_never_split_over_three_cards():
+    """Qwen2.5-72B at 32k on four A100s: three cards hold it by bytes, but vLLM refuses tp 3 ("Total number of
+    attention heads (64) must be divisible by tensor parallel size (3)"): the placement takes four."""
+    shape = shape_of("Qwen__Qwen2.5-72B")
+    a100 = shipped_catalogue().resolve("a100-80g")
+    demand = demand_for(shape, parse_model_term("qwen:32k"), gpu=a100)
+    offer = fleet_cards(parse_cluster("1x4xa100-80g"))
+    assert demand.weights_bytes + 32768 * demand.kv_bytes_per_token + 3 * demand.fixed_bytes_per_card < sum(
+        c.usable_bytes for c in offer.cards[:3]
+    )
+    (inst,) = place([demand], offer.cards).instances
+    assert inst.cards == (0, 1, 2, 3)
 
 
 def test_a_manual_plan_is_charged_against_each_cards_total():

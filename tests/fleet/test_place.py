@@ -124,6 +124,43 @@ def test_split_uses_the_fewest_cards():
     assert p.instances[0].split_bytes == apportion(50 * GiB, (24, 24, 24))
 
 
+def test_an_even_split_takes_only_a_tensor_parallel_size_the_engine_accepts():
+    """50 GiB evenly on four 24 GiB cards: three would hold it (72 GiB), but a 64-head model cannot run at tp 3
+    (widths 1, 2, 4, 8 …): it takes four cards, 12.5 GiB each."""
+    p = place([model("m", 50, even_split=True, widths=(1, 2, 4, 8))], cards(24, 24, 24, 24))
+    assert where(p, "m") == [(0, 1, 2, 3)]
+    assert p.instances[0].split_bytes == (int(12.5 * GiB),) * 4
+
+
+def test_a_tight_even_split_keeps_to_a_tensor_parallel_size():
+    """100 GiB evenly over three useful 24 GiB cards and a full one: tp 3 is refused, so the tight layout takes
+    the two roomiest, 50 GiB each: 26 GiB over on each, 52 GiB short."""
+    p = place([model("m", 100, even_split=True, widths=(1, 2, 4))], cards(24, 24, 24, 0))
+    (t,) = p.tight
+    assert t.cards == (0, 1) and t.shortfall_bytes == 52 * GiB
+
+
+def test_an_even_split_spans_nodes_only_over_a_fabric():
+    """Two nodes of four 24 GiB cards. 150 GiB at tp 8 needs both nodes (8 × 24 = 192 GiB): over a shared fabric it
+    takes all eight cards; on nodes that share none, tensor parallelism cannot span them, so it is tight on one
+    node's four (150 − 96 = 54 GiB short)."""
+    demand = model("m", 150, even_split=True, widths=(1, 2, 4, 8))
+
+    def fleet(span_of):
+        return [Card(index=i, usable_bytes=24 * GiB, gpu_class="x", span=span_of(i)) for i in range(8)]
+
+    spanned = place([demand], fleet(lambda i: "x on ib0"))
+    assert where(spanned, "m") == [tuple(range(8))] and not spanned.tight
+    apart = place([demand], fleet(lambda i: f"x on node{i // 4}"))
+    (t,) = apart.tight
+    assert t.cards == (0, 1, 2, 3) and t.shortfall_bytes == 54 * GiB
+
+
+def test_widths_must_be_ascending_counts():
+    with pytest.raises(PlacementInputError, match="widths must be ascending"):
+        model("m", 1, widths=(2, 1))
+
+
 def test_apportion_sums_exactly():
     assert apportion(10, (1, 1, 1)) == (3, 3, 4)
     assert apportion(7, (0, 5)) == (0, 7)
@@ -646,6 +683,17 @@ def test_a_manual_plan_may_not_mix_classes_for_an_even_split():
     assert bad.kind == "uneven_split" and "card 0 h100-80g, card 1 rtx4090-24g" in bad.message
     ratio = ManualPlan(entries=(PlanEntry(model="m", cards=(1, 2), ratio=(2, 1)),))
     assert check_plan(ratio, [model("m", 40, even_split=True)], _classed(*MIXED))[0].kind == "uneven_split"
+
+
+def test_a_manual_plan_may_not_split_over_a_tensor_parallel_size_the_engine_refuses():
+    from explorer.fleet.manual import ManualPlan, PlanEntry
+
+    plan = ManualPlan(entries=(PlanEntry(model="m", cards=(1, 2, 3)),))
+    (bad,) = check_plan(plan, [model("m", 30, even_split=True, widths=(1, 2, 4, 8))], _classed(*MIXED))
+    assert bad.kind == "uneven_split"
+    assert (
+        bad.message == "m splits evenly (tensor parallelism): the engine refuses tp 3 for it; it takes 1, 2, 4, 8 cards"
+    )
 
 
 # --- issue 15 item 16: within a rank, the models of most phases first ----------------------------------

@@ -26,12 +26,12 @@ from support import llamacpp_models as lm
 from support.fuzz import FLOATS, INTS, STRINGS, Tally, bad_figures, bounded_memory, cases, rng
 from support.gguf_factory import QT, VT, Typed, build_gguf, data_file_size
 
-from explorer.engines.common import PlanRequest
+from explorer.artifacts.offer import build_offer
+from explorer.engines.request import PlanRequest
 from explorer.errors import GGUFError
 from explorer.gguf.header import parse_gguf_header
 from explorer.gguf.shape import shape_from_gguf
 from explorer.model.summary import shape_summary
-from explorer.plan.offer import build_offer
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 

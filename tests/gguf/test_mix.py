@@ -60,12 +60,38 @@ def test_rows_that_are_not_whole_blocks_fall_back():
     assert 0.985 * tensors < shape.weight_bytes("Q4_K_M") < tensors
 
 
+def test_gemma_4_moe_experts_follow_the_ffn_down_rule_by_layer():
+    """Gemma 4 26B-A4B at Q4_K_M (llama-quant.cpp): an MoE's ffn_down takes its layer from its name, so the more-bits
+    layers of 30 are 0–2, 5, 8, …, 23 and 26–29 (14); every ffn_down (dense 2,112 and experts' 704 wide) falls back
+    from a 256-block type: Q6_K → Q8_0 in those layers, Q4_K → Q5_0 elsewhere. The router stays F32."""
+    mix = {t.name: t for t in gguf_mix(load_snapshot().shape("google/gemma-4-26B-A4B"), "Q4_K_M")}
+    assert [i for i in range(30) if more_bits(i, 30)] == [0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 26, 27, 28, 29]
+    assert mix["blk.0.ffn_down_exps.weight"].type_name == mix["blk.0.ffn_down.weight"].type_name == "Q8_0"
+    assert mix["blk.4.ffn_down_exps.weight"].type_name == mix["blk.4.ffn_down.weight"].type_name == "Q5_0"
+    # 128 experts × 2,816 × 704 = 253,755,392 weights at Q5_0 (22 bytes a 32-block) = 174,456,832 bytes
+    assert mix["blk.4.ffn_down_exps.weight"].bytes == 253_755_392 // 32 * 22 == 174_456_832
+    # gate and up fused: 128 × 1,408 × 2,816 = 507,510,784 weights, whole 256-blocks, Q4_K (144 bytes) = 285,474,816
+    assert mix["blk.4.ffn_gate_exps.weight"].type_name == "Q4_K"
+    assert mix["blk.4.ffn_gate_exps.weight"].bytes == 285_474_816
+    assert (
+        mix["blk.4.ffn_gate_inp.weight"].type_name == "F32" and mix["blk.4.ffn_gate_inp.weight"].bytes == 128 * 2816 * 4
+    )
+    # attn_v only in the 25 sliding layers (full layers reuse K): the first of them has more bits, the fifth not
+    assert mix["blk.0.attn_v.weight"].type_name == "Q6_K" and mix["blk.4.attn_v.weight"].type_name == "Q4_K"
+    assert "blk.5.attn_v.weight" not in mix
+    # tied: the 262,144 × 2,816 table is stored as the head, Q6_K = 605,552,640 bytes
+    assert mix["token_embd.weight"].type_name == "Q6_K" and mix["token_embd.weight"].bytes == 605_552_640
+    total = sum(t.bytes for t in mix.values())
+    assert total == 16_780_191_864  # 15.63 GiB
+    # unsloth's file keeps token_embd at Q8_0 (the log's 748.00 MiB on the host = 784,334,848 bytes): 15.79 GiB,
+    # 0.7 % under the 15.90 GiB the log loads on the card
+    assert total - 605_552_640 + 784_334_848 == 16_958_974_072
+
+
 def test_what_it_refuses():
-    """Falcon (its own rules) and mixtures of experts are refused; so is a mix without per-tensor rules."""
+    """Falcon (its own rules) is refused; so is a mix without per-tensor rules."""
     snap = load_snapshot()
     with pytest.raises(GGUFError, match="Falcon"):
         gguf_mix(snap.shape("tiiuae/falcon-7b"), "Q4_K_M")
-    with pytest.raises(GGUFError, match="mixtures of experts"):
-        gguf_mix(snap.shape("Qwen/Qwen3-30B-A3B"), "Q4_K_M")
     with pytest.raises(UnknownPrecisionError, match="IQ2_XS"):
         gguf_mix(snap.shape("Qwen/Qwen3-8B"), "IQ2_XS")

@@ -30,6 +30,7 @@ from explorer.gguf.shape import shape_from_gguf
 from explorer.model.kv_cache import (
     FullAttention,
     MLAAttention,
+    NoCache,
     RecurrentState,
     SlidingWindowAttention,
 )
@@ -194,6 +195,37 @@ def test_per_layer_arrays_and_bool_patterns():
     bad = dict(md, **{"gemma3.attention.head_count_kv": Typed([2, 2], VT.ARRAY, VT.INT32)})
     with pytest.raises(GGUFShapeError, match="2 entries for 4 layers"):
         read_hparams(parse(bad, []))
+
+
+def test_gemma4_heads_by_layer_kind_and_shared_kv_layers():
+    """Gemma 4 (src/models/gemma4.cpp): sliding layers' heads are key_length_swa wide, full layers' key_length; the
+    last shared_kv_layers layers reuse an earlier cache. Six layers, the sixth full, two shared: layers 0–3 cache
+    8 heads of 256 (K and V: 8,192 bytes a token in f16), layers 4–5 none."""
+    md = llama_metadata(
+        blocks=6,
+        **{
+            "general.architecture": "gemma4",
+            "gemma4.block_count": 6,
+            "gemma4.embedding_length": 2816,
+            "gemma4.attention.head_count": 16,
+            "gemma4.attention.head_count_kv": Typed([8, 8, 8, 8, 8, 2], VT.ARRAY, VT.INT32),
+            "gemma4.attention.key_length": 512,
+            "gemma4.attention.value_length": 512,
+            "gemma4.attention.key_length_swa": 256,
+            "gemma4.attention.value_length_swa": 256,
+            "gemma4.attention.sliding_window": 1024,
+            "gemma4.attention.sliding_window_pattern": [True, True, True, True, True, False],
+            "gemma4.attention.shared_kv_layers": 2,
+        },
+    )
+    hp = read_hparams(parse(md, []))
+    assert not hp.approximate and hp.n_layer_kv_from_start == 4
+    assert [hp.head_k(il) for il in range(6)] == [256] * 5 + [512]
+    assert [hp.has_kv(il) for il in range(6)] == [True] * 4 + [False] * 2
+    shape = shape_from_gguf(parse(md, []))
+    caches = [la.cache for la in shape.decoder]
+    assert caches[0] == SlidingWindowAttention(kv_heads=8, head_dim=256, v_head_dim=256, window=1024)
+    assert all(isinstance(c, NoCache) for c in caches[4:])
 
 
 def test_unknown_architecture_is_best_effort():

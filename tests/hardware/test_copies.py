@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer.hardware.cluster import default_host_ram_bytes
-from explorer.hardware.copies import Census, host_kinds, spanning_copies
+from explorer.hardware.copies import Census, class_runs, host_kinds, spanning_copies
 from explorer.sources.shipped import parse_cluster
 from explorer.units import GiB
 
@@ -88,3 +88,18 @@ def test_host_kinds_count_alike_nodes_together_first_node_of_each_kind():
     ]
     # kept with the cluster: the second call is the same object, not a recount
     assert host_kinds(cluster) is host_kinds(cluster)
+
+
+def test_class_runs_join_consecutive_alike_nodes_once_per_cluster():
+    """12,500 alike nodes are one run; a node of other RAM, or holding the class at other positions (two L40S
+    first), breaks the run, and the class's nodes after it start another."""
+    big = parse_cluster("12500x8xh100-80g@ib0")
+    (run,) = class_runs(big, "h100-80g")
+    assert len(run.nodes) == 12_500 and run.nodes[-1].name == "h100-80g@ib0#12499"
+    assert run.slots(2) == 4 and run.slots(8) == 1 and run.fabric == "ib0"
+    assert class_runs(big, "h100-80g") is class_runs(big, "h100-80g")  # kept with the cluster
+    assert class_runs(big, "a100-80g") == ()
+    cluster = parse_cluster("2x8xh100-80g + 1x8xh100-80g,ram=256g + 3x8xh100-80g")
+    assert [len(r.nodes) for r in class_runs(cluster, "h100-80g")] == [2, 1, 3]
+    # a copy keeping 100 GiB on the host: the 256 GiB node takes 2 copies of one card, the others 8
+    assert [r.slots(1, host_cap=lambda ram: ram // (100 * GiB)) for r in class_runs(cluster, "h100-80g")] == [8, 2, 8]

@@ -17,7 +17,7 @@ import random
 import pytest
 from support.fuzz import Tally, bad_figures, bounded_memory, cases, rng
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.errors import UnknownGPUClassError
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster

@@ -24,7 +24,7 @@ import pytest
 from support.corpus import all_config_names, load_config
 from support.fuzz import FLOATS, INTS, STRINGS, Tally, bad_figures, bounded_memory, cases, rng
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.errors import ConfigError
 from explorer.model.config_reader import parse_config_text
 from explorer.model.shapes import shape_from_config

@@ -8,9 +8,9 @@ import json
 import pytest
 from support.corpus import DATA, all_config_names, load_config, shape_of
 
+from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.errors import ExplorerError, MissingConfigKeysError, NotAModelConfigError
 from explorer.model.shapes import shape_from_config
-from explorer.plan.offer import original_artifact, what_if_artifact
 
 PUBLISHED = list(csv.DictReader((DATA / "published_params.csv").open()))
 
@@ -232,7 +232,6 @@ APPROXIMATE = {
     "meta-llama__Llama-4-Scout-17B-16E-Instruct": "vision tower",
     "moonshotai__Kimi-K2.5": "vision tower",
     "nvidia__Kimi-K2.5-NVFP4": "vision tower",
-    "google__gemma-4-26B-A4B": "Gemma 4 layout",
     "deepseek-ai__DeepSeek-V4-Flash": "DeepSeek-V4 layout",
     "RedHatAI__DeepSeek-V4-Flash-NVFP4-FP8": "DeepSeek-V4 layout",
     "derived__Molmo-7B-D-bnb-nf4": "vision backbone",

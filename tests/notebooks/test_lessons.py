@@ -149,9 +149,20 @@ def test_serving_opens_on_llama_8b_bound_by_the_tpot_target(offline):
     assert users == sorted(users, reverse=True) and cards == sorted(cards)  # the frontier
 
 
+def test_serving_sets_the_load_model_against_published_serving_benchmarks(offline):
+    """The lesson's last section: every row of data/published_throughput.csv beside its bound and estimate,
+    with the kept-out count the closing note quotes."""
+    text, defs = run("serving.py")
+    published = defs["published"]
+    kept = [r for r in published if r["kept_out"]]
+    assert len(published) == 66 and all(r["bound_ratio"] >= 1 for r in published)
+    assert f"On the {len(kept)} rows kept out of every fit, the estimate lands within 1.5× of 18" in text
+    assert "Where the load model meets serving benchmarks" in text
+
+
 def test_serving_bound_by_the_kv_cache_with_a_loose_target(offline):
     text, defs = run("serving.py", defaults=ServingDefaults(tpot_ms=200, prompt_tokens=16000, answer_tokens=4000))
-    assert defs["served"].sizing.binding == "memory" and "stopped by the KV cache" in text
+    assert defs["served"].sizing.binding == "KV capacity" and "stopped by the KV cache" in text
 
 
 def test_lessons_pass_marimo_check():

@@ -16,7 +16,7 @@ from dataclasses import replace
 from support.corpus import ROOT
 from support.readme_sample import SHOTS, readme_query, readme_state
 
-from explorer.plan.offer import fallback_artifacts
+from explorer.artifacts.offer import fallback_artifacts
 from explorer.plan.planner import plan, with_suggestions
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot
@@ -351,7 +351,7 @@ def test_placement_takes_any_id_the_resolver_takes_and_gives_launch_commands(off
     )
     from explorer.ui.fleet_rows import FLEET_PRESETS
 
-    outputs, defs = run_placement(extra_terms=extra, preset=FLEET_PRESETS[0], spec=mo.ui.text(value="1x4xl40s-48g"))
+    outputs, defs = run_placement(extra_terms=extra, preset=FLEET_PRESETS[0], spec=mo.ui.text(value="1x8xl40s-48g"))
     names = [m.name for m in defs["models"]]
     assert names[-2:] == ["local", "renamed"]
     assert any(

@@ -21,8 +21,8 @@ from functools import cache
 import pytest
 from support.command_check import TABLES, Parsed, model_of, parse_line, table
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.options import Option
+from explorer.engines.request import PlanRequest
 from explorer.errors import ExplorerError
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.pinning import check_pinned, pinned_launch

@@ -6,9 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.fit_view import KnownModel, fit_row, fit_rows, summary
-from explorer.plan.offer import original_artifact
+from explorer.artifacts.known_model import KnownModel
+from explorer.artifacts.offer import original_artifact
+from explorer.engines.request import PlanRequest
+from explorer.plan.fit_view import fit_row, fit_rows, summary
 from explorer.sources.known_models import known_models
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.sources.snapshot.read import load_snapshot

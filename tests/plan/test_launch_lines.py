@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from explorer.engines.common import Evaluation, NodeCommand
+from explorer.engines.evaluation import Evaluation, NodeCommand
 from explorer.plan.launch_lines import COPY_PORT_STEP, launch_lines, moved_ports, worker_seats
 
 #: SGLang's two ranks over two nodes, as the engine writes them (explorer.engines.sglang.rank_flags)

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.registry import engine_named
+from explorer.engines.request import PlanRequest
 from explorer.plan.longest_context import full_offload_context, refusal_context
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster

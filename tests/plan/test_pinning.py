@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.errors import ManualSelectionError
 from explorer.fleet.footprints import fleet_cards
 from explorer.hardware.cluster import Cluster
@@ -86,7 +86,7 @@ L70 = "meta-llama__Meta-Llama-3.1-70B"
 
 
 def _q4(shape):
-    from explorer.plan.offer import what_if_artifact
+    from explorer.artifacts.offer import what_if_artifact
 
     return [what_if_artifact(shape, "Q4_K_M")]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.errors import ClusterSpecError, PlanError
 from explorer.plan.planner import plan, recheck
 from explorer.plan.ranking import at_the_brim, cards_spent

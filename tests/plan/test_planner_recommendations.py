@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.offer import fallback_artifacts, original_artifact, what_if_artifacts
+from explorer.artifacts.offer import fallback_artifacts, original_artifact, what_if_artifacts
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
@@ -50,7 +50,7 @@ def test_the_own_weights_fall_back_to_quantised_ones_only_when_they_keep_no_gpu_
     split by layer on the same two cards, which decodes at a third of its speed."""
     shape, cluster = shape_of(LLAMA_70B), parse_cluster("1x2xl40s-48g")
     fallback = fallback_artifacts(shape, [original_artifact(shape)])
-    assert [a.quant for a in fallback] == ["fp8 block 128×128", "int4 AWQ g128", "Q8_0", "Q4_K_M"]
+    assert [a.quant for a in fallback] == ["fp8 block 128×128", "int4 AWQ g128", "Q8_0", "Q4_K_M", "Q3_K_M"]
     result = plan(shape, cluster, PlanRequest(context_tokens=32768), fallback=fallback)
     first = result.options[0]
     # widened names the fallbacks that gave an option: fp8 (66 GiB of weights) keeps none on 2 × 48 GiB at 32k
@@ -192,7 +192,7 @@ def test_no_fallback_for_weights_already_about_four_bits():
     shape = shape_of("openai__gpt-oss-120b")
     assert fallback_artifacts(shape, [original_artifact(shape)]) == ()
     bf16 = shape_of(LLAMA_70B)  # 141.1 GB: fp8 (70.6 GB, 0.50) … Q4_K_M (0.31) all clearly smaller
-    assert len(fallback_artifacts(bf16, [original_artifact(bf16)])) == 4
+    assert len(fallback_artifacts(bf16, [original_artifact(bf16)])) == 5  # fp8, int4 AWQ, Q8_0, Q4_K_M, Q3_K_M
 
 
 def test_llamacpp_converts_the_original_weights_never_a_safetensors_what_if():
@@ -210,14 +210,19 @@ def test_llamacpp_converts_the_original_weights_never_a_safetensors_what_if():
 
 def test_a_widened_plan_equals_planning_every_artifact_at_once():
     """The fallback is walked on its own and merged with the own weights' plan: the same options in the same order,
-    and the same refusal counts, as one plan over all the artifacts."""
+    and the same refusal counts, as one plan over all the artifacts, but for the last-resort Q3_K_M, kept only
+    where every layer is on the cards."""
+    from explorer.artifacts.offer import all_gpu_only
+
     shape, cluster = shape_of(LLAMA_70B), parse_cluster("1x2xl40s-48g + 1x1xrtx4090-24g")
     own = [original_artifact(shape)]
     fallback = fallback_artifacts(shape, own, shipped_checkpoints("meta-llama/Meta-Llama-3.1-70B"))
     request = PlanRequest(context_tokens=16384)
     widened = plan(shape, cluster, request, artifacts=own, fallback=fallback, suggest=False)
     at_once = plan(shape, cluster, request, artifacts=[*own, *fallback], suggest=False)
-    assert widened.widened and [o.label for o in widened.options] == [o.label for o in at_once.options]
+    kept = [o.label for o in at_once.options if o.tier == 1 or not all_gpu_only(o.artifact)]
+    assert widened.widened and [o.label for o in widened.options] == kept
+    assert len(kept) < len(at_once.options)  # Q3_K_M with layers in host memory is dropped
     assert widened.pruned == at_once.pruned and widened.considered == at_once.considered
 
 

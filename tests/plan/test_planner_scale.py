@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.engines.split_pool import scale_up_widths
 from explorer.plan.planner import plan
 from explorer.plan.ranking import cards_spent

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.artifacts.offer import fallback_artifacts, original_artifact
+from explorer.engines.request import PlanRequest
 from explorer.engines.weight_kernels import RULE
-from explorer.plan.offer import fallback_artifacts, original_artifact
 from explorer.plan.planner import plan
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.shipped import parse_cluster
@@ -40,8 +40,11 @@ def test_deepseek_r1_on_a100s_with_sglang_never_offers_its_block_fp8_weights():
     int8 = next(o for o in result.options if o.artifact.repo == "meituan/DeepSeek-R1-Channel-INT8")
     # 671B at one byte a weight (embeddings and head in bf16) does not fit one node of 8 × 80 GB: two nodes, tp 16
     assert int8.layout.cards == 16 and "--model-path meituan/DeepSeek-R1-Channel-INT8" in int8.evaluation.command
+    # SGLang's docs launch it with its own int8 kernels: --quantization w8a8_int8 overrides the compressed-tensors config
+    assert "--quantization w8a8_int8" in int8.evaluation.command
     bf16 = next(o for o in result.options if o.artifact.repo == "unsloth/DeepSeek-R1-BF16")
     assert bf16.layout.cards >= 24 and "--model-path unsloth/DeepSeek-R1-BF16" in bf16.evaluation.command
+    assert "--quantization" not in bf16.evaluation.command
 
 
 def test_deepseek_r1_on_h200s_keeps_its_own_fp8_weights():

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.engines.options import PLACEMENTS
-from explorer.plan.offer import original_artifact, what_if_artifact
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.plan.ranking import (
     CPU_QUALITY_CAP_BITS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.planner import plan
 from explorer.plan.replicas import MAX_LINES, replica_launch
@@ -208,3 +208,50 @@ def test_copies_over_rpc_are_each_written_on_nodes_of_their_own():
         assert server.startswith(f"{head}: CUDA_VISIBLE_DEVICES=0 llama-server ")
         assert f" --rpc <{worker}>:{port} " in server and server.endswith(" --port 8000")
         assert rpc_server == f"{worker}: CUDA_VISIBLE_DEVICES=0 rpc-server -H 0.0.0.0 -p {port}"
+
+
+# --- issue 27: launch lines cost an option, not a node -------------------------------------------------------
+
+
+def test_launch_lines_on_twelve_thousand_nodes_are_the_few_nodes_lines():
+    """The lines name runs of alike nodes (found once per cluster), so 12,500 nodes write what 3 do, bar the
+    count: vLLM's 8B on 1 H100 is one --data-parallel-size 8 launch a node; 405B at tp 8 × pp 2 spans two nodes
+    a copy, and the first four copies (eight lines, MAX_LINES) are the same on 8 nodes as on 12,500."""
+    few, many = parse_cluster("3x8xh100-80g@ib0"), parse_cluster("12500x8xh100-80g@ib0")
+    small = plan(shape_of(LLAMA_8B), few, PlanRequest(engines=("vllm",)))
+    large = plan(shape_of(LLAMA_8B), many, PlanRequest(engines=("vllm",)))
+    one, one_of_many = _option(small, "vllm", 1), _option(large, "vllm", 1)
+    (line,) = replica_launch(one, few).lines
+    (line_of_many,) = replica_launch(one_of_many, many).lines
+    assert line.startswith("each of 3 nodes (h100-80g@ib0#0 … h100-80g@ib0#2): CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 ")
+    assert line.endswith(" --data-parallel-size 8 --port 8000")
+    assert line_of_many == line.replace("each of 3 nodes", "each of 12,500 nodes").replace("#2)", "#12499)")
+    request = PlanRequest(engines=("vllm",), tensor_parallel_size=8, pipeline_parallel_size=2)
+    eight = parse_cluster("8x8xh100-80g@ib0")
+    spanning = [
+        replica_launch(next(o for o in plan(shape_of(LLAMA_405B), c, request).options if o.layout.nodes == 2), c)
+        for c in (eight, many)
+    ]
+    assert spanning[0].lines == spanning[1].lines and len(spanning[0].lines) == MAX_LINES
+    assert (spanning[0].more, spanning[1].more) == (4 - 4, 6_250 - 4)  # 4 copies on 8 nodes, 6,250 on 12,500
+
+
+def test_alike_nodes_share_a_line_only_when_their_cards_sit_alike():
+    """Two H100s on node a, and on node b after two L40S: b's H100s are its cards 2 and 3, so b gets lines of
+    its own (not "each of 2 nodes (a … b)" on cards 0 and 1); node c, made like a, shares a's lines."""
+    h100 = {"class": "h100-80g", "count": 2}
+    nodes = [
+        {"name": "a", "gpus": [h100]},
+        {"name": "c", "gpus": [h100]},
+        {"name": "b", "gpus": [{"class": "l40s-48g", "count": 2}, h100]},
+    ]
+    cluster = cluster_from_dict({"nodes": nodes}, shipped_catalogue())
+    result = plan(shape_of(LLAMA_8B), cluster, PlanRequest(engines=("llamacpp",)))
+    option = next(o for o in result.options if o.layout.gpu_class == "h100-80g" and o.layout.cards == 1)
+    lines = replica_launch(option, cluster).lines
+    assert [line.split(" llama-server")[0] for line in lines] == [
+        "each of 2 nodes (a … c): CUDA_VISIBLE_DEVICES=0",
+        "each of 2 nodes (a … c): CUDA_VISIBLE_DEVICES=1",
+        "b: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2",
+        "b: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=3",
+    ]

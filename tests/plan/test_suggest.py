@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.offer import original_artifact
+from explorer.artifacts.offer import original_artifact
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan, with_suggestions
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings
@@ -98,7 +98,7 @@ def test_405b_on_one_h100_is_offered_the_precision_and_the_cluster_together():
     the published FP8 checkpoint (405.9B × 8.03 bits ≈ 378 GiB: 6 cards at least, so one node of 8) on 8 × H100, and
     the published int4 AWQ (≈ 203 GiB: 3 cards at least, so a node of 4) on 4 × H100; each is what the planner
     answers when asked for that precision on that cluster. Q8_0 and Q4_K_M lead to the same clusters: left out."""
-    from explorer.plan.offer import fallback_artifacts, what_if_artifact
+    from explorer.artifacts.offer import fallback_artifacts, what_if_artifact
     from explorer.sources.checkpoints import shipped_checkpoints
 
     shape = shape_of("meta-llama__Meta-Llama-3.1-405B")

@@ -94,7 +94,8 @@ def test_offline_a_miss_the_index_knows_does_not_open_the_cache(own_cache, monke
 
 
 def test_offline_a_repo_the_cache_holds_is_still_answered_from_it(hub_endpoint, own_cache):
-    online = resolve_model(SINGLE, **QUIET)  # fills the cache from the fake Hub
+    online = resolve_model(SINGLE, **QUIET)  # a first read: the fake Hub's answers go to the journal
+    Cache.open(own_cache, endpoint=hub_endpoint).close()  # replays them into the file
     _settle(own_cache)
     Cache.open(own_cache, read_only=True, endpoint=hub_endpoint).close()
     settings = HubSettings.resolve(endpoint=hub_endpoint, offline=True)
@@ -102,3 +103,14 @@ def test_offline_a_repo_the_cache_holds_is_still_answered_from_it(hub_endpoint, 
     assert Path(index.index_path(str(own_cache))).is_file()
     assert (online.origin, offline.origin) == ("hub", "cache")
     assert offline.sha == online.sha and offline.shape.params == online.shape.params == 106_816
+
+
+def test_a_journal_beside_the_file_makes_the_index_say_nothing(own_cache):
+    """Writes waiting in the journal (explorer.sources.cache.journal) are not in the file the index describes."""
+    _cache_with(own_cache, "org/kept")
+    _settle(own_cache)
+    Cache.open(own_cache, read_only=True).close()
+    assert index.known_absent(str(own_cache), HUB, "org/new", "main")
+    with Cache.journal(own_cache) as first_read:
+        first_read.put_revision("org/new", "main", "b" * 40)
+    assert not index.known_absent(str(own_cache), HUB, "org/new", "main")

@@ -12,7 +12,8 @@ from support.corpus import shape_of
 
 from explorer.cli import main
 from explorer.engines import registry
-from explorer.engines.common import PlanRequest
+from explorer.engines.names import ENGINE_LABELS
+from explorer.engines.request import PlanRequest
 from explorer.errors import PlanError
 from explorer.memo import clear_memos
 from explorer.plan.planner import plan
@@ -52,10 +53,10 @@ def _install(tmp_path, monkeypatch, entry: str, body: str = PACKAGE) -> None:
 @pytest.fixture
 def fresh_registry(monkeypatch):
     """The registry as shipped before and after the test (an entry point registers for the whole process)."""
-    saved = dict(registry.ENGINES_BY_NAME), dict(registry.SPLIT_ENGINES)
+    saved = dict(registry.ENGINES_BY_NAME), dict(registry.SPLIT_ENGINES), dict(ENGINE_LABELS)
     clear_memos()
     yield
-    for live, kept in zip((registry.ENGINES_BY_NAME, registry.SPLIT_ENGINES), saved, strict=True):
+    for live, kept in zip((registry.ENGINES_BY_NAME, registry.SPLIT_ENGINES, ENGINE_LABELS), saved, strict=True):
         live.clear()
         live.update(kept)
     sys.modules.pop("tiny_engine", None)
@@ -69,11 +70,15 @@ def test_an_engine_from_an_entry_point_plans(tmp_path, monkeypatch, capsys, fres
     result = plan(shape_of("meta-llama__Llama-3.2-3B"), parse_cluster("1x1xh100-80g"), PlanRequest(engines=("tiny",)),
                   model_ref="m", speed=False, suggest=False)  # fmt: skip
     assert result.options and {o.engine for o in result.options} == {"tiny"}
+    # each option is labelled with the engine's own label, not its raw name: "Tiny-LLM · 1 × h100-80g (single) · …"
+    assert result.options[0].label.startswith("Tiny-LLM · 1 × h100-80g (single) · ")
     # the command line lists it under --engine and plans with it
     monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "none.duckdb"))
     argv = ["plan", "meta-llama/Llama-3.2-3B", "--cluster", "1x1xh100-80g", "--engine", "tiny", "--offline", "--json"]
     assert main(argv) == 0
-    assert {o["engine"] for o in json.loads(capsys.readouterr().out)["options"]} == {"tiny"}
+    options = json.loads(capsys.readouterr().out)["options"]
+    assert {o["engine"] for o in options} == {"tiny"}
+    assert all(o["label"].startswith("Tiny-LLM · ") for o in options)
 
 
 def test_an_entry_point_that_is_no_engine_is_a_typed_error(tmp_path, monkeypatch, fresh_registry):

@@ -32,8 +32,9 @@ def test_without_a_cache_file_only_the_snapshot_and_no_file_is_made(own_cache):
 def test_a_model_fetched_once_is_listed_from_the_cache(new_hub_server, own_cache, monkeypatch):
     server = new_hub_server()
     monkeypatch.setenv("HF_ENDPOINT", server.endpoint)  # the cache is keyed by endpoint: listed under the same one
-    resolve_model(SHARDED, settings=HubSettings.resolve(), progress=lambda *a: None)
+    resolve_model(SHARDED, settings=HubSettings.resolve(), progress=lambda *a: None)  # a first read: the journal
     server.stop()
+    assert [m.ref for m in known_models().models if m.origin == "cache"] == [SHARDED]  # replays it into the file
     before = os.path.getmtime(own_cache)
     known = known_models()
     cached = [m for m in known.models if m.origin == "cache"]

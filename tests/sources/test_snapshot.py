@@ -9,9 +9,9 @@ import pytest
 from support.corpus import CONFIGS, DATA, ROOT, all_config_names, shape_of
 from support.hub_fixtures import FP8, GGUF, SINGLE
 
+from explorer.artifacts.offer import computed_disk_bytes
 from explorer.cli import main
 from explorer.errors import OfflineMissError, SnapshotError
-from explorer.plan.offer import computed_disk_bytes
 from explorer.sources.hub.settings import HubSettings
 from explorer.sources.resolve import resolve_model
 from explorer.sources.snapshot.build import refresh, seed

@@ -12,13 +12,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.corpus import CONFIGS, shape_of
 
+from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.cli import main
-from explorer.engines.common import ENGINES, Evaluation, Layout, PlanRequest
+from explorer.engines.evaluation import Evaluation
+from explorer.engines.layouts import Layout
+from explorer.engines.names import ENGINES
 from explorer.engines.options import Option
+from explorer.engines.request import PlanRequest
 from explorer.errors import CatalogueError, PlanError
 from explorer.model.artifacts import Artifact
 from explorer.model.weights import weight_breakdown
-from explorer.plan.offer import original_artifact, what_if_artifact
 from explorer.plan.planner import plan, recheck
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_context

@@ -5,14 +5,18 @@ line, then on a real dense model on one H100."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from statistics import NormalDist
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
-from explorer.speed.load import ReplicaLoad, replica_load, size_option
+from explorer.speed.load import ReplicaLoad, carrying_share, replica_load, size_option
 from explorer.speed.workload import Workload
 
 
@@ -48,7 +52,7 @@ def test_the_tpot_target_binds_at_200_and_the_kv_cache_at_150():
     assert size_option(replica(CHAT), 1).binding == "tpot target"
     kv_bound = replica(CHAT, capacity=150)
     assert kv_bound.largest_batch() == 150
-    assert size_option(kv_bound, 1).binding == "memory"
+    assert size_option(kv_bound, 1).binding == "KV capacity"
 
 
 def test_a_workload_that_needs_replicas_and_its_cost():
@@ -149,3 +153,102 @@ def test_a_p90_ttft_target_is_checked_at_the_p90_prompts_prefill():
     # disaggregated: 1 s − 0.1 − 0.01 spare over the mean prefill 0.05: w = 17.8, ρ capped at 0.9
     assert load.prefill_load() == 0.9
     assert load.prefill_ttft_s(0.5) == pytest.approx(0.100 + 0.050 * 0.5 + 0.010)
+
+
+def test_tpot_p50_is_the_mean_and_p90_counts_the_prefill_chunks_a_user_meets():
+    """Prompts of 2,000 tokens are one chunk of 8,192 (n = 1). At B = 200: s = (200 / 500) × 1 = 0.4 of the steps
+    carry a prompt, each e = 0.4 × 50 / 0.4 = 50 ms longer than d = 30 ms; the mean 30 + 0.4 × 50 = 50 ms.
+    A user's 500 steps meet X ~ Binomial(500, 0.4): p90 X = 200 + 1.2816 × √(500 × 0.4 × 0.6) = 214.039, so
+    TPOT p90 = 30 + 50 × 214.039 / 500 = 51.404 ms. At B = 50: s = 0.1, d = 15, X = 50 + 1.2816 × √45 = 58.597:
+    15 + 50 × 58.597 / 500 = 20.860 ms (mean 20.0)."""
+    load = replica(CHAT)
+    assert load.at(200).tpot_s == pytest.approx(0.050)
+    assert load.at(200).tpot_p90_s == pytest.approx(0.051404, abs=1e-6)
+    assert load.at(50).tpot_p90_s == pytest.approx(0.020860, abs=1e-6)
+    assert load.at(50, disaggregated=True).tpot_p90_s == load.at(50, disaggregated=True).tpot_s  # no prefill mixed
+
+
+def test_when_every_step_carries_a_chunk_the_tpot_does_not_spread():
+    """Prompts of 20,000 tokens are n = ⌈20000 / 8192⌉ = 3 chunks; at B = 400, (400 / 500) × 3 = 2.4 ≥ 1: every
+    step carries prefill, e = 0.8 × 50 = 40 ms, so p90 = mean = d + 40 = 50 + 40 = 90 ms. At B = 100:
+    s = 0.2 × 3 = 0.6, e = 0.2 × 50 / 0.6 = 16.667 ms, mean 20 + 10 = 30 ms; p90 X = 300 + 1.2816 × √120
+    = 314.039: 20 + 16.667 × 314.039 / 500 = 30.468 ms."""
+    long = Workload(users=100, prompt_tokens=20_000, answer_tokens=500)
+    load = replica(long)
+    assert load.at(400).tpot_p90_s == pytest.approx(load.at(400).tpot_s) == pytest.approx(0.090)
+    assert load.at(100).tpot_s == pytest.approx(0.030)
+    assert load.at(100).tpot_p90_s == pytest.approx(0.030468, abs=1e-6)
+
+
+def test_a_p90_tpot_target_binds_at_a_smaller_batch():
+    """TPOT p90 ≤ 50 ms: 10 + 0.2 B + 50 × 1.2816 × √(s (1 − s) / 500) with s = B / 500; B = 193 gives
+    48.6 + 64.08 × √(0.386 × 0.614 / 500) = 48.6 + 1.395 = 49.995 ms, B = 194 gives 48.8 + 1.397 = 50.197 ms:
+    the largest batch is 193 (200 at the mean), and the TPOT target binds."""
+    p90 = replace(CHAT, tpot_percentile="p90")
+    load = replica(p90)
+    assert load.largest_batch() == 193
+    assert load.at(193).tpot_p90_s == pytest.approx(0.049995, abs=2e-6)
+    assert size_option(load, 1).binding == "tpot target"
+    assert replica(CHAT).largest_batch() == 200
+
+
+def test_users_past_the_kv_cache_queue_and_their_ttft_grows_by_the_wait():
+    """300 users on a replica that holds 150: 150 run, 150 wait. At B = 150: TPOT = 10 + 15 + 15 = 40 ms;
+    ρ = (150 / 500) × 2000 / 8192 = 0.0732421875, TTFT = (25 + 50) × (1 + ρ / (2(1 − ρ))) = 77.963 ms; a running
+    request takes S = 0.077963 + 500 × 0.040 = 20.0780 s, and the queue adds S × (300 − 150) / 150 = S:
+    TTFT 20.1559 s. The sizing spreads the users over 2 replicas of 150 instead, and says what one alone does."""
+    crowd = Workload(users=300, prompt_tokens=2000, answer_tokens=500)
+    load = replica(crowd, capacity=150, apart=False)
+    rho = 0.0732421875
+    ttft = 0.075 * (1 + rho / (2 * (1 - rho)))
+    alone = load.serve(300)
+    assert (alone.batch, alone.queued) == (150, 150)
+    assert alone.ttft_s == pytest.approx(ttft + (ttft + 20.0), rel=1e-9)
+    assert alone.ttft_s == pytest.approx(20.1559, abs=1e-4)
+    assert load.serve(100).queued == 0 and load.serve(100).ttft_s == load.at(100).ttft_s
+    assert math.isinf(replica(crowd, capacity=0).serve(1).ttft_s)  # a KV cache that holds none: no end
+    sized = size_option(load, 1)
+    assert (sized.replicas, sized.binding) == (2, "KV capacity")
+    assert sized.to_dict(500)["one_replica"] == {"batch": 150, "queued": 150, "ttft_s": 20.1559, "tpot_s": 0.04,
+                                                 "binding": "KV capacity"}  # fmt: skip
+
+
+def test_a_spread_of_answers_widens_the_p90_tpot():
+    """Half the answers 100 tokens, half 900 (mean 500, as CHAT): at B = 200, s = 0.4, d = 30 ms, e = 50 ms. A
+    100-step user meets a share of chunk steps with sd √(0.24 / 100) = 0.049, a 900-step one 0.0163; the p90 of
+    their equal mix is the x where ½ Φ((x − 0.4) × 10 / √0.24) + ½ Φ((x − 0.4) × 30 / √0.24) = 0.9: x = 0.442106
+    (bisected by hand to 6 places), so TPOT p90 = 30 + 50 × 0.442106 = 52.105 ms (51.404 with every answer 500)."""
+    spread = replace(CHAT, answer_deciles=(100,) * 5 + (900,) * 5)
+    x = carrying_share(0.4, spread.answer_deciles, 0.9)
+    normal = NormalDist()
+    assert (normal.cdf((x - 0.4) * 10 / 0.24**0.5) + normal.cdf((x - 0.4) * 30 / 0.24**0.5)) / 2 == pytest.approx(0.9)
+    assert x == pytest.approx(0.442106, abs=1e-6)
+    assert replica(spread).at(200).tpot_p90_s == pytest.approx(0.052105, abs=1e-6)
+    assert replica(spread).at(200).tpot_s == replica(CHAT).at(200).tpot_s  # the mean does not move
+    assert carrying_share(0.4, (500,) * 10, 0.9) == carrying_share(0.4, (500,), 0.9)
+
+
+def test_prompt_deciles_set_the_chunks_a_prompt_is_prefilled_in():
+    """Chunks of 2,048; half the prompts 1,000 tokens (1 chunk), half 3,000 (2): 1.5 chunks a prompt where the
+    mean 2,000 alone is 1. At B = 100 (d = 20 ms, 0.2 prompts a step): s = 0.2 × 1.5 = 0.3 and e = 0.2 × 50 / 0.3
+    = 33.33 ms, mean 20 + 10 = 30 ms either way; p90 x = 0.3 + 1.28155 × √(0.21 / 500) = 0.326264: 30.876 ms.
+    With the mean prompt alone: s = 0.2, e = 50, x = 0.2 + 1.28155 × √(0.16 / 500) = 0.222925: 31.146 ms."""
+    mixed = replace(CHAT, prompt_deciles=(1000,) * 5 + (3000,) * 5)
+    load = replica(mixed, chunk=2048)
+    assert load.at(100).tpot_s == pytest.approx(0.030)
+    assert load.at(100).tpot_p90_s == pytest.approx(0.030876, abs=1e-6)
+    assert replica(CHAT, chunk=2048).at(100).tpot_p90_s == pytest.approx(0.031146, abs=1e-6)
+
+
+@given(
+    share=st.floats(min_value=0.001, max_value=0.999),
+    answers=st.lists(st.integers(min_value=1, max_value=100_000), min_size=2, max_size=10),
+)
+def test_the_mix_quantile_solves_its_equation(share, answers):
+    """Whatever the answers, the share returned is the mix's 90th percentile (or 1, where even all the steps
+    leave more than a tenth of the users above it), never below the share every user meets on average."""
+    x = carrying_share(share, answers, 0.9)
+    spread = (share * (1 - share)) ** 0.5
+    mix = sum(NormalDist().cdf((x - share) * a**0.5 / spread) for a in answers) / len(answers)
+    assert share <= x <= 1.0
+    assert mix == pytest.approx(0.9, abs=1e-6) or (x == pytest.approx(1.0) and mix <= 0.9)

@@ -26,8 +26,10 @@ def test_the_command_line_reads_durations_and_counts():
 
 
 @pytest.mark.parametrize(
-    "argv", [("--ttft", "fast"), ("--tpot", "0ms"), ("--users", "0"), ("--rate", "-1"), ("--prefix-cache", "1")]
-)
+    "argv",
+    [("--ttft", "fast"), ("--tpot", "0ms"), ("--users", "0"), ("--rate", "-1"), ("--prefix-cache", "1"),
+     ("--tpot-percentile", "p99")],
+)  # fmt: skip
 def test_the_command_line_refuses_what_the_record_refuses(argv):
     with pytest.raises(SystemExit):
         parsed(*argv)
@@ -59,6 +61,24 @@ def test_lengths_from_a_csv_means_and_the_p90_prompt():
     assert lengths.prompt_p90_tokens == 900
 
 
+def test_lengths_keep_ten_deciles_of_each():
+    """20 requests, prompts 50, 100 … 1,000 and answers 5 … 100: the nearest-rank 5th percentile is the
+    ⌈0.05 × 20⌉ = 1st, the 15th the ⌈3⌉ = 3rd … the 95th the 19th: prompts 50, 150 … 950, answers 5, 15 … 95.
+    The prefix cache's share comes off each (30 %: 35, 105 …)."""
+    text = "prompt_tokens,answer_tokens\n" + "".join(f"{50 * i},{5 * i}\n" for i in range(1, 21))
+    lengths = parse_lengths(text)
+    assert lengths.prompt_deciles == tuple(range(50, 1000, 100))
+    assert lengths.answer_deciles == tuple(range(5, 100, 10))
+    w = Workload(users=1, prompt_deciles=lengths.prompt_deciles, answer_deciles=lengths.answer_deciles,
+                 prefix_share=0.3)  # fmt: skip
+    assert w.prefill_deciles[:2] == (35, 105) and Workload(users=1, prompt_tokens=900).prefill_deciles == (900,)
+    assert w.to_dict()["answer_deciles"] == list(range(5, 100, 10))
+    with pytest.raises(PlanError, match="prompt_deciles"):
+        Workload(users=1, prompt_deciles=(100, 200))
+    with pytest.raises(PlanError, match="answer_deciles"):
+        Workload(users=1, answer_deciles=(0,) * 10)
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
@@ -85,5 +105,15 @@ def test_the_command_line_reads_a_lengths_file(tmp_path):
     path.write_text("prompt_tokens,answer_tokens\n1000,100\n3000,300\n")
     w = parsed("--users", "5", "--lengths", str(path), "--ttft", "1s", "--ttft-percentile", "p90")
     assert (w.prompt_tokens, w.answer_tokens, w.prompt_p90_tokens, w.ttft_percentile) == (2000, 200, 3000, "p90")
+    assert w.prompt_deciles == (1000,) * 5 + (3000,) * 5 and w.answer_deciles == (100,) * 5 + (300,) * 5
     with pytest.raises(PlanError, match="cannot read the lengths CSV"):
         parsed("--users", "5", "--lengths", str(tmp_path / "missing.csv"))
+
+
+def test_the_tpot_percentile_is_a_declared_setting():
+    """``--tpot-percentile p90`` reaches the record and its JSON; the record refuses what the option refuses."""
+    w = parsed("--users", "5", "--tpot", "50ms", "--tpot-percentile", "p90")
+    assert w.tpot_percentile == "p90" and w.to_dict()["tpot_percentile"] == "p90"
+    assert parsed("--users", "5").tpot_percentile == "p50"
+    with pytest.raises(PlanError, match="tpot_percentile"):
+        Workload(users=1, tpot_percentile="p99")

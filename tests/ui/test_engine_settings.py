@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.engines.setting import declared_settings, launch_flags, setting
 from explorer.errors import PlanError
 from explorer.ui import engine_settings as es

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.fit_view import KnownModel, fit_rows
+from explorer.artifacts.known_model import KnownModel
+from explorer.engines.request import PlanRequest
+from explorer.plan.fit_view import fit_rows
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.ui.fit_view import FIT_COLUMNS, fit_table
@@ -33,7 +34,7 @@ def test_what_runs_on_one_4090_with_vllm(offline):
 def test_a_widened_row_says_it_is_quantised(offline):
     """Qwen3-32B's bf16 (65.5 GB) keeps no vLLM layout on one 4090; with the fallback its row is the int4 AWQ
     checkpoint, and the table says why it is not the model's own weights."""
-    from explorer.plan.offer import fallback_artifacts
+    from explorer.artifacts.offer import fallback_artifacts
     from explorer.sources.checkpoints import shipped_checkpoints
 
     m = pick_model("Qwen/Qwen3-32B")

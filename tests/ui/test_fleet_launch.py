@@ -83,6 +83,26 @@ def test_one_row_an_instance_each_on_its_own_port():
     assert rows[0]["command"].split()[4] == "org/a"  # l40s-48g#0: CUDA_VISIBLE_DEVICES=… vllm serve org/a
 
 
+def test_a_tight_model_gets_no_launch_line_but_says_how_far_short_it_is():
+    """Two L40S (44.99 GiB each, 40.49 GiB usable at 0.9): a 30 GiB model takes card 0, a 60 GiB model fits
+    nowhere and is placed tight over both. Its server would run out of memory, so the row says why instead of a
+    command; the first model's line keeps port 8000 and the engine's command."""
+    offer = fleet_cards(parse_cluster("1x2xl40s-48g"))
+    demands = [
+        ModelDemand(name="a", weights_bytes=30 * GiB, rank=0),
+        ModelDemand(name="b", weights_bytes=60 * GiB, rank=1),
+    ]
+    placement = place(demands, offer.cards)
+    (short,) = placement.tight
+    rows = launch_rows(placement, offer, {"a": "org/a", "b": "org/b"}, engine="vllm")
+    assert rows[0]["command"].endswith("--port 8000") and "vllm serve org/a" in rows[0]["command"]
+    cards = ", ".join(map(str, short.cards))
+    assert rows[1]["command"].startswith(
+        f"# not launched: b is {short.shortfall_bytes / GiB:.1f} GiB short on card(s) {cards}"
+    )
+    assert "vllm serve" not in rows[1]["command"]
+
+
 def test_ports_count_up_on_each_node():
     """Two nodes of one L40S each, two models of one card each: each is the first server on its node, port 8000."""
     offer = fleet_cards(parse_cluster("2x1xl40s-48g"))
@@ -142,9 +162,11 @@ def test_every_fleet_command_is_one_the_engine_takes_on_its_devices_and_ports():
             even = engine != "llamacpp"  # vLLM's and SGLang's tensor parallelism splits evenly
             for demands in (_demands(even), _demands(even)[:2]):
                 placement = place(demands, offer.cards)
-                lines = [
-                    line for r in launch_rows(placement, offer, {}, engine=engine) for line in r["command"].split("\n")
-                ]
+                rows = launch_rows(placement, offer, {}, engine=engine)
+                # a tight model's row is a comment saying how far short it is, never a command
+                tight = {t.model for t in placement.tight}
+                assert {r["model"] for r in rows if r["command"].startswith("# not launched")} == tight
+                lines = [line for r in rows if r["model"] not in tight for line in r["command"].split("\n")]
                 parsed = [parse_line(line) for line in lines]
                 ports = Counter()
                 for p in parsed:
@@ -160,4 +182,4 @@ def test_every_fleet_command_is_one_the_engine_takes_on_its_devices_and_ports():
                         assert (p.value("-b"), p.value("-ub"), p.value("-ngl")) == ("2048", "512", "999")
                     checked += 1
                 assert all(n == 1 for (_w, _m, port), n in ports.items() if port), (spec, engine, ports)
-    assert checked >= 90, checked
+    assert checked >= 60, checked  # 67 lines at this writing: the tight models (250 GiB on small fleets) have none

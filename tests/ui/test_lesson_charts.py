@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import lesson_charts as lc
 from explorer.ui import parallel_lesson as pl

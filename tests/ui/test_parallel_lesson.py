@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.registry import SPLIT_ENGINES
+from explorer.engines.request import PlanRequest
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.speed.estimate import DEFAULT_SETTINGS
 from explorer.speed.roofline import decode_cycle_s, placement

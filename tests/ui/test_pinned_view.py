@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
-from explorer.plan.offer import original_artifact, what_if_artifact
+from explorer.artifacts.offer import original_artifact, what_if_artifact
+from explorer.engines.request import PlanRequest
 from explorer.sources.shipped import parse_cluster
 from explorer.ui.pinned_view import pin_engine, pinned_answer, pinned_launch
 

@@ -9,7 +9,7 @@ from functools import cache
 from hypothesis import given
 from hypothesis import strategies as st
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot

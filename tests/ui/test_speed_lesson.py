@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.engines.common import PlanRequest
+from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from explorer.engines.common import Layout
+from explorer.engines.layouts import Layout
 from explorer.engines.llamacpp.launch import NAME, evaluate, launch_split, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
-from explorer.engines.llamacpp.seats import Seat, seats_from_cards
+from explorer.engines.llamacpp.offload import Seat, seats_from_cards
 from explorer.engines.options import Option, memory_reason
 from explorer.errors import LlamaCppAbortError, LlamaCppConfigError, LlamaCppFitError
 from explorer.hardware.catalogue import GPUClass

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import ENGINE_LABELS, EngineName, Evaluation, NodeCommand, PlanRequest
+from explorer.engines.evaluation import Evaluation, NodeCommand
 from explorer.engines.interface import FleetLaunch, Footprint, PinnedLayout, SpeedFacts
 from explorer.engines.llamacpp import pinned, walk
 from explorer.engines.llamacpp.launch import NAME, llama_model, recheck, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
-from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, RPC_FIRST_PORT
+from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, RPC_FIRST_PORT
+from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.options import Option
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cards import CardRef
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster

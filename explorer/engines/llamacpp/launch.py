@@ -9,7 +9,7 @@ original weights are planned as the GGUF they convert to: bf16 → BF16,
 Per device, ``per_card`` reports the model buffer as ``weights``, the KV
 buffer as ``kv_cache``, the compute buffer as ``activations`` and the output
 buffer and graph metadata as ``overhead``. The devices are
-:class:`~explorer.engines.llamacpp.seats.Seat`s (a card offers its memory less
+:class:`~explorer.engines.llamacpp.offload.Seat`s (a card offers its memory less
 the CUDA context); a host offers ``host_fraction`` of its RAM; a Mac's GPU
 may use Metal's working set.
 """
@@ -20,20 +20,23 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
 
-from explorer.engines.common import CardMemory, EngineName, Evaluation, Layout, NodeCommand, PlanRequest
+from explorer.artifacts.checkpoints import convert_ref, placeholder_ref
+from explorer.engines.evaluation import CardMemory, Evaluation, NodeCommand
+from explorer.engines.layouts import Layout
 from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, max_sequences
 from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
-from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, Seat, seats_from_cards
+from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, Seat, seats_from_cards
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.engines.llamacpp.whatif import llama_model_from_shape
+from explorer.engines.names import EngineName
 from explorer.engines.options import Option
+from explorer.engines.request import PlanRequest
 from explorer.engines.setting import launch_flags
 from explorer.errors import LlamaCppFitError
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
-from explorer.model.checkpoints import convert_ref, placeholder_ref
 from explorer.model.shapes import ModelShape
 
 NAME: EngineName = "llamacpp"

@@ -247,8 +247,8 @@ def llama_model_from_gguf(header: GGUFHeader) -> LlamaModel:
                 if hp.swa_layers[il]
                 else "full"
             )
-            k_row = hp.n_embd_head_k * kv
-            v_row = 0 if hp.is_mla else hp.n_embd_head_v * kv
+            k_row = hp.head_k(il) * kv
+            v_row = 0 if hp.is_mla else hp.head_v(il) * kv
         rec = hp.recurrent_layers[il]
         moe = any("_exps" in t.name for t in blocks[il])
         layers.append(

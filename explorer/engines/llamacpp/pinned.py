@@ -18,14 +18,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from explorer.engines.common import Layout, PlanRequest
 from explorer.engines.interface import PinnedLayout
+from explorer.engines.layouts import Layout
 from explorer.engines.llamacpp.launch import NAME, evaluate, gguf_quant_for, llama_model, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaModel
-from explorer.engines.llamacpp.offload import offload_for
-from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, card_seats, rpc_seats
+from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, card_seats, offload_for, rpc_seats
 from explorer.engines.options import Option
+from explorer.engines.request import PlanRequest
 from explorer.errors import LlamaCppConfigError, ManualSelectionError
 from explorer.hardware.cards import CardRef
 from explorer.model.artifacts import Artifact

@@ -23,7 +23,7 @@ For each artifact, what the request allows (:func:`~explorer.engines.llamacpp.of
 
 An option is *free now* when, on some node, llama.cpp launched now with the
 same ``-ngl`` fits what is free: each card offering its free memory, the
-split following it (:mod:`explorer.engines.llamacpp.seats`), and the host
+split following it (:mod:`explorer.engines.llamacpp.offload`), and the host
 its free RAM.
 """
 
@@ -33,15 +33,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from explorer.engines.collect import Collector
-from explorer.engines.common import Layout, PlanRequest
+from explorer.engines.layouts import Layout
 from explorer.engines.llamacpp.candidates import Ctx, accept, asked, more_than_needed, try_launch
 from explorer.engines.llamacpp.launch import NAME, gguf_quant_for, launch_split, llama_model, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
-from explorer.engines.llamacpp.offload import offload_for
+from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, Seat, card_seats, class_seats, metal_seat, offload_for
 from explorer.engines.llamacpp.pinned import serves
-from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES, Seat, card_seats, class_seats, metal_seat
 from explorer.engines.llamacpp.spans import mixed_cards, walk_mixed, walk_rpc
 from explorer.engines.options import Option
+from explorer.engines.request import PlanRequest
 from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.hardware.cards import roomiest_class_cards
 from explorer.hardware.cluster import Cluster, Node

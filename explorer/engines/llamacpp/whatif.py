@@ -4,8 +4,16 @@ Per-layer bytes come from :func:`explorer.model.weights.weight_breakdown` at
 ``shape.resolve_precision(quant)``: every matrix at the quant mix's average
 bits (Q4_K_M ≈ 4.8), 1-D tensors at the model dtype; llama.cpp's real mix
 (Q6_K for some ``attn_v``/``ffn_down`` and the output) differs by a few
-percent. Caches are the shape's per-layer specs laid out as llama.cpp does:
-MLA keeps ``kv_lora_rank + rope`` K values and no V; recurrent state in f32.
+percent in a dense model. A mixture of experts at a mix with per-tensor rules
+(:data:`explorer.gguf.mix.MIX_BASE_TYPES`) takes every tensor's bytes from
+:func:`explorer.gguf.mix.gguf_mix` instead: its bytes are its experts', whose
+types follow the ``ffn_down`` rule and the fallback of rows that are not whole
+blocks, which no average captures (Gemma 4 26B-A4B at Q4_K_M: 15.63 GiB by the
+mix, 15.27 at the average's 4.89 bits, 15.90 the published file with its
+Q8_0 embedding). Gemma's per-layer token table sits with the output, as
+llama.cpp places it (``LLM_TENSOR_LAYER_OUTPUT``), not on the host. Caches
+are the shape's per-layer specs laid out as llama.cpp does: MLA keeps
+``kv_lora_rank + rope`` K values and no V; recurrent state in f32.
 Host buffers are shares of each block's matrices: CPU_REPACK takes the
 quant's share of repack types (:data:`REPACK_SHARE`); on an AMX host AMX
 takes the non-expert matrices of a quant whose types it packs
@@ -17,8 +25,11 @@ be stored at the quant's main type, with llama-quant.cpp's fallback when
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from explorer.engines.llamacpp.host_buffers import AMX_ROW_ALIGN, AMX_ROWS, NOWHERE, HostPlacement, HostWeights
 from explorer.engines.llamacpp.model import REPACK_SHARE, AttnKind, LlamaLayer, LlamaModel
+from explorer.gguf.mix import MIX_BASE_TYPES, MixTensor, gguf_mix
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     FullAttention,
@@ -42,6 +53,8 @@ AMX_WHATIF = {
     "IQ4_XS": ("IQ4_XS", 138 / 136),
     "F16": ("F16", 1.0),
 }
+#: Gemma's per-layer token table and its projection: llama.cpp loads them with the output layer, not the host
+PER_LAYER_TABLES = "per_layer"
 #: llama-quant.cpp tensor_type_fallback: the type a 256-block type becomes when a row does not fill its blocks
 QUANT_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0", "IQ4_XS": "IQ4_NL"}
 
@@ -59,14 +72,18 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
     precision = shape.resolve_precision(quant)
     wb = weight_breakdown(shape, precision)
     key = str(quant).upper().replace("-", "_")
+    mix = _expert_mix(shape, key)
     share = REPACK_SHARE.get(key, 0.0)
     amx = AMX_WHATIF.get(key, ("", 0.0))
     mla_in_amx = _mla_in_amx(shape, amx[0])
     hidden = shape.hidden_size
     layers = []
-    offset = wb.embedding_bytes
+    with_output = sum(precision.tensor_bytes(t) for t in shape.embeddings if PER_LAYER_TABLES in t.module)
+    token_embd = mix.token_embd if mix else wb.embedding_bytes - with_output
+    offset = token_embd
     matrix_bytes: dict[int, tuple[int, int]] = {}  # (matrices, experts); layers sharing tensors share them
-    notes = [f"what-if: {shape.name or 'model'} at {precision.name}, bytes from average bits per weight"]
+    how = "llama-quantize's per-tensor types (explorer.gguf.mix)" if mix else "average bits per weight"
+    notes = [f"what-if: {shape.name or 'model'} at {precision.name}, bytes from {how}"]
     for i, layer in enumerate(shape.decoder):
         c = layer.cache
         attn: AttnKind = "none"
@@ -83,9 +100,11 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
                 attn = "full"
         elif isinstance(c, RecurrentState):
             r_row, s_row = c.conv_elements, c.ssm_elements  # llama.cpp keeps both in f32
-        size = wb.layer_bytes[i]
-        key = id(layer.tensors) if precision.all_matrices else -1 - i
-        if key not in matrix_bytes:  # layers of one tensor group at an every-matrix precision weigh the same
+        size = mix.layer_bytes[i] if mix else wb.layer_bytes[i]
+        key = id(layer.tensors) if precision.all_matrices and not mix else -1 - i
+        if mix:
+            matrix_bytes[key] = (mix.matrix_bytes[i], mix.expert_bytes[i])
+        elif key not in matrix_bytes:  # layers of one tensor group at an every-matrix precision weigh the same
             matrix_bytes[key] = (
                 sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1),
                 sum(precision.tensor_bytes(t, i) for t in layer.tensors if t.cols > 1 and t.role == "expert"),
@@ -125,7 +144,8 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         )
         offset += size
     head = {t.role: precision.tensor_bytes(t) for t in shape.head}
-    output = head.get("lm_head", 0)
+    output = mix.output if mix else head.get("lm_head", 0)
+    output_rest = mix.output_rest if mix else wb.head_bytes - output + with_output
     mla = next((layer.cache for layer in shape.decoder if isinstance(layer.cache, MLAAttention)), None)
     moe = shape.moe
     ssm = _ssm_dims(shape)
@@ -139,13 +159,13 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         n_embd_head_k=shape.head_dim if mla is None else _mla_qk(shape, mla),
         n_ctx_train=shape.max_context_tokens,
         layers=tuple(layers),
-        token_embd_bytes=wb.embedding_bytes,
+        token_embd_bytes=token_embd,
         output_bytes=output,
-        output_norm_bytes=wb.head_bytes - output,
+        output_norm_bytes=output_rest,
         tied_output=shape.tied_embeddings,
-        token_embd_span=(0, wb.embedding_bytes),
-        output_host=_output_group(offset, wb.head_bytes - output, output, share, amx),
-        tied_copy=_tied_copy(wb.embedding_bytes, share, amx) if shape.tied_embeddings else NOWHERE,
+        token_embd_span=(0, token_embd),
+        output_host=_output_group(offset, output_rest, output, share, amx),
+        tied_copy=_tied_copy(token_embd, share, amx) if shape.tied_embeddings else NOWHERE,
         n_expert=moe.experts if moe else 0,
         n_expert_used=moe.experts_per_token if moe else 0,
         n_ff_exp=moe.moe_intermediate_size if moe else 0,
@@ -161,6 +181,48 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
         ssm_dt_rank=ssm[4],
         n_tensors=sum(len(la.tensors) for la in shape.decoder) + len(shape.embeddings) + len(shape.head),
         notes=tuple(notes) + tuple(shape.notes),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpertMix:
+    """A mixture of experts' tensors as llama-quantize stores them at a mix, grouped as llama.cpp loads them.
+
+    Attributes:
+        token_embd: ``token_embd`` (on the host), bytes.
+        layer_bytes: each block's tensors, bytes.
+        matrix_bytes: each block's matrices (what CPU_REPACK may take), bytes.
+        expert_bytes: each block's routed experts, bytes.
+        output: the output matrix (0 when tied), bytes.
+        output_rest: the output norm and the tensors llama.cpp loads with the output layer (Gemma's
+            per-layer token table and its projection), bytes.
+    """
+
+    token_embd: int
+    layer_bytes: tuple[int, ...]
+    matrix_bytes: tuple[int, ...]
+    expert_bytes: tuple[int, ...]
+    output: int
+    output_rest: int
+
+
+def _expert_mix(shape, quant: str) -> ExpertMix | None:
+    """The mixture of experts' per-tensor mix at ``quant``; None for a dense model or a mix without rules."""
+    if shape.moe is None or quant not in MIX_BASE_TYPES:
+        return None
+    tensors = gguf_mix(shape, quant)
+    blocks: list[list[MixTensor]] = [[] for _ in shape.decoder]
+    for t in tensors:
+        if t.layer is not None:
+            blocks[t.layer].append(t)
+    outside = [t for t in tensors if t.layer is None]
+    return ExpertMix(
+        token_embd=sum(t.bytes for t in outside if t.name == "token_embd.weight"),
+        layer_bytes=tuple(sum(t.bytes for t in b) for b in blocks),
+        matrix_bytes=tuple(sum(t.bytes for t in b if t.type_name != "F32") for b in blocks),
+        expert_bytes=tuple(sum(t.bytes for t in b if t.name.endswith("_exps.weight")) for b in blocks),
+        output=sum(t.bytes for t in outside if t.name == "output.weight"),
+        output_rest=sum(t.bytes for t in outside if t.name not in ("token_embd.weight", "output.weight")),
     )
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from explorer.engines import sglang, vllm
 from explorer.engines.calibration import Calibration
-from explorer.engines.common import Layout, pp_partition, stage_kv_bytes
+from explorer.engines.layouts import Layout, pp_partition
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.engines.llamacpp.whatif import llama_model_from_shape
@@ -33,6 +33,7 @@ from explorer.engines.logs import EngineLog
 from explorer.engines.logs.oom import PARTS as OOM_PARTS
 from explorer.engines.logs.setup import LogSetup, card_class, log_setup
 from explorer.engines.options import memory_reason
+from explorer.engines.stage_kv import stage_kv_bytes
 from explorer.engines.vllm_budget import graph_bytes, scheduler_defaults
 from explorer.engines.vllm_release import vllm_release
 from explorer.errors import EngineLogError, LlamaCppConfigError

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.logs import EngineLog
+from explorer.engines.request import PlanRequest
 from explorer.errors import EngineLogError
 from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.model.shapes import ModelShape

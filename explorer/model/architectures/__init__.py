@@ -55,13 +55,14 @@ LLAMA_LIKE = {
 
 
 def _registry() -> dict[str, Builder]:
-    from explorer.model.architectures import hybrid, legacy, mla, special
+    from explorer.model.architectures import gemma4, hybrid, legacy, mla, special
 
     table: dict[str, Builder] = dict.fromkeys(LLAMA_LIKE, build_llama_like)
     table.update(mla.BUILDERS)
     table.update(hybrid.BUILDERS)
     table.update(legacy.BUILDERS)
     table.update(special.BUILDERS)
+    table.update(gemma4.BUILDERS)
     return table
 
 

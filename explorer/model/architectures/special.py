@@ -8,8 +8,8 @@
 - Nemotron-NAS (DeciLM, Llama-3.3-Nemotron-Super): each layer's attention and
   MLP come from ``block_configs``: grouped heads, a no-op, or a single linear;
   MLP width from ``ffn_mult`` (exact).
-- Gemma 4 and DeepSeek-V4: new layouts read from their configs as far as the
-  keys describe them (approximate, with notes).
+- DeepSeek-V4: a new layout read from its config as far as the keys describe
+  it (approximate, with notes). Gemma 4 has its own module (``gemma4``).
 - Molmo: a Qwen2-style decoder with a fused MLP (approximate: its vision
   backbone is not described in config.json).
 """
@@ -31,7 +31,7 @@ from explorer.model.architectures.common import (
     token_embeddings,
 )
 from explorer.model.architectures.llama import TOPK_KEYS, build_llama_like, layer_cache, moe_layer_mask
-from explorer.model.architectures.patterns import FULL, SLIDING, attention_layout
+from explorer.model.architectures.patterns import SLIDING, attention_layout
 from explorer.model.config_reader import ConfigView
 from explorer.model.kv_cache import CompressedAttention, FullAttention, LayerCache, NoCache, SlidingWindowAttention
 from explorer.model.tensors import Tensor, linear, norm, vector
@@ -217,75 +217,37 @@ def build_deci(view: ConfigView) -> ArchParts:
     )
 
 
-def build_gemma4(view: ConfigView) -> ArchParts:
-    """Gemma 4: sliding layers and wider global layers (K reused as V), dense MLP beside routed experts."""
-    d = read_dims(view, tied_default=True)
-    layout = attention_layout(view, d.layers)
-    g_heads = view.get_int("num_global_key_value_heads", default=d.kv_heads) or d.kv_heads
-    g_dim = view.get_int("global_head_dim", default=d.head_dim) or d.head_dim
-    k_eq_v = view.get_bool("attention_k_eq_v")
-    experts = view.get_int("num_experts", default=0) or 0
-    moe_inter = view.get_int("moe_intermediate_size", default=0) or 0
-    p = "model.language_model.layers.{i}"
-    memo: dict[str, tuple[tuple[Tensor, ...], LayerCache]] = {}
-    layers = []
-    for kind in layout.kinds:
-        if kind not in memo:
-            kv, hd = (g_heads, g_dim) if kind == FULL else (d.kv_heads, d.head_dim)
-            attn = attention(f"{p}.self_attn", d, kv_heads=kv, head_dim=hd, qk_norm="head")
-            if kind == FULL and k_eq_v:
-                attn = tuple(t for t in attn if ".v_proj" not in t.module)
-            tensors = attn + tuple(t for n in range(4) for t in norm(f"{p}.norm{n}", d.hidden))
-            tensors += gated_mlp(f"{p}.mlp", d.hidden, d.intermediate)
-            if experts:
-                tensors += router(f"{p}.router", d.hidden, experts)
-                tensors += gated_mlp(f"{p}.experts.*", d.hidden, moe_inter, role="expert", count=experts)
-            v_dim = 0 if (kind == FULL and k_eq_v) else hd
-            cache = (
-                SlidingWindowAttention(kv_heads=kv, head_dim=hd, v_head_dim=v_dim, window=layout.window)
-                if kind == SLIDING
-                else FullAttention(kv_heads=kv, head_dim=hd, v_head_dim=v_dim)
-            )
-            memo[kind] = (tensors, cache)
-        tensors, cache = memo[kind]
-        layers.append(Layer(cache=cache, tensors=tensors, moe=bool(experts)))
-    moe = None
-    if experts:
-        moe = MoESpec(
-            experts=experts,
-            shared_experts=0,
-            experts_per_token=view.get_int(*TOPK_KEYS, default=8) or 8,
-            moe_intermediate_size=moe_inter,
-            shared_intermediate_size=d.intermediate,
-            moe_layers=d.layers,
-            dense_layers=0,
-        )
-    notes = tuple(d.notes) + (
-        "Gemma 4 layout read from its config keys (global heads, K reused as V, dense MLP beside experts): approximate",
-    )
-    return ArchParts(
-        family="gemma4",
-        layers=tuple(layers),
-        embeddings=token_embeddings(d, "model.language_model.embed_tokens"),
-        head=final_head(d),
-        moe=moe,
-        exact=False,
-        notes=notes,
+def _v4_compressor(p: str, d: Dims, width: int, ratio: int, overlap: bool) -> tuple[Tensor, ...]:
+    """A compressor (bf16, not a quantised Linear): KV and gate projections to ``width`` (twice it when windows
+    overlap, ratio 4), a position bias a window slot, the pooled entry's norm (transformers' DeepseekV4*Compressor)."""
+    out = 2 * width if overlap else width
+    return (
+        Tensor(module=f"{p}.wkv", rows=out, cols=d.hidden, role="attention", split="replicated"),
+        Tensor(module=f"{p}.wgate", rows=out, cols=d.hidden, role="attention", split="replicated"),
+        Tensor(module=f"{p}.ape", rows=ratio, cols=out, role="attention", split="replicated"),
+    ) + norm(f"{p}.norm", width)
+
+
+def _v4_hyper_connection(p: str, name: str, hidden: int, hc: int, outputs: int) -> tuple[Tensor, ...]:
+    """Hyper-connection mixing weights (``fn``), their bias (``base``) and scales, over ``hc`` residual streams."""
+    return (
+        Tensor(module=p, param=f"hc_{name}_fn", rows=outputs, cols=hc * hidden, role="other"),
+        vector(p, outputs, role="other", param=f"hc_{name}_base"),
+        vector(p, 3 if name != "head" else 1, role="other", param=f"hc_{name}_scale"),
     )
 
 
-def build_deepseek_v4(view: ConfigView) -> ArchParts:
-    """DeepSeek-V4: one latent KV head per layer, windowed plus compressed history (approximate)."""
-    d = read_dims(view)
-    ratios = [r if isinstance(r, int) and r >= 0 else 0 for r in (view.get_list("compress_ratios") or [])]
-    window = view.get_int("sliding_window", default=128) or 128
+def _v4_layer(view: ConfigView, d: Dims, ratio: int, hashed: bool) -> tuple[Tensor, ...]:
+    """One DeepSeek-V4 block: MQA with low-rank q and grouped output, its compressor (and CSA's indexer), hash or
+    learned routing, routed and shared experts, two hyper-connections (transformers' DeepseekV4DecoderLayer)."""
     q_lora = view.get_int("q_lora_rank", default=1024) or 1024
     o_lora = view.get_int("o_lora_rank", default=1024) or 1024
     o_groups = view.get_int("o_groups", default=1, minimum=1) or 1
     experts = view.get_int("n_routed_experts", default=0) or 0
     moe_inter = view.get_int("moe_intermediate_size", default=2048) or 2048
+    hc = view.get_int("hc_mult", default=4, minimum=1) or 4
     p = "model.layers.{i}"
-    attn = (
+    tensors = (
         linear(f"{p}.attn.wq_a", q_lora, d.hidden, role="attention", split="replicated")
         + norm(f"{p}.attn.q_norm", q_lora)
         + linear(f"{p}.attn.wq_b", d.heads * d.head_dim, q_lora, role="attention", split="column")
@@ -295,9 +257,24 @@ def build_deepseek_v4(view: ConfigView) -> ArchParts:
             f"{p}.attn.wo_a", o_groups * o_lora, d.heads * d.head_dim // o_groups, role="attention", split="column"
         )
         + linear(f"{p}.attn.wo_b", d.hidden, o_groups * o_lora, role="attention", split="row")
+        + (vector(f"{p}.attn", d.heads, role="attention", param="attn_sink", split="column"),)
     )
-    mlp = (
-        router(f"{p}.ffn.gate", d.hidden, experts, score_bias=True)
+    if ratio:
+        tensors += _v4_compressor(f"{p}.attn.compressor", d, d.head_dim, ratio, overlap=ratio == 4)
+    if ratio == 4:
+        heads = view.get_int("index_n_heads", default=64, minimum=1) or 64
+        width = view.get_int("index_head_dim", default=128, minimum=1) or 128
+        tensors += (
+            linear(f"{p}.attn.indexer.wq_b", heads * width, q_lora, role="attention", split="replicated")
+            + (Tensor(module=f"{p}.attn.indexer.weights_proj", rows=heads, cols=d.hidden, role="attention"),)
+            + _v4_compressor(f"{p}.attn.indexer.compressor", d, width, ratio, overlap=True)
+        )
+    topk = view.get_int(*TOPK_KEYS, default=6) or 6
+    gate = router(f"{p}.ffn.gate", d.hidden, experts, score_bias=not hashed)
+    if hashed:  # a frozen token-id → expert-id table picks the experts (hash routing)
+        gate += (Tensor(module=f"{p}.ffn.gate", param="tid2eid", rows=d.vocab, cols=topk, role="router"),)
+    tensors += (
+        gate
         + gated_mlp(f"{p}.ffn.experts.*", d.hidden, moe_inter, role="expert", count=experts)
         + gated_mlp(
             f"{p}.ffn.shared_experts",
@@ -305,24 +282,31 @@ def build_deepseek_v4(view: ConfigView) -> ArchParts:
             moe_inter * (view.get_int("n_shared_experts", default=1) or 1),
             role="shared_expert",
         )
+        + _two_norms(p, d.hidden)
+        + _v4_hyper_connection(p, "attn", d.hidden, hc, (2 + hc) * hc)
+        + _v4_hyper_connection(p, "ffn", d.hidden, hc, (2 + hc) * hc)
     )
-    tensors = attn + mlp + _two_norms(p, d.hidden)
-    layers = tuple(
-        Layer(
-            cache=CompressedAttention(
-                kv_heads=d.kv_heads,
-                head_dim=d.head_dim,
-                v_head_dim=0,
-                window=window,
-                ratio=ratios[i] if i < len(ratios) else 0,
-            ),
-            tensors=tensors,
-            moe=True,
-        )
-        for i in range(d.layers)
-    )
+    return tensors
+
+
+def build_deepseek_v4(view: ConfigView) -> ArchParts:
+    """DeepSeek-V4: one latent KV head per layer, windowed plus compressed history; MTP layer not sized."""
+    d = read_dims(view)
+    ratios = [r if isinstance(r, int) and r >= 0 else 0 for r in (view.get_list("compress_ratios") or [])]
+    window = view.get_int("sliding_window", default=128) or 128
+    hashed = view.get_int("num_hash_layers", default=0) or 0
+    memo: dict[tuple[int, bool], tuple[Tensor, ...]] = {}
+    layers = []
+    for i in range(d.layers):
+        ratio = ratios[i] if i < len(ratios) else 0
+        key = (ratio, i < hashed)
+        if key not in memo:
+            memo[key] = _v4_layer(view, d, *key)
+        cache = CompressedAttention(kv_heads=d.kv_heads, head_dim=d.head_dim, v_head_dim=0, window=window, ratio=ratio)
+        layers.append(Layer(cache=cache, tensors=memo[key], moe=True))
+    moe_inter = view.get_int("moe_intermediate_size", default=2048) or 2048
     moe = MoESpec(
-        experts=experts,
+        experts=view.get_int("n_routed_experts", default=0) or 0,
         shared_experts=1,
         experts_per_token=view.get_int(*TOPK_KEYS, default=6) or 6,
         moe_intermediate_size=moe_inter,
@@ -330,16 +314,17 @@ def build_deepseek_v4(view: ConfigView) -> ArchParts:
         moe_layers=d.layers,
         dense_layers=0,
     )
+    hc = view.get_int("hc_mult", default=4, minimum=1) or 4
     notes = tuple(d.notes) + (
-        "DeepSeek-V4 layout (compressed attention, hyper-connections, hash routing, indexer) sized from its main "
-        "projections only: approximate",
+        "DeepSeek-V4 layout read from transformers' DeepseekV4 classes (compressors, indexer, hyper-connections, "
+        "hash routing, attention sinks); its multi-token-prediction layer is not sized: approximate",
         f"KV per layer: the last {window} tokens plus one entry per compress ratio (compress_ratios)",
     )
     return ArchParts(
         family="deepseek-v4",
-        layers=layers,
+        layers=tuple(layers),
         embeddings=token_embeddings(d),
-        head=final_head(d),
+        head=final_head(d) + _v4_hyper_connection("model", "head", d.hidden, hc, hc),
         moe=moe,
         exact=False,
         notes=notes,
@@ -367,8 +352,6 @@ BUILDERS = {
     "llama4_text": build_llama4,
     "nemotron-nas": build_deci,
     "deci": build_deci,
-    "gemma4": build_gemma4,
-    "gemma4_text": build_gemma4,
     "deepseek_v4": build_deepseek_v4,
     "molmo": build_molmo,
 }

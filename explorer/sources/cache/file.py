@@ -53,7 +53,7 @@ _READ_ONLY_FS = ("read-only file system", "permission denied")
 #: where a DuckDB file says what it is: bytes 8 to 12 of its main header
 DUCKDB_MAGIC = (8, b"DUCK")
 
-Mode = Literal["read-write", "read-only", "snapshot", "disabled"]
+Mode = Literal["read-write", "read-only", "snapshot", "disabled", "journal"]
 
 
 class CacheWarning(UserWarning):

@@ -8,8 +8,8 @@ branch or tag) the file maps to a sha; when it says the asked one is absent,
 the cache would have missed, and it is not opened.
 
 An index is trusted only for the exact file it was made from: it carries the
-file's size, modification time (ns) and inode, and no write-ahead log may be
-beside the file. Any write changes the file, so the stamp no longer matches
+file's size, modification time (ns) and inode, and no write-ahead log (nor a
+journal of writes to replay) may be beside the file. Any write changes the file, so the stamp no longer matches
 and the cache is opened as before. A process that opened the file read-only
 (other processes then cannot write it) refreshes a stale index. It skips the
 refresh while the file is less than :data:`SETTLED_S` old, so that a later
@@ -24,6 +24,8 @@ import os
 import time
 from typing import Any
 
+from explorer.sources.cache import journal
+
 #: a file modified more recently than this is not indexed (see the module docstring)
 SETTLED_S = 2.0
 _FORMAT = 1
@@ -35,12 +37,13 @@ def index_path(db_path: str) -> str:
 
 
 def _stamp(db_path: str) -> list[int] | None:
-    """(size, mtime ns, inode) of the file, or None when it is absent or has a write-ahead log beside it."""
+    """(size, mtime ns, inode) of the file, or None when it is absent or has a write-ahead log or a journal
+    (:mod:`explorer.sources.cache.journal`: writes the file does not hold yet) beside it."""
     try:
         st = os.stat(db_path)
     except OSError:
         return None
-    if os.path.exists(db_path + ".wal"):
+    if os.path.exists(db_path + ".wal") or journal.exists(db_path):
         return None
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 

@@ -14,8 +14,13 @@ from explorer.errors import CacheError
 
 #: a statement and its parameters
 Statement = tuple[str, list]
+#: a listing's files, one row each, from its columns (repo, sha, indexes, paths, sizes, LFS flags, endpoint)
+FILES_INSERT = (
+    "INSERT INTO files SELECT ?, ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
+    " unnest(?::BOOLEAN[]), ?"
+)
 
-__all__ = ["Statement", "delete", "replace", "select", "transaction"]
+__all__ = ["FILES_INSERT", "Statement", "delete", "replace", "select", "transaction"]
 
 
 def _where(key: Mapping[str, object]) -> str:

@@ -48,11 +48,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from explorer.artifacts.checkpoints import PublishedCheckpoint, checkpoint_from_record, checkpoint_record
 from explorer.errors import CacheError
 from explorer.limits import load_json
-from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_from_record, checkpoint_record
 from explorer.safe_text import redact
-from explorer.sources.cache import index, sql
+from explorer.sources.cache import index, journal, sql
 from explorer.sources.cache.file import (
     LOCK_WAIT_S,
     CacheWarning,
@@ -102,7 +102,8 @@ class Cache:
         mode: ``read-write``; ``read-only`` (asked for, another process holds the
             write lock but only reads, or the file system is read-only); ``snapshot``
             (a copy of a file another process is writing); ``disabled`` (no file could
-            be opened: every read misses).
+            be opened: every read misses); ``journal`` (no file yet: every read misses, and
+            writes go to the journal beside it, :mod:`explorer.sources.cache.journal`).
         why: why it is not ``read-write`` (empty when it is), for messages.
         endpoint: the Hub endpoint whose rows it reads and writes.
         ttl_s: seconds a branch or tag name -> sha mapping stays valid.
@@ -151,11 +152,33 @@ class Cache:
                 program's database); it is left alone.
         """
         p = str(path) if path is not None else default_cache_path()
+        if p != ":memory:" and journal.exists(p):
+            why = _replay_journal(p, lock_wait_s)
+            if why and not os.path.exists(p):  # the file cannot be made here: read the journal as it stands
+                warnings.warn(f"cache {p} cannot be created ({why}): its journal is read, and nothing more is cached",
+                              CacheWarning, stacklevel=2)  # fmt: skip
+                return cls(_journal_in_memory(p), path=p, mode="read-only", ttl_s=ttl_s, clock=clock, tmp=None,
+                           why=why, endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s)  # fmt: skip
         opened = open_connection(p, read_only=read_only, lock_wait_s=lock_wait_s)
         if opened.mode == "read-only" and opened.con is not None and p != ":memory:":
             index.refresh(opened.con, p)  # no process writes while this one reads: the index is exact
         return cls(opened.con, path=p, mode=opened.mode, ttl_s=ttl_s, clock=clock, tmp=opened.tmp, why=opened.why,
                    endpoint=endpoint.rstrip("/"), flush_wait_s=flush_wait_s, max_bytes=max_bytes)  # fmt: skip
+
+    @classmethod
+    def journal(
+        cls,
+        path: str | os.PathLike | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        endpoint: str = DEFAULT_ENDPOINT,
+    ) -> Cache:
+        """A cache whose file does not exist yet, written without duckdb: every read misses, and each write is
+        appended to the journal beside the file, replayed into it by the next :meth:`open`
+        (:mod:`explorer.sources.cache.journal`)."""
+        p = str(path) if path is not None else default_cache_path()
+        return cls(None, path=p, mode="journal", ttl_s=DEFAULT_TTL_S, clock=clock, tmp=None, why="no file yet",
+                   endpoint=endpoint.rstrip("/"))  # fmt: skip
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -171,6 +194,11 @@ class Cache:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @property
+    def keeps_writes(self) -> bool:
+        """Whether writes are kept: written to the file now, queued for it, or appended to its journal."""
+        return self.writable or bool(self._pending) or self.mode == "journal"
 
     @property
     def pending(self) -> int:
@@ -230,6 +258,13 @@ class Cache:
     def _write(self, what: str, statements: list[tuple[str, list]], *, queue: bool = True) -> bool:
         """Run ``statements`` as one transaction; False when not written now (queued, or not writable)."""
         with self._lock:
+            if self.mode == "journal":
+                if not queue:
+                    return False
+                if journal.append(self.path, what, statements):
+                    return True
+                self.mode, self.why = "disabled", f"its journal {journal.journal_path(self.path)} cannot be written"
+                return False
             if not self.writable:
                 if self._queue_writes and queue:
                     self._pending.append((what, statements))
@@ -352,13 +387,7 @@ class Cache:
         ]
         if f:
             columns = [list(range(len(f))), [x.path for x in f], [x.size_bytes for x in f], [x.lfs for x in f]]
-            stmts.append(
-                (
-                    "INSERT INTO files SELECT ?, ?, unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::BIGINT[]),"
-                    " unnest(?::BOOLEAN[]), ?",
-                    [r, sha, *columns, self.endpoint],
-                )
-            )
+            stmts.append((sql.FILES_INSERT, [r, sha, *columns, self.endpoint]))
         if listing.revision and listing.revision != sha:
             stmts += self._revision(r, listing.revision, sha)
         return self._write(f"the listing of {r}", stmts)
@@ -529,6 +558,48 @@ class Cache:
                 hint="give a path to a file in a folder that exists and that you can write",
             ) from None
         return out
+
+
+def _replay_journal(path: str, lock_wait_s: float) -> str:
+    """Write the journal's transactions into the cache file (creating it), each in its own, then checkpoint.
+
+    Returns why it could not ("" when it did): the file cannot be opened to write now (another process holds
+    it, a read-only file system); the journal is then left for a later process. A transaction the file refuses
+    is left out with a CacheWarning, the others are written.
+    """
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", CacheWarning)
+        opened = open_connection(path, read_only=False, lock_wait_s=lock_wait_s)
+    if opened.con is None or opened.mode != "read-write":  # the open that follows says why, or reads the journal
+        if opened.con is not None:
+            opened.con.close()
+        if opened.tmp:
+            shutil.rmtree(opened.tmp, ignore_errors=True)
+        return opened.why or opened.mode
+    for w in said:  # a file moved aside and rebuilt, say: said once, here
+        warnings.warn(w.message, w.category, stacklevel=4)
+    try:
+        for what, statements in journal.claim(path):
+            _replay(opened.con, path, what, statements)
+        opened.con.execute("CHECKPOINT")
+    finally:
+        opened.con.close()
+    return ""
+
+
+def _journal_in_memory(path: str):
+    """A DuckDB connection in memory holding the journal's transactions (the journal is left as it is)."""
+    con = open_connection(":memory:", read_only=False).con
+    for what, statements in journal.read(path):
+        _replay(con, path, what, statements)
+    return con
+
+
+def _replay(con, path: str, what: str, statements: list[sql.Statement]) -> None:
+    try:
+        sql.transaction(con, what, path, statements)
+    except CacheError as e:
+        warnings.warn(f"{e.message}: left out of the cache", CacheWarning, stacklevel=5)
 
 
 def open_default_cache(s: HubSettings, *, read_only: bool, notes: list[str]) -> Cache | None:

@@ -29,11 +29,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urlencode
 
+from explorer.artifacts.checkpoints import GGUFFile, PublishedCheckpoint
+from explorer.artifacts.offer import gguf_sets
 from explorer.errors import HubResponseError, RepoNotFoundError
 from explorer.gguf.quant import quant_from_filename
 from explorer.limits import load_json
-from explorer.model.checkpoints import GGUFFile, PublishedCheckpoint
-from explorer.plan.offer import gguf_sets
 from explorer.sources.hub.client import fetch_repo_listing
 from explorer.sources.hub.errors import hub_errors
 from explorer.sources.hub.http import get, validate_repo_id

@@ -25,13 +25,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from explorer.artifacts.offer import build_offer, computed_disk_bytes
 from explorer.datafiles import data_path
 from explorer.errors import ExplorerError, SnapshotError
 from explorer.limits import load_json
 from explorer.model.artifacts import Artifact
 from explorer.model.quant_config import GGUF_MIX_BITS
 from explorer.model.shapes import ModelShape, shape_from_config
-from explorer.plan.offer import build_offer, computed_disk_bytes
 from explorer.sources.shipped import read_user_text
 from explorer.sources.snapshot.read import (
     SNAPSHOT_FORMAT,
@@ -270,7 +270,7 @@ def entry_from_fetch(fetch: Any) -> dict[str, Any]:
     if fetch.config is not None:
         shape = shape_from_config(fetch.config, name=listing.repo_id, companions=companions)
     else:
-        from explorer.plan.offer import gguf_sets
+        from explorer.artifacts.offer import gguf_sets
 
         sets = [s for s in gguf_sets(files) if s[0] in headers]
         if sets:
@@ -368,7 +368,7 @@ def refresh_checkpoints(repo_ids: Iterable[str], *, settings: Any = None, out: s
     Hub lists replace the model's old ones (verified ``hub``). Writes ``out``
     (default: ``data/checkpoints.json``). Returns ``{"path", "refreshed", "errors", "entries"}``.
     """
-    from explorer.model.checkpoints import checkpoint_record
+    from explorer.artifacts.checkpoints import checkpoint_record
     from explorer.sources.hub.tree import fetch_model_tree
 
     path = Path(out) if out is not None else data_path("checkpoints.json")

@@ -6,11 +6,11 @@ import pytest
 from support.corpus import shape_of
 from support.llamacpp_headers import header_for
 
-from explorer.engines.common import PlanRequest
 from explorer.engines.llamacpp import launch
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
-from explorer.engines.llamacpp.seats import seats_from_cards
+from explorer.engines.llamacpp.offload import seats_from_cards
+from explorer.engines.request import PlanRequest
 from explorer.gguf.shape import shape_from_gguf
 from explorer.model.artifacts import Artifact
 from explorer.plan.planner import plan, recheck
@@ -208,7 +208,7 @@ def test_what_if_mla_on_an_amx_host_follows_the_quants_k_b_and_v_b_types():
 def test_quant_f16_on_a_bf16_model_is_planned_as_an_f16_gguf():
     """Issue 24: ``--quant F16 --engine llamacpp`` on a bf16 model was refused ("a what-if of fp16 safetensors");
     casting the model's own weights to an F16 GGUF is routine (convert_hf_to_gguf.py --outtype f16)."""
-    from explorer.plan.offer import plan_artifacts
+    from explorer.artifacts.offer import plan_artifacts
 
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
     (artifact,) = plan_artifacts(shape, [], quant="F16")

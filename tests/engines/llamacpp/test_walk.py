@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import PlanRequest
-from explorer.engines.llamacpp.seats import CUDA_CONTEXT_BYTES
+from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES
+from explorer.engines.request import PlanRequest
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue

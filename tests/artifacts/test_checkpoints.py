@@ -1,10 +1,10 @@
-"""explorer.model.checkpoints: which published checkpoint a what-if precision loads, and the placeholder."""
+"""explorer.artifacts.checkpoints: which published checkpoint a what-if precision loads, and the placeholder."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.model.checkpoints import (
+from explorer.artifacts.checkpoints import (
     GGUFFile,
     PublishedCheckpoint,
     checkpoint_for,

@@ -1,4 +1,4 @@
-"""explorer.plan.offer: a repository's files -> artifacts, with honest size labels.
+"""explorer.artifacts.offer: a repository's files -> artifacts, with honest size labels.
 
 Headers are real GGUF headers built with ``gguf_factory``; shapes come from
 the real config corpus.
@@ -10,16 +10,16 @@ import pytest
 from support.corpus import shape_of
 from support.gguf_factory import VT, Typed, build_gguf, llama_like, llama_metadata
 
-from explorer.errors import NothingToPlanError
-from explorer.gguf.header import parse_gguf_header
-from explorer.model.checkpoints import GGUFFile, PublishedCheckpoint
-from explorer.plan.offer import (
+from explorer.artifacts.checkpoints import GGUFFile, PublishedCheckpoint
+from explorer.artifacts.offer import (
     build_offer,
     computed_disk_bytes,
     gguf_sets,
     original_weight_files,
     what_if_artifacts,
 )
+from explorer.errors import NothingToPlanError
+from explorer.gguf.header import parse_gguf_header
 
 LLAMA_8B = "meta-llama__Meta-Llama-3.1-8B"
 

@@ -22,20 +22,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from explorer.engines.weight_kernels import weight_formats
+from explorer.artifacts.checkpoints import PublishedCheckpoint, checkpoint_for
+from explorer.artifacts.weight_formats import weight_formats
 from explorer.errors import NothingToPlanError, capped_list
 from explorer.gguf.header import GGUFHeader, merge_split_headers, split_parts
 from explorer.gguf.quant import quant_from_filename, quant_name
 from explorer.model.artifacts import ORIGINAL, Artifact
-from explorer.model.checkpoints import PublishedCheckpoint, checkpoint_for
 from explorer.model.precision import Precision
 from explorer.model.quant_config import GGUF_MIX_BITS
 from explorer.model.shapes import ModelShape
 
 __all__ = [
+    "ALL_GPU_ONLY",
     "DEFAULT_WHAT_IFS",
     "FALLBACK_MAX_SHARE",
     "FALLBACK_WHAT_IFS",
+    "all_gpu_only",
     "build_offer",
     "computed_disk_bytes",
     "fallback_artifacts",
@@ -51,13 +53,18 @@ __all__ = [
 #: the what-if precisions offered next to the original weights by default
 DEFAULT_WHAT_IFS = ("bf16", "fp8", "int4-awq")
 #: the precisions a plan falls back to when a model's own weights keep no layout on accelerators alone:
-#: the two that vLLM and SGLang serve from published checkpoints (or quantise while loading) and the
-#: two GGUF quants llama.cpp users pick first
-FALLBACK_WHAT_IFS = ("fp8", "int4-awq", "Q8_0", "Q4_K_M")
+#: the two that vLLM and SGLang serve from published checkpoints (or quantise while loading), the two GGUF
+#: quants llama.cpp users pick first, and Q3_K_M (:data:`ALL_GPU_ONLY`). The ranking puts the higher
+#: precision first wherever both fit on as few cards
+FALLBACK_WHAT_IFS = ("fp8", "int4-awq", "Q8_0", "Q4_K_M", "Q3_K_M")
+#: fallbacks worth their loss of quality only when they keep every layer on the cards: Q3_K_M, the last step
+#: before quality falls off (+0.66 perplexity on Llama-3-8B; Q2_K +3.5), for a card Q4_K_M overfills
+#: (Gemma-4-26B on a 16 GB T4); never a reason to leave layers in host memory (405B on one H100 at 0.5 tok/s)
+ALL_GPU_ONLY = frozenset({"Q3_K_M"})
 #: precisions that run where a model's own fp8 / fp4 weights have no kernel (A100 and older, AMD CDNA2; NVFP4
 #: before Blackwell): planned as fallbacks whatever their size (data/weight_support.md)
 RUNS_WIDELY = ("int8", "bf16")
-#: weight formats some cards of the catalogue have no kernels for (explorer.engines.weight_kernels.weight_formats
+#: weight formats some cards of the catalogue have no kernels for (explorer.artifacts.weight_formats.weight_formats
 #: names); MXFP4 is left out: vLLM runs it weight-only from Ampere, and gpt-oss has no int8 or bf16 release
 KERNEL_LIMITED = frozenset({"fp8", "fp8-block", "nvfp4"})
 #: the largest share of the model's own size a fallback precision may keep (bf16 → fp8 keeps about 0.5)
@@ -262,7 +269,7 @@ def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[Publish
 
     A precision the checkpoint already ships gives the original artifact. With a
     published checkpoint of the precision (``checkpoints``: the model's quantised
-    repositories, see :mod:`explorer.model.checkpoints`) the artifact names that
+    repositories, see :mod:`explorer.artifacts.checkpoints`) the artifact names that
     repository (``repo``) and its real size; without one it is sized from the shape
     and its ``note`` says that none is known.
     """
@@ -386,6 +393,11 @@ def fallback_artifacts(
     # fp8 / fp4 originals: an engine without their kernels on the cluster's cards runs int8 or a bf16 conversion
     wider = tuple(a for a in what_if_artifacts(shape, RUNS_WIDELY, known) if a.quant.upper() not in have)
     return smaller + tuple(a for a in wider if a not in smaller)
+
+
+def all_gpu_only(artifact: Artifact) -> bool:
+    """Whether a fallback ``artifact`` is planned only where it keeps every layer on the cards (:data:`ALL_GPU_ONLY`)."""
+    return artifact.what_if and artifact.quant.upper() in ALL_GPU_ONLY
 
 
 def plan_artifacts(

@@ -1,7 +1,7 @@
-"""explorer.engines.common: a request's numbers are checked where it is made, and so is every per-card figure.
+"""explorer.engines.request: a request's numbers are checked where it is made.
 
-The CLI refuses bad numbers first (``explorer/cli/args.py``); these records
-refuse them again for every other caller (the app, the widgets, a script), so
+The CLI refuses bad numbers first (``explorer/cli/args.py``); the request
+refuses them again for every other caller (the app, the widgets, a script), so
 no option is ever ranked on a negative, NaN or infinite figure.
 """
 
@@ -12,8 +12,8 @@ import math
 import pytest
 from support.corpus import shape_of
 
-from explorer.engines.common import CardMemory, Evaluation, PlanRequest
-from explorer.errors import ImplausibleFigureError, PlanError
+from explorer.engines.request import PlanRequest
+from explorer.errors import PlanError
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 
@@ -44,17 +44,3 @@ def test_mem_fraction_static_2_no_longer_ranks_a_negative_card():
     # was: the best option held a KV pool of 0.6 GiB of "usable" 79.6 GiB on an 80 GB card at 2 × its memory
     with pytest.raises(PlanError, match="mem_fraction_static is 2"):
         plan(shape_of("Qwen__Qwen3-8B"), parse_cluster("1x1xh100-80g"), PlanRequest(mem_fraction_static=2.0))
-
-
-@pytest.mark.parametrize("part", ["weights", "kv_cache", "activations", "overhead", "usable", "capacity"])
-@pytest.mark.parametrize("value", [-512, math.nan, math.inf])
-def test_card_memory_refuses_a_negative_or_non_finite_part(part, value):
-    parts = dict.fromkeys(("weights", "kv_cache", "activations", "overhead", "usable", "capacity"), 1 << 30)
-    with pytest.raises(ImplausibleFigureError, match=f"{part} came out as"):
-        CardMemory(role="GPU 0", **{**parts, part: value})
-
-
-def test_an_evaluation_refuses_a_negative_limit():
-    card = CardMemory(role="GPU 0", weights=1, kv_cache=1, activations=1, overhead=1, usable=10, capacity=10)
-    with pytest.raises(ImplausibleFigureError, match="max_context_tokens came out as -1"):
-        Evaluation(cards=(card,), host=None, max_context_tokens=-1, max_concurrency=1, command="")

@@ -1,0 +1,61 @@
+"""The parts of a launch command vLLM, SGLang and llama.cpp share.
+
+The model a command loads (never the original weights by mistake), the flags that make a what-if precision
+while loading, and a launch over several nodes (the head's command and each other node's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from explorer.artifacts.checkpoints import placeholder_ref
+from explorer.engines.evaluation import NodeCommand
+from explorer.model.artifacts import Artifact
+
+#: the head node's address in a launch across nodes: a placeholder the launch lines name the head node in
+HEAD_ADDRESS = "<head-node>"
+
+
+def across_nodes(base: str, nodes: int, rank_flags: Callable[[int], str]) -> tuple[str, tuple[NodeCommand, ...]]:
+    """A launch over ``nodes`` nodes: the head's command and each other node's, ``base`` with that rank's flags
+    (one node: ``base`` alone)."""
+    if nodes < 2:
+        return base, ()
+    return f"{base} {rank_flags(0)}", tuple(
+        NodeCommand(rank=r, command=f"{base} {rank_flags(r)}") for r in range(1, nodes)
+    )
+
+
+def serve_reference(artifact: Artifact, method: str, model_ref: str, online_methods: frozenset[str],
+                    original_method: str = "none") -> str:  # fmt: skip
+    """The model a launch command loads for ``artifact``: never the original weights by mistake.
+
+    A published checkpoint loads from its own repository; the model's own
+    weights load from ``model_ref``, and so does a what-if the engine applies
+    while loading (``method`` in ``online_methods``, e.g. vLLM's ``--quantization
+    fp8``) when the original weights are unquantised (``original_method`` ``none``);
+    any other what-if has no repository to load, so the command names a visible
+    placeholder (``<ORG/NAME at int4 AWQ g128: no published checkpoint known>``).
+    """
+    if artifact.repo:
+        return artifact.repo
+    online = method in online_methods or method == "none"  # "none": a dense cast (``--dtype float16``)
+    if not artifact.what_if or (online and original_method == "none"):
+        return model_ref
+    return placeholder_ref(artifact.quant, model_ref)
+
+
+#: a dense precision's name → the ``--dtype`` vLLM and SGLang cast the weights to while loading
+DTYPE_FLAGS: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def online_flags(shape_method: str, shape_dtype: str, precision_source: str, method: str, name: str,
+                 online: frozenset[str]) -> list[str]:  # fmt: skip
+    """The flags that make an engine produce a what-if precision from the original weights while loading:
+    ``--dtype float16`` for a dense cast, ``--quantization fp8`` for an online method; none for a
+    published checkpoint or over weights that are already quantised."""
+    if precision_source != "what-if" or shape_method != "none":
+        return []
+    if method == "none" and name in DTYPE_FLAGS and name != shape_dtype:
+        return [f"--dtype {DTYPE_FLAGS[name]}"]
+    return [f"--quantization {method}"] if method in online else []
