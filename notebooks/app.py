@@ -14,17 +14,20 @@ with app.setup(hide_code=True):
     import marimo as mo
 
     from explorer.artifacts.offer import fallback_artifacts
+    from explorer.cli.size_table import workload_text
     from explorer.engines.request import PlanRequest
     from explorer.errors import ExplorerError
     from explorer.hardware.cluster_dict import cluster_from_text
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
     from explorer.plan.planner import plan, with_suggestions
+    from explorer.plan.size import size
     from explorer.safe_text import safe_html
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.speed.settings import SpeedSettings
     from explorer.ui import plan_rows as nd
+    from explorer.ui import size_view as sv
     from explorer.ui import vega
     from explorer.ui.advice import best_per_engine_strip, suggestion_rows
     from explorer.ui.app_state import (
@@ -59,6 +62,7 @@ with app.setup(hide_code=True):
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
     from explorer.ui.published import PASTE_CAPS, audience, over_cap
+    from explorer.ui.size_chart import frontier_chart
     from explorer.units import gib
 
     #: in a browser page (marimo's html-wasm export, Pyodide): the snapshot and a pasted config.json only
@@ -963,7 +967,9 @@ def _(
     model,
     pin,
     settings_values,
+    size_mode,
     weights,
+    workload_values,
 ):
     # The URL carries the whole state: a link restores it (marimo run and the WASM page alike).
     _offer = tuple(nd.artifact_key(a) for a in artifact_menu.values() if not a.what_if)
@@ -980,6 +986,8 @@ def _(
         goal=goal.value,
         pinned=pin.value.strip(),
         settings={k: v for k, v in settings_values.items() if v},
+        sizing=size_mode.value,
+        workload=sv.workload_query(workload_values),
     )
     _want, _params = to_query(app_state), mo.query_params()
     for _key in [k for k in _params if k in QUERY_KEYS and k not in _want]:
@@ -991,64 +999,85 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _():
-    # The workload the first option is sized for (explorer size, explorer.speed.load).
-    serve_users = mo.ui.number(start=1, stop=100_000, step=1, value=200, label="Users at once")
-    serve_prompt = mo.ui.slider(
-        steps=[128, 256, 512, 1000, 2000, 4000, 8000, 16000], value=2000, show_value=True, label="Prompt (tokens)"
+def _(defaults):
+    # The size mode (explorer size): the workload's controls are its declared settings, one a setting, keyed in
+    # the URL by the declared key (explorer.ui.size_view)
+    size_mode = mo.ui.switch(value=defaults.sizing, label="**Size a cluster for a workload** (`explorer size`)")
+    workload_controls = mo.ui.dictionary(
+        {
+            c.key: mo.ui.slider(steps=list(c.steps), value=c.value, show_value=True, label=c.label)
+            if c.kind == "slider"
+            else mo.ui.dropdown(options=list(c.choices), value=c.value, label=c.label)
+            for c in sv.controls(defaults.workload)
+        }
     )
-    serve_answer = mo.ui.slider(
-        steps=[50, 100, 200, 500, 1000, 2000, 4000], value=500, show_value=True, label="Answer (tokens)"
-    )
-    serve_tpot = mo.ui.slider(start=10, stop=200, step=5, value=50, show_value=True, label="TPOT target (ms)")
-    return serve_answer, serve_prompt, serve_tpot, serve_users
+    return size_mode, workload_controls
 
 
 @app.cell(hide_code=True)
-def _(request, result, serve_answer, serve_prompt, serve_tpot, serve_users, shape):
-    from explorer.speed.load import replica_load, size_option
-    from explorer.speed.workload import Workload
-    from explorer.ui.lesson_charts import frontier_spec
-    from explorer.ui.serving_lesson import frontier_rows
+def _(size_mode, workload_controls):
+    workload_values = {k: sv.control_text(k, v) for k, v in workload_controls.value.items()}
+    workload, _errors = sv.read_workload(workload_values)
+    _shown = [mo.hstack([workload_controls[k] for k in workload_values], wrap=True, justify="start", gap=1.5)]
+    if _errors:
+        _shown.append(mo.callout(mo.md("**The workload is not read:** " + safe_html("; ".join(_errors))), kind="warn"))
+    mo.vstack([size_mode, *(_shown if size_mode.value else [])], gap=0.5)
+    return workload, workload_values
 
-    _w = Workload(users=int(serve_users.value), prompt_tokens=serve_prompt.value, answer_tokens=serve_answer.value,
-                  tpot_s=serve_tpot.value / 1e3)  # fmt: skip
-    _controls = mo.hstack([serve_users, serve_prompt, serve_answer, serve_tpot], justify="start", gap=2)
-    _first = result.options[0] if result.options else None
-    serving = None if _first is None else replica_load(_first, shape, _w, request)
 
-    def _body():
-        if _first is None or serving is None:
-            return mo.md("No option with speed figures to size.")
-        if _w.context_tokens > request.context_tokens:
-            return mo.callout(
-                mo.md(
-                    f"A request here holds {_w.context_tokens:,} tokens, more than the {request.context_tokens:,} "
-                    "the plan was made for: raise the context above to size it."
+@app.cell(hide_code=True)
+def _(artifact_menu, cluster, engine, kv_dtype, request_settings, shape, size_mode, weights, workload):
+    # The clusters to buy for the workload, best first; computed only while the size mode is on, so the main
+    # controls cost nothing more while it is off. Not the context or the concurrency: the workload sets them
+    # (prompt + answer, the batch), so a context move sizes nothing again.
+    mo.stop(not size_mode.value or workload is None)
+    mo.stop(not workload.given, mo.md("Set the users (or a request rate) to size a cluster."))
+    size_request = replace(PlanRequest(kv_dtype=kv_dtype.value, engines=ENGINE_KEYS[engine.value]), **request_settings)
+    _weights = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
+    try:
+        sized, _error = (
+            AUDIENCE.run(
+                lambda: size(
+                    shape,
+                    workload,
+                    shipped_catalogue(),
+                    shipped_prices(),
+                    size_request,
+                    artifacts=_weights,
+                    own=cluster,
                 ),
-                kind="warn",
-            )
-        _s = size_option(serving, _first.layout.cards)
-        _text = (
-            f"**{safe_html(_first.label)}**: at most **{_s.largest_batch:,}** sequences a replica within "
-            f"{serve_tpot.value} ms a token ({_s.binding}; the KV cache as planned at {request.context_tokens:,} "
-            f"tokens holds {serving.capacity:,}), so {_w.users:,} users need **{_s.cards:,} cards** "
-            f"({_s.replicas:,} replicas{', prefill apart' if _s.mode == 'disaggregated' else ''})."
-            if _s.met
-            else f"**{safe_html(_first.label)}** misses the target even at one sequence "
-            f"({', '.join(f'{k.upper()} {v:.2f} ×' for k, v in _s.shortfall.items())})."
+                what="the sizing",
+            ),
+            None,
         )
-        _chart = vega.VegaLiteSpec(
-            frontier_spec(frontier_rows(serving), user_tokens_per_s=1e3 / serve_tpot.value, capacity=serving.capacity)
-        )
-        return mo.vstack([mo.md(_text + " Estimates: `explorer size` searches card classes the same way."), _chart])
+    except Exception as _e:  # a typed ExplorerError, or a bug: a callout either way, never a traceback
+        sized, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
+    mo.stop(sized is None, mo.callout(mo.md(f"**The sizing failed.** {safe_html(_error or '')}"), kind="danger"))
+    size_table_rows = sv.size_rows(sized)
+    _advice = sv.advice_md(sized)
+    _head = [
+        mo.md(
+            f"**Clusters for {safe_html(workload_text(workload))}**, cheapest an hour first "
+            f"({len(sized.searched)} priced card classes and your cluster searched, each replica planned at "
+            f"{workload.context_tokens:,} tokens and launched with the command shown; estimates from the "
+            "roofline speed model):"
+        ),
+        *([mo.callout(mo.md(_advice), kind="danger")] if _advice else []),
+    ]
+    mo.vstack([*_head, mo.Html(nd.rows_html(size_table_rows, sv.SIZE_COLUMNS, table_id="explorer-sizes"))], gap=0.5)
+    return size_request, size_table_rows, sized
 
-    # lazy, and sized only when opened: a closed panel costs a move neither the search over batch sizes nor its
-    # frontier chart (both are made, and sent, when the panel is opened)
-    mo.accordion(
-        {"Serving under a workload (the first option)": mo.lazy(lambda: mo.vstack([_controls, _body()]))}, lazy=False
+
+@app.cell(hide_code=True)
+def _(shape, size_request, sized):
+    # The frontier of the first three clusters, live with the workload's sliders and the model and cluster
+    frontier = sv.frontier_of(sized, shape, size_request)
+    _tpot, _ttft = sized.workload.tpot_target_s, sized.workload.ttft_s
+    _spec = frontier_chart(
+        frontier, user_tokens_per_s=1 / _tpot if _tpot else None, ttft_ms=_ttft * 1e3 if _ttft else None
     )
-    return (serving,)
+    vega.VegaLiteSpec(_spec) if frontier else mo.md("No cluster to draw.")
+    return (frontier,)
 
 
 @app.cell(hide_code=True)

@@ -1,6 +1,8 @@
 """``explorer check LOGFILE``: an engine's start-up log beside explorer's plan of the same setup.
 
-Reads a vLLM, SGLang or llama.cpp log, finds the engine, model, card and
+Reads a vLLM, SGLang or llama.cpp log (or one an engine from another package
+reads: :class:`explorer.engines.interface.LogReader`, tried after the built-in
+readers), finds the engine, model, card and
 settings in it (``--model`` and ``--card`` where it does not say), plans the
 same split and prints the engine's figures beside explorer's, part by part.
 ``--calibrate`` stores what the log measured (the card's total as the engine
@@ -126,10 +128,10 @@ def _store(calibration, path: str | None) -> dict:
 
 
 def _print(check, rows: list[dict]) -> None:
-    from explorer.engines.registry import engine_labels
+    from explorer.engines.names import engine_label
 
     log, setup = check.log, check.setup
-    engine = engine_labels().get(log.engine, log.engine)
+    engine = engine_label(log.engine)  # a built-in accounting (a plugin's reader names one): nothing to discover
     print(
         f"{engine} {log.version or setup.request.vllm_version or '(version not printed)'} · {check.model} · "
         f"{setup.tp * setup.pp} × {setup.gpu.name}"

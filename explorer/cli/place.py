@@ -11,8 +11,8 @@ from typing import Any
 from explorer.cli.args import fraction
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.cli.plan import read_cluster
-from explorer.cli.request_args import add_setting_arguments
-from explorer.engines.registry import FLEET_ENGINE, engine_labels
+from explorer.cli.request_args import ENGINE_METAVAR, add_setting_arguments, engine_choice
+from explorer.engines.registry import FLEET_ENGINE
 from explorer.errors import ManualPlanError, PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", default=None, metavar="FILE", help="a manual plan (.json or .toml) to check instead")
     p.add_argument(
         "--engine",
-        choices=tuple(engine_labels()),
+        type=engine_choice,
+        metavar=ENGINE_METAVAR,
         default=FLEET_ENGINE.name,
         help="whose accounting sizes each model (vllm, sglang: even shards on cards of one class; llamacpp: any split)",
     )

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from explorer.engines.calibration import Calibration
-from explorer.engines.registry import ENGINES_BY_NAME, engine_labels
+from explorer.engines.names import ENGINES, engine_label
+from explorer.engines.registry import engine_named, engine_names, use_discovery
 from explorer.engines.request import PlanRequest
 from explorer.engines.setting import Setting, declared_settings, with_implied
 from explorer.errors import PlanError
@@ -27,6 +28,12 @@ __all__ = ["CLI_SETTINGS", "add_setting_arguments", "request_from_args", "settin
 #: the request's settings the command line takes, in declaration order
 CLI_SETTINGS: tuple[Setting, ...] = tuple(s for s in declared_settings(PlanRequest) if s.cli)
 
+
+#: the engines of other packages (``explorer.engines`` entry points) are found when a name is not built in or
+#: every engine is planned: building the arguments (``--help``) loads none
+use_discovery(load_engine_plugins)
+#: how ``--help`` names an engine: the built-ins, and another package's
+ENGINE_METAVAR = "{" + ",".join(ENGINES) + ",…}"
 
 #: how ``--help`` names a value of each kind
 _METAVARS = {"int": "N", "float": "X", "floats": "SHARES", "text": "TEXT", "seconds": "DURATION"}
@@ -45,10 +52,21 @@ def _reader(s: Setting) -> Callable[[str], Any]:
     return read
 
 
+def engine_choice(text: str) -> str:
+    """argparse's ``type=`` for an engine name: a built-in, else one another package adds (loading them then).
+
+    Raises:
+        argparse.ArgumentTypeError: no engine has the name (the message lists them all).
+    """
+    try:
+        return engine_named(text).name
+    except PlanError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _help(s: Setting) -> str:
     """The setting's help, the engines' own flags, its range and its default."""
-    labels = engine_labels()
-    own = ", ".join(f"{labels.get(name, name)} {flag}" for name, flag in s.flags.items() if flag and flag != s.cli[0])
+    own = ", ".join(f"{engine_label(name)} {flag}" for name, flag in s.flags.items() if flag and flag != s.cli[0])
     parts = [s.help + (f" ({own})" if own else "")]
     if s.kind in ("int", "float", "seconds"):
         parts.append(s.range_text)
@@ -67,7 +85,6 @@ def add_setting_arguments(
     """One option per setting with a command-line option (the request's, or ``settings``: another record's, such
     as the workload's): those in ``only`` (empty: all), but the fields in ``skip``."""
     skipped, wanted = set(skip), set(only)
-    load_engine_plugins()  # --engine lists the engines other packages add too
     for s in settings:
         if s.field in skipped or (wanted and s.field not in wanted):
             continue
@@ -75,7 +92,7 @@ def add_setting_arguments(
         if s.kind == "bool":
             kw |= {"action": "store_const", "const": not s.default, "default": s.default}
         elif s.kind == "engines":
-            kw |= {"action": "append", "choices": tuple(ENGINES_BY_NAME), "default": None}
+            kw |= {"action": "append", "type": engine_choice, "default": None, "metavar": ENGINE_METAVAR}
         else:
             kw |= {"type": _reader(s), "default": None if s.optional else s.default, "metavar": _METAVARS.get(s.kind)}
             if s.kind == "choice":
@@ -88,7 +105,7 @@ def setting_values(args: argparse.Namespace) -> dict[str, Any]:
     switch it implies (``--piecewise-cuda-graph-max-tokens`` turns on ``piecewise_cuda_graph``)."""
     values = {s.field: getattr(args, s.field) for s in CLI_SETTINGS if hasattr(args, s.field)}
     if "engines" in values:  # default: every engine the registry has
-        values["engines"] = tuple(values["engines"] or ENGINES_BY_NAME)
+        values["engines"] = tuple(values["engines"] or engine_names())
     return with_implied(CLI_SETTINGS, values)
 
 

@@ -7,7 +7,10 @@ Each engine (vLLM, SGLang, llama.cpp) is one object, listed by name in
   that fit and the refusals into a :class:`~explorer.engines.collect.Collector`;
 - ``recheck``s one of its ways at another context or concurrency;
 - gives a model's ``footprint`` for a fleet (weights, fixed bytes a card, KV a token);
-- says which artifacts it ``serves``, and ``pin``s one launch on cards a user names.
+- says which artifacts it ``serves``, and ``pin``s one launch on cards a user names;
+- optionally, brings a ``log_reader`` (:class:`LogReader`): how ``explorer check`` and the app's paste box read
+  its start-up log. The built-ins' logs are read by :mod:`explorer.engines.logs`; an engine from another package
+  sets ``log_reader`` (a class attribute) and its logs are tried after the built-in readers find none of their lines.
 
 An :class:`~explorer.engines.evaluation.Evaluation` carries what each card holds,
 the longest context, the concurrency and the launch command.
@@ -24,7 +27,7 @@ memory) in its own walk.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,6 +35,7 @@ from explorer.engines.collect import Collector
 from explorer.engines.evaluation import Evaluation, NodeCommand
 from explorer.engines.host_ram import HostClaim
 from explorer.engines.layouts import Layout
+from explorer.engines.logs.record import EngineLog
 from explorer.engines.names import EngineName
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import Refusal
@@ -44,6 +48,25 @@ from explorer.model.artifacts import Artifact
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import WeightBreakdown
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogReader:
+    """How ``explorer check`` reads an engine's start-up log (an engine's optional ``log_reader``).
+
+    Attributes:
+        signatures: regular expressions, one a start-up line the engine prints; a log is the reader's when it holds
+            some (counted like the built-in readers': the most matches win).
+        read: the log's text (colour codes removed) -> its record. The record's ``engine`` names the memory
+            accounting ``explorer check`` plans it with: ``vllm``, ``sglang`` or ``llamacpp`` (a fork of one of them
+            reads its log in that engine's terms, ``settings`` and ``observed`` under that engine's names).
+            It may raise :class:`~explorer.errors.EngineLogError` for a log it cannot read.
+        expected: the lines it recognises, for the error that says what was expected.
+    """
+
+    signatures: tuple[str, ...]
+    read: Callable[[str], EngineLog]
+    expected: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

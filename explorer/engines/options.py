@@ -277,10 +277,12 @@ class Rejection:
 
     @property
     def label(self) -> str:
-        """Where the refused way would have run."""
+        """Where the refused way would have run, with the engine's label as options show it: ``vLLM · 3 × h100-80g
+        (tp3)``."""
+        engine = engine_label(self.engine)
         if self.layout is None:
-            return self.engine
-        return f"{self.engine} · {self.layout.label} ({self.layout.parallel})"
+            return engine
+        return f"{engine} · {self.layout.label} ({self.layout.parallel})"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

@@ -6,17 +6,20 @@ an engine's name. The faces (the command line's ``--engine``, the app's
 engine menu, ``explorer check``) list :func:`engine_labels`.
 
 Engines from other packages register here too (:func:`register_engine`):
-the edges load the ``explorer.engines`` entry-point group
-(:mod:`explorer.sources.engine_plugins`), so a third party adds an engine
-without changing explorer.
+the edges hand the registry how to load the ``explorer.engines`` entry-point
+group (:func:`use_discovery` with :func:`explorer.sources.engine_plugins.load_engine_plugins`),
+so a third party adds an engine without changing explorer. Loading entry points
+costs tens of milliseconds a start, so the registry loads them only when they
+can matter: a name that is not built in (:func:`engine_named`), or the whole
+list (:func:`engine_names`, :func:`engine_labels`, :func:`log_readers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from explorer.engines import sglang, vllm
-from explorer.engines.interface import Engine, SplitEngine
+from explorer.engines.interface import Engine, LogReader, SplitEngine
 from explorer.engines.llamacpp import engine as llamacpp
 from explorer.engines.names import ENGINE_LABELS, engine_label
 from explorer.errors import PlanError
@@ -36,6 +39,25 @@ SPLIT_ENGINES: dict[str, SplitEngine] = {e.name: e for e in (vllm.ENGINE, sglang
 FLEET_ENGINE: Engine = vllm.ENGINE
 #: the engine that runs a model on a host without discrete GPUs (a CPU host's RAM)
 CPU_ENGINE: Engine = llamacpp.ENGINE
+#: how the engines of other packages are found (:func:`use_discovery`): none until an edge says
+_DISCOVERY: list[Callable[[], object]] = []
+
+
+def use_discovery(discover: Callable[[], object]) -> None:
+    """Find the engines of other packages with ``discover`` (which registers each), at the first moment they can
+    matter: a name that is not built in, or the whole list. Idempotent: ``discover`` may be called many times."""
+    _DISCOVERY[:] = [discover]
+
+
+def _discover() -> None:
+    for discover in _DISCOVERY:
+        discover()
+
+
+def engine_names() -> tuple[str, ...]:
+    """Every engine's name, in plan order: the built-ins, then those of other packages (found now if not yet)."""
+    _discover()
+    return tuple(ENGINES_BY_NAME)
 
 
 def register_engine(engine: object) -> Engine:
@@ -65,7 +87,7 @@ def register_engine(engine: object) -> Engine:
 
 def engine_labels() -> Mapping[str, str]:
     """Every engine's name -> its label as people write it (``vllm`` -> ``vLLM``), in plan order."""
-    return {name: engine_label(name) for name in ENGINES_BY_NAME}
+    return {name: engine_label(name) for name in engine_names()}
 
 
 def engine_named(name: str) -> Engine:
@@ -76,13 +98,23 @@ def engine_named(name: str) -> Engine:
     """
     engine = ENGINES_BY_NAME.get(name)
     if engine is None:
-        raise PlanError(f"unknown engine {name!r}", hint=f"engines: {', '.join(ENGINES_BY_NAME)}")
+        names = engine_names()  # not built in: perhaps another package's
+        engine = ENGINES_BY_NAME.get(name)
+        if engine is None:
+            raise PlanError(f"unknown engine {name!r}", hint=f"engines: {', '.join(names)}")
     return engine
 
 
 def engine_serving(artifact: Artifact) -> Engine:
     """The first engine, in plan order, that serves ``artifact`` (safetensors: vLLM; a GGUF: llama.cpp)."""
     return next(e for e in ENGINES_BY_NAME.values() if e.serves(artifact))
+
+
+def log_readers() -> tuple[LogReader, ...]:
+    """The start-up log readers engines bring (:attr:`explorer.engines.interface.Engine.log_reader`), in plan order;
+    the built-in engines' logs are read by :mod:`explorer.engines.logs`, so these are other packages'."""
+    readers = (getattr(ENGINES_BY_NAME[name], "log_reader", None) for name in engine_names())
+    return tuple(r for r in readers if isinstance(r, LogReader))
 
 
 def engines_named(names: Iterable[str]) -> list[Engine]:

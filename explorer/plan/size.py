@@ -28,7 +28,7 @@ from explorer.speed.prices import PriceTable
 from explorer.speed.settings import SpeedSettings
 from explorer.speed.workload import Workload
 
-__all__ = ["REPLICA_SPECS", "SizeResult", "SizedCluster", "size", "size_options"]
+__all__ = ["REPLICA_SPECS", "SizeResult", "SizedCluster", "size", "size_options", "sizing_request"]
 
 #: the replica shapes tried on each class: (nodes, cards a node)
 REPLICA_SPECS: tuple[tuple[int, int], ...] = ((1, 1), (1, 2), (1, 4), (1, 8), (2, 8))
@@ -137,7 +137,7 @@ def size(
         own: the user's cluster, sized as one more candidate (its class's price, if any).
         classes: the card classes to try (default: every class ``prices`` lists that the catalogue knows).
     """
-    request = replace(request or PlanRequest(), context_tokens=workload.context_tokens, concurrency=1)
+    request = sizing_request(request, workload)
     settings = replace(settings or DEFAULT_SETTINGS, prices=prices)
     names = tuple(classes) if classes is not None else tuple(r.gpu_class for r in prices.rows)
     tried = tuple(n for n in names if (gpu := catalogue.lookup(n)) is not None and _sizable(gpu))
@@ -153,6 +153,12 @@ def size(
     ranked = tuple(sorted(found, key=SizedCluster.sort_key))
     advice = () if any(c.sizing.met for c in ranked) else _advice(workload, ranked, tried)
     return SizeResult(workload=workload, clusters=ranked, advice=advice, searched=tried)
+
+
+def sizing_request(request: PlanRequest | None, workload: Workload) -> PlanRequest:
+    """The request each replica is planned with: ``request``'s engine settings at the workload's context (prompt +
+    answer), one sequence asked (the sizing finds the batch)."""
+    return replace(request or PlanRequest(), context_tokens=workload.context_tokens, concurrency=1)
 
 
 def size_options(

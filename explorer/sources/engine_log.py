@@ -14,6 +14,7 @@ from typing import Any
 
 from explorer.engines.logs import read_engine_log
 from explorer.engines.logs.check import LogCheck, check_log
+from explorer.engines.registry import log_readers
 from explorer.errors import EngineLogError
 from explorer.sources.resolve import load_model
 from explorer.sources.shipped import shipped_catalogue
@@ -32,7 +33,7 @@ def check_log_text(
     Raises:
         EngineLogError: the log cannot be read, names no model and none is given, or names no card.
     """
-    log = read_engine_log(text)
+    log = read_engine_log(text, more_readers=log_readers)  # other packages' engines' readers, after the built-ins
     name = model or log.model
     if not name:
         raise EngineLogError(

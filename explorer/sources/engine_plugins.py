@@ -11,13 +11,12 @@ where ``ENGINE`` is an object implementing
 :func:`load_engine_plugins` loads each and hands it to
 :func:`explorer.engines.registry.register_engine`; from then on the planner,
 the command line's ``--engine`` and the app's engine menu list it. The core
-never imports ``importlib``: the edges (the CLI, the app, the widget) call
-this once.
+never imports ``importlib``: the edges (the CLI, the app, the widget) hand it to
+:func:`explorer.engines.registry.use_discovery`, which calls it the first time a
+name is not built in or the whole list is asked for.
 """
 
 from __future__ import annotations
-
-from importlib.metadata import entry_points
 
 from explorer.engines.registry import register_engine
 from explorer.errors import PlanError
@@ -36,6 +35,8 @@ def load_engine_plugins() -> tuple[str, ...]:
     Raises:
         PlanError: an entry point does not load (naming it and its package), or what it names is not an engine.
     """
+    from importlib.metadata import entry_points  # tens of milliseconds: only once an engine is looked for
+
     names = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:

@@ -12,9 +12,10 @@ link stays short. Pure data: no marimo.
 The keys are the CLI's words: ``model``, ``weights`` (comma-separated
 artifact keys), ``engine`` (``all``, ``vllm``, ``sglang``, ``llamacpp``),
 ``context``, ``kv``, ``concurrency``, ``cluster``, ``cluster_file`` (compact
-JSON), ``preset``, ``goal``, ``gpus`` (pinned, ``NODE:IDX,...``) and each
+JSON), ``preset``, ``goal``, ``gpus`` (pinned, ``NODE:IDX,...``), each
 engine setting under its declared key (:attr:`explorer.engines.setting.Setting.key`:
-``gpu-memory-utilization``, ``ngl``...).
+``gpu-memory-utilization``, ``ngl``...), ``size`` (``on``: the size mode open) and each workload setting
+under its declared key (``users``, ``prompt``, ``ttft``…: :mod:`explorer.ui.size_view`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from explorer.engines.setting import declared_settings
 from explorer.errors import PlanError
 from explorer.plan.ranking import DEFAULT_GOAL, SORT_ALIASES
 from explorer.ui.engine_settings import KEY_ALIASES, SETTINGS_BY_KEY, canonical_settings
+from explorer.ui.size_view import WORKLOAD_BY_KEY, workload_query
 
 __all__ = [
     "ENGINE_KEYS",
@@ -81,6 +83,9 @@ class AppDefaults:
         goal: a key of :data:`GOALS`.
         pinned: GPUs to pin, ``NODE:IDX,...`` (empty: none).
         settings: engine settings as typed, by URL key (:data:`explorer.ui.engine_settings.SETTINGS_BY_KEY`).
+        sizing: the size mode is open (``explorer size`` for a workload).
+        workload: the workload's settings as typed, by URL key (:data:`explorer.ui.size_view.WORKLOAD_BY_KEY`);
+            an absent key: the app's workload (:data:`explorer.ui.size_view.APP_WORKLOAD`).
         refused: what a link or argument asked that the controls cannot show, each said in a sentence (the
             default is kept instead); the app shows them in a callout.
     """
@@ -97,6 +102,8 @@ class AppDefaults:
     goal: str = DEFAULT_GOAL
     pinned: str = ""
     settings: Mapping[str, str] = field(default_factory=dict)
+    sizing: bool = False
+    workload: Mapping[str, str] = field(default_factory=dict)
     refused: tuple[str, ...] = ()
 
 
@@ -173,6 +180,11 @@ def _changes(src: Mapping[str, Any]) -> dict[str, Any]:
     )
     if settings:
         out["settings"] = settings
+    if _text(src, "size") is not None:
+        out["sizing"] = _text(src, "size").lower() in ("on", "1", "true", "yes")
+    workload = {k: str(_first(src[k])).strip() for k in WORKLOAD_BY_KEY if k in src}
+    if workload:
+        out["workload"] = workload
     return out
 
 
@@ -183,8 +195,9 @@ def app_defaults(*sources: Mapping[str, Any] | None) -> AppDefaults:
     for src in sources:
         plain = {str(k).lstrip("-"): _first(v) for k, v in dict(src or {}).items()}
         changes = _changes(plain)
-        if "settings" in changes:
-            changes["settings"] = {**d.settings, **changes["settings"]}
+        for merged in ("settings", "workload"):
+            if merged in changes:
+                changes[merged] = {**getattr(d, merged), **changes[merged]}
         d = replace(d, **changes)
     return d
 
@@ -202,9 +215,12 @@ _FIELD_KEYS = {
     "concurrency": "concurrency",
     "goal": "goal",
     "pinned": "gpus",
+    "sizing": "size",
 }
 #: every URL key the app reads and writes (an old link's settings keys too, so the app replaces them)
-QUERY_KEYS: frozenset[str] = frozenset(_FIELD_KEYS.values()) | frozenset(SETTINGS_BY_KEY) | frozenset(KEY_ALIASES)
+QUERY_KEYS: frozenset[str] = (
+    frozenset(_FIELD_KEYS.values()) | frozenset(SETTINGS_BY_KEY) | frozenset(KEY_ALIASES) | frozenset(WORKLOAD_BY_KEY)
+)
 
 
 def to_query(state: AppDefaults) -> dict[str, str]:
@@ -213,10 +229,12 @@ def to_query(state: AppDefaults) -> dict[str, str]:
     out: dict[str, str] = {}
     for f in fields(AppDefaults):
         value = getattr(state, f.name)
-        if f.name in ("settings", "refused") or value == getattr(base, f.name) or value is None:
+        if f.name in ("settings", "workload", "refused") or value == getattr(base, f.name) or value is None:
             continue
-        out[_FIELD_KEYS[f.name]] = ",".join(value) if isinstance(value, tuple) else str(value)
+        shown = "on" if value is True else ",".join(value) if isinstance(value, tuple) else str(value)
+        out[_FIELD_KEYS[f.name]] = shown
     out.update({k: v for k, v in state.settings.items() if k in SETTINGS_BY_KEY and v != ""})
+    out.update(workload_query(state.workload))
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -528,12 +529,53 @@ def test_explorer_says_what_it_assumed_of_a_class_the_catalogue_lacks(offline):
     assert "m3-pro-36g:36864MiB is not in the catalogue: planned as a discrete card of 36.0 GiB" in texts
 
 
-def test_explorer_sizes_the_first_option_for_a_workload(offline):
-    """The serving panel: the first option's replica under 200 users of 2,000 + 500 tokens, its capacity the
-    plan's own (the KV cache at the app's context), the frontier drawn from the same load model."""
-    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults()})
-    serving, best = defs["serving"], defs["result"].options[0]
-    assert serving is not None and serving.capacity == best.evaluation.max_concurrency
-    assert serving.workload.users == 200 and serving.workload.tpot_target_s == 0.050
+def test_explorer_size_mode_is_explorer_size_and_costs_nothing_while_off(offline):
+    """The size mode (a link's size=on): the clusters are size()'s for the app's chat workload (200 users,
+    2,000 + 500 tokens, TTFT 1 s, TPOT 50 ms) with the user's 8 × H100 as one candidate, and the frontier draws
+    its first three clusters; off (the default), neither is computed."""
+    from explorer.plan.size import size, sizing_request
+    from explorer.ui.size_view import read_workload, size_rows
+
+    outputs, defs = load_notebook("app.py").run(defs={"defaults": AppDefaults(sizing=True)})
+    workload = read_workload({})[0]
+    assert defs["workload"] == workload
+    # the plan's request with the context and concurrency the workload's (2,500 tokens, one sequence asked)
+    planned = sizing_request(defs["size_request"], workload)
+    assert planned == sizing_request(defs["request"], workload) and planned.context_tokens == 2500
+    again = size(defs["shape"], workload, shipped_catalogue(), shipped_prices(), defs["request"],
+                 artifacts=defs["chosen"], own=parse_cluster("1x8xh100-80g"))  # fmt: skip
+    assert defs["size_table_rows"] == size_rows(again)
+    assert any(r["class"] == "h100-80g (yours)" for r in defs["size_table_rows"])
+    # the frontier: the first three clusters running different ways (here the user's 8 × H100 runs the h100-80g
+    # row's tp4 replicas: one curve), each named as the table ranks it
+    named = {f"#{i} {c.option.label}" + (" (yours)" if c.own else ""): c for i, c in enumerate(again.clusters, 1)}
+    drawn = list(dict.fromkeys(r["option"] for r in defs["frontier"]))
+    assert len(drawn) == 3 and drawn[0] == f"#1 {again.clusters[0].option.label}"
+    assert len({named[d].option.label for d in drawn}) == 3
+    assert to_query(defs["app_state"]) == {"size": "on"}  # the app's workload needs no key
     shown = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
-    assert "Serving under a workload" in shown
+    assert "Size a cluster for a workload" in shown and "explorer-sizes" in shown
+    # a link's workload opens the controls on it and is sized
+    _outputs, linked = load_notebook("app.py").run(
+        defs={"defaults": AppDefaults(sizing=True, workload={"users": "1000", "tpot": "0.02"})}
+    )
+    assert (linked["workload"].users, linked["workload"].tpot_s) == (1000, 0.02)
+    assert linked["size_table_rows"] != defs["size_table_rows"]
+    _outputs, off = load_notebook("app.py").run(defs={"defaults": AppDefaults()})
+    assert "size_table_rows" not in off and "frontier" not in off
+
+
+def test_explorer_exports_with_the_size_mode_on(tmp_path):
+    """``marimo export html`` runs every cell of the app with the size mode on (``-- --size on --users 500``, as a
+    link's ``?size=on&users=500``): no cell fails, and the page holds the clusters' table and the frontier."""
+    out = tmp_path / "app.html"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "EXPLORER_CACHE": str(tmp_path / "cache.duckdb")}
+    done = subprocess.run(
+        [sys.executable, "-m", "marimo", "export", "html", "notebooks/app.py", "-o", str(out), "--", "--size", "on",
+         "--users", "500"],
+        cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = out.read_text()
+    assert "explorer-sizes" in page and "Clusters for 500 users at once" in page
+    assert '\\"datasets\\":{\\"frontier\\"' in page

@@ -14,7 +14,7 @@ from explorer.cli import main
 from explorer.engines import registry
 from explorer.engines.names import ENGINE_LABELS
 from explorer.engines.request import PlanRequest
-from explorer.errors import PlanError
+from explorer.errors import EngineLogError, PlanError
 from explorer.memo import clear_memos
 from explorer.plan.planner import plan
 from explorer.sources.engine_plugins import load_engine_plugins
@@ -96,3 +96,83 @@ def test_an_entry_point_that_does_not_load_names_its_package(tmp_path, monkeypat
 def test_a_taken_name_is_refused():
     with pytest.raises(PlanError, match="an engine named 'sglang' is registered already"):
         registry.register_engine(type(registry.ENGINES_BY_NAME["sglang"])())  # a second SGLang
+
+
+#: the same engine with a log reader: its start-up lines are its own, its figures follow vLLM's accounting
+PACKAGE_WITH_READER = (
+    PACKAGE
+    + """
+import re
+
+from explorer.engines.interface import LogReader
+from explorer.engines.logs.record import EngineLog, gib_bytes
+
+
+def read_tiny(text):
+    head = re.search(r"\\[tiny\\] model (\\S+) on (.+), tp (\\d+), max_model_len (\\d+)", text)
+    figures = dict(re.findall(r"\\[tiny\\] (weights|kv cache) ([\\d.]+) GiB", text))
+    return EngineLog(
+        engine="vllm",
+        model=head[1],
+        card=head[2],
+        settings={"tensor_parallel_size": int(head[3]), "max_model_len": int(head[4])},
+        observed={"weights_bytes": gib_bytes(figures["weights"]), "kv_cache_bytes": gib_bytes(figures["kv cache"])},
+        refused=False,
+        lines=text.count("\\n"),
+    )
+
+
+Tiny.log_reader = LogReader(signatures=(r"\\[tiny\\] weights ",), read=read_tiny, expected="Tiny-LLM: '[tiny] weights X GiB'")
+"""
+)
+TINY_LOG = """\
+[tiny] model meta-llama/Llama-3.2-3B on NVIDIA H100 80GB HBM3, tp 1, max_model_len 8192
+[tiny] weights 6.01 GiB
+[tiny] kv cache 60.00 GiB
+[tiny] ready
+"""
+
+
+def test_explorer_check_reads_a_log_with_the_reader_an_engine_brings(tmp_path, monkeypatch, capsys, fresh_registry):
+    _install(tmp_path, monkeypatch, "tiny_engine:ENGINE", body=PACKAGE_WITH_READER)
+    monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "none.duckdb"))
+    log = tmp_path / "tiny.log"
+    log.write_text(TINY_LOG)
+    assert main(["check", str(log), "--offline", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine"] == "vllm"  # planned with the accounting the reader names
+    assert out["model"] == "meta-llama/Llama-3.2-3B" and out["card"] == "h100-80g"
+    # the log's figures as read: 6.01 GiB = round(6.01 × 2³⁰) bytes, 60.00 GiB = 60 × 2³⁰
+    assert out["observed"]["weights_bytes"] == 6_453_188_362
+    assert out["observed"]["kv_cache_bytes"] == 64_424_509_440
+    # explorer's own plan of the same setup beside them: Llama-3.2-3B's 3,212,749,824 parameters × 2 bytes (bf16)
+    assert out["predicted"]["weights_bytes"] == 3_212_749_824 * 2
+    assert out["verdict"] == {"engine_started": True, "explorer_fits": True, "reason": ""}
+
+
+def test_a_log_no_reader_knows_lists_every_readers_lines(tmp_path, monkeypatch, fresh_registry):
+    _install(tmp_path, monkeypatch, "tiny_engine:ENGINE", body=PACKAGE_WITH_READER)
+    from explorer.engines.logs import read_engine_log
+
+    with pytest.raises(EngineLogError, match=r"Tiny-LLM: '\[tiny\] weights X GiB'"):
+        read_engine_log("nothing an engine prints\n", more_readers=registry.log_readers)
+    assert read_engine_log(TINY_LOG, more_readers=registry.log_readers).observed["weights_bytes"] == 6_453_188_362
+
+
+def test_entry_points_load_only_for_a_name_that_is_not_built_in(tmp_path, monkeypatch, fresh_registry):
+    _install(tmp_path, monkeypatch, "tiny_engine:ENGINE")
+    from explorer.cli.request_args import engine_choice
+
+    assert engine_choice("vllm") == "vllm" and "tiny" not in registry.ENGINES_BY_NAME  # a built-in: nothing loaded
+    assert engine_choice("tiny") == "tiny" and "tiny" in registry.ENGINES_BY_NAME  # another package's: loaded now
+
+
+def test_the_apps_paste_box_reads_a_log_with_the_reader_an_engine_brings(tmp_path, monkeypatch, fresh_registry):
+    _install(tmp_path, monkeypatch, "tiny_engine:ENGINE", body=PACKAGE_WITH_READER)
+    monkeypatch.setenv("EXPLORER_CACHE", str(tmp_path / "none.duckdb"))
+    from explorer.ui.check_rows import check_rows
+
+    rows = {r["part"]: r for r in check_rows(TINY_LOG, offline=True)}
+    # the log's 6.01 GiB of weights beside explorer's 3,212,749,824 × 2 bytes = 5.98 GiB
+    assert rows["weights"]["log"] == "6.01 GiB" and rows["weights"]["explorer"] == "5.98 GiB"
+    assert rows["verdict"]["difference"] == "agree"

@@ -185,7 +185,7 @@ def test_nothing_fits_says_what_refused_every_way_when_no_miss_was_sized():
     assert result.options == () and nd.near_misses(result) == []
     text = nd.nothing_fits_md(result, len(nd.near_miss_rows(result)))
     assert "closest misses" not in text and "no near miss to show" in text
-    assert "1 × memory-lower-bound (vllm · 1 × h100-80g (single): the weights (756.0 GiB)" in text
+    assert "1 × memory-lower-bound (vLLM · 1 × h100-80g (single): the weights (756.0 GiB)" in text
     assert "need at least 11 × h100-80g" in text
 
 

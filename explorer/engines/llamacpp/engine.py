@@ -1,10 +1,9 @@
 """llama.cpp for the planner: its walk, its pinned layouts, its footprint, behind the Engine protocol.
 
-:mod:`~explorer.engines.llamacpp.launch` sizes one launch;
-:mod:`~explorer.engines.llamacpp.walk` tries every layout of a cluster (one
-card, a node's cards, a node's cards of several classes, RPC across nodes,
-partial offload, CPU, unified memory); :mod:`~explorer.engines.llamacpp.pinned`
-lays a launch over cards a user names.
+:mod:`~explorer.engines.llamacpp.launch` sizes one launch; :func:`walk` tries every layout of a cluster
+in a scheduler's order: :mod:`~explorer.engines.llamacpp.walk` the state, the candidates and one class on
+one node, a Mac and the CPU; :mod:`~explorer.engines.llamacpp.spans` a node's cards of several classes and
+RPC across nodes. :mod:`~explorer.engines.llamacpp.pinned` lays a launch over cards a user names.
 """
 
 from __future__ import annotations
@@ -16,16 +15,21 @@ from typing import ClassVar
 from explorer.engines.collect import Collector
 from explorer.engines.evaluation import Evaluation, NodeCommand
 from explorer.engines.interface import FleetLaunch, Footprint, PinnedLayout, SpeedFacts
-from explorer.engines.llamacpp import pinned, walk
-from explorer.engines.llamacpp.launch import NAME, llama_model, recheck, settings_for
+from explorer.engines.layouts import Layout
+from explorer.engines.llamacpp import pinned
+from explorer.engines.llamacpp.launch import NAME, gguf_quant_for, llama_model, recheck, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
-from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, RPC_FIRST_PORT
+from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, RPC_FIRST_PORT, offload_for
+from explorer.engines.llamacpp.spans import mixed_cards, walk_mixed, walk_rpc
+from explorer.engines.llamacpp.walk import Ctx, asked, walk_cpu, walk_pool, walk_unified
 from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.options import Option
 from explorer.engines.request import PlanRequest
+from explorer.errors import LlamaCppConfigError, LlamaCppFitError
 from explorer.hardware.cards import CardRef
 from explorer.hardware.catalogue import GPUClass
-from explorer.hardware.cluster import Cluster
+from explorer.hardware.cluster import Cluster, Node
+from explorer.hardware.pools import gpu_pools
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 
@@ -86,6 +90,100 @@ def footprint(shape: ModelShape, artifact: Artifact, kv_dtype: str) -> Footprint
     return Footprint(weights_bytes=small.model_bytes, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token)
 
 
+def walk(
+    shape: ModelShape,
+    cluster: Cluster,
+    artifacts: Sequence[Artifact],
+    request: PlanRequest,
+    model_ref: str,
+    out: Collector,
+) -> None:
+    """Every llama.cpp way to run each artifact on the cluster, into ``out``, in the order a scheduler tries them.
+
+    For each artifact, what the request allows (:func:`~explorer.engines.llamacpp.offload.offload_for`: ``-ngl``
+    and ``--no-cpu-offload``) decides which layouts are tried:
+
+    1. one node, one class (each GPU pool: :func:`~explorer.engines.llamacpp.walk.walk_pool`);
+    2. across the pool's nodes through RPC, when one node's cards do not hold it
+       (:func:`~explorer.engines.llamacpp.spans.walk_rpc`);
+    3. one node's cards of several classes (:func:`~explorer.engines.llamacpp.spans.walk_mixed`);
+    4. unified memory (a Mac), then 5. CPU only (:mod:`~explorer.engines.llamacpp.walk`).
+    """
+    served = shape.params - sum(t.elements for t in shape.mtp)
+    for artifact in artifacts:
+        if not pinned.serves(artifact):  # another repository's safetensors (AWQ, FP8…), or a safetensors what-if
+            where = f"{artifact.repo} publishes" if artifact.repo else "a what-if of"
+            out.refuse(
+                NAME,
+                None,
+                artifact.name,
+                "format",
+                f"llama.cpp loads GGUF files; {where} {artifact.quant} safetensors "
+                "(plan a GGUF quant such as Q4_K_M for llama.cpp)",
+            )
+            continue
+        try:
+            model = llama_model(shape, artifact)
+        except (LlamaCppConfigError, LlamaCppFitError, ValueError) as err:
+            out.refuse(NAME, None, artifact.name, "gguf", str(err))
+            continue
+        offload = offload_for(request, model.n_layer)
+        if offload.conflict:
+            out.refuse(NAME, None, artifact.name, "cpu-offload", offload.conflict)
+            continue
+        bits = model.weight_bytes * 8 / served if served else 0.0
+        ctx = Ctx(shape, model, artifact, gguf_quant_for(shape, artifact), bits, request, model_ref, out, offload)
+        if offload.gpu:
+            for pool in gpu_pools(cluster):
+                chosen = walk_pool(ctx, pool)
+                if pool.spannable and (chosen is None or not asked(ctx, chosen)):
+                    walk_rpc(ctx, pool, chosen)
+            for node, hosts in cluster.derived(_mixed_kinds):
+                walk_mixed(ctx, node, hosts=hosts)
+            for node, hosts in cluster.derived(_unified_kinds):
+                walk_unified(ctx, node, hosts=hosts)
+        if offload.cpu:
+            walk_cpu(ctx, cluster)
+        elif cluster.nodes:
+            why = (
+                "--no-cpu-offload keeps every layer on the accelerators"
+                if not request.cpu_offload
+                else f"--ngl {offload.fixed_ngl} offloads layers to the GPUs"
+            )
+            cpu = Layout(engine=NAME, gpu_class="cpu", gpus_per_node=0, cpu=True)
+            out.refuse(NAME, cpu, artifact.name, "cpu-offload", f"no CPU-only option: {why}")
+
+
+def _mixed_kinds(cluster: Cluster) -> tuple[tuple[Node, int], ...]:
+    """The distinct nodes with cards of several classes, each with how many GPU nodes could host its launch
+    (built once per cluster: :meth:`Cluster.derived`)."""
+    gpu_nodes = cluster.gpu_nodes
+    return tuple((node, _count(gpu_nodes, node)) for node in _distinct(n for n in gpu_nodes if mixed_cards(n)))
+
+
+def _unified_kinds(cluster: Cluster) -> tuple[tuple[Node, int], ...]:
+    """The distinct unified-memory hosts, each with how many hosts could take its launch (once per cluster)."""
+    unified = cluster.unified_nodes
+    return tuple((node, _count(unified, node)) for node in _distinct(unified))
+
+
+def _distinct(nodes) -> list[Node]:
+    seen, out = set(), []
+    for n in nodes:
+        key = (n.host_ram_bytes, n.cpu.name, tuple((g.gpu.name, g.count) for g in n.gpus))
+        if key not in seen:
+            seen.add(key)
+            out.append(n)
+    return out
+
+
+def _count(nodes: Sequence[Node], like: Node) -> int:
+    shape = [(g.gpu.name, g.count) for g in like.gpus]
+    return sum(
+        1 for n in nodes if n.host_ram_bytes >= like.host_ram_bytes and [(g.gpu.name, g.count) for g in n.gpus] == shape
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class LlamaCpp:
     """llama.cpp for the planner (an :class:`~explorer.engines.interface.Engine`): it lays out its own
@@ -121,8 +219,8 @@ class LlamaCpp:
         model_ref: str,
         out: Collector,
     ) -> None:
-        """Every llama.cpp way (:func:`explorer.engines.llamacpp.walk.walk`)."""
-        walk.walk(shape, cluster, artifacts, request, model_ref, out)
+        """Every llama.cpp way (:func:`walk`)."""
+        walk(shape, cluster, artifacts, request, model_ref, out)
 
     def recheck(self, shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str) -> Option:
         """Same node, cards and ``-ngl`` at the new request (:func:`recheck`)."""

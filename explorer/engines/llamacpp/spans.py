@@ -17,9 +17,9 @@ from collections.abc import Callable
 from itertools import islice
 
 from explorer.engines.layouts import Layout
-from explorer.engines.llamacpp.candidates import Ctx, accept, asked, more_than_needed, try_launch
 from explorer.engines.llamacpp.launch import NAME
 from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, card_seats, class_seats, rpc_seats
+from explorer.engines.llamacpp.walk import Ctx, accept, asked, more_than_needed, try_launch
 from explorer.engines.options import Option
 from explorer.hardware.cards import CardRef, class_cards, node_cards
 from explorer.hardware.cluster import Node

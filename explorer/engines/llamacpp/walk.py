@@ -1,25 +1,18 @@
-"""llama.cpp's walk: every way it runs an artifact on a cluster, in the order a scheduler tries them.
+"""llama.cpp's walk: its state for an artifact, how a candidate launch is tried, judged free now and accepted, and
+the layouts of one class on one node, of a Mac's unified memory and of the CPU.
 
-For each artifact, what the request allows (:func:`~explorer.engines.llamacpp.offload.offload_for`:
-``-ngl`` and ``--no-cpu-offload``) decides which layouts are tried:
+:mod:`~explorer.engines.llamacpp.spans` adds the layouts that span several classes or nodes, and
+:func:`explorer.engines.llamacpp.engine.walk` tries them all in a scheduler's order.
 
-1. **One node, one class** (each GPU pool): the fewest cards that hold every
-   layer (with ``-ngl N``: that hold N layers); wider is "more than needed".
-   When no width holds every layer, the node's cards with the most layers on
-   them, the rest on the CPU (partial offload), when CPU offload is allowed.
-   Widths start at a lower bound (the offloaded weights against a card's
-   room, counted not enumerated), and a width narrower than the node's is
-   checked in one allocation with every layer on it before it is evaluated.
-2. **One node, several classes** (:mod:`~explorer.engines.llamacpp.spans`): a node whose cards differ (an RTX 4090 beside
-   an RTX 3090) is one pool to llama.cpp, split in proportion to each card's
-   memory; tried only with more cards than one class of the node needs.
-3. **Across nodes (RPC)** (:mod:`~explorer.engines.llamacpp.spans`), when one node's cards do not hold it: the node with
-   the most cards keeps them, and single cards on the pool's other nodes join
-   as ``rpc-server``s, the fewest that hold every layer. When even all of them
-   do not, the most layers they hold, the rest on the CPU, only when CPU
-   offload is allowed and that beats the node's own partial offload.
-4. **Unified memory** (a Mac): its GPU's working set.
-5. **CPU only**, on the node with the most RAM.
+- **One node, one class** (each GPU pool): the fewest cards that hold every
+  layer (with ``-ngl N``: that hold N layers); wider is "more than needed".
+  When no width holds every layer, the node's cards with the most layers on
+  them, the rest on the CPU (partial offload), when CPU offload is allowed.
+  Widths start at a lower bound (the offloaded weights against a card's
+  room, counted not enumerated), and a width narrower than the node's is
+  checked in one allocation with every layer on it before it is evaluated.
+- **Unified memory** (a Mac): its GPU's working set.
+- **CPU only**, on the node with the most RAM.
 
 An option is *free now* when, on some node, llama.cpp launched now with the
 same ``-ngl`` fits what is free: each card offering its free memory, the
@@ -32,105 +25,128 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from explorer.engines.collect import Collector
 from explorer.engines.layouts import Layout
-from explorer.engines.llamacpp.candidates import Ctx, accept, asked, more_than_needed, try_launch
-from explorer.engines.llamacpp.launch import NAME, gguf_quant_for, launch_split, llama_model, settings_for
+from explorer.engines.llamacpp.launch import NAME, evaluate, launch_split, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
-from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, Seat, card_seats, class_seats, metal_seat, offload_for
-from explorer.engines.llamacpp.pinned import serves
-from explorer.engines.llamacpp.spans import mixed_cards, walk_mixed, walk_rpc
-from explorer.engines.options import Option
-from explorer.engines.request import PlanRequest
-from explorer.errors import LlamaCppConfigError, LlamaCppFitError
+from explorer.engines.llamacpp.offload import (
+    CUDA_CONTEXT_BYTES,
+    Seat,
+    card_seats,
+    class_seats,
+    metal_seat,
+    seats_from_cards,
+)
+from explorer.engines.options import Option, memory_reason
+from explorer.errors import LlamaCppAbortError, LlamaCppConfigError, LlamaCppFitError
 from explorer.hardware.cards import roomiest_class_cards
+from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.copies import host_kinds
-from explorer.hardware.pools import Pool, gpu_pools
-from explorer.model.artifacts import Artifact
-from explorer.model.shapes import ModelShape
+from explorer.hardware.pools import Pool
 from explorer.units import cdiv, gib
 
 
-def walk(
-    shape: ModelShape,
-    cluster: Cluster,
-    artifacts: Sequence[Artifact],
-    request: PlanRequest,
-    model_ref: str,
-    out: Collector,
-) -> None:
-    """Every llama.cpp way to run each artifact on the cluster, into ``out`` (see the module docstring)."""
-    served = shape.params - sum(t.elements for t in shape.mtp)
-    for artifact in artifacts:
-        if not serves(artifact):  # another repository's safetensors (AWQ, FP8…), or a safetensors what-if
-            where = f"{artifact.repo} publishes" if artifact.repo else "a what-if of"
-            out.refuse(
-                NAME,
-                None,
-                artifact.name,
-                "format",
-                f"llama.cpp loads GGUF files; {where} {artifact.quant} safetensors "
-                "(plan a GGUF quant such as Q4_K_M for llama.cpp)",
-            )
+class Ctx:
+    """What every llama.cpp candidate of one artifact shares (the walk's state for one artifact)."""
+
+    def __init__(self, shape, model, artifact, quant, bits, request, model_ref, out, offload) -> None:
+        self.shape, self.model, self.artifact, self.quant, self.bits = shape, model, artifact, quant, bits
+        self.request, self.model_ref, self.out, self.offload = request, model_ref, out, offload
+        self.memo: dict = {}
+        #: per card class, the fewest cards of it on one node that hold every layer
+        self.full_width: dict[str, int] = {}
+
+    @property
+    def offloadable_bytes(self) -> int:
+        """Weights that can leave the host (``token_embd`` always stays)."""
+        return self.model.weight_bytes - self.model.token_embd_bytes
+
+
+def asked(ctx: Ctx, option: Option) -> bool:
+    """Whether the option is what was asked: every layer on devices, or exactly the user's ``-ngl``."""
+    return ctx.offload.fixed_ngl is not None or option.evaluation.layers_on_host == 0
+
+
+def try_launch(
+    ctx: Ctx, layout: Layout, seats: Sequence[Seat], gpu: GPUClass | None, node: Node, *, hosts: int
+) -> Option | None:
+    """Evaluate a launch; return the option if it fits, refuse it with the reason if not.
+
+    Launches on equal seats and an equal host give the same answer: each is evaluated once per plan.
+    """
+    key = (layout, tuple(seats), node.host_ram_bytes, node.cpu.name, node.gpu_usable_limit_bytes)
+    try:
+        if key not in ctx.memo:
+            ctx.memo[key] = evaluate(
+                ctx.model, ctx.artifact, layout, seats, node, ctx.request, ctx.model_ref, quant=ctx.quant
+            )[0]
+        ev = ctx.memo[key]
+    except LlamaCppAbortError as err:  # llama.cpp would start and abort: the reason says what to change
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-abort", str(err))
+        return None
+    except LlamaCppConfigError as err:
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "llamacpp-config", err.message)
+        return None
+    option = Option(
+        layout=layout,
+        artifact=ctx.artifact,
+        precision=ctx.quant,
+        bits_per_weight=ctx.bits,
+        evaluation=ev,
+        free_now=False,
+        hosts=hosts,
+        gpu=gpu,
+        node=node,
+    )
+    if not ev.fits:
+        ctx.out.refuse(NAME, layout, ctx.artifact.name, "memory", memory_reason(option.per_card), option=option)
+        return None
+    return option
+
+
+def launched_now(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> tuple[float, ...] | None:
+    """The split of the first of ``launches`` (seats offering free memory now, on a node) that runs the option now
+    with its ``-ngl``; None when none does. Seats offering what the planned ones offer (idle cards) run it when the
+    host has the RAM free; others are sized again, llama.cpp's buffers only."""
+    planned = seats_from_cards(option.evaluation.cards)
+    offered = [s.device.memory_bytes for s in planned]
+    fixed = replace(ctx.request, n_gpu_layers=option.evaluation.n_gpu_layers)
+    host_need = option.evaluation.host.total if option.evaluation.host else 0
+    seen = set()
+    for seats, node in launches:
+        key = (tuple(seats), node.host_free_bytes, node.host_ram_bytes, node.cpu.name)
+        if key in seen or node.host_free_bytes < host_need or any(s.device.memory_bytes == 0 for s in seats):
             continue
+        seen.add(key)
+        if [s.device.memory_bytes for s in seats] == offered:
+            return launch_split(ctx.request, planned)
         try:
-            model = llama_model(shape, artifact)
-        except (LlamaCppConfigError, LlamaCppFitError, ValueError) as err:
-            out.refuse(NAME, None, artifact.name, "gguf", str(err))
+            split = launch_split(ctx.request, seats)
+            settings = settings_for(fixed, split=split, cpu=node.cpu.build)
+            mem = llamacpp_memory(ctx.model, settings, [s.device for s in seats])
+        except (LlamaCppConfigError, LlamaCppFitError):
             continue
-        offload = offload_for(request, model.n_layer)
-        if offload.conflict:
-            out.refuse(NAME, None, artifact.name, "cpu-offload", offload.conflict)
-            continue
-        bits = model.weight_bytes * 8 / served if served else 0.0
-        ctx = Ctx(shape, model, artifact, gguf_quant_for(shape, artifact), bits, request, model_ref, out, offload)
-        if offload.gpu:
-            for pool in gpu_pools(cluster):
-                _walk_pool(ctx, pool)
-            for node, hosts in cluster.derived(_mixed_kinds):
-                walk_mixed(ctx, node, hosts=hosts)
-            for node, hosts in cluster.derived(_unified_kinds):
-                _walk_unified(ctx, node, hosts=hosts)
-        if offload.cpu:
-            _walk_cpu(ctx, cluster)
-        elif cluster.nodes:
-            why = (
-                "--no-cpu-offload keeps every layer on the accelerators"
-                if not request.cpu_offload
-                else f"--ngl {offload.fixed_ngl} offloads layers to the GPUs"
-            )
-            cpu = Layout(engine=NAME, gpu_class="cpu", gpus_per_node=0, cpu=True)
-            out.refuse(NAME, cpu, artifact.name, "cpu-offload", f"no CPU-only option: {why}")
+        host_bytes = int(node.host_ram_bytes * ctx.request.host_fraction)
+        if mem.fits(host_bytes) and node.host_free_bytes >= mem.host.total_bytes:
+            return split
+    return None
 
 
-def _mixed_kinds(cluster: Cluster) -> tuple[tuple[Node, int], ...]:
-    """The distinct nodes with cards of several classes, each with how many GPU nodes could host its launch
-    (built once per cluster: :meth:`Cluster.derived`)."""
-    gpu_nodes = cluster.gpu_nodes
-    return tuple((node, _count(gpu_nodes, node)) for node in _distinct(n for n in gpu_nodes if mixed_cards(n)))
+def accept(ctx: Ctx, option: Option, launches: Sequence[tuple[Sequence[Seat], Node]]) -> None:
+    """Accept the option, free now when one of ``launches`` runs it now; a split that follows free memory
+    differently from the planned one is noted."""
+    split = launched_now(ctx, option, launches)
+    ev = option.evaluation
+    if split is not None and len(split) > 1 and split != launch_split(ctx.request, seats_from_cards(ev.cards)):
+        shares = ",".join(f"{x:.3g}" for x in split)
+        ev = replace(ev, notes=(*ev.notes, f"launched now, llama.cpp splits by free memory: --tensor-split {shares}"))
+    ctx.out.accept(replace(option, evaluation=ev, free_now=split is not None))
 
 
-def _unified_kinds(cluster: Cluster) -> tuple[tuple[Node, int], ...]:
-    """The distinct unified-memory hosts, each with how many hosts could take its launch (once per cluster)."""
-    unified = cluster.unified_nodes
-    return tuple((node, _count(unified, node)) for node in _distinct(unified))
-
-
-def _distinct(nodes) -> list[Node]:
-    seen, out = set(), []
-    for n in nodes:
-        key = (n.host_ram_bytes, n.cpu.name, tuple((g.gpu.name, g.count) for g in n.gpus))
-        if key not in seen:
-            seen.add(key)
-            out.append(n)
-    return out
-
-
-def _count(nodes: Sequence[Node], like: Node) -> int:
-    shape = [(g.gpu.name, g.count) for g in like.gpus]
-    return sum(
-        1 for n in nodes if n.host_ram_bytes >= like.host_ram_bytes and [(g.gpu.name, g.count) for g in n.gpus] == shape
+def more_than_needed(ctx: Ctx, layout: Layout, label: str, count: int) -> None:
+    """Refuse ``count`` wider layouts: ``label`` already holds the model."""
+    ctx.out.refuse(
+        NAME, layout, ctx.artifact.name, "more-than-needed", f"{label} holds it: more cards only split it", count=count
     )
 
 
@@ -166,8 +182,9 @@ def _holds_every_layer(ctx: Ctx, seats: Sequence[Seat]) -> bool:
     return all(d.total_bytes <= d.device.memory_bytes for d in mem.devices)
 
 
-def _walk_pool(ctx: Ctx, pool: Pool) -> None:
-    """One node of a pool: the fewest cards that hold it, else the node's cards with the rest on the CPU."""
+def walk_pool(ctx: Ctx, pool: Pool) -> Option | None:
+    """One node of a pool: the fewest cards that hold it, else the node's cards with the rest on the CPU; the
+    option accepted (None: none), which RPC across the pool's nodes must beat."""
     max_width = 1 if pool.gpu.is_mig else pool.width()
     # the first node of the most cards and host RAM: the first of its kind (alike nodes share both)
     node = max((n for n, _ in pool.kinds), key=lambda n: (n.group(pool.gpu.name).count, n.host_ram_bytes))
@@ -214,18 +231,18 @@ def _walk_pool(ctx: Ctx, pool: Pool) -> None:
             if n.group(pool.gpu.name).count >= width
         ]
         accept(ctx, chosen, launches)
-    if pool.spannable and (chosen is None or not asked(ctx, chosen)):
-        walk_rpc(ctx, pool, chosen)
+    return chosen
 
 
-def _walk_unified(ctx: Ctx, node: Node, *, hosts: int) -> None:
+def walk_unified(ctx: Ctx, node: Node, *, hosts: int) -> None:
+    """A unified-memory host (a Mac): its GPU's working set of the RAM."""
     layout = Layout(engine=NAME, gpu_class=node.gpus[0].gpu.name, unified=True)
     option = try_launch(ctx, layout, (metal_seat(node),), node.gpus[0].gpu, node, hosts=hosts)
     if option is not None and (asked(ctx, option) or ctx.offload.partial):
         ctx.out.accept(replace(option, free_now=node.host_free_bytes >= option.evaluation.host.total))
 
 
-def _walk_cpu(ctx: Ctx, cluster: Cluster) -> None:
+def walk_cpu(ctx: Ctx, cluster: Cluster) -> None:
     """CPU only: the node with the most RAM; every node whose RAM holds it counts as a host."""
     if not cluster.nodes:
         return

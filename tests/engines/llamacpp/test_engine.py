@@ -223,3 +223,18 @@ def test_quant_f16_on_a_bf16_model_is_planned_as_an_f16_gguf():
     on_host = best.evaluation.host.weights
     assert on_card + on_host == pytest.approx(8_030_261_248 * 2, rel=1e-3)
     assert on_host == 128_256 * 4_096 * 2
+
+
+def test_gpt_oss_original_plans_as_the_converters_bf16_gguf_with_its_mxfp4_experts():
+    """Issue 26: gpt-oss's original weights convert to a BF16 GGUF whose experts stay MXFP4 (12.8 GiB for
+    gpt-oss-20b), not a Q4_K_M that re-quantises the 2,880-column experts to Q5_0 (a larger file)."""
+    shape = shape_of("openai__gpt-oss-20b")
+    result = _plan("openai__gpt-oss-20b", "1x1xt4-16g", context_tokens=4096)
+    best = result.options[0]
+    assert (best.precision, best.layout.cpu, best.evaluation.n_gpu_layers) == ("BF16", False, 25)
+    assert launch.gguf_quant_for(shape, best.artifact) == "BF16"
+    # 24 layers of MXFP4 experts (423,014,400 B each) and BF16 attention (53,084,160 B each), the BF16 output
+    # (201,088 × 2,880 × 2 = 1,158,266,880 B) and the small tensors: about 11.7 GiB on the card
+    big = 24 * (423_014_400 + 53_084_160) + 1_158_266_880
+    assert big < best.per_card.weights < big * 1.01
+    assert "--outtype bf16" in best.evaluation.command
