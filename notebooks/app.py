@@ -129,16 +129,21 @@ def _(defaults):
     get_below, set_below = mo.state(None)
     # the curves against context, set only when they change: a context move alone redraws no sweep chart
     get_sweep, set_sweep = mo.state(None)
+    # the hardware-first list's question (cluster, request, goal): set when its button is pressed, cleared by the
+    # next move, so a move that finds no list shown runs no cell for it
+    get_fit_asked, set_fit_asked = mo.state(None)
     return (
         get_below,
         get_context,
         get_fetched,
+        get_fit_asked,
         get_model_text,
         get_spec,
         get_sweep,
         set_below,
         set_context,
         set_fetched,
+        set_fit_asked,
         set_model_text,
         set_spec,
         set_sweep,
@@ -764,12 +769,15 @@ def _(
     cluster,
     context_steps,
     engine,
+    fit_button,
     get_below,
+    get_fit_asked,
     get_sweep,
     model,
     model_name,
     model_ref,
     pin,
+    set_fit_asked,
     set_sweep,
     settings_values,
     shape,
@@ -793,6 +801,8 @@ def _(
         sweep, _tabs = [], {"Curves against context": mo.callout(mo.md(safe_html(str(_e))), kind="warn")}
     if sweep != get_sweep():  # the same curves after a context move (explorer.ui.sweep_cache): no redraw
         set_sweep(sweep)
+    if fit_button.value or get_fit_asked() is not None:  # asked now, or a list shown for the last plan: cleared
+        set_fit_asked((cluster, _request, _result.goal) if fit_button.value else None)
     _groups = nd.refusal_groups(_result)
     _tabs["Why not"] = (
         mo.accordion(
@@ -860,18 +870,19 @@ def _():
 
 
 @app.cell(hide_code=True)
-def _(cluster, fit_button, get_below, goal):
+def _(cluster, get_fit_asked):
     # Hardware first: every model known offline (the snapshot, then the cache) on this cluster with this
     # request, its own weights, ranked by the goal, with the first change that fits (explorer fit), on demand.
     fit_list, _fit_problem = None, None
-    if fit_button.value and cluster is not None and get_below() is not None:
+    # asked for this cluster (another cluster, or none that parses, clears the list at once)
+    if get_fit_asked() is not None and get_fit_asked()[0] is cluster:
         # imported on the first press, not at open: the list of known models reads the cache too
         from explorer.plan.fit_view import fit_rows as _fit_rows
         from explorer.sources.known_models import known_models as _known_models
         from explorer.ui.fit_view import FIT_COLUMNS as _FIT_COLUMNS
         from explorer.ui.fit_view import fit_table as _fit_table
 
-        _result, _request = get_below()
+        _cluster, _request, _goal = get_fit_asked()
         _known = _known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache, chosen=AUDIENCE.chosen_models)
         with mo.status.spinner(title=f"Planning the {len(_known.models)} known models on this cluster …"):
             _t0 = time.perf_counter()
@@ -880,9 +891,9 @@ def _(cluster, fit_button, get_below, goal):
                     lambda: _fit_table(
                         _fit_rows(
                             _known.models,
-                            cluster,
+                            _cluster,
                             _request,
-                            goal=goal.value,
+                            goal=_goal,
                             speed=SpeedSettings(prices=shipped_prices()),
                             catalogue=shipped_catalogue(),
                         )
