@@ -89,6 +89,9 @@ with app.setup(hide_code=True):
 
 @app.cell(hide_code=True)
 def _():
+    # a suggestion clicked below: the whole state with its change, which the controls are rebuilt from (defined
+    # here, in a cell that never runs again, so that setting it reruns only the cells that read it)
+    get_applied, set_applied = mo.state(None)
     mo.vstack(
         [
             mo.Html(f"<style>{LAYOUT_CSS}</style>"),
@@ -99,13 +102,6 @@ def _():
         ],
         gap=0,
     )
-    return
-
-
-@app.cell(hide_code=True)
-def _():
-    # a suggestion clicked below: the whole state with its change, which the controls are rebuilt from
-    get_applied, set_applied = mo.state(None)
     return get_applied, set_applied
 
 
@@ -120,6 +116,8 @@ def _(get_applied):
 
 @app.cell(hide_code=True)
 def _(defaults):
+    # everything built from the starting point alone, in one cell (an open runs fewer cells): the states, the
+    # cluster file, the size mode's controls
     snapshot = load_snapshot()
     get_model_text, set_model_text = mo.state(defaults.model)
     get_context, set_context = mo.state(defaults.context_tokens)
@@ -132,7 +130,23 @@ def _(defaults):
     # the hardware-first list's question (cluster, request, goal): set when its button is pressed, cleared by the
     # next move, so a move that finds no list shown runs no cell for it
     get_fit_asked, set_fit_asked = mo.state(None)
+    # rebuilt (emptied) when a clicked suggestion replaces the cluster: the new state carries its own
+    cluster_file = mo.ui.file(
+        filetypes=[".json", ".toml"], max_size=PASTE_CAPS["cluster file"], label="Cluster file (JSON/TOML)"
+    )
+    # The size mode (explorer size): the workload's controls are its declared settings, one a setting, keyed in
+    # the URL by the declared key (explorer.ui.size_view)
+    size_mode = mo.ui.switch(value=defaults.sizing, label="**Size a cluster for a workload** (`explorer size`)")
+    workload_controls = mo.ui.dictionary(
+        {
+            c.key: mo.ui.slider(steps=list(c.steps), value=c.value, show_value=True, label=c.label)
+            if c.kind == "slider"
+            else mo.ui.dropdown(options=list(c.choices), value=c.value, label=c.label)
+            for c in sv.controls(defaults.workload)
+        }
+    )
     return (
+        cluster_file,
         get_below,
         get_context,
         get_fetched,
@@ -147,7 +161,9 @@ def _(defaults):
         set_model_text,
         set_spec,
         set_sweep,
+        size_mode,
         snapshot,
+        workload_controls,
     )
 
 
@@ -412,16 +428,6 @@ def _(get_spec, set_spec):
             on_change=_edit("ram_gib", lambda v: int(v) if v.strip().isdigit() else None),
         )
     return term_class, term_fabric, term_free, term_gpus, term_nodes, term_ram, term_refusal
-
-
-@app.cell(hide_code=True)
-def _(defaults):
-    # rebuilt (emptied) when a clicked suggestion replaces the cluster: the new state carries its own
-    cluster_file = mo.ui.file(
-        filetypes=[".json", ".toml"], max_size=PASTE_CAPS["cluster file"], label="Cluster file (JSON/TOML)"
-    )
-    _rebuilt_for = defaults
-    return (cluster_file,)
 
 
 @app.cell(hide_code=True)
@@ -1007,22 +1013,6 @@ def _(
         if _params.get(_key) != _value:
             _params[_key] = _value
     return (app_state,)
-
-
-@app.cell(hide_code=True)
-def _(defaults):
-    # The size mode (explorer size): the workload's controls are its declared settings, one a setting, keyed in
-    # the URL by the declared key (explorer.ui.size_view)
-    size_mode = mo.ui.switch(value=defaults.sizing, label="**Size a cluster for a workload** (`explorer size`)")
-    workload_controls = mo.ui.dictionary(
-        {
-            c.key: mo.ui.slider(steps=list(c.steps), value=c.value, show_value=True, label=c.label)
-            if c.kind == "slider"
-            else mo.ui.dropdown(options=list(c.choices), value=c.value, label=c.label)
-            for c in sv.controls(defaults.workload)
-        }
-    )
-    return size_mode, workload_controls
 
 
 @app.cell(hide_code=True)
