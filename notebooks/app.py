@@ -130,6 +130,11 @@ def _(defaults):
     # the hardware-first list's question (cluster, request, goal): set when its button is pressed, cleared by the
     # next move, so a move that finds no list shown runs no cell for it
     get_fit_asked, set_fit_asked = mo.state(None)
+    # the engine settings' controls are built while this is on; a link that carries settings or pinned GPUs
+    # opens with it on
+    engine_settings_on = mo.ui.switch(
+        value=bool(defaults.settings or defaults.pinned), label="Engine settings and pinned GPUs"
+    )
     # rebuilt (emptied) when a clicked suggestion replaces the cluster: the new state carries its own
     cluster_file = mo.ui.file(
         filetypes=[".json", ".toml"], max_size=PASTE_CAPS["cluster file"], label="Cluster file (JSON/TOML)"
@@ -147,6 +152,7 @@ def _(defaults):
     )
     return (
         cluster_file,
+        engine_settings_on,
         get_below,
         get_context,
         get_fetched,
@@ -501,8 +507,9 @@ def _(
 
 
 @app.cell(hide_code=True)
-def _(defaults):
-    # Engine settings: one box per PlanRequest field the controls above do not set (explorer.ui.engine_settings)
+def _(defaults, engine_settings_on):
+    # Engine settings: one box per PlanRequest field the controls above do not set (explorer.ui.engine_settings),
+    # built only while the switch is on (~40 controls: an open builds one switch); off, none is in force
     def _control(s):
         text = defaults.settings.get(s.key, "")
         if s.kind == "bool":
@@ -516,17 +523,19 @@ def _(defaults):
             )
         return mo.ui.text(value=text, placeholder=placeholder(s), label=f"`{s.flag}` {label(s)}", full_width=True)
 
-    settings = mo.ui.dictionary({s.key: _control(s) for s in SETTINGS})
-    pin = mo.ui.text(
-        value=defaults.pinned,
-        placeholder="0,1,2,3 or NODE:IDX,…",
-        label="Pin GPUs (vLLM or SGLang): checks exactly these cards",
-        full_width=True,
-    )
-    _groups = {title: mo.vstack([settings[s.key] for s in group], gap=0.25) for title, group in engine_groups().items()}
-    mo.sidebar(
-        [mo.accordion({**{f"{t} settings": g for t, g in _groups.items()}, "Pin GPUs": pin}, lazy=True)], width=SIDEBAR
-    )
+    settings = pin = None
+    _shown = [engine_settings_on]
+    if engine_settings_on.value:
+        settings = mo.ui.dictionary({s.key: _control(s) for s in SETTINGS})
+        pin = mo.ui.text(
+            value=defaults.pinned,
+            placeholder="0,1,2,3 or NODE:IDX,…",
+            label="Pin GPUs (vLLM or SGLang): checks exactly these cards",
+            full_width=True,
+        )
+        _groups = {t: mo.vstack([settings[s.key] for s in group], gap=0.25) for t, group in engine_groups().items()}
+        _shown.append(mo.accordion({**{f"{t} settings": g for t, g in _groups.items()}, "Pin GPUs": pin}, lazy=True))
+    mo.sidebar(_shown, width=SIDEBAR)
     return pin, settings
 
 
@@ -534,7 +543,8 @@ def _(defaults):
 def _(settings):
     # the settings' text as the URL carries it: a bool is "on" when its flag is given
     settings_values = {
-        k: ("on" if v is True else "" if v is False else str(v or "")) for k, v in settings.value.items()
+        k: ("on" if v is True else "" if v is False else str(v or ""))
+        for k, v in (settings.value if settings is not None else dict.fromkeys(s.key for s in SETTINGS)).items()
     }
     request_settings, settings_errors = request_changes(settings_values)
     return request_settings, settings_errors, settings_values
@@ -823,7 +833,7 @@ def _(
         if _groups
         else mo.md("Nothing was refused.")
     )
-    if pin.value.strip():
+    if pin is not None and pin.value.strip():
         from explorer.ui.pinned_view import pinned_answer, pinned_launch
 
         try:
@@ -1001,7 +1011,7 @@ def _(
         kv_dtype=kv_dtype.value,
         concurrency=concurrency.value,
         goal=goal.value,
-        pinned=pin.value.strip(),
+        pinned=pin.value.strip() if pin is not None else "",
         settings={k: v for k, v in settings_values.items() if v},
         sizing=size_mode.value,
         workload=sv.workload_query(workload_values),

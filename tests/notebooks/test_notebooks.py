@@ -23,6 +23,7 @@ from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_p
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.speed.settings import SpeedSettings
 from explorer.ui.app_state import AppDefaults, apply_change, to_query
+from explorer.ui.engine_settings import SETTINGS
 from explorer.units import GiB
 
 NOTEBOOKS = ROOT / "notebooks"
@@ -152,6 +153,19 @@ def test_explorer_engine_settings_reach_the_request(offline):
     vllm = next(o for o in defs["result"].options if o.engine == "vllm")
     # vLLM may use 0.8 of the card as torch sees it: 0.8 × 24,080 MiB (nvidia-smi says 24,564 MiB)
     assert vllm.per_card.usable == int(0.8 * 24080 * 1024**2)
+
+
+def test_explorer_builds_the_engine_settings_only_when_asked(offline):
+    """An open builds one switch, not the ~40 setting controls: off, no setting is in force and no card is pinned;
+    a link that carries a setting or pinned GPUs opens with the controls built and its values in them."""
+    plain = run_explorer()
+    assert plain["engine_settings_on"].value is False and plain["settings"] is None and plain["pin"] is None
+    assert plain["request_settings"] == {} and plain["settings_errors"] == []
+    assert set(plain["settings_values"]) == {s.key for s in SETTINGS} and not any(plain["settings_values"].values())
+    assert plain["app_state"].pinned == "" and plain["app_state"].settings == {}
+    pinned = run_explorer(pinned="0,1")
+    assert pinned["engine_settings_on"].value is True and pinned["pin"].value == "0,1"
+    assert len(pinned["settings"].value) == len(SETTINGS) and pinned["app_state"].pinned == "0,1"
 
 
 def test_explorer_state_round_trips_through_the_url(offline):
