@@ -272,6 +272,11 @@ class SplitEngine(Engine, Protocol):
         """Why plain data parallelism is not planned across nodes, in the engine's terms."""
         ...
 
+    def auto_dtype(self, shape: ModelShape, gpu: GPUClass) -> str:
+        """The dtype the engine loads a float32 checkpoint of ``shape`` at on ``gpu`` at ``--dtype auto``
+        (:mod:`explorer.engines.load_dtype`; its walk plans the model so: :func:`~explorer.engines.load_dtype.served_shape`)."""
+        ...
+
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) splits of ``nodes × width`` cards the engine runs, the best first."""
         ...
