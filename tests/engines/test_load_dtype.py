@@ -18,6 +18,7 @@ from explorer.engines.load_dtype import served_shape, sglang_auto_dtype, vllm_au
 from explorer.engines.request import PlanRequest
 from explorer.engines.vllm_release import vllm_release
 from explorer.model.shapes import shape_from_config
+from explorer.plan.pinning import check_pinned, pinned_launch
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 
@@ -160,3 +161,12 @@ def test_gemma2_on_an_h100_keeps_bf16():
         option = _best(shape, "1x1xh100-80g", engine)
         assert option.precision == "bf16" and "--dtype bfloat16" in option.evaluation.command
         assert option.per_card.kv_cache == shape.at_dtype("bf16").kv_bytes(4096) == shape.kv_bytes(4096) // 2
+
+
+def test_a_pinned_t4_launch_is_planned_at_fp16():
+    # vLLM on a pinned T4: fp16 (no bf16 below compute capability 8.0), weights and KV at 2 bytes
+    cluster = parse_cluster("1x1xt4-16g")
+    result = check_pinned(shape_of(GRANITE), cluster, ["0"], engine="vllm", request=PlanRequest(context_tokens=4096))
+    option = result.option
+    assert option.precision == "fp16" and option.per_card.weights == 2_686_033_920
+    assert option.per_card.kv_cache == KV_4096_BYTES and "--dtype float16" in pinned_launch(result)[0]
