@@ -8,13 +8,17 @@ granite-3.1-1b-a400m-instruct's config says float32. Its 1,334,628,352 parameter
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from support.corpus import load_config, shape_of
+from support.engine_logs import parsed
 
 from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.engines import sglang, vllm
 from explorer.engines.layouts import Layout
 from explorer.engines.load_dtype import served_shape, sglang_auto_dtype, vllm_auto_dtype
+from explorer.engines.logs.check import check_log
 from explorer.engines.request import PlanRequest
 from explorer.engines.vllm_release import vllm_release
 from explorer.model.shapes import shape_from_config
@@ -170,3 +174,14 @@ def test_a_pinned_t4_launch_is_planned_at_fp16():
     option = result.option
     assert option.precision == "fp16" and option.per_card.weights == 2_686_033_920
     assert option.per_card.kv_cache == KV_4096_BYTES and "--dtype float16" in pinned_launch(result)[0]
+
+
+def test_a_log_of_a_float32_checkpoint_is_checked_at_the_loaded_dtype():
+    # a vLLM log at --dtype auto (bfloat16 on an H100), checked against granite's float32 shape: the weights it
+    # predicts are 1,334,628,352 × 2 + the RoPE cache at bf16; with --dtype float32 in the log, at 4 bytes
+    log = parsed("vllm__llama-3.1-8b__H100__4")
+    shape = shape_of(GRANITE)
+    check = check_log(log, shape, CAT)
+    assert check.predicted["weights_bytes"] == PARAMS * 2 + 131_072 * 64 * 2
+    as_fp32 = dataclasses.replace(log, settings={**log.settings, "dtype": "torch.float32"})
+    assert check_log(as_fp32, shape, CAT).predicted["weights_bytes"] == PARAMS * 4 + 131_072 * 64 * 4
