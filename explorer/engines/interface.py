@@ -274,7 +274,8 @@ class SplitEngine(Engine, Protocol):
 
     def auto_dtype(self, shape: ModelShape, gpu: GPUClass) -> str:
         """The dtype the engine loads a float32 checkpoint of ``shape`` at on ``gpu`` at ``--dtype auto``
-        (:mod:`explorer.engines.load_dtype`; its walk plans the model so: :func:`~explorer.engines.load_dtype.served_shape`)."""
+        (:mod:`explorer.engines.load_dtype`; the walk plans the model at it:
+        :func:`~explorer.engines.load_dtype.served`)."""
         ...
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:

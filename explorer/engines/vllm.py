@@ -374,7 +374,8 @@ class VLLM(SplitWalk):
         return vllm_claim(layout, request)
 
     def auto_dtype(self, shape: ModelShape, gpu: GPUClass) -> str:
-        """The dtype it loads a float32 checkpoint at (bfloat16 from compute capability 8.0, float16 below: :func:`vllm_auto_dtype`)."""
+        """The dtype it loads a float32 checkpoint at (bfloat16 from compute capability 8.0, float16 below:
+        :func:`vllm_auto_dtype`)."""
         return vllm_auto_dtype(shape, gpu)
 
     def usable_share(self, request: PlanRequest) -> float:
