@@ -115,6 +115,16 @@ def test_a_dense_what_if_is_the_cast_asked_for(quant, flag):
         assert option.evaluation.command.count("--dtype") == 1 and flag in option.evaluation.command
 
 
+def test_float32_asked_for_is_kept_and_written_out():
+    # --quant fp32 of a float32 checkpoint: 4 bytes a weight, a KV value and vLLM's RoPE cache value, --dtype float32
+    shape = shape_of(GRANITE)
+    for engine in ("vllm", "sglang"):
+        option = _best(shape, "1x1xh100-80g", engine, [what_if_artifact(shape, "fp32")])
+        assert option.precision == "fp32" and option.per_card.kv_cache == KV_4096_BYTES * 2
+        assert option.per_card.weights == PARAMS * 4 + 131_072 * 64 * 4  # SGLang's cache is fp32 anyway
+        assert "--dtype float32" in option.evaluation.command
+
+
 def test_an_online_fp8_what_if_keeps_the_rest_at_16_bits():
     shape = shape_of(GRANITE)
     option = _best(shape, "1x1xh100-80g", "vllm", [what_if_artifact(shape, "fp8")])
