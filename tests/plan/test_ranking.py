@@ -18,6 +18,7 @@ from explorer.plan.ranking import (
     GOALS,
     PUBLISHED_PERPLEXITY,
     QUALITY_CAP_BITS,
+    at_the_brim,
     cards_spent,
     precision_score,
     quality,
@@ -183,3 +184,19 @@ def test_the_cpu_ranks_q5_k_m_above_q6_k_above_q8_0_as_the_seed_did():
     result = plan(shape, parse_cluster("1xcpu-64g,cpu=epyc-9654"), PlanRequest(), artifacts=artifacts)
     assert [o.precision for o in result.options] == ["Q5_K_M", "Q6_K", "Q8_0", "Q4_K_M"]
     assert all(o.layout.cpu for o in result.options)
+
+
+def test_a_partial_offload_is_not_at_the_brim_for_filling_its_card():
+    """Gemma-4-26B, 64 sequences of 4,096 on one 4090: no layout keeps every layer on the card, and llama.cpp's
+    -ngl takes the most layers that fit, so each precision fills the card as far as its layers pack: Q4_K_M with
+    14 of 30 layers on the CPU needs 22.5 of 23.5 GiB (96 %), BF16 with 22 of them 22.1 (94 %). Held to 95 %, the
+    BF16 conversion (1.2 tok/s a sequence) ranked first; held to the sequences alone, Q4_K_M (3.4) does."""
+    shape = shape_of("google__gemma-4-26B-A4B")
+    artifacts = [original_artifact(shape), what_if_artifact(shape, "Q4_K_M")]
+    request = PlanRequest(context_tokens=4096, concurrency=64, engines=("llamacpp",))
+    result = plan(shape, parse_cluster("1x1xrtx4090-24g"), request, artifacts=artifacts)
+    first, bf16 = result.options[0], next(o for o in result.options if o.precision == "BF16")
+    assert (first.precision, first.placement, first.evaluation.layers_on_host) == ("Q4_K_M", "host-offload", 14)
+    assert first.per_card.total * 100 > 95 * first.per_card.usable and not at_the_brim(first)
+    assert bf16.evaluation.layers_on_host == 22 and result.options.index(bf16) == 1
+    assert first.speed.decode_estimate_tokens_per_s > 2.5 * bf16.speed.decode_estimate_tokens_per_s
