@@ -20,11 +20,9 @@ with app.setup(hide_code=True):
     from explorer.hardware.cluster_dict import cluster_from_text
     from explorer.model.dtypes import KV_CACHE_TYPES
     from explorer.model.summary import shape_rows, shape_summary
-    from explorer.plan.fit_view import fit_rows
     from explorer.plan.planner import plan, with_suggestions
     from explorer.plan.size import size
     from explorer.safe_text import safe_html
-    from explorer.sources.known_models import known_models
     from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
     from explorer.sources.snapshot.read import load_snapshot
     from explorer.speed.settings import SpeedSettings
@@ -60,7 +58,6 @@ with app.setup(hide_code=True):
         request_changes,
         settings_text,
     )
-    from explorer.ui.fit_view import FIT_COLUMNS, fit_table
     from explorer.ui.lesson_links import lesson_links
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
@@ -533,7 +530,24 @@ def _(settings):
 
 
 @app.cell(hide_code=True)
-def _(concurrency, context, engine, kv_dtype, request_settings):
+def _(
+    artifact_menu,
+    cluster,
+    concurrency,
+    context,
+    engine,
+    goal,
+    kv_dtype,
+    model,
+    model_ref,
+    request_settings,
+    set_below,
+    shape,
+    weights,
+):
+    # The request and the planner call, in one cell (a move runs one cell fewer): everything below reads
+    # `result`; nothing here touches the network.
+    mo.stop(cluster is None)
     request = replace(
         PlanRequest(
             context_tokens=context.value,
@@ -543,13 +557,6 @@ def _(concurrency, context, engine, kv_dtype, request_settings):
         ),
         **request_settings,
     )
-    return (request,)
-
-
-@app.cell(hide_code=True)
-def _(artifact_menu, cluster, goal, model, model_ref, request, set_below, shape, weights):
-    # The planner call: everything below reads `result`; nothing here touches the network.
-    mo.stop(cluster is None)
     chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
     # as `explorer plan` does: when the model's own weights keep no layout on the GPUs alone, quantised
     # what-ifs are planned too; not when a what-if precision was chosen
@@ -580,25 +587,16 @@ def _(artifact_menu, cluster, goal, model, model_ref, request, set_below, shape,
     # marimo shows a run's outputs when the run ends: the slow part below (curves, ways forward, refusals)
     # waits for a run of its own, after the table. A new plan hands it on; more rows or columns do not.
     set_below((result, request))
-    return chosen, plan_ms, result
-
-
-@app.cell(hide_code=True)
-def _():
-    more_columns = mo.ui.multiselect(
-        options=[c for c in nd.TABLE_COLUMNS if c not in nd.ESSENTIAL_COLUMNS],
-        value=[],
-        label="More columns",
-    )
-    table_rows = mo.ui.number(start=1, stop=100, value=10, label="Rows")
-    return more_columns, table_rows
+    return chosen, plan_ms, request, result
 
 
 @app.cell(hide_code=True)
 def _(cluster, model_name, more_columns, plan_ms, request, result, settings_errors, table_rows):
-    option_rows = nd.option_rows(result, limit=table_rows.value)
-    miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5)
+    # the table's output holds no control (they sit in the cell under it, which a move does not re-run), and its
+    # rows place each option's copies for the command column only when that column is shown
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
+    option_rows = nd.option_rows(result, limit=table_rows.value, commands="command" in _columns)
+    miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5, commands="command" in _columns)
     _strip = best_per_engine_strip(result)
     _head = (
         f"**{safe_html(model_name)}**: **{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
@@ -627,11 +625,25 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, settings_erro
             mo.md(_head),
             *(_notes if settings_errors else _notes[1:]),
             mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
-            mo.hstack([table_rows, more_columns], justify="start"),
         ],
         gap=0.5,
     )
     return miss_rows, option_rows
+
+
+@app.cell(hide_code=True)
+def _():
+    # the table's rows and columns and the option drawn below: built and drawn once, under the table
+    more_columns = mo.ui.multiselect(
+        options=[c for c in nd.TABLE_COLUMNS if c not in nd.ESSENTIAL_COLUMNS],
+        value=[],
+        label="More columns",
+    )
+    table_rows = mo.ui.number(start=1, stop=100, value=10, label="Rows")
+    # a menu, narrower than a number box: the row stays one line at 1,024 px, and the chart under it in view
+    draw = mo.ui.dropdown(options=[str(n) for n in range(1, 101)], value="1", label="Draw option #")
+    mo.hstack([table_rows, more_columns, draw], justify="start")
+    return draw, more_columns, table_rows
 
 
 @app.cell(hide_code=True)
@@ -684,40 +696,6 @@ def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
 
 
 @app.cell(hide_code=True)
-def _():
-    draw = mo.ui.number(start=1, stop=100, value=1, label="Draw option #")
-    return (draw,)
-
-
-@app.cell(hide_code=True)
-def _(draw, result):
-    # what each card of the option the table ranks #N holds (the nearest miss when nothing fits)
-    _drawable = list(result.options) or nd.near_misses(result, 1)
-    picked = _drawable[min(draw.value, len(_drawable)) - 1] if _drawable else None
-    mo.stop(picked is None)
-    _card = picked.per_card
-    _tps, _ttft, _cost = nd.speed_of_option(picked)
-    _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
-    if picked.fits:  # as the CLI's repl and all tok/s: the copies the cluster holds at once, and together
-        _together = nd.cluster_tokens_per_s(picked)
-        _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
-            f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
-        )
-    mo.hstack(
-        [
-            draw,
-            mo.md(
-                f"{'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs "
-                f"**{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
-            ),
-        ],
-        justify="start",
-        align="center",
-    )
-    return (picked,)
-
-
-@app.cell(hide_code=True)
 def _(picked):
     # the per-card chart as the cell's own output: its spec travels once, not escaped into a layout's HTML
     vega.VegaLiteSpec(
@@ -730,11 +708,29 @@ def _(picked):
 
 
 @app.cell(hide_code=True)
-def _(picked, result):
+def _(draw, result):
+    # the option the table ranks #N (the nearest miss when nothing fits), drawn above: what it needs, how it is
+    # launched (its lines computed for this option alone), its notes; one cell, under its chart
+    _drawable = list(result.options) or nd.near_misses(result, 1)
+    _rank = min(int(draw.value), len(_drawable))
+    picked = _drawable[_rank - 1] if _drawable else None
+    mo.stop(picked is None)
+    _card = picked.per_card
+    _tps, _ttft, _cost = nd.speed_of_option(picked)
+    _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
+    if picked.fits:  # as the CLI's repl and all tok/s: the copies the cluster holds at once, and together
+        _together = nd.cluster_tokens_per_s(picked)
+        _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
+            f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
+        )
     _host = nd.host_note(picked)
-    _launch = result.replica_launch(picked).text() if result.replica_launch else picked.evaluation.command
+    _launch = nd.launch_text(result, picked)
     mo.vstack(
         [
+            mo.md(
+                f"Option #{_rank}: {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
+                f"card needs **{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
+            ),
             mo.md(
                 (f"*{safe_html(_host)}* · " if _host else "")
                 + f"Launch (devices, port, a line a node):<pre>{safe_html(_launch)}</pre>"
@@ -743,7 +739,7 @@ def _(picked, result):
         ],
         gap=0.25,
     )
-    return
+    return (picked,)
 
 
 @app.cell(hide_code=True)
@@ -869,14 +865,20 @@ def _(cluster, fit_button, get_below, goal):
     # request, its own weights, ranked by the goal, with the first change that fits (explorer fit), on demand.
     fit_list, _fit_problem = None, None
     if fit_button.value and cluster is not None and get_below() is not None:
+        # imported on the first press, not at open: the list of known models reads the cache too
+        from explorer.plan.fit_view import fit_rows as _fit_rows
+        from explorer.sources.known_models import known_models as _known_models
+        from explorer.ui.fit_view import FIT_COLUMNS as _FIT_COLUMNS
+        from explorer.ui.fit_view import fit_table as _fit_table
+
         _result, _request = get_below()
-        _known = known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache, chosen=AUDIENCE.chosen_models)
+        _known = _known_models(use_cache=not IN_BROWSER and AUDIENCE.listing_uses_cache, chosen=AUDIENCE.chosen_models)
         with mo.status.spinner(title=f"Planning the {len(_known.models)} known models on this cluster …"):
             _t0 = time.perf_counter()
             try:
                 fit_list = AUDIENCE.run(
-                    lambda: fit_table(
-                        fit_rows(
+                    lambda: _fit_table(
+                        _fit_rows(
                             _known.models,
                             cluster,
                             _request,
@@ -896,7 +898,7 @@ def _(cluster, fit_button, get_below, goal):
                 f"{sum(r['tier'] != '✗' for r in fit_list)} of {len(fit_list)} models fit "
                 f"(planned in {_ms / 1000:.1f} s)."
             ),
-            mo.Html(nd.rows_html(fit_list, FIT_COLUMNS, table_id="explorer-fit")),
+            mo.Html(nd.rows_html(fit_list, _FIT_COLUMNS, table_id="explorer-fit")),
         ]
         if fit_list is not None
         else []

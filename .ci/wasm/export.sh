@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The published site: each notebook exported with `marimo export html-wasm --mode run --offline`, so that a
 # static host (GitHub Pages) serves pages that plan in the browser (Pyodide) with no server and no network.
-# usage: .ci/wasm/export.sh SITE MIRROR      (from the project root, in the project's venv)
-#   SITE: the folder written (replaced); MIRROR: .ci/wasm/build_mirror.sh's output.
+# usage: .ci/wasm/export.sh SITE MIRROR [NOTEBOOK FOLDER]...     (from the project root, in the project's venv)
+#   SITE: the folder written (replaced); MIRROR: .ci/wasm/build_mirror.sh's output; NOTEBOOK FOLDER pairs: only
+#   these pages (default: every page below; the app benchmark exports "notebooks/app.py ." alone).
 #   Needs marimo, playwright, uv (marimo's export scans the imports with it) and a built dist/explorer-*.whl.
 set -euo pipefail
 SITE=$1
@@ -20,6 +21,12 @@ NOTEBOOKS=(
   "notebooks/speed.py speed.py"
   "notebooks/serving.py serving.py"
 )
+
+if [ $# -gt 2 ]; then
+  shift 2
+  NOTEBOOKS=()
+  while [ $# -ge 2 ]; do NOTEBOOKS+=("$1 $2"); shift 2; done
+fi
 
 WHEEL=$(ls "$PWD"/dist/explorer-*-py3-none-any.whl)
 TMP=$(mktemp -d)

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from explorer.model.conversion import CONVERTER_TYPES
+
 CheckpointFormat = Literal["awq", "gptq", "fp8", "compressed-tensors", "gguf", "bnb", "nvfp4", "mxfp4", "int8", "bf16"]
 Verified = Literal["config", "files", "card", "name-only", "hub"]
 
@@ -132,9 +134,6 @@ def checkpoint_for(
 UNPUBLISHED_MARK = ": no published checkpoint known>"
 #: what a launch command's placeholder for weights that must be converted to a GGUF first says
 CONVERT_MARK = " GGUF (convert_hf_to_gguf.py"
-#: the GGUF types llama.cpp's ``convert_hf_to_gguf.py --outtype`` writes itself (its choices besides ``auto``);
-#: any other type is the converter's output run through ``llama-quantize``
-CONVERTER_TYPES = frozenset({"F32", "F16", "BF16", "Q8_0", "TQ1_0", "TQ2_0"})
 
 
 def placeholder_ref(label: str, base_repo: str) -> str:

@@ -48,10 +48,11 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from explorer.bench.browser import DEEP_QUERY, launch_chromium, marimo_server, missing_browser
+from explorer.bench.cell_profile import cell_costs, cell_names, profile_report
 
 TABLE = "#explorer-options"
 
@@ -69,7 +70,7 @@ _ARM = f"""() => {{
   const w = window;
   (w.__benchObservers || []).forEach((o) => o.disconnect());
   w.__benchObservers = [];
-  w.__bench = {{ t0: null, table: null, chart: null }};
+  w.__bench = {{ t0: null, table: null, chart: null, origin: performance.timeOrigin }};
   const b = w.__bench;
   const start = () => {{ if (b.t0 === null) b.t0 = performance.now(); }};
   for (const kind of ['keydown', 'pointerdown', 'input']) document.addEventListener(kind, start, {{capture: true, once: true}});
@@ -132,16 +133,19 @@ def _settle(page, timeout_s: float, quiet_s: float = 0.6) -> dict:
     return page.evaluate("() => window.__bench")
 
 
-def _timed(page, action, into: Timings, timeout_s: float) -> None:
+def _timed(page, action, into: Timings, timeout_s: float) -> dict:
+    """Arm the page, act, wait for it to settle; the page's timings (``t0``, ``table``, ``chart``: ms on the
+    page's clock, which starts at ``origin``, ms since the epoch)."""
     page.evaluate(_ARM)
     action()
     b = _settle(page, timeout_s)
     if b["t0"] is None or b["table"] is None:
         into.missed += 1
-        return
+        return b
     into.table_ms.append(b["table"] - b["t0"])
     if b["chart"] is not None:
         into.charts_ms.append(b["chart"] - b["t0"])
+    return b
 
 
 def _control(page, tag: str, label: str, inner: str):
@@ -218,15 +222,28 @@ class Wire:
     Attributes:
         messages: frames sent and received.
         bytes: their payloads' length (UTF-8 bytes for text frames).
+        received: the frames received while recording (:meth:`record`), else None.
     """
 
     messages: int = 0
     bytes: int = 0
+    received: list | None = None
 
     def count(self, payload) -> None:
         """Count one frame (``str`` or ``bytes``)."""
         self.messages += 1
         self.bytes += len(payload.encode() if isinstance(payload, str) else payload)
+
+    def receive(self, payload) -> None:
+        """Count one frame from the server, and keep it while recording."""
+        self.count(payload)
+        if self.received is not None:
+            self.received.append(payload)
+
+    def record(self) -> list:
+        """Keep the frames received from now on (a new list, returned)."""
+        self.received = []
+        return self.received
 
 
 def _wired(page) -> Wire:
@@ -235,7 +252,7 @@ def _wired(page) -> Wire:
 
     def on_socket(ws) -> None:
         ws.on("framesent", wire.count)
-        ws.on("framereceived", wire.count)
+        ws.on("framereceived", wire.receive)
 
     page.on("websocket", on_socket)
     return wire
@@ -250,12 +267,16 @@ class MoveCost:
         bytes: websocket bytes a move.
         messages: websocket messages a move.
         main_ms: the page's main-thread time a move (ms).
+        frames: the frames the page received in each move (for :func:`explorer.bench.cell_profile.cell_costs`).
+        pressed_s: when each move's key was pressed (s since the epoch, the page's clock).
     """
 
     timings: Timings = field(default_factory=Timings)
     bytes: list[int] = field(default_factory=list)
     messages: list[int] = field(default_factory=list)
     main_ms: list[float] = field(default_factory=list)
+    frames: list[list] = field(default_factory=list)
+    pressed_s: list[float] = field(default_factory=list)
 
 
 def _task_s(cdp) -> float:
@@ -268,37 +289,51 @@ def _costed_move(page, cdp, wire: Wire, key: str, into: MoveCost, timeout_s: flo
     slider.focus()
     page.wait_for_timeout(300)  # the focus's own work is not the move's
     sent, count, task = wire.bytes, wire.messages, _task_s(cdp)
-    _timed(page, lambda: slider.press(key), into.timings, timeout_s)
+    into.frames.append(wire.record())
+    b = _timed(page, lambda: slider.press(key), into.timings, timeout_s)
+    wire.received = None
+    into.pressed_s.append((b["origin"] + (b["t0"] or 0.0)) / 1000)
     into.bytes.append(wire.bytes - sent)
     into.messages.append(wire.messages - count)
     into.main_ms.append((_task_s(cdp) - task) * 1000)
 
 
-def _open_page(browser, url: str, timeout_s: float, viewport: dict[str, int]):
-    page = browser.new_page(viewport=viewport)
+#: the window both pages are opened in
+VIEWPORT = {"width": 1440, "height": 900}
+
+
+def _open_page(new_page, url: str, timeout_s: float):
+    """(the page, its wire recording every frame since the open, seconds to the table, when it was opened: s
+    since the epoch)."""
+    page = new_page()
     wire = _wired(page)
-    t0 = time.perf_counter()
+    wire.record()
+    opened_s, t0 = time.time(), time.perf_counter()
     page.goto(url)
     page.locator(TABLE).wait_for(timeout=int(timeout_s * 1000))
-    return page, wire, time.perf_counter() - t0
+    return page, wire, time.perf_counter() - t0, opened_s
 
 
-def run_versus_floor(browser, app_url: str, floor_url: str, opens: int, moves: int, timeout_s: float) -> dict:
+def run_versus_floor(new_page, app_url: str, floor_url: str, opens: int, moves: int, timeout_s: float) -> dict:
     """The app and the floor opened ``opens`` times each, interleaved, then ``moves`` context moves on each,
-    interleaved; every figure for both (``{"app": ..., "floor": ...}``)."""
-    viewport = {"width": 1440, "height": 900}
+    interleaved; every figure for both (``{"app": ..., "floor": ...}``), with the frames each page received in its
+    last open (``open_frames``, until the app's charts were drawn) and when it was opened (``opened_s``).
+    ``new_page()`` opens a tab (:data:`VIEWPORT` wide)."""
     urls = {"app": app_url, "floor": floor_url}
     open_s: dict[str, list[float]] = {"app": [], "floor": []}
     pages: dict[str, tuple] = {}
+    last_open: dict[str, float] = {}
     for _ in range(opens):
         for name, url in urls.items():
             if name in pages:
                 pages[name][0].close()
-            page, wire, seconds = _open_page(browser, url, timeout_s, viewport)
+            page, wire, seconds, opened_s = _open_page(new_page, url, timeout_s)
             open_s[name].append(seconds)
             pages[name] = (page, wire)
+            last_open[name] = opened_s
     pages["app"][0].locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
     pages["app"][0].wait_for_timeout(1500)  # the charts below the table finish before the first move
+    open_frames = {name: wire.received for name, (_page, wire) in pages.items()}
     costs = {name: MoveCost() for name in urls}
     cdps = {}
     for name, (page, _) in pages.items():
@@ -310,7 +345,15 @@ def run_versus_floor(browser, app_url: str, floor_url: str, opens: int, moves: i
             _costed_move(page, cdps[name], wire, key, costs[name], timeout_s)
     for page, _ in pages.values():
         page.close()
-    return {name: {"open_s": open_s[name], "moves": costs[name]} for name in urls}
+    return {
+        name: {
+            "open_s": open_s[name],
+            "moves": costs[name],
+            "open_frames": open_frames[name],
+            "opened_s": last_open[name],
+        }
+        for name in urls
+    }
 
 
 def _median(xs: list[float]) -> float | None:
@@ -344,6 +387,8 @@ def versus_report(result: dict, load: tuple[float, float, float]) -> str:
     lines = [f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs", ""]
     lines += ["| figure | app | floor | app / floor |", "|---|---:|---:|---:|"]
     for figure, app, floor in versus_figures(result):
+        if not app and not floor:  # not measured (a WASM page has no websocket)
+            continue
         ratio = f"{app / floor:.2f}" if app is not None and floor else "—"
         shown = [
             f"{v:,.2f}" if v is not None and v < 100 else f"{v:,.0f}" if v is not None else "—" for v in (app, floor)
@@ -369,12 +414,32 @@ def _run_floor(args, root: Path) -> int:
             marimo_server(root / args.notebook, cwd=root, env=env, python=args.python) as app_url,
             marimo_server(floor, cwd=root, env=env, python=args.python) as floor_url,
         ):
-            result = run_versus_floor(browser, app_url, floor_url, args.opens, args.moves, args.timeout_s)
+            result = run_versus_floor(
+                lambda: browser.new_page(viewport=VIEWPORT), app_url, floor_url, args.opens, args.moves, args.timeout_s
+            )
         browser.close()
     print(versus_report(result, os.getloadavg()))
+    names = {"app": cell_names(root / args.notebook), "floor": {}}
+    profiles = {
+        side: [
+            cell_costs(frames, names[side], since_s=pressed)
+            for frames, pressed in zip(r["moves"].frames, r["moves"].pressed_s, strict=True)
+        ]
+        for side, r in result.items()
+    }
+    for side, moves in profiles.items():
+        print(f"\n{side}: what a context move ran and sent, cell by cell\n\n{profile_report(moves)}")
+    for side, r in result.items():
+        opening = cell_costs(r["open_frames"], names[side], since_s=r["opened_s"])
+        print(f"\n{side}: what its last open ran and sent (ended at: ms after the page was asked for)\n")
+        print(profile_report([opening]))
     if args.json:
         plain = {
-            name: {"open_s": r["open_s"], "moves": {**vars(r["moves"]), "timings": vars(r["moves"].timings)}}
+            name: {
+                "open_s": r["open_s"],
+                "moves": {**vars(r["moves"]), "timings": vars(r["moves"].timings), "frames": None},
+                "cells": [[asdict(c) for c in move] for move in profiles[name]],
+            }
             for name, r in result.items()
         }
         figures = {f: {"app": a, "floor": b} for f, a, b in versus_figures(result)}

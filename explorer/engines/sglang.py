@@ -49,6 +49,7 @@ from explorer.engines.layouts import Layout, card_role, pp_partition
 from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
+from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
 from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, online_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -263,10 +264,11 @@ def evaluate(
     def seq_kv(a: int, b: int, ctx: int) -> int:
         return stage_kv_bytes(shape, a, b, kv_type, attn_tp, ctx, 1)
 
+    rope = rope_cache_bytes(shape, sglang_rope_dtype(shape, gpu))  # every stage builds its own
     stages = pp_partition(shape.layers, layout.pp)
     cards, pools = [], []
     for s, (a, b) in enumerate(stages):
-        w = weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1)
+        w = weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1) + rope
         per_seq = seq_kv(a, b, request.context_tokens)
         cards.append(
             CardMemory(

@@ -38,6 +38,7 @@ from explorer.engines.layouts import Layout, card_role, pp_partition
 from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
+from explorer.engines.rope_cache import rope_cache_bytes, vllm_rope_dtype
 from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, online_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
@@ -114,16 +115,18 @@ def stage_weight_bytes(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, release: VLLMRelease
 ) -> list[int]:
     """Each pipeline stage's weights on one of its cards, MXFP4 experts and block-fp8 scales as vLLM re-lays
-    them (:mod:`~explorer.engines.vllm_mxfp4`, :mod:`~explorer.engines.vllm_fp8_marlin`)."""
+    them (:mod:`~explorer.engines.vllm_mxfp4`, :mod:`~explorer.engines.vllm_fp8_marlin`), with the RoPE cache
+    every stage builds (:func:`~explorer.engines.rope_cache.rope_cache_bytes`)."""
     weights = weight_breakdown(shape, precision, layout.tp, layout.ep)
     extra = relayout_extra_bytes(shape, precision, gpu, release, layout.tp, layout.ep)
     marlin = marlin_layer_extra_bytes(shape, precision, gpu, layout.tp, layout.ep)
+    rope = rope_cache_bytes(shape, vllm_rope_dtype(shape))
     stages = pp_partition(shape.layers, layout.pp)
     out = []
     for s, (a, b) in enumerate(stages):
         moe_layers = sum(1 for layer in shape.decoder[a:b] if any(t.role == "expert" for t in layer.tensors))
         stage = weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1)
-        out.append(stage + extra * moe_layers + sum(marlin[a:b]))
+        out.append(stage + extra * moe_layers + sum(marlin[a:b]) + rope)
     return out
 
 

@@ -23,7 +23,8 @@ moved (docs/notes/engine_logs.md has the logs behind each figure):
   takes it, 0.26.0's argument table in tests/data/engine_args/vllm.json has none);
 - **MXFP4 experts** on Hopper run on Marlin (padded shapes) up to 0.11 and
   on triton_kernels from 0.12 (the switch is between the 0.11 log that
-  matches Marlin and the 0.14.1 log that names Triton).
+  matches Marlin and the 0.14.1 log that names Triton); triton_kernels pads
+  the swizzled weights to 64-byte multiples by 0.19 (not yet in 0.14.1).
 
 :data:`CURRENT` is the newest release the corpus has a log of.
 """
@@ -101,6 +102,12 @@ class VLLMRelease:
     def mxfp4_triton_on_hopper(self) -> bool:
         """Whether MXFP4 experts run on triton_kernels on Hopper (else Marlin)."""
         return self.version >= (0, 12)
+
+    @property
+    def mxfp4_triton_value_padding(self) -> bool:
+        """Whether triton_kernels pads MXFP4 weights to multiples of 64 bytes when it swizzles them for Hopper
+        (:mod:`explorer.engines.vllm_mxfp4`): the 0.19.0 logs show it, the 0.14.1 log does not."""
+        return self.version >= (0, 19)
 
     def non_torch_bytes(self, tp: int, pp: int) -> int:
         """Memory outside torch's allocator that the profiling run adds inside the budget, per card."""

@@ -156,9 +156,15 @@ class GPUClass:
         return self.torch_memory_bytes or self.memory_bytes
 
     @property
+    def metal(self) -> bool:
+        """Whether the GPU reaches its unified memory through Metal's working set (an Apple chip, an unnamed
+        ``uma-`` host); a CUDA unified-memory chip (GB10) gives its engines torch's whole total instead."""
+        return self.unified and self.vendor != "nvidia"
+
+    @property
     def usable_memory_bytes(self) -> int:
-        """Memory a GPU workload may count on: all of a card, the Metal working set of unified memory."""
-        return metal_working_set_bytes(self.memory_bytes) if self.unified else self.memory_bytes
+        """Memory a GPU workload may count on: all of a card, the Metal working set of Metal unified memory."""
+        return metal_working_set_bytes(self.memory_bytes) if self.metal else self.memory_bytes
 
 
 def _bytes_label(n: int) -> str:

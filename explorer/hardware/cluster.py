@@ -196,8 +196,9 @@ class Node:
     @property
     def gpu_usable_limit_bytes(self) -> int:
         """Device memory a GPU workload may use in all: the Metal working set of a unified host's RAM
-        (:func:`explorer.hardware.catalogue.metal_working_set_bytes`), else every card's memory."""
-        if self.unified:
+        (:func:`explorer.hardware.catalogue.metal_working_set_bytes`), else every card's memory (a CUDA
+        unified-memory chip's too: :attr:`~explorer.hardware.catalogue.GPUClass.metal`)."""
+        if self.unified and any(g.gpu.metal for g in self.gpus):
             return metal_working_set_bytes(self.host_ram_bytes)
         return self.gpu_memory_bytes
 

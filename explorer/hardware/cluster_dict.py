@@ -134,14 +134,14 @@ def _node_from_dict(raw: object, at: str, index: int, catalogue: Catalogue, cpus
     if not isinstance(raw_groups, list):
         raise ClusterSpecError(f"{at}: gpus must be a list of groups")
     groups = tuple(_group_from_dict(g, f"{at}.gpus[{j}]", catalogue) for j, g in enumerate(raw_groups))
-    unified = unified or any(g.gpu.unified for g in groups)
+    unified = unified or any(g.gpu.metal for g in groups)
     if unified and not groups:
         if ram is None:
             raise ClusterSpecError(f"{at}: a unified node needs host_ram (its GPU shares it)")
         uma = catalogue.resolve(f"uma-{ram // GiB}g" if ram % GiB == 0 else f"uma:{ram}B")
         groups = (GPUGroup(gpu=uma, count=1, free_count=1),)
-    if unified and ram is None:
-        ram = groups[0].gpu.memory_bytes
+    if ram is None and (unified or any(g.gpu.unified for g in groups)):
+        ram = groups[0].gpu.memory_bytes  # the GPU shares the host's RAM (a CUDA one, GB10, is planned as a card)
     if ram is None and not groups:
         raise ClusterSpecError(f"{at}: a node without GPUs needs host_ram")
     assumed = ram is None

@@ -196,7 +196,7 @@ def _parse_term(
             gpus=groups,
             host_ram_bytes=host_ram,
             host_free_bytes=host_free,
-            unified=bool(gpu and gpu.unified),
+            unified=bool(gpu and gpu.metal),  # a CUDA unified-memory chip (GB10) is planned as a card
             host_ram_assumed=assumed,
             cpu=cpu,
         )
@@ -268,7 +268,7 @@ def uniform_cluster(gpu: GPUClass, nodes: int, width: int, fabric: str | None = 
                 gpus=(group,),
                 host_ram_bytes=ram,
                 host_free_bytes=ram,
-                unified=gpu.unified,
+                unified=gpu.metal,
                 host_ram_assumed=not gpu.unified,
             )
             for i in range(nodes)

@@ -59,11 +59,15 @@ CLASS_DEFAULTS: dict[str, dict[str, object]] = {
 
 
 def with_class_defaults(config: dict, model_type: str) -> tuple[dict, list[str]]:
-    """``config`` with its class's defaults under it, and the keys that were filled."""
+    """``config`` with its class's defaults under it, and the keys that were filled.
+
+    Only absent keys take the default: an explicit ``null`` is the value, as transformers keeps it
+    (Mistral-Small-3.1's ``text_config`` says ``"sliding_window": null``: no window, not MistralConfig's 4096).
+    """
     defaults = CLASS_DEFAULTS.get(model_type)
     if not defaults:
         return config, []
-    filled = [k for k in defaults if config.get(k) is None]
+    filled = [k for k in defaults if k not in config]
     if not filled:
         return config, []
-    return {**defaults, **{k: v for k, v in config.items() if v is not None}}, filled
+    return {**defaults, **config}, filled

@@ -165,6 +165,9 @@ class Precision:
         kv_cache_hint: a KV cache dtype the checkpoint ships scales for (``fp8``).
         all_matrices: quantise every 2-D tensor, embeddings and head included
             (a GGUF what-if: llama.cpp quantises ``token_embd`` and ``output`` too).
+        kept: the checkpoint whose quantised tensors a conversion copies as they are: where ``kept``
+            quantises a tensor, its format wins (llama.cpp's converter writes gpt-oss's MXFP4 experts
+            unchanged at every file type).
     """
 
     name: str
@@ -176,10 +179,21 @@ class Precision:
     source: Source = "config"
     kv_cache_hint: str | None = None
     all_matrices: bool = False
+    kept: Precision | None = None
 
     def __hash__(self) -> int:
         return hash(
-            (self.name, self.method, self.base, self.groups, self.skip, self.roles, self.source, self.all_matrices)
+            (
+                self.name,
+                self.method,
+                self.base,
+                self.groups,
+                self.skip,
+                self.roles,
+                self.source,
+                self.all_matrices,
+                self.kept,
+            )
         )
 
     @property
@@ -197,6 +211,8 @@ class Precision:
 
     def format_for(self, tensor: Tensor, layer: int | None) -> WeightFormat | None:
         """The quantised format storing ``tensor``, or None when it stays in ``base``."""
+        if self.kept is not None and (fmt := self.kept.format_for(tensor, layer)) is not None:
+            return fmt
         if not self.groups:
             return None
         if self.all_matrices:

@@ -18,14 +18,14 @@ same figure for its engine and layout (:attr:`~explorer.engines.options.Rejectio
 Worked (the kvplan case), at the current vLLM release (0.26): Llama-3.1-8B on
 one L4 (torch sees 22.05 GiB of the driver's 23,034 MiB) at
 gpu_memory_utilization 0.92 offers 21,781,926,641 bytes. The bf16 weights
-take 16,060,522,496; the profiling peak is the sampler's, 15.5 bytes a logit
+take 16,060,522,496 and their RoPE cache 33,554,432; the profiling peak is the sampler's, 15.5 bytes a logit
 × 256 rows × 128,256 = 508,919,808 (the forward pass, 2,048 tokens × (4 ×
 4,096 + 3 × 14,336) × 2 bytes, is less); CUDA graphs 0.1 GiB + 7 MiB × 2 modes
 × 51 sizes and non-torch memory 0.25 GiB, 1,124,492,902 together. That leaves
-4,087,991,435 bytes for a KV cache of 128 KiB a token: 31,189 tokens, 31,184 in
+4,054,437,003 bytes for a KV cache of 128 KiB a token: 30,933 tokens, 30,928 in
 blocks of 16, not the 131,072 asked. Under vLLM 0.11 (``--vllm-version
 0.11.0 --max-num-seqs 128``, CUDA graphs outside the budget) the same refusal
-says 37,712; that release logged 38,944 on an L4 (tests/data/engine_logs).
+says 37,456; that release logged 38,944 on an L4 (tests/data/engine_logs).
 """
 
 from __future__ import annotations

@@ -208,7 +208,7 @@ def _roomy_context(ask: Ask, longest: int) -> tuple[int, PlanResult]:
     """The longest context up to ``longest`` (the longest that fits at all, so at the brim) whose best option
     keeps headroom (:func:`~explorer.plan.ranking.at_the_brim`), in steps of :data:`CONTEXT_STEP_TOKENS`, and
     its plan; ``longest`` and its plan when none does. Headroom shrinks as the context grows, so a binary
-    search finds it in about log₂(longest / 256) plans: 8 for 38,368 tokens."""
+    search finds it in about log₂(longest / 256) plans: 8 for 38,112 tokens."""
     at_longest = ask.again(request=replace(ask.request, context_tokens=longest))
     if _roomy(ask, at_longest):
         return longest, at_longest

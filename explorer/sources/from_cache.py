@@ -15,11 +15,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from explorer.errors import CacheError, ExplorerError
+from explorer.sources.cache.location import absent_cache_path
 from explorer.sources.cache.store import Cache, open_default_cache
 from explorer.sources.facts import HubFacts, build_model, facts_from_cache, store_facts
 from explorer.sources.hub.settings import HubSettings
@@ -29,34 +29,9 @@ from explorer.sources.spec import ModelSpec
 __all__ = [
     "drop_entry",
     "from_cache",
-    "indexed_miss",
-    "no_cache_file",
     "stale_answer",
     "store",
 ]
-
-
-def indexed_miss(s: HubSettings, repo: str, revision: str | None) -> str | None:
-    """The cache file's path when its index (:mod:`explorer.sources.cache.index`) says it maps no such branch or
-    tag of ``repo``: offline, the cache would miss, so it need not be opened (nor duckdb imported). Else None."""
-    from explorer.sources.cache.file import default_cache_path
-    from explorer.sources.cache.index import known_absent
-
-    rev = revision or "main"
-    path = default_cache_path()
-    if path == ":memory:" or re.fullmatch(r"[0-9a-f]{40}", rev.lower()):
-        return None  # a sha is answered by the rows of that sha, which the index does not list
-    return path if known_absent(path, s.endpoint.rstrip("/"), repo, rev) else None
-
-
-def no_cache_file() -> bool:
-    """Whether the default cache has neither a file nor a journal (:mod:`explorer.sources.cache.journal`):
-    nothing cached could answer, so a first read need not open it (nor import duckdb)."""
-    from explorer.sources.cache.file import default_cache_path
-    from explorer.sources.cache.journal import present
-
-    path = default_cache_path()
-    return path != ":memory:" and not present(path)
 
 
 def from_cache(
@@ -131,7 +106,7 @@ def store(facts: HubFacts, s: HubSettings, cache: Any) -> str | None:
     """Cache what the Hub said (the caller's cache, else one opened for the write); None, or why it was not."""
     if cache is not None:
         return store_facts(cache, facts)
-    if no_cache_file():  # a first read: the journal keeps it, without duckdb (replayed by the next open)
+    if absent_cache_path() is not None:  # a first read: the journal keeps it, without duckdb (replayed next open)
         return store_facts(Cache.journal(endpoint=s.endpoint), facts)
     notes: list[str] = []
     opened = open_default_cache(s, read_only=False, notes=notes)

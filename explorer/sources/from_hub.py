@@ -43,17 +43,8 @@ from explorer.errors import (
     HubTimeoutError,
     OfflineMissError,
 )
-from explorer.sources.cache.store import open_default_cache
+from explorer.sources.cache.location import absent_cache_path, indexed_miss
 from explorer.sources.checkpoints import shipped_checkpoints
-from explorer.sources.facts import build_model, fetch_facts
-from explorer.sources.from_cache import (
-    drop_entry,
-    from_cache,
-    indexed_miss,
-    no_cache_file,
-    stale_answer,
-    store,
-)
 from explorer.sources.hub.settings import HubSettings, clean_token
 from explorer.sources.resolved import ResolvedModel
 from explorer.sources.spec import ModelSpec
@@ -116,16 +107,20 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
     s = _settings(settings, offline=offline, token=token)
     notes: list[str] = []
     own = cache is None
-    unopened = None  # the cache file offline left shut: its index says it cannot answer
-    if own:
-        if not s.offline and no_cache_file():
-            pass  # a first read: nothing cached could answer; what the Hub says goes to the journal (store)
-        elif not (s.offline and (unopened := indexed_miss(s, spec.repo, revision))):
-            # read-only: other processes may read at once; a write opens the file again, briefly
-            cache = open_default_cache(s, read_only=True, notes=notes)
-    drop = None if not own or s.offline else partial(drop_entry, s, cache)
+    unopened = None  # the cache file left shut: there is none, or (offline) its index says it cannot answer
+    if (
+        own
+        and (unopened := absent_cache_path()) is None
+        and not (s.offline and (unopened := indexed_miss(s.endpoint, spec.repo, revision)))
+    ):
+        # imported here, like the rest of the cache's side: an answer the cache cannot give (a first read,
+        # an indexed miss) never loads the cache's records, nor the Hub's and GGUF's ones its checks use
+        from explorer.sources.cache.store import open_default_cache
+
+        # read-only: other processes may read at once; a write opens the file again, briefly
+        cache = open_default_cache(s, read_only=True, notes=notes)
     try:
-        if (got := from_cache(spec, revision, cache, notes, drop=drop)) is not None:
+        if cache is not None and (got := _cached_answer(spec, revision, s, cache, notes, own=own)) is not None:
             return got
         where = f"{spec.repo}{'@' + revision if revision else ''}{':' + spec.filename if spec.filename else ''}"
         if s.offline:
@@ -143,10 +138,23 @@ def resolve_hub(spec: ModelSpec, *, revision: str | None = None, offline: bool =
             cache.close()
 
 
+def _cached_answer(spec: ModelSpec, revision: str | None, s: HubSettings, cache: Any, notes: list[str], *,
+                   own: bool) -> ResolvedModel | None:  # fmt: skip
+    """The cache's checked answer, or None (see :mod:`explorer.sources.from_cache`); online, a poisoned entry of
+    the cache opened here is dropped from the file."""
+    from explorer.sources.from_cache import drop_entry, from_cache  # only a read that opened a cache needs them
+
+    drop = None if not own or s.offline else partial(drop_entry, s, cache)
+    return from_cache(spec, revision, cache, notes, drop=drop)
+
+
 def _from_the_hub(spec: ModelSpec, revision: str | None, s: HubSettings, cache: Any, notes: list[str], *,
                   progress, cancel: threading.Event | None) -> ResolvedModel:  # fmt: skip
     """Read the Hub; build the model (its checks pass before anything is cached), then cache it.
     A Hub that cannot answer is answered from a stale cache entry, else the snapshot, saying so."""
+    # the Hub's side, imported when the Hub is asked: an offline answer never loads its records and readers
+    from explorer.sources.facts import build_model, fetch_facts
+    from explorer.sources.from_cache import stale_answer, store
     from explorer.sources.hub.many import default_progress
 
     try:

@@ -21,8 +21,8 @@ from functools import partial
 from explorer.artifacts.known_model import KnownModel
 from explorer.artifacts.offer import fallback_artifacts, original_artifact
 from explorer.errors import ExplorerError
-from explorer.sources.cache.file import default_cache_path
 from explorer.sources.cache.journal import present
+from explorer.sources.cache.location import default_cache_path
 from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.snapshot.read import Snapshot, load_snapshot
 

@@ -2,10 +2,8 @@
 
 :func:`resolve_model` takes what a user typed (see :mod:`explorer.sources.spec`):
 
-- a local ``config.json`` or model folder: the shape from the config, the
-  offer from the folder's weight files (sizes read from the disk);
-- a local ``.gguf`` file: only its header bytes are read (a split set's
-  sibling parts too, merged), the shape comes from the header;
+- a local ``config.json``, model folder or ``.gguf`` file: read by
+  :mod:`explorer.sources.local_files` (imported only then);
 - a Hub id (``org/name``, ``org/name@revision``, ``org/name:FILE.gguf``):
   answered, in order, by the cache, the Hub (unless offline), or the
   shipped snapshot; see :mod:`explorer.sources.from_hub`.
@@ -16,7 +14,9 @@ answered in ``origin``. A token is never part of a result, a note or an error.
 This is the top of the resolver: it imports the Hub path
 (:mod:`explorer.sources.from_hub`), which imports the records below it
 (:mod:`explorer.sources.resolved`, :mod:`explorer.sources.spec`); nothing
-below imports this module.
+below imports this module. Each source's readers load when that source is
+asked, so that an offline answer from the shipped snapshot loads no GGUF
+reader, Hub client or cache (``tests/cli/test_startup.py``).
 """
 
 from __future__ import annotations
@@ -25,13 +25,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from explorer.artifacts.offer import build_offer, is_projector
 from explorer.errors import ConfigError
-from explorer.gguf.header import split_parts
 from explorer.model.shapes import ModelShape, shape_from_config
 from explorer.sources.from_hub import resolve_hub
-from explorer.sources.gguf_files import read_header_file, shape_from_header, split_siblings
-from explorer.sources.local_files import read_local_config
 from explorer.sources.resolved import ResolvedModel
 from explorer.sources.spec import ModelSpec, parse_model_spec
 
@@ -71,10 +67,12 @@ def resolve_model(
         HubError: a subclass naming the failure (gated, not found, timeout, offline miss…).
     """
     spec = parse_model_spec(text, local_paths=local_paths, local_root=local_root)
-    if spec.kind == "config":
-        return _resolve_config(spec)
-    if spec.kind == "gguf":
-        return _resolve_gguf_file(spec)
+    if spec.kind in ("config", "gguf"):
+        # imported here: the local readers (GGUF headers, the offer of a folder's files) serve only a path;
+        # a Hub id answered from the snapshot never loads them
+        from explorer.sources.local_files import resolve_local
+
+        return resolve_local(spec)
     if revision and spec.revision and revision != spec.revision:
         raise ConfigError(
             f"{text} names revision {spec.revision!r} but --revision says {revision!r}", hint="give the revision once"
@@ -91,27 +89,6 @@ def resolve_model(
     )
 
 
-def _folder_files(folder: Path) -> dict[str, int]:
-    try:
-        return {p.name: p.stat().st_size for p in folder.iterdir() if p.is_file()}
-    except OSError:
-        return {}
-
-
-def _resolve_config(spec: ModelSpec) -> ResolvedModel:
-    local = read_local_config(spec.path)
-    shape = shape_from_config(local.config, name=local.name, companions=local.companions)
-    # only a model folder's files belong to the model (a config.json lying among others does not)
-    files = _folder_files(local.path.parent) if local.path.name == "config.json" else {}
-    artifacts = build_offer(files, shape=shape, has_config=True, where=str(local.path.parent))
-    notes = tuple(
-        f"{a.label}: size computed from the shape (no weight files beside the config)"
-        for a in artifacts
-        if a.size_source == "computed"
-    )
-    return ResolvedModel(spec=spec, shape=shape, artifacts=artifacts, origin="file", notes=notes)
-
-
 def resolve_config_text(text: str, name: str = "pasted config.json") -> ResolvedModel:
     """A model from a config.json's text (pasted into the app): its shape, and original weights sized from it.
 
@@ -119,6 +96,8 @@ def resolve_config_text(text: str, name: str = "pasted config.json") -> Resolved
         ConfigError: the text is not JSON, or not a model's config.
     """
     import json
+
+    from explorer.artifacts.offer import build_offer  # as for a local file: only a pasted config needs the offer
 
     try:
         config = json.loads(text)
@@ -131,24 +110,6 @@ def resolve_config_text(text: str, name: str = "pasted config.json") -> Resolved
     notes = tuple(f"{a.label}: size computed from the shape (no weight files)" for a in artifacts)
     spec = ModelSpec(kind="config", text=name)
     return ResolvedModel(spec=spec, shape=shape, artifacts=artifacts, origin="pasted", notes=notes)
-
-
-def _resolve_gguf_file(spec: ModelSpec) -> ResolvedModel:
-    path = spec.path
-    parts = split_siblings(path)
-    headers = {p.name: read_header_file(p)[0] for p in parts}
-    files = {p.name: p.stat().st_size for p in parts}
-    for p in path.parent.glob("*.gguf"):  # a projector beside the model goes with it
-        if is_projector(p.name):
-            files[p.name] = p.stat().st_size
-    artifacts = build_offer(files, gguf_headers=headers, has_config=False, where=str(path.parent))
-    chosen = next(a for a in artifacts if path.name in a.files)
-    split = split_parts(path.name)
-    name = split[0] if split else path.stem
-    shape = shape_from_header(chosen.gguf_header, name=name)
-    span = sum(h.header_bytes for h in headers.values())
-    notes = (f"read only the header ({span:,} bytes) of {sum(files[p.name] for p in parts):,} in {len(parts)} file(s)",)
-    return ResolvedModel(spec=spec, shape=shape, artifacts=(chosen,), origin="file", notes=notes)
 
 
 def load_model(text: str, **kw) -> ResolvedModel:
@@ -164,6 +125,8 @@ def load_shape(text: str, **kw) -> ModelShape:
     """The shape of a local config.json, model folder or .gguf file, or of a Hub id (see :func:`load_model`)."""
     spec = parse_model_spec(text)
     if spec.kind == "config" and not kw:
+        from explorer.sources.local_files import read_local_config  # as in resolve_model
+
         local = read_local_config(spec.path)
         return shape_from_config(local.config, name=local.name, companions=local.companions)
     return load_model(text, **kw).shape

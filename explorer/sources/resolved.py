@@ -1,7 +1,7 @@
 """What resolving a MODEL argument gives: :class:`ResolvedModel`, a shape and what it offers, and whence.
 
-Made by :mod:`explorer.sources.resolve` (local files) and
-:mod:`explorer.sources.from_hub` (cache, Hub, snapshot), read by the CLI, the
+Made by :mod:`explorer.sources.local_files` (local files), :mod:`explorer.sources.resolve`
+(a pasted config) and :mod:`explorer.sources.from_hub` (cache, Hub, snapshot), read by the CLI, the
 notebooks and the planner's callers. It imports only the parsed argument
 (:mod:`explorer.sources.spec`) and the core.
 """
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from explorer.artifacts.checkpoints import PublishedCheckpoint
-from explorer.artifacts.offer import DEFAULT_WHAT_IFS, what_if_artifacts
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.sources.spec import ModelSpec
@@ -81,9 +80,13 @@ class ResolvedModel:
                     return a
         return self.artifacts[0] if self.artifacts else None
 
-    def what_ifs(self, names: tuple[str, ...] = DEFAULT_WHAT_IFS) -> tuple[Artifact, ...]:
-        """The model at other precisions: its published checkpoints where known, else what-ifs sized from the shape."""
-        return what_if_artifacts(self.shape, names, self.checkpoints)
+    def what_ifs(self, names: tuple[str, ...] | None = None) -> tuple[Artifact, ...]:
+        """The model at other precisions (default: :data:`explorer.artifacts.offer.DEFAULT_WHAT_IFS`): its
+        published checkpoints where known, else what-ifs sized from the shape."""
+        # imported here: the offer reads GGUF headers, which a model answered from the snapshot never needs
+        from explorer.artifacts.offer import DEFAULT_WHAT_IFS, what_if_artifacts
+
+        return what_if_artifacts(self.shape, DEFAULT_WHAT_IFS if names is None else names, self.checkpoints)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready dict of where the model came from and what it offers (no GGUF headers)."""

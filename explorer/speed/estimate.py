@@ -57,6 +57,7 @@ from explorer.errors import ImplausibleFigureError, UnknownPrecisionError
 from explorer.limits import check_figures
 from explorer.memo import memo
 from explorer.model.artifacts import ORIGINAL
+from explorer.model.conversion import converted_precision
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat
 from explorer.speed.floor import Pace, pace_for, speed_facts
 from explorer.speed.prices import PriceTable
@@ -172,18 +173,19 @@ def precision_for(
     if gguf:
         if artifact.format == "gguf" and shape.precision.source == "gguf":
             return shape.precision
-        return _what_if(shape, loaded or artifact.quant, round(bits_per_weight, 3))
+        return _what_if(shape, loaded or artifact.quant, round(bits_per_weight, 3), gguf=True)
     if artifact.name == ORIGINAL and not artifact.what_if:
         return shape.precision
     return _what_if(shape, artifact.quant, round(bits_per_weight, 3))
 
 
-@memo(256, keyed_on="shape identity, GGUF quant name, bits per weight")
-def _what_if(shape, quant: str, bits_per_weight: float) -> Precision:
-    """``quant`` as :meth:`~explorer.model.shapes.ModelShape.resolve_precision` reads it (a name or a label);
-    one it does not know as a GGUF-like mix of ``bits_per_weight`` bits."""
+@memo(256, keyed_on="shape identity, GGUF quant name, bits per weight, whether a GGUF is loaded")
+def _what_if(shape, quant: str, bits_per_weight: float, gguf: bool = False) -> Precision:
+    """``quant`` as :meth:`~explorer.model.shapes.ModelShape.resolve_precision` reads it (a name or a label;
+    a GGUF as :func:`~explorer.model.conversion.converted_precision` converts the checkpoint to it); one it does
+    not know as a GGUF-like mix of ``bits_per_weight`` bits."""
     try:
-        return shape.resolve_precision(quant)
+        return converted_precision(shape, quant) if gguf else shape.resolve_precision(quant)
     except UnknownPrecisionError:
         pass
     if bits_per_weight <= 0:

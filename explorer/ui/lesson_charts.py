@@ -30,8 +30,8 @@ Rows = Sequence[Mapping[str, Any]]
 Spec = dict[str, Any]
 
 #: a card's parts, bottom to top
-SPLIT_PARTS = ("embeddings", "decoder layers", "LM head", "KV cache", "activations + overhead")
-SPLIT_COLOURS = ("#72b7b2", "#4c78a8", "#b279a2", "#f58518", "#9d755d")
+SPLIT_PARTS = ("embeddings", "decoder layers", "LM head", "built while loading", "KV cache", "activations + overhead")
+SPLIT_COLOURS = ("#72b7b2", "#4c78a8", "#b279a2", "#bab0ac", "#f58518", "#9d755d")
 #: ggml types, most bits first, coloured warm (more bits) to cool (fewer)
 MIX_TYPES = ("F32", "F16", "Q8_0", "Q6_K", "Q5_1", "Q5_0", "Q5_K", "Q4_K", "Q4_0", "Q3_K")
 MIX_COLOURS = (

@@ -153,8 +153,9 @@ def split_model(shape, gpu_class: str, cards: int, mode: Mode, request: PlanRequ
 def card_rows(split: Split) -> list[dict[str, Any]]:
     """Long-form rows of what each card holds, part by part (GiB), for :func:`explorer.ui.lesson_charts.split_spec`.
 
-    Parts: embeddings (and a vision tower), decoder layers, LM head, KV cache, activations + overhead;
-    they sum to the engine's per-card total. Empty when the split is refused.
+    Parts: embeddings (and a vision tower), decoder layers, LM head, what the engine builds while loading beside
+    the checkpoint (the RoPE cache, kernels' re-layouts), KV cache, activations + overhead; they sum to the
+    engine's per-card total. Empty when the split is refused.
     """
     ev = split.evaluation
     if ev is None:
@@ -167,6 +168,7 @@ def card_rows(split: Split) -> list[dict[str, Any]]:
             ("embeddings", wb.embedding_bytes + wb.vision_bytes if first else 0),
             ("decoder layers", sum(wb.layer_bytes[a:b])),
             ("LM head", wb.head_bytes if last else 0),
+            ("built while loading", card.weights - wb.stage_bytes(a, b, first=first, last=last)),
             ("KV cache", card.kv_cache),
             ("activations + overhead", card.activations + card.overhead),
         )

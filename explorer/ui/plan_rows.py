@@ -192,7 +192,7 @@ def launch_text(result: PlanResult, option: Option) -> str:
     return result.replica_launch(option).text()
 
 
-def _row(rank: str, option: Option, fits: str, launch: str) -> dict[str, Any]:
+def _row(rank: str, option: Option, fits: str, launch: str | None) -> dict[str, Any]:
     card, ev = option.per_card, option.evaluation
     tps, ttft, cost = speed_of_option(option)
     return {
@@ -209,14 +209,24 @@ def _row(rank: str, option: Option, fits: str, launch: str) -> dict[str, Any]:
         "cluster tok/s": _num(cluster_tokens_per_s(option), ",.1f"),
         "TTFT (s)": _num(ttft, ",.2f"),
         "$ / M tokens": _num(cost, ",.2f"),
-        "command": launch,
+        **({"command": launch} if launch is not None else {}),
     }
 
 
-def option_rows(result: PlanResult, limit: int = 40) -> list[dict[str, Any]]:
-    """The ranked options as table rows (``TABLE_COLUMNS``), best first, ✓ in ``fits``."""
+def _launch(result: PlanResult, option: Option, commands: bool) -> str | None:
+    return launch_text(result, option) if commands else None
+
+
+def option_rows(result: PlanResult, limit: int = 40, *, commands: bool = True) -> list[dict[str, Any]]:
+    """The ranked options as table rows (``TABLE_COLUMNS``), best first, ✓ in ``fits``.
+
+    ``commands=False`` leaves the ``command`` column out: a row's launch lines place every copy on the
+    cluster's nodes (:func:`launch_text`), which a table that does not show them need not pay for (0.6 s for
+    8 rows on a 100,000-GPU cluster).
+    """
     return [
-        _row(str(i), o, "✓" if o.fits else "✗", launch_text(result, o)) for i, o in enumerate(result.options[:limit], 1)
+        _row(str(i), o, "✓" if o.fits else "✗", _launch(result, o, commands))
+        for i, o in enumerate(result.options[:limit], 1)
     ]
 
 
@@ -227,11 +237,12 @@ def near_misses(result: PlanResult, limit: int = 3) -> list[Option]:
     return evaluated[:limit]
 
 
-def near_miss_rows(result: PlanResult, limit: int = 3) -> list[dict[str, Any]]:
-    """Rows for the ways that just failed to fit, marked ✗ (shown in red); a way that does not fit has no replicas."""
+def near_miss_rows(result: PlanResult, limit: int = 3, *, commands: bool = True) -> list[dict[str, Any]]:
+    """Rows for the ways that just failed to fit, marked ✗ (shown in red); a way that does not fit has no replicas.
+    ``commands`` as :func:`option_rows`."""
     return [
         {
-            **_row("✗", o, "✗ short by " + gib(-o.per_card.headroom), launch_text(result, o)),
+            **_row("✗", o, "✗ short by " + gib(-o.per_card.headroom), _launch(result, o, commands)),
             "replicas": "—",
             "cluster tok/s": "—",
         }
@@ -389,28 +400,35 @@ def rows_html(
     Plain HTML (not an interactive grid) so that it renders the same in a live
     app, an exported page and a Jupyter output. It takes its container's width:
     text columns wrap (the option, the command), figures do not, and a
-    horizontal scroll inside the table's own box is the last resort.
+    horizontal scroll inside the table's own box is the last resort. The look is
+    one style block for the table (figures are ``class='n'``), not repeated in
+    every cell: a move of the app's slider sends the table again, and inline
+    styles were half its bytes.
     """
-    cell = "padding:3px 6px;vertical-align:top;"
-    head = "".join(
-        f"<th style='{cell}text-align:{'right' if c in _NUMERIC else 'left'};white-space:nowrap'>{safe_html(c)}</th>"
-        for c in columns
+    t = f"#{table_id}"
+    style = (
+        f"<style>{t}{{border-collapse:collapse;font-size:13px;width:100%}}"
+        f"{t} th,{t} td{{padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}}"
+        f"{t} th{{white-space:nowrap}}{t} thead tr{{border-bottom:1px solid #ccc}}"
+        f"{t} .n{{text-align:right;white-space:nowrap}}{t} tr.misfit{{color:#b91c1c;background:#fef2f2}}"
+        f"{t} code{{font-size:11px;white-space:pre-wrap;overflow-wrap:anywhere}}</style>"
     )
+    head = "".join(f"<th{_numeric(c)}>{safe_html(c)}</th>" for c in columns)
     body = []
     for r in rows:
-        bad = str(r.get("fits", "")).startswith("✗")
-        style = "color:#b91c1c;background:#fef2f2" if bad else ""
+        fits = "misfit" if str(r.get("fits", "")).startswith("✗") else "fit"
         cells = []
         for c in columns:
             text = safe_html(str(r.get(c, "")))
             if c == "command" and text:
-                text = f"<code style='font-size:11px;white-space:pre-wrap;overflow-wrap:anywhere'>{text}</code>"
-            how = "text-align:right;white-space:nowrap" if c in _NUMERIC else "overflow-wrap:anywhere"
-            cells.append(f"<td style='{cell}{how}'>{text}</td>")
-        body.append(f"<tr class='{'misfit' if bad else 'fit'}' style='{style}'>{''.join(cells)}</tr>")
+                text = f"<code>{text}</code>"
+            cells.append(f"<td{_numeric(c)}>{text}</td>")
+        body.append(f"<tr class='{fits}'>{''.join(cells)}</tr>")
     return (
-        f"<div class='explorer-table' style='max-width:100%;overflow-x:auto'>"
-        f"<table id='{table_id}' style='border-collapse:collapse;font-size:13px;width:100%'>"
-        f"<thead><tr style='border-bottom:1px solid #ccc'>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table></div>"
+        f"<div class='explorer-table' style='max-width:100%;overflow-x:auto'>{style}"
+        f"<table id='{table_id}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+def _numeric(column: str) -> str:
+    return " class='n'" if column in _NUMERIC else ""

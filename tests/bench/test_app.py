@@ -49,3 +49,16 @@ def test_the_floor_is_one_slider_and_the_apps_table_id(tmp_path):
     outputs, defs = floor.app.run()
     assert defs["context"].value == 8192
     assert "id='explorer-options'" in outputs[1].text and "8,192" in outputs[1].text
+
+
+def test_figures_neither_page_measured_are_left_out():
+    # a WASM page has no websocket: bytes and messages are 0 on both sides, and no row says 0 / 0
+    result = {
+        "app": _side([6.0, 4.0], [100, 300], [400, 600], [0, 0], [90, 30]),
+        "floor": _side([3.0, 2.0], [40, 50], [], [0, 0], [20, 30]),
+    }
+    for side in result.values():
+        side["moves"].messages = [0, 0]
+    text = versus_report(result, (1.0, 1.0, 1.0))
+    assert "bytes a move" not in text and "websocket messages" not in text
+    assert "| slider → table (ms, median) | 200 | 45.00 | 4.44 |" in text  # 200 / 45 = 4.44

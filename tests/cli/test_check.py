@@ -24,7 +24,8 @@ def test_a_vllm_log(tmp_path, capsys):
     assert main(["check", log, "--model", "meta-llama/Meta-Llama-3.1-8B", "--offline"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("vLLM 0.19.0 · meta-llama/Meta-Llama-3.1-8B · 1 × h100-80g")
-    assert "weights" in out and "14.99 GiB" in out and "14.96 GiB" in out  # log, explorer
+    # log, explorer: 14.96 GiB of bf16 weights and vLLM's 32 MiB RoPE cache
+    assert "weights" in out and out.count("14.99 GiB") >= 2
     assert "card total (as the engine sees it)  79.19 GiB" in out and "verdict" in out and "agree" in out
 
 

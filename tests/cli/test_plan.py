@@ -277,7 +277,7 @@ def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
     args += ["--context", "131072", "--gpu-memory-utilization", "0.92"]
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "(max context 31,184)" in text  # vLLM 0.26: tests/plan/test_longest_context.py works it out
+    assert "(max context 30,928)" in text  # vLLM 0.26: tests/plan/test_longest_context.py works it out
     # the bf16 weights keep no layout on the L4 alone, so the plan also holds the quantised fallbacks: a Q4_K_M
     # GGUF (4.3 GiB + 16.0 GiB of KV) is the first all-GPU row; the suggestions stay about the own weights
     assert out_first_line(text) == "1 llama.cpp · 1 × l4-24g (single) · Q4_K_M"
@@ -286,7 +286,7 @@ def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
     assert main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     refusal = next(x for x in out["rejected"] if x["engine"] == "vllm")
-    assert refusal["max_context"] == 31_184 and isinstance(refusal["per_card"]["total"], int)
+    assert refusal["max_context"] == 30_928 and isinstance(refusal["per_card"]["total"], int)
     kinds = {s["kind"] for s in out["suggestions"]}
     assert {"kv-cache", "context", "cluster", "precision"} <= kinds
     assert out["widened"] and out["options"][0]["tier"] == 1

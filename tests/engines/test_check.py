@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 from support.corpus import shape_of
-from support.engine_logs import entry, parsed, shape_for
+from support.engine_logs import entry, log_record, parsed, shape_for
 
 from explorer.engines.calibration import Calibration
 from explorer.engines.layouts import Layout
@@ -66,8 +66,9 @@ def test_a_vllm_log_lined_up_part_by_part():
     assert all(isinstance(v, int) for part in ("observed", "predicted", "differences") for v in d[part].values())
     # 0.95 × 79.19 GiB = 75.23 GiB asked for, as the log's 'worker requested memory' line says
     assert abs(d["differences"]["requested_bytes"]) <= 0.005 * GiB
-    # Model loading took 14.99 GiB; explorer: 8,030,261,248 parameters × 2 bytes = 14.96 GiB
-    assert d["predicted"]["weights_bytes"] == 16_060_522_496
+    # Model loading took 14.99 GiB; explorer: 8,030,261,248 parameters × 2 bytes = 14.96 GiB, and the RoPE cache
+    # (131,072 positions × 128 × 2 bytes = 32 MiB): 14.99 GiB
+    assert d["predicted"]["weights_bytes"] == 16_060_522_496 + 33_554_432
     assert abs(d["differences"]["kv_cache_bytes"]) < 0.01 * d["observed"]["kv_cache_bytes"]
 
 
@@ -77,16 +78,17 @@ def test_gpt_oss_120b_on_one_h100_is_refused_as_vllm_refuses_it():
     result = plan(shape, parse_cluster_spec("1x1xh100-80g", CAT), request)
     assert not result.options and result.pruned == {"memory": 1}
     card = result.rejected[0].option.per_card
-    # 71.27 GiB asked (0.9 × 79.19); weights 64.18 GiB (the Triton layout), activation 2.97, 1.05 GiB of
-    # graphs and non-torch leave 3.07 GiB, short of one 131,072-token sequence (4.79 GiB)
+    # 71.27 GiB asked (0.9 × 79.19); weights 65.52 GiB (the Triton layout: scales twice, fp32 biases, the swizzled
+    # values padded to 64 bytes; and the 32 MiB RoPE cache), activation 2.97, 1.05 GiB of graphs and non-torch
+    # leave 1.73 GiB, short of one 131,072-token sequence (4.79 GiB)
     assert card.usable == int(round(79.19 * GiB) * 0.9)
-    assert abs(card.weights - 64.18 * GiB) < 0.01 * GiB
+    assert abs(card.weights - 65.52 * GiB) < 0.01 * GiB
     assert card.usable - card.weights - card.activations - card.overhead < card.kv_cache
-    # at 0.95 it fits, with under 3 GiB to spare, as the logs that started at 0.95 show
+    # at 0.95 it fits, with under 1 GiB to spare, as the logs that started at 0.95 show
     roomy = plan(
         shape, parse_cluster_spec("1x1xh100-80g", CAT), dataclasses.replace(request, gpu_memory_utilization=0.95)
     )
-    assert roomy.options and roomy.options[0].per_card.headroom < 3 * GiB
+    assert roomy.options and roomy.options[0].per_card.headroom < 1 * GiB
 
 
 def test_the_published_gpt_oss_120b_refusals_replay():
@@ -155,3 +157,19 @@ def test_a_calibration_changes_later_plans_on_that_class_only():
         "m",
     )
     assert not any("calibrated" in n for n in other.notes)
+
+
+def test_a_v0_worker_ranks_figures_are_replayed_without_the_sampler():
+    """vllm__deepseek-r1-distill-qwen-14b__RTX4090__1 (V0 ~0.7, tp 2 on RTX 4090s at 0.98): the reporter's rank (a
+    worker process) profiled 0.19 GiB of activation and 8.69 GiB of KV room; the driver's sampler (256 rows ×
+    152,064 logits × 38.9 B = 1.41 GiB) is on rank 0 alone, whose smaller room sets the 81,536 blocks' tokens."""
+    name = "vllm__deepseek-r1-distill-qwen-14b__RTX4090__1"
+    log = log_record(name)
+    assert log.driver_rank is False
+    overrides = entry(name)["replay"]["settings"]
+    check = check_log(log, shape_for("Qwen__Qwen2.5-14B"), CAT, card="rtx4090-24g", overrides=overrides)
+    assert check.setup.sampler_rank is False
+    # the forward pass alone: 512 tokens (V0's chunked prefill past 32K) × (3 × 5,120 + 3 × 13,824 / 2) × 2 B
+    assert check.predicted["activation_bytes"] == 512 * (3 * 5120 + 3 * 13824 // 2) * 2
+    assert abs(check.predicted["kv_cache_bytes"] - 8.69 * GiB) < 0.05 * 8.69 * GiB
+    assert check.started is False and check.fits is False  # 131,072 tokens do not fit the driver's room

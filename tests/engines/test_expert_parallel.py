@@ -18,6 +18,8 @@ V3 = "deepseek-ai__DeepSeek-V3"
 #: 14,680,064 bytes + ⌈2048/128⌉·⌈7168/128⌉ = 896 fp32 scales (3,584 bytes) = 14,683,648; 256 experts on 58 MoE layers
 V3_EXPERT_BYTES = 3 * 14_683_648
 V3_ROUTED_BYTES = 58 * 256 * V3_EXPERT_BYTES  # 654,068,416,512
+#: vLLM's RoPE cache on every rank (explorer.engines.vllm_rope): 163,840 × 64 × 2 bytes
+V3_ROPE_BYTES = 20_971_520
 
 
 def _plan(shape, cluster, **req):
@@ -35,8 +37,9 @@ def test_deepseek_v3_dp8_ep_on_8_h200_fits_with_per_rank_memory_by_hand():
     assert (layout.tp, layout.dp, layout.ep, layout.cards) == (1, 8, 8, 8)
     whole = 673_150_582_112  # every weight once: 654,068,416,512 routed + 19,082,165,600 the rest
     assert whole - V3_ROUTED_BYTES == 19_082_165_600
-    # a rank: the rest whole + 32 experts × 58 layers × 44,050,944 = 19,082,165,600 + 81,758,552,064
-    assert card.weights == 19_082_165_600 + V3_ROUTED_BYTES // 8 == 100_840_717_664
+    # a rank: the rest whole + 32 experts × 58 layers × 44,050,944 = 19,082,165,600 + 81,758,552,064, and vLLM's
+    # RoPE cache (YaRN's 4,096 × 40 = 163,840 positions × the 64-wide rope key × 2 bytes = 20,971,520)
+    assert card.weights == 19_082_165_600 + V3_ROUTED_BYTES // 8 + V3_ROPE_BYTES == 100_861_689_184
     # its own sequence's MLA latent: 576 values × 2 bytes × 61 layers × 4,096 tokens
     assert card.kv_cache == 576 * 2 * 61 * 4096 == 287_834_112
     # sampler 15.5 B × 1,024 rows × 129,280 logits + the fused-MoE buffers 2 × 8,192 tokens × 8 × 2 × 2,048 × 2 B
@@ -75,8 +78,8 @@ def test_kimi_k2_dp16_over_two_nodes_refused_on_h100_with_numbers_and_fits_on_h2
     assert why.reason == "needs 78.9 GiB on a card (each of 16 cards (16 dp ranks of 1)), has 71.3 GiB usable"
     fits = _plan(kimi, "2x8xh200-141g@ib0", engines=("vllm",), data_parallel_size=16)
     (option,) = fits.options
-    rest = option.per_card.weights - 24 * 60 * 44_050_944
-    assert option.per_card.weights == 77_672_767_328 and rest == 14_239_407_968  # attention, dense, shared, vocab
+    rest = option.per_card.weights - 24 * 60 * 44_050_944 - 131_072 * 64 * 2  # routed experts, the RoPE cache
+    assert option.per_card.weights == 77_689_544_544 and rest == 14_239_407_968  # attention, dense, shared, vocab
     # the head's command, and the other node's (the launch lines name the head node in <head-node>)
     head, (other,) = option.evaluation.command, option.evaluation.workers
     base = (
@@ -96,7 +99,8 @@ def test_qwen3_coder_480b_fp8_dp8_ep_on_8_h200():
     expert = 3 * (15_728_640 + 3_840)
     routed_rank = 62 * 20 * expert
     assert routed_rank == 58_524_825_600
-    assert option.per_card.weights - routed_rank == 14_001_746_944  # attention, routers, norms, vocab whole
+    rope = 262_144 * 128 * 2  # vLLM's RoPE cache: 262,144 positions × 128 × 2 bytes
+    assert option.per_card.weights - routed_rank - rope == 14_001_746_944  # attention, routers, norms, vocab whole
     # 8 KV heads × 128 × 2 (K, V) × 2 bytes × 62 layers × 4,096 tokens for its own sequence
     assert option.per_card.kv_cache == 8 * 128 * 2 * 2 * 62 * 4096
     assert " --data-parallel-size 8 --max-model-len 4096 " in option.evaluation.command
@@ -165,7 +169,7 @@ def test_pinned_cards_take_the_same_dp_ep_launch():
     gpus = [str(i) for i in range(8)]
     pinned = check_pinned(shape, parse_cluster("1x8xh200-141g"), gpus, request=PlanRequest(data_parallel_size=8))
     assert pinned.option.layout.parallel == "dp8 ep8" and not pinned.overcommitted
-    assert pinned.option.per_card.weights == 100_840_717_664
+    assert pinned.option.per_card.weights == 100_861_689_184
 
 
 def test_sglang_ep_size_within_tp_splits_each_expert_by_tp_over_ep():

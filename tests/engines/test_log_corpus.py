@@ -18,12 +18,13 @@ log is kept in docs/notes/engine_logs.md; regenerate it with
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 
 import pytest
 from support.corpus import ROOT
-from support.engine_logs import entry, log_record, names, replayable, shape_for
+from support.engine_logs import LOG_CONFIGS, config_path, entry, log_record, names, replayable, shape_for
 
 from explorer.engines.logs.check import LogCheck, check_log
 from explorer.sources.shipped import shipped_catalogue
@@ -101,6 +102,18 @@ def test_the_corpus_is_what_the_issue_asks():
         assert e["url"].startswith("http") and e["excerpt"].strip(), n
         if not replayable(n):
             assert len(e["replay"]["not_replayable"]) > 20, n
+
+
+def test_every_replay_config_is_a_stored_config_with_its_provenance():
+    # the corpus's own configs (tests/data/engine_logs/configs) each name where they came from
+    rows = {r["file"]: r for r in csv.DictReader((LOG_CONFIGS / "PROVENANCE.csv").open())}
+    for path in LOG_CONFIGS.glob("*.json"):
+        row = rows.get(path.name)
+        # a repository at a commit, or a Hub page named by its address
+        pinned = len(row["commit"]) == 40 or row["source_path"].startswith("https://huggingface.co/") if row else False
+        assert row and row["source_repo"] and pinned, path.name
+    for n in REPLAYED:
+        assert config_path(entry(n)["replay"]["config"]).is_file(), n
 
 
 @pytest.mark.parametrize("name, part", CASES, ids=[f"{n}-{p}" for n, p in CASES])

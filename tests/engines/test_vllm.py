@@ -95,8 +95,9 @@ def test_pipeline_stages_hold_embeddings_first_and_head_last():
     first, last = ev.cards
     embed = 128256 * 4096 * 2
     layer = 218_112_000 * 2
-    assert first.weights == 16 * layer + embed
-    assert last.weights == 16 * layer + embed + 4096 * 2  # lm_head + final norm
+    rope = 131_072 * 128 * 2  # each stage builds its own RoPE cache (32 MiB)
+    assert first.weights == 16 * layer + embed + rope
+    assert last.weights == 16 * layer + embed + 4096 * 2 + rope  # lm_head + final norm
     assert last.activations > first.activations  # the sampler's logits run on the last stage
 
 
@@ -122,7 +123,8 @@ def test_per_card_weights_never_grow_with_tp(tp):
     [
         # Marlin pads gpt-oss's 2880 to 2944 (intermediate, ×128) and 3072 (hidden, ×256): 65.97 GiB logged (0.10.1)
         ("openai__gpt-oss-120b", "h100-80g", "0.10.1", "marlin", 65.97),
-        # triton_kernels keeps the shapes, holds the scales twice and the biases in fp32: 64.38 GiB logged (0.14.1)
+        # triton_kernels keeps the shapes, holds the scales twice (rows padded to 256) and the biases in fp32:
+        # 64.38 GiB logged (0.14.1); by 0.19 it also pads the packed weights to 64-byte multiples
         ("openai__gpt-oss-120b", "h100-80g", "0.14.1", "triton", 64.38),
         ("openai__gpt-oss-20b", "h100-80g", "0.19.0", "triton", 13.64),
         ("openai__gpt-oss-20b", "a100-80g", "0.19.0", "marlin", 13.72),
@@ -137,6 +139,26 @@ def test_mxfp4_experts_as_vllm_lays_them(model, gpu, version, backend, logged_gi
     checkpoint = weight_breakdown(shape, shape.precision).total_bytes  # 60.77 GiB for the 120b
     assert ev.cards[0].weights > checkpoint
     assert abs(ev.cards[0].weights - logged_gib * GiB) <= 0.02 * logged_gib * GiB
+
+
+def test_triton_kernels_pads_the_swizzled_mxfp4_experts():
+    """gpt-oss-20b at tp 2 on an H100 with 0.19.0 (vllm__gpt-oss-20b__H100__2: 7.01 GiB a card logged)."""
+    shape = shape_of("openai__gpt-oss-20b")
+    h100 = CAT.get("h100-80g")
+    # per expert (I 2,880 / 2 = 1,440 → 1,472, H 2,880): the loaded copy at the padded intermediate size
+    # (w13 2,944 × 1,440 + w2 2,880 × 736 bytes of values, 2,944 × 90 + 2,880 × 46 of scales, bf16 biases 2 × 5,824)
+    # less the checkpoint's share (2,880 × 1,440 + 2,880 × 720 values, 2,880 × 90 + 2,880 × 45 scales, 2 × 5,760),
+    # the fp32 biases' other half (2 × 5,824), the swizzled scales (3,072 × 90 + 3,072 × 46 = 417,792)
+    loaded = 2944 * 1440 + 2880 * 736 + 2944 * 90 + 2880 * 46 + 2 * 5824
+    stored = 2880 * 1440 + 2880 * 720 + 2880 * 90 + 2880 * 45 + 2 * 5760
+    old = loaded - stored + 2 * 5824 + 417_792
+    assert relayout_extra_bytes(shape, shape.precision, h100, vllm_release("0.14.1"), 2, 1) == 32 * old
+    # 0.19 pads the packed values to 64 bytes both ways: w13 2,944 × 1,472, w2 2,880 × 768 (+94,208 + 92,160)
+    assert relayout_extra_bytes(shape, shape.precision, h100, vllm_release("0.19.0"), 2, 1) == 32 * (
+        old + 94_208 + 92_160
+    )
+    ev = _eval("openai__gpt-oss-20b", "h100-80g", PlanRequest(context_tokens=4096, vllm_version="0.19.0"), tp=2)
+    assert abs(ev.cards[0].weights - 7.01 * GiB) <= 0.01 * 7.01 * GiB
 
 
 def test_mxfp4_padding_on_blackwell_and_rocm_and_nothing_for_other_checkpoints():

@@ -23,7 +23,7 @@ H100 = shipped_catalogue().resolve("h100-80g")
 def test_vllm_footprint_matches_the_engine():
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
     demand = demand_for(shape, parse_model_term("llama:16k"), gpu=H100)
-    assert demand.weights_bytes == shape.weight_bytes()
+    assert demand.weights_bytes == shape.weight_bytes() + 131_072 * 128 * 2  # and vLLM's RoPE cache
     assert demand.kv_bytes_per_token == 131_072 and demand.context_tokens == 16384
     card = vllm.evaluate(
         shape, shape.precision, Layout(engine="vllm", gpu_class=H100.name), H100, PlanRequest(context_tokens=16384), "m"

@@ -99,7 +99,9 @@ def test_every_row_is_sane(cat):
         assert c.known and c.memory_source, c.name
         assert c.memory_bytes > 0 and c.bandwidth_bytes_per_s > 0 and c.bf16_tflops > 0, c.name
         assert c.vendor in ("nvidia", "amd", "apple"), c.name
-        assert c.unified == (c.vendor == "apple"), c.name
+        # unified memory: the Apple chips, and NVIDIA's GB10 (DGX Spark), whose CUDA engines see all of it
+        assert c.unified == (c.vendor == "apple" or c.name.startswith("gb10-")), c.name
+        assert c.metal == (c.vendor == "apple"), c.name
         if c.fp8_tflops is not None:
             assert c.fp8_tflops >= c.bf16_tflops, c.name
         if c.is_mig:
@@ -231,6 +233,22 @@ def test_usable_memory(cat):
     assert cat.get("h100-80g").usable_memory_bytes == 85_520_809_984
 
 
+def test_gb10_is_cuda_unified_memory(cat):
+    # DGX Spark: 128 GiB of LPDDR5X shared with the CPU, but CUDA engines budget from torch's total
+    # (121.63 GiB as vLLM printed it: round(121.63 × 1024**3) = 130,599,218,053 B), not Metal's 3/4.
+    gb10 = cat.get("gb10-128g")
+    assert gb10.unified and not gb10.metal and gb10.vendor == "nvidia"
+    assert gb10.usable_memory_bytes == 128 * GiB
+    assert gb10.visible_memory_bytes == 130_599_218_053
+    assert gb10.bandwidth_bytes_per_s == 273_000_000_000
+
+
+def test_rtx5080_is_the_16303_mib_card(cat):
+    # nvidia-smi "16303MiB" × 1,048,576 = 17,094,934,528 B
+    c = cat.get("rtx5080-16g")
+    assert (c.memory_bytes, c.unified, c.architecture) == (17_094_934_528, False, "blackwell-rtx")
+
+
 # --- parsing tables ---------------------------------------------------------------------
 
 
@@ -301,7 +319,9 @@ def test_torch_visible_totals_sit_just_under_the_drivers():
     assert cat.get("h200-141g").torch_memory_bytes is None
     assert cat.get("h200-141g").visible_memory_bytes == 143771 * MiB
     for g in cat:
-        if g.torch_memory_bytes:  # a few hundred MiB of driver reserve (448 on a T4); MI300X's ROCm builds differ
+        # a few hundred MiB of driver reserve (448 on a T4); MI300X's ROCm builds differ; a unified-memory chip's
+        # torch total is the RAM the OS leaves (GB10: 121.63 of 128 GiB), checked in its own test
+        if g.torch_memory_bytes and not g.unified:
             assert 0.97 * g.memory_bytes <= g.torch_memory_bytes <= 1.002 * g.memory_bytes, g.name
     # a label that states the memory drops the torch figure of the class it names
     assert cat.resolve("h100-80g:80GiB").torch_memory_bytes is None

@@ -425,3 +425,17 @@ def test_a_derived_figure_is_built_once_per_cluster_and_left_out_of_equality():
     smaller = dataclasses.replace(cluster, nodes=cluster.nodes[:1])
     assert smaller.derived(count_nodes) == 1
     assert len(calls) == 2
+
+
+def test_a_gb10_node_shares_its_ram_but_is_planned_as_a_cuda_card():
+    """A DGX Spark (GB10) is one device a node whose memory is the host's 128 GiB, like a Mac; but its engines
+    are CUDA ones that budget from torch's total, so it is not a Metal host: no working-set cap, and vLLM/SGLang
+    see it as a card (its pool exists)."""
+    short = parse_cluster("1xgb10-128g")
+    n = short.nodes[0]
+    assert short.nodes == parse_cluster("1x1xgb10-128g").nodes
+    assert n.gpus[0].gpu.unified and not n.unified and short.unified_nodes == ()
+    assert n.host_ram_bytes == 128 * GiB and not n.host_ram_assumed
+    assert n.gpu_usable_limit_bytes == 128 * GiB  # a Mac of 128 GiB: 96 GiB (Metal's three quarters)
+    spark = cluster_from_dict({"nodes": [{"gpus": [{"class": "gb10-128g"}]}]}, shipped_catalogue()).nodes[0]
+    assert not spark.unified and spark.host_ram_bytes == 128 * GiB and not spark.host_ram_assumed

@@ -35,3 +35,9 @@ def test_kinds_holding_a_width_and_a_host_test():
 def test_ten_thousand_alike_nodes_are_one_kind():
     pool = _pool("10000x8xh100-80g@ib0")
     assert len(pool.kinds) == 1 and pool.kinds[0][1] == 10_000 and pool.hosts(8) == 10_000
+
+
+def test_a_gb10_node_is_a_pool_and_a_mac_is_not():
+    # GB10's engines are CUDA ones (vLLM, SGLang): it pools like a card; an Apple chip is left to llama.cpp's Metal walk
+    assert [p.gpu.name for p in gpu_pools(parse_cluster("1xgb10-128g"))] == ["gb10-128g"]
+    assert gpu_pools(parse_cluster("1xm4-max-128g")) == []

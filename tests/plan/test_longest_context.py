@@ -21,22 +21,22 @@ def _refusal(result, engine):
 
 
 def test_one_sequence_is_vllms_own_estimate():
-    """The current release (0.26): 0.92 × torch's 22.05 GiB = 21,781,926,641 B, less the weights 16,060,522,496,
-    the sampler's peak 15.5 × 256 × 128,256 = 508,919,808 and 0.1 GiB + 7 MiB × 2 × 51 graphs + 0.25 GiB
-    non-torch = 1,124,492,902: 4,087,991,435 B of KV room at 128 KiB a token, 31,189 tokens, 31,184 in blocks
-    of 16 (see the module docstring)."""
+    """The current release (0.26): 0.92 × torch's 22.05 GiB = 21,781,926,641 B, less the weights 16,060,522,496
+    and their RoPE cache 33,554,432, the sampler's peak 15.5 × 256 × 128,256 = 508,919,808 and 0.1 GiB + 7 MiB × 2
+    × 51 graphs + 0.25 GiB non-torch = 1,124,492,902: 4,054,437,003 B of KV room at 128 KiB a token, 30,933
+    tokens, 30,928 in blocks of 16 (see the module docstring)."""
     result = plan(shape_of(LLAMA_8B), parse_cluster("1x1xl4-24g"), KVPLAN, suggest=False)
     refusal = _refusal(result, "vllm")
-    assert refusal.max_context == refusal.option.evaluation.max_context_tokens == 31_184
+    assert refusal.max_context == refusal.option.evaluation.max_context_tokens == 30_928
 
 
 def test_two_sequences_halve_it_block_by_block():
-    """Two sequences share the 4,087,991,435 B: 1,949 whole blocks of 16 × 128 KiB (2 MiB), 974 each, 15,584
-    tokens (15,585 tokens take 975 blocks each: 1,950 blocks, one too many)."""
+    """Two sequences share the 4,054,437,003 B: 1,933 whole blocks of 16 × 128 KiB (2 MiB), 966 each, 15,456
+    tokens (15,457 tokens take 967 blocks each: 1,934 blocks, one too many)."""
     result = plan(shape_of(LLAMA_8B), parse_cluster("1x1xl4-24g"), replace(KVPLAN, concurrency=2), suggest=False)
     refusal = _refusal(result, "vllm")
-    assert refusal.max_context == 15_584
-    assert refusal_context(shape_of(LLAMA_8B), refusal, replace(KVPLAN, concurrency=2)) == 15_584
+    assert refusal.max_context == 15_456
+    assert refusal_context(shape_of(LLAMA_8B), refusal, replace(KVPLAN, concurrency=2)) == 15_456
 
 
 def test_the_published_l4_release_holds_near_forty_thousand():

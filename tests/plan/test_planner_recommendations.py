@@ -104,10 +104,11 @@ def test_deepseek_v3_on_two_h200_nodes_runs_two_replicas_of_one_node():
 def test_the_kvplan_case_refuses_with_max_context_and_suggests_the_fp8_kv_cache():
     """Llama-3.1-8B on one L4 at 131,072 tokens, gpu_memory_utilization 0.92 (the kvplan case).
 
-    vLLM's current release: 0.92 × torch's 22.05 GiB = 21,781,926,641 B; weights 16,060,522,496; the sampler's
-    peak 508,919,808; CUDA graphs and non-torch 1,124,492,902: 4,087,991,435 B for 128 KiB a token = 31,189
-    tokens, 31,184 in blocks of 16 (explorer.plan.longest_context). An fp8 KV cache halves the token: 62,377,
-    62,368 in blocks: still short of 131,072 on vLLM (llama.cpp's full offload holds more, which it reports).
+    vLLM's current release: 0.92 × torch's 22.05 GiB = 21,781,926,641 B; weights 16,060,522,496 and their RoPE
+    cache 33,554,432; the sampler's peak 508,919,808; CUDA graphs and non-torch 1,124,492,902: 4,054,437,003 B for
+    128 KiB a token = 30,933 tokens, 30,928 in blocks of 16 (explorer.plan.longest_context). An fp8 KV cache halves
+    the token: 61,865, 61,856 in blocks: still short of 131,072 on vLLM (llama.cpp's full offload holds more, which
+    it reports).
     """
     result = plan(
         shape_of(LLAMA_8B),
@@ -117,13 +118,13 @@ def test_the_kvplan_case_refuses_with_max_context_and_suggests_the_fp8_kv_cache(
         catalogue=shipped_catalogue(),
     )
     refusal = next(x for x in result.rejected if x.engine == "vllm" and x.rule == "memory")
-    assert refusal.max_context == 31_184
-    assert refusal.to_dict()["max_context"] == 31_184
+    assert refusal.max_context == 30_928
+    assert refusal.to_dict()["max_context"] == 30_928
     assert all(o.tier > 1 for o in result.options)  # only a partial offload and the CPU fit
     kinds = {s.kind: s for s in result.suggestions}
     kv = kinds["kv-cache"]
-    assert kv.change == {"kv_dtype": "fp8"} and not kv.fits and kv.max_context >= 62_368
-    assert kinds["context"].fits and kinds["context"].change["context"] >= 31_184
+    assert kv.change == {"kv_dtype": "fp8"} and not kv.fits and kv.max_context >= 61_856
+    assert kinds["context"].fits and kinds["context"].change["context"] >= 30_928
     assert kinds["cluster"].change == {"cluster": "1x2xl4-24g"} and kinds["cluster"].best.layout.tp == 2
     assert "card-class" in kinds and kinds["card-class"].fits
     assert any(s.kind == "precision" and s.fits for s in result.suggestions)

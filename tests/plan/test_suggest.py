@@ -77,7 +77,7 @@ def test_suggestions_can_come_after_the_table():
 
 
 def test_a_shorter_context_is_suggested_with_headroom_not_at_the_brim():
-    """Issue 24's headroom rule: 8B bf16 on one 4090 with vLLM at 128k. The longest context that fits is 38,368
+    """Issue 24's headroom rule: 8B bf16 on one 4090 with vLLM at 128k. The longest context that fits is 38,112
     tokens, one sequence at 100 % of the 21.2 GiB vLLM may use; the suggestion is the longest (in steps of 256)
     whose layout holds two sequences within 95 %: 18,944 tokens, 18.8 of 21.2 GiB (89 %), two sequences."""
     from explorer.plan.ranking import at_the_brim
@@ -86,7 +86,7 @@ def test_a_shorter_context_is_suggested_with_headroom_not_at_the_brim():
                   PlanRequest(context_tokens=131072, engines=("vllm",)))  # fmt: skip
     shorter = next(s for s in result.suggestions if s.kind == "context")
     assert shorter.fits and shorter.change == {"context": 18944}
-    assert shorter.text == "a context of 18,944 tokens (asked 131,072; 38,368 fit only at the brim)"
+    assert shorter.text == "a context of 18,944 tokens (asked 131,072; 38,112 fit only at the brim)"
     assert not at_the_brim(shorter.best) and shorter.best.evaluation.max_concurrency == 2
     longer = plan(shape_of("meta-llama__Meta-Llama-3.1-8B"), parse_cluster("1x1xrtx4090-24g"),
                   PlanRequest(context_tokens=18944 + 256, engines=("vllm",)), suggest=False)  # fmt: skip

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from support.hub_fixtures import SINGLE
 
-from explorer.sources import from_hub
-from explorer.sources.cache import index
+from explorer.sources.cache import index, store
 from explorer.sources.cache.store import Cache
 from explorer.sources.hub.settings import HubSettings
 from explorer.sources.resolve import resolve_model
@@ -88,7 +87,7 @@ def test_offline_a_miss_the_index_knows_does_not_open_the_cache(own_cache, monke
     def refuse(*args, **kwargs):
         raise AssertionError("the cache file was opened")
 
-    monkeypatch.setattr(from_hub, "open_default_cache", refuse)
+    monkeypatch.setattr(store, "open_default_cache", refuse)  # what the resolver opens the cache with
     again = resolve_model("Qwen/Qwen3-8B", offline=True, **QUIET)
     assert again.origin == "snapshot" and again.notes == first.notes and again.shape == first.shape
 

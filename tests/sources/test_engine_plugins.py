@@ -145,8 +145,9 @@ def test_explorer_check_reads_a_log_with_the_reader_an_engine_brings(tmp_path, m
     # the log's figures as read: 6.01 GiB = round(6.01 × 2³⁰) bytes, 60.00 GiB = 60 × 2³⁰
     assert out["observed"]["weights_bytes"] == 6_453_188_362
     assert out["observed"]["kv_cache_bytes"] == 64_424_509_440
-    # explorer's own plan of the same setup beside them: Llama-3.2-3B's 3,212,749,824 parameters × 2 bytes (bf16)
-    assert out["predicted"]["weights_bytes"] == 3_212_749_824 * 2
+    # explorer's own plan of the same setup beside them: Llama-3.2-3B's 3,212,749,824 parameters × 2 bytes (bf16),
+    # and vLLM's RoPE cos/sin cache of its 131,072 positions × 128 × 2 bytes (explorer/engines/rope_cache.py)
+    assert out["predicted"]["weights_bytes"] == 3_212_749_824 * 2 + 131_072 * 128 * 2
     assert out["verdict"] == {"engine_started": True, "explorer_fits": True, "reason": ""}
 
 
@@ -173,6 +174,6 @@ def test_the_apps_paste_box_reads_a_log_with_the_reader_an_engine_brings(tmp_pat
     from explorer.ui.check_rows import check_rows
 
     rows = {r["part"]: r for r in check_rows(TINY_LOG, offline=True)}
-    # the log's 6.01 GiB of weights beside explorer's 3,212,749,824 × 2 bytes = 5.98 GiB
-    assert rows["weights"]["log"] == "6.01 GiB" and rows["weights"]["explorer"] == "5.98 GiB"
+    # the log's 6.01 GiB of weights beside explorer's 3,212,749,824 × 2 + 33,554,432 (RoPE cache) bytes = 6.02 GiB
+    assert rows["weights"]["log"] == "6.01 GiB" and rows["weights"]["explorer"] == "6.02 GiB"
     assert rows["verdict"]["difference"] == "agree"

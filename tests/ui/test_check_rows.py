@@ -16,8 +16,9 @@ def test_rows_for_a_pasted_vllm_log():
     parts = [r["part"] for r in rows]
     assert parts[0] == "weights" and parts[-1] == "verdict" and "KV cache" in parts
     weights = rows[0]
-    # Model loading took 7.01 GiB; explorer's tp-2 shard of the Triton layout is 6.81 GiB
-    assert weights["log"] == "7.01 GiB" and weights["explorer"] == "6.81 GiB" and weights["difference %"] == "-2.9%"
+    # Model loading took 7.01 GiB; explorer's tp-2 shard of the Triton layout (padded as 0.19 pads it) and the
+    # RoPE cache: 6.99 GiB
+    assert weights["log"] == "7.01 GiB" and weights["explorer"] == "6.99 GiB" and weights["difference %"] == "-0.3%"
     assert rows[-1] == {
         "part": "verdict",
         "log": "started",

@@ -54,7 +54,7 @@ def test_split_chart(valid):
     qwen = load_snapshot().shape("Qwen/Qwen2.5-7B")
     rows = pl.card_rows(pl.split_model(qwen, "h100-80g", 4, "pipeline", PlanRequest(context_tokens=8192)))
     d = valid(lc.split_spec(rows, title="four stages"))
-    assert len(values(d)) == 4 * 5 and d["encoding"]["y"]["title"] == "GiB (1024³ bytes)"
+    assert len(values(d)) == 4 * 6 and d["encoding"]["y"]["title"] == "GiB (1024³ bytes)"  # 4 cards × 6 parts
     # a card that does not hold its parts is outlined red; the chart fills its column
     assert d["encoding"]["stroke"] == {"condition": {"test": "datum.fits", "value": None}, "value": "#d62728"}
     assert d["width"] == "container" and d["title"]["text"] == "four stages"

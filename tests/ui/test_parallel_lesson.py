@@ -119,7 +119,10 @@ def test_the_split_is_the_engines_own():
     engine = SPLIT_ENGINES["vllm"]
     again = engine.evaluate(llama, llama.precision, split.layout, split.gpu, REQUEST, llama.name)
     assert again.cards == split.evaluation.cards
-    assert split.weights.total_bytes == split.evaluation.cards[0].weights
+    # the engine's card holds the checkpoint's share and the RoPE cache (131,072 positions × 128 × 2 bytes)
+    assert split.evaluation.cards[0].weights - split.weights.total_bytes == 131_072 * 128 * 2
+    rows = {(r["card"], r["part"]): r["gib"] for r in card_rows(split)}
+    assert rows[("card 1", "built while loading")] == 131_072 * 128 * 2 / GiB
 
 
 def test_sglang_dp_attention_cards_hold_the_engines_weights():
@@ -134,7 +137,7 @@ def test_sglang_dp_attention_cards_hold_the_engines_weights():
     assert sum(r["gib"] for r in card_rows(split) if r["card"] == "card 1") * GiB == pytest.approx(
         card.total, rel=1e-12
     )
-    assert split.weights.total_bytes == card.weights
+    assert card.weights - split.weights.total_bytes == 40_960 * 128 * 4  # SGLang's fp32 RoPE cache on CUDA
     # a layer's attention whole: (q 4,096 × 2,048 + k, v 512 × 2,048 each + o 2,048 × 4,096) × 2 bytes = 37,748,736;
     # at tp 4 q and o a quarter (8,388,608) and 1 of the 4 KV heads (2 × 128 × 2,048 × 2 = 1,048,576): 9,437,184.
     # The DP-attention card holds 48 × 28,311,552 = 1,358,954,496 bytes more (norms are whole either way)

@@ -166,7 +166,12 @@ def test_the_table_wraps_text_and_keeps_figures_whole():
     _shape, _request, result = llama70b_on_an_h100_node()
     html = nd.rows_html(nd.option_rows(result), nd.ESSENTIAL_COLUMNS)
     assert html.startswith("<div class='explorer-table' style='max-width:100%;overflow-x:auto'>")
-    assert "overflow-wrap:anywhere" in html and "text-align:right;white-space:nowrap" in html
+    # text wraps anywhere; figures (class n) sit right and never wrap; one style block, not one a cell
+    assert "#explorer-options th,#explorer-options td{padding:3px 6px;vertical-align:top;text-align:left;" in html
+    assert "#explorer-options .n{text-align:right;white-space:nowrap}" in html
+    assert "<th class='n'>cards</th>" in html and "<th>option</th>" in html and html.count("style=") == 1
+    row = nd.option_rows(result)[0]
+    assert f"<td>{row['option']}</td><td class='n'>{row['cards']}</td>" in html
     assert set(nd.ESSENTIAL_COLUMNS) < set(nd.TABLE_COLUMNS) and "command" not in nd.ESSENTIAL_COLUMNS
 
 
@@ -188,3 +193,23 @@ def test_nothing_fits_points_at_the_misses_when_some_were_sized():
     _shape, _request, result = llama8b_on_a_4090()  # 128k of bf16 KV beside 15 GiB of weights: sized, and short
     assert result.options == () and nd.near_miss_rows(result)
     assert "closest misses are in red" in nd.nothing_fits_md(result, len(nd.near_miss_rows(result)))
+
+
+def test_a_table_without_the_command_column_places_no_copy():
+    """commands=False: the same rows less the launch lines, and replica_launch never called (it places every copy
+    on the cluster's nodes: the slow part of a row on a large cluster)."""
+    shape = load_snapshot().shape("meta-llama/Meta-Llama-3.1-8B")
+    result = plan(shape, parse_cluster("1x4xl40s-48g"), PlanRequest(context_tokens=8192, engines=("llamacpp",)))
+    placed = []
+
+    def launch(option):
+        placed.append(option)
+        return result.replica_launch(option)
+
+    counted = replace(result, replica_launch=launch)
+    with_commands = nd.option_rows(counted)
+    assert len(placed) == len(with_commands) == len(result.options) == 2  # one card, or the CPU
+    placed.clear()
+    without = nd.option_rows(counted, commands=False) + nd.near_miss_rows(counted, commands=False)
+    assert placed == [] and all("command" not in row for row in without)
+    assert [{k: v for k, v in row.items() if k != "command"} for row in with_commands] == without[:2]

@@ -47,9 +47,15 @@ GGUF_FOR = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "fp8": "Q8_0", "int8":
 
 def gguf_quant_for(shape: ModelShape, artifact: Artifact) -> str:
     """The GGUF quant llama.cpp would load for an artifact: a GGUF's own; for the original weights the GGUF
-    their precision converts to (bf16 → BF16, 8-bit → Q8_0, else Q4_K_M)."""
+    their precision converts to (bf16 → BF16, 8-bit → Q8_0, else Q4_K_M). Original MXFP4 experts (gpt-oss)
+    convert to their checkpoint's float type: the converter keeps the experts as they are
+    (:func:`~explorer.model.conversion.converted_precision`), where ``llama-quantize`` to Q4_K_M would
+    re-quantise them to Q5_0 (2,880 columns are not whole 256-blocks) and grow the file."""
     if artifact.format == "gguf":
         return artifact.quant
+    precision = shape.precision_of(artifact)
+    if precision is shape.precision and precision.method == "mxfp4" and precision.base.name in GGUF_FOR:
+        return GGUF_FOR[precision.base.name]
     label = artifact.quant.lower()
     for key, quant in GGUF_FOR.items():
         if label.startswith(key):

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from explorer.engines.llamacpp.host_buffers import AMX_ROW_ALIGN, AMX_ROWS, NOWHERE, HostPlacement, HostWeights
 from explorer.engines.llamacpp.model import REPACK_SHARE, AttnKind, LlamaLayer, LlamaModel
 from explorer.gguf.mix import MIX_BASE_TYPES, MixTensor, gguf_mix
+from explorer.model.conversion import converted_precision
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
     FullAttention,
@@ -63,16 +64,17 @@ def llama_model_from_shape(shape, quant: str) -> LlamaModel:
     """An estimated :class:`LlamaModel`: ``shape`` stored as GGUF ``quant`` (``"Q4_K_M"``, ``"Q8_0"``…).
 
     Per-layer bytes come from :func:`explorer.model.weights.weight_breakdown` at
-    ``shape.resolve_precision(quant)`` (a quant mix at its average bits);
+    :func:`~explorer.model.conversion.converted_precision` (a quant mix at its average bits; an MXFP4
+    checkpoint's experts kept at the converter's own types);
     caches from the shape's per-layer specs, as llama.cpp lays them out.
 
     Raises:
         UnknownPrecisionError: ``quant`` is not a precision explorer knows.
     """
-    precision = shape.resolve_precision(quant)
+    precision = converted_precision(shape, quant)
     wb = weight_breakdown(shape, precision)
     key = str(quant).upper().replace("-", "_")
-    mix = _expert_mix(shape, key)
+    mix = _expert_mix(shape, key) if precision.kept is None else None  # a converted GGUF keeps its MXFP4 experts
     share = REPACK_SHARE.get(key, 0.0)
     amx = AMX_WHATIF.get(key, ("", 0.0))
     mla_in_amx = _mla_in_amx(shape, amx[0])

@@ -34,7 +34,7 @@ from explorer.engines.logs.oom import PARTS as OOM_PARTS
 from explorer.engines.logs.setup import LogSetup, card_class, log_setup
 from explorer.engines.options import memory_reason
 from explorer.engines.stage_kv import stage_kv_bytes
-from explorer.engines.vllm_budget import graph_bytes, scheduler_defaults
+from explorer.engines.vllm_budget import activation_bytes, graph_bytes, scheduler_defaults
 from explorer.engines.vllm_release import vllm_release
 from explorer.errors import EngineLogError, LlamaCppConfigError
 from explorer.hardware.catalogue import Catalogue, GPUClass
@@ -158,6 +158,8 @@ def _split_predicted(shape: ModelShape, setup: LogSetup, model_ref: str) -> tupl
         release = vllm_release(request.vllm_version)
         tokens, seqs = scheduler_defaults(gpu, request, release)
         out["kv_cache_bytes"] = min(rooms)
+        if not (setup.sampler_rank or release.v1):
+            out.update(_worker_rank(shape, precision, layout, ev, release, tokens, seqs))
         out["kv_needed_bytes"] = max(c.kv_cache for c in ev.cards)  # one sequence: the request's concurrency is 1
         out["requested_bytes"] = ev.cards[0].usable
         out["non_torch_bytes"] = release.non_torch_bytes(tp, pp)
@@ -171,7 +173,9 @@ def _split_predicted(shape: ModelShape, setup: LogSetup, model_ref: str) -> tupl
         block = 1
     stages = pp_partition(shape.layers, pp)
     per_token = max(max(stage_kv_bytes(shape, a, b, kv, tp, block, block) for a, b in stages) // block, 1)
-    out["kv_cache_tokens"] = max(0, out["kv_cache_bytes"]) // per_token // block * block
+    # the blocks every rank allocates: the least room of any (V0's driver rank, with the sampler, when tp > 1)
+    out["kv_cache_tokens"] = max(0, min(rooms) if setup.engine == "vllm" else out["kv_cache_bytes"])
+    out["kv_cache_tokens"] = out["kv_cache_tokens"] // per_token // block * block
     refused = engine.refusals(shape, layout, request)
     if request.context_tokens > shape.max_context_tokens:
         refused.append(("context-limit", f"context {request.context_tokens:,} exceeds {shape.max_context_tokens:,}"))
@@ -184,11 +188,20 @@ def _split_predicted(shape: ModelShape, setup: LogSetup, model_ref: str) -> tupl
     return out, not refused, refused[0][1] if refused else "", ev.notes
 
 
+def _worker_rank(shape: ModelShape, precision, layout: Layout, ev, release, tokens: int, seqs: int) -> dict[str, int]:
+    """A vLLM V0 worker process's own figures: V0 gathers the logits to the driver (rank 0) and samples there, so a
+    worker rank profiles the forward pass alone, and its KV room is larger than the driver's by the sampler's
+    peak (the engine then allocates the least room of every rank)."""
+    forward = activation_bytes(shape, precision, layout.tp, layout.ep, layout.pp, tokens, seqs, False, release)
+    room = min(c.usable - c.weights - forward - c.overhead for c in ev.cards)
+    return {"activation_bytes": forward, "kv_cache_bytes": room}
+
+
 def _llamacpp_predicted(shape: ModelShape, setup: LogSetup, log: EngineLog) -> tuple[dict[str, int], bool, str, tuple]:
     r, gpu = setup.request, setup.gpu
     model = llama_model_from_shape(shape, setup.quant or "Q4_K_M")
     free = log.observed.get("free_at_start_bytes") or gpu.visible_memory_bytes - LLAMACPP_CONTEXT_BYTES
-    kind = "metal" if gpu.unified else "gpu"
+    kind = "metal" if gpu.metal else "gpu"
     devices = [Device(name=f"GPU {i}", kind=kind, memory_bytes=free) for i in range(setup.pp)]
     kv = "f16" if r.kv_dtype == "auto" else r.kv_dtype
     settings = LlamaCppSettings(

@@ -53,6 +53,8 @@ class EngineLog:
         refused: True when it refused to start, False when it started, None when the log stops before either.
         refusal: the engine's refusal message.
         lines: how many lines the log had.
+        driver_rank: whether the figures are the driver rank's: False when vLLM V0 printed them from a worker
+            process (``(VllmWorkerProcess pid=…)``), which runs no sampler; None when the log does not say.
     """
 
     engine: str
@@ -65,6 +67,7 @@ class EngineLog:
     refused: bool | None = None
     refusal: str = ""
     lines: int = 0
+    driver_rank: bool | None = None
 
 
 def clean(text: str) -> str:

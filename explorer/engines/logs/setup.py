@@ -46,6 +46,8 @@ class LogSetup:
         request: the request with the log's settings.
         quant: llama.cpp's GGUF quant (None for vLLM and SGLang).
         free_bytes: free memory a card had at start, when the log says (vLLM's check against it).
+        sampler_rank: whether the log's figures are a rank that runs the sampler (vLLM V0 samples on the driver
+            rank alone: a worker process's profile holds no logits).
     """
 
     engine: str
@@ -57,6 +59,7 @@ class LogSetup:
     ep: int = 1
     quant: str | None = None
     free_bytes: int | None = None
+    sampler_rank: bool = True
 
 
 def _device_class(name: str, catalogue: Catalogue) -> GPUClass | None:
@@ -225,4 +228,14 @@ def log_setup(log: EngineLog, shape: ModelShape, gpu: GPUClass, overrides: Mappi
             raise EngineLogError("the llama.cpp log names no file type", hint="keep the 'file type = …' line")
         return LogSetup(engine=log.engine, gpu=gpu, tp=tp, pp=pp, request=request, quant=quant)
     free = _int(s.get("free_bytes")) or log.observed.get("free_at_start_bytes")
-    return LogSetup(engine=log.engine, gpu=gpu, tp=tp, pp=pp, dp=dp, ep=ep, request=request, free_bytes=free)
+    return LogSetup(
+        engine=log.engine,
+        gpu=gpu,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+        request=request,
+        free_bytes=free,
+        sampler_rank=log.driver_rank is not False,
+    )

@@ -261,6 +261,21 @@ def _figures(text: str) -> dict[str, int]:
     return out
 
 
+#: V0's prefix on the lines of a worker process (tensor-parallel ranks other than the driver, rank 0)
+_V0_WORKER = re.compile(r"\(VllmWorkerProcess pid=\d+\)")
+#: V0's per-rank figure lines
+_V0_RANK_FIGURES = re.compile(r"Loading model weights took|Memory profiling (?:results|takes)|model weights take")
+
+
+def _driver_rank(text: str) -> bool | None:
+    """Whether V0's per-rank figures are the driver's: False when every one is a worker process's line (the driver,
+    rank 0, runs in the engine's own process and prints without the prefix); None when none is printed."""
+    lines = [line for line in text.splitlines() if _V0_RANK_FIGURES.search(line)]
+    if not lines:
+        return None
+    return not all(_V0_WORKER.search(line) for line in lines)
+
+
 def _version(text: str) -> str | None:
     for pattern in _VERSION:
         m = first(pattern, text)
@@ -299,4 +314,5 @@ def read_vllm(text: str) -> EngineLog:
         refused=refused,
         refusal=refusal[:400],
         lines=text.count("\n") + 1,
+        driver_rank=_driver_rank(text),
     )

@@ -80,14 +80,6 @@ class Opened:
     why: str = ""
 
 
-def default_cache_path() -> str:
-    """``$EXPLORER_CACHE``, else ``$XDG_CACHE_HOME/explorer/cache.duckdb``, else ``~/.cache/explorer/cache.duckdb``."""
-    if env := os.environ.get("EXPLORER_CACHE"):
-        return env
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "explorer", "cache.duckdb")
-
-
 def is_lock_error(e: Exception) -> bool:
     return any(s in str(e).lower() for s in _LOCKED)
 

@@ -58,10 +58,10 @@ from explorer.sources.cache.file import (
     CacheWarning,
     Mode,
     connect_for_writing,
-    default_cache_path,
     is_no_room_error,
     open_connection,
 )
+from explorer.sources.cache.location import default_cache_path
 from explorer.sources.cache.schema import DATA_TABLES, SCHEMA_VERSION, SHA_TABLES, dumps, loads
 from explorer.sources.hub.records import RepoFile, RepoListing, SafetensorsParams, frozen
 from explorer.sources.hub.settings import DEFAULT_ENDPOINT, HubSettings

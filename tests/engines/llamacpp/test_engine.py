@@ -242,3 +242,18 @@ def test_past_trained_context_holds_a_header_without_a_length_to_none():
     assert engine.past_trained_context(0, 10**6) is None  # n_ctx_train unknown: no limit to hold
     assert engine.past_trained_context(131072, 131072) is None
     assert "131,073 exceeds the model's trained context of 131,072" in engine.past_trained_context(131072, 131073)
+
+
+def test_gpt_oss_original_plans_as_the_converters_bf16_gguf_with_its_mxfp4_experts():
+    """Issue 26: gpt-oss's original weights convert to a BF16 GGUF whose experts stay MXFP4 (12.8 GiB for
+    gpt-oss-20b), not a Q4_K_M that re-quantises the 2,880-column experts to Q5_0 (a larger file)."""
+    shape = shape_of("openai__gpt-oss-20b")
+    result = _plan("openai__gpt-oss-20b", "1x1xt4-16g", context_tokens=4096)
+    best = result.options[0]
+    assert (best.precision, best.layout.cpu, best.evaluation.n_gpu_layers) == ("BF16", False, 25)
+    assert launch.gguf_quant_for(shape, best.artifact) == "BF16"
+    # 24 layers of MXFP4 experts (423,014,400 B each) and BF16 attention (53,084,160 B each), the BF16 output
+    # (201,088 × 2,880 × 2 = 1,158,266,880 B) and the small tensors: about 11.7 GiB on the card
+    big = 24 * (423_014_400 + 53_084_160) + 1_158_266_880
+    assert big < best.per_card.weights < big * 1.01
+    assert "--outtype bf16" in best.evaluation.command

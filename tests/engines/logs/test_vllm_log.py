@@ -127,3 +127,14 @@ def test_an_error_after_the_server_is_up_is_no_refusal_to_start():
         LATER_FAILURE.replace("(APIServer pid=47967) INFO:     Application startup complete.\n", "")
     )
     assert before.refused is True and "CUDA Error: out of memory" in before.refusal
+
+
+def test_v0_figures_printed_by_a_worker_process_are_a_non_driver_ranks():
+    # vllm-project/vllm#13061 (V0, tp 2): the weights line comes from a worker process, rank 1, which runs no sampler
+    worker = (
+        "(VllmWorkerProcess pid=1786) INFO 02-11 07:40:45 model_runner.py:1115] Loading model weights took 13.9476 GB\n"
+    )
+    driver = "INFO 02-11 07:40:45 model_runner.py:1115] Loading model weights took 13.9476 GB\n"
+    assert read_vllm(worker).driver_rank is False
+    assert read_vllm(driver + worker).driver_rank is True  # the driver's own line is there too
+    assert read_vllm(GRAPHS).driver_rank is None  # V1 prints no per-rank V0 lines
