@@ -37,18 +37,19 @@ from explorer.model.shapes import ModelShape
 def past_trained_context(n_ctx_train: int, context_tokens: int) -> str | None:
     """Why a context past the model's trained one is refused (``context-limit``), else None.
 
-    llama.cpp loads ``-c`` past ``n_ctx_train`` with a warning alone (``llama_context: n_ctx_seq (…) >
-    n_ctx_train (…) -- possible training context overflow``) and the answers degrade past the trained
-    length, so a command that asks for more is not one to print; vLLM and SGLang refuse such a context at
-    start-up, and their walks refuse it too. A GGUF whose header sets YaRN rope scaling states the longer
+    llama.cpp loads ``-c`` past ``n_ctx_train`` with a warning (``llama_context: n_ctx_seq (…) > n_ctx_train (…)
+    -- possible training context overflow``); llama-server then caps each slot at the trained length (``the slot
+    context (…) exceeds the training context of the model (…) - capping``), and older builds ran past it with
+    answers that degrade. Either way the printed context is not served, so the command is not one to print;
+    vLLM and SGLang refuse such a context at start-up, and their walks refuse it too. A GGUF whose header sets YaRN rope scaling states the longer
     ``n_ctx_train`` itself. A header without the length (0) is not held to one.
     """
     if n_ctx_train <= 0 or context_tokens <= n_ctx_train:
         return None
     return (
         f"context {context_tokens:,} exceeds the model's trained context of {n_ctx_train:,} tokens (n_ctx_train): "
-        f"llama.cpp runs past it with only a warning and the answers degrade; ask for at most {n_ctx_train:,}, "
-        "or load a GGUF whose header sets YaRN rope scaling"
+        f"llama-server caps each slot at {n_ctx_train:,} (older builds run past it and the answers degrade); ask for "
+        f"at most {n_ctx_train:,}, or load a GGUF whose header sets YaRN rope scaling"
     )
 
 
