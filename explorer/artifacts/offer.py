@@ -267,14 +267,16 @@ def original_artifact(shape: ModelShape) -> Artifact:
 def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[PublishedCheckpoint] = ()) -> Artifact:
     """The model at another precision: a published checkpoint of it when one is known, else a what-if.
 
-    A precision the checkpoint already ships gives the original artifact. With a
+    A precision the checkpoint already ships gives the original artifact, but float32: asked for, it is the
+    ``--dtype float32`` vLLM and SGLang need to keep a float32 checkpoint so. With a
     published checkpoint of the precision (``checkpoints``: the model's quantised
     repositories, see :mod:`explorer.artifacts.checkpoints`) the artifact names that
     repository (``repo``) and its real size; without one it is sized from the shape
     and its ``note`` says that none is known.
     """
     precision = shape.resolve_precision(name)
-    if precision is shape.precision or precision.name == shape.precision.name:
+    own = precision is shape.precision or precision.name == shape.precision.name
+    if own and precision.name != "fp32":  # float32 kept is a --dtype: vLLM and SGLang load it at 16 bits at auto
         return original_artifact(shape)
     gguf = precision.method == "gguf"
     published = checkpoint_for(
@@ -293,7 +295,7 @@ def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[Publish
         size_bytes=computed,
         size_source="computed",
         what_if=True,
-        note=_unpublished_note(precision.name, precision.method, shape.name),
+        note=_kept_note(shape.name) if own else _unpublished_note(precision.name, precision.method, shape.name),
     )
 
 
@@ -330,6 +332,11 @@ def _published_artifact(shape: ModelShape, precision: Precision, published: Publ
         repo=published.repo,
         note=note,
     )
+
+
+def _kept_note(model: str) -> str:
+    """What the float32 what-if of a float32 checkpoint means: its own weights, kept at float32."""
+    return f"{model}'s own float32 weights kept at float32 (vLLM and SGLang: --dtype float32; auto loads 16 bits)"
 
 
 def _unpublished_note(label: str, method: str, model: str) -> str:

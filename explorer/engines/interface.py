@@ -272,6 +272,12 @@ class SplitEngine(Engine, Protocol):
         """Why plain data parallelism is not planned across nodes, in the engine's terms."""
         ...
 
+    def auto_dtype(self, shape: ModelShape, gpu: GPUClass) -> str:
+        """The dtype the engine loads a float32 checkpoint of ``shape`` at on ``gpu`` at ``--dtype auto``
+        (:mod:`explorer.engines.load_dtype`; the walk plans the model at it:
+        :func:`~explorer.engines.load_dtype.served`)."""
+        ...
+
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) splits of ``nodes × width`` cards the engine runs, the best first."""
         ...

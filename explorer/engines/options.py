@@ -20,7 +20,7 @@ from explorer.engines.names import engine_label
 from explorer.engines.request import PlanRequest
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Node
-from explorer.model.artifacts import Artifact
+from explorer.model.artifacts import ORIGINAL, Artifact
 from explorer.units import gib
 
 Placement = Literal["accelerators", "rpc", "host-offload", "cpu"]
@@ -58,6 +58,9 @@ class Option:
         replicas: copies of this layout the cluster holds at once (its cards, nodes, fabrics, MIG
             slices; for llama.cpp also the host RAM each copy needs).
         replicas_now: copies that fit on the cards free right now (None: not counted).
+        dtype: the dtype the engine runs the model at (activations, the KV cache at ``auto``) where it is not the
+            checkpoint's: vLLM and SGLang load a float32 checkpoint at 16 bits (:mod:`explorer.engines.load_dtype`);
+            ``""`` otherwise.
     """
 
     layout: Layout
@@ -73,6 +76,7 @@ class Option:
     replicas: int = 1
     replicas_now: int | None = None
     nominal_bits: float = 0.0
+    dtype: str = ""
 
     @property
     def engine(self) -> str:
@@ -127,6 +131,8 @@ class Option:
         what = self.artifact.label
         if self.engine == "llamacpp" and self.artifact.format != "gguf":
             what += f" as a {self.precision} GGUF"  # llama.cpp runs the weights converted
+        elif self.artifact.name == ORIGINAL and not self.artifact.what_if and self.precision != self.artifact.quant:
+            what += f" at {self.precision}"  # loaded at another dtype: a float32 checkpoint at bf16 (load_dtype)
         if self.layout.cpu:
             return f"{engine} · CPU · {what}"
         extra = "unified memory" if self.layout.unified else self.layout.parallel

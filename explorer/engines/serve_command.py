@@ -11,6 +11,7 @@ from collections.abc import Callable
 from explorer.artifacts.checkpoints import placeholder_ref
 from explorer.engines.evaluation import NodeCommand
 from explorer.model.artifacts import Artifact
+from explorer.model.shapes import ModelShape
 
 #: the head node's address in a launch across nodes: a placeholder the launch lines name the head node in
 HEAD_ADDRESS = "<head-node>"
@@ -47,6 +48,13 @@ def serve_reference(artifact: Artifact, method: str, model_ref: str, online_meth
 
 #: a dense precision's name → the ``--dtype`` vLLM and SGLang cast the weights to while loading
 DTYPE_FLAGS: dict[str, str] = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def dtype_flags(shape: ModelShape) -> list[str]:
+    """``--dtype`` for a model loaded at another dtype than its checkpoint's, or over a float32 checkpoint, which
+    ``--dtype auto`` would cast (:attr:`~explorer.model.shapes.ModelShape.cast_from`,
+    :func:`~explorer.engines.load_dtype.served_shape`); none for a checkpoint loaded as it is."""
+    return [f"--dtype {DTYPE_FLAGS[shape.dtype]}"] if shape.cast_from and shape.dtype in DTYPE_FLAGS else []
 
 
 def online_flags(shape_method: str, shape_dtype: str, precision_source: str, method: str, name: str,

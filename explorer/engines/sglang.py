@@ -46,11 +46,12 @@ from explorer.engines.evaluation import CardMemory, Evaluation
 from explorer.engines.host_ram import HostClaim, sglang_claim
 from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.layouts import Layout, card_role, pp_partition
+from explorer.engines.load_dtype import served, sglang_auto_dtype
 from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, online_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, dtype_flags, online_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import largest_context, stage_kv_bytes
@@ -375,6 +376,7 @@ def command(
         parts.append(f"--dp-size {layout.dp}")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
+    parts += dtype_flags(shape)
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           SGLang.online_methods)  # fmt: skip
     parts += int8_flags(precision)
@@ -459,6 +461,10 @@ class SGLang(SplitWalk):
         """Its hierarchical cache's host pool (:func:`explorer.engines.host_ram.sglang_claim`)."""
         return sglang_claim(layout, evaluation, request)
 
+    def auto_dtype(self, shape: ModelShape, gpu: GPUClass) -> str:
+        """The dtype it loads a float32 checkpoint at (float16, bfloat16 for Gemma: :func:`sglang_auto_dtype`)."""
+        return sglang_auto_dtype(shape, gpu)
+
     def usable_share(self, request: PlanRequest) -> float:
         """A bound of ``mem_fraction_static``: the user's, else :data:`DEFAULT_SHARE_BOUND` (the default's
         depends on the layout; the bound only refuses weights that cannot fit at any)."""
@@ -484,8 +490,9 @@ class SGLang(SplitWalk):
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """vLLM's footprint: a fleet offers each card a share of its memory, which is vLLM's budget rule,
-        not SGLang's static fraction."""
-        return vllm.ENGINE.footprint(shape, artifact, gpu, kv_dtype)
+        not SGLang's static fraction; the model as SGLang loads it (a float32 checkpoint at float16)."""
+        loaded = shape if gpu is None else served(self, shape, artifact, gpu)[0]
+        return vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype)
 
 
 ENGINE = SGLang()

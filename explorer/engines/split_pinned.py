@@ -18,6 +18,7 @@ from dataclasses import replace
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
 from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, no_split_reason
+from explorer.engines.load_dtype import served
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import block_refusals
 from explorer.engines.request import PlanRequest
@@ -66,7 +67,7 @@ def pin_split(
     gpu = cards[0].gpu
     width = len(cards) // len(nodes)
     pool = Pool(gpu=gpu, nodes=nodes, fabric=nodes[0].fabric, spannable=len(nodes) > 1)
-    precision = shape.precision_of(artifact)
+    shape, precision = served(engine, shape, artifact, gpu)
     unsupported = weights_refusal(engine.name, precision, gpu)
     if unsupported:
         raise ManualSelectionError(unsupported, hint="pin with --quant bf16, int8 or int4-awq")
@@ -96,6 +97,7 @@ def pin_split(
             hosts=1,
             gpu=gpu,
             node=nodes[0],
+            dtype=shape.dtype if shape.cast_from else "",
         )
         return PinnedLayout(option=option, cards=tuple(cards), needs_bytes=(ev.free_needed_bytes,) * len(cards))
     why = reasons[0] if reasons else no_split_reason(engine, len(nodes), width, request, shape)

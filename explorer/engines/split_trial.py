@@ -162,6 +162,7 @@ class Trial:
             hosts=min(self.hosts, held),
             gpu=pool.gpu,
             node=node,
+            dtype=self.shape.dtype if self.shape.cast_from else "",
         )
         if not evaluation.fits:
             self.out.refuse(name, layout, self.artifact.name, "memory", memory_reason(option.per_card), option=option)

@@ -52,6 +52,7 @@ from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
 from explorer.engines.launches import evaluate_launch, world_refusal
 from explorer.engines.layouts import Layout
+from explorer.engines.load_dtype import served
 from explorer.engines.options import Option
 from explorer.engines.request import PlanRequest
 from explorer.engines.serve_command import serve_reference
@@ -106,7 +107,6 @@ def walk_splits(
         if artifact.format != "safetensors":
             out.refuse(name, None, artifact.name, "format", f"{name} serves safetensors weights, not {artifact.format}")
             continue
-        precision = shape.precision_of(artifact)
         if request.context_tokens > shape.max_context_tokens:
             out.refuse(
                 name,
@@ -124,32 +124,33 @@ def walk_splits(
                 "platform",
                 f"{name} does not run on unified-memory host {node.name} (use llama.cpp)",
             )
-        weights = PoolWeights(
-            bits=shape.bits_per_weight(precision),
-            total_bytes=weight_breakdown(shape, precision).total_bytes,
-            asked_kv_bytes=shape.kv_bytes(request.context_tokens, request.kv_dtype, request.concurrency),
-        )
         pools = gpu_pools(cluster)
         world = world_refusal(pools, request)
         if world:
             out.refuse(name, None, artifact.name, "world-size", world)
             continue
-        ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
         for pool in pools:
+            loaded, precision = served(engine, shape, artifact, pool.gpu)
             unsupported = weights_refusal(name, precision, pool.gpu)
             if unsupported:
                 out.refuse(name, None, artifact.name, RULE, unsupported)
                 continue
-            walk_pool(engine, shape, artifact, precision, weights, pool, request, ref, out)
+            weights = PoolWeights(
+                bits=loaded.bits_per_weight(precision),
+                total_bytes=weight_breakdown(loaded, precision).total_bytes,
+                asked_kv_bytes=loaded.kv_bytes(request.context_tokens, request.kv_dtype, request.concurrency),
+            )
+            ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
+            walk_pool(engine, loaded, artifact, precision, weights, pool, request, ref, out)
 
 
 def recheck_split(
     engine: SplitEngine, shape: ModelShape, option: Option, request: PlanRequest, model_ref: str
 ) -> Option:
     """The same split at another context or concurrency: weights and overhead stay, the KV cache changes."""
-    precision = shape.precision_of(option.artifact)
+    loaded, precision = served(engine, shape, option.artifact, option.gpu)
     ref = serve_reference(option.artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
-    ev = evaluate_launch(engine, shape, precision, option.layout, option.gpu, request, ref)
+    ev = evaluate_launch(engine, loaded, precision, option.layout, option.gpu, request, ref)
     return option.with_evaluation(with_host(ev, engine.host_claim(option.layout, ev, request), option.node))
 
 

@@ -35,11 +35,12 @@ from explorer.engines.evaluation import CardMemory, Evaluation, NodeCommand
 from explorer.engines.host_ram import HostClaim, vllm_claim
 from explorer.engines.interface import FleetLaunch, Footprint, SpeedFacts
 from explorer.engines.layouts import Layout, card_role, pp_partition
+from explorer.engines.load_dtype import served, vllm_auto_dtype
 from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, vllm_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, online_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, dtype_flags, online_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import largest_context, stage_kv_bytes
@@ -249,6 +250,7 @@ def command(
             parts.append(f"--all2all-backend {request.all2all_backend}")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
+    parts += dtype_flags(shape)
     parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
                           VLLM.online_methods)  # fmt: skip
     # --max-num-seqs and --max-num-batched-tokens written out as resolved (their defaults depend on the card and
@@ -371,6 +373,11 @@ class VLLM(SplitWalk):
         """Its swap space (:func:`explorer.engines.host_ram.vllm_claim`)."""
         return vllm_claim(layout, request)
 
+    def auto_dtype(self, shape: ModelShape, gpu: GPUClass) -> str:
+        """The dtype it loads a float32 checkpoint at (bfloat16 from compute capability 8.0, float16 below:
+        :func:`vllm_auto_dtype`)."""
+        return vllm_auto_dtype(shape, gpu)
+
     def usable_share(self, request: PlanRequest) -> float:
         """``gpu_memory_utilization``: vLLM asks each card for that share."""
         return request.gpu_memory_utilization
@@ -397,7 +404,7 @@ class VLLM(SplitWalk):
         """One card of ``gpu`` at two contexts: the KV slope between them, the rest fixed."""
         if gpu is None:
             raise PlanError("vLLM's footprint needs a GPU class; a host without GPUs is sized by llama.cpp")
-        precision = shape.precision_of(artifact)
+        shape, precision = served(self, shape, artifact, gpu)
         layout = Layout(engine=self.name, gpu_class=gpu.name)
         small, large = (
             evaluate(shape, precision, layout, gpu, PlanRequest(context_tokens=c, kv_dtype=kv_dtype), shape.name).cards[

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from explorer.memo import memo
 from explorer.model.architectures import build_parts
 from explorer.model.architectures.common import ArchParts, Layer, MoESpec, VisionSpec
 from explorer.model.architectures.patterns import context_limit
@@ -78,6 +79,8 @@ class ModelShape:
         vision_tower: the vision tower's heads and size, or None.
         approximate: whether any figure is a best effort.
         notes: what was assumed or approximated, and why.
+        cast_from: the checkpoint's own dtype when this shape is the model as an engine loads it at another
+            (``dtype``: :meth:`at_dtype`), else ``""``.
     """
 
     name: str
@@ -107,6 +110,7 @@ class ModelShape:
     approximate: bool = False
     notes: tuple[str, ...] = ()
     rope_names_original: bool = False
+    cast_from: str = ""
 
     # --- parameters -----------------------------------------------------------------
 
@@ -213,6 +217,13 @@ class ModelShape:
             return dataclasses.replace(precision, source="published")
         return precision
 
+    def at_dtype(self, dtype: str) -> ModelShape:
+        """The model as an engine loads it at ``dtype`` (``--dtype bfloat16`` over a float32 checkpoint): the
+        activations, the KV cache at ``auto`` and every tensor the checkpoint's scheme leaves alone in ``dtype``
+        (a dense precision renamed for it), :attr:`cast_from` the checkpoint's own dtype. The same object for the
+        same ``dtype`` (:func:`_cast`), so the planner's memos keyed on a shape keep answering for it."""
+        return _cast(self, element_type(dtype).name)
+
     def weight_bytes(self, precision: Precision | str | None = None) -> int:
         """Bytes of the weights an engine loads (MTP layers excluded), scales included."""
         from explorer.model.weights import weight_breakdown
@@ -239,6 +250,15 @@ class ModelShape:
 
     def __eq__(self, other: object) -> bool:
         return self is other
+
+
+@memo(64, keyed_on="shape identity, dtype")
+def _cast(shape: ModelShape, dtype: str) -> ModelShape:
+    """``shape`` loaded at ``dtype`` (:meth:`ModelShape.at_dtype`)."""
+    base = element_type(dtype)
+    own = shape.precision
+    precision = dataclasses.replace(own, base=base, name=base.name if own.method == "none" else own.name)
+    return dataclasses.replace(shape, dtype=base.name, precision=precision, cast_from=shape.cast_from or shape.dtype)
 
 
 def typical_attention(caches: tuple[LayerCache, ...], fallback: tuple[int, int]) -> tuple[int, int]:

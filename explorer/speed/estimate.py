@@ -212,6 +212,8 @@ def speed_of(
     request = request or PlanRequest()
     settings = settings or DEFAULT_SETTINGS
     ev = option.evaluation
+    if option.dtype:  # the model as the engine loads it (vLLM and SGLang: a float32 checkpoint at 16 bits)
+        shape = shape.at_dtype(option.dtype)
     precision = precision or precision_for(
         shape,
         option.artifact,

@@ -16,6 +16,7 @@ from explorer.artifacts.offer import (
     computed_disk_bytes,
     gguf_sets,
     original_weight_files,
+    what_if_artifact,
     what_if_artifacts,
 )
 from explorer.errors import NothingToPlanError
@@ -130,6 +131,16 @@ def test_what_if_artifacts():
     assert [a.quant for a in gptq] == ["int4 GPTQ g128"] and gptq[0].size_bytes > awq.size_bytes  # g_idx costs
     v3 = shape_of("deepseek-ai__DeepSeek-V3")  # an fp8 checkpoint: bf16 is a what-if, fp8 is not
     assert [a.quant for a in what_if_artifacts(v3)] == ["bf16", "int4 AWQ g128"]
+
+
+def test_float32_asked_of_a_float32_checkpoint_is_a_what_if():
+    # vLLM and SGLang load a float32 checkpoint at 16 bits at --dtype auto: keeping it float32 is a --dtype,
+    # so the what-if stays one (what_if=True), sized at 4 bytes a parameter; bf16 asked of a bf16 model is the original
+    granite = shape_of("ibm-granite__granite-3.1-1b-a400m-instruct")
+    kept = what_if_artifact(granite, "fp32")
+    assert (kept.name, kept.quant, kept.what_if, kept.size_bytes) == ("original", "fp32", True, 1_334_628_352 * 4)
+    assert "own float32 weights kept at float32" in kept.note
+    assert not what_if_artifact(shape_of(LLAMA_8B), "bf16").what_if
 
 
 # --- what-if precisions name a real checkpoint (issue 13 §4) --------------------------------------

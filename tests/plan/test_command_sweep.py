@@ -23,6 +23,7 @@ from support.command_check import TABLES, Parsed, model_of, parse_line, table
 
 from explorer.engines.options import Option
 from explorer.engines.request import PlanRequest
+from explorer.engines.serve_command import DTYPE_FLAGS
 from explorer.errors import ExplorerError
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.pinning import check_pinned, pinned_launch
@@ -191,6 +192,8 @@ def settings_problems(p: Parsed, option: Option, request: PlanRequest, dp_factor
         }
     if request.kv_dtype not in ("auto", option.artifact.quant) and p.engine in ("vllm", "sglang"):
         want["--kv-cache-dtype"] = "any"
+    if option.dtype and p.engine in ("vllm", "sglang"):  # a float32 checkpoint loaded at 16 bits (load_dtype)
+        want["--dtype"] = DTYPE_FLAGS[option.dtype]
     if request.kv_dtype not in ("auto",) and p.engine == "llamacpp":
         want["-ctk"] = want["-ctv"] = "any"
     problems = []

@@ -23,12 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from explorer.artifacts.offer import original_artifact
 from explorer.engines import sglang, vllm
 from explorer.engines.calibration import Calibration
 from explorer.engines.layouts import Layout, pp_partition
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
 from explorer.engines.llamacpp.whatif import llama_model_from_shape
+from explorer.engines.load_dtype import served
 from explorer.engines.logs import EngineLog
 from explorer.engines.logs.oom import PARTS as OOM_PARTS
 from explorer.engines.logs.setup import LogSetup, card_class, log_setup
@@ -145,7 +147,10 @@ def _split_predicted(shape: ModelShape, setup: LogSetup, model_ref: str) -> tupl
     layout = Layout(
         engine=engine.name, gpu_class=gpu.name, gpus_per_node=tp * pp, tp=tp, pp=pp, dp=dp, ep=max(setup.ep, 1)
     )
-    precision = shape.resolve_precision(request.precision) if request.precision else shape.precision
+    if request.precision:
+        precision = shape.resolve_precision(request.precision)
+    else:  # the checkpoint as the engine loads it at --dtype auto (a float32 one at 16 bits)
+        shape, precision = served(engine, shape, original_artifact(shape), gpu)
     ev = engine.evaluate(shape, precision, layout, gpu, request, model_ref)
     kv = shape.kv_type(request.kv_dtype)
     rooms = [c.usable - c.weights - c.activations - c.overhead for c in ev.cards]

@@ -123,7 +123,7 @@ def _precision(settings: Mapping[str, Any], shape: ModelShape) -> str | None:
     if settings.get("precision"):
         return str(settings["precision"])
     dtype = str(settings.get("dtype", "")).lower().replace("torch.", "")
-    if dtype in ("float32", "fp32") and shape.dtype != "fp32":
+    if dtype in ("float32", "fp32"):  # asked for: a float32 checkpoint too, which auto would load at 16 bits
         return "fp32"
     if str(settings.get("quantization", "")).lower() == "fp8" and shape.precision.method == "none":
         return "fp8"
