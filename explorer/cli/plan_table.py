@@ -203,7 +203,7 @@ def print_suggestions(result: PlanResult) -> None:
 
 
 def print_refusals(result: PlanResult, examples: int = 3) -> None:
-    """Refusals grouped by rule: the count and a few reasons (memory ones with the context that fits)."""
+    """Refusals grouped by rule: the count and a few distinct reasons (memory ones with the context that fits)."""
     if not result.pruned:
         return
     by_rule = defaultdict(list)
@@ -213,7 +213,13 @@ def print_refusals(result: PlanResult, examples: int = 3) -> None:
     print(f"\nrefused ({result.considered:,} ways considered):")
     for rule, count in sorted(result.pruned.items(), key=lambda kv: -kv[1]):
         print(f"  {rule}: {count:,}")
-        for x in by_rule[rule][:examples]:
+        shown: list[str] = []  # a few distinct reasons: the same one for each GGUF what-if is said once
+        for x in by_rule[rule]:
             longest = f" (max context {x.max_context:,})" if x.max_context is not None else ""
             what = f" · {x.artifact}" if several and x.layout is not None else ""
-            print(f"    {x.label}{what}: {x.reason}{longest}")
+            line = f"    {x.label}{what}: {x.reason}{longest}"
+            if line not in shown:
+                shown.append(line)
+            if len(shown) == examples:
+                break
+        print("\n".join(shown))

@@ -45,6 +45,10 @@ class Option:
         artifact: what is loaded (original weights, a what-if precision, a GGUF file).
         precision: the precision label of what is loaded.
         bits_per_weight: bytes × 8 / params of what is loaded.
+        nominal_bits: bits a weight of the precision's main format, before scales and the tensors it leaves
+            alone (:attr:`~explorer.model.precision.Precision.nominal_bits`: 8 for fp8, 4 for int4 AWQ, 4.89
+            for Q4_K_M, 16 for bf16); 0 when unknown. Ranking classes precisions by it (the real average of
+            Qwen2.5-72B's Q4_K_M is 5.16 bits, of Llama-3.1-8B's fp8 9.05).
         evaluation: the engine's per-card memory, limits and command.
         free_now: whether cards (or hosts) free right now could take it.
         hosts: how many nodes (or node groups) could host it at all.
@@ -71,6 +75,7 @@ class Option:
     speed: Any = None
     replicas: int = 1
     replicas_now: int | None = None
+    nominal_bits: float = 0.0
     dtype: str = ""
 
     @property

@@ -91,6 +91,7 @@ def pin_split(
             artifact=artifact,
             precision=precision.name,
             bits_per_weight=shape.bits_per_weight(precision),
+            nominal_bits=precision.nominal_bits,
             evaluation=ev,
             free_now=True,
             hosts=1,

@@ -156,6 +156,7 @@ class Trial:
             artifact=self.artifact,
             precision=self.precision.name,
             bits_per_weight=self.weights.bits,
+            nominal_bits=self.precision.nominal_bits,
             evaluation=evaluation,
             free_now=ram_now and pool.free_now(nodes, width, evaluation.free_needed_bytes),
             hosts=min(self.hosts, held),

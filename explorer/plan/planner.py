@@ -127,6 +127,16 @@ def _standing(result: PlanResult) -> tuple[int, bool, bool]:
     return (best.tier, not best.runs_as_printed, at_the_brim(best))
 
 
+def _widens(own: PlanResult, wider: PlanResult, extra_artifacts: Sequence[Artifact]) -> bool:
+    """Whether the plan with the fallback is the one to show: its best option stands higher
+    (:func:`_standing`), or stands as high and the ranking puts a fallback's option first (Gemma-4-26B at 131k on
+    one T4: every launch leaves layers on the host and converts the weights, and Q4_K_M with 20 of 30 layers on
+    the CPU ranks before BF16 with 24 of them; on a Mac, a Q8_0 GGUF before a BF16 one)."""
+    if _standing(wider) != _standing(own):
+        return _standing(wider) < _standing(own)
+    return bool(wider.options) and wider.options[0].artifact in extra_artifacts
+
+
 def plan(
     shape: ModelShape,
     cluster: Cluster,
@@ -158,7 +168,7 @@ def plan(
             :func:`explorer.artifacts.offer.fallback_artifacts`) planned too when ``artifacts`` keep no option
             on accelerators alone whose launch runs as printed with headroom; the wider plan is kept when its
             best option stands higher (a higher tier, a launch that runs as printed, then headroom: not
-            :func:`~explorer.plan.ranking.at_the_brim`), so that the first row is the all-GPU layout an
+            :func:`~explorer.plan.ranking.at_the_brim`), or as high with a fallback's option ranked first, so that the first row is the all-GPU layout an
             engineer would run rather than layers left on the CPU, weights to convert first or a card filled
             to the brim (``PlanResult.widened`` names what was added).
             A callable is called only then (a listing of many models makes none it does not need).
@@ -184,7 +194,7 @@ def plan(
         # a last-resort precision (Q3_K_M) is worth its loss only where it keeps every layer on the cards
         extra = replace(extra, options=tuple(o for o in extra.options if o.tier == 1 or not all_gpu_only(o.artifact)))
         wider = _merged(own, extra)
-        if _standing(wider) < _standing(own):
+        if _widens(own, wider, extra_artifacts):
             result = replace(wider, widened=_added(extra_artifacts, wider))
     if not suggest:
         return result

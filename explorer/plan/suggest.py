@@ -183,12 +183,19 @@ def _kv_cache(ask: Ask) -> list[Suggestion]:
 
 
 def _context(ask: Ask) -> list[Suggestion]:
+    """The longest context that keeps every layer on accelerators with headroom; past the model's limit, every
+    engine refuses the context itself (``context-limit``), so the limit bounds it (Llama-2-7B at 8,192: 4,096)."""
     longest = longest_on_accelerators(ask.shape, ask.result)
+    limit = ask.shape.context_limit()
+    past = ask.request.context_tokens > limit
+    if past:
+        longest = min(longest, limit) if longest else limit
     if not 0 < longest < ask.request.context_tokens:
         return []
     context, result = _roomy_context(ask, longest)
     brim = "" if context == longest else f"; {longest:,} fit only at the brim"
-    text = f"a context of {context:,} tokens (asked {ask.request.context_tokens:,}{brim})"
+    said = f"; the model's limit is {limit:,}" if past else ""
+    text = f"a context of {context:,} tokens (asked {ask.request.context_tokens:,}{brim}{said})"
     return [outcome(ask.shape, "context", {"context": context}, text, result, ask.today)]
 
 

@@ -27,10 +27,17 @@ def test_the_table_fits_120_columns_and_suggests_for_lower_tiers(capsys):
     assert main(["fit", "--cluster", "1x1xrtx4090-24g", "--context", "8192"]) == 0
     text = capsys.readouterr().out
     assert max(len(line) for line in text.splitlines()) <= 120
-    # Qwen3-32B: a published AWQ checkpoint, marked as the quantised fallback; falcon-180B fits nowhere even at
-    # Q2_K's 3.35 bits a weight without 56 layers on the CPU
+    # Qwen3-32B: a published AWQ checkpoint, marked as the quantised fallback; Llama-2-7B was trained for 4,096
+    # tokens, which every engine holds it to (llama.cpp's n_ctx_train too), so the change it needs is the context
     assert "* vLLM 1 × rtx4090-24g · int4 AWQ g128" in text and "fits nowhere" in text
-    assert "try Q2_K weights, 3.35 bits a weight (llama.cpp)" in text
+    assert "try a context of 4,096 tokens (asked 8,192; the model's limit is 4,096)" in text
+
+
+def test_a_lower_tier_suggests_fewer_bits(capsys):
+    """falcon-180B at 2,048 (its limit) fits nowhere on a 4090 even at Q2_K's 3.35 bits a weight without 55 layers
+    on the CPU: the suggestion says so."""
+    assert main(["fit", "--cluster", "1x1xrtx4090-24g", "--context", "2048"]) == 0
+    assert "try Q2_K weights, 3.35 bits a weight (llama.cpp)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -73,7 +73,8 @@ def _texts(s: Setting) -> st.SearchStrategy[str]:
     if s.kind == "floats":
         shares = st.lists(st.sampled_from([0.0, 1.0, 3.0, 1e6, 1e6 + 1, -1.0, math.nan]), min_size=1, max_size=4)
         return shares.map(lambda xs: ",".join(map(repr, xs))) | junk
-    return st.text(alphabet="abc019.-_", min_size=1, max_size=8)
+    # a text of dashes alone is argparse's end of options: ``--quant=--`` cannot name a value on a command line
+    return st.text(alphabet="abc019.-_", min_size=1, max_size=8).filter(lambda t: t.strip("-"))
 
 
 @st.composite

@@ -186,6 +186,25 @@ def test_a_mac_falls_back_to_a_published_gguf_rather_than_converting_the_bf16_we
     assert converted.precision == "BF16" and result.options.index(converted) > 0
 
 
+def test_a_mac_converts_gemma4_to_q8_0_rather_than_bf16_when_no_gguf_is_published():
+    """Gemma-4-26B-A4B on an M4 Max at 32k: only llama.cpp runs there, and no published GGUF is known, so every
+    launch converts the bf16 weights first. Converting to BF16 (47.0 GiB of weights, 36.3 tok/s) and to Q8_0
+    (26.4 GiB all told, 60.3 tok/s) stand alike (tier 1, a placeholder, headroom), so the wider plan is kept
+    because the ranking puts Q8_0 first: 8.5 bits a weight keep what 16 do (score 8.6 against BF16's
+    8.6 - 7.4 / 4 = 6.75) at half the bytes read a token. Before, the plan kept the own weights' BF16 alone."""
+    shape = shape_of("google__gemma-4-26B-A4B")
+    fallback = fallback_artifacts(shape, [original_artifact(shape)])
+    result = plan(shape, parse_cluster("1xm4-max-128g"), PlanRequest(context_tokens=32768), fallback=fallback)
+    first = result.options[0]
+    assert (first.engine, first.precision, first.tier, first.runs_as_printed) == ("llamacpp", "Q8_0", 1, False)
+    assert "Q8_0" in result.widened
+    bf16 = next(o for o in result.options if o.precision == "BF16" and o.tier == 1)
+    assert (
+        result.options.index(bf16) == 1
+        and bf16.speed.decode_estimate_tokens_per_s < first.speed.decode_estimate_tokens_per_s
+    )
+
+
 def test_no_fallback_for_weights_already_about_four_bits():
     """gpt-oss-120b ships its experts in MXFP4 (60.8 GiB all told): int4 AWQ would be 58.2 GiB, 96 % of it, over the
     0.75 share a fallback may keep; fp8 (110 GiB), Q8_0 and Q4_K_M are larger still. Nothing is added, so a plan where

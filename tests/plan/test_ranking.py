@@ -18,6 +18,7 @@ from explorer.plan.ranking import (
     GOALS,
     PUBLISHED_PERPLEXITY,
     QUALITY_CAP_BITS,
+    at_the_brim,
     cards_spent,
     precision_score,
     quality,
@@ -183,3 +184,55 @@ def test_the_cpu_ranks_q5_k_m_above_q6_k_above_q8_0_as_the_seed_did():
     result = plan(shape, parse_cluster("1xcpu-64g,cpu=epyc-9654"), PlanRequest(), artifacts=artifacts)
     assert [o.precision for o in result.options] == ["Q5_K_M", "Q6_K", "Q8_0", "Q4_K_M"]
     assert all(o.layout.cpu for o in result.options)
+
+
+def test_a_partial_offload_is_not_at_the_brim_for_filling_its_card():
+    """Gemma-4-26B, 64 sequences of 4,096 on one 4090: no layout keeps every layer on the card, and llama.cpp's
+    -ngl takes the most layers that fit, so each precision fills the card as far as its layers pack: Q4_K_M with
+    14 of 30 layers on the CPU needs 22.5 of 23.5 GiB (96 %), BF16 with 22 of them 22.1 (94 %). Held to 95 %, the
+    BF16 conversion (1.2 tok/s a sequence) ranked first; held to the sequences alone, Q4_K_M (3.4) does."""
+    shape = shape_of("google__gemma-4-26B-A4B")
+    artifacts = [original_artifact(shape), what_if_artifact(shape, "Q4_K_M")]
+    request = PlanRequest(context_tokens=4096, concurrency=64, engines=("llamacpp",))
+    result = plan(shape, parse_cluster("1x1xrtx4090-24g"), request, artifacts=artifacts)
+    first, bf16 = result.options[0], next(o for o in result.options if o.precision == "BF16")
+    assert (first.precision, first.placement, first.evaluation.layers_on_host) == ("Q4_K_M", "host-offload", 14)
+    assert first.per_card.total * 100 > 95 * first.per_card.usable and not at_the_brim(first)
+    assert bf16.evaluation.layers_on_host == 22 and result.options.index(bf16) == 1
+    assert first.speed.decode_estimate_tokens_per_s > 2.5 * bf16.speed.decode_estimate_tokens_per_s
+
+
+def test_an_eight_bit_checkpoint_with_16_bit_embeddings_is_near_equal_to_q8_0():
+    """Llama-3.1-8B's fp8 checkpoint keeps embed_tokens and lm_head (2 × 128,256 × 4,096 = 1.05 B of 8.03 B
+    weights) in bf16: (6.98 × 8 + 1.05 × 16) / 8.03 = 9.05 bits a weight, past the cap. Scored by its average,
+    8.6 - 0.45 / 4 = 8.49, it ranked below Q8_0 (8.5 bits, 8.6), and llama.cpp (45.9 tok/s) came first on a 4090
+    at 32k; classed by its nominal 8 bits it is the cap, and the faster vLLM (47.3) does. On the CPU, Q6_K's
+    nominal 6.5625 bits are past the cap: its real 6.57 score 5.6075."""
+    assert precision_score(9.05, cpu=False) == 8.6 - 0.45 * 0.25  # the average alone
+    assert precision_score(9.05, cpu=False, nominal_bits=8) == precision_score(8.5, cpu=False, nominal_bits=8.5) == 8.6
+    assert precision_score(6.57, cpu=True, nominal_bits=6.5625) == pytest.approx(5.6075)
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    artifacts = [what_if_artifact(shape, "fp8"), what_if_artifact(shape, "Q8_0")]
+    request = PlanRequest(context_tokens=32768, engines=("vllm", "llamacpp"))
+    result = plan(shape, parse_cluster("1x1xrtx4090-24g"), request, artifacts=artifacts)
+    first = result.options[0]
+    assert first.engine == "vllm" and first.bits_per_weight == pytest.approx(9.05, abs=0.01)
+    llama = next(o for o in result.options if o.engine == "llamacpp")
+    assert first.speed.decode_estimate_tokens_per_s > llama.speed.decode_estimate_tokens_per_s
+
+
+def test_q4_k_m_is_a_four_bit_precision_whatever_a_large_vocabulary_adds():
+    """Qwen2.5-72B's Q4_K_M (bartowski's file: 47.4 GB) averages 5.16 bits a weight, its 152,064-token embeddings
+    and half its V and down projections in Q6_K; Qwen's int4 AWQ 4.56. Classed by the average (whole 5: 5.5
+    against 4.5) llama.cpp Q4_K_M (39.8 tok/s) ranked before vLLM int4 AWQ (48.1) on one H100 at 4k; classed by
+    the nominal bits (4.89 and 4) both score 4.5, and the faster vLLM comes first."""
+    shape = shape_of("Qwen__Qwen2.5-72B")
+    assert precision_score(5.157, cpu=False, nominal_bits=4.89) == precision_score(4.562, cpu=False, nominal_bits=4)
+    artifacts = [what_if_artifact(shape, "int4-awq"), what_if_artifact(shape, "Q4_K_M")]
+    request = PlanRequest(context_tokens=4096, engines=("vllm", "llamacpp"))
+    result = plan(shape, parse_cluster("1x1xh100-80g"), request, artifacts=artifacts)
+    first = result.options[0]
+    llama = next(o for o in result.options if o.engine == "llamacpp")
+    assert (first.engine, first.precision, first.nominal_bits) == ("vllm", "int4 AWQ g128", 4)
+    assert llama.bits_per_weight > 5 and llama.nominal_bits == pytest.approx(4.89)
+    assert first.speed.decode_estimate_tokens_per_s > 1.15 * llama.speed.decode_estimate_tokens_per_s

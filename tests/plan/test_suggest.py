@@ -124,3 +124,14 @@ def test_405b_on_one_h100_is_offered_the_precision_and_the_cluster_together():
 def test_no_combined_suggestion_without_other_precisions():
     result = plan(shape_of("meta-llama__Meta-Llama-3.1-405B"), parse_cluster("1x1xh100-80g"), PlanRequest())
     assert not [s for s in result.suggestions if s.kind == "precision-cluster"]
+
+
+def test_a_context_past_the_models_limit_suggests_the_limit():
+    """Qwen3-30B-A3B states 40,960 tokens and no rope scaling: at 131,072 every engine refuses the context itself
+    (vLLM and SGLang by the config, llama.cpp by n_ctx_train), so the one change is the context, held to the limit;
+    at 40,960 one H200 holds the bf16 weights (61 GB) and the KV cache with vLLM."""
+    result = _plan("Qwen__Qwen3-30B-A3B", "1x1xh200-141g", context_tokens=131072)
+    assert not result.options and {x.rule for x in result.rejected} == {"context-limit"}
+    (context,) = [s for s in result.suggestions if s.kind == "context"]
+    assert context.change == {"context": 40960} and context.fits and context.tier == 1
+    assert "the model's limit is 40,960" in context.text

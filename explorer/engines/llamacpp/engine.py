@@ -34,6 +34,25 @@ from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 
 
+def past_trained_context(n_ctx_train: int, context_tokens: int) -> str | None:
+    """Why a context past the model's trained one is refused (``context-limit``), else None.
+
+    llama.cpp loads ``-c`` past ``n_ctx_train`` with a warning (``llama_context: n_ctx_seq (…) > n_ctx_train (…)
+    -- possible training context overflow``); llama-server then caps each slot at the trained length (``the slot
+    context (…) exceeds the training context of the model (…) - capping``), and older builds ran past it with
+    answers that degrade. Either way the printed context is not served, so the command is not one to print;
+    vLLM and SGLang refuse such a context at start-up, and their walks refuse it too. A GGUF whose header sets YaRN rope scaling states the longer
+    ``n_ctx_train`` itself. A header without the length (0) is not held to one.
+    """
+    if n_ctx_train <= 0 or context_tokens <= n_ctx_train:
+        return None
+    return (
+        f"context {context_tokens:,} exceeds the model's trained context of {n_ctx_train:,} tokens (n_ctx_train): "
+        f"llama-server caps each slot at {n_ctx_train:,} (older builds run past it and the answers degrade); ask for "
+        f"at most {n_ctx_train:,}, or load a GGUF whose header sets YaRN rope scaling"
+    )
+
+
 def fleet_launch(model_id: str, fleet: FleetLaunch) -> Evaluation:
     """``llama-server`` for one instance of a fleet placement: every layer on the GPUs (``-ngl 999``), the batch
     sizes the footprint was measured at (``-b``, ``-ub``: the request's defaults), a local file ``-m``, a Hub id
@@ -126,6 +145,10 @@ def walk(
             model = llama_model(shape, artifact)
         except (LlamaCppConfigError, LlamaCppFitError, ValueError) as err:
             out.refuse(NAME, None, artifact.name, "gguf", str(err))
+            continue
+        past = past_trained_context(model.n_ctx_train, request.context_tokens)
+        if past:
+            out.refuse(NAME, None, artifact.name, "context-limit", past)
             continue
         offload = offload_for(request, model.n_layer)
         if offload.conflict:

@@ -34,7 +34,7 @@ from explorer.engines.names import EngineName
 from explorer.engines.options import Option
 from explorer.engines.request import PlanRequest
 from explorer.engines.setting import launch_flags
-from explorer.errors import LlamaCppFitError
+from explorer.errors import LlamaCppFitError, UnknownPrecisionError
 from explorer.hardware.cluster import Node
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
@@ -61,6 +61,16 @@ def gguf_quant_for(shape: ModelShape, artifact: Artifact) -> str:
         if label.startswith(key):
             return quant
     return "Q8_0" if shape.precision_of(artifact).nominal_bits >= 8 else "Q4_K_M"
+
+
+def nominal_bits_for(shape: ModelShape, artifact: Artifact) -> float:
+    """The nominal bits a weight of what llama.cpp loads (:attr:`~explorer.engines.options.Option.nominal_bits`):
+    the precision the artifact names (Q4_K_M: 4.89; the original bf16 weights converted: 16); 0.0 for a GGUF
+    whose types explorer names no precision for (``mixed``), which the ranking then classes by its real bits."""
+    try:
+        return shape.precision_of(artifact).nominal_bits
+    except UnknownPrecisionError:
+        return 0.0
 
 
 @lru_cache(maxsize=512)  # a model at each quant: the hardware-first view asks for a hundred models

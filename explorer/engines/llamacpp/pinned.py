@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from explorer.engines.interface import PinnedLayout
 from explorer.engines.layouts import Layout
-from explorer.engines.llamacpp.launch import NAME, evaluate, gguf_quant_for, llama_model, settings_for
+from explorer.engines.llamacpp.launch import NAME, evaluate, gguf_quant_for, llama_model, nominal_bits_for, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaModel
 from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, card_seats, offload_for, rpc_seats
@@ -106,6 +106,7 @@ def pin(
         artifact=artifact,
         precision=gguf_quant_for(shape, artifact),
         bits_per_weight=model.weight_bytes * 8 / served if served else 0.0,
+        nominal_bits=nominal_bits_for(shape, artifact),
         evaluation=ev,
         free_now=True,
         hosts=1,

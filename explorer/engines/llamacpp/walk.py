@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from explorer.engines.layouts import Layout
-from explorer.engines.llamacpp.launch import NAME, evaluate, launch_split, settings_for
+from explorer.engines.llamacpp.launch import NAME, evaluate, launch_split, nominal_bits_for, settings_for
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.offload import (
     CUDA_CONTEXT_BYTES,
@@ -51,6 +51,7 @@ class Ctx:
 
     def __init__(self, shape, model, artifact, quant, bits, request, model_ref, out, offload) -> None:
         self.shape, self.model, self.artifact, self.quant, self.bits = shape, model, artifact, quant, bits
+        self.nominal_bits = nominal_bits_for(shape, artifact)
         self.request, self.model_ref, self.out, self.offload = request, model_ref, out, offload
         self.memo: dict = {}
         #: per card class, the fewest cards of it on one node that hold every layer
@@ -92,6 +93,7 @@ def try_launch(
         artifact=ctx.artifact,
         precision=ctx.quant,
         bits_per_weight=ctx.bits,
+        nominal_bits=ctx.nominal_bits,
         evaluation=ev,
         free_now=False,
         hosts=hosts,

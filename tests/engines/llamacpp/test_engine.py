@@ -6,7 +6,7 @@ import pytest
 from support.corpus import shape_of
 from support.llamacpp_headers import header_for
 
-from explorer.engines.llamacpp import launch
+from explorer.engines.llamacpp import engine, launch
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
 from explorer.engines.llamacpp.offload import seats_from_cards
@@ -223,6 +223,25 @@ def test_quant_f16_on_a_bf16_model_is_planned_as_an_f16_gguf():
     on_host = best.evaluation.host.weights
     assert on_card + on_host == pytest.approx(8_030_261_248 * 2, rel=1e-3)
     assert on_host == 128_256 * 4_096 * 2
+
+
+def test_a_context_past_the_trained_one_is_refused_as_the_serving_engines_refuse_it():
+    """Qwen3-30B-A3B states max_position_embeddings 40,960 and no rope scaling, so n_ctx_train is 40,960. llama.cpp
+    would load ``-c 131072`` with a warning alone and answer badly past 40,960 tokens; the walk refuses it
+    (``context-limit``) as vLLM's and SGLang's refuse it, and plans 40,960 itself."""
+    past = _plan("Qwen__Qwen3-30B-A3B", "1x1xh200-141g", context_tokens=131072, precision="Q8_0")
+    assert not past.options
+    (refusal,) = past.rejected
+    assert refusal.rule == "context-limit" and refusal.engine == "llamacpp"
+    assert "trained context of 40,960 tokens" in refusal.reason and "YaRN" in refusal.reason
+    at = _plan("Qwen__Qwen3-30B-A3B", "1x1xh200-141g", context_tokens=40960, precision="Q8_0")
+    assert at.options and "-c 40960" in at.options[0].evaluation.command
+
+
+def test_past_trained_context_holds_a_header_without_a_length_to_none():
+    assert engine.past_trained_context(0, 10**6) is None  # n_ctx_train unknown: no limit to hold
+    assert engine.past_trained_context(131072, 131072) is None
+    assert "131,073 exceeds the model's trained context of 131,072" in engine.past_trained_context(131072, 131073)
 
 
 def test_gpt_oss_original_plans_as_the_converters_bf16_gguf_with_its_mxfp4_experts():
