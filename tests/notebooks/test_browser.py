@@ -26,6 +26,7 @@ import pytest
 from support.hub_fixtures import GATED, SINGLE
 from support.notebook_server import ROOT, chromium, in_viewport, marimo_app, too_wide
 from support.readme_sample import SHOTS, readme_query
+from support.visitors import fetch_model
 
 from explorer.bench.browser import DEEP_QUERY, missing_browser
 
@@ -300,29 +301,19 @@ def test_a_suggestion_clicked_changes_the_controls(app_url):
         assert "✓" in _table(page)  # the change fits
 
 
-def _fetch(page, text: str, token: str = "") -> None:
-    box = _control(page, "marimo-text", "any model id", "input")
-    box.fill(text)
-    box.press("Enter")
-    secret = page.get_by_placeholder("hf_… (gated repos only)").locator("visible=true")
-    secret.fill(token)
-    secret.press("Enter")
-    page.get_by_role("button", name="Fetch").click()
-
-
 def test_fetch_button_reads_the_hub_and_errors_are_callouts(tmp_path, hub_server):
     """Fetch reads a model from a (test) Hub; a refused token gives a callout that never shows the token."""
     env = _env(tmp_path, HF_HUB_OFFLINE="0", HF_ENDPOINT=hub_server.endpoint)
     with marimo_app(APP, env=env) as url, chromium() as browser:
         page = _open(browser, url, 1440, 1400)
-        _fetch(page, SINGLE)
+        fetch_model(page, SINGLE)
         page.wait_for_function(
             "s => document.querySelector('#explorer-options') && document.body.innerText.includes(s)",
             arg=f"{SINGLE}: ",
             timeout=60_000,
         )
         wrong = "hf_wrongTOKENnotallowed0123456789"
-        _fetch(page, GATED, wrong)
+        fetch_model(page, GATED, wrong)
         page.get_by_text(f"Could not fetch `{GATED}`").or_(page.get_by_text(f"Could not fetch {GATED}")).first.wait_for(
             timeout=60_000
         )

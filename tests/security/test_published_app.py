@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 import pytest
 from support.hub_fixtures import GATED, GATED_TOKEN, SINGLE
 from support.notebook_server import ROOT, chromium, marimo_app
-from support.visitors import move_slider_and_wait, open_page
+from support.visitors import fetch_model, move_slider_and_wait, open_page
 
 from explorer.bench.browser import missing_browser
 from explorer.bench.logs import hostile_log
@@ -49,16 +49,6 @@ def _wait_text(page, text: str, timeout_ms: int = 90_000) -> None:
     page.get_by_text(text).first.wait_for(timeout=timeout_ms)
 
 
-def _fetch(page, text: str, token: str = "") -> None:
-    box = page.locator("marimo-text", has_text="any model id").locator("input").locator("visible=true").first
-    box.fill(text)
-    box.press("Enter")
-    secret = page.get_by_placeholder("hf_… (gated repos only)").locator("visible=true")
-    secret.fill(token)
-    secret.press("Enter")
-    page.get_by_role("button", name="Fetch").click()
-
-
 @pytest.mark.parametrize("path", ["/dev/zero", "/root/.ssh/id_rsa", "/etc"])
 def test_a_link_to_a_server_path_reads_nothing(served, path):
     # before: ?model=/dev/zero took the server from 88 MiB to 6.1 GiB in 10 s; id_rsa "does not exist"
@@ -87,12 +77,12 @@ def test_fetch_never_lends_the_operators_token_and_a_visitors_token_stays_privat
     url, cache_path, endpoint = served
     with chromium() as browser:
         page = open_page(browser, url)
-        _fetch(page, GATED)
+        fetch_model(page, GATED)
         _wait_text(page, f"Could not fetch {GATED}")
-        _fetch(page, GATED, GATED_TOKEN)  # the visitor's own token: it answers, for this visitor
+        fetch_model(page, GATED, GATED_TOKEN)  # the visitor's own token: it answers, for this visitor
         page.wait_for_function("s => document.body.innerText.includes(s)", arg=f"{GATED}: ", timeout=90_000)
         assert GATED_TOKEN not in page.inner_text("body")
-        _fetch(page, SINGLE)  # public, anonymous: may be shared
+        fetch_model(page, SINGLE)  # public, anonymous: may be shared
         page.wait_for_function("s => document.body.innerText.includes(s)", arg=f"{SINGLE}: ", timeout=90_000)
         other = open_page(browser, url)  # another visitor lists what runs on the cluster
         other.get_by_role("button", name="What runs on this cluster?").click()

@@ -1,11 +1,11 @@
-"""A visitor of the served app in chromium: open a page at a link, and move the context slider and wait for the
-table to change (the security tests' two-visitor cases share these)."""
+"""A visitor of the served app in chromium: open a page at a link, move the context slider and wait for the table
+to change, and fetch a model from the Hub with the visitor's own token (the browser and security tests share these)."""
 
 from __future__ import annotations
 
 import time
 
-__all__ = ["TABLE", "move_slider_and_wait", "open_page"]
+__all__ = ["TABLE", "fetch_model", "move_slider_and_wait", "open_page"]
 
 #: the ranked table's element
 TABLE = "#explorer-options"
@@ -33,3 +33,14 @@ def move_slider_and_wait(page) -> float:
         timeout=60_000,
     )
     return time.monotonic() - t0
+
+
+def fetch_model(page, text: str, token: str = "") -> None:
+    """Type ``text`` in the "any model id" box and ``token`` in the Hub token box (empty: none), then press Fetch."""
+    box = page.locator("marimo-text", has_text="any model id").locator("input").locator("visible=true").first
+    box.fill(text)
+    box.press("Enter")
+    secret = page.get_by_placeholder("hf_… (gated repos only)").locator("visible=true")
+    secret.fill(token)
+    secret.press("Enter")
+    page.get_by_role("button", name="Fetch").click()
