@@ -10,13 +10,13 @@ characters in a GGUF file.
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest
 from support.corpus import CONFIGS, DATA
 from support.gguf_factory import llama_like, llama_metadata
 from support.hub_fixtures import write_gguf
+from support.tmpfs import mounted_tmpfs
 
 from explorer.cli import main
 
@@ -122,16 +122,8 @@ def test_control_characters_from_a_gguf_are_escaped_on_the_terminal(capsys, tmp_
 @pytest.fixture
 def read_only_cache(tmp_path):
     """A cache file with one cached model, on a tmpfs remounted read-only (root only, else skip)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a read-only file system needs root")
-    mnt = tmp_path / "ro"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "none", str(mnt)], check=False).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with mounted_tmpfs(tmp_path / "ro", "64m") as mnt:
         yield mnt / "cache.duckdb"
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_a_cache_on_a_read_only_file_system_is_read_and_clear_says_why(capsys, monkeypatch, read_only_cache, hub_root):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import warnings
 
 import pytest
+from support.tmpfs import mounted_tmpfs
 
 from explorer.cli import main
 from explorer.sources.cache.schema import SCHEMA_VERSION
@@ -85,16 +85,8 @@ def test_cache_clear_always_succeeds(tmp_path, make, capsys):
 @pytest.fixture
 def small_disk(tmp_path):
     """A 3 MiB tmpfs (root only, else skip): room for an empty cache, not for much more."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a file system needs root")
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "none", str(mnt)], check=False).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with mounted_tmpfs(tmp_path / "small", "3m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_a_full_disk_degrades_to_answering_without_caching_with_one_warning(small_disk):
