@@ -17,7 +17,8 @@ event to:
 
 - **table**: the table's text differs from before;
 - **charts**: the last change inside any chart (``.vega-embed``, in marimo's
-  shadow roots), once no chart has changed for 0.6 s.
+  shadow roots, or the per-card chart's inline ``svg#explorer-cards``), once no
+  chart has changed for 0.6 s.
 
 The report gives the median and the maximum of each, in milliseconds.
 ``--root`` runs another checkout (``PYTHONPATH=ROOT``, notebook under it), so
@@ -55,6 +56,8 @@ from explorer.bench.browser import DEEP_QUERY, launch_chromium, marimo_server, m
 from explorer.bench.cell_profile import cell_costs, cell_names, profile_report
 
 TABLE = "#explorer-options"
+#: the charts a move may redraw: marimo's vega-lite outputs, and the app's per-card chart, drawn as inline SVG
+CHARTS = ".vega-embed, svg#explorer-cards"
 
 #: name -> the URL query the app opens with
 SCENARIOS: dict[str, str] = {
@@ -79,15 +82,15 @@ _ARM = f"""() => {{
     const o = new MutationObserver(() => {{
       if (b.t0 === null) return;
       b.chart = performance.now();
-      ({DEEP_QUERY})('.vega-embed').forEach((e) => {{ if (!seen.has(e)) {{ seen.add(e); watch(e); }} }});
+      ({DEEP_QUERY})('{CHARTS}').forEach((e) => {{ if (!seen.has(e)) {{ seen.add(e); watch(e); }} }});
     }});
     o.observe(node, {{subtree: true, childList: true, attributes: true}});
     w.__benchObservers.push(o);
   }};
-  for (const e of ({DEEP_QUERY})('.vega-embed')) {{
+  for (const e of ({DEEP_QUERY})('{CHARTS}')) {{
     seen.add(e);
     watch(e);
-    const area = e.getRootNode().host?.closest('.output-area');
+    const area = (e.getRootNode().host || e).closest('.output-area');
     if (area && !seen.has(area)) {{ seen.add(area); watch(area); }}
   }}
   const old = document.querySelector('{TABLE}')?.innerText;
