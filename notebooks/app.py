@@ -439,8 +439,22 @@ def _(get_spec, set_spec):
 
 
 @app.cell(hide_code=True)
-def _(cluster_file, defaults, get_spec):
-    # The cluster planned on: an uploaded (or linked) cluster file wins over the spec while "use it" is on.
+def _(
+    cluster_file,
+    defaults,
+    get_spec,
+    preset_pick,
+    spec_box,
+    term_class,
+    term_fabric,
+    term_free,
+    term_gpus,
+    term_nodes,
+    term_ram,
+    term_refusal,
+):
+    # The cluster planned on, and the sidebar's cluster section, in one cell (both follow the spec, so they ran
+    # together anyway): an uploaded (or linked) cluster file wins over the spec.
     cluster, cluster_error, cluster_source = None, None, "spec"
     _json = defaults.cluster_file
     try:
@@ -455,25 +469,6 @@ def _(cluster_file, defaults, get_spec):
             cluster = parse_cluster(get_spec())
     except ExplorerError as _e:
         cluster_error = str(_e)
-    return cluster, cluster_error, cluster_source
-
-
-@app.cell(hide_code=True)
-def _(
-    cluster,
-    cluster_error,
-    cluster_file,
-    cluster_source,
-    preset_pick,
-    spec_box,
-    term_class,
-    term_fabric,
-    term_free,
-    term_gpus,
-    term_nodes,
-    term_ram,
-    term_refusal,
-):
     _about = (
         [mo.md("\n".join(f"- {safe_html(line)}" for line in describe_cluster(cluster)))]
         + ([mo.md(f"*{safe_html(_note)}*")] if (_note := host_ram_note(cluster)) else [])
@@ -505,7 +500,7 @@ def _(
         [mo.md("**Cluster**"), preset_pick, spec_box, *_file, *_controls, *_about, cluster_file],
         width=SIDEBAR,
     )
-    return
+    return cluster, cluster_error, cluster_source
 
 
 @app.cell(hide_code=True)
