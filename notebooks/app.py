@@ -849,15 +849,18 @@ def _(
 def _(get_sweep):
     # each sweep chart its own output, carrying only the columns it draws, redrawn only when the curves change
     # (the asked context is the slider's and the table's; a marker here would redraw both on every move)
-    mo.stop(not get_sweep())
-    vega.VegaLiteSpec(vega.memory_context_spec(get_sweep()))
+    # (drawn when scrolled into view: an open sends and draws no chart below the fold)
+    _rows = get_sweep()
+    mo.stop(not _rows)
+    mo.lazy(lambda rows=_rows: vega.VegaLiteSpec(vega.memory_context_spec(rows)))  # rows bound now
     return
 
 
 @app.cell(hide_code=True)
 def _(get_sweep):
-    mo.stop(not get_sweep() or all(r["tokens_per_s"] is None for r in get_sweep()))
-    vega.VegaLiteSpec(vega.speed_context_spec(get_sweep()))
+    _rows = get_sweep()
+    mo.stop(not _rows or all(r["tokens_per_s"] is None for r in _rows))
+    mo.lazy(lambda rows=_rows: vega.VegaLiteSpec(vega.speed_context_spec(rows)))
     return
 
 

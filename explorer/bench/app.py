@@ -334,7 +334,7 @@ def run_versus_floor(new_page, app_url: str, floor_url: str, opens: int, moves: 
             open_s[name].append(seconds)
             pages[name] = (page, wire)
             last_open[name] = opened_s
-    pages["app"][0].locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
+    pages["app"][0].locator(CHARTS).last.wait_for(timeout=int(timeout_s * 1000))
     pages["app"][0].wait_for_timeout(1500)  # the charts below the table finish before the first move
     open_frames = {name: wire.received for name, (_page, wire) in pages.items()}
     costs = {name: MoveCost() for name in urls}
@@ -462,7 +462,7 @@ def run_scenario(browser, url: str, opens: int, moves: int, timeout_s: float) ->
         page.goto(url)
         page.locator(TABLE).wait_for(timeout=int(timeout_s * 1000))
         open_s.append(time.perf_counter() - t0)
-    page.locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
+    page.locator(CHARTS).last.wait_for(timeout=int(timeout_s * 1000))
     page.wait_for_timeout(1500)  # the charts below the table finish before the first move
     controls = measure_controls(page, moves, timeout_s)
     page.close()

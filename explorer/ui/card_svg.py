@@ -159,7 +159,7 @@ def card_memory_svg(rows: Sequence[Mapping[str, Any]], *, title: str, chart_id: 
     body += _axis(axis_y, top, step, per_px) + _legend(axis_y + _AXIS_H + 4)
     return (
         f'<svg id="{chart_id}" role="img" aria-labelledby="{chart_id}-title {chart_id}-desc" '
-        f'viewBox="0 0 {SVG_WIDTH} {height}" width="100%" style="max-width:{SVG_WIDTH * 1.5:g}px" '
+        f'viewBox="0 0 {SVG_WIDTH} {height}" width="100%" style="max-width:{SVG_WIDTH * 1.25:g}px" '
         f'font-family="sans-serif" font-size="11" xmlns="http://www.w3.org/2000/svg">'
         f'<title id="{chart_id}-title">{safe_html(title)}</title>'
         f'<desc id="{chart_id}-desc">{safe_html(_description(roles))}</desc>' + "".join(body) + "</svg>"
