@@ -705,14 +705,21 @@ def _(
 
 @app.cell(hide_code=True)
 def _(
-    app_state,
+    artifact_menu,
     cluster,
+    cluster_source,
+    concurrency,
+    context,
     context_steps,
     engine,
     fit_button,
     get_below,
     get_fit_asked,
+    get_model_text,
+    get_spec,
     get_sweep,
+    goal,
+    kv_dtype,
     model,
     model_name,
     model_ref,
@@ -722,12 +729,41 @@ def _(
     set_sweep,
     settings_values,
     shape,
+    size_mode,
+    weights,
+    workload_values,
 ):
-    # Below the answer, in one cell: the ways forward, the curves against context (drawn below, from get_sweep),
-    # why the other ways were refused, pinning, the model. It reads the plan from get_below (the answer's cell
-    # sets it only when it plans again), never a name the answer's cell defines: another drawn option, more rows
-    # or columns do not run it.
-    mo.stop(get_below() is None)
+    # Below the answer, in one cell (a context move runs two: the answer's and this): the URL, the ways forward,
+    # the curves against context (drawn below, from get_sweep), why the other ways were refused, pinning, the
+    # model. It reads the plan from get_below (the answer's cell sets it only when it plans again), never a name
+    # the answer's cell defines: another drawn option, more rows or columns do not run it.
+    # The URL carries the whole state: a link restores it (marimo run and the WASM page alike), written before
+    # the plan is read, so a cluster that does not parse is in the link too.
+    _offer = tuple(nd.artifact_key(a) for a in artifact_menu.values() if not a.what_if)
+    _weights = tuple(nd.artifact_key(artifact_menu[k]) for k in weights.value)
+    app_state = AppDefaults(
+        model=get_model_text() if model.origin != "pasted" else AppDefaults().model,
+        weights=() if _weights == _offer else _weights,
+        spec=get_spec() if get_spec() != preset_by_name(AppDefaults().preset).spec else None,
+        cluster_file=cluster_source if cluster_source != "spec" else None,
+        context_tokens=context.value,
+        engine=engine.value,
+        kv_dtype=kv_dtype.value,
+        concurrency=concurrency.value,
+        goal=goal.value,
+        pinned=pin.value.strip() if pin is not None else "",
+        settings={k: v for k, v in settings_values.items() if v},
+        sizing=size_mode.value,
+        workload=sv.workload_query(workload_values),
+    )
+    _want, _params = to_query(app_state), mo.query_params()
+    for _key in [k for k in _params if k in QUERY_KEYS and k not in _want]:
+        del _params[_key]
+    for _key, _value in _want.items():
+        if _params.get(_key) != _value:
+            _params[_key] = _value
+    # the answer's cell stopped (the cluster does not parse, the plan failed): nothing below for a plan not shown
+    mo.stop(get_below() is None or get_below().cluster is not cluster or get_below().shape is not shape)
     _result, _request, _chosen = get_below().result, get_below().request, list(get_below().chosen)
     # the ways forward when the best way leaves layers off the accelerators (or nothing fits): each change
     # planned again; a click applies the change to the controls
@@ -842,7 +878,7 @@ def _(
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
     mo.vstack([*_forward, mo.ui.tabs(_tabs, lazy=True)], gap=0.5)  # a tab's content is sent when it is shown
-    return suggestion_buttons, sweep
+    return app_state, suggestion_buttons, sweep
 
 
 @app.cell(hide_code=True)
@@ -973,51 +1009,6 @@ def _(engine_log):
         lazy=False,
     )
     return (log_rows,)
-
-
-@app.cell(hide_code=True)
-def _(
-    artifact_menu,
-    cluster_source,
-    concurrency,
-    context,
-    engine,
-    get_model_text,
-    get_spec,
-    goal,
-    kv_dtype,
-    model,
-    pin,
-    settings_values,
-    size_mode,
-    weights,
-    workload_values,
-):
-    # The URL carries the whole state: a link restores it (marimo run and the WASM page alike).
-    _offer = tuple(nd.artifact_key(a) for a in artifact_menu.values() if not a.what_if)
-    _weights = tuple(nd.artifact_key(artifact_menu[k]) for k in weights.value)
-    app_state = AppDefaults(
-        model=get_model_text() if model.origin != "pasted" else AppDefaults().model,
-        weights=() if _weights == _offer else _weights,
-        spec=get_spec() if get_spec() != preset_by_name(AppDefaults().preset).spec else None,
-        cluster_file=cluster_source if cluster_source != "spec" else None,
-        context_tokens=context.value,
-        engine=engine.value,
-        kv_dtype=kv_dtype.value,
-        concurrency=concurrency.value,
-        goal=goal.value,
-        pinned=pin.value.strip() if pin is not None else "",
-        settings={k: v for k, v in settings_values.items() if v},
-        sizing=size_mode.value,
-        workload=sv.workload_query(workload_values),
-    )
-    _want, _params = to_query(app_state), mo.query_params()
-    for _key in [k for k in _params if k in QUERY_KEYS and k not in _want]:
-        del _params[_key]
-    for _key, _value in _want.items():
-        if _params.get(_key) != _value:
-            _params[_key] = _value
-    return (app_state,)
 
 
 @app.cell(hide_code=True)
