@@ -40,7 +40,7 @@ from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, vllm_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, dtype_flags, online_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, load_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import largest_context, stage_kv_bytes
@@ -250,9 +250,7 @@ def command(
             parts.append(f"--all2all-backend {request.all2all_backend}")
     if request.kv_dtype not in ("auto", shape.dtype):
         parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
-    parts += dtype_flags(shape)
-    parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
-                          VLLM.online_methods)  # fmt: skip
+    parts += load_flags(shape, precision, VLLM.online_methods)
     # --max-num-seqs and --max-num-batched-tokens written out as resolved (their defaults depend on the card and
     # the release), then --enforce-eager… as the user set them, in their declarations' order
     resolved = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens}
@@ -334,7 +332,8 @@ class VLLM(SplitWalk):
         """``vllm serve``: several cards ``--tensor-parallel-size``; ``--gpu-memory-utilization`` the largest
         share of a card charged, rounded *up* to the hundredth (vLLM budgets that share of every card it uses), at
         most 1 (a tight instance asks for the whole card); the scheduler's batch sizes vLLM's defaults for the
-        card, which the footprint was measured at; across nodes a rank a node (:func:`rank_flags`)."""
+        card, which the footprint was measured at; the flags that load the model as its footprint sized it
+        (``--dtype bfloat16`` over a float32 checkpoint); across nodes a rank a node (:func:`rank_flags`)."""
         parts = [f"vllm serve {model_id}"]
         if fleet.cards > 1:
             parts.append(f"--tensor-parallel-size {fleet.cards}")
@@ -345,6 +344,7 @@ class VLLM(SplitWalk):
             request = PlanRequest(context_tokens=max(1, fleet.context_tokens))  # a weights-only demand charges none
             tokens, seqs = scheduler_defaults(fleet.gpu, request, vllm_release(request.vllm_version))
             parts.append(f"--max-num-seqs {seqs} --max-num-batched-tokens {tokens}")
+        parts += fleet.load_flags
         nodes = len(fleet.nodes)
         head, workers = across_nodes(" ".join(parts), nodes, partial(rank_flags, nodes))
         return fleet.evaluation(head, workers, meeting_ports(head) if workers else ())
@@ -421,6 +421,7 @@ class VLLM(SplitWalk):
             kv_bytes_per_token=per_token,
             even_split=True,
             split_widths=tp_widths(shape),
+            load_flags=tuple(load_flags(shape, precision, self.online_methods)),
         )
 
 
