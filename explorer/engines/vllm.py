@@ -71,7 +71,9 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
     if (no_swap := swap_space_refusal(vllm_release(request.vllm_version), request.swap_space_gib)) is not None:
         out.append(("swap-space", no_swap))
-    out += backend_refusals(shape, layout.ep, request.all2all_backend, VLLM_BACKENDS)
+    out += backend_refusals(shape, layout.ep, request.all2all_backend, VLLM_BACKENDS) or dp_backend_refusals(
+        layout, request
+    )
     asked = request.expert_parallel_size
     if asked and shape.moe is not None and asked != layout.ep:
         out.append(
@@ -104,10 +106,26 @@ def distributed_size(layout: Layout) -> int:
     return layout.tp * layout.dp if layout.expert_dp else layout.tp
 
 
+def dp_backend_refusals(layout: Layout, request: PlanRequest) -> list[Refusal]:
+    """An asked all-to-all backend on a layout without data parallelism: vLLM runs its all-to-all kernels between
+    dp ranks only (``FusedMoEParallelConfig.use_all2all_kernels``: ``dp_size > 1 and use_ep``), so tp 8 with
+    ``--enable-expert-parallel`` moves tokens by all-reduce, makes no DeepEP buffer and ignores the backend."""
+    if not request.all2all_backend or layout.expert_dp:
+        return []
+    return [
+        (
+            "all2all-backend",
+            f"vLLM runs {request.all2all_backend} between data-parallel ranks only (dp > 1 with "
+            f"--enable-expert-parallel); {layout.parallel} moves the experts' tokens by all-reduce and ignores it",
+        )
+    ]
+
+
 def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> int:
     """One rank's all-to-all buffers (:func:`explorer.engines.all2all.vllm_buffer_bytes`), counted with the non-torch
-    memory vLLM profiles before it sizes the KV cache (they are allocated when the model's MoE layers are set up)."""
-    if shape.moe is None or layout.ep <= 1:
+    memory vLLM profiles before it sizes the KV cache (they are allocated when the model's MoE layers are set up);
+    none without data parallelism, where vLLM runs no all-to-all kernel (:func:`dp_backend_refusals`)."""
+    if shape.moe is None or not layout.expert_dp:
         return 0
     return vllm_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts, layout.nodes)
 
