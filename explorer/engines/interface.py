@@ -84,7 +84,8 @@ class Footprint:
             accepts for this model (64 attention heads: 1, 2, 4, 8, 16, 32, 64); empty: any count.
         load_flags: the flags a launch needs to load the model as it was sized
             (:func:`~explorer.engines.serve_command.load_flags`: ``--dtype float16`` over a float32 checkpoint on a
-            T4, ``--quantization fp8`` for fp8 made while loading); empty: none.
+            T4, ``--quantization fp8`` for fp8 made while loading, ``--kv-cache-dtype fp8`` for the KV cache type it
+            was sized at); empty: none.
     """
 
     weights_bytes: int

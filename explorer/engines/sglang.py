@@ -330,6 +330,13 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
 #: ``--kv-cache-dtype`` for explorer's KV types (SGLang 0.5.10.post1 ``server_args.py``: auto, fp8_e5m2, fp8_e4m3,
 #: bf16, bfloat16, fp4_e2m1); the others (fp16 on a bf16 model, fp32, llama.cpp's q8_0…) are refused
 KV_CACHE_DTYPE = {"bf16": "bf16", "fp8": "fp8_e4m3"}
+
+
+def kv_cache_flags(shape: ModelShape, kv_dtype: str) -> list[str]:
+    """``--kv-cache-dtype`` for a KV cache type other than the loaded model's (none at ``auto``)."""
+    return [] if kv_dtype in ("auto", shape.dtype) else [f"--kv-cache-dtype {KV_CACHE_DTYPE.get(kv_dtype, kv_dtype)}"]
+
+
 #: SGLang runs compressed-tensors W8A8 int8 checkpoints with its own int8 kernels (linear and MoE) when told so:
 #: ``model_config.py`` lets ``--quantization w8a8_int8`` override a ``compressed-tensors`` config, and SGLang's
 #: DeepSeek docs launch ``meituan/DeepSeek-R1-Channel-INT8`` with it
@@ -374,8 +381,7 @@ def command(
         parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
     elif layout.dp > 1:
         parts.append(f"--dp-size {layout.dp}")
-    if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
+    parts += kv_cache_flags(shape, request.kv_dtype)
     parts += load_flags(shape, precision, SGLang.online_methods)
     parts += int8_flags(precision)
     # --speculative-algorithm, --chunked-prefill-size and --cuda-graph-max-bs (written out as resolved: SGLang's
@@ -421,7 +427,7 @@ class SGLang(SplitWalk):
     def fleet_command(self, model_id: str, fleet: FleetLaunch) -> Evaluation:
         """``sglang.launch_server``: ``--mem-fraction-static`` the largest share of a card charged, rounded *up* to
         the hundredth, at most 1; several cards ``--tp-size``; the flags that load the model as its footprint sized
-        it (``--dtype float16`` over a float32 checkpoint); across nodes a rank a node meeting at the head's
+        it (``--dtype float16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node meeting at the head's
         ``--dist-init-addr`` (:func:`rank_flags`)."""
         cmd = f"python -m sglang.launch_server --model-path {model_id} --context-length {fleet.context_tokens}"
         if fleet.share is not None:
@@ -495,7 +501,8 @@ class SGLang(SplitWalk):
         if gpu is None:
             return vllm.ENGINE.footprint(shape, artifact, gpu, kv_dtype)  # refused there: it needs a GPU class
         loaded, precision = served(self, shape, artifact, gpu)
-        flags = (*load_flags(loaded, precision, self.online_methods), *int8_flags(precision))
+        flags = (*kv_cache_flags(loaded, kv_dtype), *load_flags(loaded, precision, self.online_methods),
+                 *int8_flags(precision))  # fmt: skip
         return replace(vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype), load_flags=flags)
 
 

@@ -228,6 +228,13 @@ def evaluate(
 #: ``--kv-cache-dtype`` for explorer's KV types (vLLM 0.26.0 ``vllm/config/cache.py`` ``CacheDType``); the others
 #: (fp32, llama.cpp's q8_0…) vLLM has no cache of, and a layout asking for one is refused
 KV_CACHE_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
+
+
+def kv_cache_flags(shape: ModelShape, kv_dtype: str) -> list[str]:
+    """``--kv-cache-dtype`` for a KV cache type other than the loaded model's (none at ``auto``)."""
+    return [] if kv_dtype in ("auto", shape.dtype) else [f"--kv-cache-dtype {KV_CACHE_DTYPE.get(kv_dtype, kv_dtype)}"]
+
+
 #: the port the head's data-parallel RPC listens on in vLLM's multi-node example
 DP_RPC_PORT = 13345
 #: the port the head's torch.distributed store listens on (``--master-port``, 29501 by default in 0.26.0)
@@ -266,8 +273,7 @@ def command(
         parts.append("--enable-expert-parallel")
         if request.all2all_backend:
             parts.append(f"--all2all-backend {request.all2all_backend}")
-    if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
+    parts += kv_cache_flags(shape, request.kv_dtype)
     parts += load_flags(shape, precision, VLLM.online_methods)
     # --max-num-seqs and --max-num-batched-tokens written out as resolved (their defaults depend on the card and
     # the release), then --enforce-eager… as the user set them, in their declarations' order
@@ -351,7 +357,7 @@ class VLLM(SplitWalk):
         share of a card charged, rounded *up* to the hundredth (vLLM budgets that share of every card it uses), at
         most 1 (a tight instance asks for the whole card); the scheduler's batch sizes vLLM's defaults for the
         card, which the footprint was measured at; the flags that load the model as its footprint sized it
-        (``--dtype bfloat16`` over a float32 checkpoint); across nodes a rank a node (:func:`rank_flags`)."""
+        (``--dtype bfloat16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node (:func:`rank_flags`)."""
         parts = [f"vllm serve {model_id}"]
         if fleet.cards > 1:
             parts.append(f"--tensor-parallel-size {fleet.cards}")
@@ -439,7 +445,7 @@ class VLLM(SplitWalk):
             kv_bytes_per_token=per_token,
             even_split=True,
             split_widths=tp_widths(shape),
-            load_flags=tuple(load_flags(shape, precision, self.online_methods)),
+            load_flags=(*kv_cache_flags(shape, kv_dtype), *load_flags(shape, precision, self.online_methods)),
         )
 
 

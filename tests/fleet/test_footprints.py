@@ -278,3 +278,13 @@ def test_place_cli_launches_a_float32_checkpoint_at_its_load_dtype(capsys, tmp_p
     parsed = parse_line(line)
     assert not parsed.problems, parsed.problems
     assert parsed.value("--dtype") == dtype
+
+
+@pytest.mark.parametrize(("engine", "flag"), [("vllm", "fp8"), ("sglang", "fp8_e4m3")])
+def test_the_kv_cache_type_a_demand_was_sized_at_is_launched(engine, flag):
+    # Llama-3.1-8B's KV: 32 layers × 2 × 8 heads × 128 × 2 bytes = 131,072 a token at bf16, 65,536 at fp8; the
+    # launch asks the engine for that cache, each in its own spelling
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    demand = demand_for(shape, parse_model_term("llama:4096"), gpu=H100, engine=engine, kv_dtype="fp8")
+    assert demand.kv_bytes_per_token == 32 * 2 * 8 * 128 == 65_536
+    assert demand.load_flags == (f"--kv-cache-dtype {flag}",)
