@@ -427,8 +427,8 @@ class SGLang(SplitWalk):
     def fleet_command(self, model_id: str, fleet: FleetLaunch) -> Evaluation:
         """``sglang.launch_server``: ``--mem-fraction-static`` the largest share of a card charged, rounded *up* to
         the hundredth, at most 1; several cards ``--tp-size``; the flags that load the model as its footprint sized
-        it (``--dtype float16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node meeting at the head's
-        ``--dist-init-addr`` (:func:`rank_flags`)."""
+        it (``--dtype float16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node meeting
+        at the head's ``--dist-init-addr`` (:func:`rank_flags`)."""
         cmd = f"python -m sglang.launch_server --model-path {model_id} --context-length {fleet.context_tokens}"
         if fleet.share is not None:
             cmd += f" --mem-fraction-static {min(math.ceil(fleet.share * 100) / 100, 1.0):.2f}"

@@ -357,7 +357,8 @@ class VLLM(SplitWalk):
         share of a card charged, rounded *up* to the hundredth (vLLM budgets that share of every card it uses), at
         most 1 (a tight instance asks for the whole card); the scheduler's batch sizes vLLM's defaults for the
         card, which the footprint was measured at; the flags that load the model as its footprint sized it
-        (``--dtype bfloat16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node (:func:`rank_flags`)."""
+        (``--dtype bfloat16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node
+        (:func:`rank_flags`)."""
         parts = [f"vllm serve {model_id}"]
         if fleet.cards > 1:
             parts.append(f"--tensor-parallel-size {fleet.cards}")

@@ -31,7 +31,8 @@ class Instance:
             room), "shifted" (toward the roomiest card, after the fixed cost),
             "even" (equal shares: tensor parallelism), "manual" (the plan's own
             ratio), "tight" (fits nowhere) or "unpinned" (no cards to pin to).
-        load_flags: the flags its launch needs to load the model as sized (:attr:`~explorer.fleet.records.ModelDemand.load_flags`).
+        load_flags: the flags its launch needs to load the model as sized
+            (:attr:`~explorer.fleet.records.ModelDemand.load_flags`).
     """
 
     model: str

@@ -133,14 +133,16 @@ class Ask:
         """The model as the asked engines load ``artifact`` on ``gpu``, the one with the fewest weight bytes
         (:func:`~explorer.engines.load_dtype.served`: vLLM and SGLang load a float32 checkpoint at 16 bits), and
         its precision; the shape as it is without a card class or an engine that casts it (llama.cpp)."""
-        casts = [SPLIT_ENGINES[e] for e in self.request.engines if e in SPLIT_ENGINES] if gpu is not None else []
-        ways = [served(engine, self.shape, artifact, gpu) for engine in casts]  # type: ignore[arg-type]
-        return min(ways, key=lambda way: way[0].weight_bytes(way[1]),
-                   default=(self.shape, self.shape.precision_of(artifact)))  # fmt: skip
+        as_it_is = (self.shape, self.shape.precision_of(artifact))
+        if gpu is None:
+            return as_it_is
+        ways = [served(SPLIT_ENGINES[e], self.shape, artifact, gpu) for e in self.request.engines if e in SPLIT_ENGINES]
+        return min(ways, key=lambda way: way[0].weight_bytes(way[1]), default=as_it_is)
 
     def loaded_weight_bytes(self, artifact: Artifact, gpu: GPUClass | None) -> int:
         """``artifact``'s weights as loaded on ``gpu`` (:meth:`loaded`): its own size where loaded as it is,
-        else the weights at the dtype they are loaded at (Llama-3.3-70B's float32 what-if: 141 GB, not 282)."""
+        else the weights at the dtype they are loaded at (Llama-3.3-70B's float32 checkpoint: 141 GB at bf16, not
+        282)."""
         shape, precision = self.loaded(artifact, gpu)
         return artifact.size_bytes if shape is self.shape else shape.weight_bytes(precision)
 
