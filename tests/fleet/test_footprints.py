@@ -14,7 +14,7 @@ from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
 from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
-from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place
+from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.model.shapes import shape_from_config
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.units import GiB
@@ -288,3 +288,15 @@ def test_the_kv_cache_type_a_demand_was_sized_at_is_launched(engine, flag):
     demand = demand_for(shape, parse_model_term("llama:4096"), gpu=H100, engine=engine, kv_dtype="fp8")
     assert demand.kv_bytes_per_token == 32 * 2 * 8 * 128 == 65_536
     assert demand.load_flags == (f"--kv-cache-dtype {flag}",)
+
+
+def test_every_instance_of_a_float32_checkpoint_carries_its_load_flags():
+    """Placed by the planner (two replicas) or by a manual plan, each instance launches at the dtype the demand was
+    charged at: --dtype float16 for granite's float32 checkpoint on a T4."""
+    offer = fleet_cards(parse_cluster("1x2xt4-16g"))
+    demand = demand_for(shape_of(GRANITE), parse_model_term("granite:4096x2"), gpu=offer.gpu, name="granite")
+    placed = place([demand], offer.cards).instances
+    plan = parse_plan_text(json.dumps({"models": {"granite": {"cards": [1]}}}), fmt="json")
+    checked = validate_plan(plan, [demand], offer.plan_cards).instances
+    assert len(placed) == 2 and len(checked) == 1
+    assert {i.load_flags for i in (*placed, *checked)} == {("--dtype float16",)}
