@@ -7,7 +7,8 @@ string out: a bar a card role, its parts stacked left to right in :data:`explore
 (the vega-lite chart's, which Jupyter still draws), over a grey bar of the card's whole memory (what the parts
 leave is its free room), a black tick at what the engine may use, labelled. Every length is proportional to
 bytes on one scale, shown in GiB (1024³ bytes) on the axis. The ``<title>`` and ``<desc>`` say the same in words
-for a screen reader; every bar carries its own ``<title>`` (the browser's tooltip).
+for a screen reader; every bar carries its own ``<title>`` (the browser's tooltip). Attributes are in single
+quotes: the websocket's JSON frame escapes none of them (every text is :func:`safe_html`'s, which leaves no quote).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def _card_bars(role: str, parts: Sequence[Mapping[str, Any]], y: float, per_px: 
     capacity_px, usable_px = first["capacity_gib"] / per_px, first["usable_gib"] / per_px
     mid = y + _ROW_H / 2
     out = [
-        f'<text x="{_LABEL_W - 8}" y="{_num(mid)}" text-anchor="end" dominant-baseline="middle">{safe_html(role)}</text>',
-        f'<rect x="{_LABEL_W}" y="{_num(mid - 11)}" width="{_num(capacity_px)}" height="22" fill="{FREE_COLOUR}">'
+        f"<text x='{_LABEL_W - 8}' y='{_num(mid)}' text-anchor='end' dominant-baseline='middle'>{safe_html(role)}</text>",
+        f"<rect x='{_LABEL_W}' y='{_num(mid - 11)}' width='{_num(capacity_px)}' height='22' fill='{FREE_COLOUR}'>"
         f"<title>{safe_html(role)}: the card's memory, {_fmt(first['capacity_gib'])} GiB</title></rect>",
     ]
     x = float(_LABEL_W)
@@ -81,20 +82,20 @@ def _card_bars(role: str, parts: Sequence[Mapping[str, Any]], y: float, per_px: 
         width = part["gib"] / per_px
         colour = PART_COLOURS[PARTS.index(part["part"])]
         out.append(
-            f'<rect class="part" data-part="{part["part"]}" x="{_num(x)}" y="{_num(mid - 8)}" width="{_num(width)}" '
-            f'height="16" fill="{colour}"><title>{safe_html(role)}: {part["part"]}, {part["gib"]:,.2f} GiB</title></rect>'
+            f"<rect class='part' data-part='{part['part']}' x='{_num(x)}' y='{_num(mid - 8)}' width='{_num(width)}' "
+            f"height='16' fill='{colour}'><title>{safe_html(role)}: {part['part']}, {part['gib']:,.2f} GiB</title></rect>"
         )
         if width >= _MIN_LABELLED_PX:
             out.append(
-                f'<text x="{_num(x + width / 2)}" y="{_num(mid)}" text-anchor="middle" dominant-baseline="middle" '
-                f'fill="white" font-size="10">{_fmt(part["gib"])}</text>'
+                f"<text x='{_num(x + width / 2)}' y='{_num(mid)}' text-anchor='middle' dominant-baseline='middle' "
+                f"fill='white' font-size='10'>{_fmt(part['gib'])}</text>"
             )
         x += width
     tick = _LABEL_W + usable_px
     out += [
-        f'<rect class="usable" x="{_num(tick - 1.5)}" y="{_num(mid - 13)}" width="3" height="26" fill="black">'
+        f"<rect class='usable' x='{_num(tick - 1.5)}' y='{_num(mid - 13)}' width='3' height='26' fill='black'>"
         f"<title>{safe_html(role)}: the engine may use {_fmt(first['usable_gib'])} GiB</title></rect>",
-        f'<text x="{_num(tick + 5)}" y="{_num(mid)}" dominant-baseline="middle" font-size="10">'
+        f"<text x='{_num(tick + 5)}' y='{_num(mid)}' dominant-baseline='middle' font-size='10'>"
         f"usable {_fmt(first['usable_gib'])}</text>",
     ]
     return out
@@ -102,13 +103,13 @@ def _card_bars(role: str, parts: Sequence[Mapping[str, Any]], y: float, per_px: 
 
 def _axis(y: float, top: float, step: float, per_px: float) -> list[str]:
     """The GiB axis under the bars: a line, a tick and a figure every ``step`` GiB, its title."""
-    out = [f'<line x1="{_LABEL_W}" x2="{_LABEL_W + _PLOT_W}" y1="{y}" y2="{y}" stroke="#888"/>']
+    out = [f"<line x1='{_LABEL_W}' x2='{_LABEL_W + _PLOT_W}' y1='{y}' y2='{y}' stroke='#888'/>"]
     for i in range(round(top / step) + 1):
         x = _LABEL_W + i * step / per_px
-        out.append(f'<line x1="{_num(x)}" x2="{_num(x)}" y1="{y}" y2="{y + 4}" stroke="#888"/>')
-        out.append(f'<text x="{_num(x)}" y="{y + 14}" text-anchor="middle" font-size="10">{i * step:,g}</text>')
+        out.append(f"<line x1='{_num(x)}' x2='{_num(x)}' y1='{y}' y2='{y + 4}' stroke='#888'/>")
+        out.append(f"<text x='{_num(x)}' y='{y + 14}' text-anchor='middle' font-size='10'>{i * step:,g}</text>")
     out.append(
-        f'<text x="{_LABEL_W + _PLOT_W / 2}" y="{y + 28}" text-anchor="middle" font-size="11">GiB (1024³ bytes)</text>'
+        f"<text x='{_LABEL_W + _PLOT_W / 2}' y='{y + 28}' text-anchor='middle' font-size='11'>GiB (1024³ bytes)</text>"
     )
     return out
 
@@ -118,11 +119,11 @@ def _legend(y: float) -> list[str]:
     entries = [*zip(PARTS, PART_COLOURS, strict=True), ("free", FREE_COLOUR)]
     out, x = [], float(_LABEL_W)
     for name, colour in entries:
-        out.append(f'<rect x="{_num(x)}" y="{y}" width="10" height="10" fill="{colour}"/>')
-        out.append(f'<text x="{_num(x + 14)}" y="{y + 9}" font-size="11">{name}</text>')
+        out.append(f"<rect x='{_num(x)}' y='{y}' width='10' height='10' fill='{colour}'/>")
+        out.append(f"<text x='{_num(x + 14)}' y='{y + 9}' font-size='11'>{name}</text>")
         x += 26 + 6 * len(name)
-    out.append(f'<rect x="{_num(x)}" y="{y - 2}" width="3" height="14" fill="black"/>')
-    out.append(f'<text x="{_num(x + 8)}" y="{y + 9}" font-size="11">usable</text>')
+    out.append(f"<rect x='{_num(x)}' y='{y - 2}' width='3' height='14' fill='black'/>")
+    out.append(f"<text x='{_num(x + 8)}' y='{y + 9}' font-size='11'>usable</text>")
     return out
 
 
@@ -150,17 +151,17 @@ def card_memory_svg(rows: Sequence[Mapping[str, Any]], *, title: str, chart_id: 
     axis_y = _TOP + _ROW_H * len(roles) + 4
     height = axis_y + _AXIS_H + _LEGEND_H
     body = [
-        f'<text x="0" y="16" font-size="13" font-weight="bold">{safe_html(title)}</text>',
-        '<text x="0" y="33" font-size="11" fill="#555">GiB (1024³ bytes); grey: the card\'s memory (free where '
+        f"<text x='0' y='16' font-size='13' font-weight='bold'>{safe_html(title)}</text>",
+        "<text x='0' y='33' font-size='11' fill='#555'>GiB (1024³ bytes); grey: the card's memory (free where "
         "no part covers it); black tick: what the engine may use</text>",
     ]
     for i, (role, parts) in enumerate(roles.items()):
         body += _card_bars(role, parts, _TOP + i * _ROW_H, per_px)
     body += _axis(axis_y, top, step, per_px) + _legend(axis_y + _AXIS_H + 4)
     return (
-        f'<svg id="{chart_id}" role="img" aria-labelledby="{chart_id}-title {chart_id}-desc" '
-        f'viewBox="0 0 {SVG_WIDTH} {height}" width="100%" style="max-width:{SVG_WIDTH * 1.25:g}px" '
-        f'font-family="sans-serif" font-size="11" xmlns="http://www.w3.org/2000/svg">'
-        f'<title id="{chart_id}-title">{safe_html(title)}</title>'
-        f'<desc id="{chart_id}-desc">{safe_html(_description(roles))}</desc>' + "".join(body) + "</svg>"
+        f"<svg id='{chart_id}' role='img' aria-labelledby='{chart_id}-title {chart_id}-desc' "
+        f"viewBox='0 0 {SVG_WIDTH} {height}' width='100%' style='max-width:{SVG_WIDTH * 1.25:g}px' "
+        f"font-family='sans-serif' font-size='11' xmlns='http://www.w3.org/2000/svg'>"
+        f"<title id='{chart_id}-title'>{safe_html(title)}</title>"
+        f"<desc id='{chart_id}-desc'>{safe_html(_description(roles))}</desc>" + "".join(body) + "</svg>"
     )
