@@ -883,20 +883,16 @@ def _(
 
 @app.cell(hide_code=True)
 def _(get_sweep):
-    # each sweep chart its own output, carrying only the columns it draws, redrawn only when the curves change
-    # (the asked context is the slider's and the table's; a marker here would redraw both on every move)
-    # (drawn when scrolled into view: an open sends and draws no chart below the fold)
+    # the curves against context (memory, then speed where estimated) in one cell, redrawn only when they change
+    # (the asked context is the slider's and the table's; a marker here would redraw them on every move), each
+    # chart carrying only the columns it draws, and drawn when scrolled into view: an open sends and draws no
+    # chart below the fold
     _rows = get_sweep()
     mo.stop(not _rows)
-    mo.lazy(lambda rows=_rows: vega.VegaLiteSpec(vega.memory_context_spec(rows)))  # rows bound now
-    return
-
-
-@app.cell(hide_code=True)
-def _(get_sweep):
-    _rows = get_sweep()
-    mo.stop(not _rows or all(r["tokens_per_s"] is None for r in _rows))
-    mo.lazy(lambda rows=_rows: vega.VegaLiteSpec(vega.speed_context_spec(rows)))
+    _specs = [vega.memory_context_spec]
+    if any(r["tokens_per_s"] is not None for r in _rows):
+        _specs.append(vega.speed_context_spec)
+    mo.lazy(lambda rows=_rows, specs=_specs: mo.vstack([vega.VegaLiteSpec(spec(rows)) for spec in specs]))
     return
 
 
