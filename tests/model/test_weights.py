@@ -1,11 +1,12 @@
 """Weight bytes against published checkpoints: explorer's sizing of a quantised checkpoint held against the bytes
-its own safetensors index states (``tests/data/published_checkpoints/<name>``: the real config.json, the index's
-metadata and a PROVENANCE file naming the repository, commit and path each was read from)."""
+its own files state (``tests/data/published_checkpoints/<name>``: the real config.json and its safetensors index's
+metadata, or a tensor inventory's summary, with a PROVENANCE file naming the repository, commit and path of each)."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from support.corpus import DATA
 
 from explorer.model.shapes import shape_from_config
@@ -56,3 +57,48 @@ def test_the_skip_list_names_the_delta_nets_unfused_projections():
     # in_proj_qkv (2 × 16 × 128 keys + 48 × 128 values = 10,240 rows) is quantised: AWQ int4 g128
     qkv = shape.precision.tensor_bytes(tensors["in_proj_qkv"], 0)
     assert qkv == 10240 * 5120 // 2 + 40 * 10240 // 2 + 40 * 10240 * 2
+
+
+def _msmodelslim_qwen38():
+    """(shape, verified metadata) of the msModelSlim W8A8 Qwen3.8-27B: its config assembled from the metadata's
+    text and vision configs, with the quant_description its tensor inventory implies (see its PROVENANCE)."""
+    meta = json.loads((PUBLISHED / "msmodelslim-w8a8__Qwen3.8-27B" / "verified_metadata.json").read_text())
+    types = meta["text_config"]["layer_types"]
+    linear = [i for i, kind in enumerate(types) if kind == "linear_attention"]
+    description = {
+        f"model.language_model.layers.{i}.linear_attn.{m}.weight": "FLOAT"
+        for i in linear
+        for m in ("out_proj", "in_proj_a", "in_proj_b")
+    }
+    description["mtp.fc.weight"] = "FLOAT"
+    config = {
+        "architectures": [meta["architecture"]],
+        "model_type": "qwen3_5",
+        "tie_word_embeddings": False,
+        "text_config": meta["text_config"],
+        "vision_config": meta["vision_config"],
+        "quantization_config": {"quant_method": "w8a8_int8", "quant_description": description},
+    }
+    return shape_from_config(config, name="msmodelslim-w8a8__Qwen3.8-27B"), meta
+
+
+def test_msmodelslim_w8a8_qwen38_27b_is_sized_within_one_percent_of_its_tensor_bytes():
+    shape, meta = _msmodelslim_qwen38()
+    parts = weight_breakdown(shape, shape.precision)
+    assert shape.params == meta["total_parameter_elements"] == 27_781_427_952  # every tensor's elements, exact
+    # tensor_data_bytes counts every tensor (MTP included). The MTP layer as stored: q/k/v/o and its MLP int8
+    # (372,244,480 weights, 59,392 rows × fp32 scale + offset), fc 5,120 × 10,240 and 26,112 norm weights in bf16
+    mtp = 372_244_480 + 59_392 * 8 + 52_428_800 * 2 + 26_112 * 2
+    served = meta["tensor_data_bytes"] - mtp
+    assert served == 31_650_879_808
+    # The decoder byte for byte: 22,817,013,760 int8 weights (48 delta-net layers × 351,272,960 + 16 attention
+    # layers × 372,244,480), 3,653,632 rows × (4 + 4) bytes of scale and offset, and the rest of its
+    # 24,353,196,544 parameters in bf16
+    assert parts.decoder_bytes == 22_817_013_760 + 3_653_632 * 8 + (24_353_196_544 - 22_817_013_760) * 2
+    # What explorer misses: the vision tower, which it keeps in bf16 (921,460,192 bytes), while this checkpoint
+    # quantises each block's qkv, proj and fc1 (27 × 10,266,624 int8 weights, 240,624 rows × 8 bytes, their
+    # 240,624 biases fp32) and keeps the other 183,290,624 parameters in bf16: 646,667,584 bytes
+    tower = 277_198_848 + 240_624 * 8 + 240_624 * 4 + 183_290_624 * 2
+    assert parts.vision_bytes - tower == 274_792_608
+    assert shape.weight_bytes() - served == 274_792_608
+    assert shape.weight_bytes() == pytest.approx(served, rel=0.009)  # +0.87 %

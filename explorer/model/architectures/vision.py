@@ -4,7 +4,9 @@ Towers differ in detail (SigLIP, CLIP, Qwen's windowed ViT, InternViT,
 MoonViT), so their parameter count is an estimate from the standard ViT
 layout: per layer a fused q/k/v and an output projection with biases, an
 MLP (gated when the config's activation is SiLU, as in Qwen2.5-VL), two
-norms; plus the patch embedding and a projector into the language model.
+norms; plus the patch embedding and a projector into the language model
+(the Qwen-VL patch merger and Qwen3-VL's learned positions as vLLM builds
+them: the Qwen3.5 tower comes to the parameters its checkpoint stores).
 The heads, which tensor-parallel divisibility needs, are exact.
 """
 
