@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.corpus import DATA
+from support.corpus import DATA, shape_of
 
+from explorer.artifacts.offer import computed_disk_bytes
 from explorer.model.shapes import shape_from_config
 from explorer.model.weights import weight_breakdown
 
@@ -89,6 +90,7 @@ def test_msmodelslim_w8a8_qwen38_27b_is_sized_within_one_percent_of_its_tensor_b
     # tensor_data_bytes counts every tensor (MTP included). The MTP layer as stored: q/k/v/o and its MLP int8
     # (372,244,480 weights, 59,392 rows × fp32 scale + offset), fc 5,120 × 10,240 and 26,112 norm weights in bf16
     mtp = 372_244_480 + 59_392 * 8 + 52_428_800 * 2 + 26_112 * 2
+    assert parts.mtp_bytes == mtp == 477_629_440
     served = meta["tensor_data_bytes"] - mtp
     assert served == 31_650_879_808
     # The decoder byte for byte: 22,817,013,760 int8 weights (48 delta-net layers × 351,272,960 + 16 attention
@@ -102,3 +104,19 @@ def test_msmodelslim_w8a8_qwen38_27b_is_sized_within_one_percent_of_its_tensor_b
     assert parts.vision_bytes - tower == 274_792_608
     assert shape.weight_bytes() - served == 274_792_608
     assert shape.weight_bytes() == pytest.approx(served, rel=0.009)  # +0.87 %
+
+
+def test_deepseek_v3_fp8_block_with_its_fp8_mtp_layer_is_its_weight_files_to_two_parts_in_100000():
+    # DeepSeek-V3 (fp8, 128 × 128 block scales): its 163 safetensors files hold 688,586,727,753 bytes
+    # (published_checkpoints/deepseek-ai__DeepSeek-V3/PROVENANCE). explorer: the served weights plus the MTP layer
+    # (layer 61), whose attention and experts are fp8 like the rest (vLLM deepseek_mtp.py builds it with the
+    # checkpoint's quant_config), its eh_proj, embed_tokens and shared_head.head bf16. Before, the MTP layer was
+    # sized in bf16: 700,077,434,720 (+1.67 %). The 11.9 MB left are the 163 files' JSON headers (~73 kB each),
+    # which the file sizes count and the tensors do not.
+    meta = json.loads((PUBLISHED / "deepseek-ai__DeepSeek-V3" / "sizes.json").read_text())
+    shape = shape_of("deepseek-ai__DeepSeek-V3")
+    parts = weight_breakdown(shape, shape.precision)
+    assert meta["weight_file_bytes"] == 688_586_727_753
+    assert parts.total_bytes + parts.mtp_bytes == computed_disk_bytes(shape) == 688_574_809_152
+    assert meta["weight_file_bytes"] - computed_disk_bytes(shape) == 11_918_601  # 163 headers, about 73,120 bytes each
+    assert computed_disk_bytes(shape) == pytest.approx(meta["weight_file_bytes"], rel=2e-5)

@@ -18,6 +18,7 @@ from explorer.model.architectures.common import (
     Dims,
     Layer,
     MoESpec,
+    as_mtp,
     attention,
     final_head,
     gated_mlp,
@@ -161,27 +162,15 @@ def _qwen_mtp(view: ConfigView, d: Dims, full_layer) -> tuple[Tensor, ...]:
     if not count or full_layer is None:
         return ()
     out: list[Tensor] = []
-    for _ in range(count):
-        out += full_layer[0]
+    for n in range(count):
+        out += as_mtp(full_layer[0], rename=("model.layers.{i}.", f"mtp.layers.{n}."))
         out += linear("mtp.fc", d.hidden, 2 * d.hidden, role="mtp", split="replicated")
         out += [
             vector("mtp.pre_fc_norm_embedding", d.hidden),
             vector("mtp.pre_fc_norm_hidden", d.hidden),
             vector("mtp.norm", d.hidden),
         ]
-    return tuple(
-        Tensor(
-            module=t.module,
-            param=t.param,
-            rows=t.rows,
-            cols=t.cols,
-            count=t.count,
-            role="mtp",
-            split=t.split,
-            heads=t.heads,
-        )
-        for t in out
-    )
+    return as_mtp(out)
 
 
 def mamba2(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...], RecurrentState]:
