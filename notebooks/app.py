@@ -678,7 +678,9 @@ def _(
                 f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
             )
         _host = nd.host_note(picked)
-        _title = picked.label + (f" · × {picked.replicas:,} replicas" if picked.fits else "")
+        _title = picked.label + (
+            f" · × {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}" if picked.fits else ""
+        )
         _drawn = [
             mo.Html(card_memory_svg(nd.card_parts(picked), title=_title)),
             mo.md(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from functools import cache
+from itertools import pairwise
 
 import pytest
 
@@ -50,7 +51,7 @@ def test_each_part_is_as_long_as_its_bytes_on_one_scale():
     assert ratio == pytest.approx(card.weights / card.kv_cache, rel=1e-3)
     # stacked: each part starts where the one before ends, the first at the bars' left edge (x = 150)
     xs = [(float(r.get("x")), float(r.get("width"))) for r in parts.values()]
-    assert xs[0][0] == 150 and all(abs(a + w - b) < 0.02 for (a, w), (b, _) in zip(xs, xs[1:], strict=False))
+    assert xs[0][0] == 150 and all(abs(a + w - b) < 0.02 for (a, w), (b, _) in pairwise(xs))
     assert [r.get("fill") for r in parts.values()] == list(PART_COLOURS)  # the vega chart's colours
 
 
@@ -65,7 +66,7 @@ def test_the_usable_tick_the_memory_and_the_labels_are_in_gib():
     assert float(grey.get("width")) == pytest.approx(card.capacity / GiB / per_px, abs=0.006)
     texts = _texts(root)
     assert f"usable {card.usable / GiB:,.1f}" in texts and f"{card.weights / GiB:,.1f}" in texts
-    assert "GiB (1024³ bytes)" in texts and ["0", "20", "40", "60", "80"] == [t for t in texts if t.isdigit()]
+    assert "GiB (1024³ bytes)" in texts and [t for t in texts if t.isdigit()] == ["0", "20", "40", "60", "80"]
     assert {"weights", "kv cache", "activations", "overhead", "free", "usable"} <= set(texts)  # the legend
 
 
