@@ -242,7 +242,9 @@ def _time_repo(repo: str, server, env: dict[str, str], tmp: Path, runs: int, *, 
             if rc != 0:
                 sys.exit(f"{timed.label} failed on {repo} (exit {rc}):\n{out}")
             log = [(m, p, r) for m, p, r, _ in server.stats.log]
-            spans = sorted(((p, r, a - started, b - started) for p, r, a, b in server.stats.timeline), key=lambda x: x[2])
+            spans = sorted(
+                ((p, r, a - started, b - started) for p, r, a, b in server.stats.timeline), key=lambda x: x[2]
+            )
             timed.first_request_s.append(spans[0][2])
             timed.last_answer_s.append(max(span[3] for span in spans))
             timed.wall_s.append(wall)
