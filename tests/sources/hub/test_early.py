@@ -6,7 +6,7 @@ Nothing of explorer is mocked: the reads go to ``hubserver``, which logs them; t
 from __future__ import annotations
 
 import pytest
-from support.hub_fixtures import SINGLE
+from support.hub_fixtures import SHARDED, SINGLE
 
 from explorer.errors import RepoNotFoundError
 from explorer.sources.hub import early
@@ -27,24 +27,38 @@ def _paths(server) -> list[str]:
     return [path for _, path, _, _ in server.stats.log]
 
 
-def test_a_cold_read_is_read_once_early_and_taken_by_the_resolver(new_hub_server, own_cache):
+@pytest.mark.parametrize(
+    ("repo", "files"),
+    [
+        # the listing, config.json and the single file's header
+        (SINGLE, ["config.json", "llama-tiny-single", "model.safetensors"]),
+        # the listing, config.json, the index and each of the 3 shards' headers
+        (
+            SHARDED,
+            [
+                "config.json",
+                "llama-tiny-sharded",
+                "model-00001-of-00003.safetensors",
+                "model-00002-of-00003.safetensors",
+                "model-00003-of-00003.safetensors",
+                "model.safetensors.index.json",
+            ],
+        ),
+    ],
+)
+def test_a_cold_read_is_read_once_early_and_taken_by_the_resolver(new_hub_server, own_cache, repo, files):
     server = new_hub_server()
     settings = HubSettings.resolve(endpoint=server.endpoint)
-    assert early.start_cold_read(SINGLE, settings=settings)
-    model = resolve_model(SINGLE, settings=settings)
+    assert early.start_cold_read(repo, settings=settings)
+    model = resolve_model(repo, settings=settings)
     assert model.origin == "hub" and model.shape.layers == 2
-    # the listing, config.json and the single file's header: each once, as a read made in place
-    assert len(server.stats.log) == 3
-    assert sorted(p.rsplit("/", 1)[-1] for p in _paths(server)) == [
-        "config.json",
-        "llama-tiny-single",
-        "model.safetensors",
-    ]
+    # each request once, as a read made in place
+    assert sorted(p.rsplit("/", 1)[-1] for p in _paths(server)) == files
     assert early._started == {}  # taken
     # the cache's behaviour holds: the first read wrote the journal, and the next read is answered from it
     assert own_cache.with_name(own_cache.name + ".journal").is_file()
     server.stop()
-    assert resolve_model(SINGLE, settings=settings).origin == "cache"
+    assert resolve_model(repo, settings=settings).origin == "cache"
 
 
 @pytest.mark.parametrize(
