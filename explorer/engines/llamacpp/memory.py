@@ -179,16 +179,20 @@ class LlamaCppMemory:
 
 
 @lru_cache(maxsize=64)
-def _caches(model: LlamaModel, ctx: ContextSizes, swa_full: bool, unified: bool) -> tuple[CacheAlloc, ...]:
-    return cache_layout(model, ctx, swa_full=swa_full, unified=unified)
+def _caches(
+    model: LlamaModel, ctx: ContextSizes, swa_full: bool, unified: bool
+) -> tuple[tuple[CacheAlloc, ...], tuple[int, ...]]:
+    """The caches (:func:`cache_layout`) and each layer's KV bytes, once for every ``-ngl`` a fit search tries."""
+    caches = cache_layout(model, ctx, swa_full=swa_full, unified=unified)
+    return caches, _layer_kv(caches, model.n_layer)
 
 
-def _layer_kv(caches: tuple[CacheAlloc, ...], n_layer: int) -> list[int]:
+def _layer_kv(caches: tuple[CacheAlloc, ...], n_layer: int) -> tuple[int, ...]:
     per = [0] * n_layer
     for c in caches:
         for il, size in zip(c.layers, c.layer_bytes, strict=True):
             per[il] += size
-    return per
+    return tuple(per)
 
 
 def _other_bytes(model: LlamaModel, ctx: ContextSizes) -> int:
@@ -274,7 +278,7 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
         )
     head_k, head_v = model.attention_head_dims
     ctx = resolve_context(s, n_ctx_train=model.n_ctx_train, mla=model.is_mla, head_k=head_k, head_v=head_v)
-    caches = _caches(model, ctx, s.swa_full, s.kv_unified)
+    caches, layer_kv = _caches(model, ctx, s.swa_full, s.kv_unified)
     n_layer = model.n_layer
     ngl = resolve_ngl(s.n_gpu_layers, n_layer)
     where = layer_devices(n_layer, ngl, devices, s)
@@ -282,7 +286,6 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
     gpu_present = any(devices[i].kind == "gpu" for i in used)
     # the GPU's host buffer type comes before the CPU's extra types (--no-host drops it)
     extra_on = s.repack and (not gpu_present or s.no_host)
-    layer_kv = _layer_kv(caches, n_layer)
     kv_dev = where if s.offload_kqv else (HOST,) * (n_layer + 1)
     out_dev = where[n_layer]
     pipeline = (
