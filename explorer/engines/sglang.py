@@ -290,8 +290,8 @@ def evaluate(
         attn_tp,
         tuple((a, b, pool) for a, b, pool, _ in pools),
         shape.context_limit(keeps_stated_length=True),
-        1,
-        0,
+        1,  # SGLang's KV pool counts single tokens
+        0,  # and keeps no prefill chunk beyond a window
     )
     conc = min((pool // kv if kv else request.concurrency) for _, _, pool, kv in pools)
     if request.dp_attention:

@@ -98,9 +98,10 @@ def _cache_rows(
     attn = [il for il, la in enumerate(model.layers) if la.has_kv]
     v_max = max((model.layers[il].v_row for il in attn), default=0)
     swa = [il for il in attn if model.layers[il].attn in ("swa", "chunked")]
-    groups = [("kv", [il for il in attn if il not in swa], False), ("kv_swa", swa, True)] if swa else []
-    if attn and not swa:
-        groups = [("kv", attn, False)]
+    if swa:
+        groups = [("kv", [il for il in attn if il not in swa], False), ("kv_swa", swa, True)]
+    else:
+        groups = [("kv", attn, False)] if attn else []
     out = []
     for name, layers, is_swa in groups:
         k_rows, v_rows = [], []
