@@ -72,6 +72,24 @@ def test_an_instance_across_nodes_is_a_line_a_node():
     ]
 
 
+def test_llamacpp_loads_the_gguf_and_kv_cache_its_footprint_named():
+    """The instance's load flags (a llama.cpp footprint's: the converted GGUF, its KV cache) replace the id as the
+    model and follow the split on the head's line; the RPC server on the other node takes none of them."""
+    offer = fleet_cards(parse_cluster("2x4xl40s-48g"))
+    gguf = "-m <org/m converted to a F16 GGUF (convert_hf_to_gguf.py --outtype f16)>"
+    across = Instance(model="m", replica=0, cards=(3, 4), split_bytes=(12 * GiB, 10 * GiB),
+                      fixed_bytes_per_card=2 * GiB, context_tokens=4096, ratio_rule="proportional",
+                      load_flags=(gguf, "-ctk q8_0 -ctv q8_0", "-fa on"))  # fmt: skip
+    head, rpc = instance_lines(across, "org/m", offer, engine="llamacpp", port=8000)
+    assert head == (
+        f"l40s-48g#0: CUDA_VISIBLE_DEVICES=3 llama-server {gguf} -c 4096 -b 2048 -ub 512 -ngl 999 "
+        "--tensor-split 0.444,0.556 --rpc <l40s-48g#1>:50052 -ctk q8_0 -ctv q8_0 -fa on --port 8000"
+    )
+    assert rpc == "l40s-48g#1: CUDA_VISIBLE_DEVICES=0 rpc-server -H 0.0.0.0 -p 50052"
+    parsed = parse_line(head)
+    assert not parsed.problems and parsed.value("-hf") is None, parsed.problems
+
+
 def test_one_row_an_instance_each_on_its_own_port():
     offer = fleet_cards(parse_cluster("1x2xl40s-48g"))
     demands = [ModelDemand(name="a", weights_bytes=10 * GiB, replicas=2), ModelDemand(name="b", weights_bytes=5 * GiB)]
