@@ -4,7 +4,8 @@ Every figure comes from :func:`explorer.engines.llamacpp.memory.llamacpp_memory`
 llama.cpp's own allocation rules: exact per tensor when the artifact has a
 GGUF header, from the shape at the quant's average bits otherwise (the
 original weights are planned as the GGUF they convert to: bf16 → BF16,
-8-bit → Q8_0, 4-bit → Q4_K_M).
+float32 → F16 as ``convert_hf_to_gguf.py``'s default writes it, 8-bit → Q8_0,
+4-bit → Q4_K_M).
 
 Per device, ``per_card`` reports the model buffer as ``weights``, the KV
 buffer as ``kv_cache``, the compute buffer as ``activations`` and the output
