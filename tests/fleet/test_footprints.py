@@ -13,9 +13,10 @@ from explorer.engines import vllm
 from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
 from explorer.errors import PlacementError
-from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
+from explorer.fleet.footprints import demand_for, fleet_cards, published_gguf, unique_names
 from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.model.shapes import shape_from_config
+from explorer.sources.resolve import load_model
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.units import GiB
 
@@ -351,3 +352,26 @@ def test_place_cli_launches_llamacpp_on_the_gguf_and_kv_cache_it_sized(capsys, t
         assert [line.value(f) for f in ("-c", "-ngl", "-b", "-ub")] == ["4096", "999", "2048", "512"]
         assert [line.value(f) for f in ("-ctk", "-ctv", "-fa")] == ["q8_0", "q8_0", "on"]
         assert line.value("-hf") is None
+
+
+def test_a_gguf_repository_is_placed_at_the_file_its_launch_loads(capsys):
+    """Qwen/Qwen3-8B-GGUF publishes Q3_K_M to Q8_0 files. The fleet sized its config's bf16 weights (17.2 GiB on
+    an L40S at 8,192 tokens) and launched ``-hf Qwen/Qwen3-8B-GGUF``, which loads Q4_K_M: now it sizes the file
+    that id loads without a quant (Q4_K_M, else Q8_0, else the first: llama.cpp's find_best_model), 5,007,015,154
+    B as published, and names it; ``--quant Q8_0`` takes that file of the repository."""
+    model = load_model("Qwen/Qwen3-8B-GGUF", offline=True)
+    assert [a.quant for a in model.artifacts] == ["Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"]
+    assert published_gguf(model.artifacts).files == ("Qwen3-8B-Q4_K_M.gguf",)
+    assert published_gguf(model.artifacts, "Q8_0").files == ("Qwen3-8B-Q8_0.gguf",)
+    assert published_gguf(model.artifacts, "int4-awq") is None  # a what-if: the placeholder's
+    assert published_gguf(load_model("Qwen/Qwen3-8B", offline=True).artifacts) is None  # safetensors
+    argv = ["place", "--cluster", "1x1xl40s-48g", "--offline", "--engine", "llamacpp", "--model", "Qwen/Qwen3-8B-GGUF"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["models"][0]["weights_bytes"] == published_gguf(model.artifacts).size_bytes == 5_007_015_154
+    (line,) = [parse_line(row["command"]) for row in out["launch"]]
+    assert not line.problems, line.problems
+    assert (line.value("--hf-repo"), line.value("--hf-file")) == ("Qwen/Qwen3-8B-GGUF", "Qwen3-8B-Q4_K_M.gguf")
+    # vLLM runs safetensors: the same id is sized at its config's weights, as before
+    vllm_demand = demand_for(model.shape, parse_model_term("Qwen/Qwen3-8B-GGUF"), gpu=H100, offered=model.artifacts)
+    assert vllm_demand.weights_bytes > 2 * 5_007_015_154
