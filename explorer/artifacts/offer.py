@@ -336,7 +336,10 @@ def _published_artifact(shape: ModelShape, precision: Precision, published: Publ
 
 def _kept_note(model: str) -> str:
     """What the float32 what-if of a float32 checkpoint means: its own weights, kept at float32."""
-    return f"{model}'s own float32 weights kept at float32 (vLLM and SGLang: --dtype float32; auto loads 16 bits)"
+    return (
+        f"{model}'s own float32 weights kept at float32 (vLLM and SGLang: --dtype float32; llama.cpp: "
+        "convert_hf_to_gguf.py --outtype f32; their defaults load or write 16 bits)"
+    )
 
 
 def _unpublished_note(label: str, method: str, model: str) -> str:

@@ -140,6 +140,7 @@ def test_float32_asked_of_a_float32_checkpoint_is_a_what_if():
     kept = what_if_artifact(granite, "fp32")
     assert (kept.name, kept.quant, kept.what_if, kept.size_bytes) == ("original", "fp32", True, 1_334_628_352 * 4)
     assert "own float32 weights kept at float32" in kept.note
+    assert "convert_hf_to_gguf.py --outtype f32" in kept.note  # its default, auto, writes F16 from float32
     assert not what_if_artifact(shape_of(LLAMA_8B), "bf16").what_if
 
 
