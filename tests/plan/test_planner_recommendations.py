@@ -50,13 +50,13 @@ def test_the_own_weights_fall_back_to_quantised_ones_only_when_they_keep_no_gpu_
     split by layer on the same two cards, which decodes at a third of its speed."""
     shape, cluster = shape_of(LLAMA_70B), parse_cluster("1x2xl40s-48g")
     fallback = fallback_artifacts(shape, [original_artifact(shape)])
-    assert [a.quant for a in fallback] == ["fp8 block 128×128", "int4 AWQ g128", "Q8_0", "Q4_K_M", "Q3_K_M"]
+    assert [a.quant for a in fallback] == ["fp8 per-tensor, online", "int4 AWQ g128", "Q8_0", "Q4_K_M", "Q3_K_M"]
     result = plan(shape, cluster, PlanRequest(context_tokens=32768), fallback=fallback)
     first = result.options[0]
     # widened names the fallbacks that gave an option: fp8 (66 GiB of weights) keeps none on 2 × 48 GiB at 32k
     planned = [o.artifact for o in result.options]
     assert result.widened == tuple(a.label for a in fallback if a in planned)
-    assert "original (fp8 block 128×128)" not in result.widened and "original (int4 AWQ g128)" in result.widened
+    assert "original (fp8 per-tensor, online)" not in result.widened and "original (int4 AWQ g128)" in result.widened
     assert (first.engine, first.layout.tp, first.precision, first.tier) == ("vllm", 2, "int4 AWQ g128", 1)
     q8 = next(o for o in result.options if o.precision == "Q8_0" and o.tier == 1)
     assert q8.speed.decode_estimate_tokens_per_s < first.speed.decode_estimate_tokens_per_s / 2
