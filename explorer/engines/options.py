@@ -61,6 +61,9 @@ class Option:
         dtype: the dtype the engine runs the model at (activations, the KV cache at ``auto``) where it is not the
             checkpoint's: vLLM and SGLang load a float32 checkpoint at 16 bits (:mod:`explorer.engines.load_dtype`);
             ``""`` otherwise.
+        kv_dtype: the KV cache type the planner chose for this option over the request's ``auto`` (``fp8``: the
+            fp8 KV cache planned when the model's own holds too little, :func:`explorer.plan.planner.plan`; its
+            command carries the flag); ``""``: the request's.
     """
 
     layout: Layout
@@ -77,6 +80,7 @@ class Option:
     replicas_now: int | None = None
     nominal_bits: float = 0.0
     dtype: str = ""
+    kv_dtype: str = ""
 
     @property
     def engine(self) -> str:
@@ -133,12 +137,22 @@ class Option:
             what += f" as a {self.precision} GGUF"  # llama.cpp runs the weights converted
         elif self.artifact.name == ORIGINAL and not self.artifact.what_if and self.precision != self.artifact.quant:
             what += f" at {self.precision}"  # loaded at another dtype: a float32 checkpoint at bf16 (load_dtype)
+        if self.kv_dtype:
+            what += f" · {self.kv_cache_label} KV cache"
         if self.layout.cpu:
             return f"{engine} · CPU · {what}"
         extra = "unified memory" if self.layout.unified else self.layout.parallel
         if self.evaluation.layers_on_host:
             extra += f", {self.evaluation.layers_on_host} layers on CPU"
         return f"{engine} · {self.layout.label} ({extra}) · {what}"
+
+    @property
+    def kv_cache_label(self) -> str:
+        """The KV cache type the planner chose, as the engine stores it (llama.cpp keeps an fp8 cache as q8_0:
+        ``llamacpp.launch.settings_for``); ``""`` for the request's."""
+        if self.engine == "llamacpp" and self.kv_dtype == "fp8":
+            return "q8_0"
+        return self.kv_dtype
 
     @property
     def total_bytes(self) -> int:
@@ -202,6 +216,7 @@ class Option:
             "repo": self.artifact.repo,
             "what_if": self.artifact.what_if,
             "precision": self.precision,
+            "kv_dtype": self.kv_cache_label or None,
             "bits_per_weight": round(self.bits_per_weight, 3),
             "gpu_class": None if lay.cpu else lay.gpu_class,
             "fabric": lay.fabric,

@@ -275,3 +275,48 @@ def test_a_card_filled_to_the_brim_is_a_warning_not_the_recommendation():
     warning = headroom_warning(brim)
     assert warning.startswith("at the brim: the binding card needs 99 % of its usable memory (79.1 GiB of 79.1 GiB)")
     assert "holds 1 sequence of the asked context" in warning and headroom_warning(first) is None
+
+
+def test_an_fp8_kv_cache_is_a_ranked_candidate_when_the_models_own_holds_too_little():
+    """70B bf16, 64 sequences of 32,768 tokens on 8 × H100. Its bf16 KV cache is 327,680 B a token (80 layers × 8
+    KV heads × 128 × 2 × 2 B): 640 GiB for 64 × 32,768, more than 8 cards hold beside 131.4 GiB of weights, so the
+    best was llama.cpp with 17 layers on the CPU (0.3 tok/s) and fp8 only a suggestion. fp8 halves it to
+    163,840 B: 163,840 × 32,768 × 64 / 8 = 42,949,672,960 B a card at tp 8, which vLLM holds at 65,770,556,620 of
+    76,526,653,538 usable bytes (85.9 %, 80 sequences): the first row, with the flag in its command."""
+    result = plan(shape_of(LLAMA_70B), parse_cluster("1x8xh100-80g"), PlanRequest(context_tokens=32768, concurrency=64))
+    first = result.options[0]
+    assert (first.engine, first.layout.tp, first.kv_dtype, first.tier) == ("vllm", 8, "fp8", 1)
+    assert first.per_card.kv_cache == 163_840 * 32_768 * 64 // 8 == 42_949_672_960
+    assert (first.per_card.total, first.per_card.usable) == (65_770_556_620, 76_526_653_538)
+    assert (
+        first.label.endswith("original (bf16) · fp8 KV cache") and "--kv-cache-dtype fp8 " in first.evaluation.command
+    )
+    sglang = next(o for o in result.options if o.engine == "sglang")
+    assert sglang.kv_dtype == "fp8" and "--kv-cache-dtype fp8_e4m3" in sglang.evaluation.command
+    llama = next(o for o in result.options if o.engine == "llamacpp" and o.kv_dtype)
+    assert llama.kv_cache_label == "q8_0" and "-ctk q8_0 -ctv q8_0" in llama.evaluation.command
+    # the model's own KV type keeps its options (the partial offload) and its refusals; no suggestion is left
+    assert any(o.tier == 2 and not o.kv_dtype for o in result.options) and result.suggestions == ()
+    assert result.to_dict()["options"][0]["kv_dtype"] == "fp8" and result.request.kv_dtype == "auto"
+
+
+def test_no_fp8_kv_candidate_when_the_models_own_fits_with_headroom_or_the_user_chose_one():
+    """At 4,096 tokens × 1 the bf16 cache leaves vLLM tp 4 room (38.0 of 71.3 GiB): no fp8-KV option. A KV type the
+    user names (bf16 here) is kept as asked, even where fp8 would fit."""
+    cluster = parse_cluster("1x8xh100-80g")
+    roomy = plan(shape_of(LLAMA_70B), cluster, PlanRequest(context_tokens=4096), suggest=False)
+    assert roomy.options and not any(o.kv_dtype for o in roomy.options)
+    named = plan(shape_of(LLAMA_70B), cluster, PlanRequest(context_tokens=32768, concurrency=64, kv_dtype="bf16"))
+    assert not any(o.kv_dtype for o in named.options) and named.options[0].tier == 2
+
+
+def test_a_recheck_keeps_the_fp8_kv_cache_the_planner_chose():
+    """An fp8-KV option rechecked at a shorter context keeps its fp8 cache: at 16,384 tokens × 64 the KV is half
+    of 42,949,672,960 B a card."""
+    from explorer.plan.planner import recheck
+
+    shape = shape_of(LLAMA_70B)
+    request = PlanRequest(context_tokens=32768, concurrency=64)
+    first = plan(shape, parse_cluster("1x8xh100-80g"), request, suggest=False).options[0]
+    shorter = recheck(shape, first, PlanRequest(context_tokens=16384, concurrency=64), speed=False)
+    assert shorter.per_card.kv_cache == 21_474_836_480 and "--kv-cache-dtype fp8" in shorter.evaluation.command
