@@ -64,6 +64,9 @@ class Option:
         kv_dtype: the KV cache type the planner chose for this option over the request's ``auto`` (``fp8``: the
             fp8 KV cache planned when the model's own holds too little, :func:`explorer.plan.planner.plan`; its
             command carries the flag); ``""``: the request's.
+        beside_brim: offered only because the walk's fewer cards or nodes fit at the brim (one more node, one
+            more RPC server: :func:`at_the_brim`); the planner's choice to plan other precisions looks past it, so
+            a quantised checkpoint on fewer cards is still weighed against it.
     """
 
     layout: Layout
@@ -81,6 +84,7 @@ class Option:
     nominal_bits: float = 0.0
     dtype: str = ""
     kv_dtype: str = ""
+    beside_brim: bool = False
 
     @property
     def engine(self) -> str:

@@ -326,15 +326,15 @@ class _PoolWalk:
         self.offered[nodes, width] = option
 
     def _offer(self, nodes: int, width: int) -> bool:
-        """``nodes`` × ``width`` tried and accepted if it fits, once, where the pool has the nodes; whether it
-        is offered."""
+        """``nodes`` × ``width`` tried and accepted if it fits (marked ``beside_brim``), once, where the pool has
+        the nodes; whether it is offered."""
         if (nodes, width) in self.offered:
             return True
         if self.pool.hosts(width) < nodes:
             return False
         option = self._try(nodes, width)
         if option is not None:
-            self._accept(option, nodes, width)
+            self._accept(replace(option, beside_brim=True), nodes, width)
         return option is not None
 
 

@@ -117,8 +117,9 @@ def _smaller_kv(request: PlanRequest, shape: ModelShape) -> PlanRequest | None:
 
 def _with_smaller_kv(own: PlanResult, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], *,
                      speed: bool | SpeedSettings) -> PlanResult:  # fmt: skip
-    """``own`` with the fp8-KV variant of every layout that keeps every layer on accelerators with headroom ranked
-    beside its options, when none of ``own``'s does so (:func:`~explorer.plan.ranking.at_the_brim`) and the KV
+    """``own`` with the fp8-KV variant of every layout that keeps every layer on accelerators with headroom only
+    at fp8 ranked beside its options, when none of ``own``'s keeps every layer on accelerators with headroom
+    (:func:`~explorer.plan.ranking.at_the_brim`; a layout offered only beside one at the brim aside) and the KV
     type is the model's: the engines' docs recommend ``--kv-cache-dtype fp8`` to hold more sequences or longer
     ones (vLLM's quantized_kvcache.md, SGLang's quantized_kv_cache.md). Each such option says so
     (``Option.kv_dtype``, its command carries the flag); the ranking decides between them. Its refusals and counts
@@ -128,11 +129,21 @@ def _with_smaller_kv(own: PlanResult, shape: ModelShape, cluster: Cluster, artif
     70B bf16, 64 sequences of 32,768 tokens on 8 × H100: 640 GiB of bf16 KV leave llama.cpp with 17 layers on the
     CPU (0.3 tok/s) first; at fp8 (320 GiB) vLLM tp 8 holds them on the cards and ranks first."""
     smaller = _smaller_kv(own.request, shape)
-    if smaller is None or any(o.tier == 1 and not at_the_brim(o) for o in own.options):
+    if smaller is None or any(o.tier == 1 and not at_the_brim(o) and not o.beside_brim for o in own.options):
         return own
+    roomy = {_way(o) for o in own.options if o.tier == 1 and not at_the_brim(o)}  # fp8 buys these nothing
     extra = _ranked(shape, cluster, smaller, artifacts, model_ref=own.model, goal=own.goal, speed=speed)
-    marked = [replace(o, kv_dtype=SMALLER_KV) for o in extra.options if o.tier == 1 and not at_the_brim(o)]
+    marked = [
+        replace(o, kv_dtype=SMALLER_KV)
+        for o in extra.options
+        if o.tier == 1 and not at_the_brim(o) and _way(o) not in roomy
+    ]
     return replace(own, options=tuple(rank([*own.options, *marked], own.goal)))
+
+
+def _way(option: Option) -> tuple:
+    """What an option loads on which cards: the same way at another KV type has the same key."""
+    return (option.layout, option.artifact.label, option.precision)
 
 
 def _merged(own: PlanResult, extra: PlanResult) -> PlanResult:
@@ -160,10 +171,14 @@ def _added(extra_artifacts: Sequence[Artifact], wider: PlanResult) -> tuple[str,
 def _standing(result: PlanResult) -> tuple[int, bool, bool]:
     """How good a plan's best option is: its tier, then whether its launch runs as printed, then whether it
     keeps headroom (:func:`~explorer.plan.ranking.at_the_brim`; ranking puts those first inside a tier, so the
-    first option tells); a plan with no option stands below every tier."""
-    if not result.options:
+    first option tells); a plan with no option stands below every tier. A layout offered only beside one at the
+    brim (``Option.beside_brim``: one more node) is passed over, so a quantised checkpoint on the fewer cards is
+    still planned and ranked against it (405B on 4 × 8 × A100-40G with vLLM: bf16 on 3 nodes is at the brim, on 4
+    it is roomy, and the published int4 AWQ on one node of 8 still ranks first)."""
+    walked = [o for o in result.options if not o.beside_brim]  # one more node past a brim fit is weighed, not taken
+    if not walked:
         return (4, True, True)  # below tier 3, the CPU alone
-    best = result.options[0]
+    best = walked[0]
     return (best.tier, not best.runs_as_printed, at_the_brim(best))
 
 
@@ -224,11 +239,11 @@ def plan(
     model_ref = model_ref or shape.name or "MODEL"
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
-    own = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
-    own = _with_smaller_kv(own, shape, cluster, artifacts, speed=speed)
+    at_own_kv = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+    own = _with_smaller_kv(at_own_kv, shape, cluster, artifacts, speed=speed)
     result = own
     extra_artifacts = ()
-    if fallback and _standing(own) > (1, False, False):
+    if fallback and _standing(at_own_kv) > (1, False, False):  # weighed against the fp8 KV cache, not after it
         extra_artifacts = tuple(fallback() if callable(fallback) else fallback)
     if extra_artifacts:
         extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)

@@ -320,3 +320,25 @@ def test_a_recheck_keeps_the_fp8_kv_cache_the_planner_chose():
     first = plan(shape, parse_cluster("1x8xh100-80g"), request, suggest=False).options[0]
     shorter = recheck(shape, first, PlanRequest(context_tokens=16384, concurrency=64), speed=False)
     assert shorter.per_card.kv_cache == 21_474_836_480 and "--kv-cache-dtype fp8" in shorter.evaluation.command
+
+
+def test_a_layout_beside_the_brim_does_not_keep_the_quantised_checkpoints_out():
+    """405B bf16, vLLM on 4 × 8 × A100-40G at 4,096 tokens: 3 nodes × 8 need 37,874,355,404 B a card (98 % of what
+    vLLM may use), so the walk also offers 4 nodes × 8 (29,199,486,156 B, ``beside_brim``). That roomy layout on
+    32 cards does not count as the own weights fitting: the published checkpoints are planned still, and the int4
+    AWQ on one node of 8 (31,060,085,964 B) ranks first on the fewest cards, as it did before the walk offered 4."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-405B")
+    own = [original_artifact(shape)]
+    fallback = fallback_artifacts(shape, own, shipped_checkpoints("meta-llama/Meta-Llama-3.1-405B"))
+    result = plan(shape, parse_cluster("4x8xa100-40g@ib0"), PlanRequest(engines=("vllm",)), artifacts=own,
+                  fallback=fallback, suggest=False)  # fmt: skip
+    first = result.options[0]
+    assert (first.artifact.repo, first.layout.cards, first.per_card.total) == (
+        "hugging-quants/Meta-Llama-3.1-405B-Instruct-AWQ-INT4",
+        8,
+        31_060_085_964,
+    )
+    four = next(o for o in result.options if (o.layout.nodes, o.layout.tp, o.layout.pp) == (4, 8, 4))
+    assert four.beside_brim and four.per_card.total == 29_199_486_156 and four.artifact.repo is None
+    three = next(o for o in result.options if (o.layout.nodes, o.layout.tp, o.layout.pp) == (3, 8, 3))
+    assert three.per_card.total == 37_874_355_404 and not three.beside_brim

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import islice
 
 from explorer.engines.layouts import Layout
@@ -78,7 +79,7 @@ def walk_rpc(ctx: Ctx, pool: Pool, local: Option | None) -> None:
         accept(ctx, option, [(card_seats(main_cards, now=True) + rpc_seats(others[:found], now=True), main)])
         roomy = _fewest(found + 1, len(others), holds_with_headroom) if at_the_brim(option) else None
         if roomy is not None:
-            option = probe(roomy)
+            option = replace(probe(roomy), beside_brim=True)
             accept(ctx, option, [(card_seats(main_cards, now=True) + rpc_seats(others[:roomy], now=True), main)])
         last = roomy or found
         if last < len(others):
