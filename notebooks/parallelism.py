@@ -26,6 +26,7 @@ with app.setup(hide_code=True):
         expert_rows,
         head_formula,
         head_rows,
+        loaded_shape,
         pipeline_timing,
         split_model,
     )
@@ -80,7 +81,7 @@ def _(defaults):
 @app.cell(hide_code=True)
 def _(cards, context, gpu, model, sequences):
     # Every figure below is the planner's (vLLM's engine, explorer.speed.roofline); the helpers only lay them out.
-    shape = load_snapshot().shape(model.value)
+    shape = loaded_shape(load_snapshot().shape(model.value), gpu.value)  # a float32 checkpoint at 16 bits
     request = PlanRequest(context_tokens=shape.clamp_context(context.value), concurrency=sequences.value)
     tensor = split_model(shape, gpu.value, cards.value, "tensor", request)
     pipeline = split_model(shape, gpu.value, cards.value, "pipeline", request)

@@ -82,6 +82,10 @@ class Footprint:
             parallelism: vLLM, SGLang); False: any proportion (llama.cpp's layer split).
         split_widths: the card counts an even split may take, ascending: the tensor-parallel sizes the engine
             accepts for this model (64 attention heads: 1, 2, 4, 8, 16, 32, 64); empty: any count.
+        load_flags: the flags a launch needs to load the model as it was sized
+            (:func:`~explorer.engines.serve_command.load_flags`: ``--dtype float16`` over a float32 checkpoint on a
+            T4, ``--quantization fp8`` for fp8 made while loading, ``--kv-cache-dtype fp8`` for the KV cache type it
+            was sized at); empty: none.
     """
 
     weights_bytes: int
@@ -89,6 +93,7 @@ class Footprint:
     kv_bytes_per_token: int
     even_split: bool = False
     split_widths: tuple[int, ...] = ()
+    load_flags: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,6 +151,7 @@ class FleetLaunch:
         nodes: each node it runs on, in the order of its cards, with its GPU positions there (the head's
             first); empty: the unified-memory pool.
         gpu: the card class the placement's footprints were measured on (their batch sizes), or None.
+        load_flags: the flags that load the model as its footprint sized it (:attr:`Footprint.load_flags`).
     """
 
     context_tokens: int
@@ -154,6 +160,7 @@ class FleetLaunch:
     share: float | None
     nodes: tuple[tuple[str, tuple[int, ...]], ...]
     gpu: GPUClass | None
+    load_flags: tuple[str, ...] = ()
 
     def evaluation(
         self, command: str, workers: tuple[NodeCommand, ...] = (), meeting_ports: tuple[str, ...] = ()

@@ -65,7 +65,8 @@ class PlanRequest:
         all2all_backend: the experts' all-to-all, in vLLM's ``--all2all-backend`` spelling: ``deepep_low_latency``
             or ``deepep_high_throughput`` (SGLang ``--moe-a2a-backend deepep --deepep-mode low_latency`` /
             ``normal``), or ``deepep_auto`` (SGLang's ``auto`` only); each rank holds DeepEP's buffers
-            (:mod:`explorer.engines.all2all`). None: the engines' default (NCCL collectives, no buffer).
+            (:mod:`explorer.engines.all2all`); vLLM runs it between data-parallel ranks only. None: the engines'
+            default (NCCL collectives, no buffer).
         language_only: SGLang ``--language-only``: the vision encoder runs elsewhere, so its heads
             need not divide tp.
         piecewise_cuda_graph: SGLang ``--enable-piecewise-cuda-graph``.

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from explorer.artifacts.checkpoints import placeholder_ref
 from explorer.engines.evaluation import NodeCommand
 from explorer.model.artifacts import Artifact
+from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 
 #: the head node's address in a launch across nodes: a placeholder the launch lines name the head node in
@@ -67,3 +68,12 @@ def online_flags(shape_method: str, shape_dtype: str, precision_source: str, met
     if method == "none" and name in DTYPE_FLAGS and name != shape_dtype:
         return [f"--dtype {DTYPE_FLAGS[name]}"]
     return [f"--quantization {method}"] if method in online else []
+
+
+def load_flags(shape: ModelShape, precision: Precision, online: frozenset[str]) -> list[str]:
+    """The flags that make an engine load the model as planned: ``shape`` as it loads it
+    (:func:`~explorer.engines.load_dtype.served`) at ``precision``: its ``--dtype`` (:func:`dtype_flags`: ``--dtype
+    bfloat16`` over a float32 checkpoint) and a what-if made while loading (:func:`online_flags`, ``online``: the
+    engine's online methods). The planner's commands and the fleet's launches both write them."""
+    method, dtype = shape.precision.method, shape.dtype
+    return dtype_flags(shape) + online_flags(method, dtype, precision.source, precision.method, precision.name, online)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import ClassVar
 
@@ -51,7 +51,7 @@ from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, dtype_flags, online_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, load_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import largest_context, stage_kv_bytes
@@ -330,6 +330,13 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
 #: ``--kv-cache-dtype`` for explorer's KV types (SGLang 0.5.10.post1 ``server_args.py``: auto, fp8_e5m2, fp8_e4m3,
 #: bf16, bfloat16, fp4_e2m1); the others (fp16 on a bf16 model, fp32, llama.cpp's q8_0…) are refused
 KV_CACHE_DTYPE = {"bf16": "bf16", "fp8": "fp8_e4m3"}
+
+
+def kv_cache_flags(shape: ModelShape, kv_dtype: str) -> list[str]:
+    """``--kv-cache-dtype`` for a KV cache type other than the loaded model's (none at ``auto``)."""
+    return [] if kv_dtype in ("auto", shape.dtype) else [f"--kv-cache-dtype {KV_CACHE_DTYPE.get(kv_dtype, kv_dtype)}"]
+
+
 #: SGLang runs compressed-tensors W8A8 int8 checkpoints with its own int8 kernels (linear and MoE) when told so:
 #: ``model_config.py`` lets ``--quantization w8a8_int8`` override a ``compressed-tensors`` config, and SGLang's
 #: DeepSeek docs launch ``meituan/DeepSeek-R1-Channel-INT8`` with it
@@ -374,11 +381,8 @@ def command(
         parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
     elif layout.dp > 1:
         parts.append(f"--dp-size {layout.dp}")
-    if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
-    parts += dtype_flags(shape)
-    parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
-                          SGLang.online_methods)  # fmt: skip
+    parts += kv_cache_flags(shape, request.kv_dtype)
+    parts += load_flags(shape, precision, SGLang.online_methods)
     parts += int8_flags(precision)
     # --speculative-algorithm, --chunked-prefill-size and --cuda-graph-max-bs (written out as resolved: SGLang's
     # defaults depend on the card and the release), --disable-cuda-graph… in their declarations' order
@@ -422,13 +426,15 @@ class SGLang(SplitWalk):
 
     def fleet_command(self, model_id: str, fleet: FleetLaunch) -> Evaluation:
         """``sglang.launch_server``: ``--mem-fraction-static`` the largest share of a card charged, rounded *up* to
-        the hundredth, at most 1; several cards ``--tp-size``; across nodes a rank a node meeting at the head's
-        ``--dist-init-addr`` (:func:`rank_flags`)."""
+        the hundredth, at most 1; several cards ``--tp-size``; the flags that load the model as its footprint sized
+        it (``--dtype float16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node meeting
+        at the head's ``--dist-init-addr`` (:func:`rank_flags`)."""
         cmd = f"python -m sglang.launch_server --model-path {model_id} --context-length {fleet.context_tokens}"
         if fleet.share is not None:
             cmd += f" --mem-fraction-static {min(math.ceil(fleet.share * 100) / 100, 1.0):.2f}"
         if fleet.cards > 1:
             cmd += f" --tp-size {fleet.cards}"
+        cmd = " ".join((cmd, *fleet.load_flags))
         nodes = len(fleet.nodes)
         head, workers = across_nodes(cmd, nodes, partial(rank_flags, nodes))
         return fleet.evaluation(head, workers, (DIST_INIT_FLAG,) if workers else ())
@@ -490,9 +496,14 @@ class SGLang(SplitWalk):
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """vLLM's footprint: a fleet offers each card a share of its memory, which is vLLM's budget rule,
-        not SGLang's static fraction; the model as SGLang loads it (a float32 checkpoint at float16)."""
-        loaded = shape if gpu is None else served(self, shape, artifact, gpu)[0]
-        return vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype)
+        not SGLang's static fraction; the model as SGLang loads it (a float32 checkpoint at float16), and the flags
+        that make SGLang load it so."""
+        if gpu is None:
+            return vllm.ENGINE.footprint(shape, artifact, gpu, kv_dtype)  # refused there: it needs a GPU class
+        loaded, precision = served(self, shape, artifact, gpu)
+        flags = (*kv_cache_flags(loaded, kv_dtype), *load_flags(loaded, precision, self.online_methods),
+                 *int8_flags(precision))  # fmt: skip
+        return replace(vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype), load_flags=flags)
 
 
 ENGINE = SGLang()

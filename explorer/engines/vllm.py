@@ -40,7 +40,7 @@ from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, vllm_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, dtype_flags, online_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, load_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import largest_context, stage_kv_bytes
@@ -71,7 +71,9 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     out = tp_refusals(shape, layout.tp) + pp_refusals(shape, layout.pp) + expert_size_refusals(shape, request)
     if (no_swap := swap_space_refusal(vllm_release(request.vllm_version), request.swap_space_gib)) is not None:
         out.append(("swap-space", no_swap))
-    out += backend_refusals(shape, layout.ep, request.all2all_backend, VLLM_BACKENDS)
+    out += backend_refusals(shape, layout.ep, request.all2all_backend, VLLM_BACKENDS) or dp_backend_refusals(
+        layout, request
+    )
     asked = request.expert_parallel_size
     if asked and shape.moe is not None and asked != layout.ep:
         out.append(
@@ -104,10 +106,26 @@ def distributed_size(layout: Layout) -> int:
     return layout.tp * layout.dp if layout.expert_dp else layout.tp
 
 
+def dp_backend_refusals(layout: Layout, request: PlanRequest) -> list[Refusal]:
+    """An asked all-to-all backend on a layout without data parallelism: vLLM runs its all-to-all kernels between
+    dp ranks only (``FusedMoEParallelConfig.use_all2all_kernels``: ``dp_size > 1 and use_ep``), so tp 8 with
+    ``--enable-expert-parallel`` moves tokens by all-reduce, makes no DeepEP buffer and ignores the backend."""
+    if not request.all2all_backend or layout.expert_dp:
+        return []
+    return [
+        (
+            "all2all-backend",
+            f"vLLM runs {request.all2all_backend} between data-parallel ranks only (dp > 1 with "
+            f"--enable-expert-parallel); {layout.parallel} moves the experts' tokens by all-reduce and ignores it",
+        )
+    ]
+
+
 def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> int:
     """One rank's all-to-all buffers (:func:`explorer.engines.all2all.vllm_buffer_bytes`), counted with the non-torch
-    memory vLLM profiles before it sizes the KV cache (they are allocated when the model's MoE layers are set up)."""
-    if shape.moe is None or layout.ep <= 1:
+    memory vLLM profiles before it sizes the KV cache (they are allocated when the model's MoE layers are set up);
+    none without data parallelism, where vLLM runs no all-to-all kernel (:func:`dp_backend_refusals`)."""
+    if shape.moe is None or not layout.expert_dp:
         return 0
     return vllm_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts, layout.nodes)
 
@@ -210,6 +228,13 @@ def evaluate(
 #: ``--kv-cache-dtype`` for explorer's KV types (vLLM 0.26.0 ``vllm/config/cache.py`` ``CacheDType``); the others
 #: (fp32, llama.cpp's q8_0…) vLLM has no cache of, and a layout asking for one is refused
 KV_CACHE_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
+
+
+def kv_cache_flags(shape: ModelShape, kv_dtype: str) -> list[str]:
+    """``--kv-cache-dtype`` for a KV cache type other than the loaded model's (none at ``auto``)."""
+    return [] if kv_dtype in ("auto", shape.dtype) else [f"--kv-cache-dtype {KV_CACHE_DTYPE.get(kv_dtype, kv_dtype)}"]
+
+
 #: the port the head's data-parallel RPC listens on in vLLM's multi-node example
 DP_RPC_PORT = 13345
 #: the port the head's torch.distributed store listens on (``--master-port``, 29501 by default in 0.26.0)
@@ -248,11 +273,8 @@ def command(
         parts.append("--enable-expert-parallel")
         if request.all2all_backend:
             parts.append(f"--all2all-backend {request.all2all_backend}")
-    if request.kv_dtype not in ("auto", shape.dtype):
-        parts.append(f"--kv-cache-dtype {KV_CACHE_DTYPE.get(request.kv_dtype, request.kv_dtype)}")
-    parts += dtype_flags(shape)
-    parts += online_flags(shape.precision.method, shape.dtype, precision.source, precision.method, precision.name,
-                          VLLM.online_methods)  # fmt: skip
+    parts += kv_cache_flags(shape, request.kv_dtype)
+    parts += load_flags(shape, precision, VLLM.online_methods)
     # --max-num-seqs and --max-num-batched-tokens written out as resolved (their defaults depend on the card and
     # the release), then --enforce-eager… as the user set them, in their declarations' order
     resolved = {"max_num_seqs": max_num_seqs, "max_num_batched_tokens": max_num_batched_tokens}
@@ -334,7 +356,9 @@ class VLLM(SplitWalk):
         """``vllm serve``: several cards ``--tensor-parallel-size``; ``--gpu-memory-utilization`` the largest
         share of a card charged, rounded *up* to the hundredth (vLLM budgets that share of every card it uses), at
         most 1 (a tight instance asks for the whole card); the scheduler's batch sizes vLLM's defaults for the
-        card, which the footprint was measured at; across nodes a rank a node (:func:`rank_flags`)."""
+        card, which the footprint was measured at; the flags that load the model as its footprint sized it
+        (``--dtype bfloat16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node
+        (:func:`rank_flags`)."""
         parts = [f"vllm serve {model_id}"]
         if fleet.cards > 1:
             parts.append(f"--tensor-parallel-size {fleet.cards}")
@@ -345,6 +369,7 @@ class VLLM(SplitWalk):
             request = PlanRequest(context_tokens=max(1, fleet.context_tokens))  # a weights-only demand charges none
             tokens, seqs = scheduler_defaults(fleet.gpu, request, vllm_release(request.vllm_version))
             parts.append(f"--max-num-seqs {seqs} --max-num-batched-tokens {tokens}")
+        parts += fleet.load_flags
         nodes = len(fleet.nodes)
         head, workers = across_nodes(" ".join(parts), nodes, partial(rank_flags, nodes))
         return fleet.evaluation(head, workers, meeting_ports(head) if workers else ())
@@ -421,6 +446,7 @@ class VLLM(SplitWalk):
             kv_bytes_per_token=per_token,
             even_split=True,
             split_widths=tp_widths(shape),
+            load_flags=(*kv_cache_flags(shape, kv_dtype), *load_flags(shape, precision, self.online_methods)),
         )
 
 

@@ -143,6 +143,7 @@ def demand_for(
         rank=rank,
         even_split=footprint.even_split,
         widths=footprint.split_widths,
+        load_flags=footprint.load_flags,
     )
 
 

@@ -75,6 +75,7 @@ def make_instance(demand: ModelDemand, layout: Layout, replica: int = 0) -> Inst
         fixed_bytes_per_card=demand.fixed_bytes_per_card,
         context_tokens=layout.context_tokens,
         ratio_rule=layout.ratio_rule,
+        load_flags=demand.load_flags,
     )
 
 

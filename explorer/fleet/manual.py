@@ -247,6 +247,7 @@ def _charge(
                     fixed_bytes_per_card=demand.fixed_bytes_per_card,
                     context_tokens=context,
                     ratio_rule=rule,
+                    load_flags=demand.load_flags,
                 )
                 replica += 1
                 if not bad:

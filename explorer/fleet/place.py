@@ -145,6 +145,7 @@ def _unpinned(models: Sequence[ModelDemand]) -> Placement:
             fixed_bytes_per_card=m.fixed_bytes_per_card,
             context_tokens=m.context_tokens,
             ratio_rule="unpinned",
+            load_flags=m.load_flags,
         )
         for m in charge_order(models)
         for r in range(m.replicas)

@@ -47,6 +47,8 @@ class ModelDemand:
             SGLang's tensor parallelism); False: any proportion (llama.cpp's layer split).
         widths: the card counts a split may take, ascending (the tensor-parallel sizes the engine accepts: a
             64-head model never splits over 3 cards); empty: any count.
+        load_flags: the flags its launch needs to load it as sized (the engine's
+            :attr:`~explorer.engines.interface.Footprint.load_flags`: ``--dtype bfloat16`` over a float32 checkpoint).
     """
 
     name: str
@@ -60,6 +62,7 @@ class ModelDemand:
     rank: int = 0
     even_split: bool = False
     widths: tuple[int, ...] = ()
+    load_flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():

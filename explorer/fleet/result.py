@@ -31,6 +31,8 @@ class Instance:
             room), "shifted" (toward the roomiest card, after the fixed cost),
             "even" (equal shares: tensor parallelism), "manual" (the plan's own
             ratio), "tight" (fits nowhere) or "unpinned" (no cards to pin to).
+        load_flags: the flags its launch needs to load the model as sized
+            (:attr:`~explorer.fleet.records.ModelDemand.load_flags`).
     """
 
     model: str
@@ -40,6 +42,7 @@ class Instance:
     fixed_bytes_per_card: int
     context_tokens: int
     ratio_rule: RatioRule
+    load_flags: tuple[str, ...] = ()
 
     @property
     def shard_bytes(self) -> tuple[int, ...]:

@@ -60,7 +60,8 @@ class WeightFormat:
         block: fp8 (or SGLang blockwise int8) block-scale tile (rows, cols), or None.
         fp8_scale: fp8 scale granularity when ``block`` is None: ``channel`` or ``tensor``.
         packing: int layout: ``gptq``, ``awq``, ``compressed`` (packed in int32 words), ``hqq`` (packed, with
-            float zeros) or ``plain`` (one int8 a weight, as W8A8 int8 stores it).
+            float zeros) or ``plain`` (one int8 a weight, as W8A8 int8 stores it; with ``zero_points`` a float
+            offset beside each scale, as msModelSlim's ``weight_offset``).
         zero_points: whether int zero points are stored (asymmetric, or GPTQ/AWQ layout).
         g_idx: whether a per-column group index is stored (GPTQ, or act-order groups).
         scale_bytes: bytes per int scale (fp16/bf16: 2; fp32: 4).
@@ -121,9 +122,9 @@ class WeightFormat:
 
     def _int_bytes(self, rows: int, cols: int) -> int:
         bits = int(self.bits)
-        if self.packing == "plain":  # one int8 a weight; a scale a row, or a scale a block tile
+        if self.packing == "plain":  # one int8 a weight; a scale (and an offset) a row, or a scale a block tile
             tiles = cdiv(rows, self.block[0]) * cdiv(cols, self.block[1]) if self.block else rows
-            return rows * cdiv(cols * bits, 8) + tiles * self.scale_bytes
+            return rows * cdiv(cols * bits, 8) + tiles * self.scale_bytes * (2 if self.zero_points else 1)
         groups = cdiv(cols, self.group_size) if self.group_size > 0 else 1
         packed = rows * cdiv(cols * bits, 32) * 4
         scales = rows * groups * self.scale_bytes

@@ -21,6 +21,9 @@ from explorer.model.precision import Precision, SchemeGroup, WeightFormat
 FP8_CHANNEL = WeightFormat(kind="fp8", bits=8, fp8_scale="channel")
 #: int8 weights with one fp32 scale per output row (SGLang w8a8_int8.py; vLLM experts_int8.py)
 INT8_CHANNEL = WeightFormat(kind="int", bits=8, packing="plain", zero_points=False, scale_bytes=4)
+#: an msModelSlim (Ascend) W8A8 checkpoint: int8 weights, an fp32 weight_scale and weight_offset per output row
+#: (SGLang modelslim ``ModelSlimW8A8Int8.create_weights``: both ``(output_size, 1)``)
+INT8_CHANNEL_OFFSET = WeightFormat(kind="int", bits=8, packing="plain", zero_points=True, scale_bytes=4)
 #: fp8 weights with one e8m0 scale per 32 inputs (OCP MX; ModelOpt MXFP8)
 MXFP8 = WeightFormat(kind="mxfp8", bits=8, group_size=32)
 
@@ -81,11 +84,16 @@ def channel_fp8(qc: Mapping[str, Any], base: ElementType, method: str) -> Precis
 
 def w8a8_int8(qc: Mapping[str, Any], base: ElementType) -> Precision:
     """SGLang ``w8a8_int8``: int8 per output channel, fp32 scale a row (``w8a8_int8.py``); ``ignore`` and the
-    weights ``quant_description`` marks ``FLOAT`` stay in the model dtype."""
+    weights ``quant_description`` marks ``FLOAT`` stay in the model dtype.
+
+    A ``quant_description`` is msModelSlim's (Ascend) ``quant_model_description.json``: its checkpoints store an
+    fp32 ``weight_offset`` beside each row's ``weight_scale`` (SGLang modelslim ``ModelSlimW8A8Int8``).
+    """
     described = qc.get("quant_description") if isinstance(qc.get("quant_description"), Mapping) else {}
     kept = tuple(str(k).removesuffix(".weight") for k, v in described.items() if v == "FLOAT")
     skip = module_names(qc.get("ignore") or qc.get("modules_to_not_convert")) + kept + ("lm_head",)
-    return _linear("int8 per-channel (W8A8)", "w8a8_int8", base, INT8_CHANNEL, skip)
+    fmt = INT8_CHANNEL_OFFSET if described else INT8_CHANNEL
+    return _linear("int8 per-channel (W8A8)", "w8a8_int8", base, fmt, skip)
 
 
 def blockwise_int8(qc: Mapping[str, Any], base: ElementType) -> Precision:

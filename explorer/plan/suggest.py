@@ -36,12 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from explorer.artifacts.offer import what_if_artifact
+from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.engines.options import PlanResult
 from explorer.engines.registry import SPLIT_ENGINES, engine_labels
 from explorer.engines.request import PlanRequest
 from explorer.errors import ExplorerError
-from explorer.hardware.catalogue import Catalogue
+from explorer.hardware.catalogue import Catalogue, GPUClass
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import gpu_pools
 from explorer.model.artifacts import Artifact
@@ -123,7 +123,8 @@ def _precisions(ask: Ask, *, first_fit: bool = False) -> list[Suggestion]:
     """The best what-if of each family that leads to a fit (``first_fit``: the first family that has one)."""
     out: list[Suggestion] = []
     engines = tuple(ask.request.engines)
-    own_bits = ask.shape.bits_per_weight(ask.shape.precision)
+    own, precision = ask.loaded(original_artifact(ask.shape), _card_class(ask.cluster))
+    own_bits = own.bits_per_weight(precision)  # a float32 checkpoint's 16 bits, as vLLM and SGLang load it
     split = tuple(e for e in engines if e in SPLIT_ENGINES)  # vLLM and SGLang load safetensors what-ifs
     gguf = tuple(e for e in engines if e not in SPLIT_ENGINES)  # llama.cpp loads GGUF quants
     if split and any(a.format == "safetensors" for a in ask.artifacts):
@@ -135,6 +136,13 @@ def _precisions(ask: Ask, *, first_fit: bool = False) -> list[Suggestion]:
         steps = tuple(q for q in GGUF_STEPS if q not in offered)
         out += _family(ask, steps, gguf, gguf_bits, offloads=True)
     return out
+
+
+def _card_class(cluster: Cluster) -> GPUClass | None:
+    """The card class of the cluster's first GPU pool, which the dtype vLLM loads a float32 checkpoint at depends
+    on (:mod:`explorer.engines.load_dtype`); None without GPUs."""
+    pools = gpu_pools(cluster)
+    return pools[0].gpu if pools else None
 
 
 def _room_bytes(cluster: Cluster, request: PlanRequest, *, host: bool) -> int:
@@ -153,18 +161,22 @@ def _family(ask: Ask, steps: Sequence[str], engines: tuple, below_bits: float, *
     """The first step of ``steps`` (best first) below ``below_bits`` that fits; else the one holding the most context.
 
     A step whose weights alone exceed what one replica may use is not planned (nothing fits then):
-    the cards, and when nothing fits today and the engines ``offloads`` to the host, its RAM too.
+    the cards, and when nothing fits today and the engines ``offloads`` to the host, its RAM too. Bits and bytes
+    are the weights' as the engines load them (:meth:`~explorer.plan.suggestion.Ask.loaded`: a float32
+    checkpoint's unquantised tensors at 16 bits).
     """
     tried: list[Suggestion] = []
     request = replace(ask.request, engines=engines)
     room = _room_bytes(ask.cluster, ask.request, host=offloads and ask.today == NO_TIER)
+    gpu = _card_class(ask.cluster)
     for name in steps:
         try:
             artifact = what_if_artifact(ask.shape, name)
-            bits = ask.shape.bits_per_weight(ask.shape.resolve_precision(name))
+            loaded, precision = ask.loaded(artifact, gpu)
         except ExplorerError:
             continue
-        if bits >= below_bits - 0.01 or artifact.size_bytes > room:
+        bits = loaded.bits_per_weight(precision)
+        if bits >= below_bits - 0.01 or ask.loaded_weight_bytes(artifact, gpu) > room:
             continue
         result = ask.again(request=request, artifacts=[artifact])
         made = outcome(ask.shape, "precision", {"quant": name}, _precision_text(name, bits, engines), result, ask.today)

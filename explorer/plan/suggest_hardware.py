@@ -27,10 +27,11 @@ MAX_CLUSTER_TRIES = 6
 
 def _least_cards(ask: Ask, gpu: GPUClass, artifacts: Sequence[Artifact] = ()) -> int:
     """Cards of ``gpu`` the weights (of ``artifacts``, else the plan's) and the asked KV cache need at the least
-    (0.95 of each card)."""
-    weights = min((a.size_bytes for a in artifacts or ask.artifacts), default=0)
+    (0.95 of each card), as the engines load them on ``gpu`` (:meth:`Ask.need_bytes`: a float32 checkpoint at 16
+    bits)."""
     kv = ask.shape.kv_bytes(ask.request.context_tokens, ask.request.kv_dtype, ask.request.concurrency)
-    return max(1, math.ceil((weights + kv) / (0.95 * gpu.usable_memory_bytes)))
+    need = min((ask.need_bytes(a, gpu) for a in artifacts or ask.artifacts), default=kv)
+    return max(1, math.ceil(need / (0.95 * gpu.usable_memory_bytes)))
 
 
 def _layouts(least: int, widest: int) -> list[tuple[int, int]]:

@@ -10,10 +10,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from explorer.engines.load_dtype import served
 from explorer.engines.options import MEMORY_RULES, Option, PlanResult
+from explorer.engines.registry import SPLIT_ENGINES
 from explorer.engines.request import PlanRequest
+from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster
 from explorer.model.artifacts import Artifact
+from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.plan.longest_context import full_offload_context
 
@@ -124,3 +128,27 @@ class Ask:
         return self.replan(
             self.shape, cluster or self.cluster, request or self.request, tuple(artifacts or self.artifacts)
         )
+
+    def loaded(self, artifact: Artifact, gpu: GPUClass | None) -> tuple[ModelShape, Precision]:
+        """The model as the asked engines load ``artifact`` on ``gpu``, the one with the fewest weight bytes
+        (:func:`~explorer.engines.load_dtype.served`: vLLM and SGLang load a float32 checkpoint at 16 bits), and
+        its precision; the shape as it is without a card class or an engine that casts it (llama.cpp)."""
+        as_it_is = (self.shape, self.shape.precision_of(artifact))
+        if gpu is None:
+            return as_it_is
+        ways = [served(SPLIT_ENGINES[e], self.shape, artifact, gpu) for e in self.request.engines if e in SPLIT_ENGINES]
+        return min(ways, key=lambda way: way[0].weight_bytes(way[1]), default=as_it_is)
+
+    def loaded_weight_bytes(self, artifact: Artifact, gpu: GPUClass | None) -> int:
+        """``artifact``'s weights as loaded on ``gpu`` (:meth:`loaded`): its own size where loaded as it is,
+        else the weights at the dtype they are loaded at (Llama-3.3-70B's float32 checkpoint: 141 GB at bf16, not
+        282)."""
+        shape, precision = self.loaded(artifact, gpu)
+        return artifact.size_bytes if shape is self.shape else shape.weight_bytes(precision)
+
+    def need_bytes(self, artifact: Artifact, gpu: GPUClass | None) -> int:
+        """``artifact``'s weights and the asked KV cache as loaded on ``gpu`` (:meth:`loaded`): the KV at ``auto``
+        follows the dtype the weights are loaded at."""
+        shape, _ = self.loaded(artifact, gpu)
+        kv = shape.kv_bytes(self.request.context_tokens, self.request.kv_dtype, self.request.concurrency)
+        return self.loaded_weight_bytes(artifact, gpu) + kv

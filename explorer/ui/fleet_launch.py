@@ -84,6 +84,7 @@ def _fleet_launch(inst: Instance, offer: FleetCards, nodes: list[tuple[str, list
         share=share,
         nodes=tuple((node, tuple(gpus)) for node, gpus in nodes),
         gpu=offer.gpu,
+        load_flags=inst.load_flags,
     )
 
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from explorer.artifacts.offer import original_artifact
 from explorer.engines.evaluation import Evaluation
 from explorer.engines.layouts import Layout, pp_partition
+from explorer.engines.load_dtype import served
 from explorer.engines.parallel_rules import Refusal, kv_head_counts
 from explorer.engines.registry import SPLIT_ENGINES
 from explorer.engines.request import PlanRequest
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import gpu_pools
+from explorer.model.shapes import ModelShape
 from explorer.model.weights import WeightBreakdown
 from explorer.sources.shipped import parse_cluster
 from explorer.speed.estimate import DEFAULT_SETTINGS
@@ -46,6 +49,7 @@ __all__ = [
     "expert_rows",
     "head_formula",
     "head_rows",
+    "loaded_shape",
     "pipeline_timing",
     "split_model",
     "vllm_layout",
@@ -114,6 +118,14 @@ class Split:
         return not self.refusals
 
 
+def loaded_shape(shape: ModelShape, gpu_class: str, engine: str = ENGINE) -> ModelShape:
+    """The model as ``engine`` loads its checkpoint on ``gpu_class``, as the planner plans it
+    (:func:`explorer.engines.load_dtype.served`): a float32 checkpoint at 16 bits (vLLM: bf16 from compute
+    capability 8.0, fp16 below), any other as it is."""
+    gpu = gpu_pools(parse_cluster(f"1x1x{gpu_class}"))[0].gpu
+    return served(SPLIT_ENGINES[engine], shape, original_artifact(shape), gpu)[0]
+
+
 def engine_layout(
     shape, gpu_class: str, tp: int, pp: int, request: PlanRequest, engine: str = ENGINE
 ) -> tuple[Layout, GPUClass]:
@@ -131,8 +143,10 @@ def vllm_layout(shape, gpu_class: str, tp: int, pp: int, request: PlanRequest) -
 def split_model(shape, gpu_class: str, cards: int, mode: Mode, request: PlanRequest, engine: str = ENGINE) -> Split:
     """Lay ``shape`` over one node of ``cards`` cards of ``gpu_class``, tensor- or pipeline-parallel, as ``engine``
     (vLLM by default) does; each card's weights are the engine's own split of them (SGLang's DP attention keeps
-    the attention whole on each of its cards where tp / dp = 1)."""
+    the attention whole on each of its cards where tp / dp = 1), the model at the dtype it loads it at
+    (:func:`loaded_shape`)."""
     split_engine = SPLIT_ENGINES[engine]
+    shape = loaded_shape(shape, gpu_class, engine)
     tp, pp = (cards, 1) if mode == "tensor" else (1, cards)
     layout, gpu = engine_layout(shape, gpu_class, tp, pp, request, engine)
     refusals = tuple(split_engine.refusals(shape, layout, request))

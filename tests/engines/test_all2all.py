@@ -79,6 +79,26 @@ def test_vllm_dp8_ep_low_latency_charges_each_rank_and_says_so_in_the_command():
     assert high.evaluation.max_concurrency == 8 * 95  # (28,602,031,162 − 1,073,741,824) // 287,834,112 = 95
 
 
+def test_vllm_runs_the_backend_between_dp_ranks_only():
+    """vLLM's FusedMoEParallelConfig.use_all2all_kernels is ``dp_size > 1 and use_ep``: tp 8 with
+    --enable-expert-parallel all-reduces, makes no DeepEP buffer and ignores --all2all-backend. Asked for the
+    backend without --dp, vLLM's only way that runs it is DP8 + EP (each rank charged 1 GiB + 3,816,818,816 as
+    above); tp 8 × ep 8 and tp 2 × pp 3 are refused with the reason, not charged 4.55 GiB for a buffer vLLM
+    never makes (they were: 136 sequences for tp 8 instead of its 153)."""
+    plain = _plan("vllm")
+    result = _plan("vllm", all2all_backend="deepep_low_latency")
+    assert [o.layout.parallel for o in plain.options] == ["tp8 ep8", "dp8 ep8", "tp2 pp3 ep2"]
+    assert [o.layout.parallel for o in result.options] == ["dp8 ep8"]
+    (deepep,) = result.options
+    assert deepep.per_card.overhead - plain.options[1].per_card.overhead == GiB + V3_LL_256
+    refused = [x for x in result.rejected if x.rule == "all2all-backend" and x.option is None]
+    reasons = {x.reason for x in refused}
+    assert (
+        "vLLM runs deepep_low_latency between data-parallel ranks only (dp > 1 with --enable-expert-parallel); "
+        "tp8 ep8 moves the experts' tokens by all-reduce and ignores it"
+    ) in reasons
+
+
 def test_sglang_dp_attention_with_deepep_is_the_published_layout():
     """SGLang's DeepSeek-V3 `--tp 8 --dp 8 --enable-dp-attention --moe-a2a-backend deepep`: DeepEP sets ep = tp; the
     1.78 GiB buffer comes out of what --mem-fraction-static leaves (here 24.0 GiB), so the pool is unchanged."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.corpus import shape_of
+from support.command_check import parse_line
+from support.corpus import load_config, shape_of
 
 from explorer.cli import main
 from explorer.engines import vllm
@@ -13,11 +14,14 @@ from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
 from explorer.errors import PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
-from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place
+from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place, validate_plan
+from explorer.model.shapes import shape_from_config
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.units import GiB
 
 H100 = shipped_catalogue().resolve("h100-80g")
+#: its config says float32 (tests/engines/test_load_dtype.py works its 1,334,628,352 parameters out)
+GRANITE = "ibm-granite__granite-3.1-1b-a400m-instruct"
 
 
 def test_vllm_footprint_matches_the_engine():
@@ -221,3 +225,78 @@ def test_weights_the_engine_cannot_run_on_the_card_are_refused_with_the_reason()
         demand_for(shape, term, gpu=a100, engine="sglang")
     # its int4 AWQ what-if runs there
     assert demand_for(shape, term, gpu=a100, engine="sglang", precision="int4-awq").weights_bytes > 0
+
+
+@pytest.mark.parametrize(
+    ("engine", "gpu", "dtype"),
+    [("vllm", "h100-80g", "bfloat16"), ("vllm", "t4-16g", "float16"), ("sglang", "h100-80g", "float16")],
+)
+def test_a_float32_checkpoint_is_charged_at_the_dtype_the_engine_loads_it_at(engine, gpu, dtype):
+    """vLLM loads granite's float32 checkpoint at bf16 on an H100, fp16 on a T4; SGLang at fp16 everywhere
+    (explorer.engines.load_dtype): 2 bytes a weight either way, and the launch says which."""
+    demand = demand_for(shape_of(GRANITE), parse_model_term("granite:4096"), gpu=shipped_catalogue().resolve(gpu),
+                        engine=engine)  # fmt: skip
+    # 1,334,628,352 × 2 + the RoPE cache at 16 bits (131,072 positions × 64 × 2 = 16,777,216) = 2,686,033,920,
+    # not 5,338,513,408 + 33,554,432 at float32; KV 24 layers × 2 × 8 heads × 64 × 2 bytes = 49,152 a token
+    assert demand.weights_bytes == 1_334_628_352 * 2 + 131_072 * 64 * 2 == 2_686_033_920
+    assert demand.kv_bytes_per_token == 24 * 2 * 8 * 64 * 2 == 49_152
+    assert demand.load_flags == (f"--dtype {dtype}",)
+
+
+def test_a_float32_gemma2_stays_float32_on_a_t4_and_says_so():
+    # gemma2 never runs at fp16 in vLLM and a T4 has no bf16: float32 kept, 4 bytes a weight, which --dtype auto
+    # would not keep (it would refuse), so the launch writes --dtype float32
+    config = load_config("google__gemma-2-9b-it")
+    config["torch_dtype"] = "float32"
+    shape = shape_from_config(config, name="gemma-2-fp32")
+    demand = demand_for(shape, parse_model_term("gemma:4096"), gpu=shipped_catalogue().resolve("t4-16g"))
+    # 9,241,705,984 parameters × 4 + the RoPE cache (8,192 positions × 256 × 4 = 8,388,608)
+    assert demand.weights_bytes == 9_241_705_984 * 4 + 8_192 * 256 * 4 == 36_975_212_544
+    assert demand.load_flags == ("--dtype float32",)
+
+
+def test_a_what_if_made_while_loading_is_launched_with_its_flag():
+    # fp8 made from the bf16 weights while loading: charged at fp8, launched with --quantization fp8; the model's
+    # own bf16 weights need no flag
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    term = parse_model_term("llama:4096")
+    assert demand_for(shape, term, gpu=H100, precision="fp8").load_flags == ("--quantization fp8",)
+    assert demand_for(shape, term, gpu=H100).load_flags == ()
+
+
+@pytest.mark.parametrize(("engine", "dtype"), [("vllm", "float16"), ("sglang", "float16")])
+def test_place_cli_launches_a_float32_checkpoint_at_its_load_dtype(capsys, tmp_path, engine, dtype):
+    """The launch line of a placed float32 checkpoint loads it at the dtype its footprint was charged at, and
+    the engine's argument table takes it (tests/data/engine_args)."""
+    (tmp_path / "granite").mkdir()
+    (tmp_path / "granite" / "config.json").write_text(json.dumps(load_config(GRANITE)))
+    argv = ["place", "--cluster", "1x1xt4-16g", "--offline", "--engine", engine, "--model", f"{tmp_path}/granite:4096"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["models"][0]["weights_bytes"] == 2_686_033_920 and out["models"][0]["load_flags"] == [f"--dtype {dtype}"]
+    (line,) = out["launch"][0]["command"].split("\n")
+    parsed = parse_line(line)
+    assert not parsed.problems, parsed.problems
+    assert parsed.value("--dtype") == dtype
+
+
+@pytest.mark.parametrize(("engine", "flag"), [("vllm", "fp8"), ("sglang", "fp8_e4m3")])
+def test_the_kv_cache_type_a_demand_was_sized_at_is_launched(engine, flag):
+    # Llama-3.1-8B's KV: 32 layers × 2 × 8 heads × 128 × 2 bytes = 131,072 a token at bf16, 65,536 at fp8; the
+    # launch asks the engine for that cache, each in its own spelling
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    demand = demand_for(shape, parse_model_term("llama:4096"), gpu=H100, engine=engine, kv_dtype="fp8")
+    assert demand.kv_bytes_per_token == 32 * 2 * 8 * 128 == 65_536
+    assert demand.load_flags == (f"--kv-cache-dtype {flag}",)
+
+
+def test_every_instance_of_a_float32_checkpoint_carries_its_load_flags():
+    """Placed by the planner (two replicas) or by a manual plan, each instance launches at the dtype the demand was
+    charged at: --dtype float16 for granite's float32 checkpoint on a T4."""
+    offer = fleet_cards(parse_cluster("1x2xt4-16g"))
+    demand = demand_for(shape_of(GRANITE), parse_model_term("granite:4096x2"), gpu=offer.gpu, name="granite")
+    placed = place([demand], offer.cards).instances
+    plan = parse_plan_text(json.dumps({"models": {"granite": {"cards": [1]}}}), fmt="json")
+    checked = validate_plan(plan, [demand], offer.plan_cards).instances
+    assert len(placed) == 2 and len(checked) == 1
+    assert {i.load_flags for i in (*placed, *checked)} == {("--dtype float16",)}

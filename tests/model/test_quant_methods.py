@@ -76,9 +76,15 @@ def test_channel_fp8_methods(method):
 
 
 def test_sglang_w8a8_int8_is_one_byte_a_weight_and_an_fp32_scale_a_row():
+    p = _precision({"quant_method": "w8a8_int8"})
+    assert p.tensor_bytes(DOWN, 1) == 4096 * 14336 + 4096 * 4
+
+
+def test_an_msmodelslim_w8a8_checkpoint_adds_an_fp32_offset_a_row():
+    # a quant_description is msModelSlim's: weight_scale and weight_offset, both (rows, 1) fp32
     description = {"model.layers.0.mlp.down_proj.weight": "FLOAT", "model.layers.1.mlp.down_proj.weight": "W8A8"}
     p = _precision({"quant_method": "w8a8_int8", "quant_description": description})
-    assert p.tensor_bytes(DOWN, 1) == 4096 * 14336 + 4096 * 4
+    assert p.tensor_bytes(DOWN, 1) == 4096 * 14336 + 4096 * (4 + 4)
     assert p.tensor_bytes(DOWN, 0) == 4096 * 14336 * 2  # described FLOAT: kept in bf16
 
 

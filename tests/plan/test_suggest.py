@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from support.corpus import shape_of
+from support.corpus import load_config, shape_of
 
 from explorer.artifacts.offer import original_artifact
 from explorer.engines.request import PlanRequest
+from explorer.model.shapes import shape_from_config
 from explorer.plan.planner import plan, with_suggestions
 from explorer.sources.shipped import parse_cluster, shipped_catalogue, shipped_prices
 from explorer.speed.estimate import SpeedSettings
@@ -138,3 +139,26 @@ def test_a_context_past_the_models_limit_suggests_the_limit():
     (context,) = [s for s in result.suggestions if s.kind == "context"]
     assert context.change == {"context": 40960} and context.fits and context.tier == 1
     assert "the model's limit is 40,960" in context.text
+
+
+def _llama70b(dtype: str):
+    config = load_config("meta-llama__Llama-3.3-70B-Instruct")
+    config["torch_dtype"] = dtype
+    return shape_from_config(config, name=f"llama-3.3-70b-{dtype}")
+
+
+def test_a_float32_checkpoint_is_suggested_what_it_needs_at_the_dtype_it_loads_at():
+    """Llama-3.3-70B with a float32 config on one H100: vLLM loads it at bf16 (explorer.engines.load_dtype), so the
+    suggestions are the bf16 checkpoint's. The smallest cluster: 70,553,706,496 parameters × 2 = 141,107,412,992
+    bytes + the 4,096-token KV cache at bf16 (80 layers × 2 × 8 heads × 128 × 2 × 4,096 = 1,342,177,280) over 0.95
+    of an H100's 85,520,809,984 usable bytes = 1.75: 2 cards (at 32 bits, 282,214,825,984 + 2,684,354,560 = 3.51:
+    4). int4 AWQ keeps the embedding and the head (2 × 128,256 × 8,192 = 2,101,346,304) at 16 bits, not 32:
+    4.51 bits a weight, not 4.99."""
+    asked = PlanRequest(engines=("vllm",), context_tokens=4096)
+    fp32, bf16 = (plan(_llama70b(d), parse_cluster("1x1xh100-80g"), asked) for d in ("float32", "bfloat16"))
+    changes = {s.kind: (s.change, s.text) for s in fp32.suggestions}
+    assert changes == {s.kind: (s.change, s.text) for s in bf16.suggestions}
+    assert changes["cluster"] == ({"cluster": "1x2xh100-80g"}, "1x2xh100-80g")
+    assert changes["precision"] == ({"quant": "int4-awq"}, "int4 (AWQ or GPTQ) weights, 4.51 bits a weight (vLLM)")
+    cluster = next(s for s in fp32.suggestions if s.kind == "cluster")
+    assert cluster.fits and cluster.best.label.endswith("original (fp32) at bf16") and cluster.best.layout.tp == 2

@@ -16,6 +16,7 @@ from explorer.ui.parallel_lesson import (
     expert_rows,
     head_formula,
     head_rows,
+    loaded_shape,
     pipeline_timing,
     split_model,
 )
@@ -143,3 +144,25 @@ def test_sglang_dp_attention_cards_hold_the_engines_weights():
     # The DP-attention card holds 48 × 28,311,552 = 1,358,954,496 bytes more (norms are whole either way)
     plain = split_model(qwen, "h100-80g", 4, "tensor", REQUEST, engine="sglang")
     assert split.weights.total_bytes - plain.weights.total_bytes == 48 * 28_311_552
+
+
+def test_a_float32_checkpoint_is_split_at_the_dtype_vllm_loads_it_at():
+    """granite-3.1-1b-a400m-instruct's config says float32; vLLM loads it at bf16 on an H100 and fp16 on a T4
+    (explorer.engines.load_dtype), so the lesson splits 2 bytes a weight, as the planner does: the same cards as
+    its bf16 twin. Its 1,334,628,352 weights over tp 4: 50,334,720 embedding values (the vocabulary padded to
+    49,216 = 769 × 64, a quarter each: 12,304 × 1,024 = 12,599,296), the final norm whole (1,024), and 24 layers
+    of 53,512,192 whose two norms (2,048) and router (32 × 1,024) stay whole: 53,477,376 / 4 + 34,816 = 13,404,160
+    each; 12,599,296 + 1,024 + 24 × 13,404,160 = 334,300,160 values, 2 bytes each."""
+    from support.corpus import load_config
+
+    from explorer.model.shapes import shape_from_config
+
+    config = load_config("ibm-granite__granite-3.1-1b-a400m-instruct")
+    fp32 = shape_from_config(config, name="granite")
+    bf16 = shape_from_config({**config, "torch_dtype": "bfloat16"}, name="granite")
+    assert fp32.dtype == "fp32"
+    assert loaded_shape(fp32, "h100-80g").dtype == "bf16" and loaded_shape(fp32, "t4-16g").dtype == "fp16"
+    assert loaded_shape(bf16, "h100-80g") is bf16
+    split, twin = (split_model(s, "h100-80g", 4, "tensor", REQUEST) for s in (fp32, bf16))
+    assert split.weights.total_bytes == twin.weights.total_bytes == 334_300_160 * 2
+    assert split.evaluation.binding.total == twin.evaluation.binding.total

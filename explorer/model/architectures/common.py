@@ -280,3 +280,24 @@ def full_attention_cache(d: Dims, *, kv_heads: int | None = None, head_dim: int 
     """The usual K+V cache of a global-attention layer."""
     hd = head_dim or d.head_dim
     return FullAttention(kv_heads=kv_heads or d.kv_heads, head_dim=hd, v_head_dim=hd)
+
+
+def as_mtp(tensors: list[Tensor] | tuple[Tensor, ...], rename: tuple[str, str] | None = None) -> tuple[Tensor, ...]:
+    """Multi-token-prediction tensors: counted and stored, not served (role ``mtp``). Their projections stay
+    ``linear``, so the checkpoint's quantisation sizes them as it sizes the decoder's (DeepSeek-V3 stores its MTP
+    layer in fp8, an msModelSlim Qwen3.5 in int8, an AutoRound AWQ names ``mtp`` to keep it in fp16); the router
+    never is. ``rename`` (old, new) rewrites a module prefix to the name the checkpoint stores."""
+    return tuple(
+        Tensor(
+            module=t.module.replace(*rename, 1) if rename else t.module,
+            param=t.param,
+            rows=t.rows,
+            cols=t.cols,
+            count=t.count,
+            role="mtp",
+            split=t.split,
+            linear=t.linear and t.role != "router",
+            heads=t.heads,
+        )
+        for t in tensors
+    )

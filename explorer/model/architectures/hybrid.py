@@ -18,6 +18,7 @@ from explorer.model.architectures.common import (
     Dims,
     Layer,
     MoESpec,
+    as_mtp,
     attention,
     final_head,
     gated_mlp,
@@ -42,6 +43,31 @@ def _state_bytes(view: ConfigView) -> tuple[int, int]:
     return model, ssm
 
 
+def _in_projections(
+    prefix: str, view: ConfigView, hidden: int, qkv_rows: int, z_rows: int, v_heads: int
+) -> tuple[Tensor, ...]:
+    """A delta net's input projections, named as the checkpoint stores them, so that a quantisation config's
+    skip list (which names the checkpoint's modules) matches them.
+
+    Qwen3-Next stores ``in_proj_qkvz`` and ``in_proj_ba`` fused; Qwen3.5 stores ``in_proj_qkv``, ``in_proj_z``,
+    ``in_proj_b`` and ``in_proj_a`` apart, which vLLM fuses at load (``qwen3_5.py`` ``packed_modules_mapping``:
+    ``in_proj_qkvz: [in_proj_qkv, in_proj_z]``, ``in_proj_ba: [in_proj_b, in_proj_a]``) and quantises as its
+    shards are named: an AutoRound Qwen3.6-27B AWQ lists ``linear_attn.in_proj_b`` and ``in_proj_a`` in
+    ``modules_to_not_convert`` and stores them in fp16.
+    """
+    role, split = "linear_attention", "column"
+    if not view.text_model_type().startswith("qwen3_5"):
+        return linear(f"{prefix}.in_proj_qkvz", qkv_rows + z_rows, hidden, role=role, split=split) + linear(
+            f"{prefix}.in_proj_ba", 2 * v_heads, hidden, role=role, split=split
+        )
+    return (
+        linear(f"{prefix}.in_proj_qkv", qkv_rows, hidden, role=role, split=split)
+        + linear(f"{prefix}.in_proj_z", z_rows, hidden, role=role, split=split)
+        + linear(f"{prefix}.in_proj_b", v_heads, hidden, role=role, split=split)
+        + linear(f"{prefix}.in_proj_a", v_heads, hidden, role=role, split=split)
+    )
+
+
 def delta_net(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...], RecurrentState]:
     """A gated delta net (Qwen3-Next/Qwen3.5 linear attention) and its per-sequence state."""
     k_heads = view.get_int("linear_num_key_heads", minimum=1) or 16
@@ -52,8 +78,7 @@ def delta_net(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...
     key_dim, value_dim = k_heads * k_dim, v_heads * v_dim
     conv_dim = 2 * key_dim + value_dim
     tensors = (
-        linear(f"{prefix}.in_proj_qkvz", 2 * key_dim + 2 * value_dim, d.hidden, role="linear_attention", split="column")
-        + linear(f"{prefix}.in_proj_ba", 2 * v_heads, d.hidden, role="linear_attention", split="column")
+        _in_projections(prefix, view, d.hidden, conv_dim, value_dim, v_heads)
         + (
             Tensor(module=f"{prefix}.conv1d", rows=conv_dim, cols=kernel, role="linear_attention", split="column"),
             vector(f"{prefix}", v_heads, role="linear_attention", param="dt_bias", split="column"),
@@ -137,27 +162,15 @@ def _qwen_mtp(view: ConfigView, d: Dims, full_layer) -> tuple[Tensor, ...]:
     if not count or full_layer is None:
         return ()
     out: list[Tensor] = []
-    for _ in range(count):
-        out += full_layer[0]
+    for n in range(count):
+        out += as_mtp(full_layer[0], rename=("model.layers.{i}.", f"mtp.layers.{n}."))
         out += linear("mtp.fc", d.hidden, 2 * d.hidden, role="mtp", split="replicated")
         out += [
             vector("mtp.pre_fc_norm_embedding", d.hidden),
             vector("mtp.pre_fc_norm_hidden", d.hidden),
             vector("mtp.norm", d.hidden),
         ]
-    return tuple(
-        Tensor(
-            module=t.module,
-            param=t.param,
-            rows=t.rows,
-            cols=t.cols,
-            count=t.count,
-            role="mtp",
-            split=t.split,
-            heads=t.heads,
-        )
-        for t in out
-    )
+    return as_mtp(out)
 
 
 def mamba2(prefix: str, view: ConfigView, d: Dims) -> tuple[tuple[Tensor, ...], RecurrentState]:

@@ -19,6 +19,7 @@ from explorer.model.architectures.common import (
     ArchParts,
     Dims,
     Layer,
+    as_mtp,
     final_head,
     gated_mlp,
     read_dims,
@@ -96,27 +97,15 @@ def _mtp_layers(view: ConfigView, d: Dims, experts: int, moe_inter: int) -> tupl
         layer, _ = _decoder_layer(p, view, d, bool(experts), experts, moe_inter)
         out += list(layer)
         out += [vector(f"{p}.enorm", d.hidden), vector(f"{p}.hnorm", d.hidden)]
-        out += linear(f"{p}.eh_proj", d.hidden, 2 * d.hidden, role="mtp", split="replicated")
+        # vLLM deepseek_mtp.py: eh_proj is a plain nn.Linear, never quantised; the layer itself takes the
+        # checkpoint's quant_config (DeepSeek-V3 stores layer 61 in fp8 like the others)
+        out += [Tensor(module=f"{p}.eh_proj", rows=d.hidden, cols=2 * d.hidden, role="mtp", split="replicated")]
         out += [vector(f"{p}.shared_head.norm", d.hidden)]
         out += [
             embedding(f"{p}.embed_tokens", d.vocab, d.hidden),
             embedding(f"{p}.shared_head.head", d.vocab, d.hidden),
         ]
-    # re-label as MTP so they are counted but not served
-    return tuple(
-        Tensor(
-            module=t.module,
-            param=t.param,
-            rows=t.rows,
-            cols=t.cols,
-            count=t.count,
-            role="mtp",
-            split=t.split,
-            linear=False,
-            heads=t.heads,
-        )
-        for t in out
-    )
+    return as_mtp(out)
 
 
 def build_mla(view: ConfigView) -> ArchParts:

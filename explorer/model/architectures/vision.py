@@ -4,7 +4,9 @@ Towers differ in detail (SigLIP, CLIP, Qwen's windowed ViT, InternViT,
 MoonViT), so their parameter count is an estimate from the standard ViT
 layout: per layer a fused q/k/v and an output projection with biases, an
 MLP (gated when the config's activation is SiLU, as in Qwen2.5-VL), two
-norms; plus the patch embedding and a projector into the language model.
+norms; plus the patch embedding and a projector into the language model
+(the Qwen-VL patch merger and Qwen3-VL's learned positions as vLLM builds
+them: the Qwen3.5 tower comes to the parameters its checkpoint stores).
 The heads, which tensor-parallel divisibility needs, are exact.
 """
 
@@ -56,6 +58,66 @@ def _mlp_width(cfg: Mapping[str, Any], hidden: int) -> int:
     return check_count(int(width), "intermediate_size", where=_WHERE, error=InvalidConfigValueError)
 
 
+def _learned_positions(cfg: Mapping[str, Any], hidden: int) -> tuple[Tensor, ...]:
+    """Qwen3-VL's (and Qwen3.5's) learned position embedding, ``num_position_embeddings × hidden``, and its patch
+    embedding's bias (vLLM ``qwen3_vl.py``: ``pos_embed = nn.Embedding(num_position_embeddings, hidden_size)``,
+    ``Qwen3_VisionPatchEmbed`` a ``Conv3d`` with ``bias=True``); towers without the key have neither."""
+    positions = _first_int(cfg, ("num_position_embeddings",))
+    if not positions:
+        return ()
+    return (
+        Tensor(module="vision.pos_embed", rows=positions, cols=hidden, role="vision"),
+        Tensor(module="vision.patch_embed", param="bias", rows=hidden, role="vision"),
+    )
+
+
+def _merger(name: str, merged: int, out_hidden: int, norm_width: int, count: int) -> tuple[Tensor, ...]:
+    """One kind of patch merger, ``count`` of them: a norm of ``norm_width``, then ``merged → merged → out_hidden``
+    linears with biases."""
+    return (
+        Tensor(
+            module=f"{name}.linear_fc1",
+            rows=merged,
+            cols=merged,
+            count=count,
+            role="vision",
+            split="column",
+            linear=True,
+        ),
+        Tensor(
+            module=f"{name}.linear_fc2",
+            rows=out_hidden,
+            cols=merged,
+            count=count,
+            role="vision",
+            split="row",
+            linear=True,
+        ),
+        Tensor(module=f"{name}.biases", rows=merged + out_hidden + 2 * norm_width, count=count, role="vision"),
+    )
+
+
+def _projector(cfg: Mapping[str, Any], hidden: int, out_hidden: int) -> tuple[Tensor, ...]:
+    """The projector into the language model.
+
+    Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3.5 (a ``spatial_merge_size`` m) merge m² patches: a norm over the
+    tower's width, then two linears with biases, ``hidden·m² → hidden·m² → out_hidden`` (vLLM ``qwen2_vl.py``
+    ``Qwen2VisionPatchMerger``, ``qwen2_5_vl.py``, ``qwen3_vl.py`` ``Qwen3_VisionPatchMerger``); Qwen3-VL adds
+    one more per ``deepstack_visual_indexes`` entry, its norm over ``hidden·m²`` (``use_postshuffle_norm``).
+    Other towers: one ``out_hidden × hidden`` linear, an estimate.
+    """
+    merge = _first_int(cfg, ("spatial_merge_size",))
+    if not merge:
+        return (
+            Tensor(module="vision.projector", rows=out_hidden, cols=hidden, role="vision", split="column", linear=True),
+        )
+    merged = hidden * merge * merge
+    deepstack = cfg.get("deepstack_visual_indexes")
+    extra = len(deepstack) if isinstance(deepstack, list) else 0
+    mergers = _merger("vision.merger", merged, out_hidden, hidden, 1)
+    return mergers + (_merger("vision.deepstack_merger", merged, out_hidden, merged, extra) if extra else ())
+
+
 def vision_tower(cfg: Mapping[str, Any] | None, text_hidden: int) -> tuple[tuple[Tensor, ...], VisionSpec | None]:
     """Tensors and spec of a vision tower config; ``((), None)`` when there is none."""
     if not cfg:
@@ -93,7 +155,8 @@ def vision_tower(cfg: Mapping[str, Any] | None, text_hidden: int) -> tuple[tuple
     )
     stem = (
         Tensor(module="vision.patch_embed", rows=hidden, cols=channels * patch * patch * temporal, role="vision"),
-        Tensor(module="vision.projector", rows=out_hidden, cols=hidden, role="vision", split="column", linear=True),
+        *_learned_positions(cfg, hidden),
+        *_projector(cfg, hidden, out_hidden),
     )
     tensors = per_layer + stem
     params = sum(t.elements for t in tensors)
