@@ -9,7 +9,9 @@ grid of contexts × concurrencies × precisions on the 64-GPU cluster; and the
 scale check: one node of 8, 10,000 and 100,000 H100s, planned by counts (the
 100,000-card node should cost what the 8-card one does, with the same
 layouts and more replicas); and the launch lines of the first 8 options on the 1,000- and
-100,000-GPU clusters (the app's command column). Figures are from one run on this machine;
+100,000-GPU clusters (the app's command column); and a context move as the app makes it (:func:`context_moves`): a
+first plan against a plan at a context not planned before and one at a context planned before. Figures are from
+one run on this machine;
 compare them as ratios (the 1,000-GPU median against the 20 ms target, the
 wide nodes against the 8-card one), not as absolutes.
 """
@@ -22,11 +24,14 @@ import time
 from dataclasses import replace
 from functools import partial
 
+from explorer.artifacts.offer import fallback_artifacts, original_artifact
 from explorer.engines.request import PlanRequest
+from explorer.memo import clear_memos
 from explorer.model.shapes import shape_from_config
 from explorer.plan.planner import plan
-from explorer.sources.shipped import parse_cluster
+from explorer.sources.shipped import parse_cluster, shipped_prices
 from explorer.sources.snapshot.read import load_snapshot
+from explorer.speed.estimate import SpeedSettings
 
 CLUSTERS = {
     8: "1x8xh100-80g",
@@ -44,6 +49,18 @@ TARGET_100K_RATIO = 1.5
 WIDE_NODES = (8, 10_000, 100_000)
 #: rows whose launch lines are timed (the app's table shows about this many)
 LAUNCH_ROWS = 8
+#: a context move's scenarios: the app's three (explorer.bench.app.SCENARIOS) and two MoE (label, model, cluster)
+MOVE_SCENARIOS = (
+    ("70B on 1 × 8 H100 (the app's default)", "meta-llama/Meta-Llama-3.1-70B", "1x8xh100-80g"),
+    ("70B on 125 × 8 H100", "meta-llama/Meta-Llama-3.1-70B", "125x8xh100-80g@ib0"),
+    ("405B on 2 × 8 H100", "meta-llama/Meta-Llama-3.1-405B", "2x8xh100-80g@ib0"),
+    ("DeepSeek-V3 on 1 × 8 H200", "deepseek-ai/DeepSeek-V3", "1x8xh200-141g"),
+    ("Qwen3-30B-A3B on 1 × RTX 4090", "Qwen/Qwen3-30B-A3B", "1x1xrtx4090-24g"),
+)
+#: a move's plan against a first plan's (issue 27): what does not depend on the context is remembered
+TARGET_MOVE_SHARE = 0.25
+#: first plans timed per scenario (the least is reported: each starts from empty memos)
+FIRST_PLANS = 3
 
 
 def _bundled_config(name: str) -> dict:
@@ -109,7 +126,57 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  100,000-GPU CPU median / 1,000-GPU CPU median = {wide:.2f} (target <= {TARGET_100K_RATIO})")
     _launch_lines(shape, request, args.runs)
     _wide_nodes(shape, request, args.runs)
+    context_moves(args.runs)
     return 0
+
+
+def _app_plan(shape, cluster, context_tokens: int):
+    """plan() as the app's plan cell calls it: the model's own weights, the fallback precisions (no published
+    checkpoints), speed with the shipped prices, no suggestions, every engine."""
+    chosen = [original_artifact(shape)]
+    return plan(
+        shape,
+        cluster,
+        PlanRequest(context_tokens=context_tokens),
+        artifacts=chosen,
+        model_ref=shape.name,
+        speed=SpeedSettings(prices=shipped_prices()),
+        suggest=False,
+        fallback=fallback_artifacts(shape, chosen),
+    )
+
+
+def _move(shape, cluster, contexts: list[int], i: int):
+    return _app_plan(shape, cluster, contexts[i])
+
+
+def context_moves(runs: int) -> list[dict]:
+    """A context slider's moves as the app plans them, for each of :data:`MOVE_SCENARIOS`: a first plan (empty
+    memos, the shape and the cluster built afresh: the least of :data:`FIRST_PLANS`), then ``runs`` moves each to a
+    context not planned before (8,192 tokens and up by 1,024), then the same contexts again (a slider back on a
+    step it stood on). CPU milliseconds (medians for the moves); returns the figures printed."""
+    print(
+        f"  a context move as the app plans it (CPU ms; target: a new context <= {TARGET_MOVE_SHARE:.0%} of a first):"
+    )
+    rows, contexts = [], [8192 + 1024 * i for i in range(runs)]
+    for label, model, spec in MOVE_SCENARIOS:
+        config, firsts = _bundled_config(model), []
+        for _ in range(FIRST_PLANS):
+            clear_memos()
+            shape, cluster = shape_from_config(config, name=model), parse_cluster(spec)
+            firsts.append(_time(lambda _i, s=shape, c=cluster: _app_plan(s, c, 32768), 1)[1][0])
+        move = partial(_move, shape, cluster, contexts)
+        _, new = _time(move, runs)
+        _, back = _time(move, runs)
+        row = {"scenario": label, "first_ms": min(firsts), "move_ms": statistics.median(new),
+               "back_ms": statistics.median(back)}  # fmt: skip
+        rows.append(row)
+        print(
+            f"    {label}: first {row['first_ms']:6.2f}, a new context {row['move_ms']:6.2f} "
+            f"({row['move_ms'] / row['first_ms']:4.0%}), one planned before {row['back_ms']:6.3f} "
+            f"({row['back_ms'] / row['first_ms']:5.1%})"
+        )
+    return rows
 
 
 def _launch_lines(shape, request: PlanRequest, runs: int) -> None:

@@ -29,6 +29,7 @@ sized approximately): no cache is counted for it.
 from __future__ import annotations
 
 from explorer.hardware.catalogue import GPUClass
+from explorer.memo import memo
 from explorer.model.dtypes import element_type
 from explorer.model.kv_cache import CompressedAttention, FullAttention, MLAAttention
 from explorer.model.shapes import ModelShape
@@ -50,6 +51,7 @@ def sglang_rope_dtype(shape: ModelShape, gpu: GPUClass) -> str:
     return shape.dtype if gpu.vendor == "amd" else "fp32"
 
 
+@memo(256, keyed_on="shape identity, dtype")
 def rope_cache_bytes(shape: ModelShape, dtype: str) -> int:
     """Bytes of the ``cos_sin_cache`` on one card: positions × rotary width × ``dtype``'s bytes.
 

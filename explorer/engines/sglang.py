@@ -54,7 +54,7 @@ from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
 from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, load_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
-from explorer.engines.stage_kv import largest_context, stage_kv_bytes
+from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
@@ -284,13 +284,14 @@ def evaluate(
             )
         )
         pools.append((a, b, static - w, per_seq))
-    max_context = (
-        largest_context(
-            lambda ctx: min(pool - seq_kv(a, b, ctx) for a, b, pool, _ in pools),
-            shape.context_limit(keeps_stated_length=True),
-        )
-        if min(p[2] for p in pools) > 0
-        else 0
+    max_context = longest_stage_context(
+        shape,
+        kv_type,
+        attn_tp,
+        tuple((a, b, pool) for a, b, pool, _ in pools),
+        shape.context_limit(keeps_stated_length=True),
+        1,  # SGLang's KV pool counts single tokens
+        0,  # and keeps no prefill chunk beyond a window
     )
     conc = min((pool // kv if kv else request.concurrency) for _, _, pool, kv in pools)
     if request.dp_attention:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from explorer.engines.fit_search import largest_fitting
+from explorer.memo import memo
 from explorer.model.dtypes import ElementType
 from explorer.model.kv_cache import (
     ChunkedLocalAttention,
@@ -77,3 +78,22 @@ def largest_context(slack, upper: int, step: int = 1) -> int:
         return upper
     best = largest_fitting(lambda k: slack(k * step), 1, upper // step)
     return 0 if best is None else best * step
+
+
+@memo(1024, keyed_on="shape identity, KV type, tp, each stage's layers and room, upper bound, block, window extra")
+def longest_stage_context(
+    shape, kv: ElementType, tp: int, rooms: tuple[tuple[int, int, int], ...], upper: int, block: int, window_extra: int
+) -> int:
+    """The longest context (:func:`largest_context`, in multiples of ``block``, at most ``upper``) of which one
+    sequence's KV fits every stage: ``rooms`` holds each stage's layers ``first``..``end - 1`` and the bytes one of
+    its cards has for KV (``(first, end, room)``); 0 when a stage has no room.
+
+    It depends on no request's context: a context move finds it remembered.
+    """
+    if not rooms or min(room for _, _, room in rooms) <= 0:
+        return 0
+    return largest_context(
+        lambda ctx: min(room - stage_kv_bytes(shape, a, b, kv, tp, ctx, block, window_extra) for a, b, room in rooms),
+        upper,
+        step=block,
+    )

@@ -43,7 +43,7 @@ from explorer.engines.rope_cache import rope_cache_bytes, vllm_rope_dtype
 from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, load_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
-from explorer.engines.stage_kv import largest_context, stage_kv_bytes
+from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
 from explorer.engines.vllm_fp8_marlin import marlin_layer_extra_bytes
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
@@ -51,6 +51,7 @@ from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
+from explorer.memo import memo
 from explorer.model.artifacts import Artifact
 from explorer.model.kv_cache import MLAAttention
 from explorer.model.precision import Precision
@@ -149,9 +150,10 @@ def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> in
     return vllm_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts, layout.nodes)
 
 
+@memo(512, keyed_on="shape identity, precision, layout, card class, vLLM release")  # the same at every context
 def stage_weight_bytes(
     shape: ModelShape, precision: Precision, layout: Layout, gpu: GPUClass, release: VLLMRelease
-) -> list[int]:
+) -> tuple[int, ...]:
     """Each pipeline stage's weights on one of its cards, MXFP4 experts and block-fp8 scales as vLLM re-lays
     them (:mod:`~explorer.engines.vllm_mxfp4`, :mod:`~explorer.engines.vllm_fp8_marlin`), with the RoPE cache
     every stage builds (:func:`~explorer.engines.rope_cache.rope_cache_bytes`)."""
@@ -165,7 +167,7 @@ def stage_weight_bytes(
         moe_layers = sum(1 for layer in shape.decoder[a:b] if any(t.role == "expert" for t in layer.tensors))
         stage = weights.stage_bytes(a, b, first=s == 0, last=s == len(stages) - 1)
         out.append(stage + extra * moe_layers + sum(marlin[a:b]) + rope)
-    return out
+    return tuple(out)
 
 
 def evaluate(
@@ -210,14 +212,15 @@ def evaluate(
         )
         rooms.append((a, b, usable - w - act - overhead, per_seq))
 
-    def slack(ctx: int) -> int:
-        return min(
-            room - stage_kv_bytes(shape, a, b, kv_type, layout.tp, ctx, BLOCK_TOKENS, window_extra)
-            for a, b, room, _ in rooms
-        )
-
-    limit = shape.max_context_tokens
-    max_context = largest_context(slack, limit, step=BLOCK_TOKENS) if rooms and min(r[2] for r in rooms) > 0 else 0
+    max_context = longest_stage_context(
+        shape,
+        kv_type,
+        layout.tp,
+        tuple((a, b, room) for a, b, room, _ in rooms),
+        shape.max_context_tokens,
+        BLOCK_TOKENS,
+        window_extra,
+    )
     max_conc = min((room // kv if kv else seqs) for _, _, room, kv in rooms) if rooms else 0
     max_conc = max(0, min(max_conc, seqs))
     notes = [f"vLLM {release.label}: max_num_batched_tokens {tokens}, max_num_seqs {seqs}"]

@@ -29,9 +29,11 @@ from explorer.engines.request import PlanRequest
 from explorer.errors import PlanError
 from explorer.hardware.catalogue import Catalogue
 from explorer.hardware.cluster import Cluster
+from explorer.memo import memo
 from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.longest_context import with_refusal_contexts
+from explorer.plan.question import PlanQuestion
 from explorer.plan.ranking import DEFAULT_GOAL, at_the_brim, goal_named, rank
 from explorer.plan.replicas import Census, replica_launch, with_replicas
 from explorer.plan.suggest import KINDS, suggestions
@@ -192,6 +194,18 @@ def _widens(own: PlanResult, wider: PlanResult, extra_artifacts: Sequence[Artifa
     return bool(wider.options) and wider.options[0].artifact in extra_artifacts
 
 
+#: whole plans remembered: a slider's steps either side of where it stands, a few clusters and models
+PLANS_KEPT = 32
+
+
+@memo(PLANS_KEPT, keyed_on="the shape, cluster, catalogue and engines by identity; the request, artifacts, "
+      "fallback, model name, goal, speed settings and suggestion kinds by equality")  # fmt: skip
+def _remembered(question: PlanQuestion) -> PlanResult:
+    """:func:`plan` of ``question``, remembered: the same question asked again (a context slider back on a step it
+    stood on) is answered from here, the very same :class:`PlanResult`."""
+    return _planned(question)
+
+
 def plan(
     shape: ModelShape,
     cluster: Cluster,
@@ -235,6 +249,30 @@ def plan(
     """
     request = request or PlanRequest()
     _check(request)
+    question = PlanQuestion(
+        shape=shape,
+        cluster=cluster,
+        catalogue=catalogue,
+        engines=tuple(engines_named(request.engines)),
+        request=request,
+        artifacts=None if artifacts is None else tuple(artifacts),
+        fallback=fallback if callable(fallback) else tuple(fallback),
+        model_ref=model_ref,
+        goal=goal,
+        sort=sort,
+        speed=speed,
+        suggest=suggest if isinstance(suggest, bool) else tuple(suggest),
+        first_fit=first_fit,
+    )
+    # a callable fallback is not compared (a new one each time would only fill the memo): planned afresh
+    return _planned(question) if callable(fallback) else _remembered(question)
+
+
+def _planned(question: PlanQuestion) -> PlanResult:
+    """:func:`plan` itself, of a checked request."""
+    q = question
+    shape, cluster, request, artifacts, speed = q.shape, q.cluster, q.request, q.artifacts, q.speed
+    model_ref, goal, sort, suggest, fallback = q.model_ref, q.goal, q.sort, q.suggest, q.fallback
     chosen = goal_named(goal, sort=sort)
     model_ref = model_ref or shape.name or "MODEL"
     if artifacts is None:
@@ -262,8 +300,8 @@ def plan(
         artifacts,
         speed=speed,
         kinds=KINDS if suggest is True else tuple(suggest),  # type: ignore[arg-type]
-        first_fit=first_fit,
-        catalogue=catalogue,
+        first_fit=q.first_fit,
+        catalogue=q.catalogue,
         precisions=extra_artifacts,
     )
     return replace(result, suggestions=advised.suggestions)

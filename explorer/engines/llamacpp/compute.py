@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from explorer.engines.llamacpp.kv import CacheAlloc
 from explorer.engines.llamacpp.model import LlamaLayer, LlamaModel
 from explorer.engines.llamacpp.settings import ContextSizes
+from explorer.memo import memo
 
 F32 = 4
 #: llama.cpp rotates K (with Q) and V by a Walsh-Hadamard matrix before a quantized cache when the cache's head
@@ -68,10 +69,12 @@ class ComputeEstimate:
     copies_bytes: int = 0
 
 
-def _shared_head(model: LlamaModel, cache: CacheAlloc, row: str) -> int:
-    """The head width every layer of a cache shares (``n_embd_head_k_all``), 0 when they differ or have none."""
-    widths = {getattr(model.layers[il], row) // model.layers[il].n_head_kv for il in cache.layers}
-    return widths.pop() if len(widths) == 1 and model.layers[cache.layers[0]].n_head_kv else 0
+@memo(256, keyed_on="llama.cpp model identity, a cache's layers, K or V")  # the same at every context
+def _shared_head(model: LlamaModel, layers: tuple[int, ...], row: str) -> int:
+    """The head width every layer of a cache (``layers``) shares (``n_embd_head_k_all``), 0 when they differ or
+    have none."""
+    widths = {getattr(model.layers[il], row) // model.layers[il].n_head_kv for il in layers}
+    return widths.pop() if len(widths) == 1 and model.layers[layers[0]].n_head_kv else 0
 
 
 def rotation_bytes(model: LlamaModel, ctx: ContextSizes, cache: CacheAlloc) -> int:
@@ -87,13 +90,13 @@ def rotation_bytes(model: LlamaModel, ctx: ContextSizes, cache: CacheAlloc) -> i
     if model.is_mla:
         return 0
     total = 0
-    head_k = _shared_head(model, cache, "k_row")
+    head_k = _shared_head(model, cache.layers, "k_row")
     if ctx.type_k.block_elements > 1 and head_k and head_k % ROTATION_GRANULE == 0:
         nrot = ROTATION_GRANULE
         while head_k % (nrot * 2) == 0:
             nrot *= 2
         total += nrot * nrot * F32
-    head_v = _shared_head(model, cache, "v_row")
+    head_v = _shared_head(model, cache.layers, "v_row")
     if ctx.type_v.block_elements > 1 and head_v and head_v % ROTATION_GRANULE == 0:
         total += ROTATION_GRANULE * ROTATION_GRANULE * F32
     return total

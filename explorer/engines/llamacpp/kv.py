@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 from explorer.engines.llamacpp.model import LlamaModel
 from explorer.engines.llamacpp.settings import CTX_PAD, ContextSizes
+from explorer.memo import memo
+from explorer.model.dtypes import ElementType
 from explorer.units import round_up
 
 #: recurrent state element size: llama.cpp keeps r and s in f32 (type_r, type_s)
@@ -74,40 +76,86 @@ def swa_cells(ctx: ContextSizes, window: int, *, swa_full: bool, unified: bool) 
     return round_up(min(ctx.n_ctx_seq, window * (ctx.n_seq if unified else 1) + ctx.n_ubatch), CTX_PAD)
 
 
-def cache_layout(model: LlamaModel, ctx: ContextSizes, *, swa_full: bool, unified: bool) -> tuple[CacheAlloc, ...]:
-    """The KV caches (global, SWA) and the recurrent state llama.cpp allocates, in its order."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _CacheRows:
+    """One cache's layers and each layer's bytes per cell and stream: what :func:`cache_layout` multiplies by the
+    cells, the same whatever the context (``swa``: its cells are the sliding window's)."""
+
+    name: str
+    swa: bool
+    layers: tuple[int, ...]
+    k_rows: tuple[int, ...]
+    v_rows: tuple[int, ...]
+    v_row_max: int
+    layer_set: frozenset[int]
+
+
+@memo(256, keyed_on="llama.cpp model identity, K and V cache types, flash attention")
+def _cache_rows(
+    model: LlamaModel, type_k: ElementType, type_v: ElementType, flash_attn: bool
+) -> tuple[_CacheRows, ...]:
+    """The KV caches' layers and row bytes (global, SWA): the part of :func:`cache_layout` a context move keeps."""
     attn = [il for il, la in enumerate(model.layers) if la.has_kv]
     v_max = max((model.layers[il].v_row for il in attn), default=0)
-    groups: list[tuple[str, list[int], int]] = []
     swa = [il for il in attn if model.layers[il].attn in ("swa", "chunked")]
     if swa:
-        window = max(model.layers[il].window for il in swa)
-        groups.append(("kv", [il for il in attn if il not in swa], ctx.n_ctx_seq))
-        groups.append(("kv_swa", swa, swa_cells(ctx, window, swa_full=swa_full, unified=unified)))
-    elif attn:
-        groups.append(("kv", attn, ctx.n_ctx_seq))
-    out: list[CacheAlloc] = []
-    for name, layers, cells in groups:
-        ks, vs = [], []
+        groups = [("kv", [il for il in attn if il not in swa], False), ("kv_swa", swa, True)]
+    else:
+        groups = [("kv", attn, False)] if attn else []
+    out = []
+    for name, layers, is_swa in groups:
+        k_rows, v_rows = [], []
         for il in layers:
             la = model.layers[il]
-            v_width = la.v_row if (ctx.flash_attn or la.attn == "mla") else (v_max if la.v_row else 0)
-            ks.append(ctx.n_stream * cells * ctx.type_k.row_bytes(la.k_row))
-            vs.append(ctx.n_stream * cells * ctx.type_v.row_bytes(v_width) if v_width else 0)
+            v_width = la.v_row if (flash_attn or la.attn == "mla") else (v_max if la.v_row else 0)
+            k_rows.append(type_k.row_bytes(la.k_row))
+            v_rows.append(type_v.row_bytes(v_width) if v_width else 0)
         out.append(
-            CacheAlloc(
+            _CacheRows(
                 name=name,
-                cells=cells,
-                streams=ctx.n_stream,
+                swa=is_swa,
                 layers=tuple(layers),
-                layer_bytes=tuple(k + v for k, v in zip(ks, vs, strict=True)),
-                k_bytes=sum(ks),
-                v_bytes=sum(vs),
+                k_rows=tuple(k_rows),
+                v_rows=tuple(v_rows),
                 v_row_max=max((model.layers[il].v_row for il in layers), default=0),
                 layer_set=frozenset(layers),
             )
         )
-    rec = [il for il, la in enumerate(model.layers) if la.recurrent]
+    return tuple(out)
+
+
+@memo(64, keyed_on="llama.cpp model identity")
+def _recurrent_layers(model: LlamaModel) -> tuple[int, ...]:
+    """The layers that hold a recurrent state."""
+    return tuple(il for il, la in enumerate(model.layers) if la.recurrent)
+
+
+def cache_layout(model: LlamaModel, ctx: ContextSizes, *, swa_full: bool, unified: bool) -> tuple[CacheAlloc, ...]:
+    """The KV caches (global, SWA) and the recurrent state llama.cpp allocates, in its order."""
+    out: list[CacheAlloc] = []
+    for rows in _cache_rows(model, ctx.type_k, ctx.type_v, ctx.flash_attn):
+        if rows.swa:
+            window = max(model.layers[il].window for il in rows.layers)
+            cells = swa_cells(ctx, window, swa_full=swa_full, unified=unified)
+        else:
+            cells = ctx.n_ctx_seq
+        per_layer = ctx.n_stream * cells  # cells of every stream: K[il] = streams × cells × row(type_k, k_row)
+        ks = [per_layer * k for k in rows.k_rows]
+        vs = [per_layer * v for v in rows.v_rows]
+        out.append(
+            CacheAlloc(
+                name=rows.name,
+                cells=cells,
+                streams=ctx.n_stream,
+                layers=rows.layers,
+                layer_bytes=tuple(k + v for k, v in zip(ks, vs, strict=True)),
+                k_bytes=sum(ks),
+                v_bytes=sum(vs),
+                v_row_max=rows.v_row_max,
+                layer_set=rows.layer_set,
+            )
+        )
+    rec = _recurrent_layers(model)
     if rec:
         seqs = max(1, ctx.n_seq)
         rs = [seqs * model.layers[il].r_row * STATE_BYTES for il in rec]
@@ -117,7 +165,7 @@ def cache_layout(model: LlamaModel, ctx: ContextSizes, *, swa_full: bool, unifie
                 name="rs",
                 cells=seqs,
                 streams=1,
-                layers=tuple(rec),
+                layers=rec,
                 layer_bytes=tuple(r + s for r, s in zip(rs, ss, strict=True)),
                 k_bytes=sum(rs),
                 v_bytes=sum(ss),

@@ -50,6 +50,7 @@ from explorer.engines.llamacpp.settings import (
     resolve_context,
 )
 from explorer.errors import LlamaCppConfigError
+from explorer.memo import memo
 from explorer.units import MiB
 
 #: ggml_tensor_overhead() and ggml_graph_overhead_custom(1024)/1024 in this build, bytes per graph node
@@ -178,16 +179,20 @@ class LlamaCppMemory:
 
 
 @lru_cache(maxsize=64)
-def _caches(model: LlamaModel, ctx: ContextSizes, swa_full: bool, unified: bool) -> tuple[CacheAlloc, ...]:
-    return cache_layout(model, ctx, swa_full=swa_full, unified=unified)
+def _caches(
+    model: LlamaModel, ctx: ContextSizes, swa_full: bool, unified: bool
+) -> tuple[tuple[CacheAlloc, ...], tuple[int, ...]]:
+    """The caches (:func:`cache_layout`) and each layer's KV bytes, once for every ``-ngl`` a fit search tries."""
+    caches = cache_layout(model, ctx, swa_full=swa_full, unified=unified)
+    return caches, _layer_kv(caches, model.n_layer)
 
 
-def _layer_kv(caches: tuple[CacheAlloc, ...], n_layer: int) -> list[int]:
+def _layer_kv(caches: tuple[CacheAlloc, ...], n_layer: int) -> tuple[int, ...]:
     per = [0] * n_layer
     for c in caches:
         for il, size in zip(c.layers, c.layer_bytes, strict=True):
             per[il] += size
-    return per
+    return tuple(per)
 
 
 def _other_bytes(model: LlamaModel, ctx: ContextSizes) -> int:
@@ -211,6 +216,53 @@ def host_weights(model: LlamaModel, build: str | None, layers: Sequence[int], *,
     return merged(groups)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Placed:
+    """Where a launch's weights sit, the same at every context (the layers' devices fixed by ``-ngl``).
+
+    Attributes:
+        host_layers: the blocks left on the host.
+        on_host: the host's weights (:func:`host_weights`).
+        largest_host_bytes: the largest weight group on the host (a CPU block, or the output when it stays
+            there): what op offload copies into the first GPU, bytes.
+        device_layers: each used device's blocks, in the order of ``used``.
+        device_weight_bytes: each used device's weights (its blocks, and the output group on the output's
+            device), bytes.
+    """
+
+    host_layers: tuple[int, ...]
+    on_host: HostWeights
+    largest_host_bytes: int
+    device_layers: tuple[tuple[int, ...], ...]
+    device_weight_bytes: tuple[int, ...]
+
+
+@memo(1024, keyed_on="llama.cpp model identity, each layer's device, the used devices, the CPU build")
+def _placed(model: LlamaModel, where: tuple[int, ...], used: tuple[int, ...], build: str | None) -> _Placed:
+    """The weights of ``model`` with layer ``il`` on device ``where[il]`` (``where[n_layer]``: the output)."""
+    n_layer = model.n_layer
+    out_dev = where[n_layer]
+    host_layers = tuple(il for il in range(n_layer) if where[il] == HOST)
+    cpu_weights = [model.layers[il].weight_bytes for il in host_layers]
+    if out_dev == HOST:
+        cpu_weights.append(model.output_bytes or model.token_embd_bytes)
+    by_device: dict[int, list[int]] = {i: [] for i in used}
+    for il in range(n_layer):
+        if where[il] != HOST:
+            by_device[where[il]].append(il)
+    output_bytes = model.output_bytes + model.output_norm_bytes + (model.token_embd_bytes if model.tied_output else 0)
+    return _Placed(
+        host_layers=host_layers,
+        on_host=host_weights(model, build, host_layers, output=out_dev == HOST),
+        largest_host_bytes=max(cpu_weights, default=0),
+        device_layers=tuple(tuple(by_device[i]) for i in used),
+        device_weight_bytes=tuple(
+            sum(model.layers[il].weight_bytes for il in by_device[i]) + (output_bytes if out_dev == i else 0)
+            for i in used
+        ),
+    )
+
+
 def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device] = ()) -> LlamaCppMemory:
     """llama.cpp's buffers for ``model`` under ``settings`` on ``devices`` (none: CPU only).
 
@@ -226,7 +278,7 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
         )
     head_k, head_v = model.attention_head_dims
     ctx = resolve_context(s, n_ctx_train=model.n_ctx_train, mla=model.is_mla, head_k=head_k, head_v=head_v)
-    caches = _caches(model, ctx, s.swa_full, s.kv_unified)
+    caches, layer_kv = _caches(model, ctx, s.swa_full, s.kv_unified)
     n_layer = model.n_layer
     ngl = resolve_ngl(s.n_gpu_layers, n_layer)
     where = layer_devices(n_layer, ngl, devices, s)
@@ -234,7 +286,6 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
     gpu_present = any(devices[i].kind == "gpu" for i in used)
     # the GPU's host buffer type comes before the CPU's extra types (--no-host drops it)
     extra_on = s.repack and (not gpu_present or s.no_host)
-    layer_kv = _layer_kv(caches, n_layer)
     kv_dev = where if s.offload_kqv else (HOST,) * (n_layer + 1)
     out_dev = where[n_layer]
     pipeline = (
@@ -246,30 +297,17 @@ def llamacpp_memory(model: LlamaModel, settings: LlamaCppSettings, devices: Sequ
     )
     copies = s.pipeline_copies if pipeline else 1
     # --- host weights
-    host_layers = [il for il in range(n_layer) if where[il] == HOST]
-    on_host = host_weights(model, s.cpu if extra_on else None, host_layers, output=out_dev == HOST)
+    placed = _placed(model, where, used, s.cpu if extra_on else None)
+    host_layers, on_host = placed.host_layers, placed.on_host
     refuse_amx_abort(on_host, flash_attn=ctx.flash_attn)
     mapped = on_host.span_bytes if s.mmap else 0
     # --- devices
     op_offload = 0
     if s.op_offload and gpu_present and ctx.n_ubatch >= 32:
-        cpu_weights = [model.layers[il].weight_bytes for il in host_layers]
-        if out_dev == HOST:
-            cpu_weights.append(model.output_bytes or model.token_embd_bytes)
-        op_offload = max(cpu_weights, default=0)
+        op_offload = placed.largest_host_bytes
     first_gpu = next((i for i in used if devices[i].kind == "gpu"), None)
-    by_device: dict[int, list[int]] = {i: [] for i in used}
-    for il in range(n_layer):
-        if where[il] != HOST:
-            by_device[where[il]].append(il)
     out_devices = []
-    for i in used:
-        mine = by_device[i]
-        weights = sum(model.layers[il].weight_bytes for il in mine)
-        if out_dev == i:
-            weights += (
-                model.output_bytes + model.output_norm_bytes + (model.token_embd_bytes if model.tied_output else 0)
-            )
+    for i, mine, weights in zip(used, placed.device_layers, placed.device_weight_bytes, strict=True):
         est = estimate_compute(model, ctx, caches, mine, output=out_dev == i, input_layer=False, copies=copies)
         compute = est.total_bytes + (op_offload if i == first_gpu else 0)
         out_devices.append(
