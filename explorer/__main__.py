@@ -1,6 +1,6 @@
 """``python -m explorer`` runs the CLI."""
 
-from explorer.cli import main
+from explorer.cli import console
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

@@ -1,6 +1,6 @@
 """A cold Hub fetch, side by side: ``explorer shape ORG/NAME`` against ``hf-mem`` on the same repos.
 
-    python -m explorer.bench.hub_vs_hfmem [--runs 10] [--repos NAME ...] [--rtt-ms 0] [--hf-mem PATH]
+    python -m explorer.bench.hub_vs_hfmem [--runs 10] [--repos NAME ...] [--rtt-ms 0] [--hf-mem PATH] [--timeline]
 
 Starts the project's test Hub (``tests/support/hubserver.py``) on three
 generated repos, each holding a real config.json and safetensors files with
@@ -25,7 +25,13 @@ older commit in its own venv), for before/after figures taken side by side.
 
 Reports, per repo, wall and CPU time (median, p90, min, max), the ratios of medians, peak RSS
 (``wait4``'s ``ru_maxrss`` of each process) and the requests each tool made
-per fetch, as the server logged them. Needs a source checkout (``tests/``).
+per fetch, as the server logged them. Where the wall goes: the median of each
+phase, from the server's clock (the same process's ``time.monotonic()``):
+start-up (the process started → its first request read), the requests (→ the
+last answer's last byte written) and the rest (→ the process ended: the answers'
+parsing after the last byte, the output, interpreter shutdown). ``--timeline``
+also prints each request's start and end of one run (the first). Needs a source
+checkout (``tests/``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,10 +107,16 @@ class HubRuns(Runs):
     Attributes:
         requests: (method, path, Range) per request, of the first run.
         request_counts: requests per run.
+        first_request_s: per run, seconds from the process's start to its first request read by the server.
+        last_answer_s: per run, seconds from the process's start to its last answer's last byte written.
+        timeline: (path, Range, start s, end s) per request of the first run, from the process's start.
     """
 
     requests: list[tuple[str, str, str]] = field(default_factory=list)
     request_counts: list[int] = field(default_factory=list)
+    first_request_s: list[float] = field(default_factory=list)
+    last_answer_s: list[float] = field(default_factory=list)
+    timeline: list[tuple[str, str, float, float]] = field(default_factory=list)
 
 
 def build_repo(root: Path, fx, bench: BenchRepo) -> None:
@@ -134,6 +147,21 @@ def find_hf_mem(given: str | None) -> list[str] | None:
     return [python, "-c", _HF_MEM_BOOT]
 
 
+def report_phases(results: list[HubRuns], *, timeline: bool) -> None:
+    """Where each tool's wall goes (medians, ms), and with ``timeline`` each request of its first run."""
+    med = statistics.median
+    print(f"\nwhere the wall goes, medians in ms: {'start-up':>9} {'requests':>9} {'the rest':>9} {'wall':>7}")
+    for r in results:
+        ups = [a * 1e3 for a in r.first_request_s]
+        reqs = [(b - a) * 1e3 for a, b in zip(r.first_request_s, r.last_answer_s, strict=True)]
+        rest = [(w - b) * 1e3 for b, w in zip(r.last_answer_s, r.wall_s, strict=True)]
+        print(f"  {r.label:<34} {med(ups):9.0f} {med(reqs):9.0f} {med(rest):9.0f} {med(r.wall_s) * 1e3:7.0f}")
+    for r in results if timeline else ():
+        print(f"\ntimeline of one {r.label} fetch (ms from the process's start; it ended at {r.wall_s[0] * 1e3:.0f}):")
+        for path, rng, start, end in r.timeline:
+            print(f"  {start * 1e3:6.0f} → {end * 1e3:6.0f}  {path}{'  Range: ' + rng if rng else ''}")
+
+
 def report(results: list[HubRuns]) -> None:
     lines = timing_table(results)
     print("\n" + lines[0])
@@ -160,6 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repos", nargs="+", choices=names, default=names, help="the repos timed (default: all three)")
     ap.add_argument("--rtt-ms", type=float, default=0.0, help="latency the server adds to each answer")
     ap.add_argument("--hf-mem", default=None, metavar="PATH", help="the hf-mem script (default: hf-mem on PATH)")
+    ap.add_argument("--timeline", action="store_true", help="print each request's start and end of one run per tool")
     ap.add_argument(
         "--baseline",
         default=None,
@@ -189,7 +218,9 @@ def main(argv: list[str] | None = None) -> None:
                     f"\nrepo {bench.repo}: {bench.shards} safetensors file(s), server {server.endpoint}"
                     f" (+{a.rtt_ms:g} ms per answer), {a.runs} runs each"
                 )
-                report(_time_repo(bench.repo, server, env, tmp, a.runs, baseline=a.baseline, hf_mem=hf_mem))
+                results = _time_repo(bench.repo, server, env, tmp, a.runs, baseline=a.baseline, hf_mem=hf_mem)
+                report(results)
+                report_phases(results, timeline=a.timeline)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -206,16 +237,23 @@ def _time_repo(repo: str, server, env: dict[str, str], tmp: Path, runs: int, *, 
         for timed, cmd in tools if i % 2 == 0 else tools[::-1]:
             server.reset_stats()
             cache = tmp / f"cache-{repo.replace('/', '--')}-{timed.label}-{i}" / "cache.duckdb"
+            started = time.monotonic()  # the server's clock: its timeline is in the same process's monotonic seconds
             wall, cpu, rss, rc, out = run_once(cmd, {**env, "EXPLORER_CACHE": str(cache)}, tmp)
             if rc != 0:
                 sys.exit(f"{timed.label} failed on {repo} (exit {rc}):\n{out}")
             log = [(m, p, r) for m, p, r, _ in server.stats.log]
+            spans = sorted(
+                ((p, r, a - started, b - started) for p, r, a, b in server.stats.timeline), key=lambda x: x[2]
+            )
+            timed.first_request_s.append(spans[0][2])
+            timed.last_answer_s.append(max(span[3] for span in spans))
             timed.wall_s.append(wall)
             timed.cpu_s.append(cpu)
             timed.rss_kib.append(rss)
             timed.request_counts.append(len(log))
             if i == 0:
                 timed.requests = log
+                timed.timeline = spans
     return [timed for timed, _ in tools]
 
 

@@ -19,9 +19,12 @@ their carriage returns).
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import io
+import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -209,3 +212,24 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"explorer {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def console() -> None:
+    """The ``explorer`` program (the console script, ``python -m explorer``): :func:`main`, then the end of the
+    process without the interpreter's teardown.
+
+    The teardown (every module cleared, a last garbage collection) took 40 to 90 ms of CPU after a cold
+    ``explorer shape ORG/NAME``, a sixth of the command, and serves nothing in a process about to end. What a
+    normal end does for the user is done first: the atexit handlers run and the output is flushed. While a
+    thread that is not a daemon still runs (its owner expects it to finish), the process ends as usual.
+    """
+    status = main()
+    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+        raise SystemExit(status)
+    atexit._run_exitfuncs()  # what the interpreter would run at exit (logging's flush, tqdm's...)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # piped into head, or closed after a broken pipe: as main() says, not an error
+            pass
+    os._exit(status)

@@ -8,8 +8,7 @@ import json
 from explorer.cli.args import context_tokens
 from explorer.cli.hub_options import add_hub_options, hub_kwargs
 from explorer.model.dtypes import KV_CACHE_TYPES
-from explorer.model.summary import shape_rows, shape_summary
-from explorer.sources.resolve import load_model
+from explorer.sources.hub.early import start_cold_read
 from explorer.units import gib
 
 
@@ -31,7 +30,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the shape as a table or as JSON."""
-    resolved = load_model(args.model, **hub_kwargs(args))
+    hub = hub_kwargs(args)
+    start_cold_read(args.model, **hub)  # a cold Hub read starts here, and answers while the rest loads
+    # imported once the read started: the model code loads while the Hub answers
+    from explorer.model.summary import shape_rows, shape_summary
+    from explorer.sources.resolve import load_model
+
+    resolved = load_model(args.model, **hub)
     shape = resolved.shape
     summary = shape_summary(shape, kv_dtype=args.kv_dtype, context_tokens=args.context)
     source = resolved.summary()

@@ -110,18 +110,18 @@ def _parse_for(path: str, size: int):
 def fetch_facts(repo: str, revision: str | None, filename: str | None, *, settings: Any, progress=None,
                 cancel: threading.Event | None = None) -> HubFacts:  # fmt: skip
     """Read a repo's facts from the Hub (headers only for weights)."""
-    from explorer.sources.hub.many import fetch_repo_basics
+    from explorer.sources.hub import early
+    from explorer.sources.hub.many import fetch_repo_basics, has_gguf_model
     from explorer.sources.hub.weights import fetch_gguf_header_bytes
 
+    # the command line may have started this read before it loaded the model code (explorer.sources.hub.early)
+    basics = early.take_basics(repo, revision, settings)
     settings = settings.started()
-    listing, configs, st = fetch_repo_basics(
-        repo,
-        revision,
-        settings=settings,
-        has_gguf=lambda l: bool(gguf_sets(f.path for f in l.files)),
-        progress=progress,
-        cancel=cancel,
-    )
+    if basics is None:
+        basics = fetch_repo_basics(
+            repo, revision, settings=settings, has_gguf=has_gguf_model, progress=progress, cancel=cancel
+        )
+    listing, configs, st = basics
     read, required = wanted_gguf(listing, filename)
     headers, notes, missing = {}, [], set()
     for path in read:

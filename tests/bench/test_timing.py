@@ -34,9 +34,18 @@ def test_find_hf_mem_reads_the_interpreter_from_the_script(tmp_path):
 
 
 def test_a_cold_read_end_to_end_without_hf_mem(capsys, tmp_path):
-    hub_vs_hfmem.main(["--runs", "1", "--repos", "Llama-3.1-8B", "--hf-mem", str(tmp_path / "no-hf-mem")])
+    hub_vs_hfmem.main(["--runs", "1", "--repos", "Llama-3.1-8B", "--hf-mem", str(tmp_path / "no-hf-mem"), "--timeline"])
     out = capsys.readouterr().out
     assert "hf-mem is not installed" in out
     explorer_row = next(line for line in out.splitlines() if line.startswith("explorer "))
     assert explorer_row.split()[-1] == "7"  # listing, config.json and the index, 4 shard headers
-    assert "/api/models/bench-org/Llama-3.1-8B" in out and "Range: bytes=0-100000" in out
+    assert "/api/models/bench-org/Llama-3.1-8B" in out and "Range: bytes=0-" in out
+    # one run: its phases (start-up, requests, the rest, in ms) add up to its wall, to the rounding
+    phases = next(line for line in out.splitlines() if line.startswith("  explorer "))
+    up, requests, rest, wall = map(int, phases.split()[1:])
+    assert abs(up + requests + rest - wall) <= 2 and up > 0 and requests >= 0 and rest >= 0
+    # the timeline: each of the 7 requests, in the order they started, within the process's life
+    spans = [line.split() for line in out.splitlines() if "→" in line]
+    assert len(spans) == 7 and "/api/models/bench-org/Llama-3.1-8B" in spans[0][-1]
+    starts = [float(s[0]) for s in spans]
+    assert starts == sorted(starts) and starts[0] == up and all(float(s[2]) <= wall + 1 for s in spans)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from support.corpus import ROOT
 from support.gguf_factory import llama_like, llama_metadata
 from support.hub_fixtures import GATED, GATED_TOKEN, GGUF, GGUF_FILES, SINGLE, write_gguf
 
@@ -107,3 +108,38 @@ def test_gguf_file_and_a_file_in_a_hub_repo(hub_endpoint, tmp_path, capsys):
     table = capsys.readouterr().out
     assert f"offers         Q4_K_M: 1.00 GiB ({GGUF_FILES['tiny-Q4_K_M.gguf'][1]:,} bytes, fetched)" in table
     assert f"hub: {GGUF}@" in table
+
+
+def test_a_cold_shape_as_a_process_asks_each_thing_once_and_ends_complete(new_hub_server, own_cache, tmp_path):
+    # the program as users run it: the Hub read started before the model code loads (explorer.sources.hub.early),
+    # the process ended by explorer.cli.console without the interpreter's teardown
+    server = new_hub_server()
+    env = {
+        **os.environ,
+        "HF_ENDPOINT": server.endpoint,
+        "EXPLORER_CACHE": str(own_cache),
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        # the explorer under test, not an installed copy
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+    }
+    env.pop("HF_TOKEN", None)
+
+    def explorer(*argv: str) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "explorer", *argv]
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+
+    cold = explorer("shape", SINGLE, "--json")
+    assert cold.returncode == 0, cold.stderr
+    assert json.loads(cold.stdout)["params"] == 106_816  # the whole JSON arrived: the output was flushed
+    # the listing, config.json, the one safetensors header: each once
+    assert sorted(path.rsplit("/", 1)[-1] for _, path, _, _ in server.stats.log) == [
+        "config.json",
+        "llama-tiny-single",
+        "model.safetensors",
+    ]
+    assert own_cache.with_name("cache.duckdb.journal").is_file()  # the cache's first write, kept
+    server.reset_stats()
+    warm = explorer("shape", SINGLE, "--json")
+    assert json.loads(warm.stdout)["source"]["origin"] == "cache" and server.stats.log == []
+    missing = explorer("shape", "fake-org/no-such-model")
+    assert missing.returncode == 2 and "not found" in missing.stderr.lower() and "Traceback" not in missing.stderr

@@ -180,6 +180,8 @@ class Stats:
         bytes_sent: body bytes sent per path (headers not counted).
         log: (method, path, Range header or "", status) for every request, in order.
         tokens: every bearer token received, exactly as sent.
+        timeline: (path, Range header or "", begin, end) per request answered, in ``time.monotonic()``
+            seconds: from its request line read to its last byte written.
         in_flight: requests being answered now; max_in_flight: the most at once.
     """
 
@@ -187,6 +189,7 @@ class Stats:
     bytes_sent: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     log: list[tuple[str, str, str, int]] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
+    timeline: list[tuple[str, str, float, float]] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -208,6 +211,9 @@ class Stats:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "hubserver/1.0"
+    # headers and body go out in two writes: with Nagle's algorithm on, the body waited for the client's
+    # delayed ACK of the headers (40 ms on Linux) on some answers, a stall the Hub's servers do not have
+    disable_nagle_algorithm = True
     owner: HubServer
 
     def log_message(self, fmt, *args):  # quiet
@@ -256,6 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
         return repo
 
     def _begin(self) -> None:
+        self._began = time.monotonic()
         u = urlsplit(self.path)
         self._path, self._query = unquote(u.path), parse_qs(u.query)
         self.owner._enter()
@@ -265,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.owner._delay(self._path)
 
     def _finish(self) -> None:
-        self.owner._leave()
+        self.owner._leave(self._path, self.headers.get("Range") or "", self._began)
 
     # ---- routes ---------------------------------------------------------------------------
     def do_HEAD(self):
@@ -534,9 +541,10 @@ class HubServer:
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
 
-    def _leave(self) -> None:
+    def _leave(self, path: str, rng: str, began: float) -> None:
         with self._lock:
             self.stats.in_flight -= 1
+            self.stats.timeline.append((path, rng, began, time.monotonic()))
 
     def _record(self, method: str, path: str, rng: str, status: int) -> None:
         with self._lock:

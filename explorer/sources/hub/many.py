@@ -116,6 +116,13 @@ def default_gguf_files(listing: RepoListing) -> list[RepoFile]:
     return [f for f in listing.gguf_files if (m := _SPLIT_GGUF.search(f.path)) is None or int(m.group(1)) == 1]
 
 
+def has_gguf_model(listing: RepoListing) -> bool:
+    """Whether the listing holds a GGUF model file (a set :func:`explorer.artifacts.offer.gguf_sets` finds)."""
+    from explorer.artifacts.offer import gguf_sets  # asked only of a repo without config.json
+
+    return bool(gguf_sets(f.path for f in listing.files))
+
+
 def default_gguf_parse() -> Callable[[bytes], object] | None:
     """``explorer.gguf.header.parse_gguf_header`` when that module is present."""
     try:

@@ -1,10 +1,14 @@
 """Reading weight-file headers from the Hub without downloading the weights.
 
-- safetensors: per weight file, one ranged GET of the first 100 kB and a
-  second one only for headers longer than that (as huggingface_hub's
-  ``HfApi.parse_safetensors_file_metadata`` reads them, with its checks and
-  messages), the shards named by ``model.safetensors.index.json``, read in
-  parallel.
+- safetensors: per weight file, one ranged GET of its first bytes and a
+  second one only for a header longer than that, the shards named by
+  ``model.safetensors.index.json``, read in parallel, with huggingface_hub's
+  checks and messages (``HfApi.parse_safetensors_file_metadata``). The first
+  read of a shard is sized from the tensors the index gives it (a 70B shard's
+  header is about 3 kB, not the 100 kB huggingface_hub asks for); of a single
+  file it is 100 kB, as huggingface_hub reads it. Of each header only what the
+  count needs is kept: every tensor's dtype and shape (checked, with its
+  ``data_offsets``), the rest skipped after its nesting is checked.
 - GGUF: ranged GETs of the file's first bytes, grown geometrically until the
   caller's parser stops raising :class:`~explorer.errors.GGUFNeedMoreBytes`,
   at most :data:`MAX_GGUF_REQUESTS` of them: a server that answers each range
@@ -18,6 +22,7 @@ Both check ``cancel`` between requests and report ``progress(stage, done, total)
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 import threading
@@ -26,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from explorer.errors import GGUFError, GGUFNeedMoreBytes, HubError, HubResponseError
-from explorer.limits import load_json
+from explorer.limits import MAX_JSON_DEPTH, json_depth
 from explorer.sources.hub.client import fetch_repo_listing, get_file, parse_json_file
 from explorer.sources.hub.errors import check_cancel, hub_errors
 from explorer.sources.hub.http import file_url, get, validate_repo_id
@@ -48,8 +53,16 @@ T = TypeVar("T")
 GGUF_FIRST_RANGE_BYTES = 2 * MiB
 #: parallel header reads for a sharded safetensors checkpoint
 SHARD_WORKERS = 8
-#: first safetensors read, bytes 0 to 100,000 (huggingface_hub's choice: 97 % of headers fit)
-SAFETENSORS_FIRST_RANGE_BYTES = 100_000
+#: first safetensors read of a file no index describes: bytes 0 to 100,000, 100,001 bytes (huggingface_hub's
+#: choice: 97 % of headers fit)
+SAFETENSORS_FIRST_RANGE_BYTES = 100_001
+#: the most a tensor's entry in a header takes besides its name: ``"":{"dtype":"","shape":[],"data_offsets":[]},``
+#: is 44 characters, the longest dtype (F8_E4M3) 7, four dimensions of 6 digits 27, two offsets of 12 digits 25:
+#: 103, rounded up
+SAFETENSORS_ENTRY_BYTES = 128
+#: what the rest of a header may take in a first read sized from the index: the 8-byte length, the braces,
+#: ``"__metadata__":{"format":"pt"}`` (most files' only metadata) and the padding to 8 bytes, with room to spare
+SAFETENSORS_HEADER_SLACK_BYTES = 4096
 #: the longest safetensors header accepted (huggingface_hub's SAFETENSORS_MAX_HEADER_LENGTH)
 SAFETENSORS_MAX_HEADER_BYTES = 25_000_000
 #: range requests one GGUF header may take; doubling from 2 MiB reaches the 64 MiB header cap in 6
@@ -58,8 +71,9 @@ MAX_GGUF_REQUESTS = 24
 MAX_SHARDS = 10_000
 
 
-def safetensors_files(listing: RepoListing, *, settings: HubSettings) -> list[str]:
-    """The weight files huggingface_hub's ``get_safetensors_metadata`` would read, in order.
+def safetensors_files(listing: RepoListing, *, settings: HubSettings) -> dict[str, int]:
+    """The weight files huggingface_hub's ``get_safetensors_metadata`` would read, in order, each with the
+    bytes of its first read (:func:`first_read_bytes`).
 
     The index's shards when ``model.safetensors.index.json`` is listed, else
     ``model.safetensors``, else none.
@@ -70,13 +84,27 @@ def safetensors_files(listing: RepoListing, *, settings: HubSettings) -> list[st
         weight_map = index.get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise HubError(f"{SAFETENSORS_INDEX} of {listing.repo_id} has no weight_map")
-        shards = sorted({str(v) for v in weight_map.values()})
-        if len(shards) > MAX_SHARDS:
+        names: dict[str, list[str]] = {}
+        for tensor, shard in weight_map.items():
+            names.setdefault(str(shard), []).append(tensor)
+        if len(names) > MAX_SHARDS:
             raise HubError(
-                f"{SAFETENSORS_INDEX} of {listing.repo_id} names {len(shards):,} shards; at most {MAX_SHARDS:,}"
+                f"{SAFETENSORS_INDEX} of {listing.repo_id} names {len(names):,} shards; at most {MAX_SHARDS:,}"
             )
-        return shards
-    return [SAFETENSORS_SINGLE] if listing.has(SAFETENSORS_SINGLE) else []
+        return {shard: first_read_bytes(names[shard]) for shard in sorted(names)}
+    return {SAFETENSORS_SINGLE: SAFETENSORS_FIRST_RANGE_BYTES} if listing.has(SAFETENSORS_SINGLE) else {}
+
+
+def first_read_bytes(tensors: list[str]) -> int:
+    """Bytes of a shard's first read that hold its whole header when the index named all its tensors.
+
+    Worked example: shard 2 of 30 of Llama 3.1 70B holds 25 tensors whose names take 938 bytes: it reads
+    938 + 25 × 128 + 4,096 = 8,234 bytes, where huggingface_hub reads 100,001; its header is 2,912 bytes
+    (8 more for its length). A longer header (metadata, tensors the index left out) costs a second read,
+    never a wrong count.
+    """
+    estimate = sum(len(name.encode()) + SAFETENSORS_ENTRY_BYTES for name in tensors) + SAFETENSORS_HEADER_SLACK_BYTES
+    return min(estimate, SAFETENSORS_MAX_HEADER_BYTES + 8)
 
 
 def fetch_safetensors_params(
@@ -103,7 +131,7 @@ def fetch_safetensors_params(
 
     def one(name: str) -> dict[str, int]:
         with hub_errors(s, repo_id, name, sha):
-            return read_safetensors_counts(s, repo_id, sha, name)
+            return read_safetensors_counts(s, repo_id, sha, name, first_read=files[name])
 
     by_dtype: dict[str, int] = {}
     done = 0
@@ -128,12 +156,15 @@ def fetch_safetensors_params(
     )
 
 
-def read_safetensors_counts(s: HubSettings, repo_id: str, sha: str, filename: str) -> dict[str, int]:
-    """Parameters per dtype in one safetensors file's header: a ranged GET of its first 100 kB, a second if longer."""
+def read_safetensors_counts(
+    s: HubSettings, repo_id: str, sha: str, filename: str, *, first_read: int = SAFETENSORS_FIRST_RANGE_BYTES
+) -> dict[str, int]:
+    """Parameters per dtype in one safetensors file's header: a ranged GET of its first ``first_read`` bytes
+    (at least the 8 of the header's length), a second only when the header is longer."""
     validate_repo_id(repo_id)
     url, what = file_url(s, repo_id, sha, filename), f"the safetensors header of {filename}"
-    first = get(s, url, what=what, max_bytes=SAFETENSORS_FIRST_RANGE_BYTES + 1,
-                extra={"range": f"bytes=0-{SAFETENSORS_FIRST_RANGE_BYTES}"}).body  # fmt: skip
+    last = max(first_read, 8) - 1
+    first = get(s, url, what=what, max_bytes=last + 1, extra={"range": f"bytes=0-{last}"}).body
     context = f"repo '{repo_id}', revision '{sha}'"
     length = safetensors_header_length(first[:8], repo_id, filename, context)
     if length <= len(first) - 8:
@@ -168,12 +199,18 @@ def safetensors_header_length(first: bytes, repo_id: str, filename: str, context
 
 
 def parameter_counts(header: bytes, repo_id: str, filename: str, context: str) -> dict[str, int]:
-    """Parameters per dtype of a safetensors JSON header (each tensor: the product of its shape, 1 for a scalar)."""
+    """Parameters per dtype of a safetensors JSON header (each tensor: the product of its shape, 1 for a scalar).
+
+    Only what the count needs is walked: each tensor's dtype (a name), shape (counts) and ``data_offsets``
+    (numbers, required as huggingface_hub requires them). Nesting is bounded as :func:`explorer.limits.load_json`
+    bounds it: a tensor's checked fields nest 3 deep, and anything else in the header (``__metadata__``,
+    keys the format does not define) is measured with :func:`explorer.limits.json_depth`.
+    """
     try:
-        doc = load_json(header.decode(errors="ignore"), where=filename, error=HubResponseError)
+        doc = json.loads(header.decode(errors="ignore"))
         if not isinstance(doc, dict):
-            raise HubResponseError(f"{filename}: the header is a JSON {type(doc).__name__}")
-    except HubResponseError:
+            raise ValueError(f"the header is a JSON {type(doc).__name__}")
+    except (ValueError, RecursionError):
         raise _unreadable(
             repo_id,
             filename,
@@ -183,12 +220,16 @@ def parameter_counts(header: bytes, repo_id: str, filename: str, context: str) -
     counts: dict[str, int] = {}
     try:
         for key, tensor in doc.items():
-            if key == "__metadata__":
-                continue
-            dtype, shape = tensor["dtype"], tensor["shape"]
-            tuple(tensor["data_offsets"])  # required, as huggingface_hub requires it
+            if key == "__metadata__" or len(tensor) != 3:  # ...or a tensor with fields the format does not define
+                if json_depth(tensor, MAX_JSON_DEPTH - 1) > MAX_JSON_DEPTH - 1:
+                    raise _unreadable(repo_id, filename, context, f"nested deeper than {MAX_JSON_DEPTH} levels.")
+                if key == "__metadata__":
+                    continue
+            dtype, shape, offsets = tensor["dtype"], tensor["shape"], tensor["data_offsets"]
             if not isinstance(dtype, str) or not all(type(d) is int and d >= 0 for d in shape):
                 raise TypeError("a dtype that is not a name or a dimension that is not a count")
+            if not all(type(o) is int for o in offsets):  # required, as huggingface_hub requires it
+                raise TypeError("data offsets that are not numbers")
             counts[dtype] = counts.get(dtype, 0) + (math.prod(shape) if shape else 1)
     except (KeyError, IndexError, TypeError, AttributeError):
         raise _unreadable(
