@@ -286,6 +286,11 @@ class SplitEngine(Engine, Protocol):
         :func:`~explorer.engines.load_dtype.served`)."""
         ...
 
+    def kv_refusal(self, shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str | None:
+        """Why the engine cannot keep ``shape``'s KV cache at ``kv_dtype`` on ``gpu`` (refused as ``kv-dtype``
+        before any layout), or None."""
+        ...
+
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:
         """(tp, pp) splits of ``nodes × width`` cards the engine runs, the best first."""
         ...
