@@ -195,11 +195,11 @@ def _(engine, precision, preset, preset_pick, spec, usable):
 def _(extra_terms, fetch, get_fetched, model_rows, set_fetched):
     # Each model id as the resolver reads it: the snapshot, a local config.json or .gguf, the cache;
     # the Hub only for the ids Fetch was pressed for (kept for the session).
-    def shape_of(model_id):
+    def model_of(model_id):
         if model_id in get_fetched():
             return get_fetched()[model_id]
         try:
-            return pick_model(model_id).shape
+            return pick_model(model_id)
         except UnknownModelError as e:
             near = f" (did you mean {', '.join(e.suggestions[:3])}?)" if e.suggestions else ""
             raise OfflineMissError(
@@ -213,15 +213,15 @@ def _(extra_terms, fetch, get_fetched, model_rows, set_fetched):
         with mo.status.spinner(title="Fetching from the Hub …"):
             for _name, _term in _terms:
                 try:
-                    _got.setdefault(_term.model_id, pick_model(_term.model_id, fetch=True).shape)
+                    _got.setdefault(_term.model_id, pick_model(_term.model_id, fetch=True))
                 except ExplorerError:
                     pass  # the model's row says why below
         set_fetched(_got)
-    return (shape_of,)
+    return (model_of,)
 
 
 @app.cell(hide_code=True)
-def _(engine, extra_terms, model_rows, precision, shape_of, spec, usable):
+def _(engine, extra_terms, model_of, model_rows, precision, spec, usable):
     # Library calls only: rows -> model terms -> footprints (the engine's accounting) -> a placement.
     try:
         offer, _error = fleet_cards(parse_cluster(spec.value), usable_fraction=usable.value), None
@@ -234,7 +234,7 @@ def _(engine, extra_terms, model_rows, precision, shape_of, spec, usable):
     terms, term_errors = nf.terms_from_rows(model_rows.value, extra_terms.value)
     models, term_notes, _errors = nf.fleet_demands(
         terms,
-        shape_of,
+        model_of,
         gpu=offer.gpu,
         engine=engine.value,
         precision=precision.value,

@@ -29,7 +29,7 @@ from explorer.gguf.header import GGUFHeader, merge_split_headers, split_parts
 from explorer.gguf.quant import quant_from_filename, quant_name
 from explorer.model.artifacts import ORIGINAL, Artifact
 from explorer.model.precision import Precision
-from explorer.model.quant_config import GGUF_MIX_BITS
+from explorer.model.quant_config import GGUF_MIX_BITS, ONLINE_FP8
 from explorer.model.shapes import ModelShape
 
 __all__ = [
@@ -272,7 +272,9 @@ def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[Publish
     published checkpoint of the precision (``checkpoints``: the model's quantised
     repositories, see :mod:`explorer.artifacts.checkpoints`) the artifact names that
     repository (``repo``) and its real size; without one it is sized from the shape
-    and its ``note`` says that none is known.
+    and its ``note`` says that none is known. An fp8 what-if nobody publishes is what vLLM's and SGLang's
+    ``--quantization fp8`` make while loading: one scale a tensor (:data:`~explorer.model.quant_config.ONLINE_FP8`),
+    not the 128 × 128 blocks of the published fp8 checkpoints.
     """
     precision = shape.resolve_precision(name)
     own = precision is shape.precision or precision.name == shape.precision.name
@@ -287,6 +289,8 @@ def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[Publish
     )
     if published is not None:
         return _published_artifact(shape, precision, published)
+    if precision.method == "fp8" and precision.source == "what-if":  # none published: the engine quantises it
+        precision = shape.resolve_precision(ONLINE_FP8)
     computed = shape.weight_bytes(precision) if gguf else computed_disk_bytes(shape, precision)
     return Artifact(
         name=precision.name if gguf else ORIGINAL,
@@ -336,13 +340,19 @@ def _published_artifact(shape: ModelShape, precision: Precision, published: Publ
 
 def _kept_note(model: str) -> str:
     """What the float32 what-if of a float32 checkpoint means: its own weights, kept at float32."""
-    return f"{model}'s own float32 weights kept at float32 (vLLM and SGLang: --dtype float32; auto loads 16 bits)"
+    return (
+        f"{model}'s own float32 weights kept at float32 (vLLM and SGLang: --dtype float32; llama.cpp: "
+        "convert_hf_to_gguf.py --outtype f32; their defaults load or write 16 bits)"
+    )
 
 
 def _unpublished_note(label: str, method: str, model: str) -> str:
     """What a what-if without a published checkpoint means for the user."""
     if method == "fp8":
-        return f"no published {label} checkpoint of {model} known: vLLM and SGLang quantise it while loading"
+        return (
+            f"no published fp8 checkpoint of {model} known: vLLM and SGLang quantise it while loading "
+            "(--quantization fp8: fp8 weights with one scale a tensor)"
+        )
     if method == "bitsandbytes":
         return f"no published {label} checkpoint of {model} known: vLLM quantises it while loading"
     if method == "none":  # another float (fp16 of a bf16 model): a cast, not a quantisation

@@ -17,7 +17,7 @@ from explorer.errors import ManualPlanError, PlacementError
 from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.fleet.text import describe_placement
-from explorer.sources.resolve import load_shape
+from explorer.sources.resolve import load_model
 from explorer.sources.shipped import read_user_text
 
 
@@ -51,9 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_hub_options(p)
 
 
-def _shape(model_id: str, args: argparse.Namespace):
+def _model(model_id: str, args: argparse.Namespace):
+    """The model as the resolver reads it: its shape and the files it offers (a GGUF repository's quants)."""
     given = args.offline or args.token or args.revision or args.timeout
-    return load_shape(model_id, **hub_kwargs(args)) if given else load_shape(model_id)
+    return load_model(model_id, **hub_kwargs(args)) if given else load_model(model_id)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,9 +65,10 @@ def run(args: argparse.Namespace) -> int:
     offer = fleet_cards(cluster, usable_fraction=args.usable_fraction)
     terms = [parse_model_term(t) for t in args.model]
     names = unique_names([t.model_id for t in terms])
+    resolved = [_model(t.model_id, args) for t in terms]
     models = [
         demand_for(
-            _shape(t.model_id, args),
+            model.shape,
             t,
             gpu=offer.gpu,
             engine=args.engine,
@@ -74,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
             kv_dtype=args.kv_dtype,
             precision=args.precision,
             name=name,
+            offered=model.artifacts,
         )
-        for rank, (t, name) in enumerate(zip(terms, names, strict=True))
+        for rank, (t, name, model) in enumerate(zip(terms, names, resolved, strict=True))
     ]
     if args.plan:
         path = Path(args.plan)

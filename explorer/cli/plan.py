@@ -202,7 +202,8 @@ def run(args: argparse.Namespace) -> int:
         unsupported = next((r.reason for r in result.rejected if r.rule == WEIGHTS_UNSUPPORTED), "")
         print(
             "note: the model's own weights keep no all-GPU layout here that loads them as published with headroom "
-            f"(at most 95 % of a card, room for 2 sequences){f'; {unsupported}' if unsupported else ''}; also planned: "
+            f"(at most 95 % of a card, room for 2 sequences) at its own KV cache type"
+            f"{f'; {unsupported}' if unsupported else ''}; also planned: "
             f"{', '.join(result.widened)} (choose one with --quant)",
             file=sys.stderr,
         )

@@ -27,13 +27,18 @@ def short_label(o: Option) -> str:
     """``vLLM · 2 nodes × 8 h100-80g on ib0 (tp8 pp2) · bf16``: engine, cards, split and the precision loaded."""
     engine = engine_labels().get(o.engine, o.engine)
     if o.layout.cpu:
-        return f"{engine} · CPU · {o.precision}"
+        return f"{engine} · CPU{_kv(o)} · {o.precision}"
     extra = "unified memory" if o.layout.unified else o.layout.parallel
     if o.layout.rpc:
         extra += ", RPC"
     if o.evaluation.layers_on_host:
         extra += f", {o.evaluation.layers_on_host} layers on CPU"
-    return f"{engine} · {o.layout.label} ({extra}) · {o.precision}"
+    return f"{engine} · {o.layout.label} ({extra}{_kv(o)}) · {o.precision}"
+
+
+def _kv(o: Option) -> str:
+    """``, fp8 KV`` for an option the planner gave a smaller KV cache than asked, said before a long label is cut."""
+    return f", {o.kv_cache_label} KV" if o.kv_dtype else ""
 
 
 def compact_label(o: Option) -> str:
@@ -41,13 +46,13 @@ def compact_label(o: Option) -> str:
     cannot spare."""
     engine = engine_labels().get(o.engine, o.engine)
     if o.layout.cpu:
-        return f"{engine} CPU · {o.precision}"
+        return f"{engine} CPU{_kv(o)} · {o.precision}"
     where = o.layout.label + ("" if o.layout.parallel == "single" else f" {o.layout.parallel}")
     if o.layout.rpc:
         where += " RPC"
     if o.evaluation.layers_on_host:
         where += f", {o.evaluation.layers_on_host} on CPU"
-    return f"{engine} {where} · {o.precision}"
+    return f"{engine} {where}{_kv(o)} · {o.precision}"
 
 
 def _fit(text: str, width: int) -> str:

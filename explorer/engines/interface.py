@@ -85,7 +85,8 @@ class Footprint:
         load_flags: the flags a launch needs to load the model as it was sized
             (:func:`~explorer.engines.serve_command.load_flags`: ``--dtype float16`` over a float32 checkpoint on a
             T4, ``--quantization fp8`` for fp8 made while loading, ``--kv-cache-dtype fp8`` for the KV cache type it
-            was sized at); empty: none.
+            was sized at; llama.cpp: the GGUF it was sized at, ``-m <… converted to a F16 GGUF (…)>``, which then
+            stands for the model's id, and ``-ctk``/``-ctv``); empty: none.
     """
 
     weights_bytes: int
@@ -283,6 +284,11 @@ class SplitEngine(Engine, Protocol):
         """The dtype the engine loads a float32 checkpoint of ``shape`` at on ``gpu`` at ``--dtype auto``
         (:mod:`explorer.engines.load_dtype`; the walk plans the model at it:
         :func:`~explorer.engines.load_dtype.served`)."""
+        ...
+
+    def kv_refusal(self, shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str | None:
+        """Why the engine cannot keep ``shape``'s KV cache at ``kv_dtype`` on ``gpu`` (refused as ``kv-dtype``
+        before any layout), or None."""
         ...
 
     def decompositions(self, nodes: int, width: int, request: PlanRequest) -> Iterator[tuple[int, int]]:

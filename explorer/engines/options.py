@@ -61,6 +61,12 @@ class Option:
         dtype: the dtype the engine runs the model at (activations, the KV cache at ``auto``) where it is not the
             checkpoint's: vLLM and SGLang load a float32 checkpoint at 16 bits (:mod:`explorer.engines.load_dtype`);
             ``""`` otherwise.
+        kv_dtype: the KV cache type the planner chose for this option over the request's ``auto`` (``fp8``: the
+            fp8 KV cache planned when the model's own holds too little, :func:`explorer.plan.planner.plan`; its
+            command carries the flag); ``""``: the request's.
+        beside_brim: offered only because the walk's fewer cards or nodes fit at the brim (one more node, one
+            more RPC server: :func:`at_the_brim`); the planner's choice to plan other precisions looks past it, so
+            a quantised checkpoint on fewer cards is still weighed against it.
     """
 
     layout: Layout
@@ -77,6 +83,8 @@ class Option:
     replicas_now: int | None = None
     nominal_bits: float = 0.0
     dtype: str = ""
+    kv_dtype: str = ""
+    beside_brim: bool = False
 
     @property
     def engine(self) -> str:
@@ -133,12 +141,22 @@ class Option:
             what += f" as a {self.precision} GGUF"  # llama.cpp runs the weights converted
         elif self.artifact.name == ORIGINAL and not self.artifact.what_if and self.precision != self.artifact.quant:
             what += f" at {self.precision}"  # loaded at another dtype: a float32 checkpoint at bf16 (load_dtype)
+        if self.kv_dtype:
+            what += f" · {self.kv_cache_label} KV cache"
         if self.layout.cpu:
             return f"{engine} · CPU · {what}"
         extra = "unified memory" if self.layout.unified else self.layout.parallel
         if self.evaluation.layers_on_host:
             extra += f", {self.evaluation.layers_on_host} layers on CPU"
         return f"{engine} · {self.layout.label} ({extra}) · {what}"
+
+    @property
+    def kv_cache_label(self) -> str:
+        """The KV cache type the planner chose, as the engine stores it (llama.cpp keeps an fp8 cache as q8_0:
+        ``llamacpp.launch.settings_for``); ``""`` for the request's."""
+        if self.engine == "llamacpp" and self.kv_dtype == "fp8":
+            return "q8_0"
+        return self.kv_dtype
 
     @property
     def total_bytes(self) -> int:
@@ -202,6 +220,7 @@ class Option:
             "repo": self.artifact.repo,
             "what_if": self.artifact.what_if,
             "precision": self.precision,
+            "kv_dtype": self.kv_cache_label or None,
             "bits_per_weight": round(self.bits_per_weight, 3),
             "gpu_class": None if lay.cpu else lay.gpu_class,
             "fabric": lay.fabric,
@@ -260,6 +279,34 @@ def _card_dict(card: CardMemory) -> dict[str, Any]:
         "capacity": card.capacity,
         "count": card.count,
     }
+
+
+#: the share of a card's usable memory past which a layout is at the brim (:func:`at_the_brim`; the ranking puts such layouts after those with headroom, and the walks offer one
+#: more node past them), in percent
+BRIM_PERCENT = 95
+#: the sequences of the asked context a layout must hold to leave room for more than one request
+ROOM_FOR_SEQUENCES = 2
+
+
+def at_the_brim(option: Option) -> bool:
+    """Whether the option leaves no headroom: its binding card needs more than :data:`BRIM_PERCENT` % of its
+    usable memory, or it holds fewer than :data:`ROOM_FOR_SEQUENCES` sequences of the asked context.
+
+    Why 95 %: the usable memory already leaves out the engine's own reserve (vLLM's 10 %, SGLang's static
+    share), but llama.cpp keeps none, and explorer's KV capacity is within 5 % of what the engines log
+    (docs/notes/engine_logs.md): a layout past 95 % is inside the model's own error of not starting. Why two
+    sequences: a server answers more than one request; a layout that holds one at the asked context queues
+    the second. 70B at 32k on an H100, llama.cpp Q8_0 needs 79.1 of 79.1 GiB and holds one sequence.
+
+    A partial offload (placement ``host-offload``) is held to the sequences alone: its ``-ngl`` is the most
+    layers that fit, so its card is as full as its layers pack, whatever the precision, and one layer less on
+    the card leaves the headroom at a layer's share of the speed. Gemma-4-26B, 64 sequences of 4k on a 4090:
+    Q4_K_M with 14 of 30 layers on the CPU fills 22.5 of 23.5 GiB (96 %) and BF16 with 22 fills 22.1 (94 %), so
+    the 95 % rule ranked BF16 (1.2 tok/s a sequence) before Q4_K_M (3.4).
+    """
+    card = option.per_card
+    full = option.placement != "host-offload" and card.total * 100 > BRIM_PERCENT * card.usable
+    return full or option.evaluation.max_concurrency < ROOM_FOR_SEQUENCES
 
 
 @dataclass(frozen=True, kw_only=True)

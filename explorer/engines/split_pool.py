@@ -4,7 +4,8 @@ tried, from a memory lower bound, and the split each gets.
 On one node: the fewest cards that fit, then scale-ups to powers of two and
 the node's whole width up to :data:`SCALE_UP_CARDS`. Across nodes (when no
 node holds it): for each node count the narrowest width that fits, and the
-whole-node layout. Counts below the lower bound are refused at once
+whole-node layout; when every one of those fits only at the brim, the next
+node count's narrowest fit and whole nodes too (the ranking prefers headroom). Counts below the lower bound are refused at once
 (``memory-lower-bound``), so equal cards are counted, never enumerated.
 
 With the user's ``--tp``/``--pp``/``--dp`` (a world size) only launches of
@@ -30,7 +31,7 @@ from explorer.engines.launches import (
     no_split_reason,
     plain_dp,
 )
-from explorer.engines.options import Option
+from explorer.engines.options import Option, at_the_brim
 from explorer.engines.request import PlanRequest
 from explorer.engines.split_trial import PoolWeights, Trial, attention_ep_option, expert_dp_option
 from explorer.hardware.pools import Pool
@@ -126,16 +127,29 @@ def walk_pool(
     best = walk.across_nodes(least, max_width, max_nodes)
     if best is not None and best.layout.gpus_per_node < max_width:
         walk.whole_nodes(least, max_width, best.layout.nodes)
+    walk.past_the_brim(least, max_width, max_nodes)
 
 
 class _PoolWalk:
     """The splits of one artifact on one pool, tried and reported into the collector."""
 
-    __slots__ = ("artifact", "engine", "model_ref", "out", "pool", "precision", "request", "shape", "weights")
+    __slots__ = (
+        "artifact",
+        "engine",
+        "model_ref",
+        "offered",
+        "out",
+        "pool",
+        "precision",
+        "request",
+        "shape",
+        "weights",
+    )
 
     def __init__(self, engine, shape, artifact, precision, weights, pool, request, model_ref, out) -> None:
         self.engine, self.shape, self.artifact, self.precision = engine, shape, artifact, precision
         self.weights, self.pool, self.request, self.model_ref, self.out = weights, pool, request, model_ref, out
+        self.offered: dict[tuple[int, int], Option] = {}  # the layouts across nodes accepted, by (nodes, width)
 
     def _try(self, nodes: int, width: int) -> Option | None:
         return _try_split(
@@ -273,7 +287,7 @@ class _PoolWalk:
                     break
                 option = self._try(nodes, width)
                 if option is not None:
-                    self.out.accept(option)
+                    self._accept(option, nodes, width)
                     if best is None or option.layout.cards < best.layout.cards:
                         best = option
                     break  # wider widths on as many nodes take more cards
@@ -287,8 +301,41 @@ class _PoolWalk:
                 return
             option = self._try(nodes, max_width)
             if option is not None:
-                self.out.accept(option)
+                self._accept(option, nodes, max_width)
                 return
+
+    def past_the_brim(self, least: int, max_width: int, max_nodes: int) -> None:
+        """When every layout across nodes fits only at the brim (:func:`~explorer.engines.options.at_the_brim`), the
+        next node count too: its narrowest fit and its whole nodes, however many cards, for the ranking to choose
+        (it puts headroom first). GLM-5 at 131,072 tokens on 4 × 8 × A100: vLLM's 3 × 8 needs 96.8 % of a card
+        and holds one sequence, 4 × 6 needs 96.8 % too; 4 × 8 needs 74.8 % and holds six."""
+        if not self.offered or any(not at_the_brim(o) for o in self.offered.values()):
+            return
+        nodes = min(n for n, _ in self.offered) + 1
+        if nodes > max_nodes:
+            return
+        for width in range(max(1, math.ceil(least / nodes)), max_width + 1):
+            if self.pool.hosts(width) < nodes:
+                return
+            if self._offer(nodes, width):
+                break
+        self._offer(nodes, max_width)
+
+    def _accept(self, option: Option, nodes: int, width: int) -> None:
+        self.out.accept(option)
+        self.offered[nodes, width] = option
+
+    def _offer(self, nodes: int, width: int) -> bool:
+        """``nodes`` × ``width`` tried and accepted if it fits (marked ``beside_brim``), once, where the pool has
+        the nodes; whether it is offered."""
+        if (nodes, width) in self.offered:
+            return True
+        if self.pool.hosts(width) < nodes:
+            return False
+        option = self._try(nodes, width)
+        if option is not None:
+            self._accept(replace(option, beside_brim=True), nodes, width)
+        return option is not None
 
 
 def _try_split(

@@ -60,6 +60,7 @@ from explorer.engines.split_pinned import pin_split
 from explorer.engines.split_pool import PoolWeights, walk_pool
 from explorer.engines.weight_kernels import RULE, weights_refusal
 from explorer.hardware.cards import CardRef
+from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster
 from explorer.hardware.pools import Pool, gpu_pools
 from explorer.model.artifacts import Artifact
@@ -135,6 +136,10 @@ def walk_splits(
             if unsupported:
                 out.refuse(name, None, artifact.name, RULE, unsupported)
                 continue
+            no_kv = engine.kv_refusal(loaded, pool.gpu, request.kv_dtype)
+            if no_kv:
+                out.refuse(name, None, artifact.name, "kv-dtype", no_kv)
+                continue
             weights = PoolWeights(
                 bits=loaded.bits_per_weight(precision),
                 total_bytes=weight_breakdown(loaded, precision).total_bytes,
@@ -182,6 +187,10 @@ class SplitWalk:
     def serves(self, artifact: Artifact) -> bool:
         """Safetensors weights only."""
         return artifact.format == "safetensors"
+
+    def kv_refusal(self, shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str | None:
+        """Every KV type the engine accepts (its ``refusals`` name those it has none of) runs on every card."""
+        return None
 
     def pin(
         self,

@@ -53,6 +53,7 @@ from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.memo import memo
 from explorer.model.artifacts import Artifact
+from explorer.model.kv_cache import MLAAttention
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import WeightBreakdown, weight_breakdown
@@ -92,6 +93,24 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
             )
         )
     return out
+
+
+#: NVIDIA architectures whose vLLM sparse-MLA attention (DeepSeek-V3.2's and GLM-5's indexer) has no fp8 KV cache:
+#: FlashMLA's sparse kernels need Hopper or Blackwell, and below them the Triton sparse-MLA backend keeps a 16-bit
+#: cache (vllm-project/vllm#48374, "fp8 KV cache for the Ampere sparse-MLA path", open)
+SPARSE_MLA_BF16_KV_ARCHITECTURES = frozenset({"volta", "turing", "ampere", "ada"})
+
+
+def kv_cache_refusal(shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str | None:
+    """Why vLLM cannot keep ``shape``'s KV cache at ``kv_dtype`` on ``gpu``, or None: an fp8 cache of sparse MLA
+    below Hopper."""
+    sparse = any(isinstance(c, MLAAttention) and c.indexer_bytes_per_token for c in shape.caches)
+    if kv_dtype == "fp8" and sparse and gpu.architecture in SPARSE_MLA_BF16_KV_ARCHITECTURES:
+        return (
+            f"vLLM has no fp8 KV cache for sparse MLA attention on {gpu.architecture} cards ({gpu.name}): its "
+            "sparse-MLA kernels store fp8 only from Hopper on (vllm-project/vllm#48374); use --kv-cache-dtype auto"
+        )
+    return None
 
 
 def budget_total_bytes(gpu: GPUClass, calibration: Calibration | None) -> int:
@@ -405,6 +424,10 @@ class VLLM(SplitWalk):
         """The dtype it loads a float32 checkpoint at (bfloat16 from compute capability 8.0, float16 below:
         :func:`vllm_auto_dtype`)."""
         return vllm_auto_dtype(shape, gpu)
+
+    def kv_refusal(self, shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str | None:
+        """Why it cannot keep the KV cache at ``kv_dtype`` on ``gpu`` (:func:`kv_cache_refusal`), or None."""
+        return kv_cache_refusal(shape, gpu, kv_dtype)
 
     def usable_share(self, request: PlanRequest) -> float:
         """``gpu_memory_utilization``: vLLM asks each card for that share."""

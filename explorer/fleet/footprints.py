@@ -31,6 +31,7 @@ from explorer.errors import PlacementError
 from explorer.fleet.place import Card, ModelDemand, ModelTerm
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster
+from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 
 #: context a model is charged at when its term names none
@@ -113,9 +114,14 @@ def demand_for(
     kv_dtype: str = "auto",
     precision: str | None = None,
     name: str | None = None,
+    offered: Sequence[Artifact] = (),
 ) -> ModelDemand:
     """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
     (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's.
+
+    ``offered``: the model's own files as the resolver offers them; a model published as GGUF files is sized at
+    the one its launch loads (:func:`published_gguf`) when the engine serves GGUF, else at its original weights
+    (or ``precision``'s what-if).
 
     Weights the engine has no kernel for on ``gpu`` (block-FP8 on A100 with SGLang) are a
     :class:`~explorer.errors.PlacementError` saying so (:mod:`explorer.engines.weight_kernels`).
@@ -125,11 +131,15 @@ def demand_for(
     """
     context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
     floor = None if term.min_context_tokens is None else min(term.min_context_tokens, context)
-    artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
+    sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
+    gguf = published_gguf(offered, precision)
+    if gguf is not None and sizer.serves(gguf):
+        artifact = gguf
+    else:
+        artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
     unsupported = weights_refusal(engine, shape.precision_of(artifact), gpu) if gpu is not None else None
     if unsupported:
         raise PlacementError(f"{term.model_id}: {unsupported}", hint="place it with precision bf16, int8 or int4-awq")
-    sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
     return ModelDemand(
         name=name or term.model_id,
@@ -145,6 +155,26 @@ def demand_for(
         widths=footprint.split_widths,
         load_flags=footprint.load_flags,
     )
+
+
+#: the quants ``llama-server -hf REPO`` looks for, in order, when the id names none (common/download.cpp
+#: ``find_best_model`` at llama.cpp 0c1e57098), before it falls back to the repository's first model file
+HF_DEFAULT_QUANTS = ("Q4_K_M", "Q8_0")
+
+
+def published_gguf(offered: Sequence[Artifact], precision: str | None = None) -> Artifact | None:
+    """Of a model published as GGUF files (a GGUF repository, a .gguf file), the one its launch loads: the file at
+    ``precision`` when one is offered (else None: a what-if), without one the file ``llama-server -hf REPO`` picks
+    (:data:`HF_DEFAULT_QUANTS`, else the first); None for a model with any other weights."""
+    ggufs = [a for a in offered if a.format == "gguf" and not a.what_if]
+    if not ggufs or len(ggufs) < len(offered):
+        return None
+    wanted = (precision,) if precision else HF_DEFAULT_QUANTS
+    for quant in wanted:
+        found = next((a for a in ggufs if a.quant.upper() == quant.upper()), None)
+        if found is not None:
+            return found
+    return None if precision else ggufs[0]
 
 
 def unique_names(ids: Sequence[str]) -> list[str]:

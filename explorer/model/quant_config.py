@@ -18,6 +18,10 @@ from explorer.model.precision import Precision, SchemeGroup, WeightFormat, dense
 from explorer.model.quant_methods import PARSERS, module_names, unsized
 
 FP8_BLOCK = WeightFormat(kind="fp8", bits=8, block=(128, 128))
+#: fp8 with one fp32 scale a weight matrix: what vLLM's ``--quantization fp8`` makes of 16-bit weights while loading
+#: (``Fp8OnlineLinearMethod``: ``weight_block_size = None``, ``ops.scaled_fp8_quant(weight)`` with no scale given, so
+#: one dynamic scale a tensor; activations are scaled dynamically at run time and store nothing)
+FP8_TENSOR = WeightFormat(kind="fp8", bits=8, fp8_scale="tensor")
 NVFP4 = WeightFormat(kind="nvfp4", bits=4, group_size=16)
 MXFP4 = WeightFormat(kind="mxfp4", bits=4, group_size=32)
 
@@ -91,6 +95,9 @@ def gguf_fallback_bits(mix: str) -> float:
 
 #: what-if precisions a user can pick for original weights, by name
 WHAT_IF_NAMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4-awq", "int4-gptq", "nf4", "nvfp4", "mxfp4")
+#: the what-if an engine's online ``--quantization fp8`` makes when no fp8 checkpoint of the model is published
+#: (:data:`FP8_TENSOR`); ``fp8`` names the published checkpoints' usual 128 × 128 blocks
+ONLINE_FP8 = "fp8-online"
 
 
 def base_dtype(view: ConfigView) -> ElementType:
@@ -372,6 +379,7 @@ def what_if_precision(name: str, base: str = "bf16") -> Precision:
         return dense(low)
     table: dict[str, tuple[str, str, WeightFormat]] = {
         "fp8": ("fp8 block 128×128", "fp8", FP8_BLOCK),
+        ONLINE_FP8: ("fp8 per-tensor, online", "fp8", FP8_TENSOR),
         "int8": (
             "int8 per-channel",
             "compressed-tensors",
@@ -422,7 +430,7 @@ def precision_from_label(label: str, base: str = "bf16") -> Precision:
     try:
         return what_if_precision(label, base=base)
     except UnknownPrecisionError:
-        for name in WHAT_IF_NAMES:
+        for name in (*WHAT_IF_NAMES, ONLINE_FP8):
             candidate = what_if_precision(name, base=base)
             if candidate.name == label:
                 return candidate

@@ -50,11 +50,18 @@ def recheck(
 ) -> Option:
     """The same way at another context or concurrency: weights and overhead stay, the KV cache changes.
 
-    The speed estimate is recomputed for the new request (with ``speed``), else dropped.
+    The speed estimate is recomputed for the new request (with ``speed``), else dropped. An option the planner
+    gave an fp8 KV cache (``Option.kv_dtype``) keeps it.
     """
+    request = option_request(request, option)
     out = engine_named(option.layout.engine).recheck(shape, option, request, model_ref=model_ref or shape.name)
     settings = speed if isinstance(speed, SpeedSettings) else None
     return replace(out, speed=speed_of(out, shape, request, settings) if speed else None)
+
+
+def option_request(request: PlanRequest, option: Option) -> PlanRequest:
+    """The request an option was planned for: ``request`` with the KV cache type the planner chose for it."""
+    return replace(request, kv_dtype=option.kv_dtype) if option.kv_dtype else request
 
 
 def _check(request: PlanRequest) -> None:
@@ -97,6 +104,50 @@ def _ranked(
     )
 
 
+#: the KV cache type planned beside the model's own when that keeps no layout on accelerators with headroom:
+#: vLLM ``--kv-cache-dtype fp8``, SGLang ``fp8_e4m3``, llama.cpp ``-ctk q8_0 -ctv q8_0`` (half the bytes of bf16)
+SMALLER_KV = "fp8"
+
+
+def _smaller_kv(request: PlanRequest, shape: ModelShape) -> PlanRequest | None:
+    """The request with an fp8 KV cache, when the user left the KV type to the model (``auto``) and the model
+    keeps it in more than 8 bits; else None."""
+    if request.kv_dtype != "auto" or shape.kv_type().bits_per_element <= 8:
+        return None
+    return replace(request, kv_dtype=SMALLER_KV)
+
+
+def _with_smaller_kv(own: PlanResult, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], *,
+                     speed: bool | SpeedSettings) -> PlanResult:  # fmt: skip
+    """``own`` with the fp8-KV variant of every layout that keeps every layer on accelerators with headroom only
+    at fp8 ranked beside its options, when none of ``own``'s keeps every layer on accelerators with headroom
+    (:func:`~explorer.plan.ranking.at_the_brim`; a layout offered only beside one at the brim aside) and the KV
+    type is the model's: the engines' docs recommend ``--kv-cache-dtype fp8`` to hold more sequences or longer
+    ones (vLLM's quantized_kvcache.md, SGLang's quantized_kv_cache.md). Each such option says so
+    (``Option.kv_dtype``, its command carries the flag); the ranking decides between them. Its refusals and counts
+    are not added: they are the same layouts at another KV type, and the model's own KV type's say why a layout is
+    refused.
+
+    70B bf16, 64 sequences of 32,768 tokens on 8 × H100: 640 GiB of bf16 KV leave llama.cpp with 17 layers on the
+    CPU (0.3 tok/s) first; at fp8 (320 GiB) vLLM tp 8 holds them on the cards and ranks first."""
+    smaller = _smaller_kv(own.request, shape)
+    if smaller is None or any(o.tier == 1 and not at_the_brim(o) and not o.beside_brim for o in own.options):
+        return own
+    roomy = {_way(o) for o in own.options if o.tier == 1 and not at_the_brim(o)}  # fp8 buys these nothing
+    extra = _ranked(shape, cluster, smaller, artifacts, model_ref=own.model, goal=own.goal, speed=speed)
+    marked = [
+        replace(o, kv_dtype=SMALLER_KV)
+        for o in extra.options
+        if o.tier == 1 and not at_the_brim(o) and _way(o) not in roomy
+    ]
+    return replace(own, options=tuple(rank([*own.options, *marked], own.goal)))
+
+
+def _way(option: Option) -> tuple:
+    """What an option loads on which cards: the same way at another KV type has the same key."""
+    return (option.layout, option.artifact.label, option.precision)
+
+
 def _merged(own: PlanResult, extra: PlanResult) -> PlanResult:
     """Two plans of one model on one cluster over different artifacts as one: the options ranked together,
     the refusals and counts added (each artifact is walked on its own, so this equals planning them at once)."""
@@ -122,10 +173,14 @@ def _added(extra_artifacts: Sequence[Artifact], wider: PlanResult) -> tuple[str,
 def _standing(result: PlanResult) -> tuple[int, bool, bool]:
     """How good a plan's best option is: its tier, then whether its launch runs as printed, then whether it
     keeps headroom (:func:`~explorer.plan.ranking.at_the_brim`; ranking puts those first inside a tier, so the
-    first option tells); a plan with no option stands below every tier."""
-    if not result.options:
+    first option tells); a plan with no option stands below every tier. A layout offered only beside one at the
+    brim (``Option.beside_brim``: one more node) is passed over, so a quantised checkpoint on the fewer cards is
+    still planned and ranked against it (405B on 4 × 8 × A100-40G with vLLM: bf16 on 3 nodes is at the brim, on 4
+    it is roomy, and the published int4 AWQ on one node of 8 still ranks first)."""
+    walked = [o for o in result.options if not o.beside_brim]  # one more node past a brim fit is weighed, not taken
+    if not walked:
         return (4, True, True)  # below tier 3, the CPU alone
-    best = result.options[0]
+    best = walked[0]
     return (best.tier, not best.runs_as_printed, at_the_brim(best))
 
 
@@ -222,13 +277,15 @@ def _planned(question: PlanQuestion) -> PlanResult:
     model_ref = model_ref or shape.name or "MODEL"
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
-    own = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+    at_own_kv = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+    own = _with_smaller_kv(at_own_kv, shape, cluster, artifacts, speed=speed)
     result = own
     extra_artifacts = ()
-    if fallback and _standing(own) > (1, False, False):
+    if fallback and _standing(at_own_kv) > (1, False, False):  # weighed against the fp8 KV cache, not after it
         extra_artifacts = tuple(fallback() if callable(fallback) else fallback)
     if extra_artifacts:
         extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)
+        extra = _with_smaller_kv(extra, shape, cluster, extra_artifacts, speed=speed)
         # a last-resort precision (Q3_K_M) is worth its loss only where it keeps every layer on the cards
         extra = replace(extra, options=tuple(o for o in extra.options if o.tier == 1 or not all_gpu_only(o.artifact)))
         wider = _merged(own, extra)
@@ -282,4 +339,4 @@ def with_suggestions(
     return replace(result, suggestions=made)
 
 
-__all__ = ["DEFAULT_GOAL", "plan", "recheck", "with_suggestions"]
+__all__ = ["DEFAULT_GOAL", "SMALLER_KV", "option_request", "plan", "recheck", "with_suggestions"]

@@ -70,7 +70,7 @@ from fractions import Fraction
 from typing import Literal, get_args
 
 from explorer.engines.names import ENGINES
-from explorer.engines.options import PLACEMENTS, Option
+from explorer.engines.options import BRIM_PERCENT, PLACEMENTS, ROOM_FOR_SEQUENCES, Option, at_the_brim
 from explorer.errors import PlanError
 from explorer.units import gib
 
@@ -151,33 +151,6 @@ def precision_score(bits_per_weight: float, *, cpu: bool, nominal_bits: float = 
         return quality(bits_per_weight, cpu=cpu)
     whole = whole_bits(nominal)
     return cap if whole == whole_bits(cap) else whole + 0.5
-
-
-#: the share of a card's usable memory past which a layout is at the brim (:func:`at_the_brim`), in percent
-BRIM_PERCENT = 95
-#: the sequences of the asked context a layout must hold to leave room for more than one request
-ROOM_FOR_SEQUENCES = 2
-
-
-def at_the_brim(option: Option) -> bool:
-    """Whether the option leaves no headroom: its binding card needs more than :data:`BRIM_PERCENT` % of its
-    usable memory, or it holds fewer than :data:`ROOM_FOR_SEQUENCES` sequences of the asked context.
-
-    Why 95 %: the usable memory already leaves out the engine's own reserve (vLLM's 10 %, SGLang's static
-    share), but llama.cpp keeps none, and explorer's KV capacity is within 5 % of what the engines log
-    (docs/notes/engine_logs.md): a layout past 95 % is inside the model's own error of not starting. Why two
-    sequences: a server answers more than one request; a layout that holds one at the asked context queues
-    the second. 70B at 32k on an H100, llama.cpp Q8_0 needs 79.1 of 79.1 GiB and holds one sequence.
-
-    A partial offload (placement ``host-offload``) is held to the sequences alone: its ``-ngl`` is the most
-    layers that fit, so its card is as full as its layers pack, whatever the precision, and one layer less on
-    the card leaves the headroom at a layer's share of the speed. Gemma-4-26B, 64 sequences of 4k on a 4090:
-    Q4_K_M with 14 of 30 layers on the CPU fills 22.5 of 23.5 GiB (96 %) and BF16 with 22 fills 22.1 (94 %), so
-    the 95 % rule ranked BF16 (1.2 tok/s a sequence) before Q4_K_M (3.4).
-    """
-    card = option.per_card
-    full = option.placement != "host-offload" and card.total * 100 > BRIM_PERCENT * card.usable
-    return full or option.evaluation.max_concurrency < ROOM_FOR_SEQUENCES
 
 
 def headroom_warning(option: Option) -> str | None:

@@ -17,7 +17,9 @@ and every setting the placement's footprint assumed, as each engine writes it
   was measured at (:func:`explorer.engines.vllm_budget.scheduler_defaults`);
   across nodes, vLLM's multiprocessing backend: ``--nnodes``, ``--node-rank``,
   the head's address and ``--master-port``, ``--headless`` above rank 0.
-- llama.cpp: every layer on the GPUs (``-ngl 999``), the batch sizes the
+- llama.cpp: the GGUF the footprint was sized at (the converted weights' placeholder with the conversion's
+  ``--outtype``, as the planner prints it; a .gguf the user named as it is) and its KV cache (``-ctk``/``-ctv``,
+  ``-fa on`` for a quantised V), every layer on the GPUs (``-ngl 999``), the batch sizes the
   footprint was measured at (``-b``, ``-ub``), and several cards are a
   ``--tensor-split`` in the proportions the placement split the weights and KV;
   across nodes, the other nodes' cards are ``rpc-server``s (one a card), and the

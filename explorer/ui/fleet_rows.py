@@ -230,7 +230,7 @@ def terms_from_rows(
 
 def fleet_demands(
     terms: Sequence[tuple[str | None, ModelTerm]],
-    shape_of: Callable[[str], Any],
+    model_of: Callable[[str], Any],
     *,
     gpu: Any,
     engine: str = "vllm",
@@ -238,7 +238,8 @@ def fleet_demands(
 ) -> tuple[list[ModelDemand], list[str], list[str]]:
     """Each term's footprint (:func:`explorer.fleet.footprints.demand_for`), ranked in row order as the CLI ranks them.
 
-    ``shape_of(model_id)`` gives the model's shape, or None when it has none (an error
+    ``model_of(model_id)`` gives the resolved model (its ``shape`` and the ``artifacts`` the resolver offers, so a
+    GGUF repository is sized and launched at the file llama-server loads), or None when it has none (an error
     for that model; so does an ExplorerError it raises). A context past the model's
     own limit is lowered to the limit, with a note. Names are the terms' names, else
     their ids, made unique (``#2``). Returns (demands, notes, errors), a line each.
@@ -247,17 +248,29 @@ def fleet_demands(
     demands, notes, errors = [], [], []
     for rank, ((_n, term), name) in enumerate(zip(terms, names, strict=True)):
         try:
-            shape = shape_of(term.model_id)
-            if shape is None:
+            model = model_of(term.model_id)
+            if model is None:
                 errors.append(f"{name}: no model is known as {term.model_id}")
                 continue
+            shape = model.shape
             asked = term.context_tokens or 0
             charged = shape.clamp_context(asked)
             if charged < asked:
                 notes.append(f"{name}: {asked:,} tokens asked; the model's limit, {charged:,}, is charged")
                 floor = term.min_context_tokens
                 term = replace(term, context_tokens=charged, min_context_tokens=floor and min(floor, charged))
-            demands.append(demand_for(shape, term, gpu=gpu, engine=engine, rank=rank, precision=precision, name=name))
+            demands.append(
+                demand_for(
+                    shape,
+                    term,
+                    gpu=gpu,
+                    engine=engine,
+                    rank=rank,
+                    precision=precision,
+                    name=name,
+                    offered=model.artifacts,
+                )
+            )
         except ExplorerError as e:
             errors.append(f"{name}: {e}")
     return demands, notes, errors

@@ -122,11 +122,12 @@ def test_a_repo_with_nothing_to_plan():
 def test_what_if_artifacts():
     shape = shape_of(LLAMA_8B)
     whatifs = what_if_artifacts(shape)
-    assert [a.quant for a in whatifs] == ["fp8 block 128×128", "int4 AWQ g128"]  # bf16 is the checkpoint's own
+    # bf16 is the checkpoint's own; fp8 with none published is the engine's online per-tensor fp8
+    assert [a.quant for a in whatifs] == ["fp8 per-tensor, online", "int4 AWQ g128"]
     assert all(a.what_if and a.size_source == "computed" and a.format == "safetensors" for a in whatifs)
     fp8, awq = whatifs
     assert shape.weight_bytes() > fp8.size_bytes > awq.size_bytes > 0
-    assert fp8.size_bytes == shape.weight_bytes("fp8")
+    assert fp8.size_bytes == shape.weight_bytes("fp8-online")
     gptq = what_if_artifacts(shape, ("int4-gptq", "bf16"))
     assert [a.quant for a in gptq] == ["int4 GPTQ g128"] and gptq[0].size_bytes > awq.size_bytes  # g_idx costs
     v3 = shape_of("deepseek-ai__DeepSeek-V3")  # an fp8 checkpoint: bf16 is a what-if, fp8 is not
@@ -140,6 +141,7 @@ def test_float32_asked_of_a_float32_checkpoint_is_a_what_if():
     kept = what_if_artifact(granite, "fp32")
     assert (kept.name, kept.quant, kept.what_if, kept.size_bytes) == ("original", "fp32", True, 1_334_628_352 * 4)
     assert "own float32 weights kept at float32" in kept.note
+    assert "convert_hf_to_gguf.py --outtype f32" in kept.note  # its default, auto, writes F16 from float32
     assert not what_if_artifact(shape_of(LLAMA_8B), "bf16").what_if
 
 
@@ -183,4 +185,18 @@ def test_a_what_if_without_one_says_so():
     awq, fp8 = what_if_artifacts(shape, ("int4-gptq", "fp8"), (AWQ_70B,))
     assert awq.repo is None and awq.note.endswith("no published int4 GPTQ g128 checkpoint of "
                                                   "meta-llama__Meta-Llama-3.1-70B known: quantise it yourself")  # fmt: skip
-    assert fp8.repo is None and fp8.note.endswith("vLLM and SGLang quantise it while loading")
+    assert fp8.repo is None and fp8.note.endswith(
+        "vLLM and SGLang quantise it while loading (--quantization fp8: fp8 weights with one scale a tensor)"
+    )
+
+
+def test_the_online_fp8_what_if_counts_one_scale_a_tensor_not_128_blocks():
+    """vLLM's ``--quantization fp8`` over bf16 weights (``Fp8OnlineLinearMethod``: ``weight_block_size = None``,
+    ``ops.scaled_fp8_quant(weight)``) keeps one fp32 scale a matrix. Llama-3.1-8B, one layer's seven matrices:
+    128 × 128 blocks would store q 32·32 + k 8·32 + v 8·32 + o 32·32 + gate 112·32 + up 112·32 + down 32·112
+    = 13,312 scales (53,248 B); per tensor 7 (28 B). Over 32 layers: 1,703,936 − 896 = 1,703,040 B fewer."""
+    shape = shape_of(LLAMA_8B)
+    online = what_if_artifact(shape, "fp8")
+    assert online.quant == "fp8 per-tensor, online" and online.repo is None
+    assert shape.weight_bytes("fp8") - online.size_bytes == 1_703_040
+    assert online.size_bytes == shape.weight_bytes("fp8-online") == 9_081_201_536

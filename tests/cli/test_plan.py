@@ -279,8 +279,9 @@ def test_the_kvplan_case_prints_the_refusal_context_and_suggestions(capsys):
     text = capsys.readouterr().out
     assert "(max context 30,928)" in text  # vLLM 0.26: tests/plan/test_longest_context.py works it out
     # the bf16 weights keep no layout on the L4 alone, so the plan also holds the quantised fallbacks: a Q4_K_M
-    # GGUF (4.3 GiB + 16.0 GiB of KV) is the first all-GPU row; the suggestions stay about the own weights
-    assert out_first_line(text) == "1 llama.cpp · 1 × l4-24g (single) · Q4_K_M"
+    # GGUF (4.3 GiB + 16.0 GiB of f16 KV) holds one sequence, at the brim, so its q8_0 KV cache (8.5 GiB) is
+    # planned too and is the first all-GPU row; the suggestions stay about the own weights
+    assert out_first_line(text) == "1 llama.cpp · 1 × l4-24g (single, q8_0 KV) · Q4_K_M"
     assert "to keep every layer on accelerators with the model's own weights:" in text
     assert "an fp8 KV cache" in text and "1x2xl4-24g: fits (tier 1)" in text
     assert main([*args, "--json"]) == 0

@@ -132,7 +132,8 @@ def test_an_online_fp8_what_if_keeps_the_rest_at_16_bits():
     assert "--dtype bfloat16 --quantization fp8" in command
     assert option.per_card.kv_cache == KV_4096_BYTES
     layout, gpu = Layout(engine="vllm", gpu_class="h100-80g"), CAT.resolve("h100-80g")
-    fp32_base = vllm.stage_weight_bytes(shape, shape.resolve_precision("fp8"), layout, gpu, vllm_release(None))[0]
+    online = shape.resolve_precision("fp8-online")  # none published: vLLM's --quantization fp8, one scale a tensor
+    fp32_base = vllm.stage_weight_bytes(shape, online, layout, gpu, vllm_release(None))[0]
     # what fp8 leaves alone is bf16, 2 bytes less a value than at an fp32 base: the embeddings (49,155 × 1,024 =
     # 50,334,720), the routers (24 × 32 × 1,024 = 786,432), the norms (24 × 2 × 1,024 + 1,024 = 50,176); and the
     # RoPE cache (131,072 × 64)

@@ -222,3 +222,26 @@ def test_a_kv_type_vllm_lacks_is_refused():
     layout = Layout(engine="vllm", gpu_class="h100-80g")
     ((rule, why),) = vllm.refusals(shape, layout, PlanRequest(kv_dtype="q8_0"))
     assert rule == "kv-dtype" and why.startswith("vLLM has no q8_0 KV cache")
+
+
+def test_no_fp8_kv_cache_for_sparse_mla_below_hopper():
+    """GLM-5's sparse MLA (an indexer beside the latent cache): vLLM's sparse-MLA kernels keep an fp8 cache only from
+    Hopper on (vllm-project/vllm#48374), so ``--kv-cache-dtype fp8`` is refused on an A100 and an L40S, not on an
+    H100; a dense model (Llama-3.1-8B) keeps fp8 on an A100; ``auto`` is never refused."""
+    catalogue = shipped_catalogue()
+    glm, llama = shape_of("zai-org__GLM-5"), shape_of("meta-llama__Meta-Llama-3.1-8B")
+    refused = vllm.ENGINE.kv_refusal(glm, catalogue.resolve("a100-80g"), "fp8")
+    assert refused is not None and "no fp8 KV cache for sparse MLA attention on ampere cards (a100-80g)" in refused
+    assert vllm.ENGINE.kv_refusal(glm, catalogue.resolve("l40s-48g"), "fp8") is not None
+    assert vllm.ENGINE.kv_refusal(glm, catalogue.resolve("h100-80g"), "fp8") is None
+    assert vllm.ENGINE.kv_refusal(glm, catalogue.resolve("a100-80g"), "auto") is None
+    assert vllm.ENGINE.kv_refusal(llama, catalogue.resolve("a100-80g"), "fp8") is None
+
+
+def test_the_walk_refuses_the_kv_type_before_any_layout():
+    from explorer.plan.planner import plan
+    from explorer.sources.shipped import parse_cluster
+
+    request = PlanRequest(context_tokens=4096, kv_dtype="fp8", engines=("vllm",))
+    result = plan(shape_of("zai-org__GLM-5"), parse_cluster("4x8xa100-80g@ib0"), request, suggest=False)
+    assert result.options == () and [r.rule for r in result.rejected] == ["kv-dtype"]

@@ -13,9 +13,10 @@ from explorer.engines import vllm
 from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
 from explorer.errors import PlacementError
-from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
+from explorer.fleet.footprints import demand_for, fleet_cards, published_gguf, unique_names
 from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.model.shapes import shape_from_config
+from explorer.sources.resolve import load_model
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.units import GiB
 
@@ -300,3 +301,77 @@ def test_every_instance_of_a_float32_checkpoint_carries_its_load_flags():
     checked = validate_plan(plan, [demand], offer.plan_cards).instances
     assert len(placed) == 2 and len(checked) == 1
     assert {i.load_flags for i in (*placed, *checked)} == {("--dtype float16",)}
+
+
+#: the placeholder a llama.cpp launch names granite's weights by: converted at the type its footprint was sized at
+GRANITE_F16 = f"<{GRANITE} converted to a F16 GGUF (convert_hf_to_gguf.py --outtype f16)>"
+
+
+def test_a_llamacpp_demand_is_the_gguf_its_launch_names():
+    """granite's float32 checkpoint converts to an F16 GGUF (convert_hf_to_gguf.py --outtype auto at 0c1e57098): 2
+    bytes a weight, 2,669,256,704 B (5,338,513,408 when it was planned as F32); the load flags name that GGUF and
+    the conversion's outtype, and the KV cache it was sized at: q8_0, 24 layers × 2 × 512 values × 34/32 bytes =
+    26,112 a token (49,152 at f16), with flash attention on, which llama.cpp needs for a quantised V."""
+    term = parse_model_term("ibm-granite/granite-3.1-1b-a400m-instruct:4096")
+    l40s = shipped_catalogue().resolve("l40s-48g")
+    plain = demand_for(shape_of(GRANITE), term, gpu=l40s, engine="llamacpp")
+    assert plain.weights_bytes == 1_334_628_352 * 2 == 2_669_256_704
+    assert (plain.kv_bytes_per_token, plain.load_flags) == (49_152, (f"-m {GRANITE_F16}",))
+    q8 = demand_for(shape_of(GRANITE), term, gpu=l40s, engine="llamacpp", kv_dtype="q8_0")
+    assert q8.kv_bytes_per_token == 24 * 2 * 512 * 34 // 32 == 26_112
+    assert q8.load_flags == (f"-m {GRANITE_F16}", "-ctk q8_0 -ctv q8_0", "-fa on")
+    # a bf16 checkpoint converts to BF16; an int4 what-if nobody publishes is a visible placeholder, as the planner's
+    llama = shape_of("meta-llama__Meta-Llama-3.1-8B")  # the corpus names it meta-llama__Meta-Llama-3.1-8B
+    assert demand_for(llama, term, gpu=l40s, engine="llamacpp").load_flags == (
+        f"-m <{llama.name} converted to a BF16 GGUF (convert_hf_to_gguf.py --outtype bf16)>",
+    )
+    assert demand_for(llama, term, gpu=l40s, engine="llamacpp", precision="Q4_K_M").load_flags == (
+        f"-m <{llama.name} at Q4_K_M GGUF: no published checkpoint known>",
+    )
+
+
+def test_place_cli_launches_llamacpp_on_the_gguf_and_kv_cache_it_sized(capsys, tmp_path):
+    """``explorer place --engine llamacpp``: a safetensors checkpoint's line loads the GGUF it converts to (it wrote
+    ``-m <the folder>``, which llama-server cannot load), a .gguf file's line loads the file, and both carry the KV
+    cache they were sized at; every flag is one llama-server takes at 0c1e57098 (tests/data/engine_args)."""
+    from support.llamacpp_models import SPECS, write_gguf
+
+    (tmp_path / "granite").mkdir()
+    (tmp_path / "granite" / "config.json").write_text(json.dumps(load_config(GRANITE)))
+    gguf = write_gguf(SPECS["llama_gqa"], tmp_path / "llama_gqa.gguf")
+    argv = ["place", "--cluster", "1x2xl40s-48g", "--offline", "--engine", "llamacpp", "--kv-dtype", "q8_0",
+            "--model", f"{tmp_path}/granite:4096", "--model", f"{gguf}:4096"]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["models"][0]["weights_bytes"] == 2_669_256_704
+    lines = [parse_line(row["command"]) for row in out["launch"]]
+    assert [line.problems for line in lines] == [[], []]
+    # the placeholder names the model as its config does (the folder's name), the file by its path
+    assert [line.value("-m") for line in lines] == [GRANITE_F16.replace(GRANITE, "granite"), str(gguf)]
+    for line in lines:
+        assert [line.value(f) for f in ("-c", "-ngl", "-b", "-ub")] == ["4096", "999", "2048", "512"]
+        assert [line.value(f) for f in ("-ctk", "-ctv", "-fa")] == ["q8_0", "q8_0", "on"]
+        assert line.value("-hf") is None
+
+
+def test_a_gguf_repository_is_placed_at_the_file_its_launch_loads(capsys):
+    """Qwen/Qwen3-8B-GGUF publishes Q3_K_M to Q8_0 files. The fleet sized its config's bf16 weights (17.2 GiB on
+    an L40S at 8,192 tokens) and launched ``-hf Qwen/Qwen3-8B-GGUF``, which loads Q4_K_M: now it sizes the file
+    that id loads without a quant (Q4_K_M, else Q8_0, else the first: llama.cpp's find_best_model), 5,007,015,154
+    B as published, and names it; ``--quant Q8_0`` takes that file of the repository."""
+    model = load_model("Qwen/Qwen3-8B-GGUF", offline=True)
+    assert [a.quant for a in model.artifacts] == ["Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"]
+    assert published_gguf(model.artifacts).files == ("Qwen3-8B-Q4_K_M.gguf",)
+    assert published_gguf(model.artifacts, "Q8_0").files == ("Qwen3-8B-Q8_0.gguf",)
+    assert published_gguf(model.artifacts, "int4-awq") is None  # a what-if: the placeholder's
+    assert published_gguf(load_model("Qwen/Qwen3-8B", offline=True).artifacts) is None  # safetensors
+    argv = ["place", "--cluster", "1x1xl40s-48g", "--offline", "--engine", "llamacpp", "--model", "Qwen/Qwen3-8B-GGUF"]
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["models"][0]["weights_bytes"] == published_gguf(model.artifacts).size_bytes == 5_007_015_154
+    (line,) = [parse_line(row["command"]) for row in out["launch"]]
+    assert not line.problems, line.problems
+    assert (line.value("--hf-repo"), line.value("--hf-file")) == ("Qwen/Qwen3-8B-GGUF", "Qwen3-8B-Q4_K_M.gguf")
+    # vLLM runs safetensors: the same id is sized at its config's weights, as before
+    vllm_demand = demand_for(model.shape, parse_model_term("Qwen/Qwen3-8B-GGUF"), gpu=H100, offered=model.artifacts)
+    assert vllm_demand.weights_bytes > 2 * 5_007_015_154

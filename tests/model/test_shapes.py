@@ -295,9 +295,11 @@ def test_clamp_context_holds_a_context_to_the_model_limit():
 def test_an_artifacts_precision_reads_its_label_back():
     shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
     assert shape.precision_of(original_artifact(shape)) is shape.precision
-    for name in ("fp8", "int4-awq", "nf4", "Q4_K_M"):
-        artifact = what_if_artifact(shape, name)  # labelled "fp8 block 128×128", "int4 AWQ g128"…
+    for name in ("fp8-online", "int4-awq", "nf4", "Q4_K_M"):
+        artifact = what_if_artifact(shape, name)  # labelled "fp8 per-tensor, online", "int4 AWQ g128"…
         assert artifact.what_if and shape.precision_of(artifact) == shape.resolve_precision(name)
+    # fp8 with none published is what the engine's --quantization fp8 makes: per-tensor scales, not 128 × 128 blocks
+    assert what_if_artifact(shape, "fp8").quant == "fp8 per-tensor, online"
 
 
 @pytest.mark.parametrize(

@@ -50,13 +50,13 @@ def test_the_own_weights_fall_back_to_quantised_ones_only_when_they_keep_no_gpu_
     split by layer on the same two cards, which decodes at a third of its speed."""
     shape, cluster = shape_of(LLAMA_70B), parse_cluster("1x2xl40s-48g")
     fallback = fallback_artifacts(shape, [original_artifact(shape)])
-    assert [a.quant for a in fallback] == ["fp8 block 128×128", "int4 AWQ g128", "Q8_0", "Q4_K_M", "Q3_K_M"]
+    assert [a.quant for a in fallback] == ["fp8 per-tensor, online", "int4 AWQ g128", "Q8_0", "Q4_K_M", "Q3_K_M"]
     result = plan(shape, cluster, PlanRequest(context_tokens=32768), fallback=fallback)
     first = result.options[0]
     # widened names the fallbacks that gave an option: fp8 (66 GiB of weights) keeps none on 2 × 48 GiB at 32k
     planned = [o.artifact for o in result.options]
     assert result.widened == tuple(a.label for a in fallback if a in planned)
-    assert "original (fp8 block 128×128)" not in result.widened and "original (int4 AWQ g128)" in result.widened
+    assert "original (fp8 per-tensor, online)" not in result.widened and "original (int4 AWQ g128)" in result.widened
     assert (first.engine, first.layout.tp, first.precision, first.tier) == ("vllm", 2, "int4 AWQ g128", 1)
     q8 = next(o for o in result.options if o.precision == "Q8_0" and o.tier == 1)
     assert q8.speed.decode_estimate_tokens_per_s < first.speed.decode_estimate_tokens_per_s / 2
@@ -275,3 +275,70 @@ def test_a_card_filled_to_the_brim_is_a_warning_not_the_recommendation():
     warning = headroom_warning(brim)
     assert warning.startswith("at the brim: the binding card needs 99 % of its usable memory (79.1 GiB of 79.1 GiB)")
     assert "holds 1 sequence of the asked context" in warning and headroom_warning(first) is None
+
+
+def test_an_fp8_kv_cache_is_a_ranked_candidate_when_the_models_own_holds_too_little():
+    """70B bf16, 64 sequences of 32,768 tokens on 8 × H100. Its bf16 KV cache is 327,680 B a token (80 layers × 8
+    KV heads × 128 × 2 × 2 B): 640 GiB for 64 × 32,768, more than 8 cards hold beside 131.4 GiB of weights, so the
+    best was llama.cpp with 17 layers on the CPU (0.3 tok/s) and fp8 only a suggestion. fp8 halves it to
+    163,840 B: 163,840 × 32,768 × 64 / 8 = 42,949,672,960 B a card at tp 8, which vLLM holds at 65,770,556,620 of
+    76,526,653,538 usable bytes (85.9 %, 80 sequences): the first row, with the flag in its command."""
+    result = plan(shape_of(LLAMA_70B), parse_cluster("1x8xh100-80g"), PlanRequest(context_tokens=32768, concurrency=64))
+    first = result.options[0]
+    assert (first.engine, first.layout.tp, first.kv_dtype, first.tier) == ("vllm", 8, "fp8", 1)
+    assert first.per_card.kv_cache == 163_840 * 32_768 * 64 // 8 == 42_949_672_960
+    assert (first.per_card.total, first.per_card.usable) == (65_770_556_620, 76_526_653_538)
+    assert (
+        first.label.endswith("original (bf16) · fp8 KV cache") and "--kv-cache-dtype fp8 " in first.evaluation.command
+    )
+    sglang = next(o for o in result.options if o.engine == "sglang")
+    assert sglang.kv_dtype == "fp8" and "--kv-cache-dtype fp8_e4m3" in sglang.evaluation.command
+    llama = next(o for o in result.options if o.engine == "llamacpp" and o.kv_dtype)
+    assert llama.kv_cache_label == "q8_0" and "-ctk q8_0 -ctv q8_0" in llama.evaluation.command
+    # the model's own KV type keeps its options (the partial offload) and its refusals; no suggestion is left
+    assert any(o.tier == 2 and not o.kv_dtype for o in result.options) and result.suggestions == ()
+    assert result.to_dict()["options"][0]["kv_dtype"] == "fp8" and result.request.kv_dtype == "auto"
+
+
+def test_no_fp8_kv_candidate_when_the_models_own_fits_with_headroom_or_the_user_chose_one():
+    """At 4,096 tokens × 1 the bf16 cache leaves vLLM tp 4 room (38.0 of 71.3 GiB): no fp8-KV option. A KV type the
+    user names (bf16 here) is kept as asked, even where fp8 would fit."""
+    cluster = parse_cluster("1x8xh100-80g")
+    roomy = plan(shape_of(LLAMA_70B), cluster, PlanRequest(context_tokens=4096), suggest=False)
+    assert roomy.options and not any(o.kv_dtype for o in roomy.options)
+    named = plan(shape_of(LLAMA_70B), cluster, PlanRequest(context_tokens=32768, concurrency=64, kv_dtype="bf16"))
+    assert not any(o.kv_dtype for o in named.options) and named.options[0].tier == 2
+
+
+def test_a_recheck_keeps_the_fp8_kv_cache_the_planner_chose():
+    """An fp8-KV option rechecked at a shorter context keeps its fp8 cache: at 16,384 tokens × 64 the KV is half
+    of 42,949,672,960 B a card."""
+    from explorer.plan.planner import recheck
+
+    shape = shape_of(LLAMA_70B)
+    request = PlanRequest(context_tokens=32768, concurrency=64)
+    first = plan(shape, parse_cluster("1x8xh100-80g"), request, suggest=False).options[0]
+    shorter = recheck(shape, first, PlanRequest(context_tokens=16384, concurrency=64), speed=False)
+    assert shorter.per_card.kv_cache == 21_474_836_480 and "--kv-cache-dtype fp8" in shorter.evaluation.command
+
+
+def test_a_layout_beside_the_brim_does_not_keep_the_quantised_checkpoints_out():
+    """405B bf16, vLLM on 4 × 8 × A100-40G at 4,096 tokens: 3 nodes × 8 need 37,874,355,404 B a card (98 % of what
+    vLLM may use), so the walk also offers 4 nodes × 8 (29,199,486,156 B, ``beside_brim``). That roomy layout on
+    32 cards does not count as the own weights fitting: the published checkpoints are planned still, and the int4
+    AWQ on one node of 8 (31,060,085,964 B) ranks first on the fewest cards, as it did before the walk offered 4."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-405B")
+    own = [original_artifact(shape)]
+    fallback = fallback_artifacts(shape, own, shipped_checkpoints("meta-llama/Meta-Llama-3.1-405B"))
+    result = plan(shape, parse_cluster("4x8xa100-40g@ib0"), PlanRequest(engines=("vllm",)), artifacts=own,
+                  fallback=fallback, suggest=False)  # fmt: skip
+    first = result.options[0]
+    assert (first.artifact.repo, first.layout.cards, first.per_card.total) == (
+        "hugging-quants/Meta-Llama-3.1-405B-Instruct-AWQ-INT4",
+        8,
+        31_060_085_964,
+    )
+    four = next(o for o in result.options if (o.layout.nodes, o.layout.tp, o.layout.pp) == (4, 8, 4))
+    assert four.beside_brim and four.per_card.total == 29_199_486_156 and four.artifact.repo is None
+    three = next(o for o in result.options if (o.layout.nodes, o.layout.tp, o.layout.pp) == (3, 8, 3))
+    assert three.per_card.total == 37_874_355_404 and not three.beside_brim

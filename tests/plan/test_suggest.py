@@ -49,8 +49,9 @@ def test_only_lower_tiers_fit_suggest_the_precision_that_keeps_every_layer_on_th
 def test_fewer_sequences_are_suggested_with_the_number_that_fits():
     """8 × 8,192 tokens on one L4: vLLM's KV room at 0.9 (0.9 × 23,676,007,219 B less weights 16,060,522,496,
     sampler 508,919,808, graphs and non-torch 1,124,492,902 = 3,614,471,291 B: 1,723 blocks of 16 × 128 KiB)
-    holds 3 sequences of 512 blocks, not 8."""
-    result = _plan("meta-llama__Meta-Llama-3.1-8B", "1x1xl4-24g", context_tokens=8192, concurrency=8)
+    holds 3 sequences of 512 blocks, not 8 (nor at fp8: 8 × 8,192 × 64 KiB = 4 GiB, which the planner tries; with
+    llama.cpp, whose q8_0 cache holds them on the card, nothing is left to suggest)."""
+    result = _plan("meta-llama__Meta-Llama-3.1-8B", "1x1xl4-24g", context_tokens=8192, concurrency=8, engines=("vllm",))
     fewer = next(s for s in result.suggestions if s.kind == "concurrency")
     most = fewer.change["concurrency"]
     assert most == 3 and fewer.fits and fewer.best.evaluation.max_concurrency >= most
@@ -91,7 +92,9 @@ def test_a_shorter_context_is_suggested_with_headroom_not_at_the_brim():
     assert not at_the_brim(shorter.best) and shorter.best.evaluation.max_concurrency == 2
     longer = plan(shape_of("meta-llama__Meta-Llama-3.1-8B"), parse_cluster("1x1xrtx4090-24g"),
                   PlanRequest(context_tokens=18944 + 256, engines=("vllm",)), suggest=False)  # fmt: skip
-    assert at_the_brim(longer.options[0])  # one step longer is at the brim
+    own_kv = [o for o in longer.options if not o.kv_dtype]
+    assert at_the_brim(own_kv[0])  # one step longer is at the brim with the bf16 cache
+    assert longer.options[0].kv_dtype == "fp8" and not at_the_brim(longer.options[0])  # so fp8 is planned, roomy
 
 
 def test_405b_on_one_h100_is_offered_the_precision_and_the_cluster_together():

@@ -8,7 +8,6 @@ import json
 import altair as alt
 
 from explorer.sources.shipped import parse_cluster
-from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import charts
 from explorer.ui.vega import VegaLiteSpec
 
@@ -17,11 +16,11 @@ def _placement_rows(spec: str):
     from explorer.fleet.footprints import fleet_cards
     from explorer.fleet.place import place
     from explorer.ui import fleet_rows as nf
+    from explorer.ui.model_pick import pick_model
 
-    snapshot = load_snapshot()
     offer = fleet_cards(parse_cluster(spec))
     terms = [(r.name, nf.row_term(r.repo, r.context_tokens, r.replicas, r.phases)) for r in nf.DEFAULT_FLEET]
-    models, _notes, _errors = nf.fleet_demands(terms, snapshot.shape, gpu=offer.gpu)
+    models, _notes, _errors = nf.fleet_demands(terms, lambda repo: pick_model(repo), gpu=offer.gpu)
     return nf.card_segments(place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes), offer.labels)
 
 

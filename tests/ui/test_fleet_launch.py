@@ -6,12 +6,16 @@ from collections import Counter
 
 from support.command_check import parse_line
 
-from explorer.fleet.footprints import fleet_cards
-from explorer.fleet.place import place
+from explorer.artifacts.checkpoints import CONVERT_MARK
+from explorer.errors import LlamaCppConfigError
+from explorer.fleet.footprints import demand_for, fleet_cards
+from explorer.fleet.place import parse_model_term, place
 from explorer.fleet.records import ModelDemand
 from explorer.fleet.result import Instance
 from explorer.hardware.cluster_dict import cluster_from_dict
+from explorer.sources.resolve import load_model
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
+from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui.fleet_launch import instance_lines, launch_rows
 
 GiB = 1024**3
@@ -70,6 +74,24 @@ def test_an_instance_across_nodes_is_a_line_a_node():
         "--tensor-split 0.444,0.556 --rpc <l40s-48g#1>:50052 --port 8000",
         "l40s-48g#1: CUDA_VISIBLE_DEVICES=0 rpc-server -H 0.0.0.0 -p 50052",
     ]
+
+
+def test_llamacpp_loads_the_gguf_and_kv_cache_its_footprint_named():
+    """The instance's load flags (a llama.cpp footprint's: the converted GGUF, its KV cache) replace the id as the
+    model and follow the split on the head's line; the RPC server on the other node takes none of them."""
+    offer = fleet_cards(parse_cluster("2x4xl40s-48g"))
+    gguf = "-m <org/m converted to a F16 GGUF (convert_hf_to_gguf.py --outtype f16)>"
+    across = Instance(model="m", replica=0, cards=(3, 4), split_bytes=(12 * GiB, 10 * GiB),
+                      fixed_bytes_per_card=2 * GiB, context_tokens=4096, ratio_rule="proportional",
+                      load_flags=(gguf, "-ctk q8_0 -ctv q8_0", "-fa on"))  # fmt: skip
+    head, rpc = instance_lines(across, "org/m", offer, engine="llamacpp", port=8000)
+    assert head == (
+        f"l40s-48g#0: CUDA_VISIBLE_DEVICES=3 llama-server {gguf} -c 4096 -b 2048 -ub 512 -ngl 999 "
+        "--tensor-split 0.444,0.556 --rpc <l40s-48g#1>:50052 -ctk q8_0 -ctv q8_0 -fa on --port 8000"
+    )
+    assert rpc == "l40s-48g#1: CUDA_VISIBLE_DEVICES=0 rpc-server -H 0.0.0.0 -p 50052"
+    parsed = parse_line(head)
+    assert not parsed.problems and parsed.value("-hf") is None, parsed.problems
 
 
 def test_one_row_an_instance_each_on_its_own_port():
@@ -183,3 +205,33 @@ def test_every_fleet_command_is_one_the_engine_takes_on_its_devices_and_ports():
                     checked += 1
                 assert all(n == 1 for (_w, _m, port), n in ports.items() if port), (spec, engine, ports)
     assert checked >= 60, checked  # 67 lines at this writing: the tight models (250 GiB on small fleets) have none
+
+
+def test_every_snapshot_models_llamacpp_fleet_line_loads_a_gguf_it_was_sized_at():
+    """The 81 models of the shipped snapshot, each placed alone with llama.cpp at q8_0 KV on four 8 × H200 nodes:
+    every line is one llama-server takes (tests/data/engine_args), names a GGUF (a GGUF repository's published file,
+    --hf-repo/--hf-file; else the converted weights' placeholder with the conversion's steps, ``--outtype`` or
+    ``llama-quantize``), never ``-hf`` of a
+    safetensors repository (72 lines did, and none carried the KV cache), and carries the q8_0 cache with flash
+    attention. phi-2 and granite-3b-code (head size 80) are refused: q8_0's 32-value blocks do not divide it."""
+    offer = fleet_cards(parse_cluster("4x8xh200-141g"))
+    sources, refused = Counter(), []
+    for model_id in load_snapshot().repos:
+        model = load_model(model_id, offline=True)
+        try:
+            demand = demand_for(model.shape, parse_model_term(f"{model_id}:4096"), gpu=offer.gpu, engine="llamacpp",
+                                kv_dtype="q8_0", offered=model.artifacts)  # fmt: skip
+        except LlamaCppConfigError:
+            refused.append(model_id)
+            continue
+        (row,) = launch_rows(place([demand], offer.cards), offer, {demand.name: model_id}, engine="llamacpp")
+        head = parse_line(row["command"].split("\n")[0])
+        assert not head.problems, (model_id, head.problems)
+        # a repository always with its file (-hf is --hf-repo's short name): never -hf of a safetensors repository
+        assert (head.value("--hf-repo") is None) == (head.value("--hf-file") is None), model_id
+        assert [head.value(f) for f in ("-ctk", "-ctv", "-fa")] == ["q8_0", "q8_0", "on"], model_id
+        published = head.value("--hf-file") is not None
+        assert published or CONVERT_MARK in head.value("-m"), (model_id, row["command"])
+        sources["published" if published else "converted"] += 1
+    assert sorted(refused) == ["ibm-granite/granite-3b-code-instruct-128k", "microsoft/phi-2"]
+    assert sources == {"published": 7, "converted": 72}

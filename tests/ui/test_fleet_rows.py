@@ -16,6 +16,7 @@ from explorer.fleet.place import ModelTerm, parse_model_term, place
 from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import fleet_rows as nf
+from explorer.ui.model_pick import pick_model
 from explorer.units import GiB, gib
 
 LABEL = {tokens: label for label, tokens in nf.CONTEXT_CHOICES.items()}
@@ -35,9 +36,9 @@ def default_rows() -> list[dict]:
     ]
 
 
-def shape_of(repo: str):
-    snapshot = load_snapshot()
-    return snapshot.shape(repo) if snapshot.get(repo) else None
+def model_of(repo: str):
+    """The model as the placement notebook resolves it (the snapshot's shape and published files), or None."""
+    return pick_model(repo) if load_snapshot().get(repo) else None
 
 
 @cache
@@ -45,7 +46,7 @@ def fleet(spec: str = "1x3xl40s-48g", engine: str = "vllm"):
     """(offer, models, placement) for the default rows on ``spec``."""
     offer = fleet_cards(parse_cluster(spec), usable_fraction=0.9)
     terms, errors = nf.terms_from_rows(default_rows())
-    models, notes, bad = nf.fleet_demands(terms, shape_of, gpu=offer.gpu, engine=engine)
+    models, notes, bad = nf.fleet_demands(terms, model_of, gpu=offer.gpu, engine=engine)
     assert errors == bad == notes == []
     return offer, models, place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)
 
@@ -120,7 +121,7 @@ def test_demands_name_rank_clamp_and_refuse_unknown_ids():
         (None, parse_model_term("Qwen/Qwen3-0.6B@query")),
         ("x", parse_model_term("no/such-model")),
     ]
-    models, notes, errors = nf.fleet_demands(terms, shape_of, gpu=offer.gpu)
+    models, notes, errors = nf.fleet_demands(terms, model_of, gpu=offer.gpu)
     assert [(m.name, m.rank) for m in models] == [("ocr", 0), ("Qwen/Qwen3-0.6B", 1), ("Qwen/Qwen3-0.6B#2", 2)]
     # olmOCR's limit is 32,768 tokens: 131,072 asked, the limit charged
     assert models[0].context_tokens == 32768 and notes == [
@@ -253,3 +254,15 @@ def test_the_cli_command_places_the_same(capsys):
         (list(i.cards), list(i.split_bytes)) for i in placement.instances
     ]
     assert [c["charged_bytes"] for c in out["cards"]] == [c.charged_bytes for c in placement.cards]
+
+
+def test_a_gguf_repository_is_placed_at_the_file_llama_server_loads():
+    # The placement notebook hands the resolver's files to the footprint: llama-server -hf loads Q4_K_M when a
+    # repository has it (its find_best_model), so the demand is that file's 5,007,015,154 bytes (the snapshot's
+    # computed size: 8,190,735,360 parameters at 4.89 bits), not the base model's bf16 weights (16.4 GB).
+    offer = fleet_cards(parse_cluster("1x2xl40s-48g"), usable_fraction=0.9)
+    terms = [(None, parse_model_term("Qwen/Qwen3-8B-GGUF:4096"))]
+    models, notes, errors = nf.fleet_demands(terms, model_of, gpu=offer.gpu, engine="llamacpp")
+    assert notes == errors == []
+    assert models[0].weights_bytes == 5_007_015_154
+    assert "--hf-file Qwen3-8B-Q4_K_M.gguf" in " ".join(models[0].load_flags)

@@ -17,9 +17,19 @@ from explorer.engines.evaluation import Evaluation, NodeCommand
 from explorer.engines.interface import FleetLaunch, Footprint, PinnedLayout, SpeedFacts
 from explorer.engines.layouts import Layout
 from explorer.engines.llamacpp import pinned
-from explorer.engines.llamacpp.launch import NAME, gguf_quant_for, llama_model, recheck, settings_for
+from explorer.engines.llamacpp.launch import (
+    NAME,
+    cache_flags,
+    gguf_quant_for,
+    gguf_source,
+    llama_model,
+    names_model,
+    recheck,
+    settings_for,
+)
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, RPC_FIRST_PORT, offload_for
+from explorer.engines.llamacpp.settings import LlamaCppSettings
 from explorer.engines.llamacpp.spans import mixed_cards, walk_mixed, walk_rpc
 from explorer.engines.llamacpp.walk import Ctx, asked, walk_cpu, walk_pool, walk_unified
 from explorer.engines.names import ENGINE_LABELS, EngineName
@@ -54,9 +64,13 @@ def past_trained_context(n_ctx_train: int, context_tokens: int) -> str | None:
 
 
 def fleet_launch(model_id: str, fleet: FleetLaunch) -> Evaluation:
-    """``llama-server`` for one instance of a fleet placement: every layer on the GPUs (``-ngl 999``), the batch
-    sizes the footprint was measured at (``-b``, ``-ub``: the request's defaults), a local file ``-m``, a Hub id
-    ``-hf``; several cards a ``--tensor-split`` in the proportions the placement split the weights and KV. Across
+    """``llama-server`` for one instance of a fleet placement: the GGUF its footprint was sized at
+    (:func:`footprint_load_flags`: the converted weights' placeholder with the conversion's steps; a model read from
+    a GGUF, or a demand made without a footprint, loads ``model_id`` itself: a local file ``-m``, a Hub id ``-hf``),
+    every layer on the GPUs (``-ngl 999``), the batch
+    sizes the footprint was measured at (``-b``, ``-ub``: the request's defaults),
+    several cards a ``--tensor-split`` in the proportions the placement split the weights and KV, and the KV cache
+    type it was sized at (``-ctk``/``-ctv``, ``-fa on`` for a quantised V: :func:`cache_flags`). Across
     nodes the other nodes' cards are ``rpc-server``s (one a card, ports counting up a node from
     :data:`RPC_FIRST_PORT`), and the split follows llama.cpp's device order: the RPC servers first, in ``--rpc``
     order, then the local GPUs (``src/llama.cpp``: "add RPC servers at the front of the list")."""
@@ -72,8 +86,11 @@ def fleet_launch(model_id: str, fleet: FleetLaunch) -> Evaluation:
         endpoints.append(f"<{node}>:{port}")
         workers.append(NodeCommand(rank=rank, command=f"rpc-server -H 0.0.0.0 -p {port}", devices=(gpu,), where=node))
     order = remote + [i for i in range(len(fleet.shard_bytes)) if i not in remote]
-    local = model_id.endswith(".gguf") or model_id.startswith(("/", ".", "~"))
-    command = (f"llama-server {'-m' if local else '-hf'} {model_id} -c {fleet.context_tokens} "
+    sources = [f for f in fleet.load_flags if names_model(f)]
+    if not sources:
+        local = model_id.endswith(".gguf") or model_id.startswith(("/", ".", "~"))
+        sources = [f"{'-m' if local else '-hf'} {model_id}"]
+    command = (f"llama-server {' '.join(sources)} -c {fleet.context_tokens} "
                f"-b {request.batch_tokens} -ub {request.ubatch_tokens} -ngl 999")  # fmt: skip
     if len(order) > 1:
         total = sum(fleet.shard_bytes) or 1
@@ -82,6 +99,7 @@ def fleet_launch(model_id: str, fleet: FleetLaunch) -> Evaluation:
         )
     if endpoints:
         command += " --rpc " + ",".join(endpoints)
+    command = " ".join((command, *(f for f in fleet.load_flags if not names_model(f))))
     ports = (*endpoints, *dict.fromkeys(f"-p {e.rpartition(':')[2]}" for e in endpoints))
     return fleet.evaluation(command, tuple(workers), ports)
 
@@ -91,12 +109,15 @@ FOOTPRINT_PROBE_TOKENS = (4096, 8192)
 
 
 def footprint(shape: ModelShape, artifact: Artifact, kv_dtype: str) -> Footprint:
-    """A llama.cpp instance's footprint: every layer's buffers at two contexts on the host, plus the CUDA context."""
+    """A llama.cpp instance's footprint: every layer's buffers at two contexts on the host, plus the CUDA context;
+    its load flags name the GGUF and the KV cache it was sized at (:func:`footprint_load_flags`)."""
     model = llama_model(shape, artifact)
     small, large = (
-        llamacpp_memory(model, settings_for(PlanRequest(context_tokens=c, kv_dtype=kv_dtype)), ()).host
+        llamacpp_memory(model, settings_for(PlanRequest(context_tokens=c, kv_dtype=kv_dtype)), ())
         for c in FOOTPRINT_PROBE_TOKENS
     )
+    flags = footprint_load_flags(shape, artifact, small.settings)
+    small, large = small.host, large.host
     low, high = FOOTPRINT_PROBE_TOKENS
     per_token = (large.kv_bytes - small.kv_bytes) // (high - low)
     fixed = (
@@ -106,7 +127,20 @@ def footprint(shape: ModelShape, artifact: Artifact, kv_dtype: str) -> Footprint
         + CUDA_CONTEXT_BYTES
         + max(0, small.kv_bytes - per_token * low)
     )
-    return Footprint(weights_bytes=small.model_bytes, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token)
+    return Footprint(
+        weights_bytes=small.model_bytes, fixed_bytes_per_card=fixed, kv_bytes_per_token=per_token, load_flags=flags
+    )
+
+
+def footprint_load_flags(shape: ModelShape, artifact: Artifact, settings: LlamaCppSettings) -> tuple[str, ...]:
+    """What a fleet launch needs to load the model as its footprint sized it: the GGUF, when the model is not read
+    from one (:func:`~explorer.engines.llamacpp.launch.gguf_source`, the planner's own: the weights converted, named
+    by the model's name, with ``convert_hf_to_gguf.py --outtype`` and ``llama-quantize`` as the type needs), and
+    the KV cache type (:func:`cache_flags`)."""
+    quant = gguf_quant_for(shape, artifact)
+    own_gguf = shape.precision.method == "gguf" and not artifact.what_if  # the id names a GGUF: loaded as it is
+    source = () if own_gguf else (gguf_source(artifact, quant, shape.name or "the model"),)
+    return (*source, *cache_flags(settings))
 
 
 def walk(

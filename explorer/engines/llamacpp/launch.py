@@ -4,7 +4,8 @@ Every figure comes from :func:`explorer.engines.llamacpp.memory.llamacpp_memory`
 llama.cpp's own allocation rules: exact per tensor when the artifact has a
 GGUF header, from the shape at the quant's average bits otherwise (the
 original weights are planned as the GGUF they convert to: bf16 → BF16,
-8-bit → Q8_0, 4-bit → Q4_K_M).
+float32 → F16 as ``convert_hf_to_gguf.py``'s default writes it, 8-bit → Q8_0,
+4-bit → Q4_K_M).
 
 Per device, ``per_card`` reports the model buffer as ``weights``, the KV
 buffer as ``kv_cache``, the compute buffer as ``activations`` and the output
@@ -28,7 +29,7 @@ from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
 from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, Seat, seats_from_cards
-from explorer.engines.llamacpp.settings import Device, LlamaCppSettings
+from explorer.engines.llamacpp.settings import Device, LlamaCppSettings, cache_type
 from explorer.engines.llamacpp.whatif import llama_model_from_shape
 from explorer.engines.names import EngineName
 from explorer.engines.options import Option
@@ -44,16 +45,28 @@ NAME: EngineName = "llamacpp"
 #: the GGUF a what-if precision of the original weights converts to
 GGUF_FOR = {"bf16": "BF16", "fp16": "F16", "fp32": "F32", "fp8": "Q8_0", "int8": "Q8_0", "bnb int8": "Q8_0"}
 
+#: the GGUF ``convert_hf_to_gguf.py --outtype auto`` (its default) writes from a float32 checkpoint at llama.cpp
+#: 0c1e57098 (``conversion/base.py``: no 2-D bfloat16 or float16 tensor found, "defaulting to --outtype f16");
+#: releases before the converter was split into ``conversion/`` wrote BF16 for it, so the printed conversion
+#: names the type (:func:`~explorer.artifacts.checkpoints.convert_ref`: ``--outtype f16``)
+FLOAT32_CONVERTS_TO = "F16"
+
 
 def gguf_quant_for(shape: ModelShape, artifact: Artifact) -> str:
-    """The GGUF quant llama.cpp would load for an artifact: a GGUF's own; for the original weights the GGUF
-    their precision converts to (bf16 → BF16, 8-bit → Q8_0, else Q4_K_M). Original MXFP4 experts (gpt-oss)
+    """The GGUF quant llama.cpp would load for an artifact: a GGUF's own (an artifact's, or the precision of a
+    model read from a GGUF header); for the original weights the GGUF their precision converts to (bf16 → BF16,
+    float32 → F16 as the converter's default writes it: :data:`FLOAT32_CONVERTS_TO`; 8-bit → Q8_0, else
+    Q4_K_M); a float32 what-if (``--quant fp32``) keeps F32. Original MXFP4 experts (gpt-oss)
     convert to their checkpoint's float type: the converter keeps the experts as they are
     (:func:`~explorer.model.conversion.converted_precision`), where ``llama-quantize`` to Q4_K_M would
     re-quantise them to Q5_0 (2,880 columns are not whole 256-blocks) and grow the file."""
     if artifact.format == "gguf":
         return artifact.quant
     precision = shape.precision_of(artifact)
+    if precision.method == "gguf":
+        return precision.name
+    if not artifact.what_if and precision.method == "none" and precision.name == "fp32":
+        return FLOAT32_CONVERTS_TO
     if precision is shape.precision and precision.method == "mxfp4" and precision.base.name in GGUF_FOR:
         return GGUF_FOR[precision.base.name]
     label = artifact.quant.lower()
@@ -66,9 +79,13 @@ def gguf_quant_for(shape: ModelShape, artifact: Artifact) -> str:
 def nominal_bits_for(shape: ModelShape, artifact: Artifact) -> float:
     """The nominal bits a weight of what llama.cpp loads (:attr:`~explorer.engines.options.Option.nominal_bits`):
     the precision the artifact names (Q4_K_M: 4.89; the original bf16 weights converted: 16); 0.0 for a GGUF
-    whose types explorer names no precision for (``mixed``), which the ranking then classes by its real bits."""
+    whose types explorer names no precision for (``mixed``), which the ranking then classes by its real bits; a
+    float32 checkpoint's weights 16, as the F16 GGUF they convert to (:func:`gguf_quant_for`)."""
     try:
-        return shape.precision_of(artifact).nominal_bits
+        precision = shape.precision_of(artifact)
+        if artifact.format != "gguf" and gguf_quant_for(shape, artifact) == FLOAT32_CONVERTS_TO:
+            precision = shape.resolve_precision("fp16")
+        return precision.nominal_bits
     except UnknownPrecisionError:
         return 0.0
 
@@ -167,6 +184,11 @@ def gguf_source(artifact: Artifact, quant: str, model_ref: str) -> str:
     return f"-m {convert_ref(quant, model_ref)}"
 
 
+def names_model(flag: str) -> bool:
+    """Whether a ``llama-server`` flag (of :func:`gguf_source`) names the model it loads (``-m``, ``--hf-repo``)."""
+    return flag.startswith(("-m ", "--hf-repo ", "-hf "))
+
+
 def _is_hub_id(ref: str) -> bool:
     """``org/name`` (not a local path): what ``--hf-repo`` takes."""
     return ref.count("/") == 1 and not ref.startswith((".", "/", "~")) and not ref.lower().endswith(".gguf")
@@ -198,14 +220,26 @@ def command(
     endpoints = [s.endpoint for s in seats if s.endpoint]
     if endpoints:
         parts.append("--rpc " + ",".join(endpoints))
-    if mem.settings.type_k != "f16":
-        parts.append(f"-ctk {mem.settings.type_k} -ctv {mem.settings.type_v}")
-    if request.flash_attn != "auto":
-        parts.append(f"-fa {request.flash_attn}")
+    parts += cache_flags(mem.settings)
     if request.concurrency > 1:
         parts.append(f"-np {request.concurrency}")
     parts += launch_flags(request, "llamacpp")  # --load-mode none (the CLI's --no-mmap) as the user set it
     return " ".join(parts)
+
+
+def cache_flags(settings: LlamaCppSettings) -> list[str]:
+    """The KV cache a launch was sized at, as ``llama-server`` flags: ``-ctk``/``-ctv`` for a type other than its
+    default f16; ``-fa`` as asked, and ``-fa on`` for a quantised V cache at ``auto``: llama.cpp refuses a quantised
+    V without flash attention (``llama_init_from_model``), and ``auto`` turns it off on a device without the
+    kernels, where the launch would then fail at start-up rather than run as sized (with flash attention)."""
+    flags = []
+    if settings.type_k != "f16" or settings.type_v != "f16":
+        flags.append(f"-ctk {settings.type_k} -ctv {settings.type_v}")
+    if settings.flash_attn != "auto":
+        flags.append(f"-fa {settings.flash_attn}")
+    elif cache_type(settings.type_v).block_elements > 1:
+        flags.append("-fa on")
+    return flags
 
 
 def rpc_workers(seats: Sequence[Seat]) -> tuple[NodeCommand, ...]:

@@ -6,7 +6,8 @@
   with more cards than one class of the node needs to hold every layer.
 - **RPC** (gpustack's ``find_multi_worker_multi_gpu_candidates``): the node with the
   most cards keeps them, and single cards on the pool's other nodes join as
-  ``rpc-server``s, the fewest that hold every layer. When all of them do not, the
+  ``rpc-server``s, the fewest that hold every layer (and, when those fill a card to the
+  brim, also the fewest that leave headroom, for the ranking to choose). When all of them do not, the
   most layers they hold, the rest on the CPU: only when CPU offload is allowed,
   no ``-ngl`` was given, and that beats the node's own partial offload.
 """
@@ -14,13 +15,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import islice
 
 from explorer.engines.layouts import Layout
 from explorer.engines.llamacpp.launch import NAME
 from explorer.engines.llamacpp.offload import CUDA_CONTEXT_BYTES, card_seats, class_seats, rpc_seats
 from explorer.engines.llamacpp.walk import Ctx, accept, asked, more_than_needed, try_launch
-from explorer.engines.options import Option
+from explorer.engines.options import Option, at_the_brim
 from explorer.hardware.cards import CardRef, class_cards, node_cards
 from explorer.hardware.cluster import Node
 from explorer.hardware.pools import Pool
@@ -66,13 +68,22 @@ def walk_rpc(ctx: Ctx, pool: Pool, local: Option | None) -> None:
         option = probe(k)
         return option is not None and asked(ctx, option)
 
+    def holds_with_headroom(k: int) -> bool:
+        option = probe(k)
+        return option is not None and asked(ctx, option) and not at_the_brim(option)
+
     found = _fewest(first, len(others), holds_every_layer)
     main_cards = class_cards(main, pool.gpu.name, width)
     if found is not None:
         option = probe(found)
         accept(ctx, option, [(card_seats(main_cards, now=True) + rpc_seats(others[:found], now=True), main)])
-        if found < len(others):
-            more_than_needed(ctx, layout_with(found + 1), option.layout.label, len(others) - found)
+        roomy = _fewest(found + 1, len(others), holds_with_headroom) if at_the_brim(option) else None
+        if roomy is not None:
+            option = replace(probe(roomy), beside_brim=True)
+            accept(ctx, option, [(card_seats(main_cards, now=True) + rpc_seats(others[:roomy], now=True), main)])
+        last = roomy or found
+        if last < len(others):
+            more_than_needed(ctx, layout_with(last + 1), option.layout.label, len(others) - last)
         return
     widest = probe(len(others))
     if widest is None or not ctx.offload.partial or ctx.offload.fixed_ngl is not None:

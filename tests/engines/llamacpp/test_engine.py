@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from support.command_check import parse_line
 from support.corpus import shape_of
 from support.llamacpp_headers import header_for
 
+from explorer.artifacts.offer import original_artifact, what_if_artifact
 from explorer.engines.llamacpp import engine, launch
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
 from explorer.engines.llamacpp.offload import seats_from_cards
+from explorer.engines.llamacpp.settings import LlamaCppSettings
 from explorer.engines.request import PlanRequest
 from explorer.gguf.shape import shape_from_gguf
 from explorer.model.artifacts import Artifact
@@ -257,3 +260,65 @@ def test_gpt_oss_original_plans_as_the_converters_bf16_gguf_with_its_mxfp4_exper
     big = 24 * (423_014_400 + 53_084_160) + 1_158_266_880
     assert big < best.per_card.weights < big * 1.01
     assert "--outtype bf16" in best.evaluation.command
+
+
+#: its config says float32: 1,334,628,352 parameters (tests/engines/test_load_dtype.py works them out)
+GRANITE = "ibm-granite__granite-3.1-1b-a400m-instruct"
+GRANITE_PARAMS = 1_334_628_352
+
+
+def test_a_float32_checkpoint_plans_as_the_f16_gguf_the_printed_conversion_writes():
+    """convert_hf_to_gguf.py's default ``--outtype auto`` writes F16 for a checkpoint with no bf16 or fp16 matrix at
+    llama.cpp 0c1e57098 (conversion/base.py), BF16 before; the plan sizes that F16 GGUF and the command names the
+    type, so either converter writes what was planned. It was planned as an F32 GGUF: 5,338,513,408 B of weights."""
+    shape = shape_of(GRANITE)
+    original = original_artifact(shape)
+    assert launch.gguf_quant_for(shape, original) == "F16" and launch.nominal_bits_for(shape, original) == 16
+    result = plan(shape, parse_cluster("1x1xh100-80g"), PlanRequest(engines=LLAMA), artifacts=[original])
+    best = result.options[0]
+    assert (best.precision, best.layout.cpu, best.nominal_bits) == ("F16", False, 16)
+    # 2 bytes a weight: the layers and the output, a copy of the tied embedding, on the card, 1,334,628,352 × 2 =
+    # 2,669,256,704 B (5,338,513,408 as F32); token_embd itself (49,155 × 1,024 × 2 = 100,669,440 B) stays on the
+    # host, as llama.cpp keeps it (docs/notes/llamacpp_memory.md §5: a tied output is allocated twice)
+    assert best.per_card.weights == GRANITE_PARAMS * 2 == 2_669_256_704
+    assert best.evaluation.host.weights == 49_155 * 1_024 * 2 == 100_669_440
+    line = parse_line(best.evaluation.command)
+    assert not line.problems, line.problems
+    assert line.value("-m") == f"<{GRANITE} converted to a F16 GGUF (convert_hf_to_gguf.py --outtype f16)>"
+
+
+def test_a_float32_what_if_keeps_the_f32_gguf_it_asks_for():
+    # --quant fp32: the user asks for float32 kept, 4 bytes a weight, converted with --outtype f32
+    shape = shape_of(GRANITE)
+    kept = what_if_artifact(shape, "fp32")
+    assert kept.what_if and launch.gguf_quant_for(shape, kept) == "F32" and launch.nominal_bits_for(shape, kept) == 32
+    best = plan(shape, parse_cluster("1x1xh100-80g"), PlanRequest(engines=LLAMA), artifacts=[kept]).options[0]
+    assert best.per_card.weights == GRANITE_PARAMS * 4 == 5_338_513_408
+    assert "--outtype f32" in best.evaluation.command
+
+
+@pytest.mark.parametrize(
+    ("type_k", "type_v", "flash_attn", "flags"),
+    [
+        ("f16", "f16", "auto", []),  # llama-server's defaults: nothing to write
+        ("q8_0", "q8_0", "auto", ["-ctk q8_0 -ctv q8_0", "-fa on"]),  # a quantised V needs flash attention
+        ("q4_0", "f16", "auto", ["-ctk q4_0 -ctv f16"]),  # a quantised K alone does not
+        ("q8_0", "q8_0", "on", ["-ctk q8_0 -ctv q8_0", "-fa on"]),
+        ("f16", "f16", "off", ["-fa off"]),
+    ],
+)
+def test_cache_flags_are_the_kv_cache_the_launch_was_sized_at(type_k, type_v, flash_attn, flags):
+    settings = LlamaCppSettings(type_k=type_k, type_v=type_v, flash_attn=flash_attn)
+    assert launch.cache_flags(settings) == flags
+    # each one llama-server takes at 0c1e57098 (tests/data/engine_args/llamacpp.json: -ctk/-ctv's choices, -fa's)
+    line = parse_line(" ".join(["llama-server -m model.gguf", *flags]))
+    assert not line.problems, line.problems
+    assert (line.value("-ctk"), line.value("-ctv")) == ((type_k, type_v) if flags and flags[0].startswith("-ctk")
+                                                          else (None, None))  # fmt: skip
+
+
+def test_the_planners_line_turns_flash_attention_on_for_the_quantised_v_it_sized():
+    result = _plan("meta-llama__Meta-Llama-3.1-8B", "1x1xl40s-48g", kv_dtype="q8_0", precision="Q4_K_M")
+    line = parse_line(result.options[0].evaluation.command)
+    assert not line.problems, line.problems
+    assert (line.value("-ctk"), line.value("-ctv"), line.value("-fa")) == ("q8_0", "q8_0", "on")

@@ -191,6 +191,23 @@ def test_rpc_is_the_main_nodes_cards_plus_single_card_servers():
     assert any(x.rule == "more-than-needed" and x.layout.rpc_servers == 2 for x in result.rejected)
 
 
+def test_rpc_past_the_brim_also_offers_the_fewest_servers_with_headroom():
+    """70B Q4_K_M at 16,384 tokens on 4 single-RTX 4090 nodes: one RPC server (2 cards) holds every layer at
+    24,447,835,780 of 25,220,349,952 usable bytes (96.9 %) and one sequence; the walk stopped there. Now it also
+    offers two servers (16,290,763,397 bytes, 64.6 %, 5 sequences), which ranks first; the third is more than
+    needed."""
+    result = _plan("4x1xrtx4090-24g@eth", context_tokens=16_384)
+    rpc = {o.layout.rpc_servers: o for o in result.options if o.layout.rpc}
+    assert (rpc[1].per_card.total, rpc[1].per_card.usable, rpc[1].evaluation.max_concurrency) == (
+        24_447_835_780,
+        25_220_349_952,
+        1,
+    )
+    assert (rpc[2].per_card.total, rpc[2].evaluation.max_concurrency) == (16_290_763_397, 5)
+    assert result.options[0] is rpc[2]
+    assert any(x.rule == "more-than-needed" and x.layout.rpc_servers == 3 for x in result.rejected)
+
+
 def test_rpc_partial_offload_only_with_cpu_offload():
     """70B at bf16 does not fit 4 RTX 4090s: RPC then offloads as many layers as the cards take, only when CPU
     offload is allowed."""
