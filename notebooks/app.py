@@ -40,6 +40,7 @@ with app.setup(hide_code=True):
         apply_change,
         to_query,
     )
+    from explorer.ui.card_svg import card_memory_svg
     from explorer.ui.cluster_form import (
         GPUS_PER_NODE_RANGE,
         NODE_RANGE,
@@ -58,6 +59,7 @@ with app.setup(hide_code=True):
         request_changes,
         settings_text,
     )
+    from explorer.ui.last_plan import LastPlan
     from explorer.ui.lesson_links import lesson_links
     from explorer.ui.model_pick import UnknownModelError, in_browser, pick_model, unknown_model_advice
     from explorer.ui.presets import PRESETS, preset_by_name
@@ -437,8 +439,22 @@ def _(get_spec, set_spec):
 
 
 @app.cell(hide_code=True)
-def _(cluster_file, defaults, get_spec):
-    # The cluster planned on: an uploaded (or linked) cluster file wins over the spec while "use it" is on.
+def _(
+    cluster_file,
+    defaults,
+    get_spec,
+    preset_pick,
+    spec_box,
+    term_class,
+    term_fabric,
+    term_free,
+    term_gpus,
+    term_nodes,
+    term_ram,
+    term_refusal,
+):
+    # The cluster planned on, and the sidebar's cluster section, in one cell (both follow the spec, so they ran
+    # together anyway): an uploaded (or linked) cluster file wins over the spec.
     cluster, cluster_error, cluster_source = None, None, "spec"
     _json = defaults.cluster_file
     try:
@@ -453,25 +469,6 @@ def _(cluster_file, defaults, get_spec):
             cluster = parse_cluster(get_spec())
     except ExplorerError as _e:
         cluster_error = str(_e)
-    return cluster, cluster_error, cluster_source
-
-
-@app.cell(hide_code=True)
-def _(
-    cluster,
-    cluster_error,
-    cluster_file,
-    cluster_source,
-    preset_pick,
-    spec_box,
-    term_class,
-    term_fabric,
-    term_free,
-    term_gpus,
-    term_nodes,
-    term_ram,
-    term_refusal,
-):
     _about = (
         [mo.md("\n".join(f"- {safe_html(line)}" for line in describe_cluster(cluster)))]
         + ([mo.md(f"*{safe_html(_note)}*")] if (_note := host_ram_note(cluster)) else [])
@@ -503,7 +500,7 @@ def _(
         [mo.md("**Cluster**"), preset_pick, spec_box, *_file, *_controls, *_about, cluster_file],
         width=SIDEBAR,
     )
-    return
+    return cluster, cluster_error, cluster_source
 
 
 @app.cell(hide_code=True)
@@ -551,23 +548,46 @@ def _(settings):
 
 
 @app.cell(hide_code=True)
+def _():
+    # the table's rows and columns and the option drawn under it: built and drawn once, above the answer (a move
+    # does not re-run this cell, so the page does not rebuild its controls)
+    more_columns = mo.ui.multiselect(
+        options=[c for c in nd.TABLE_COLUMNS if c not in nd.ESSENTIAL_COLUMNS],
+        value=[],
+        label="More columns",
+    )
+    table_rows = mo.ui.number(start=1, stop=100, value=10, label="Rows")
+    # a menu, narrower than a number box: the row stays one line at 1,024 px
+    draw = mo.ui.dropdown(options=[str(n) for n in range(1, 101)], value="1", label="Draw option #")
+    mo.hstack([table_rows, more_columns, draw], justify="start")
+    return draw, more_columns, table_rows
+
+
+@app.cell(hide_code=True)
 def _(
     artifact_menu,
     cluster,
     concurrency,
     context,
+    draw,
     engine,
+    get_below,
     goal,
     kv_dtype,
     model,
+    model_name,
     model_ref,
+    more_columns,
     request_settings,
     set_below,
+    settings_errors,
     shape,
+    table_rows,
     weights,
 ):
-    # The request and the planner call, in one cell (a move runs one cell fewer): everything below reads
-    # `result`; nothing here touches the network.
+    # The answer, in one cell and one output (a move runs one cell here, and the table, the drawn option's chart
+    # and its summary reach the page together, painted in one frame): the request, the planner call, the table,
+    # the option drawn. Nothing here touches the network.
     mo.stop(cluster is None)
     request = replace(
         PlanRequest(
@@ -579,42 +599,42 @@ def _(
         **request_settings,
     )
     chosen = [artifact_menu[k] for k in weights.value] or [next(iter(artifact_menu.values()))]
-    # as `explorer plan` does: when the model's own weights keep no layout on the GPUs alone, quantised
-    # what-ifs are planned too; not when a what-if precision was chosen
-    _fallback = () if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints)
-    _t0 = time.perf_counter()
-    try:
-        result, _error = (
-            AUDIENCE.run(
-                lambda: plan(
-                    shape,
-                    cluster,
-                    request,
-                    artifacts=chosen,
-                    model_ref=model_ref,
-                    goal=goal.value,
-                    speed=SpeedSettings(prices=shipped_prices()),
-                    suggest=False,  # the table first; the ways forward are planned in a run of their own
-                    fallback=_fallback,
+    # the last plan, kept in `get_below`: more rows, other columns or another drawn option plan nothing again,
+    # and the cells below (which read it) do not run
+    _last = get_below()
+    if _last is not None and _last.same_question(shape, cluster, request, chosen, goal.value):
+        result, plan_ms = _last.result, _last.plan_ms
+    else:
+        # as `explorer plan` does: when the model's own weights keep no layout on the GPUs alone, quantised
+        # what-ifs are planned too; not when a what-if precision was chosen
+        _fallback = () if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints)
+        _t0 = time.perf_counter()
+        try:
+            result, _error = (
+                AUDIENCE.run(
+                    lambda: plan(
+                        shape,
+                        cluster,
+                        request,
+                        artifacts=chosen,
+                        model_ref=model_ref,
+                        goal=goal.value,
+                        speed=SpeedSettings(prices=shipped_prices()),
+                        suggest=False,  # the table first; the ways forward are planned by the cell below
+                        fallback=_fallback,
+                    ),
+                    what="the plan",
                 ),
-                what="the plan",
-            ),
-            None,
-        )
-    except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
-        result, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
-    plan_ms = (time.perf_counter() - _t0) * 1000
-    mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
-    # marimo shows a run's outputs when the run ends: the slow part below (curves, ways forward, refusals)
-    # waits for a run of its own, after the table. A new plan hands it on; more rows or columns do not.
-    set_below((result, request))
-    return chosen, plan_ms, request, result
-
-
-@app.cell(hide_code=True)
-def _(cluster, model_name, more_columns, plan_ms, request, result, settings_errors, table_rows):
-    # the table's output holds no control (they sit in the cell under it, which a move does not re-run), and its
-    # rows place each option's copies for the command column only when that column is shown
+                None,
+            )
+        except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
+            result, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
+        plan_ms = (time.perf_counter() - _t0) * 1000
+        mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
+        # a new plan hands it on to the cells below (curves, ways forward, refusals)
+        set_below(LastPlan(shape=shape, cluster=cluster, request=request, chosen=tuple(chosen), goal=goal.value,
+                           result=result, plan_ms=plan_ms))  # fmt: skip
+    # the table's rows place each option's copies for the command column only when that column is shown
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
     option_rows = nd.option_rows(result, limit=table_rows.value, commands="command" in _columns)
     miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5, commands="command" in _columns)
@@ -641,47 +661,124 @@ def _(cluster, model_name, more_columns, plan_ms, request, result, settings_erro
         _notes.append(mo.callout(mo.md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
     if not result.options:
         _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
+    # the option the table ranks #N (the nearest miss when nothing fits): what each card holds (inline SVG, drawn
+    # here: the page parses no chart spec on a move), what it needs, how it is launched (its lines computed for
+    # this option alone), its notes
+    _drawable = list(result.options) or nd.near_misses(result, 1)
+    _rank = min(int(draw.value), len(_drawable))
+    picked = _drawable[_rank - 1] if _drawable else None
+    _drawn = []
+    if picked is not None:
+        _card = picked.per_card
+        _tps, _ttft, _cost = nd.speed_of_option(picked)
+        _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
+        if picked.fits:  # as the CLI's repl and all tok/s: the copies the cluster holds at once, and together
+            _together = nd.cluster_tokens_per_s(picked)
+            _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
+                f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
+            )
+        _host = nd.host_note(picked)
+        _title = picked.label + (
+            f" · × {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}" if picked.fits else ""
+        )
+        _drawn = [
+            mo.Html(card_memory_svg(nd.card_parts(picked), title=_title)),
+            mo.md(
+                f"Option #{_rank}: {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
+                f"card needs **{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
+            ),
+            mo.md(
+                (f"*{safe_html(_host)}* · " if _host else "")
+                + f"Launch (devices, port, a line a node):<pre>{safe_html(nd.launch_text(result, picked))}</pre>"
+            ),
+            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
+        ]
     mo.vstack(
         [
             mo.md(_head),
             *(_notes if settings_errors else _notes[1:]),
             mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
+            *_drawn,
         ],
         gap=0.5,
     )
-    return miss_rows, option_rows
+    return chosen, miss_rows, option_rows, picked, plan_ms, request, result
 
 
 @app.cell(hide_code=True)
-def _():
-    # the table's rows and columns and the option drawn below: built and drawn once, under the table
-    more_columns = mo.ui.multiselect(
-        options=[c for c in nd.TABLE_COLUMNS if c not in nd.ESSENTIAL_COLUMNS],
-        value=[],
-        label="More columns",
+def _(
+    artifact_menu,
+    cluster,
+    cluster_source,
+    concurrency,
+    context,
+    context_steps,
+    engine,
+    fit_button,
+    get_below,
+    get_fit_asked,
+    get_model_text,
+    get_spec,
+    get_sweep,
+    goal,
+    kv_dtype,
+    model,
+    model_name,
+    model_ref,
+    pin,
+    set_applied,
+    set_fit_asked,
+    set_sweep,
+    settings_values,
+    shape,
+    size_mode,
+    weights,
+    workload_values,
+):
+    # Below the answer, in one cell (a context move runs two: the answer's and this): the URL, the ways forward,
+    # the curves against context (drawn below, from get_sweep), why the other ways were refused, pinning, the
+    # model. It reads the plan from get_below (the answer's cell sets it only when it plans again), never a name
+    # the answer's cell defines: another drawn option, more rows or columns do not run it.
+    # The URL carries the whole state: a link restores it (marimo run and the WASM page alike), written before
+    # the plan is read, so a cluster that does not parse is in the link too.
+    _offer = tuple(nd.artifact_key(a) for a in artifact_menu.values() if not a.what_if)
+    _weights = tuple(nd.artifact_key(artifact_menu[k]) for k in weights.value)
+    app_state = AppDefaults(
+        model=get_model_text() if model.origin != "pasted" else AppDefaults().model,
+        weights=() if _weights == _offer else _weights,
+        spec=get_spec() if get_spec() != preset_by_name(AppDefaults().preset).spec else None,
+        cluster_file=cluster_source if cluster_source != "spec" else None,
+        context_tokens=context.value,
+        engine=engine.value,
+        kv_dtype=kv_dtype.value,
+        concurrency=concurrency.value,
+        goal=goal.value,
+        pinned=pin.value.strip() if pin is not None else "",
+        settings={k: v for k, v in settings_values.items() if v},
+        sizing=size_mode.value,
+        workload=sv.workload_query(workload_values),
     )
-    table_rows = mo.ui.number(start=1, stop=100, value=10, label="Rows")
-    # a menu, narrower than a number box: the row stays one line at 1,024 px, and the chart under it in view
-    draw = mo.ui.dropdown(options=[str(n) for n in range(1, 101)], value="1", label="Draw option #")
-    mo.hstack([table_rows, more_columns, draw], justify="start")
-    return draw, more_columns, table_rows
-
-
-@app.cell(hide_code=True)
-def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
-    # The ways forward when the best way leaves layers off the accelerators (or nothing fits): each change
-    # planned again, in a run of its own after the table; a click applies the change to the controls.
-    mo.stop(get_below() is None)
-    _result = with_suggestions(
-        get_below()[0],
+    _want, _params = to_query(app_state), mo.query_params()
+    for _key in [k for k in _params if k in QUERY_KEYS and k not in _want]:
+        del _params[_key]
+    for _key, _value in _want.items():
+        if _params.get(_key) != _value:
+            _params[_key] = _value
+    # the answer's cell stopped (the cluster does not parse, the plan failed): nothing below for a plan not shown
+    mo.stop(get_below() is None or get_below().cluster is not cluster or get_below().shape is not shape)
+    _result, _request, _chosen = get_below().result, get_below().request, list(get_below().chosen)
+    # the ways forward when the best way leaves layers off the accelerators (or nothing fits): each change
+    # planned again; a click applies the change to the controls
+    _ways = with_suggestions(
+        _result,
         shape,
         cluster,
-        chosen,
+        _chosen,
         speed=SpeedSettings(prices=shipped_prices()),
         catalogue=shipped_catalogue(),
-        precisions=() if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints),
+        precisions=() if any(a.what_if for a in _chosen) else fallback_artifacts(shape, _chosen, model.checkpoints),
     )
-    _rows = suggestion_rows(_result)
+    _rows = suggestion_rows(_ways)
     suggestion_buttons = mo.ui.array(
         [
             mo.ui.button(
@@ -694,114 +791,31 @@ def _(app_state, chosen, cluster, get_below, model, set_applied, shape):
     )
     _lead = (
         "**Nothing fits.** Each change below was planned again; click one to make it:"
-        if not _result.options
+        if not _ways.options
         else "**To keep every layer on the accelerators with the model's own weights**, click a change to make it:"
-        if _result.widened
-        else f"**To keep every layer on the accelerators** (the best way now is tier {_result.options[0].tier}), "
+        if _ways.widened
+        else f"**To keep every layer on the accelerators** (the best way now is tier {_ways.options[0].tier}), "
         "click a change to make it:"
     )
-    mo.callout(
-        mo.vstack(
-            [
-                mo.md(_lead),
-                *[
-                    mo.hstack([b, mo.md(safe_html(r["outcome"]))], justify="start", align="center")
-                    for b, r in zip(suggestion_buttons, _rows, strict=True)
-                ],
-            ],
-            gap=0.25,
-        ),
-        kind="warn" if _result.options else "danger",
-    ) if _rows else None
-    return (suggestion_buttons,)
-
-
-@app.cell(hide_code=True)
-def _(picked):
-    # the per-card chart as the cell's own output: its spec travels once, not escaped into a layout's HTML
-    vega.VegaLiteSpec(
-        vega.card_memory_spec(
-            nd.card_parts(picked),
-            title=picked.label + (f" · × {picked.replicas:,} replicas" if picked.fits else ""),
-        )
-    )
-    return
-
-
-@app.cell(hide_code=True)
-def _(draw, result):
-    # the option the table ranks #N (the nearest miss when nothing fits), drawn above: what it needs, how it is
-    # launched (its lines computed for this option alone), its notes; one cell, under its chart
-    _drawable = list(result.options) or nd.near_misses(result, 1)
-    _rank = min(int(draw.value), len(_drawable))
-    picked = _drawable[_rank - 1] if _drawable else None
-    mo.stop(picked is None)
-    _card = picked.per_card
-    _tps, _ttft, _cost = nd.speed_of_option(picked)
-    _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
-    if picked.fits:  # as the CLI's repl and all tok/s: the copies the cluster holds at once, and together
-        _together = nd.cluster_tokens_per_s(picked)
-        _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
-            f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
-        )
-    _host = nd.host_note(picked)
-    _launch = nd.launch_text(result, picked)
-    mo.vstack(
+    _forward = (
         [
-            mo.md(
-                f"Option #{_rank}: {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
-                f"card needs **{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
-            ),
-            mo.md(
-                (f"*{safe_html(_host)}* · " if _host else "")
-                + f"Launch (devices, port, a line a node):<pre>{safe_html(_launch)}</pre>"
-            ),
-            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
-        ],
-        gap=0.25,
+            mo.callout(
+                mo.vstack(
+                    [
+                        mo.md(_lead),
+                        *[
+                            mo.hstack([b, mo.md(safe_html(r["outcome"]))], justify="start", align="center")
+                            for b, r in zip(suggestion_buttons, _rows, strict=True)
+                        ],
+                    ],
+                    gap=0.25,
+                ),
+                kind="warn" if _ways.options else "danger",
+            )
+        ]
+        if _rows
+        else []
     )
-    return (picked,)
-
-
-@app.cell(hide_code=True)
-def _(get_sweep):
-    # each sweep chart its own output, carrying only the columns it draws, redrawn only when the curves change
-    # (the asked context is the slider's and the table's; a marker here would redraw both on every move)
-    mo.stop(not get_sweep())
-    vega.VegaLiteSpec(vega.memory_context_spec(get_sweep()))
-    return
-
-
-@app.cell(hide_code=True)
-def _(get_sweep):
-    mo.stop(not get_sweep() or all(r["tokens_per_s"] is None for r in get_sweep()))
-    vega.VegaLiteSpec(vega.speed_context_spec(get_sweep()))
-    return
-
-
-@app.cell(hide_code=True)
-def _(
-    chosen,
-    cluster,
-    context_steps,
-    engine,
-    fit_button,
-    get_below,
-    get_fit_asked,
-    get_sweep,
-    model,
-    model_name,
-    model_ref,
-    pin,
-    set_fit_asked,
-    set_sweep,
-    settings_values,
-    shape,
-):
-    # Below the answer: the curves against context (drawn above, from get_sweep), why the other ways were
-    # refused, pinning, the model. It reads the plan from the plan's cell (get_below): the table shows first.
-    mo.stop(get_below() is None)
-    _result, _request = get_below()
     _drawn = nd.sweep_options(_result, best=4, misses=2)
     try:
         sweep, _tabs = (
@@ -843,7 +857,7 @@ def _(
                 pin.value,
                 engines=ENGINE_KEYS[engine.value],
                 request=_request,
-                artifacts=chosen,
+                artifacts=_chosen,
                 model_ref=model_ref,
             )
             _o = _pinned.option
@@ -865,8 +879,23 @@ def _(
         + "\n".join(f"- {safe_html(n)}" for n in model.notes)
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
-    mo.ui.tabs(_tabs, lazy=True)  # a tab's content is sent when it is shown
-    return (sweep,)
+    mo.vstack([*_forward, mo.ui.tabs(_tabs, lazy=True)], gap=0.5)  # a tab's content is sent when it is shown
+    return app_state, suggestion_buttons, sweep
+
+
+@app.cell(hide_code=True)
+def _(get_sweep):
+    # the curves against context (memory, then speed where estimated) in one cell, redrawn only when they change
+    # (the asked context is the slider's and the table's; a marker here would redraw them on every move), each
+    # chart carrying only the columns it draws, and drawn when scrolled into view: an open sends and draws no
+    # chart below the fold
+    _rows = get_sweep()
+    mo.stop(not _rows)
+    _specs = [vega.memory_context_spec]
+    if any(r["tokens_per_s"] is not None for r in _rows):
+        _specs.append(vega.speed_context_spec)
+    mo.lazy(lambda rows=_rows, specs=_specs: mo.vstack([vega.VegaLiteSpec(spec(rows)) for spec in specs]))
+    return
 
 
 @app.cell(hide_code=True)
@@ -978,51 +1007,6 @@ def _(engine_log):
         lazy=False,
     )
     return (log_rows,)
-
-
-@app.cell(hide_code=True)
-def _(
-    artifact_menu,
-    cluster_source,
-    concurrency,
-    context,
-    engine,
-    get_model_text,
-    get_spec,
-    goal,
-    kv_dtype,
-    model,
-    pin,
-    settings_values,
-    size_mode,
-    weights,
-    workload_values,
-):
-    # The URL carries the whole state: a link restores it (marimo run and the WASM page alike).
-    _offer = tuple(nd.artifact_key(a) for a in artifact_menu.values() if not a.what_if)
-    _weights = tuple(nd.artifact_key(artifact_menu[k]) for k in weights.value)
-    app_state = AppDefaults(
-        model=get_model_text() if model.origin != "pasted" else AppDefaults().model,
-        weights=() if _weights == _offer else _weights,
-        spec=get_spec() if get_spec() != preset_by_name(AppDefaults().preset).spec else None,
-        cluster_file=cluster_source if cluster_source != "spec" else None,
-        context_tokens=context.value,
-        engine=engine.value,
-        kv_dtype=kv_dtype.value,
-        concurrency=concurrency.value,
-        goal=goal.value,
-        pinned=pin.value.strip() if pin is not None else "",
-        settings={k: v for k, v in settings_values.items() if v},
-        sizing=size_mode.value,
-        workload=sv.workload_query(workload_values),
-    )
-    _want, _params = to_query(app_state), mo.query_params()
-    for _key in [k for k in _params if k in QUERY_KEYS and k not in _want]:
-        del _params[_key]
-    for _key, _value in _want.items():
-        if _params.get(_key) != _value:
-            _params[_key] = _value
-    return (app_state,)
 
 
 @app.cell(hide_code=True)

@@ -17,7 +17,8 @@ event to:
 
 - **table**: the table's text differs from before;
 - **charts**: the last change inside any chart (``.vega-embed``, in marimo's
-  shadow roots), once no chart has changed for 0.6 s.
+  shadow roots, or the per-card chart's inline ``svg#explorer-cards``), once no
+  chart has changed for 0.6 s.
 
 The report gives the median and the maximum of each, in milliseconds.
 ``--root`` runs another checkout (``PYTHONPATH=ROOT``, notebook under it), so
@@ -55,6 +56,8 @@ from explorer.bench.browser import DEEP_QUERY, launch_chromium, marimo_server, m
 from explorer.bench.cell_profile import cell_costs, cell_names, profile_report
 
 TABLE = "#explorer-options"
+#: the charts a move may redraw: marimo's vega-lite outputs, and the app's per-card chart, drawn as inline SVG
+CHARTS = ".vega-embed, svg#explorer-cards"
 
 #: name -> the URL query the app opens with
 SCENARIOS: dict[str, str] = {
@@ -79,15 +82,15 @@ _ARM = f"""() => {{
     const o = new MutationObserver(() => {{
       if (b.t0 === null) return;
       b.chart = performance.now();
-      ({DEEP_QUERY})('.vega-embed').forEach((e) => {{ if (!seen.has(e)) {{ seen.add(e); watch(e); }} }});
+      ({DEEP_QUERY})('{CHARTS}').forEach((e) => {{ if (!seen.has(e)) {{ seen.add(e); watch(e); }} }});
     }});
     o.observe(node, {{subtree: true, childList: true, attributes: true}});
     w.__benchObservers.push(o);
   }};
-  for (const e of ({DEEP_QUERY})('.vega-embed')) {{
+  for (const e of ({DEEP_QUERY})('{CHARTS}')) {{
     seen.add(e);
     watch(e);
-    const area = e.getRootNode().host?.closest('.output-area');
+    const area = (e.getRootNode().host || e).closest('.output-area');
     if (area && !seen.has(area)) {{ seen.add(area); watch(area); }}
   }}
   const old = document.querySelector('{TABLE}')?.innerText;
@@ -331,7 +334,7 @@ def run_versus_floor(new_page, app_url: str, floor_url: str, opens: int, moves: 
             open_s[name].append(seconds)
             pages[name] = (page, wire)
             last_open[name] = opened_s
-    pages["app"][0].locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
+    pages["app"][0].locator(CHARTS).last.wait_for(timeout=int(timeout_s * 1000))
     pages["app"][0].wait_for_timeout(1500)  # the charts below the table finish before the first move
     open_frames = {name: wire.received for name, (_page, wire) in pages.items()}
     costs = {name: MoveCost() for name in urls}
@@ -459,7 +462,7 @@ def run_scenario(browser, url: str, opens: int, moves: int, timeout_s: float) ->
         page.goto(url)
         page.locator(TABLE).wait_for(timeout=int(timeout_s * 1000))
         open_s.append(time.perf_counter() - t0)
-    page.locator(".vega-embed").last.wait_for(timeout=int(timeout_s * 1000))
+    page.locator(CHARTS).last.wait_for(timeout=int(timeout_s * 1000))
     page.wait_for_timeout(1500)  # the charts below the table finish before the first move
     controls = measure_controls(page, moves, timeout_s)
     page.close()

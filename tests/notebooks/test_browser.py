@@ -82,8 +82,8 @@ def _wait_table_change(page, before: str, timeout_ms: int = 60_000) -> None:
 
 
 def _card_chart(page):
-    """The per-card chart: the first chart in the page's main column."""
-    return page.locator(".vega-embed").first
+    """The per-card chart: inline SVG in the answer's output, under the table (explorer.ui.card_svg)."""
+    return page.locator("svg#explorer-cards").first
 
 
 def _first_option(page) -> str:
@@ -107,14 +107,19 @@ def _shoot(page, tmp_path: Path, name: str) -> None:
     record.write_text(json.dumps(shots, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-#: observers on every chart after the first (the per-card chart); the number watched
+#: observers on every vega-lite chart (the sweep's: the per-card chart is inline SVG); the number watched
 _WATCH_SWEEP_CHARTS = f"""() => {{
   window.__sweepChanges = 0;
-  const charts = ({DEEP_QUERY})('.vega-embed').slice(1);
+  const charts = ({DEEP_QUERY})('.vega-embed');
   for (const c of charts) new MutationObserver((ms) => {{ window.__sweepChanges += ms.length; }})
     .observe(c, {{subtree: true, childList: true, attributes: true}});
   return charts.length;
 }}"""
+
+
+#: every lazily drawn output (the sweep charts, the tabs) scrolled into view, the last first
+_SCROLL_TO_LAZY = """() => [...document.querySelectorAll('marimo-lazy')].reverse()
+  .forEach((e) => e.closest('.output-area')?.scrollIntoView())"""
 
 
 def test_answer_stays_in_view_while_sliding_at_1440(app_url, tmp_path):
@@ -143,14 +148,20 @@ def test_answer_stays_in_view_while_sliding_at_1440(app_url, tmp_path):
 
 def test_a_context_move_redraws_only_the_charts_whose_input_changed(app_url):
     """70B on one 8 × H100 node: 32,768 -> 49,152 tokens draws the same options against context (the same
-    curves, kept by explorer.ui.sweep_cache), so the move sends and redraws the per-card chart, not the sweep's."""
+    curves, kept by explorer.ui.sweep_cache), so the move sends and redraws the per-card chart (inline SVG in the
+    answer's output, no vega-lite spec), not the sweep's."""
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         received: list[str] = []
         page.on("websocket", lambda ws: ws.on("framereceived", lambda f: received.append(f)))
         page.goto(app_url)
         page.locator(TABLE).wait_for(timeout=120_000)
-        page.locator(".vega-embed").nth(2).wait_for(timeout=60_000)
+        _card_chart(page).wait_for(timeout=60_000)
+        page.wait_for_timeout(1500)
+        # the sweep charts sit below the fold: an open sends and draws neither until it is scrolled into view
+        assert page.evaluate(_WATCH_SWEEP_CHARTS) == 0
+        page.evaluate(_SCROLL_TO_LAZY)
+        page.locator(".vega-embed").nth(1).wait_for(timeout=60_000)
         page.wait_for_timeout(1500)
         assert page.evaluate(_WATCH_SWEEP_CHARTS) == 2  # memory and speed against context
         context = _control(page, "marimo-slider", "Context", "slider")
@@ -162,8 +173,8 @@ def test_a_context_move_redraws_only_the_charts_whose_input_changed(app_url):
         page.wait_for_timeout(2500)  # the runs after the table's (the curves, the refusals) are over
         assert "49,152" in _table(page) or "49,152" in page.inner_text("body")
         assert page.evaluate("() => window.__sweepChanges") == 0
-        specs = [f for f in received if "application/vnd.vegalite" in f]
-        assert len(specs) == 1 and '"name\\":\\"sweep' not in specs[0]  # the per-card chart's spec alone
+        assert not [f for f in received if "application/vnd.vegalite" in f]  # no chart spec at all
+        assert len([f for f in received if "explorer-cards" in f]) == 1  # the per-card chart, in the answer's output
 
 
 def test_nothing_wider_than_the_viewport_at_1024(app_url, tmp_path):
