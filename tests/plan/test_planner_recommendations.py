@@ -342,3 +342,20 @@ def test_a_layout_beside_the_brim_does_not_keep_the_quantised_checkpoints_out():
     assert four.beside_brim and four.per_card.total == 29_199_486_156 and four.artifact.repo is None
     three = next(o for o in result.options if (o.layout.nodes, o.layout.tp, o.layout.pp) == (3, 8, 3))
     assert three.per_card.total == 37_874_355_404 and not three.beside_brim
+
+
+def test_the_70b_first_row_names_nvidias_fp8_checkpoint_by_its_own_per_tensor_scheme():
+    """``plan meta-llama/Meta-Llama-3.1-70B --cluster 1x8xh100-80g --context 32768 --concurrency 64``: the own bf16
+    weights widened to the published checkpoints. The first row loads nvidia/Llama-3.1-70B-Instruct-FP8, ModelOpt
+    fp8 with one scale a matrix (its hf_quant_config.json ``quant_algo: FP8``), not 128 × 128 blocks: labelled so,
+    tensor parallel 8 (no block rule applies), and the command names the repository with no --quantization flag."""
+    shape = shape_of(LLAMA_70B)
+    fallback = fallback_artifacts(
+        shape, [original_artifact(shape)], shipped_checkpoints("meta-llama/Meta-Llama-3.1-70B")
+    )
+    request = PlanRequest(context_tokens=32768, concurrency=64)
+    first = plan(shape, parse_cluster("1x8xh100-80g"), request, fallback=fallback).options[0]
+    assert (first.engine, first.layout.tp, first.precision) == ("vllm", 8, "fp8 per-tensor (ModelOpt)")
+    assert first.artifact.repo == "nvidia/Llama-3.1-70B-Instruct-FP8"
+    assert "vllm serve nvidia/Llama-3.1-70B-Instruct-FP8 --tensor-parallel-size 8 " in first.evaluation.command
+    assert "--quantization" not in first.evaluation.command
