@@ -34,7 +34,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.longest_context import with_refusal_contexts
 from explorer.plan.question import PlanQuestion
-from explorer.plan.queueing import queued_candidates
+from explorer.plan.queueing import queued_candidates, settled
 from explorer.plan.ranking import DEFAULT_GOAL, at_the_brim, goal_named, rank
 from explorer.plan.replicas import Census, replica_launch, with_replicas
 from explorer.plan.suggest import KINDS, suggestions
@@ -314,6 +314,7 @@ def _planned(question: PlanQuestion) -> PlanResult:
         wider = _merged(own, extra)
         if _widens(own, wider, extra_artifacts):
             result = replace(wider, widened=_added(extra_artifacts, wider))
+    result = settled(result)  # the fallback's precisions may hold everyone where the own weights queue
     if not suggest:
         return result
     advised = with_suggestions(  # what to change to hold every sequence with the model's own weights, widened or not

@@ -84,8 +84,19 @@ def queued_candidates(
     return tuple(out)
 
 
+def settled(result: PlanResult) -> PlanResult:
+    """``result`` without its queueing candidates where a layout of a queueing engine holds every asked sequence
+    with headroom after all (one of the fallback's precisions: Qwen3-30B-A3B at 32k × 8 on one H100 holds all 8 with
+    the published FP8 checkpoint, so the bf16 weights' candidates are dropped)."""
+    if not _holds_everyone(result, queueing_engines(result.request)):
+        return result
+    return replace(result, options=tuple(o for o in result.options if not o.asked_sequences))
+
+
 def _holds_everyone(result: PlanResult, engines: Sequence[str]) -> bool:
-    return any(o.engine in engines and o.tier == 1 and not at_the_brim(o) for o in result.options)
+    return any(
+        o.engine in engines and o.tier == 1 and not o.asked_sequences and not at_the_brim(o) for o in result.options
+    )
 
 
 def _labelled(option: Option, asked: PlanRequest) -> Option:
@@ -99,4 +110,4 @@ def _labelled(option: Option, asked: PlanRequest) -> Option:
     return replace(option, evaluation=evaluation, asked_sequences=asked.concurrency)
 
 
-__all__ = ["LEAST_RESIDENT_SHARE", "least_resident", "queued_candidates", "queueing_engines"]
+__all__ = ["LEAST_RESIDENT_SHARE", "least_resident", "queued_candidates", "queueing_engines", "settled"]

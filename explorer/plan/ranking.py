@@ -302,7 +302,10 @@ def _all_tokens_per_s(option: Option) -> float:
 def queue_or_hold(queued: Option, holding: Option) -> bool:
     """Whether a queueing candidate ranks above an option of its tier that holds every asked sequence: only when
     its cluster throughput ("all tok/s", its resident batch on every replica) is at least
-    :data:`QUEUE_THROUGHPUT_FACTOR` × the other's; never at one asked sequence, and never without speed estimates.
+    :data:`QUEUE_THROUGHPUT_FACTOR` × the other's; never at one asked sequence, never without speed estimates, and
+    never over a launch that runs as printed with one that does not (a placeholder for weights nobody publishes:
+    Qwen3-30B-A3B at 32k × 8 on 2 × RTX 4090, a what-if int4 AWQ holding 3 a card at 401 tokens/s does not pass
+    unsloth's published Q4_K_M holding all 8 at 140).
 
     Why: vLLM's and SGLang's schedulers admit what their KV cache holds and queue the rest, so a layout that holds 28
     of 64 sequences serves every user, each waiting its turn, and their batched decode on fewer, faster replicas
@@ -311,6 +314,8 @@ def queue_or_hold(queued: Option, holding: Option) -> bool:
     waiting users their time to first token, so holding everyone wins unless the queue doubles the throughput.
     """
     if queued.asked_sequences <= 1 or queued.tier != holding.tier:
+        return False
+    if holding.runs_as_printed and not queued.runs_as_printed:
         return False
     mine, theirs = _all_tokens_per_s(queued), _all_tokens_per_s(holding)
     return mine > 0 and mine >= QUEUE_THROUGHPUT_FACTOR * theirs

@@ -88,3 +88,37 @@ def test_llama_cpp_alone_plans_no_candidate():
     request = PlanRequest(context_tokens=LONG, concurrency=64, engines=("llamacpp",))
     result = plan(shape_of(LLAMA_8B), parse_cluster("1x2xh100-80g"), request, suggest=False)
     assert result.options and not any(o.asked_sequences for o in result.options)
+
+
+def _qwen3_30b(spec, request):
+    shape = shape_of("Qwen__Qwen3-30B-A3B")
+    fallback = fallback_artifacts(shape, [original_artifact(shape)], shipped_checkpoints("Qwen/Qwen3-30B-A3B"))
+    return plan(shape, parse_cluster(spec), request, fallback=fallback, suggest=False)
+
+
+def test_candidates_are_dropped_where_a_fallback_precision_holds_everyone():
+    """Qwen3-30B-A3B at 32,768 × 8 on one H100: the bf16 weights hold all 8 nowhere, but Qwen's FP8 checkpoint does
+    under vLLM (the first row), so the bf16 weights' queueing candidates are not listed."""
+    result = _qwen3_30b("1x1xh100-80g", PlanRequest(context_tokens=LONG, concurrency=8))
+    first = result.options[0]
+    assert (first.engine, first.precision, first.asked_sequences) == ("vllm", "fp8 block 128×128", 0)
+    assert not any(o.asked_sequences for o in result.options)
+
+
+def test_a_placeholder_that_queues_does_not_pass_a_published_launch_that_holds_everyone():
+    """Qwen3-30B-A3B at 32,768 × 8 on 2 × RTX 4090 and a CPU host: a what-if int4 AWQ under vLLM (no published
+    checkpoint: a placeholder) holds 3 a card at over 2 × the throughput of unsloth's published Q4_K_M under llama.cpp,
+    which holds all 8; the published launch stays first."""
+    result = _qwen3_30b("1x2xrtx4090-24g + 1xcpu-128g", PlanRequest(context_tokens=LONG, concurrency=8))
+    first = result.options[0]
+    assert (first.engine, first.precision, first.runs_as_printed, first.asked_sequences) == (
+        "llamacpp",
+        "Q4_K_M",
+        True,
+        0,
+    )
+    placeholder = next(o for o in result.options if o.asked_sequences and not o.runs_as_printed)
+    assert placeholder.resident_sequences == 3
+    assert (
+        placeholder.aggregate_decode_tokens_per_s[1] > QUEUE_THROUGHPUT_FACTOR * first.aggregate_decode_tokens_per_s[1]
+    )
