@@ -37,8 +37,10 @@ def short_label(o: Option) -> str:
 
 
 def _kv(o: Option) -> str:
-    """``, fp8 KV`` for an option the planner gave a smaller KV cache than asked, said before a long label is cut."""
-    return f", {o.kv_cache_label} KV" if o.kv_dtype else ""
+    """``, fp8 KV`` for an option the planner gave a smaller KV cache than asked, and ``, 28 of 64 at once`` for one
+    that holds fewer sequences than asked (the rest queue), said before a long label is cut."""
+    kv = f", {o.kv_cache_label} KV" if o.kv_dtype else ""
+    return kv + (f", {o.resident_sequences} of {o.asked_sequences} at once" if o.asked_sequences else "")
 
 
 def compact_label(o: Option) -> str:

@@ -197,6 +197,13 @@ class Engine(Protocol):
         and SGLang's prefill/decode disaggregation)."""
         ...
 
+    @property
+    def queues_past_kv(self) -> bool:
+        """The engine starts once one sequence of the longest context fits its KV cache, runs as many as the cache
+        holds and queues the rest (vLLM's and SGLang's schedulers admit a request only when its KV blocks fit);
+        False: every asked sequence must fit at start-up (llama.cpp's ``-np`` slots share ``-c`` between them)."""
+        ...
+
     def prefill_chunk_tokens(self, gpu, request: PlanRequest) -> int:
         """The prompt tokens one scheduler step prefills on ``gpu``'s class (vLLM ``--max-num-batched-tokens``,
         SGLang ``--chunked-prefill-size``, llama.cpp ``-b``), as the request sets them or the engine's default."""

@@ -67,6 +67,10 @@ class Option:
         beside_brim: offered only because the walk's fewer cards or nodes fit at the brim (one more node, one
             more RPC server: :func:`at_the_brim`); the planner's choice to plan other precisions looks past it, so
             a quantised checkpoint on fewer cards is still weighed against it.
+        asked_sequences: the asked concurrency, for an option that holds fewer sequences of the asked context at
+            once (a queueing candidate, :mod:`explorer.plan.queueing`): its evaluation and speed are at the
+            sequences it holds (:attr:`resident_sequences`), the rest wait in the engine's queue; 0: it holds every
+            asked sequence.
     """
 
     layout: Layout
@@ -85,6 +89,7 @@ class Option:
     dtype: str = ""
     kv_dtype: str = ""
     beside_brim: bool = False
+    asked_sequences: int = 0
 
     @property
     def engine(self) -> str:
@@ -127,6 +132,12 @@ class Option:
         )
 
     @property
+    def resident_sequences(self) -> int:
+        """The sequences of the asked context it runs at once: its KV cache's count for a queueing candidate
+        (:attr:`asked_sequences`), else 0 (it holds every asked one)."""
+        return self.evaluation.max_concurrency if self.asked_sequences else 0
+
+    @property
     def runs_as_printed(self) -> bool:
         """Whether its launch command loads published weights as they are (no placeholder for a checkpoint
         nobody publishes, no conversion to a GGUF first)."""
@@ -143,6 +154,8 @@ class Option:
             what += f" at {self.precision}"  # loaded at another dtype: a float32 checkpoint at bf16 (load_dtype)
         if self.kv_dtype:
             what += f" · {self.kv_cache_label} KV cache"
+        if self.asked_sequences:
+            what += f" · {self.resident_sequences:,} of {self.asked_sequences:,} sequences at once"
         if self.layout.cpu:
             return f"{engine} · CPU · {what}"
         extra = "unified memory" if self.layout.unified else self.layout.parallel
@@ -255,6 +268,8 @@ class Option:
             "node_commands": [{"rank": w.rank, "command": w.command, "where": w.where} for w in ev.workers],
             "notes": list(self.notes),
         }
+        if self.asked_sequences:
+            out["asked_sequences"] = self.asked_sequences  # the rest of them wait in the engine's queue
         if self.speed is not None:
             out.update(self.speed.to_dict())
             bound, estimate = self.aggregate_decode_tokens_per_s  # type: ignore[misc]
@@ -303,9 +318,14 @@ def at_the_brim(option: Option) -> bool:
     the card leaves the headroom at a layer's share of the speed. Gemma-4-26B, 64 sequences of 4k on a 4090:
     Q4_K_M with 14 of 30 layers on the CPU fills 22.5 of 23.5 GiB (96 %) and BF16 with 22 fills 22.1 (94 %), so
     the 95 % rule ranked BF16 (1.2 tok/s a sequence) before Q4_K_M (3.4).
+
+    A queueing candidate (:attr:`Option.asked_sequences`) likewise: its batch is what its KV cache holds, so its
+    card is full by design, and an error of 5 % there costs it a few running sequences, not its start (it was
+    planned only where a quarter of the asked sequences leave the headroom: :mod:`explorer.plan.queueing`).
     """
     card = option.per_card
-    full = option.placement != "host-offload" and card.total * 100 > BRIM_PERCENT * card.usable
+    packed = option.placement == "host-offload" or option.asked_sequences > 0
+    full = not packed and card.total * 100 > BRIM_PERCENT * card.usable
     return full or option.evaluation.max_concurrency < ROOM_FOR_SEQUENCES
 
 

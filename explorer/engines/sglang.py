@@ -415,6 +415,8 @@ class SGLang(SplitWalk):
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8"})
     #: prefill and decode on separate servers (``--disaggregation-mode prefill|decode``, Mooncake / NIXL)
     disaggregated_prefill: ClassVar[bool] = True
+    #: the scheduler admits what its KV cache holds and queues the rest (``--max-running-requests`` caps them)
+    queues_past_kv: ClassVar[bool] = True
     data_parallel_flag: ClassVar[str | None] = "--dp-size"
     #: SGLang's dp ranks of a mixture of experts share experts only under DP attention (``--enable-dp-attention``)
     expert_data_parallel: ClassVar[bool] = False

@@ -361,6 +361,8 @@ class VLLM(SplitWalk):
     online_methods: ClassVar[frozenset[str]] = frozenset({"fp8", "bitsandbytes"})
     #: prefill and decode on separate instances (``--kv-transfer-config``, the NIXL / P2P NCCL connectors)
     disaggregated_prefill: ClassVar[bool] = True
+    #: the scheduler admits what its KV cache holds and queues the rest (``--max-num-seqs`` caps the running ones)
+    queues_past_kv: ClassVar[bool] = True
     data_parallel_flag: ClassVar[str | None] = "--data-parallel-size"
     #: a mixture of experts' dp ranks spread the experts over all of them (``--enable-expert-parallel``)
     expert_data_parallel: ClassVar[bool] = True

@@ -34,6 +34,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.longest_context import with_refusal_contexts
 from explorer.plan.question import PlanQuestion
+from explorer.plan.queueing import queued_candidates, settled
 from explorer.plan.ranking import DEFAULT_GOAL, at_the_brim, goal_named, rank
 from explorer.plan.replicas import Census, replica_launch, with_replicas
 from explorer.plan.suggest import KINDS, suggestions
@@ -143,6 +144,23 @@ def _with_smaller_kv(own: PlanResult, shape: ModelShape, cluster: Cluster, artif
     return replace(own, options=tuple(rank([*own.options, *marked], own.goal)))
 
 
+def _with_queueing(result: PlanResult, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], *,
+                   speed: bool | SpeedSettings) -> PlanResult:  # fmt: skip
+    """``result`` with its queueing candidates ranked beside its options (:mod:`explorer.plan.queueing`: vLLM and
+    SGLang layouts that hold fewer sequences of the asked context than asked, the rest waiting), tried at the
+    model's KV type and at fp8 where :func:`_smaller_kv` gives it; the ranking decides
+    (:func:`~explorer.plan.ranking.rank`)."""
+    kv_types = [r for r in (result.request, _smaller_kv(result.request, shape)) if r is not None]
+    model_ref, goal = result.model, result.goal
+    queued = queued_candidates(
+        result,
+        kv_types,
+        lambda r: _ranked(shape, cluster, r, artifacts, model_ref=model_ref, goal=goal, speed=speed),
+        lambda o, r: recheck(shape, o, r, model_ref=model_ref, speed=speed),
+    )
+    return replace(result, options=tuple(rank([*result.options, *queued], goal))) if queued else result
+
+
 def _way(option: Option) -> tuple:
     """What an option loads on which cards: the same way at another KV type has the same key."""
     return (option.layout, option.artifact.label, option.precision)
@@ -176,8 +194,11 @@ def _standing(result: PlanResult) -> tuple[int, bool, bool]:
     first option tells); a plan with no option stands below every tier. A layout offered only beside one at the
     brim (``Option.beside_brim``: one more node) is passed over, so a quantised checkpoint on the fewer cards is
     still planned and ranked against it (405B on 4 × 8 × A100-40G with vLLM: bf16 on 3 nodes is at the brim, on 4
-    it is roomy, and the published int4 AWQ on one node of 8 still ranks first)."""
-    walked = [o for o in result.options if not o.beside_brim]  # one more node past a brim fit is weighed, not taken
+    it is roomy, and the published int4 AWQ on one node of 8 still ranks first). A queueing candidate
+    (``Option.asked_sequences``: fewer sequences at once than asked) is passed over too: the fallback is weighed for
+    holding everyone, and the ranking places the candidates (Gemma-4-26B at 32k × 64 on one H100: llama.cpp Q4_K_M
+    holds all 64 at 1,703 tokens/s, SGLang bf16 28 at once at 991; the Q4_K_M is still planned and ranks first)."""
+    walked = [o for o in result.options if not o.beside_brim and not o.asked_sequences]  # weighed, not taken
     if not walked:
         return (4, True, True)  # below tier 3, the CPU alone
     best = walked[0]
@@ -278,7 +299,8 @@ def _planned(question: PlanQuestion) -> PlanResult:
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
     at_own_kv = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
-    own = _with_smaller_kv(at_own_kv, shape, cluster, artifacts, speed=speed)
+    holding = _with_smaller_kv(at_own_kv, shape, cluster, artifacts, speed=speed)
+    own = _with_queueing(holding, shape, cluster, artifacts, speed=speed)
     result = own
     extra_artifacts = ()
     if fallback and _standing(at_own_kv) > (1, False, False):  # weighed against the fp8 KV cache, not after it
@@ -286,15 +308,17 @@ def _planned(question: PlanQuestion) -> PlanResult:
     if extra_artifacts:
         extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)
         extra = _with_smaller_kv(extra, shape, cluster, extra_artifacts, speed=speed)
+        extra = _with_queueing(extra, shape, cluster, extra_artifacts, speed=speed)
         # a last-resort precision (Q3_K_M) is worth its loss only where it keeps every layer on the cards
         extra = replace(extra, options=tuple(o for o in extra.options if o.tier == 1 or not all_gpu_only(o.artifact)))
         wider = _merged(own, extra)
         if _widens(own, wider, extra_artifacts):
             result = replace(wider, widened=_added(extra_artifacts, wider))
+    result = settled(result)  # the fallback's precisions may hold everyone where the own weights queue
     if not suggest:
         return result
-    advised = with_suggestions(  # what to change to fit the model's own weights, widened or not
-        own,
+    advised = with_suggestions(  # what to change to hold every sequence with the model's own weights, widened or not
+        holding,
         shape,
         cluster,
         artifacts,

@@ -50,6 +50,13 @@ nodes (RPC) › partial offload › CPU.
 Each goal falls back to the fewest-cards order, and ties after that to names,
 so the order never depends on the order options were found in.
 
+**Queueing candidates** (``Option.asked_sequences``: a vLLM or SGLang layout
+that holds fewer sequences of the asked context than asked, the rest waiting:
+:mod:`explorer.plan.queueing`) are then placed among the options that hold
+everyone by one rule, :func:`queue_or_hold`: above such an option of their
+tier only with at least :data:`QUEUE_THROUGHPUT_FACTOR` × its cluster
+throughput.
+
 Why the cap sits at 8.6 bits: llama-quantize's own figures
 (:data:`PUBLISHED_PERPLEXITY`) put Q8_0 — 7.96 GiB for Llama-3-8B's 8.03 B
 weights, 8.52 bits a weight — 0.0026 above the 16-bit model's perplexity,
@@ -177,8 +184,9 @@ def _decode(option: Option) -> float:
 
 
 def _speed_step(option: Option) -> int:
-    """The decode estimate in steps of 2 %: 30.9 and 31.1 tokens/s are one step, 27.6 and 30.9 are not."""
-    tokens = _decode(option)
+    """The decode estimate in steps of 2 %: 30.9 and 31.1 tokens/s are one step, 27.6 and 30.9 are not. A queueing
+    candidate's is its cluster throughput: a smaller resident batch decodes each sequence faster while more wait."""
+    tokens = _all_tokens_per_s(option) if option.asked_sequences else _decode(option)
     return round(math.log(tokens) / math.log(SPEED_STEP)) if tokens > 0 else -(10**9)
 
 
@@ -281,6 +289,54 @@ def rank_key(goal: str = DEFAULT_GOAL) -> Callable[[Option], tuple]:
     return lambda o: _tier_key(o) + goal_key(o) + _fewest_cards(o)
 
 
+#: how many times the cluster throughput of an option that holds every asked sequence a queueing candidate must
+#: decode to rank above it (:func:`queue_or_hold`)
+QUEUE_THROUGHPUT_FACTOR = 2
+
+
+def _all_tokens_per_s(option: Option) -> float:
+    aggregate = option.aggregate_decode_tokens_per_s
+    return aggregate[1] if aggregate else 0.0
+
+
+def queue_or_hold(queued: Option, holding: Option) -> bool:
+    """Whether a queueing candidate ranks above an option of its tier that holds every asked sequence: only when
+    its cluster throughput ("all tok/s", its resident batch on every replica) is at least
+    :data:`QUEUE_THROUGHPUT_FACTOR` × the other's; never at one asked sequence, never without speed estimates, and
+    never over a launch that runs as printed with one that does not (a placeholder for weights nobody publishes:
+    Qwen3-30B-A3B at 32k × 8 on 2 × RTX 4090, a what-if int4 AWQ holding 3 a card at 401 tokens/s does not pass
+    unsloth's published Q4_K_M holding all 8 at 140).
+
+    Why: vLLM's and SGLang's schedulers admit what their KV cache holds and queue the rest, so a layout that holds 28
+    of 64 sequences serves every user, each waiting its turn, and their batched decode on fewer, faster replicas
+    often gives several times the throughput of llama.cpp's ``-np`` slots, which hold all 64 from start-up but
+    decode them slower (Llama-3.1-8B at 32k × 64 on 2 × H100: 1,630 tokens/s against 887). A queue still costs the
+    waiting users their time to first token, so holding everyone wins unless the queue doubles the throughput.
+    """
+    if queued.asked_sequences <= 1 or queued.tier != holding.tier:
+        return False
+    if holding.runs_as_printed and not queued.runs_as_printed:
+        return False
+    mine, theirs = _all_tokens_per_s(queued), _all_tokens_per_s(holding)
+    return mine > 0 and mine >= QUEUE_THROUGHPUT_FACTOR * theirs
+
+
+def _queues_placed(ordered: list[Option]) -> list[Option]:
+    """``ordered`` with each queueing candidate moved just above the first option of its tier that holds everyone
+    and that it beats (:func:`queue_or_hold`), else below its tier's others; candidates of one place keep their
+    order, so the goal still orders them."""
+    holding = [o for o in ordered if not o.asked_sequences]
+    if len(holding) == len(ordered):
+        return ordered
+    place = {id(o): (o.tier, at, 1) for at, o in enumerate(holding)}
+    for option in ordered:
+        if option.asked_sequences:
+            beaten = (at for at, o in enumerate(holding) if queue_or_hold(option, o))
+            place[id(option)] = (option.tier, next(beaten, len(holding)), 0)
+    return sorted(ordered, key=lambda o: place[id(o)])
+
+
 def rank(options: Iterable[Option], goal: str = DEFAULT_GOAL) -> list[Option]:
-    """Options best first: tiers, then ``goal`` inside each (``default`` and ``speed`` are read as the old sorts)."""
-    return sorted(options, key=rank_key(SORT_ALIASES.get(goal, goal)))
+    """Options best first: tiers, then ``goal`` inside each (``default`` and ``speed`` are read as the old sorts),
+    then the queueing candidates placed among those that hold everyone (:func:`queue_or_hold`)."""
+    return _queues_placed(sorted(options, key=rank_key(SORT_ALIASES.get(goal, goal))))

@@ -20,7 +20,7 @@ from typing import Any
 from explorer.safe_text import safe_html
 from explorer.ui.vega import PART_COLOURS, PARTS
 
-__all__ = ["FREE_COLOUR", "SVG_WIDTH", "card_memory_svg", "gib_per_px"]
+__all__ = ["FREE_COLOUR", "SVG_WIDTH", "card_memory_svg", "gib_per_px", "title_lines"]
 
 #: the viewBox's width: the app's main column at 1,024 px (sidebar 340 px) is about 650 px, so text stays near
 #: its stated size there and the chart scales with wider columns
@@ -30,6 +30,8 @@ _LABEL_W = 150  # the card roles' column, left of the bars
 _RIGHT_PAD = 78  # room for the "usable 79.1" label right of the widest bar
 _PLOT_W = SVG_WIDTH - _LABEL_W - _RIGHT_PAD
 _TOP = 44  # title and subtitle
+_TITLE_CHARS = 88  # a title line's characters at 13 px bold (about 6 px each) across the viewBox; longer wraps at " · "
+_TITLE_LINE_H = 17
 _ROW_H = 30
 _AXIS_H = 34
 _LEGEND_H = 22
@@ -140,6 +142,20 @@ def _description(roles: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
     return " ".join(sentences)
 
 
+def title_lines(title: str, width: int = _TITLE_CHARS) -> list[str]:
+    """``title`` in lines of at most ``width`` characters, broken after its `` · `` separators (SVG text does not
+    wrap); a part longer than a line stays whole on a line of its own."""
+    parts = title.split(" · ")
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines[-1] += " ·"
+            lines.append(part)
+    return lines
+
+
 def card_memory_svg(rows: Sequence[Mapping[str, Any]], *, title: str, chart_id: str = "explorer-cards") -> str:
     """What each card role holds as an inline ``<svg>`` (a string): ``rows`` from
     :func:`explorer.ui.plan_rows.card_parts`, every bar's length its GiB over :func:`gib_per_px`."""
@@ -148,15 +164,20 @@ def card_memory_svg(rows: Sequence[Mapping[str, Any]], *, title: str, chart_id: 
         roles.setdefault(r["role"], []).append(r)
     top, step = _axis_top(rows)
     per_px = top / _PLOT_W
-    axis_y = _TOP + _ROW_H * len(roles) + 4
+    lines = title_lines(title)
+    below_title = _TOP + _TITLE_LINE_H * (len(lines) - 1)
+    axis_y = below_title + _ROW_H * len(roles) + 4
     height = axis_y + _AXIS_H + _LEGEND_H
     body = [
-        f"<text x='0' y='16' font-size='13' font-weight='bold'>{safe_html(title)}</text>",
-        "<text x='0' y='33' font-size='11' fill='#555'>GiB (1024³ bytes); grey: the card's memory (free where "
-        "no part covers it); black tick: what the engine may use</text>",
+        f"<text x='0' y='{16 + _TITLE_LINE_H * i}' font-size='13' font-weight='bold'>{safe_html(line)}</text>"
+        for i, line in enumerate(lines)
     ]
+    body.append(
+        f"<text x='0' y='{below_title - 11}' font-size='11' fill='#555'>GiB (1024³ bytes); grey: the card's memory "
+        "(free where no part covers it); black tick: what the engine may use</text>"
+    )
     for i, (role, parts) in enumerate(roles.items()):
-        body += _card_bars(role, parts, _TOP + i * _ROW_H, per_px)
+        body += _card_bars(role, parts, below_title + i * _ROW_H, per_px)
     body += _axis(axis_y, top, step, per_px) + _legend(axis_y + _AXIS_H + 4)
     return (
         f"<svg id='{chart_id}' role='img' aria-labelledby='{chart_id}-title {chart_id}-desc' "

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.corpus import shape_of
 
-from explorer.artifacts.offer import original_artifact, what_if_artifact
+from explorer.artifacts.offer import fallback_artifacts, original_artifact, what_if_artifact
 from explorer.engines.options import PLACEMENTS
 from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
@@ -22,9 +23,11 @@ from explorer.plan.ranking import (
     cards_spent,
     precision_score,
     quality,
+    queue_or_hold,
     rank,
     whole_bits,
 )
+from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.shipped import parse_cluster
 
 
@@ -236,3 +239,41 @@ def test_q4_k_m_is_a_four_bit_precision_whatever_a_large_vocabulary_adds():
     assert (first.engine, first.precision, first.nominal_bits) == ("vllm", "int4 AWQ g128", 4)
     assert llama.bits_per_weight > 5 and llama.nominal_bits == pytest.approx(4.89)
     assert first.speed.decode_estimate_tokens_per_s > 1.15 * llama.speed.decode_estimate_tokens_per_s
+
+
+def _queued_and_holding():
+    """Llama-3.1-8B at 32,768 × 64 on 2 × H100 with bartowski's Q4_K_M: llama.cpp holds all 64 (886.8 tokens/s over
+    the cluster); vLLM bf16 with an fp8 KV cache holds 27 a card, two replicas at 1,456.9 (728.5 each)."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-8B")
+    fallback = fallback_artifacts(
+        shape, [original_artifact(shape)], shipped_checkpoints("meta-llama/Meta-Llama-3.1-8B")
+    )
+    request = PlanRequest(context_tokens=32768, concurrency=64)
+    result = plan(shape, parse_cluster("1x2xh100-80g"), request, fallback=fallback, suggest=False)
+    holding = result.options[0]
+    queued = next(o for o in result.options if o.asked_sequences and o.engine == "vllm" and o.precision == "bf16")
+    assert (holding.engine, queued.resident_sequences, queued.replicas) == ("llamacpp", 27, 2)
+    return holding, queued
+
+
+def test_a_queueing_candidate_ranks_above_holding_everyone_only_at_twice_its_throughput():
+    """1,456.9 / 886.8 = 1.64 ×: holding all 64 stays first. Three replicas' worth (2,185.4 = 2.46 ×) would lift the
+    candidate above it; one replica (728.5) ranks below. The rule never lifts a candidate at one asked sequence."""
+    holding, queued = _queued_and_holding()
+    assert holding.aggregate_decode_tokens_per_s[1] == pytest.approx(886.8, abs=0.05)
+    assert queued.aggregate_decode_tokens_per_s[1] == pytest.approx(1456.9, abs=0.05)
+    assert not queue_or_hold(queued, holding) and rank([queued, holding])[0] is holding
+    tripled = replace(queued, replicas=3)
+    assert queue_or_hold(tripled, holding) and rank([holding, tripled]) == [tripled, holding]
+    assert not queue_or_hold(replace(tripled, asked_sequences=1), holding)
+    assert not queue_or_hold(replace(tripled, speed=None), holding)
+
+
+def test_queueing_candidates_keep_their_tier_and_order_by_cluster_throughput():
+    """A candidate that beats no option holding everyone goes after them all, never into a lower tier; two candidates
+    in one place order by their cluster throughput (a smaller resident batch decodes each sequence faster)."""
+    holding, queued = _queued_and_holding()
+    offload = replace(holding, evaluation=replace(holding.evaluation, layers_on_host=15))
+    assert offload.tier == 2
+    doubled = replace(queued, replicas=1)
+    assert rank([offload, doubled, holding, queued]) == [holding, queued, doubled, offload]

@@ -13,7 +13,7 @@ from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import plan_rows as nd
-from explorer.ui.card_svg import FREE_COLOUR, card_memory_svg, gib_per_px
+from explorer.ui.card_svg import FREE_COLOUR, card_memory_svg, gib_per_px, title_lines
 from explorer.ui.vega import PART_COLOURS
 from explorer.units import GiB
 
@@ -92,3 +92,24 @@ def test_a_host_run_draws_the_host_row_on_its_own_scale():
     assert step in (100, 200, 500) and ticks[-1] >= max(host.capacity, host.usable) / GiB > ticks[-1] - step
     weights = next(r for r in root.iter(f"{SVG}rect") if r.get("data-part") == "weights")
     assert float(weights.get("width")) == pytest.approx(host.weights / GiB / gib_per_px(rows), abs=0.006)
+
+
+def test_a_long_title_wraps_after_its_separators_and_pushes_the_bars_down():
+    # The app's title for the 70B at 64 users: 110 characters, more than an 88-character line at 13 px bold
+    title = (
+        "vLLM · 8 × h100-80g (tp8) · nvidia/Llama-3.1-70B-Instruct-FP8 (fp8 block 128×128) · fp8 KV cache · × 1 replica"
+    )
+    assert title_lines(title) == [
+        "vLLM · 8 × h100-80g (tp8) · nvidia/Llama-3.1-70B-Instruct-FP8 (fp8 block 128×128) ·",
+        "fp8 KV cache · × 1 replica",
+    ]
+    assert title_lines("short · title") == ["short · title"]
+    assert title_lines("x" * 100) == ["x" * 100]  # one part longer than a line stays whole
+    best = llama70b_on_an_h100_node().options[0]
+    _, one_line = _parsed(best, title="t")
+    _, two_lines = _parsed(best, title=" · ".join(["a" * 60, "b" * 60]))
+    texts = [t for t in two_lines.iter(f"{SVG}text") if t.get("font-weight") == "bold"]
+    assert [t.text for t in texts] == ["a" * 60 + " ·", "b" * 60]
+    # every bar 17 px lower (one more title line), and the chart 17 px taller
+    heights = [float(r.get("viewBox").split()[3]) for r in (one_line, two_lines)]
+    assert heights[1] - heights[0] == 17

@@ -253,6 +253,8 @@ class LlamaCpp:
     data_parallel_flag: ClassVar[str | None] = None
     #: one ``llama-server`` prefills and decodes; it has no prefill/decode split
     disaggregated_prefill: ClassVar[bool] = False
+    #: each ``-np`` slot holds its share of ``-c`` from start-up: every asked sequence must fit
+    queues_past_kv: ClassVar[bool] = False
     #: fitted on published llama.cpp rows (docs/notes/speed_model.md)
     speed: ClassVar[SpeedFacts] = SpeedFacts(
         efficiency=0.6,
