@@ -291,7 +291,7 @@ def rank_key(goal: str = DEFAULT_GOAL) -> Callable[[Option], tuple]:
 
 #: how many times the cluster throughput of an option that holds every asked sequence a queueing candidate must
 #: decode to rank above it (:func:`queue_or_hold`)
-QUEUE_THROUGHPUT_FACTOR = 2
+QUEUE_THROUGHPUT_FACTOR = 1.5
 
 
 def _all_tokens_per_s(option: Option) -> float:
@@ -310,8 +310,12 @@ def queue_or_hold(queued: Option, holding: Option) -> bool:
     Why: vLLM's and SGLang's schedulers admit what their KV cache holds and queue the rest, so a layout that holds 28
     of 64 sequences serves every user, each waiting its turn, and their batched decode on fewer, faster replicas
     often gives several times the throughput of llama.cpp's ``-np`` slots, which hold all 64 from start-up but
-    decode them slower (Llama-3.1-8B at 32k × 64 on 2 × H100: 1,630 tokens/s against 887). A queue still costs the
-    waiting users their time to first token, so holding everyone wins unless the queue doubles the throughput.
+    decode them slower (Llama-3.1-8B at 32k × 64 on 2 × H100: vLLM with hugging-quants' int4 AWQ, 32 a card, 1,717
+    tokens/s against llama.cpp's 887 holding all 64). The resident count is a floor: it assumes every sequence at the
+    full asked context, while a paged cache admits by the tokens in use, so shorter requests leave room for more. A
+    queue still costs the waiting users their time to first token, so holding everyone wins unless the queue gives
+    half as much again (Qwen3-30B-A3B at 32k × 64 on 2 × H100: vLLM 1,359 against llama.cpp's 934, 1.45 ×, and
+    llama.cpp stays first).
     """
     if queued.asked_sequences <= 1 or queued.tier != holding.tier:
         return False

@@ -250,30 +250,36 @@ def _queued_and_holding():
     )
     request = PlanRequest(context_tokens=32768, concurrency=64)
     result = plan(shape, parse_cluster("1x2xh100-80g"), request, fallback=fallback, suggest=False)
-    holding = result.options[0]
+    holding = next(o for o in result.options if not o.asked_sequences)
     queued = next(o for o in result.options if o.asked_sequences and o.engine == "vllm" and o.precision == "bf16")
     assert (holding.engine, queued.resident_sequences, queued.replicas) == ("llamacpp", 27, 2)
     return holding, queued
 
 
-def test_a_queueing_candidate_ranks_above_holding_everyone_only_at_twice_its_throughput():
-    """1,456.9 / 886.8 = 1.64 ×: holding all 64 stays first. Three replicas' worth (2,185.4 = 2.46 ×) would lift the
-    candidate above it; one replica (728.5) ranks below. The rule never lifts a candidate at one asked sequence."""
+def test_a_queueing_candidate_ranks_above_holding_everyone_only_at_one_and_a_half_times_its_throughput():
+    """1,456.9 / 886.8 = 1.64 ×: the candidate (27 a card, two replicas) ranks above llama.cpp holding all 64. At
+    1,300 tokens/s (1.47 ×) holding everyone stays first; one replica (728.5) ranks below. The rule never lifts a
+    candidate at one asked sequence, nor one without a speed estimate."""
     holding, queued = _queued_and_holding()
     assert holding.aggregate_decode_tokens_per_s[1] == pytest.approx(886.8, abs=0.05)
     assert queued.aggregate_decode_tokens_per_s[1] == pytest.approx(1456.9, abs=0.05)
-    assert not queue_or_hold(queued, holding) and rank([queued, holding])[0] is holding
-    tripled = replace(queued, replicas=3)
-    assert queue_or_hold(tripled, holding) and rank([holding, tripled]) == [tripled, holding]
-    assert not queue_or_hold(replace(tripled, asked_sequences=1), holding)
-    assert not queue_or_hold(replace(tripled, speed=None), holding)
+    assert queue_or_hold(queued, holding) and rank([holding, queued]) == [queued, holding]
+    one_replica = replace(queued, replicas=1)
+    assert not queue_or_hold(one_replica, holding) and rank([one_replica, holding])[0] is holding
+    slower = replace(queued, speed=replace(queued.speed, decode_aggregate_estimate_tokens_per_s=650.0))  # 2 × 650
+    assert slower.aggregate_decode_tokens_per_s[1] / holding.aggregate_decode_tokens_per_s[1] == pytest.approx(
+        1.466, abs=0.001
+    )
+    assert not queue_or_hold(slower, holding) and rank([slower, holding]) == [holding, slower]
+    assert not queue_or_hold(replace(queued, asked_sequences=1), holding)
+    assert not queue_or_hold(replace(queued, speed=None), holding)
 
 
 def test_queueing_candidates_keep_their_tier_and_order_by_cluster_throughput():
-    """A candidate that beats no option holding everyone goes after them all, never into a lower tier; two candidates
-    in one place order by their cluster throughput (a smaller resident batch decodes each sequence faster)."""
+    """A candidate that beats an option holding everyone goes just above it, one that beats none after them all, never
+    into a lower tier (a layout with layers on the host stays in tier 2, under both)."""
     holding, queued = _queued_and_holding()
     offload = replace(holding, evaluation=replace(holding.evaluation, layers_on_host=15))
     assert offload.tier == 2
-    doubled = replace(queued, replicas=1)
-    assert rank([offload, doubled, holding, queued]) == [holding, queued, doubled, offload]
+    one_replica = replace(queued, replicas=1)
+    assert rank([offload, one_replica, holding, queued]) == [queued, holding, one_replica, offload]
