@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from explorer.model.conversion import CONVERTER_TYPES
+from explorer.model.quant_config import PUBLISHED_FP8, published_fp8_name
 
 CheckpointFormat = Literal["awq", "gptq", "fp8", "compressed-tensors", "gguf", "bnb", "nvfp4", "mxfp4", "int8", "bf16"]
 Verified = Literal["config", "files", "card", "name-only", "hub"]
@@ -45,6 +46,10 @@ KNOWN_PUBLISHERS: tuple[str, ...] = (
     "hugging-quants", "redhatai", "neuralmagic", "nvidia", "bartowski", "ggml-org", "unsloth",
     "lmstudio-community", "thebloke",
 )  # fmt: skip
+
+#: the fp8 schemes a checkpoint may state (``scheme``): ``block`` (128 × 128, the default) or one of
+#: :data:`~explorer.model.quant_config.PUBLISHED_FP8` (``tensor-modelopt``, ``channel-fbgemm``…)
+FP8_SCHEMES: tuple[str, ...] = ("block", *PUBLISHED_FP8)
 
 #: verification levels, strongest first: a checkpoint seen in the Hub's listing beats one only named somewhere
 VERIFIED_ORDER: tuple[str, ...] = ("hub", "config", "files", "card", "name-only")
@@ -81,6 +86,9 @@ class PublishedCheckpoint:
         verified: how it is known: ``hub`` (the Hub's model tree), ``config`` (its quantization_config
             was read), ``files`` (its file list with sizes), ``card``, ``name-only``.
         source: where explorer found it: ``hub``, ``cache`` or ``shipped``.
+        scheme: an fp8 checkpoint's scale layout (:data:`FP8_SCHEMES`): ``block`` (128 × 128, DeepSeek's and
+            Qwen's), ``tensor-modelopt`` (NVIDIA), ``tensor-quark`` (AMD), ``channel-fbgemm`` (Meta's 405B),
+            ``channel-dynamic`` (compressed-tensors FP8-dynamic); ``block`` for every other format.
     """
 
     repo: str
@@ -92,6 +100,13 @@ class PublishedCheckpoint:
     stands_in: bool = False
     verified: Verified = "name-only"
     source: str = "shipped"
+    scheme: str = "block"
+
+    @property
+    def what_if_name(self) -> str | None:
+        """The what-if precision this checkpoint is sized and labelled as, when its format's default is not
+        it (an fp8 checkpoint of another scheme than 128 × 128 blocks: ``fp8-tensor-modelopt``); else None."""
+        return published_fp8_name(self.scheme) if self.format == "fp8" and self.scheme != "block" else None
 
     def gguf_file(self, quant: str) -> GGUFFile | None:
         """The repository's file of a GGUF quant (``Q4_K_M``), or None."""
@@ -175,6 +190,7 @@ def checkpoint_record(checkpoint: PublishedCheckpoint) -> dict:
         "files": [{"name": f.name, "quant": f.quant, "size_bytes": f.size_bytes} for f in checkpoint.files],
         "stands_in": checkpoint.stands_in,
         "verified": checkpoint.verified,
+        **({"scheme": checkpoint.scheme} if checkpoint.scheme != "block" else {}),
     }
 
 
@@ -182,11 +198,17 @@ def checkpoint_from_record(record: dict, *, source: str, stands_in: bool | None 
     """A checkpoint from its plain-dict form; ``stands_in`` overrides the record's own flag.
 
     Raises:
-        ValueError: the record lacks its repo, base model or format, or a size is not a whole number.
+        ValueError: the record lacks its repo, base model or format, a size is not a whole number, or it states
+            a scheme that is not one of :data:`FP8_SCHEMES` of an fp8 checkpoint.
     """
     repo, base, fmt = record.get("repo"), record.get("base_model"), record.get("format")
     if not (isinstance(repo, str) and isinstance(base, str) and fmt in FORMATS):
         raise ValueError(f"a checkpoint record needs repo, base_model and a known format: {record!r:.200}")
+    scheme = record.get("scheme") or "block"
+    if scheme not in FP8_SCHEMES or (scheme != "block" and fmt != "fp8"):
+        raise ValueError(
+            f"{repo}: scheme {scheme!r} is not an fp8 scheme ({', '.join(FP8_SCHEMES)}) of an fp8 checkpoint"
+        )
     files = tuple(
         GGUFFile(name=str(f["name"]), quant=str(f["quant"]), size_bytes=_size(f.get("size_bytes")))
         for f in record.get("files") or ()
@@ -201,6 +223,7 @@ def checkpoint_from_record(record: dict, *, source: str, stands_in: bool | None 
         stands_in=bool(record.get("stands_in")) if stands_in is None else stands_in,
         verified=record.get("verified") if record.get("verified") in VERIFIED_ORDER else "name-only",
         source=source,
+        scheme=scheme,
     )
 
 

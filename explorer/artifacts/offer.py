@@ -274,7 +274,9 @@ def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[Publish
     repository (``repo``) and its real size; without one it is sized from the shape
     and its ``note`` says that none is known. An fp8 what-if nobody publishes is what vLLM's and SGLang's
     ``--quantization fp8`` make while loading: one scale a tensor (:data:`~explorer.model.quant_config.ONLINE_FP8`),
-    not the 128 × 128 blocks of the published fp8 checkpoints.
+    not the 128 × 128 blocks of the published fp8 checkpoints; a published fp8 checkpoint of another scheme
+    (:attr:`~explorer.artifacts.checkpoints.PublishedCheckpoint.scheme`: NVIDIA's ModelOpt per-tensor, Meta's FBGEMM
+    per-channel…) is sized and labelled as that scheme.
     """
     precision = shape.resolve_precision(name)
     own = precision is shape.precision or precision.name == shape.precision.name
@@ -288,6 +290,8 @@ def what_if_artifact(shape: ModelShape, name: str, checkpoints: Iterable[Publish
         gguf_quant=precision.name if gguf else None,
     )
     if published is not None:
+        if published.what_if_name:  # an fp8 checkpoint of another scheme than the blocks: sized and labelled so
+            precision = shape.resolve_precision(published.what_if_name)
         return _published_artifact(shape, precision, published)
     if precision.method == "fp8" and precision.source == "what-if":  # none published: the engine quantises it
         precision = shape.resolve_precision(ONLINE_FP8)

@@ -15,7 +15,7 @@ from explorer.errors import UnknownPrecisionError
 from explorer.model.config_reader import ConfigView, whole_number
 from explorer.model.dtypes import ElementType, element_type, model_dtype_name
 from explorer.model.precision import Precision, SchemeGroup, WeightFormat, dense
-from explorer.model.quant_methods import PARSERS, module_names, unsized
+from explorer.model.quant_methods import FP8_CHANNEL, PARSERS, module_names, unsized
 
 FP8_BLOCK = WeightFormat(kind="fp8", bits=8, block=(128, 128))
 #: fp8 with one fp32 scale a weight matrix: what vLLM's ``--quantization fp8`` makes of 16-bit weights while loading
@@ -98,6 +98,34 @@ WHAT_IF_NAMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4-awq", "int4-gptq",
 #: the what-if an engine's online ``--quantization fp8`` makes when no fp8 checkpoint of the model is published
 #: (:data:`FP8_TENSOR`); ``fp8`` names the published checkpoints' usual 128 × 128 blocks
 ONLINE_FP8 = "fp8-online"
+#: the fp8 schemes published checkpoints store besides the 128 × 128 blocks (``data/checkpoints.json``
+#: ``scheme``), each a what-if name ``fp8-SCHEME`` (:func:`published_fp8_name`) → its label, weight format and the
+#: modules it leaves in the model dtype (with ``lm_head``):
+#:
+#: - ``tensor-modelopt``: NVIDIA ModelOpt ``quant_algo: FP8``, one fp32 ``weight_scale`` a matrix (vLLM
+#:   ``modelopt.py`` ``ModelOptFp8LinearMethod``; its one fp32 ``input_scale`` a matrix is not counted);
+#: - ``tensor-quark``: AMD Quark fp8, the same per-tensor layout (vLLM ``quark_w8a8_fp8.py``);
+#: - ``channel-fbgemm``: Meta's ``fbgemm_fp8`` Llama-3.1-405B checkpoints, one fp32 scale a row (vLLM
+#:   ``fbgemm_fp8.py``), every attention projection and layers 0 and 125's MLPs kept bf16 (their
+#:   ``modules_to_not_convert``; layer 125 is the 405B's last, the only model Meta published so; named layers
+#:   make explorer.model.weights size each layer on its own);
+#: - ``channel-dynamic``: compressed-tensors ``FP8_DYNAMIC`` (RedHatAI ``*-FP8-dynamic``), one scale a row, the
+#:   activations scaled per token at run time (vLLM ``compressed_tensors_w8a8_fp8.py``).
+PUBLISHED_FP8: dict[str, tuple[str, WeightFormat, tuple[str, ...]]] = {
+    "tensor-modelopt": ("fp8 per-tensor (ModelOpt)", FP8_TENSOR, ()),
+    "tensor-quark": ("fp8 per-tensor (Quark)", FP8_TENSOR, ()),
+    "channel-fbgemm": (
+        "fp8 per-channel (FBGEMM)",
+        FP8_CHANNEL,
+        ("self_attn", "model.layers.0.mlp", "model.layers.125.mlp"),
+    ),
+    "channel-dynamic": ("fp8 per-channel, dynamic activations", FP8_CHANNEL, ()),
+}
+
+
+def published_fp8_name(scheme: str) -> str:
+    """The what-if name of a published fp8 checkpoint's ``scheme`` (:data:`PUBLISHED_FP8`; ``block``: ``fp8``)."""
+    return "fp8" if scheme == "block" else f"fp8-{scheme}"
 
 
 def base_dtype(view: ConfigView) -> ElementType:
@@ -397,14 +425,11 @@ def what_if_precision(name: str, base: str = "bf16") -> Precision:
     }
     if low in table:
         label, method, fmt = table[low]
-        return Precision(
-            name=label,
-            method=method,
-            base=base_type,
-            groups=(SchemeGroup(targets=linear, fmt=fmt),),
-            skip=("lm_head",),
-            source="what-if",
-        )
+        return _linear_what_if(label, method, base_type, fmt)
+    scheme = low.removeprefix("fp8-")
+    if low.startswith("fp8-") and scheme in PUBLISHED_FP8:
+        label, fmt, skip = PUBLISHED_FP8[scheme]
+        return _linear_what_if(label, "fp8", base_type, fmt, skip)
     upper = key.upper().replace("-", "_")
     if upper in GGUF_MIX_BITS:
         fallback = gguf_fallback_bits(upper)
@@ -425,12 +450,26 @@ def what_if_precision(name: str, base: str = "bf16") -> Precision:
     )
 
 
+def _linear_what_if(
+    label: str, method: str, base: ElementType, fmt: WeightFormat, skip: tuple[str, ...] = ()
+) -> Precision:
+    """A what-if storing every linear layer as ``fmt``, but ``skip`` and ``lm_head`` (left in ``base``)."""
+    return Precision(
+        name=label,
+        method=method,
+        base=base,
+        groups=(SchemeGroup(targets=("Linear",), fmt=fmt),),
+        skip=(*skip, "lm_head"),
+        source="what-if",
+    )
+
+
 def precision_from_label(label: str, base: str = "bf16") -> Precision:
     """A what-if precision from its name (``fp8``) or from the label it shows (``fp8 block 128×128``)."""
     try:
         return what_if_precision(label, base=base)
     except UnknownPrecisionError:
-        for name in (*WHAT_IF_NAMES, ONLINE_FP8):
+        for name in (*WHAT_IF_NAMES, ONLINE_FP8, *map(published_fp8_name, PUBLISHED_FP8)):
             candidate = what_if_precision(name, base=base)
             if candidate.name == label:
                 return candidate

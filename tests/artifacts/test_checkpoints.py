@@ -92,3 +92,16 @@ def test_the_convert_placeholder_says_the_steps_the_target_type_needs():
     )
     assert not loads_published_weights(f"llama-server -m {convert_ref('Q4_K_M', BASE)}")
     assert not loads_published_weights(f"llama-server -m {convert_ref('F16', BASE)}")
+
+
+def test_an_fp8_scheme_round_trips_and_a_wrong_one_is_refused():
+    modelopt = ckpt("nvidia/Llama-3.1-8B-Instruct-FP8", "fp8", scheme="tensor-modelopt")
+    record = checkpoint_record(modelopt)
+    assert record["scheme"] == "tensor-modelopt" and "scheme" not in checkpoint_record(ckpt("Qwen/X-FP8", "fp8"))
+    assert checkpoint_from_record(record, source="shipped") == modelopt
+    assert modelopt.what_if_name == "fp8-tensor-modelopt"
+    assert ckpt("Qwen/X-FP8", "fp8").what_if_name is None  # block 128 × 128: the fp8 what-if as it is
+    with pytest.raises(ValueError, match="not an fp8 scheme"):
+        checkpoint_from_record({**record, "scheme": "tensor"}, source="x")
+    with pytest.raises(ValueError, match="not an fp8 scheme"):  # a scheme only says how fp8 scales are laid out
+        checkpoint_from_record({**record, "format": "awq", "scheme": "tensor-modelopt"}, source="x")

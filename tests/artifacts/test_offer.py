@@ -7,7 +7,7 @@ the real config corpus.
 from __future__ import annotations
 
 import pytest
-from support.corpus import shape_of
+from support.corpus import load_config, shape_of
 from support.gguf_factory import VT, Typed, build_gguf, llama_like, llama_metadata
 
 from explorer.artifacts.checkpoints import GGUFFile, PublishedCheckpoint
@@ -19,8 +19,11 @@ from explorer.artifacts.offer import (
     what_if_artifact,
     what_if_artifacts,
 )
+from explorer.artifacts.weight_formats import weight_formats
 from explorer.errors import NothingToPlanError
 from explorer.gguf.header import parse_gguf_header
+from explorer.model.shapes import shape_from_config
+from explorer.sources.checkpoints import shipped_checkpoints
 
 LLAMA_8B = "meta-llama__Meta-Llama-3.1-8B"
 
@@ -200,3 +203,66 @@ def test_the_online_fp8_what_if_counts_one_scale_a_tensor_not_128_blocks():
     assert online.quant == "fp8 per-tensor, online" and online.repo is None
     assert shape.weight_bytes("fp8") - online.size_bytes == 1_703_040
     assert online.size_bytes == shape.weight_bytes("fp8-online") == 9_081_201_536
+
+
+# --- a published fp8 checkpoint is labelled and sized by its own scheme --------------------------------------------
+
+
+def test_nvidias_modelopt_fp8_checkpoint_counts_one_fp32_scale_a_matrix():
+    """nvidia/Llama-3.1-8B-Instruct-FP8 is ModelOpt ``quant_algo: FP8``: one fp32 weight scale a matrix (vLLM
+    ``modelopt.py``), not 128 × 128 blocks. Llama-3.1-8B's 32 layers × 7 matrices × 4 B = 896 B of scales; blocks
+    would store 13,312 scales a layer (53,248 B; 1,703,936 B in all): 1,703,040 B more. The fp8 weights are
+    32 × (4096·4096 q + 1024·4096 k + 1024·4096 v + 4096·4096 o + 3 · 14336·4096) = 6,979,321,856 B; embeddings and
+    lm_head bf16 2 × 128,256 · 4096 · 2 = 2,101,346,304 B; norms (65 × 4096) · 2 = 532,480 B."""
+    shape = shape_of(LLAMA_8B)
+    (published,) = (c for c in shipped_checkpoints("meta-llama/Meta-Llama-3.1-8B") if c.format == "fp8")
+    assert (published.repo, published.scheme) == ("nvidia/Llama-3.1-8B-Instruct-FP8", "tensor-modelopt")
+    fp8 = what_if_artifact(shape, "fp8", (published,))
+    assert (fp8.quant, fp8.repo, fp8.size_source) == ("fp8 per-tensor (ModelOpt)", published.repo, "computed")
+    assert fp8.size_bytes == 6_979_321_856 + 32 * 7 * 4 + 2_101_346_304 + 532_480 == 9_081_201_536
+    assert shape.weight_bytes("fp8") - fp8.size_bytes == 1_703_040
+    assert shape.precision_of(fp8).name == "fp8 per-tensor (ModelOpt)"  # the label resolves back to the scheme
+
+
+def test_the_70b_modelopt_checkpoint_is_per_tensor_and_loads_as_its_config_says():
+    """Llama-3.1-70B, a layer's block scales: q 64·64 + k 8·64 + v 8·64 + o 64·64 + gate, up, down 224·64 each
+    = 52,224 (208,896 B); per tensor 7 (28 B). Over 80 layers: 16,711,680 − 2,240 = 16,709,440 B fewer."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-70B")
+    fp8 = what_if_artifact(shape, "fp8", shipped_checkpoints("meta-llama/Meta-Llama-3.1-70B"))
+    assert (fp8.repo, fp8.quant) == ("nvidia/Llama-3.1-70B-Instruct-FP8", "fp8 per-tensor (ModelOpt)")
+    assert shape.weight_bytes("fp8") - fp8.size_bytes == 16_709_440
+    precision = shape.precision_of(fp8)
+    assert precision.source == "published" and weight_formats(precision) == ("fp8",)  # not fp8-block
+
+
+def test_metas_405b_fbgemm_checkpoint_keeps_its_attention_and_end_mlps_in_bf16():
+    """Meta's Llama-3.1-405B-Instruct-FP8 (fbgemm_fp8): fp8 with an fp32 scale a row, every attention projection and
+    layers 0 and 125's MLPs left bf16. Its what-if is byte for byte the precision its own config gives."""
+    shape = shape_of("meta-llama__Meta-Llama-3.1-405B")
+    fp8 = what_if_artifact(shape, "fp8", shipped_checkpoints("meta-llama/Meta-Llama-3.1-405B"))
+    assert fp8.repo.startswith("meta-llama/") and fp8.quant == "fp8 per-channel (FBGEMM)"
+    skip = [f"model.layers.{i}.self_attn.{p}_proj" for i in range(126) for p in "qkvo"]
+    skip += [f"model.layers.{i}.mlp.{p}_proj" for i in (0, 125) for p in ("gate", "up", "down")]
+    config = load_config("meta-llama__Meta-Llama-3.1-405B")
+    config["quantization_config"] = {"quant_method": "fbgemm_fp8", "modules_to_not_convert": [*skip, "lm_head"]}
+    assert fp8.size_bytes == shape_from_config(config, name=shape.name).weight_bytes()
+    # bf16 attention (126 × (16384·16384·2 + 1024·16384·2) × 2 B) and end MLPs: far above the block what-if's size
+    assert fp8.size_bytes - shape.weight_bytes("fp8") > 126 * (2 * 16384 * 16384 + 2 * 1024 * 16384)
+
+
+def test_amd_quark_and_redhat_dynamic_checkpoints_are_labelled_by_their_scheme():
+    by_repo = {
+        c.repo: c.what_if_name
+        for base in ("meta-llama/Meta-Llama-3.1-70B-Instruct", "google/gemma-3-27b-it")
+        for c in shipped_checkpoints(base)
+        if c.format == "fp8"
+    }
+    assert by_repo["amd/Meta-Llama-3.1-70B-Instruct-fp8-quark-vllm"] == "fp8-tensor-quark"
+    assert by_repo["RedHatAI/gemma-3-27b-it-FP8-dynamic"] == "fp8-channel-dynamic"
+    shape = shape_of(LLAMA_8B)
+    assert shape.resolve_precision("fp8 per-tensor (Quark)").groups[0].fmt.fp8_scale == "tensor"
+    dynamic = shape.resolve_precision("fp8 per-channel, dynamic activations")
+    # one fp32 scale a row: down_proj 4096 rows × 14,336 fp8 + 4096 × 4 B
+    assert dynamic.tensor_bytes(next(t for t in shape.decoder[0].tensors if t.module.endswith("down_proj")), 0) == (
+        4096 * 14336 + 4096 * 4
+    )

@@ -527,8 +527,9 @@ def test_explorer_offers_a_precision_with_a_cluster_and_a_click_plans_it(offline
     outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
     texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
     assert defs["result"].options == ()
-    assert "FP8 (fp8 block 128×128) on 1x8xh100-80g" in texts
-    change = {"quant": "fp8 block 128×128", "cluster": "1x8xh100-80g"}
+    # Meta's own FP8 checkpoint is fbgemm_fp8, one scale a row (its attention kept bf16), not 128 × 128 blocks
+    assert "FP8 (fp8 per-channel (FBGEMM)) on 1x8xh100-80g" in texts
+    change = {"quant": "fp8 per-channel (FBGEMM)", "cluster": "1x8xh100-80g"}
     clicked = apply_change(defs["app_state"], change)
     after = run_explorer(**{f: getattr(clicked, f) for f in clicked.__dataclass_fields__})
     first = after["result"].options[0]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from support.corpus import shape_of
 
-from explorer.artifacts.offer import fallback_artifacts, original_artifact, what_if_artifacts
+from explorer.artifacts.offer import fallback_artifacts, original_artifact, what_if_artifact, what_if_artifacts
+from explorer.engines.parallel_rules import block_refusals
 from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.checkpoints import shipped_checkpoints
@@ -345,3 +346,37 @@ def test_a_layout_beside_the_brim_does_not_keep_the_quantised_checkpoints_out():
     assert four.beside_brim and four.per_card.total == 29_199_486_156 and four.artifact.repo is None
     three = next(o for o in result.options if (o.layout.nodes, o.layout.tp, o.layout.pp) == (3, 8, 3))
     assert three.per_card.total == 37_874_355_404 and not three.beside_brim
+
+
+def test_the_70b_first_row_names_nvidias_fp8_checkpoint_by_its_own_per_tensor_scheme():
+    """``plan meta-llama/Meta-Llama-3.1-70B --cluster 1x8xh100-80g --context 32768 --concurrency 64``: the own bf16
+    weights widened to the published checkpoints. The first row loads nvidia/Llama-3.1-70B-Instruct-FP8, ModelOpt
+    fp8 with one scale a matrix (its hf_quant_config.json ``quant_algo: FP8``), not 128 × 128 blocks: labelled so,
+    tensor parallel 8 (no block rule applies), and the command names the repository with no --quantization flag."""
+    shape = shape_of(LLAMA_70B)
+    fallback = fallback_artifacts(
+        shape, [original_artifact(shape)], shipped_checkpoints("meta-llama/Meta-Llama-3.1-70B")
+    )
+    request = PlanRequest(context_tokens=32768, concurrency=64)
+    first = plan(shape, parse_cluster("1x8xh100-80g"), request, fallback=fallback).options[0]
+    assert (first.engine, first.layout.tp, first.precision) == ("vllm", 8, "fp8 per-tensor (ModelOpt)")
+    assert first.artifact.repo == "nvidia/Llama-3.1-70B-Instruct-FP8"
+    assert "vllm serve nvidia/Llama-3.1-70B-Instruct-FP8 --tensor-parallel-size 8 " in first.evaluation.command
+    assert "--quantization" not in first.evaluation.command
+
+
+def test_nvidias_per_tensor_fp8_nemotron_super_is_not_held_to_the_block_rule():
+    """Llama-3_3-Nemotron-Super-49B's pruned MLPs are 2,816 wide in some layers: at tp 4, 704 a card, not whole
+    128 × 128 blocks. Labelled "fp8 block 128×128", nvidia's ModelOpt FP8 checkpoint was refused at tp 4
+    (fp8-block) and planned tp 2 × pp 2 on 4 × L4; per tensor it has no blocks to split, and tp 4 leads."""
+    shape = shape_of("nvidia__Llama-3_3-Nemotron-Super-49B-v1")
+    fp8 = what_if_artifact(shape, "fp8", shipped_checkpoints("nvidia/Llama-3_3-Nemotron-Super-49B-v1"))
+    assert (fp8.repo, fp8.quant) == ("nvidia/Llama-3_3-Nemotron-Super-49B-v1-FP8", "fp8 per-tensor (ModelOpt)")
+    request = PlanRequest(context_tokens=4096, engines=("vllm", "sglang"))
+    result = plan(shape, parse_cluster("1x4xl4-24g"), request, artifacts=[fp8], suggest=False)
+    first = result.options[0]
+    assert (first.engine, first.layout.tp, first.layout.pp) == ("vllm", 4, 1)
+    assert not any(r.rule == "fp8-block" for r in result.rejected)
+    block = shape.resolve_precision("fp8")
+    refused = block_refusals(shape, block, 4, 1)
+    assert refused and "704 is not divisible" in refused[0][1]

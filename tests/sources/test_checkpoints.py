@@ -115,3 +115,21 @@ def test_snapshot_checkpoints_rewrites_the_shipped_list_from_the_tree(tmp_path, 
     awq = entries["quants/Llama-9B-Instruct-AWQ"]
     assert (awq["base_model"], awq["also_base_of"], awq["verified"]) == (INSTRUCT, [BASE], "hub")
     assert "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4" in entries  # the shipped entries are kept
+
+
+def test_a_modelopt_fp8_quant_in_the_tree_is_per_tensor_and_a_block_one_stays_block():
+    from explorer.sources.hub.tree import classify
+
+    def listed(qc: dict):
+        return classify({"id": "nvidia/X-FP8", "config": {"quantization_config": qc}}, BASE, stands_in=False)
+
+    modelopt = listed({"quant_method": "modelopt", "quant_algo": "FP8"})
+    assert (modelopt.format, modelopt.scheme, modelopt.what_if_name) == (
+        "fp8",
+        "tensor-modelopt",
+        "fp8-tensor-modelopt",
+    )
+    nvfp4 = listed({"quant_method": "modelopt", "quant_algo": "NVFP4"})
+    assert (nvfp4.format, nvfp4.scheme) == ("nvfp4", "block")
+    block = listed({"quant_method": "fp8", "weight_block_size": [128, 128]})
+    assert (block.format, block.what_if_name) == ("fp8", None)

@@ -105,8 +105,10 @@ def classify(model: dict, base_model: str, *, stands_in: bool) -> PublishedCheck
         for parts in gguf_sets(names)
         if (quant := quant_from_filename(parts[0])) is not None
     )
+    scheme = "block"
     if method == "modelopt":
         fmt = "nvfp4" if "fp4" in str(qc.get("quant_algo", "")).lower() else "fp8"
+        scheme = "tensor-modelopt" if str(qc.get("quant_algo", "")).upper() == "FP8" else "block"
     elif method in _METHOD_FORMAT:
         fmt = _METHOD_FORMAT[method]
     elif files:
@@ -124,6 +126,7 @@ def classify(model: dict, base_model: str, *, stands_in: bool) -> PublishedCheck
         stands_in=stands_in,
         verified="hub",
         source="hub",
+        scheme=scheme,  # ModelOpt FP8: one scale a matrix, not the 128 × 128 blocks of quant_method fp8
     )
 
 
