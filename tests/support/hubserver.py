@@ -182,7 +182,8 @@ class Stats:
         tokens: every bearer token received, exactly as sent.
         timeline: (path, Range header or "", begin, end) per request answered, in ``time.monotonic()``
             seconds: from its request line read to its last byte written.
-        in_flight: requests being answered now; max_in_flight: the most at once.
+        in_flight: requests the server is working on now (read, before their answer is written); max_in_flight: the
+            most at once.
     """
 
     requests: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -265,14 +266,20 @@ class _Handler(BaseHTTPRequestHandler):
         self._began = time.monotonic()
         u = urlsplit(self.path)
         self._path, self._query = unquote(u.path), parse_qs(u.query)
-        self.owner._enter()
         auth = self.headers.get("Authorization") or ""
         if auth.lower().startswith("bearer "):
             self.owner._saw_token(auth[7:])
-        self.owner._delay(self._path)
+        # in flight while the server works on it, before its answer is written: counted to the end of the request,
+        # a client that has read the answer could send its next one before this thread counts it out (with
+        # Nagle's delay off the answer lands at once), and one client would look like two
+        self.owner._enter()
+        try:
+            self.owner._delay(self._path)
+        finally:
+            self.owner._leave()
 
     def _finish(self) -> None:
-        self.owner._leave(self._path, self.headers.get("Range") or "", self._began)
+        self.owner._answered(self._path, self.headers.get("Range") or "", self._began)
 
     # ---- routes ---------------------------------------------------------------------------
     def do_HEAD(self):
@@ -541,9 +548,12 @@ class HubServer:
             self.stats.in_flight += 1
             self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
 
-    def _leave(self, path: str, rng: str, began: float) -> None:
+    def _leave(self) -> None:
         with self._lock:
             self.stats.in_flight -= 1
+
+    def _answered(self, path: str, rng: str, began: float) -> None:
+        with self._lock:
             self.stats.timeline.append((path, rng, began, time.monotonic()))
 
     def _record(self, method: str, path: str, rng: str, status: int) -> None:
