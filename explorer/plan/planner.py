@@ -161,6 +161,14 @@ def _with_queueing(result: PlanResult, shape: ModelShape, cluster: Cluster, arti
     return replace(result, options=tuple(rank([*result.options, *queued], goal))) if queued else result
 
 
+def _with_variants(at_own_kv: PlanResult, shape: ModelShape, cluster: Cluster, artifacts: Sequence[Artifact], *,
+                   speed: bool | SpeedSettings) -> tuple[PlanResult, PlanResult]:  # fmt: skip
+    """``at_own_kv`` with the fp8 KV cache's layouts (:func:`_with_smaller_kv`: what holds every sequence), then
+    also with the queueing candidates (:func:`_with_queueing`): both plans, the first for the suggestions."""
+    holding = _with_smaller_kv(at_own_kv, shape, cluster, artifacts, speed=speed)
+    return holding, _with_queueing(holding, shape, cluster, artifacts, speed=speed)
+
+
 def _way(option: Option) -> tuple:
     """What an option loads on which cards: the same way at another KV type has the same key."""
     return (option.layout, option.artifact.label, option.precision)
@@ -299,16 +307,14 @@ def _planned(question: PlanQuestion) -> PlanResult:
     if artifacts is None:
         artifacts = [what_if_artifact(shape, request.precision) if request.precision else original_artifact(shape)]
     at_own_kv = _ranked(shape, cluster, request, artifacts, model_ref=model_ref, goal=chosen, speed=speed)
-    holding = _with_smaller_kv(at_own_kv, shape, cluster, artifacts, speed=speed)
-    own = _with_queueing(holding, shape, cluster, artifacts, speed=speed)
+    holding, own = _with_variants(at_own_kv, shape, cluster, artifacts, speed=speed)
     result = own
     extra_artifacts = ()
     if fallback and _standing(at_own_kv) > (1, False, False):  # weighed against the fp8 KV cache, not after it
         extra_artifacts = tuple(fallback() if callable(fallback) else fallback)
     if extra_artifacts:
         extra = _ranked(shape, cluster, request, extra_artifacts, model_ref=model_ref, goal=chosen, speed=speed)
-        extra = _with_smaller_kv(extra, shape, cluster, extra_artifacts, speed=speed)
-        extra = _with_queueing(extra, shape, cluster, extra_artifacts, speed=speed)
+        _, extra = _with_variants(extra, shape, cluster, extra_artifacts, speed=speed)
         # a last-resort precision (Q3_K_M) is worth its loss only where it keeps every layer on the cards
         extra = replace(extra, options=tuple(o for o in extra.options if o.tier == 1 or not all_gpu_only(o.artifact)))
         wider = _merged(own, extra)

@@ -244,8 +244,13 @@ def _fastest(option: Option) -> tuple:
 
 
 def _throughput(option: Option) -> tuple:
+    return (-round(_all_tokens_per_s(option), 6),)
+
+
+def _all_tokens_per_s(option: Option) -> float:
+    """Every replica's decode together at the asked concurrency (estimate; the CLI's ``all tok/s``), 0 without one."""
     aggregate = option.aggregate_decode_tokens_per_s
-    return (-round(aggregate[1], 6) if aggregate else 0.0,)
+    return aggregate[1] if aggregate else 0.0
 
 
 def _cost(option: Option) -> tuple:
@@ -292,11 +297,6 @@ def rank_key(goal: str = DEFAULT_GOAL) -> Callable[[Option], tuple]:
 #: how many times the cluster throughput of an option that holds every asked sequence a queueing candidate must
 #: decode to rank above it (:func:`queue_or_hold`)
 QUEUE_THROUGHPUT_FACTOR = 1.5
-
-
-def _all_tokens_per_s(option: Option) -> float:
-    aggregate = option.aggregate_decode_tokens_per_s
-    return aggregate[1] if aggregate else 0.0
 
 
 def queue_or_hold(queued: Option, holding: Option) -> bool:
