@@ -26,13 +26,12 @@ import pytest
 from support.hub_fixtures import GATED, SINGLE
 from support.notebook_server import ROOT, chromium, in_viewport, marimo_app, too_wide
 from support.readme_sample import SHOTS, readme_query
-from support.visitors import fetch_model
+from support.visitors import TABLE, fetch_model, wait_text_change
 
 from explorer.bench.browser import DEEP_QUERY, missing_browser
 
 pytestmark = pytest.mark.browser
 
-TABLE = "#explorer-options"
 APP = ROOT / "notebooks" / "app.py"
 
 
@@ -70,15 +69,6 @@ def _control(page, tag: str, label: str, inner: str):
 
 def _table(page) -> str:
     return page.locator(TABLE).inner_text()
-
-
-def _wait_table_change(page, before: str, timeout_ms: int = 60_000) -> None:
-    page.wait_for_function(
-        "([sel, old]) => { const t = document.querySelector(sel); return t !== null && t.innerText !== old; }",
-        arg=[TABLE, before],
-        timeout=timeout_ms,
-        polling=20,
-    )
 
 
 def _card_chart(page):
@@ -135,7 +125,7 @@ def test_answer_stays_in_view_while_sliding_at_1440(app_url, tmp_path):
         t0 = time.perf_counter()
         context.focus()
         context.press("ArrowRight")
-        _wait_table_change(page, before)
+        wait_text_change(page, before, polling=20)
         print(f"\nslider -> table: {(time.perf_counter() - t0) * 1000:.0f} ms (printed, not asserted)")
         page.wait_for_timeout(1500)  # the chart below redraws after the table
         # the control moved, the table and the per-card chart are on screen beside it, none scrolled away
@@ -169,7 +159,7 @@ def test_a_context_move_redraws_only_the_charts_whose_input_changed(app_url):
         context.focus()
         received.clear()
         context.press("ArrowRight")
-        _wait_table_change(page, before)
+        wait_text_change(page, before, polling=20)
         page.wait_for_timeout(2500)  # the runs after the table's (the curves, the refusals) are over
         assert "49,152" in _table(page) or "49,152" in page.inner_text("body")
         assert page.evaluate("() => window.__sweepChanges") == 0
@@ -250,7 +240,7 @@ def test_the_url_carries_the_state_and_restores_it(app_url):
         spec = _spec_box(page)
         spec.fill("1x4xl40s-48g")
         spec.press("Enter")
-        _wait_table_change(page, before)
+        wait_text_change(page, before, polling=20)
         _control(page, "marimo-dropdown", "Engine", "select").select_option(label="vLLM")
         _control(page, "marimo-dropdown", "KV cache", "select").select_option("fp8")
         context = _control(page, "marimo-slider", "Context", "slider")
@@ -306,7 +296,7 @@ def test_a_suggestion_clicked_changes_the_controls(app_url):
         asked = int(shorter.inner_text().split("a context of ")[1].split(" tokens")[0].replace(",", ""))
         before = _table(page)
         shorter.click()
-        _wait_table_change(page, before)
+        wait_text_change(page, before, polling=20)
         page.wait_for_function(f"() => location.search.includes('context={asked}')", timeout=30_000)
         assert f"{asked:,}" in page.inner_text("body")  # the slider shows the suggested context
         assert "✓" in _table(page)  # the change fits

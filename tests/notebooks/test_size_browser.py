@@ -11,22 +11,13 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from support.notebook_server import ROOT, chromium, marimo_app
+from support.visitors import TABLE, wait_text_change
 
 from explorer.bench.browser import DEEP_QUERY
 
 pytestmark = pytest.mark.browser
 
-TABLE = "#explorer-options"
 SIZES = "#explorer-sizes"
-
-
-def _wait_text_change(page, selector: str, before: str, timeout_ms: int = 90_000) -> None:
-    page.wait_for_function(
-        "([sel, old]) => { const t = document.querySelector(sel); return t !== null && t.innerText !== old; }",
-        arg=[selector, before],
-        timeout=timeout_ms,
-        polling=50,
-    )
 
 
 def test_the_size_mode_opens_and_follows_the_workload_sliders(tmp_path):
@@ -48,7 +39,7 @@ def test_the_size_mode_opens_and_follows_the_workload_sliders(tmp_path):
         assert users.get_attribute("aria-valuenow") is not None
         users.focus()
         users.press("ArrowRight")  # 200 -> 500 users
-        _wait_text_change(page, SIZES, before)
+        wait_text_change(page, before, SIZES, timeout_ms=90_000, polling=50)
         assert page.locator(SIZES).inner_text() != before
         page.wait_for_function("() => location.search.includes('users=500')", timeout=30_000)
         query = parse_qs(urlparse(page.url).query)

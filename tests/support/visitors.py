@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-__all__ = ["TABLE", "fetch_model", "move_slider_and_wait", "open_page"]
+__all__ = ["TABLE", "fetch_model", "move_slider_and_wait", "open_page", "wait_text_change"]
 
 #: the ranked table's element
 TABLE = "#explorer-options"
@@ -27,12 +27,21 @@ def move_slider_and_wait(page) -> float:
     slider = page.get_by_role("slider").locator("visible=true").first
     slider.focus()
     slider.press("ArrowRight")
-    page.wait_for_function(
-        "([sel, old]) => { const t = document.querySelector(sel); return t && t.innerText !== old; }",
-        arg=[TABLE, before],
-        timeout=60_000,
-    )
+    wait_text_change(page, before)
     return time.monotonic() - t0
+
+
+def wait_text_change(
+    page, before: str, selector: str = TABLE, *, timeout_ms: int = 60_000, polling: int | str = "raf"
+) -> None:
+    """Wait until the text of ``selector`` (the table) is drawn and differs from ``before``; ``polling`` as
+    playwright takes it (milliseconds, or ``"raf"``: each animation frame)."""
+    page.wait_for_function(
+        "([sel, old]) => { const t = document.querySelector(sel); return t !== null && t.innerText !== old; }",
+        arg=[selector, before],
+        timeout=timeout_ms,
+        polling=polling,
+    )
 
 
 def fetch_model(page, text: str, token: str = "") -> None:
