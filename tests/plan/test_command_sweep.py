@@ -27,7 +27,7 @@ from explorer.engines.serve_command import DTYPE_FLAGS
 from explorer.errors import ExplorerError
 from explorer.hardware.cluster_dict import cluster_from_dict
 from explorer.plan.pinning import check_pinned, pinned_launch
-from explorer.plan.planner import plan
+from explorer.plan.planner import option_request, plan
 from explorer.sources.known_models import known_models
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 from explorer.units import GiB
@@ -66,6 +66,8 @@ SETTINGS = {
         engines=("llamacpp", "sglang"),
     ),
     "parallel": PlanRequest(tensor_parallel_size=2, data_parallel_size=2, engines=("vllm", "sglang")),
+    # many users at a long context: the fp8 KV cache the planner adds, and the queueing candidates
+    "many users": PlanRequest(context_tokens=32768, concurrency=64),
 }
 #: options checked a plan: the first few and the best of each engine
 TOP = 6
@@ -290,7 +292,8 @@ def _sweep_automatic():
                 ]
                 for option in chosen:
                     lines = list(result.replica_launch(option).lines)
-                    yield f"{model.ref} on {cluster_name} ({setting}): {option.label}", lines, option, request, model
+                    asked = option_request(request, option)  # with the KV cache type the planner chose for it
+                    yield f"{model.ref} on {cluster_name} ({setting}): {option.label}", lines, option, asked, model
 
 
 #: pinned cards a cluster: (cards, replicas, the user's tp)
