@@ -6,7 +6,7 @@ while loading, and a launch over several nodes (the head's command and each othe
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from explorer.artifacts.checkpoints import placeholder_ref
 from explorer.engines.evaluation import NodeCommand
@@ -45,6 +45,12 @@ def serve_reference(artifact: Artifact, method: str, model_ref: str, online_meth
     if not artifact.what_if or (online and original_method == "none"):
         return model_ref
     return placeholder_ref(artifact.quant, model_ref)
+
+
+def kv_cache_flags(shape: ModelShape, kv_dtype: str, names: Mapping[str, str]) -> list[str]:
+    """``--kv-cache-dtype`` for a KV cache type other than the loaded model's (none at ``auto``), spelled as the
+    engine's ``names`` (explorer's KV type → the engine's choice: ``fp8`` → ``fp8_e4m3`` for SGLang)."""
+    return [] if kv_dtype in ("auto", shape.dtype) else [f"--kv-cache-dtype {names.get(kv_dtype, kv_dtype)}"]
 
 
 #: a dense precision's name → the ``--dtype`` vLLM and SGLang cast the weights to while loading

@@ -51,7 +51,7 @@ from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, load_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
@@ -333,11 +333,6 @@ def combined_note(cards: list[CardMemory], layout: Layout, mfs: float) -> str:
 KV_CACHE_DTYPE = {"bf16": "bf16", "fp8": "fp8_e4m3"}
 
 
-def kv_cache_flags(shape: ModelShape, kv_dtype: str) -> list[str]:
-    """``--kv-cache-dtype`` for a KV cache type other than the loaded model's (none at ``auto``)."""
-    return [] if kv_dtype in ("auto", shape.dtype) else [f"--kv-cache-dtype {KV_CACHE_DTYPE.get(kv_dtype, kv_dtype)}"]
-
-
 #: SGLang runs compressed-tensors W8A8 int8 checkpoints with its own int8 kernels (linear and MoE) when told so:
 #: ``model_config.py`` lets ``--quantization w8a8_int8`` override a ``compressed-tensors`` config, and SGLang's
 #: DeepSeek docs launch ``meituan/DeepSeek-R1-Channel-INT8`` with it
@@ -382,7 +377,7 @@ def command(
         parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
     elif layout.dp > 1:
         parts.append(f"--dp-size {layout.dp}")
-    parts += kv_cache_flags(shape, request.kv_dtype)
+    parts += kv_cache_flags(shape, request.kv_dtype, KV_CACHE_DTYPE)
     parts += load_flags(shape, precision, SGLang.online_methods)
     parts += int8_flags(precision)
     # --speculative-algorithm, --chunked-prefill-size and --cuda-graph-max-bs (written out as resolved: SGLang's
@@ -504,7 +499,7 @@ class SGLang(SplitWalk):
         if gpu is None:
             return vllm.ENGINE.footprint(shape, artifact, gpu, kv_dtype)  # refused there: it needs a GPU class
         loaded, precision = served(self, shape, artifact, gpu)
-        flags = (*kv_cache_flags(loaded, kv_dtype), *load_flags(loaded, precision, self.online_methods),
+        flags = (*kv_cache_flags(loaded, kv_dtype, KV_CACHE_DTYPE), *load_flags(loaded, precision, self.online_methods),
                  *int8_flags(precision))  # fmt: skip
         return replace(vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype), load_flags=flags)
 

@@ -40,7 +40,7 @@ from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, vllm_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, load_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
@@ -252,11 +252,6 @@ def evaluate(
 KV_CACHE_DTYPE = {"bf16": "bfloat16", "fp16": "float16", "fp8": "fp8"}
 
 
-def kv_cache_flags(shape: ModelShape, kv_dtype: str) -> list[str]:
-    """``--kv-cache-dtype`` for a KV cache type other than the loaded model's (none at ``auto``)."""
-    return [] if kv_dtype in ("auto", shape.dtype) else [f"--kv-cache-dtype {KV_CACHE_DTYPE.get(kv_dtype, kv_dtype)}"]
-
-
 #: the port the head's data-parallel RPC listens on in vLLM's multi-node example
 DP_RPC_PORT = 13345
 #: the port the head's torch.distributed store listens on (``--master-port``, 29501 by default in 0.26.0)
@@ -295,7 +290,7 @@ def command(
         parts.append("--enable-expert-parallel")
         if request.all2all_backend:
             parts.append(f"--all2all-backend {request.all2all_backend}")
-    parts += kv_cache_flags(shape, request.kv_dtype)
+    parts += kv_cache_flags(shape, request.kv_dtype, KV_CACHE_DTYPE)
     parts += load_flags(shape, precision, VLLM.online_methods)
     # --max-num-seqs and --max-num-batched-tokens written out as resolved (their defaults depend on the card and
     # the release), then --enforce-eager… as the user set them, in their declarations' order
@@ -474,7 +469,10 @@ class VLLM(SplitWalk):
             kv_bytes_per_token=per_token,
             even_split=True,
             split_widths=tp_widths(shape),
-            load_flags=(*kv_cache_flags(shape, kv_dtype), *load_flags(shape, precision, self.online_methods)),
+            load_flags=(
+                *kv_cache_flags(shape, kv_dtype, KV_CACHE_DTYPE),
+                *load_flags(shape, precision, self.online_methods),
+            ),
         )
 
 
