@@ -212,7 +212,8 @@ class Engine(Protocol):
     @property
     def data_parallel_flag(self) -> str | None:
         """The flag that starts several copies of one single-node layout in one launch (vLLM
-        ``--data-parallel-size``, SGLang ``--dp-size``); None: each copy is launched on its own."""
+        ``--data-parallel-size``, SGLang ``--dp-size``); None: each copy is launched on its own. Not copies of a
+        mixture of experts where :attr:`expert_data_parallel` holds (:mod:`explorer.plan.replicas`)."""
         ...
 
     def walk(

@@ -76,10 +76,20 @@ def online_flags(shape_method: str, shape_dtype: str, precision_source: str, met
     return [f"--quantization {method}"] if method in online else []
 
 
+def remote_code_flags(shape: ModelShape) -> list[str]:
+    """``--trust-remote-code`` for a model whose config names its repository's own code
+    (:attr:`~explorer.model.shapes.ModelShape.remote_code`): without it vLLM and SGLang stop at loading the
+    config or the tokenizer (Kimi-K2.5's ``kimi_k25`` config, Nemotron-3's ``nemotron_h``, DeepSeek-V3's; vLLM's
+    recipes and SGLang's docs pass it for each)."""
+    return ["--trust-remote-code"] if shape.remote_code else []
+
+
 def load_flags(shape: ModelShape, precision: Precision, online: frozenset[str]) -> list[str]:
     """The flags that make an engine load the model as planned: ``shape`` as it loads it
-    (:func:`~explorer.engines.load_dtype.served`) at ``precision``: its ``--dtype`` (:func:`dtype_flags`: ``--dtype
-    bfloat16`` over a float32 checkpoint) and a what-if made while loading (:func:`online_flags`, ``online``: the
-    engine's online methods). The planner's commands and the fleet's launches both write them."""
+    (:func:`~explorer.engines.load_dtype.served`) at ``precision``: the trust its config's own code needs
+    (:func:`remote_code_flags`), its ``--dtype`` (:func:`dtype_flags`: ``--dtype bfloat16`` over a float32
+    checkpoint) and a what-if made while loading (:func:`online_flags`, ``online``: the engine's online methods).
+    The planner's commands and the fleet's launches both write them."""
     method, dtype = shape.precision.method, shape.dtype
-    return dtype_flags(shape) + online_flags(method, dtype, precision.source, precision.method, precision.name, online)
+    online_made = online_flags(method, dtype, precision.source, precision.method, precision.name, online)
+    return remote_code_flags(shape) + dtype_flags(shape) + online_made

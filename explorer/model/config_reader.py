@@ -231,6 +231,12 @@ class ConfigView:
         value = self.text.get("model_type")
         return value if isinstance(value, str) and value else self.model_type()
 
+    def remote_code(self) -> bool:
+        """Whether the config names its repository's own code (a non-empty ``auto_map``: Kimi-K2.5's
+        ``configuration_kimi_k25.KimiK25Config``), which transformers runs only when told to trust it."""
+        auto_map = self.outer.get("auto_map")
+        return isinstance(auto_map, Mapping) and bool(auto_map)
+
     def architecture(self) -> str:
         """The first of ``architectures``, or ``""``."""
         archs = self.outer.get("architectures") or self.text.get("architectures")

@@ -79,6 +79,8 @@ class ModelShape:
         vision_tower: the vision tower's heads and size, or None.
         approximate: whether any figure is a best effort.
         notes: what was assumed or approximated, and why.
+        remote_code: the config names its repository's own code (``auto_map``): vLLM and SGLang load the
+            model only with ``--trust-remote-code`` (its config class or its tokenizer is that code).
         cast_from: the checkpoint's own dtype when this shape is the model as an engine loads it at another
             (``dtype``: :meth:`at_dtype`), else ``""``.
     """
@@ -110,6 +112,7 @@ class ModelShape:
     approximate: bool = False
     notes: tuple[str, ...] = ()
     rope_names_original: bool = False
+    remote_code: bool = False
     cast_from: str = ""
 
     # --- parameters -----------------------------------------------------------------
@@ -331,4 +334,5 @@ def shape_from_config(
         vision_tower=parts.vision_spec,
         approximate=not parts.exact,
         notes=tuple(notes),
+        remote_code=view.remote_code(),
     )

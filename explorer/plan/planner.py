@@ -101,7 +101,7 @@ def _ranked(
         pruned=dict(out.pruned),
         considered=out.considered,
         goal=goal,
-        replica_launch=partial(replica_launch, cluster=cluster, request=request),
+        replica_launch=partial(replica_launch, cluster=cluster, request=request, moe=shape.moe is not None),
     )
 
 

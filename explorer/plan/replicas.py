@@ -20,7 +20,13 @@ Starting them (:func:`replica_launch`):
 - a single-node layout without pipeline stages, on an engine that starts
   copies itself: one launch a node with its flag, ``vllm serve …
   --data-parallel-size 4`` (vLLM's data parallelism, one API server over 4
-  engines) or SGLang's ``--dp-size 4``;
+  engines) or SGLang's ``--dp-size 4``; never vLLM's for a mixture of experts,
+  whose data-parallel ranks are one model, not copies (vLLM's
+  ``FusedMoEParallelConfig.make`` spreads the experts over dp × tp ranks, as
+  expert parallelism with ``--enable-expert-parallel``, else as tensor
+  parallelism, and every rank steps with the others): 4 copies of tp 2 × ep 2
+  written as ``--tensor-parallel-size 2 --data-parallel-size 4`` would start
+  one model of ep 8 on the 8 cards;
 - otherwise one launch a copy, each with its GPU list
   (``CUDA_VISIBLE_DEVICES=2,3 … --port 8001``), behind a load balancer;
   a copy across nodes is a line a node (its rank, the head's address as a placeholder); a llama.cpp copy over
@@ -135,9 +141,11 @@ class ReplicaLaunch:
         return "\n".join([*self.lines, *tail])
 
 
-def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None = None) -> ReplicaLaunch:
+def replica_launch(
+    option: Option, cluster: Cluster, request: PlanRequest | None = None, *, moe: bool = False
+) -> ReplicaLaunch:
     """The launch lines for all ``option.replicas`` copies (see the module docstring), each on its devices with
-    its port (:mod:`explorer.plan.launch_lines`)."""
+    its port (:mod:`explorer.plan.launch_lines`); ``moe``: the model is a mixture of experts."""
     layout, n, ev = option.layout, max(1, option.replicas), option.evaluation
     method: Literal["one", "instances"] = "one" if n == 1 else "instances"
     request = request or PlanRequest()
@@ -157,12 +165,20 @@ def replica_launch(option: Option, cluster: Cluster, request: PlanRequest | None
         return ReplicaLaunch(replicas=n, method=method, lines=tuple(lines), more=max(0, n - 1))
     slots = [(run, k) for run in class_runs(cluster, layout.gpu_class)
              if (k := run.slots(layout.gpus_per_node, host_cap=_host_cap(option, request)))]  # fmt: skip
-    flag = engine_named(option.engine).data_parallel_flag
+    flag = _copies_flag(option.engine, moe=moe)
     if n > 1 and layout.nodes == 1 and flag and layout.pp == 1 and layout.dp == 1 and flag not in ev.command.split():
         return _data_parallel(option, flag, slots, n)
     if layout.nodes == 1:
         return _instances(option, slots, n)
     return _spanning(option, slots, n)
+
+
+def _copies_flag(engine: str, *, moe: bool) -> str | None:
+    """The flag that starts a node's copies in one launch, or None: one launch a copy. An engine whose
+    data-parallel ranks of a mixture of experts share the experts (``expert_data_parallel``: vLLM) makes one
+    model of them, never copies."""
+    spec = engine_named(engine)
+    return None if moe and spec.expert_data_parallel else spec.data_parallel_flag
 
 
 @dataclass(frozen=True, slots=True)

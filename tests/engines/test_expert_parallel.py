@@ -49,9 +49,11 @@ def test_deepseek_v3_dp8_ep_on_8_h200_fits_with_per_rank_memory_by_hand():
     assert card.usable == int(CAT.resolve("h200-141g").visible_memory_bytes * 0.9) == 135_679_338_086
     # 28,602,031,162 bytes left a rank hold 99 sequences of 287,834,112: 792 over the 8 ranks
     assert option.evaluation.max_concurrency == 8 * 99
+    # DeepSeek-V3's config.json names its own code (auto_map: configuration_deepseek.DeepseekV3Config), hence
+    # --trust-remote-code, as vLLM's DeepSeek recipe and SGLang's docs pass it
     assert option.evaluation.command == (
         "vllm serve deepseek-ai__DeepSeek-V3 --data-parallel-size 8 --max-model-len 4096 --gpu-memory-utilization 0.9 "
-        "--enable-expert-parallel --max-num-seqs 1024 --max-num-batched-tokens 8192"
+        "--enable-expert-parallel --trust-remote-code --max-num-seqs 1024 --max-num-batched-tokens 8192"
     )
 
 

@@ -50,3 +50,14 @@ def test_parse_config_text_errors():
         parse_config_text("[1, 2]")
     with pytest.raises(NotAModelConfigError, match="not a model config"):
         require_model_config({"foo": 1})
+
+
+def test_remote_code_is_a_non_empty_auto_map_of_the_whole_config():
+    """Kimi-K2.5 names configuration_kimi_k25.KimiK25Config (transformers has no kimi_k25), Nemotron-3-Nano its
+    configuration_nemotron_h; Qwen3.5's config names no code of its own. A malformed auto_map is no code."""
+    assert ConfigView.of(load_config("moonshotai__Kimi-K2.5")).remote_code()
+    assert ConfigView.of(load_config("nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")).remote_code()
+    assert not ConfigView.of(load_config("Qwen__Qwen3.5-397B-A17B")).remote_code()
+    base = load_config("Qwen__Qwen3-8B")
+    for auto_map in ({}, "configuration_x.XConfig", ["x"], None):
+        assert not ConfigView.of({**base, "auto_map": auto_map}).remote_code()

@@ -255,3 +255,26 @@ def test_alike_nodes_share_a_line_only_when_their_cards_sit_alike():
         "b: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2",
         "b: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=3",
     ]
+
+
+def test_a_mixture_of_experts_starts_each_vllm_copy_on_its_own():
+    """Mixtral-8x7B bf16 (8 experts) at 4,096 tokens: vLLM holds it on 2 H100s (tp 2 × ep 2, 48.9 GiB a card of
+    71.3), 8 // 2 = 4 copies. ``--tensor-parallel-size 2 --data-parallel-size 4`` would not start them: vLLM
+    spreads a mixture of experts over dp × tp = 8 ranks (one model of ep 8, every rank stepping with the others),
+    so each copy is its own launch on its 2 GPUs and port. SGLang's --dp-size 4 starts 4 tp-2 workers that share
+    nothing, one launch as for a dense model."""
+    result = _plan("mistralai__Mixtral-8x7B-v0.1", "1x8xh100-80g", engines=("vllm", "sglang"))
+    vllm, sglang = _option(result, "vllm", 2), _option(result, "sglang", 2)
+    assert (vllm.layout.tp, vllm.layout.ep, vllm.replicas) == (2, 2, 4)
+    launch = result.replica_launch(vllm)
+    assert launch.method == "instances" and len(launch.lines) == 4
+    assert not any("--data-parallel-size" in line for line in launch.lines)
+    assert launch.lines[0].startswith("h100-80g#0: CUDA_VISIBLE_DEVICES=0,1 vllm serve")
+    assert launch.lines[3].startswith("h100-80g#0: CUDA_VISIBLE_DEVICES=6,7 vllm serve")
+    assert launch.lines[3].endswith(
+        "--enable-expert-parallel --max-num-seqs 1024 --max-num-batched-tokens 8192 --port 8003"
+    )
+    assert sglang.replicas == 4
+    sglang_launch = result.replica_launch(sglang)
+    assert sglang_launch.method == "data-parallel"
+    assert sglang_launch.lines[0].endswith("--dp-size 4 --port 8000")

@@ -251,6 +251,8 @@ class LlamaCpp:
     label: ClassVar[str] = ENGINE_LABELS[NAME]
     #: each copy is its own ``llama-server`` (no flag starts several)
     data_parallel_flag: ClassVar[str | None] = None
+    #: no data-parallel ranks, so none share a mixture of experts' experts
+    expert_data_parallel: ClassVar[bool] = False
     #: one ``llama-server`` prefills and decodes; it has no prefill/decode split
     disaggregated_prefill: ClassVar[bool] = False
     #: each ``-np`` slot holds its share of ``-c`` from start-up: every asked sequence must fit
