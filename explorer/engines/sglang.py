@@ -51,7 +51,7 @@ from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags, replaced_ref
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
@@ -494,14 +494,15 @@ class SGLang(SplitWalk):
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """vLLM's footprint: a fleet offers each card a share of its memory, which is vLLM's budget rule,
-        not SGLang's static fraction; the model as SGLang loads it (a float32 checkpoint at float16), and the flags
-        that make SGLang load it so."""
+        not SGLang's static fraction; the model as SGLang loads it (a float32 checkpoint at float16, a published
+        checkpoint from its repository: :func:`replaced_ref`), and the flags that make SGLang load it so."""
         if gpu is None:
             return vllm.ENGINE.footprint(shape, artifact, gpu, kv_dtype)  # refused there: it needs a GPU class
         loaded, precision = served(self, shape, artifact, gpu)
         flags = (*kv_cache_flags(loaded, kv_dtype, KV_CACHE_DTYPE), *load_flags(loaded, precision, self.online_methods),
                  *int8_flags(precision))  # fmt: skip
-        return replace(vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype), load_flags=flags)
+        ref = replaced_ref(loaded, artifact, precision, self.online_methods)
+        return replace(vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype), load_flags=flags, model_ref=ref)
 
 
 ENGINE = SGLang()

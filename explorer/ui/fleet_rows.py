@@ -238,10 +238,12 @@ def fleet_demands(
 ) -> tuple[list[ModelDemand], list[str], list[str]]:
     """Each term's footprint (:func:`explorer.fleet.footprints.demand_for`), ranked in row order as the CLI ranks them.
 
-    ``model_of(model_id)`` gives the resolved model (its ``shape`` and the ``artifacts`` the resolver offers, so a
-    GGUF repository is sized and launched at the file llama-server loads), or None when it has none (an error
+    ``model_of(model_id)`` gives the resolved model (its ``shape``, the ``artifacts`` the resolver offers, so a
+    GGUF repository is sized and launched at the file llama-server loads, and the published ``checkpoints`` it
+    knows, which a ``precision`` loads from as ``explorer plan --quant`` does), or None when it has none (an error
     for that model; so does an ExplorerError it raises). A context past the model's
-    own limit is lowered to the limit, with a note. Names are the terms' names, else
+    own limit is lowered to the limit, with a note; weights that are not the model's own checkpoint (a published
+    checkpoint of the Instruct model standing in, a what-if nobody publishes) get a note too. Names are the terms' names, else
     their ids, made unique (``#2``). Returns (demands, notes, errors), a line each.
     """
     names = unique_names([name or t.model_id for name, t in terms])
@@ -259,18 +261,20 @@ def fleet_demands(
                 notes.append(f"{name}: {asked:,} tokens asked; the model's limit, {charged:,}, is charged")
                 floor = term.min_context_tokens
                 term = replace(term, context_tokens=charged, min_context_tokens=floor and min(floor, charged))
-            demands.append(
-                demand_for(
-                    shape,
-                    term,
-                    gpu=gpu,
-                    engine=engine,
-                    rank=rank,
-                    precision=precision,
-                    name=name,
-                    offered=model.artifacts,
-                )
+            demand = demand_for(
+                shape,
+                term,
+                gpu=gpu,
+                engine=engine,
+                rank=rank,
+                precision=precision,
+                name=name,
+                offered=model.artifacts,
+                checkpoints=getattr(model, "checkpoints", ()),
             )
+            demands.append(demand)
+            if demand.note:
+                notes.append(f"{name}: {demand.note}")
         except ExplorerError as e:
             errors.append(f"{name}: {e}")
     return demands, notes, errors
