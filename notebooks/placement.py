@@ -70,7 +70,7 @@ def _():
 @app.cell(hide_code=True)
 def _():
     extra_terms = mo.ui.text_area(
-        placeholder="more models, one a line: name = ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...]  e.g.  "
+        placeholder="more models, one a line: name = ID[:QUANT][:CONTEXT[/MIN]][xREPLICAS][@phase,...]  e.g.  "
         "small = Qwen/Qwen3-1.7B:16kx2@query",
         rows=2,
         full_width=True,

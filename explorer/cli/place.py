@@ -31,8 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="TERM",
-        help="ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k/8kx2@query "
-        "(repeatable; order = rank; /MIN: the least context it accepts)",
+        help="ID[:QUANT][:CONTEXT[/MIN]][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k/8kx2@query or "
+        "meta-llama/Meta-Llama-3.1-70B:int4-awq:8k (repeatable; order = rank; /MIN: the least context it accepts; "
+        ":QUANT: a precision as --quant takes it, for this model only)",
     )
     p.add_argument("--plan", default=None, metavar="FILE", help="a manual plan (.json or .toml) to check instead")
     p.add_argument(
@@ -59,9 +60,9 @@ def _model(model_id: str, args: argparse.Namespace):
     return load_model(model_id, **hub_kwargs(args)) if given else load_model(model_id)
 
 
-def _checkpoints(model, args: argparse.Namespace):
-    """The published checkpoints the model's what-if precision loads from, as ``explorer plan`` finds them."""
-    found = checkpoints_for_precision(model, args.precision, offline=args.offline, token=args.token)
+def _checkpoints(model, precision: str | None, args: argparse.Namespace):
+    """The published checkpoints the model's what-if ``precision`` loads from, as ``explorer plan`` finds them."""
+    found = checkpoints_for_precision(model, precision, offline=args.offline, token=args.token)
     if found.note:
         print(f"note: {found.note}", file=sys.stderr)
     return found.checkpoints
@@ -76,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     terms = [parse_model_term(t) for t in args.model]
     names = unique_names([t.model_id for t in terms])
     resolved = [_model(t.model_id, args) for t in terms]
-    published = [_checkpoints(model, args) for model in resolved]
+    published = [
+        _checkpoints(model, t.precision or args.precision, args) for t, model in zip(terms, resolved, strict=True)
+    ]
     models = [
         demand_for(
             model.shape,

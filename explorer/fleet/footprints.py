@@ -122,7 +122,8 @@ def demand_for(
     """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
     (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's.
 
-    The weights are the artifact an instance loads (:func:`fleet_artifact`: at ``precision`` the one
+    The weights are the artifact an instance loads (:func:`fleet_artifact`: at the term's precision (``ID:QUANT``),
+    else ``precision``, the one
     ``explorer plan --quant`` plans, a published checkpoint from ``checkpoints`` where one is known), and the
     demand says what its launch loads (``model_ref``: the published repository, or a what-if's placeholder) and
     what those weights are (``note``).
@@ -136,6 +137,7 @@ def demand_for(
     context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
     floor = None if term.min_context_tokens is None else min(term.min_context_tokens, context)
     sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
+    precision = term.precision or precision
     artifact = fleet_artifact(shape, sizer, precision=precision, offered=offered, checkpoints=checkpoints)
     if not sizer.serves(artifact):  # as explorer plan refuses it: vLLM a GGUF, llama.cpp an AWQ repository
         what = f"{artifact.repo}'s" if artifact.repo else "a what-if of its"
@@ -178,8 +180,9 @@ def fleet_artifact(
 
     At ``precision``, the one ``explorer plan --quant`` plans (:func:`~explorer.artifacts.offer.plan_artifacts`):
     an ``offered`` GGUF of that quant, else the published checkpoint of it in ``checkpoints``
-    (:func:`~explorer.artifacts.offer.what_if_artifact`: its repository and its real size), else the what-if
-    sized from the shape, whose note says that none is published. Without one, a model published as GGUF files
+    (:func:`~explorer.artifacts.offer.what_if_artifact`: its repository, its file of a GGUF repository), else the
+    what-if, whose note says that none is published; the engines size each from the shape at its precision, as the
+    plan does. Without one, a model published as GGUF files
     loads the file ``llama-server -hf REPO`` picks (:func:`published_gguf`) when the engine serves GGUF, else its
     own weights. The engine may not serve a precision's artifact (:meth:`~explorer.engines.interface.Engine.serves`:
     vLLM a GGUF, llama.cpp another repository's AWQ safetensors), as ``explorer plan`` refuses it.

@@ -3,7 +3,7 @@
 Pure: model terms, shapes and a :class:`~explorer.fleet.place.Placement` in,
 demands, lists of dicts and strings out. The placing and the checking are
 :mod:`explorer.fleet.place`'s own; this module only turns the notebook's rows
-into model terms (the CLI's ``ID[:context][xREPLICAS][@phase,...]``) and the
+into model terms (the CLI's ``ID[:QUANT][:context][xREPLICAS][@phase,...]``) and the
 answers into rows a table or :func:`explorer.ui.charts.placement_chart` shows.
 Byte figures stay ints until a row shows them, in GiB (1024³ bytes).
 """
@@ -154,8 +154,9 @@ def _tokens_text(tokens: int) -> str:
 
 
 def term_text(term: ModelTerm) -> str:
-    """The term as the CLI spells it: ``Qwen/Qwen3-32B:32k/8k@query``, ``Qwen/Qwen3-0.6B:8kx2``."""
-    text = term.model_id
+    """The term as the CLI spells it: ``Qwen/Qwen3-32B:32k/8k@query``, ``Qwen/Qwen3-0.6B:8kx2``,
+    ``meta-llama/Meta-Llama-3.1-70B:int4-awq``."""
+    text = term.model_id + (f":{term.precision}" if term.precision else "")
     if term.context_tokens:
         text += f":{_tokens_text(term.context_tokens)}"
         if term.min_context_tokens:

@@ -457,3 +457,19 @@ def test_an_engine_that_cannot_load_the_precisions_checkpoint_refuses_it_as_the_
         demand_for(model.shape, term, gpu=H100, precision="Q8_0", checkpoints=model.checkpoints)
     with pytest.raises(PlacementError, match="llama.cpp does not load hugging-quants/.*-AWQ-INT4's int4 AWQ g128"):
         demand_for(model.shape, term, gpu=H100, engine="llamacpp", precision="int4-awq", checkpoints=model.checkpoints)
+
+
+def test_a_term_carries_its_own_precision(capsys):
+    """``ID:QUANT`` places that model alone at the precision (llama.cpp's ``-hf REPO:QUANT`` spelling), over
+    ``--quant``: the 70B at int4 AWQ from hugging-quants' checkpoint beside Qwen3-8B at ``--quant fp8`` from
+    Qwen's own FP8 checkpoint, and a term without one at its own weights."""
+    out = _place_json(capsys, "--cluster", "1x8xh100-80g", "--model", "meta-llama/Meta-Llama-3.1-70B:int4-awq:8k",
+                      "--model", "Qwen/Qwen3-8B", "--model", "Qwen/Qwen3-0.6B:bf16", "--quant", "fp8")  # fmt: skip
+    assert [m["model_ref"] for m in out["models"]] == [
+        "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+        "Qwen/Qwen3-8B-FP8",
+        None,  # bf16 is Qwen3-0.6B's own precision: its own id
+    ]
+    assert out["models"][0]["weights_bytes"] == 39_801_339_904  # as worked above
+    served = [row["command"].split(" serve ")[1].split()[0] for row in out["launch"]]
+    assert served == ["hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-0.6B"]

@@ -101,6 +101,7 @@ def test_bad_rows_and_lines_are_reported_not_raised():
         "Qwen/Qwen3-8B",
         "org/model-x2x1",
         "repo:Q4_K_M:8192",
+        "meta-llama/Meta-Llama-3.1-70B:int4-awq:8kx2@query",
         "m:12345x3@a,b",
         "BAAI/bge-m3:512@ingest,query",
         "a:1k",
