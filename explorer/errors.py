@@ -291,7 +291,7 @@ class PlacementInputError(PlacementError):
 
 
 class ModelTermError(PlacementError):
-    """A CLI model term is not ``ID[:context][xREPLICAS][@phase,...]``."""
+    """A CLI model term is not ``ID[:QUANT][:context][xREPLICAS][@phase,...]``."""
 
     hint = "write e.g. Qwen/Qwen3-8B:32k, Qwen/Qwen3-8Bx2@query or embed@ingest,query"
 

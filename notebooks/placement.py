@@ -14,7 +14,7 @@ with app.setup(hide_code=True):
 
     from explorer.engines.registry import FLEET_ENGINE, engine_labels
     from explorer.errors import ExplorerError, OfflineMissError
-    from explorer.fleet.footprints import fleet_cards, unique_names
+    from explorer.fleet.footprints import fleet_cards, launch_ids, unique_names
     from explorer.fleet.place import place
     from explorer.safe_text import safe_html
     from explorer.sources.shipped import parse_cluster
@@ -70,7 +70,7 @@ def _():
 @app.cell(hide_code=True)
 def _():
     extra_terms = mo.ui.text_area(
-        placeholder="more models, one a line: name = ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...]  e.g.  "
+        placeholder="more models, one a line: name = ID[:QUANT][:CONTEXT[/MIN]][xREPLICAS][@phase,...]  e.g.  "
         "small = Qwen/Qwen3-1.7B:16kx2@query",
         rows=2,
         full_width=True,
@@ -319,10 +319,11 @@ def _(notes):
 
 
 @app.cell(hide_code=True)
-def _(engine, offer, placement, precision, spec, terms, usable):
+def _(engine, models, offer, placement, precision, spec, terms, usable):
     instance_rows = nf.instance_rows(placement)
     card_rows = nf.card_rows(placement, offer.labels)
-    _ids = dict(zip(unique_names([n or t.model_id for n, t in terms]), [t.model_id for _n, t in terms], strict=True))
+    _names = unique_names([n or t.model_id for n, t in terms])
+    _ids = launch_ids(models, dict(zip(_names, [t.model_id for _n, t in terms], strict=True)))
     launches = launch_rows(placement, offer, _ids, engine=engine.value)
     _cli = nf.cli_command(
         spec.value, terms, engine=engine.value, usable_fraction=usable.value, precision=precision.value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,10 @@ from explorer.cli.plan import read_cluster
 from explorer.cli.request_args import ENGINE_METAVAR, add_setting_arguments, engine_choice
 from explorer.engines.registry import FLEET_ENGINE
 from explorer.errors import ManualPlanError, PlacementError
-from explorer.fleet.footprints import demand_for, fleet_cards, unique_names
+from explorer.fleet.footprints import demand_for, fleet_cards, launch_ids, unique_names
 from explorer.fleet.place import Placement, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.fleet.text import describe_placement
+from explorer.sources.checkpoints import checkpoints_for_precision
 from explorer.sources.resolve import load_model
 from explorer.sources.shipped import read_user_text
 
@@ -29,8 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         required=True,
         metavar="TERM",
-        help="ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k/8kx2@query "
-        "(repeatable; order = rank; /MIN: the least context it accepts)",
+        help="ID[:QUANT][:CONTEXT[/MIN]][xREPLICAS][@phase,...], e.g. Qwen/Qwen3-8B:32k/8kx2@query or "
+        "meta-llama/Meta-Llama-3.1-70B:int4-awq:8k (repeatable; order = rank; /MIN: the least context it accepts; "
+        ":QUANT: a precision as --quant takes it, for this model only)",
     )
     p.add_argument("--plan", default=None, metavar="FILE", help="a manual plan (.json or .toml) to check instead")
     p.add_argument(
@@ -57,6 +60,14 @@ def _model(model_id: str, args: argparse.Namespace):
     return load_model(model_id, **hub_kwargs(args)) if given else load_model(model_id)
 
 
+def _checkpoints(model, precision: str | None, args: argparse.Namespace):
+    """The published checkpoints the model's what-if ``precision`` loads from, as ``explorer plan`` finds them."""
+    found = checkpoints_for_precision(model, precision, offline=args.offline, token=args.token)
+    if found.note:
+        print(f"note: {found.note}", file=sys.stderr)
+    return found.checkpoints
+
+
 def run(args: argparse.Namespace) -> int:
     """Place (or check a manual plan) and print."""
     if not 0 < args.usable_fraction <= 1:
@@ -66,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     terms = [parse_model_term(t) for t in args.model]
     names = unique_names([t.model_id for t in terms])
     resolved = [_model(t.model_id, args) for t in terms]
+    published = [
+        _checkpoints(model, t.precision or args.precision, args) for t, model in zip(terms, resolved, strict=True)
+    ]
     models = [
         demand_for(
             model.shape,
@@ -77,8 +91,9 @@ def run(args: argparse.Namespace) -> int:
             precision=args.precision,
             name=name,
             offered=model.artifacts,
+            checkpoints=checkpoints,
         )
-        for rank, (t, name, model) in enumerate(zip(terms, names, resolved, strict=True))
+        for rank, (t, name, model, checkpoints) in enumerate(zip(terms, names, resolved, published, strict=True))
     ]
     if args.plan:
         path = Path(args.plan)
@@ -89,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
         placement = place(models, offer.cards, unified_budget_bytes=offer.unified_budget_bytes)
     from explorer.ui.fleet_launch import launch_rows  # the app's launch lines: the same for the CLI
 
-    launches = launch_rows(placement, offer, dict(zip(names, (t.model_id for t in terms), strict=True)),
-                           engine=args.engine)  # fmt: skip
+    ids = launch_ids(models, dict(zip(names, (t.model_id for t in terms), strict=True)))
+    launches = launch_rows(placement, offer, ids, engine=args.engine)
     if args.json:
         print(json.dumps({**placement_dict(placement, offer.labels, models), "launch": launches}, indent=2))
     else:
@@ -101,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
                 + (" …" if len(offer.labels) > 16 else "")
             )
         print(describe_placement(placement))
+        weights = [f"  {m.name}: {m.note}" for m in models if m.note]
+        if weights:
+            print("\nweights:\n" + "\n".join(weights))
         print("\nlaunch (each instance on its GPUs, a port a server on a node, a line a node):")
         print("\n".join(f"  {line}" for row in launches for line in row["command"].split("\n")))
     return 0 if not placement.tight and not placement.refused else 3

@@ -25,7 +25,7 @@ from explorer.plan.planner import plan
 from explorer.plan.ranking import GOALS, SORT_ALIASES
 from explorer.plan.size import size_options
 from explorer.sources.cache.calibrations import stored_calibrations
-from explorer.sources.checkpoints import checkpoints_for_plan
+from explorer.sources.checkpoints import checkpoints_for_precision
 from explorer.sources.resolve import load_model
 from explorer.sources.shipped import (
     load_cluster_file,
@@ -34,7 +34,6 @@ from explorer.sources.shipped import (
     shipped_catalogue,
     shipped_prices,
 )
-from explorer.sources.spec import parse_model_spec
 from explorer.speed.estimate import SpeedSettings
 from explorer.units import gib
 
@@ -77,24 +76,20 @@ def resolve_for_plan(args: argparse.Namespace):
     The fallback (:func:`explorer.artifacts.offer.fallback_artifacts`) is planned only when the model's own
     weights keep no layout on accelerators alone; none when the user chose a precision or named a file.
     """
-    spec = parse_model_spec(args.model)
     resolved = load_model(args.model, **hub_kwargs(args))
-    named = spec.filename or spec.kind == "gguf"
-    checkpoints = resolved.checkpoints
-    if args.precision and resolved.repo and not named:  # a what-if precision: which repository publishes it?
-        found = checkpoints_for_plan(resolved.repo, offline=args.offline, token=args.token)
-        checkpoints = found.checkpoints
-        if found.note:
-            print(f"note: {found.note}", file=sys.stderr)
+    named = resolved.names_file
+    found = checkpoints_for_precision(resolved, args.precision, offline=args.offline, token=args.token)
+    if found.note:
+        print(f"note: {found.note}", file=sys.stderr)
     artifacts = plan_artifacts(
         resolved.shape,
         resolved.artifacts,
         quant=args.precision,
         selected=resolved.selected if named else None,
-        checkpoints=checkpoints,
+        checkpoints=found.checkpoints,
     )
-    chosen = bool(args.precision) or bool(named)
-    fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, checkpoints)
+    chosen = bool(args.precision) or named
+    fallback = () if chosen else fallback_artifacts(resolved.shape, artifacts, found.checkpoints)
     return resolved.shape, artifacts, resolved.launch_ref, fallback
 
 

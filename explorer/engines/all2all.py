@@ -13,9 +13,24 @@ Sources, read at the engines' pinned releases and DeepEP's main branch:
   (``fused_moe/all2all_utils.py``: ``max_num_tokens_per_dp_rank=moe.max_num_tokens``).
 * SGLang ``python/sglang/srt/layers/moe/token_dispatcher/deepep.py`` (``DeepEPBuffer.get_deepep_buffer``):
   ``--moe-a2a-backend deepep --deepep-mode low_latency`` asks for the same low-latency RDMA hint at
-  ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK`` (128) tokens and no NVLink buffer; ``--deepep-mode normal``
-  for the NVLink and RDMA hints of DeepEP's recommended dispatch and combine configs (``deep_ep/buffer.py``,
-  ``csrc/config.hpp`` ``Config::get_nvl_buffer_size_hint`` / ``get_rdma_buffer_size_hint``).
+  ``SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK`` (128) tokens and no NVLink buffer, and asserts
+  ``num_experts % group.size() == 0``; ``--deepep-mode normal`` for the NVLink and RDMA hints of DeepEP's
+  recommended dispatch and combine configs (``deep_ep/buffer.py``, ``csrc/config.hpp``
+  ``Config::get_nvl_buffer_size_hint`` / ``get_rdma_buffer_size_hint``), the larger of the two each; ``auto`` both.
+  One buffer a process (a class attribute), made at the first dispatch on the group its dispatcher was given.
+
+  When SGLang makes it, read at sgl-project/sglang commits ``003a81bf2870c07b110de13641ad4f0ba63b1fa1``
+  (``token_dispatcher/deepep.py``), ``001067fffe33427bee0ed2f007fb7551a1d76b44`` (``server_args.py``
+  ``_handle_a2a_moe``) and ``003bbaf9ab79c09933e7a17ae6460ac48a756de9`` (``arg_groups/overrides.py``
+  ``_a2a_ep_size``), with ``layers/moe/fused_moe_triton/layer.py`` ``create_moe_dispatcher``: every MoE layer
+  gets a DeepEP dispatcher on ``get_tp_group()`` whenever the backend is ``deepep``, and ``_a2a_ep_size`` sets
+  ``ep_size = tp_size`` whatever ``--ep-size`` asked. So the buffer is made with ``--enable-dp-attention`` and
+  without it (``_handle_a2a_moe`` requires DP attention of the ``flashinfer`` backend only, not of ``deepep``;
+  ``normal`` there only turns CUDA graphs off), and with pipeline parallelism too, on each stage's tp ranks
+  (sglang PR 17823 fixed DeepEP across pp stages): a rank's buffer is sized for the tp ranks of its stage. SGLang
+  refuses what DeepEP refuses: a rank count without a normal config ("Unsupported number of EP ranks"), experts
+  that do not divide over the ranks (low latency; and ``FusedMoE``'s ``num_experts % moe_ep_size == 0`` for
+  any mode, :func:`explorer.engines.sglang.refusals`).
 * DeepEP ``csrc/config.hpp`` ``LowLatencyLayout``: two (odd/even) send, receive and signalling buffers; a dispatch
   message is ``16 + max(2 × hidden, hidden + 4 × hidden / 128)`` bytes (bf16, or fp8 with its scales), a combine
   message ``4 × hidden / 128 + 2 × hidden``; the total rounded as ``(n + 128) // 128 × 128``.

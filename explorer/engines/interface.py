@@ -87,6 +87,11 @@ class Footprint:
             T4, ``--quantization fp8`` for fp8 made while loading, ``--kv-cache-dtype fp8`` for the KV cache type it
             was sized at; llama.cpp: the GGUF it was sized at, ``-m <… converted to a F16 GGUF (…)>``, which then
             stands for the model's id, and ``-ctk``/``-ctv``); empty: none.
+        model_ref: what a launch loads in place of the model's own id
+            (:func:`~explorer.engines.serve_command.replaced_ref`): a published checkpoint's repository
+            (``hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4``) or a visible placeholder for a what-if that
+            nobody publishes and the engine cannot make while loading; None: the model's own id (llama.cpp names
+            its GGUF in ``load_flags``).
     """
 
     weights_bytes: int
@@ -95,6 +100,7 @@ class Footprint:
     even_split: bool = False
     split_widths: tuple[int, ...] = ()
     load_flags: tuple[str, ...] = ()
+    model_ref: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -47,6 +47,16 @@ def serve_reference(artifact: Artifact, method: str, model_ref: str, online_meth
     return placeholder_ref(artifact.quant, model_ref)
 
 
+def replaced_ref(
+    shape: ModelShape, artifact: Artifact, precision: Precision, online_methods: frozenset[str]
+) -> str | None:
+    """What a launch of ``artifact`` (loaded at ``precision``) names in place of the model's own id
+    (:func:`serve_reference`): a published checkpoint's repository, or the placeholder of a what-if nobody
+    publishes; None where the model's own id loads it (its weights, or a what-if the engine makes while loading)."""
+    ref = serve_reference(artifact, precision.method, shape.name, online_methods, shape.precision.method)
+    return None if ref == shape.name else ref
+
+
 def kv_cache_flags(shape: ModelShape, kv_dtype: str, names: Mapping[str, str]) -> list[str]:
     """``--kv-cache-dtype`` for a KV cache type other than the loaded model's (none at ``auto``), spelled as the
     engine's ``names`` (explorer's KV type → the engine's choice: ``fp8`` → ``fp8_e4m3`` for SGLang)."""

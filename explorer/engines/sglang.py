@@ -51,7 +51,7 @@ from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags, replaced_ref
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
@@ -207,6 +207,14 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
         out.append(
             ("ep-size", f"SGLang splits experts by tp / ep: --ep-size {layout.ep} must divide --tp-size {layout.tp}")
         )
+    if layout.ep > 1 and shape.moe is not None and shape.moe.experts % layout.ep:
+        out.append(
+            (
+                "ep-size",
+                f"SGLang's FusedMoE gives each of the {layout.ep} expert-parallel ranks whole experts: the "
+                f"{shape.moe.experts} experts must divide by ep {layout.ep} (its check: num_experts % moe_ep_size == 0)",
+            )
+        )
     out += expert_size_refusals(shape, request)
     out += backend_refusals(shape, layout.ep, request.all2all_backend, ALL2ALL_BACKENDS)
     if request.kv_dtype not in ("auto", shape.dtype, *KV_CACHE_DTYPE):
@@ -231,9 +239,31 @@ def attention_tp(layout: Layout, request: PlanRequest) -> int:
     return layout.tp
 
 
+def deepep_ep_size(tp: int) -> int:
+    """The expert-parallel size SGLang runs under ``--moe-a2a-backend deepep``: the tp size, whatever ``--ep-size``
+    asked (``arg_groups/overrides.py`` ``_a2a_ep_size``: "The expert parallel size is adjusted from 4 to the tensor
+    parallel size [8]"); with pipeline parallelism, the tp size of a stage, whose ranks hold the buffer
+    (:mod:`explorer.engines.all2all`)."""
+    return tp
+
+
+def ep_notes(layout: Layout, request: PlanRequest) -> tuple[str, ...]:
+    """The note that SGLang overrides an ``--ep-size`` asked beside ``--moe-a2a-backend deepep`` (:func:`deepep_ep_size`)."""
+    asked = request.expert_parallel_size
+    if not request.all2all_backend or asked is None or asked == layout.ep or layout.ep <= 1:
+        return ()
+    return (
+        f"--ep-size {asked} is not what SGLang runs: --moe-a2a-backend deepep sets the expert-parallel size to the "
+        f"tp size, {layout.ep} (its log: 'The expert parallel size is adjusted from {asked} to the tensor parallel "
+        f"size [{layout.ep}]'); planned so",
+    )
+
+
 def all2all_bytes(shape: ModelShape, layout: Layout, request: PlanRequest) -> int:
-    """One rank's DeepEP buffer (:func:`explorer.engines.all2all.sglang_buffer_bytes`). SGLang makes it at the first
-    dispatch, after the KV pool is sized, so it must fit in what ``mem_fraction_static`` leaves."""
+    """One rank's DeepEP buffer (:func:`explorer.engines.all2all.sglang_buffer_bytes`) for the ep = tp ranks of a
+    stage, with DP attention or without and at any pp (SGLang makes it whenever ``--moe-a2a-backend deepep`` is
+    set: :mod:`explorer.engines.all2all`). SGLang makes it at the first dispatch, after the KV pool is sized, so it
+    must fit in what ``mem_fraction_static`` leaves."""
     if shape.moe is None or layout.ep <= 1:
         return 0
     return sglang_buffer_bytes(request.all2all_backend, shape.hidden_size, shape.moe.experts, layout.ep)
@@ -299,6 +329,7 @@ def evaluate(
     notes = (f"mem_fraction_static {mfs:g} of the {gib(free)} free at start", combined_note(cards, layout, mfs))
     if a2a:
         notes += (buffer_note(request.all2all_backend or "", a2a),)
+    notes += ep_notes(layout, request)
     if calibration is not None:
         notes += (calibration.note,)
     batch = card_defaults(capacity // MiB, layout.tp, request)
@@ -450,11 +481,12 @@ class SGLang(SplitWalk):
     def make_layout(
         self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
     ) -> Layout:
-        """The split, with dp = tp under ``--enable-dp-attention`` and, on a mixture of experts, the user's
-        ``--ep-size`` (or ep = tp under ``--moe-a2a-backend deepep``, as SGLang sets it)."""
+        """The split, with dp = tp under ``--enable-dp-attention`` and, on a mixture of experts, ep = tp under
+        ``--moe-a2a-backend deepep`` whatever ``--ep-size`` says (:func:`deepep_ep_size`), else the user's
+        ``--ep-size``."""
         ep = 1
         if shape.moe is not None:
-            ep = request.expert_parallel_size or (tp if request.all2all_backend else 1)
+            ep = deepep_ep_size(tp) if request.all2all_backend else request.expert_parallel_size or 1
         return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1, ep=ep)
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
@@ -494,14 +526,15 @@ class SGLang(SplitWalk):
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """vLLM's footprint: a fleet offers each card a share of its memory, which is vLLM's budget rule,
-        not SGLang's static fraction; the model as SGLang loads it (a float32 checkpoint at float16), and the flags
-        that make SGLang load it so."""
+        not SGLang's static fraction; the model as SGLang loads it (a float32 checkpoint at float16, a published
+        checkpoint from its repository: :func:`replaced_ref`), and the flags that make SGLang load it so."""
         if gpu is None:
             return vllm.ENGINE.footprint(shape, artifact, gpu, kv_dtype)  # refused there: it needs a GPU class
         loaded, precision = served(self, shape, artifact, gpu)
         flags = (*kv_cache_flags(loaded, kv_dtype, KV_CACHE_DTYPE), *load_flags(loaded, precision, self.online_methods),
                  *int8_flags(precision))  # fmt: skip
-        return replace(vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype), load_flags=flags)
+        ref = replaced_ref(loaded, artifact, precision, self.online_methods)
+        return replace(vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype), load_flags=flags, model_ref=ref)
 
 
 ENGINE = SGLang()

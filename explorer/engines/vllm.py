@@ -40,7 +40,7 @@ from explorer.engines.names import ENGINE_LABELS, EngineName
 from explorer.engines.parallel_rules import Refusal, expert_size_refusals, pp_refusals, tp_refusals
 from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, vllm_rope_dtype
-from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags
+from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags, replaced_ref
 from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
@@ -449,7 +449,8 @@ class VLLM(SplitWalk):
         return evaluate(shape, precision, layout, gpu, request, model_ref)
 
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
-        """One card of ``gpu`` at two contexts: the KV slope between them, the rest fixed."""
+        """One card of ``gpu`` at two contexts: the KV slope between them, the rest fixed; what the launch loads
+        (a published checkpoint's repository: :func:`replaced_ref`) and the flags that load it so."""
         if gpu is None:
             raise PlanError("vLLM's footprint needs a GPU class; a host without GPUs is sized by llama.cpp")
         shape, precision = served(self, shape, artifact, gpu)
@@ -473,6 +474,7 @@ class VLLM(SplitWalk):
                 *kv_cache_flags(shape, kv_dtype, KV_CACHE_DTYPE),
                 *load_flags(shape, precision, self.online_methods),
             ),
+            model_ref=replaced_ref(shape, artifact, precision, self.online_methods),
         )
 
 

@@ -21,10 +21,12 @@ the plan says what the fleet holds when it runs, models already resident include
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from explorer.artifacts.offer import original_artifact, what_if_artifact
+from explorer.artifacts.checkpoints import PublishedCheckpoint
+from explorer.artifacts.offer import original_artifact, plan_artifacts
+from explorer.engines.interface import Engine
 from explorer.engines.registry import CPU_ENGINE, engine_named
 from explorer.engines.weight_kernels import weights_refusal
 from explorer.errors import PlacementError
@@ -115,13 +117,16 @@ def demand_for(
     precision: str | None = None,
     name: str | None = None,
     offered: Sequence[Artifact] = (),
+    checkpoints: Sequence[PublishedCheckpoint] = (),
 ) -> ModelDemand:
     """A model's footprint for the placement planner, from the engine's accounting on one ``gpu``
     (:meth:`explorer.engines.interface.Engine.footprint`); without a GPU class, the CPU engine's.
 
-    ``offered``: the model's own files as the resolver offers them; a model published as GGUF files is sized at
-    the one its launch loads (:func:`published_gguf`) when the engine serves GGUF, else at its original weights
-    (or ``precision``'s what-if).
+    The weights are the artifact an instance loads (:func:`fleet_artifact`: at the term's precision (``ID:QUANT``),
+    else ``precision``, the one
+    ``explorer plan --quant`` plans, a published checkpoint from ``checkpoints`` where one is known), and the
+    demand says what its launch loads (``model_ref``: the published repository, or a what-if's placeholder) and
+    what those weights are (``note``).
 
     Weights the engine has no kernel for on ``gpu`` (block-FP8 on A100 with SGLang) are a
     :class:`~explorer.errors.PlacementError` saying so (:mod:`explorer.engines.weight_kernels`).
@@ -132,11 +137,15 @@ def demand_for(
     context = term.context_tokens or shape.clamp_context(DEFAULT_CONTEXT_TOKENS)
     floor = None if term.min_context_tokens is None else min(term.min_context_tokens, context)
     sizer = engine_named(engine) if gpu is not None else CPU_ENGINE
-    gguf = published_gguf(offered, precision)
-    if gguf is not None and sizer.serves(gguf):
-        artifact = gguf
-    else:
-        artifact = what_if_artifact(shape, precision) if precision else original_artifact(shape)
+    precision = term.precision or precision
+    artifact = fleet_artifact(shape, sizer, precision=precision, offered=offered, checkpoints=checkpoints)
+    if not sizer.serves(artifact):  # as explorer plan refuses it: vLLM a GGUF, llama.cpp an AWQ repository
+        what = f"{artifact.repo}'s" if artifact.repo else "a what-if of its"
+        raise PlacementError(
+            f"{term.model_id}: {sizer.label} does not load {what} {artifact.quant} {artifact.format} weights",
+            hint="llama.cpp loads GGUF quants (precision Q8_0, Q4_K_M); vLLM and SGLang safetensors (bf16, fp8, "
+            "int4-awq)",
+        )
     unsupported = weights_refusal(engine, shape.precision_of(artifact), gpu) if gpu is not None else None
     if unsupported:
         raise PlacementError(f"{term.model_id}: {unsupported}", hint="place it with precision bf16, int8 or int4-awq")
@@ -154,7 +163,35 @@ def demand_for(
         even_split=footprint.even_split,
         widths=footprint.split_widths,
         load_flags=footprint.load_flags,
+        model_ref=footprint.model_ref,
+        note=artifact.note,
     )
+
+
+def fleet_artifact(
+    shape: ModelShape,
+    sizer: Engine,
+    *,
+    precision: str | None = None,
+    offered: Sequence[Artifact] = (),
+    checkpoints: Sequence[PublishedCheckpoint] = (),
+) -> Artifact:
+    """The one artifact an instance of the model loads with ``sizer``.
+
+    At ``precision``, the one ``explorer plan --quant`` plans (:func:`~explorer.artifacts.offer.plan_artifacts`):
+    an ``offered`` GGUF of that quant, else the published checkpoint of it in ``checkpoints``
+    (:func:`~explorer.artifacts.offer.what_if_artifact`: its repository, its file of a GGUF repository), else the
+    what-if, whose note says that none is published; the engines size each from the shape at its precision, as the
+    plan does. Without one, a model published as GGUF files
+    loads the file ``llama-server -hf REPO`` picks (:func:`published_gguf`) when the engine serves GGUF, else its
+    own weights. The engine may not serve a precision's artifact (:meth:`~explorer.engines.interface.Engine.serves`:
+    vLLM a GGUF, llama.cpp another repository's AWQ safetensors), as ``explorer plan`` refuses it.
+    """
+    if not precision:
+        gguf = published_gguf(offered)
+        return gguf if gguf is not None and sizer.serves(gguf) else original_artifact(shape)
+    (artifact,) = plan_artifacts(shape, offered, quant=precision, checkpoints=checkpoints)
+    return artifact
 
 
 #: the quants ``llama-server -hf REPO`` looks for, in order, when the id names none (common/download.cpp
@@ -162,19 +199,23 @@ def demand_for(
 HF_DEFAULT_QUANTS = ("Q4_K_M", "Q8_0")
 
 
-def published_gguf(offered: Sequence[Artifact], precision: str | None = None) -> Artifact | None:
-    """Of a model published as GGUF files (a GGUF repository, a .gguf file), the one its launch loads: the file at
-    ``precision`` when one is offered (else None: a what-if), without one the file ``llama-server -hf REPO`` picks
-    (:data:`HF_DEFAULT_QUANTS`, else the first); None for a model with any other weights."""
+def published_gguf(offered: Sequence[Artifact]) -> Artifact | None:
+    """Of a model published as GGUF files (a GGUF repository, a .gguf file), the one ``llama-server -hf REPO``
+    loads (:data:`HF_DEFAULT_QUANTS`, else the first); None for a model with any other weights."""
     ggufs = [a for a in offered if a.format == "gguf" and not a.what_if]
     if not ggufs or len(ggufs) < len(offered):
         return None
-    wanted = (precision,) if precision else HF_DEFAULT_QUANTS
-    for quant in wanted:
-        found = next((a for a in ggufs if a.quant.upper() == quant.upper()), None)
+    for quant in HF_DEFAULT_QUANTS:
+        found = next((a for a in ggufs if a.quant.upper() == quant), None)
         if found is not None:
             return found
-    return None if precision else ggufs[0]
+    return ggufs[0]
+
+
+def launch_ids(models: Sequence[ModelDemand], ids: Mapping[str, str]) -> dict[str, str]:
+    """Each model's name -> what its launch loads (``ids``: its own id, by name), a model sized at a published
+    checkpoint or a what-if nobody publishes naming that instead (:attr:`ModelDemand.model_ref`)."""
+    return {**ids, **{m.name: m.model_ref for m in models if m.model_ref}}
 
 
 def unique_names(ids: Sequence[str]) -> list[str]:

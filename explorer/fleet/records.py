@@ -49,6 +49,11 @@ class ModelDemand:
             64-head model never splits over 3 cards); empty: any count.
         load_flags: the flags its launch needs to load it as sized (the engine's
             :attr:`~explorer.engines.interface.Footprint.load_flags`: ``--dtype bfloat16`` over a float32 checkpoint).
+        model_ref: what its launch loads in place of its own id: the published checkpoint it was sized at, or the
+            placeholder of a what-if nobody publishes (:attr:`~explorer.engines.interface.Footprint.model_ref`);
+            None: its own id.
+        note: what its weights are when they are not its own checkpoint (a published checkpoint of the Instruct
+            model standing in, a what-if nobody publishes), or "".
     """
 
     name: str
@@ -63,6 +68,8 @@ class ModelDemand:
     even_split: bool = False
     widths: tuple[int, ...] = ()
     load_flags: tuple[str, ...] = ()
+    model_ref: str | None = None
+    note: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():

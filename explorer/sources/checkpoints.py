@@ -19,8 +19,16 @@ from explorer.artifacts.checkpoints import PublishedCheckpoint, checkpoint_from_
 from explorer.datafiles import data_path
 from explorer.errors import ExplorerError
 from explorer.memo import memo
+from explorer.sources.resolved import ResolvedModel
 
-__all__ = ["PublishedList", "checkpoints_for_plan", "id_spellings", "published_checkpoints", "shipped_checkpoints"]
+__all__ = [
+    "PublishedList",
+    "checkpoints_for_plan",
+    "checkpoints_for_precision",
+    "id_spellings",
+    "published_checkpoints",
+    "shipped_checkpoints",
+]
 
 #: (old prefix, new prefix) of repository ids the Hub renamed; ids match under either
 RENAMED_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -35,7 +43,7 @@ class PublishedList:
 
     Attributes:
         checkpoints: every one known, in the order found.
-        origin: ``cache``, ``hub``, ``shipped`` or ``none``.
+        origin: ``cache``, ``hub``, ``shipped``, ``none``, or ``resolver``: those the model's resolver found.
         note: what a user should know (the Hub failed and the shipped list answered…), or "".
     """
 
@@ -112,3 +120,15 @@ def checkpoints_for_plan(repo: str, *, offline: bool = False, token: str | None 
     finally:
         if cache is not None:
             cache.close()
+
+
+def checkpoints_for_precision(
+    resolved: ResolvedModel, precision: str | None, *, offline: bool = False, token: str | None = None
+) -> PublishedList:
+    """The published checkpoints a model planned at ``precision`` may load, for ``explorer plan`` and
+    ``explorer place`` alike: a Hub repository's, asked of the cache, the Hub's model tree and the shipped list
+    (:func:`checkpoints_for_plan`); without a precision, or for a file the user named, those the resolver
+    found (``resolved.checkpoints``: the cache's or the shipped list's; origin ``resolver``)."""
+    if precision and resolved.repo and not resolved.names_file:
+        return checkpoints_for_plan(resolved.repo, offline=offline, token=token)
+    return PublishedList(checkpoints=resolved.checkpoints, origin="resolver")

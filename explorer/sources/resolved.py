@@ -71,6 +71,12 @@ class ResolvedModel:
         return f"<the folder with {self.shape.name or 'the model'}'s config.json and weights>"
 
     @property
+    def names_file(self) -> bool:
+        """Whether the user named one file (``org/name:FILE.gguf``, a local .gguf): it alone is planned, at no
+        other precision."""
+        return bool(self.spec.filename) or self.spec.kind == "gguf"
+
+    @property
     def selected(self) -> Artifact | None:
         """The artifact the user named (``org/name:FILE.gguf``, a local .gguf), else the first offered."""
         want = self.spec.filename or (self.spec.path.name if self.spec.kind == "gguf" and self.spec.path else None)

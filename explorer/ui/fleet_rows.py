@@ -3,7 +3,7 @@
 Pure: model terms, shapes and a :class:`~explorer.fleet.place.Placement` in,
 demands, lists of dicts and strings out. The placing and the checking are
 :mod:`explorer.fleet.place`'s own; this module only turns the notebook's rows
-into model terms (the CLI's ``ID[:context][xREPLICAS][@phase,...]``) and the
+into model terms (the CLI's ``ID[:QUANT][:context][xREPLICAS][@phase,...]``) and the
 answers into rows a table or :func:`explorer.ui.charts.placement_chart` shows.
 Byte figures stay ints until a row shows them, in GiB (1024³ bytes).
 """
@@ -154,8 +154,9 @@ def _tokens_text(tokens: int) -> str:
 
 
 def term_text(term: ModelTerm) -> str:
-    """The term as the CLI spells it: ``Qwen/Qwen3-32B:32k/8k@query``, ``Qwen/Qwen3-0.6B:8kx2``."""
-    text = term.model_id
+    """The term as the CLI spells it: ``Qwen/Qwen3-32B:32k/8k@query``, ``Qwen/Qwen3-0.6B:8kx2``,
+    ``meta-llama/Meta-Llama-3.1-70B:int4-awq``."""
+    text = term.model_id + (f":{term.precision}" if term.precision else "")
     if term.context_tokens:
         text += f":{_tokens_text(term.context_tokens)}"
         if term.min_context_tokens:
@@ -238,10 +239,12 @@ def fleet_demands(
 ) -> tuple[list[ModelDemand], list[str], list[str]]:
     """Each term's footprint (:func:`explorer.fleet.footprints.demand_for`), ranked in row order as the CLI ranks them.
 
-    ``model_of(model_id)`` gives the resolved model (its ``shape`` and the ``artifacts`` the resolver offers, so a
-    GGUF repository is sized and launched at the file llama-server loads), or None when it has none (an error
+    ``model_of(model_id)`` gives the resolved model (its ``shape``, the ``artifacts`` the resolver offers, so a
+    GGUF repository is sized and launched at the file llama-server loads, and the published ``checkpoints`` it
+    knows, which a ``precision`` loads from as ``explorer plan --quant`` does), or None when it has none (an error
     for that model; so does an ExplorerError it raises). A context past the model's
-    own limit is lowered to the limit, with a note. Names are the terms' names, else
+    own limit is lowered to the limit, with a note; weights that are not the model's own checkpoint (a published
+    checkpoint of the Instruct model standing in, a what-if nobody publishes) get a note too. Names are the terms' names, else
     their ids, made unique (``#2``). Returns (demands, notes, errors), a line each.
     """
     names = unique_names([name or t.model_id for name, t in terms])
@@ -259,18 +262,20 @@ def fleet_demands(
                 notes.append(f"{name}: {asked:,} tokens asked; the model's limit, {charged:,}, is charged")
                 floor = term.min_context_tokens
                 term = replace(term, context_tokens=charged, min_context_tokens=floor and min(floor, charged))
-            demands.append(
-                demand_for(
-                    shape,
-                    term,
-                    gpu=gpu,
-                    engine=engine,
-                    rank=rank,
-                    precision=precision,
-                    name=name,
-                    offered=model.artifacts,
-                )
+            demand = demand_for(
+                shape,
+                term,
+                gpu=gpu,
+                engine=engine,
+                rank=rank,
+                precision=precision,
+                name=name,
+                offered=model.artifacts,
+                checkpoints=getattr(model, "checkpoints", ()),
             )
+            demands.append(demand)
+            if demand.note:
+                notes.append(f"{name}: {demand.note}")
         except ExplorerError as e:
             errors.append(f"{name}: {e}")
     return demands, notes, errors

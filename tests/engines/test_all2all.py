@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
+from explorer.engines import sglang
 from explorer.engines.all2all import (
     ALL2ALL_BACKENDS,
     VLLM_BACKENDS,
@@ -13,6 +14,7 @@ from explorer.engines.all2all import (
     sglang_buffer_bytes,
     vllm_buffer_bytes,
 )
+from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
@@ -150,3 +152,55 @@ def test_refused_where_there_is_nothing_to_size():
     )
     assert not dense.options
     assert "this model has no experts" in dense.rejected[0].reason
+
+
+def test_sglang_charges_the_buffer_without_dp_attention_and_under_pp():
+    """SGLang gives every MoE layer a DeepEP dispatcher on its tp group whenever ``--moe-a2a-backend deepep`` is set
+    (``create_moe_dispatcher``; ``_handle_a2a_moe`` asks DP attention of the flashinfer backend only), so the buffer is
+    made without ``--enable-dp-attention`` and with pp > 1, for the tp ranks of a stage. DeepSeek-V3 on two 8 × H200
+    nodes, normal mode: tp 8 holds DeepEP's 8-rank NVLink hint, 335,709,824 B (worked above); tp 2 × pp 3 the 2-rank
+    one: 10 channels × 2 peers × (5 counters × 4 + 256 tokens × 16,392) = 83,927,440, rounded to 83,927,552 B; no
+    RDMA buffer, each stage's ranks sit on one node."""
+    assert normal_buffer_bytes(14_336, 2) == 83_927_552
+    result = plan(
+        shape_of(V3),
+        parse_cluster("2x8xh200-141g@ib0"),
+        PlanRequest(engines=("sglang",), all2all_backend="deepep_high_throughput"),
+        speed=False,
+    )
+    by_layout = {o.layout.parallel: o for o in result.options}
+    assert set(by_layout) == {"tp8 ep8", "tp2 pp3 ep2"}
+    assert "deepep_high_throughput: 0.31 GiB of DeepEP buffers a rank" in by_layout["tp8 ep8"].evaluation.notes[-1]
+    assert "deepep_high_throughput: 0.08 GiB of DeepEP buffers a rank" in by_layout["tp2 pp3 ep2"].evaluation.notes[-1]
+    assert " --tp-size 2 --pp-size 3 --ep-size 2 --moe-a2a-backend deepep --deepep-mode normal " in (
+        by_layout["tp2 pp3 ep2"].evaluation.command
+    )
+    assert sglang_buffer_bytes("deepep_high_throughput", 7168, 256, 2) == 83_927_552
+
+
+def test_sglang_runs_ep_equal_to_tp_under_deepep_whatever_ep_size_says():
+    """``--ep-size 4 --moe-a2a-backend deepep`` at tp 8: SGLang's ``_a2a_ep_size`` sets ep = tp = 8 ("The expert
+    parallel size is adjusted from 4 to the tensor parallel size [8]"). explorer planned ep 4: each card charged twice
+    its experts (64 of DeepSeek-V3's 256, not 32) and a buffer for 4 ranks, with a ``--ep-size 4`` SGLang overrides.
+    Now the plan is the one SGLang runs, the same as without --ep-size, and says the asked size is overridden."""
+    asked = _plan("sglang", all2all_backend="deepep_low_latency", expert_parallel_size=4).options[0]
+    plain = _plan("sglang", all2all_backend="deepep_low_latency").options[0]
+    assert asked.layout.parallel == plain.layout.parallel == "tp8 ep8"
+    assert asked.per_card == plain.per_card
+    assert " --tp-size 8 --ep-size 8 --moe-a2a-backend deepep " in asked.evaluation.command
+    assert asked.evaluation.notes[-1].startswith("--ep-size 4 is not what SGLang runs: --moe-a2a-backend deepep sets")
+
+
+def test_sglang_refuses_experts_that_do_not_divide_over_the_ranks():
+    """SGLang's FusedMoE asserts ``num_experts % moe_ep_size == 0``: Mixtral's 8 experts over tp 16 = ep 16 ranks
+    (DeepEP's normal kernels have a 16-rank config, so nothing else refused it); over 8 ranks, one expert each."""
+    mixtral = shape_of("mistralai__Mixtral-8x7B-v0.1")
+    request = PlanRequest(engines=("sglang",), all2all_backend="deepep_high_throughput")
+    two_nodes = Layout(engine="sglang", gpu_class="h100-80g", fabric="ib0", nodes=2, gpus_per_node=8, tp=16, ep=16)
+    one_node = Layout(engine="sglang", gpu_class="h100-80g", gpus_per_node=8, tp=8, ep=8)
+    reason = (
+        "SGLang's FusedMoE gives each of the 16 expert-parallel ranks whole experts: the 8 experts must divide by "
+        "ep 16 (its check: num_experts % moe_ep_size == 0)"
+    )
+    assert ("ep-size", reason) in sglang.refusals(mixtral, two_nodes, request)
+    assert [r for r in sglang.refusals(mixtral, one_node, request) if r[0] == "ep-size"] == []

@@ -11,9 +11,10 @@ from support.corpus import load_config, shape_of
 from explorer.cli import main
 from explorer.engines import vllm
 from explorer.engines.layouts import Layout
+from explorer.engines.registry import engine_named
 from explorer.engines.request import PlanRequest
 from explorer.errors import PlacementError
-from explorer.fleet.footprints import demand_for, fleet_cards, published_gguf, unique_names
+from explorer.fleet.footprints import demand_for, fleet_artifact, fleet_cards, published_gguf, unique_names
 from explorer.fleet.place import check_plan, parse_model_term, parse_plan_text, place, validate_plan
 from explorer.model.shapes import shape_from_config
 from explorer.sources.resolve import load_model
@@ -362,8 +363,11 @@ def test_a_gguf_repository_is_placed_at_the_file_its_launch_loads(capsys):
     model = load_model("Qwen/Qwen3-8B-GGUF", offline=True)
     assert [a.quant for a in model.artifacts] == ["Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"]
     assert published_gguf(model.artifacts).files == ("Qwen3-8B-Q4_K_M.gguf",)
-    assert published_gguf(model.artifacts, "Q8_0").files == ("Qwen3-8B-Q8_0.gguf",)
-    assert published_gguf(model.artifacts, "int4-awq") is None  # a what-if: the placeholder's
+    llamacpp = engine_named("llamacpp")
+    assert fleet_artifact(model.shape, llamacpp, precision="Q8_0", offered=model.artifacts).files == (
+        "Qwen3-8B-Q8_0.gguf",
+    )
+    assert fleet_artifact(model.shape, llamacpp, precision="Q2_K", offered=model.artifacts).what_if  # none offered
     assert published_gguf(load_model("Qwen/Qwen3-8B", offline=True).artifacts) is None  # safetensors
     argv = ["place", "--cluster", "1x1xl40s-48g", "--offline", "--engine", "llamacpp", "--model", "Qwen/Qwen3-8B-GGUF"]
     assert main([*argv, "--json"]) == 0
@@ -375,3 +379,97 @@ def test_a_gguf_repository_is_placed_at_the_file_its_launch_loads(capsys):
     # vLLM runs safetensors: the same id is sized at its config's weights, as before
     vllm_demand = demand_for(model.shape, parse_model_term("Qwen/Qwen3-8B-GGUF"), gpu=H100, offered=model.artifacts)
     assert vllm_demand.weights_bytes > 2 * 5_007_015_154
+
+
+def _place_json(capsys, *argv: str) -> dict:
+    assert main(["place", "--offline", "--json", *argv]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_published_awq_checkpoint_is_placed_and_launched_as_the_plan_loads_it(capsys):
+    """``--quant int4-awq`` of Llama 3.1 70B: the plan loads hugging-quants' AWQ-INT4 checkpoint (of the Instruct
+    model, same shapes); the fleet launched ``vllm serve meta-llama/Meta-Llama-3.1-70B``, the bf16 weights (131
+    GiB) on a card charged for 37 GiB. Now it launches the checkpoint the plan names, sized as the plan sizes it:
+    80 layers × 855,638,016 linear weights at 4 bits (34,225,520,640 B) + fp16 scales and int4 zeros a group of
+    128 (1,069,547,520 + 267,386,880 B) + the bf16 embeddings and lm_head (2 × 2,101,346,304 B) + the norms
+    (2,637,824 B) + vLLM's RoPE cache (131,072 positions × 128 × 2 B = 33,554,432 B) = 39,801,339,904 B."""
+    out = _place_json(capsys, "--cluster", "1x8xh100-80g", "--model", "meta-llama/Meta-Llama-3.1-70B", "--quant",
+                      "int4-awq")  # fmt: skip
+    (model,) = out["models"]
+    assert (
+        model["weights_bytes"]
+        == 34_225_520_640 + 1_069_547_520 + 267_386_880 + 2 * 2_101_346_304 + 2_637_824 + (33_554_432)
+        == 39_801_339_904
+    )
+    assert model["model_ref"] == "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4"
+    assert "stands in for meta-llama/Meta-Llama-3.1-70B" in model["note"]
+    (row,) = out["launch"]
+    line = parse_line(row["command"])
+    assert not line.problems, line.problems
+    assert row["command"].split("vllm serve ")[1].split()[0] == "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4"
+    assert line.value("--quantization") is None  # the checkpoint's own config says AWQ
+    plan = main(["plan", "meta-llama/Meta-Llama-3.1-70B", "--offline", "--cluster", "1x1xh100-80g", "--engine",
+                 "vllm", "--quant", "int4-awq", "--json"])  # fmt: skip
+    assert plan == 0
+    option = json.loads(capsys.readouterr().out)["options"][0]
+    assert option["repo"] == model["model_ref"] and option["per_card"]["weights"] == model["weights_bytes"]
+
+
+def test_a_published_gguf_quant_is_placed_at_its_repository_file(capsys):
+    """``--quant Q8_0`` of Llama 3.1 8B with llama.cpp: the plan loads bartowski's Q8_0 file (of the Instruct
+    model); the fleet printed ``-m <… at Q8_0 GGUF: no published checkpoint known>``. Sized as the plan sizes a
+    GGUF it has no header of, the Q8_0 mix over the shape: 8,029,995,008 matrix and embedding weights at 34 bytes a
+    block of 32 (8,531,869,696 B) + 266,240 norm weights at 2 B = 8,532,402,176 B (the file: 8,540,775,840 B)."""
+    out = _place_json(capsys, "--cluster", "1x8xh100-80g", "--engine", "llamacpp", "--model",
+                      "meta-llama/Meta-Llama-3.1-8B", "--quant", "Q8_0")  # fmt: skip
+    (model,) = out["models"]
+    assert model["weights_bytes"] == 8_029_995_008 * 34 // 32 + 266_240 * 2 == 8_532_402_176
+    (row,) = out["launch"]
+    line = parse_line(row["command"])
+    assert not line.problems, line.problems
+    assert (line.value("--hf-repo"), line.value("--hf-file")) == (
+        "bartowski/Meta-Llama-3.1-8B-Instruct-GGUF",
+        "Meta-Llama-3.1-8B-Instruct-Q8_0.gguf",
+    )
+    assert line.value("-m") is None
+
+
+def test_a_precision_nobody_publishes_is_the_plans_what_if_and_says_so(capsys):
+    """Qwen3-8B has no published GPTQ checkpoint: the fleet sizes the plan's what-if (int4 GPTQ g128 from the
+    shape) and its launch names the placeholder the plan prints, never ``vllm serve Qwen/Qwen3-8B`` (the bf16
+    weights); its note says so. The published AWQ of the same model loads from Qwen/Qwen3-8B-AWQ."""
+    out = _place_json(capsys, "--cluster", "1x1xh100-80g", "--model", "Qwen/Qwen3-8B", "--quant", "int4-gptq")
+    (model,) = out["models"]
+    assert model["model_ref"] == "<Qwen/Qwen3-8B at int4 GPTQ g128: no published checkpoint known>"
+    assert model["note"] == "no published int4 GPTQ g128 checkpoint of Qwen/Qwen3-8B known: quantise it yourself"
+    assert model["model_ref"] in out["launch"][0]["command"]
+    awq = _place_json(capsys, "--cluster", "1x1xh100-80g", "--model", "Qwen/Qwen3-8B", "--quant", "int4-awq")
+    assert awq["launch"][0]["command"].split("vllm serve ")[1].startswith("Qwen/Qwen3-8B-AWQ ")
+    assert awq["models"][0]["note"] == ""  # Qwen's own checkpoint of this very model
+
+
+def test_an_engine_that_cannot_load_the_precisions_checkpoint_refuses_it_as_the_plan_does():
+    """vLLM serves no GGUF, llama.cpp no AWQ safetensors: the plan refuses both (rule ``format``); the fleet sized
+    vLLM at Q8_0 and launched the bf16 repository, and llama.cpp at a converted Q4_K_M. Now both say why."""
+    model = load_model("meta-llama/Meta-Llama-3.1-8B", offline=True)
+    term = parse_model_term("meta-llama/Meta-Llama-3.1-8B")
+    with pytest.raises(PlacementError, match="vLLM does not load bartowski/Meta-Llama-3.1-8B-Instruct-GGUF's Q8_0"):
+        demand_for(model.shape, term, gpu=H100, precision="Q8_0", checkpoints=model.checkpoints)
+    with pytest.raises(PlacementError, match="llama.cpp does not load hugging-quants/.*-AWQ-INT4's int4 AWQ g128"):
+        demand_for(model.shape, term, gpu=H100, engine="llamacpp", precision="int4-awq", checkpoints=model.checkpoints)
+
+
+def test_a_term_carries_its_own_precision(capsys):
+    """``ID:QUANT`` places that model alone at the precision (llama.cpp's ``-hf REPO:QUANT`` spelling), over
+    ``--quant``: the 70B at int4 AWQ from hugging-quants' checkpoint beside Qwen3-8B at ``--quant fp8`` from
+    Qwen's own FP8 checkpoint, and a term without one at its own weights."""
+    out = _place_json(capsys, "--cluster", "1x8xh100-80g", "--model", "meta-llama/Meta-Llama-3.1-70B:int4-awq:8k",
+                      "--model", "Qwen/Qwen3-8B", "--model", "Qwen/Qwen3-0.6B:bf16", "--quant", "fp8")  # fmt: skip
+    assert [m["model_ref"] for m in out["models"]] == [
+        "hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4",
+        "Qwen/Qwen3-8B-FP8",
+        None,  # bf16 is Qwen3-0.6B's own precision: its own id
+    ]
+    assert out["models"][0]["weights_bytes"] == 39_801_339_904  # as worked above
+    served = [row["command"].split(" serve ")[1].split()[0] for row in out["launch"]]
+    assert served == ["hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-0.6B"]

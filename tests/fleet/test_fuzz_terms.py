@@ -1,4 +1,4 @@
-"""Fuzz: ``explorer place`` model terms built from their grammar, ``ID[:CONTEXT[/MIN]][xREPLICAS][@phase,...]``.
+"""Fuzz: ``explorer place`` model terms built from their grammar, ``ID[:QUANT][:CONTEXT[/MIN]][xREPLICAS][@phase,...]``.
 
 Each case writes one to four terms whose contexts, floors and replica counts are drawn from the boundaries
 (0, 1, 4096k, 2^31, 10^30 and longer) and whose phases and ids are sometimes hostile, then goes where

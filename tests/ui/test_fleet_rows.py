@@ -101,6 +101,7 @@ def test_bad_rows_and_lines_are_reported_not_raised():
         "Qwen/Qwen3-8B",
         "org/model-x2x1",
         "repo:Q4_K_M:8192",
+        "meta-llama/Meta-Llama-3.1-70B:int4-awq:8kx2@query",
         "m:12345x3@a,b",
         "BAAI/bge-m3:512@ingest,query",
         "a:1k",
@@ -266,3 +267,23 @@ def test_a_gguf_repository_is_placed_at_the_file_llama_server_loads():
     assert notes == errors == []
     assert models[0].weights_bytes == 5_007_015_154
     assert "--hf-file Qwen3-8B-Q4_K_M.gguf" in " ".join(models[0].load_flags)
+
+
+def test_a_precision_loads_the_published_checkpoints_the_resolver_knows():
+    """The notebook's "int4-awq" for every model: Qwen3-32B loads Qwen's own AWQ checkpoint (no note), Llama 3.1 8B
+    hugging-quants' of the Instruct model (a note says it stands in) and the launch names each."""
+    from explorer.fleet.footprints import launch_ids
+    from explorer.ui.fleet_launch import launch_rows
+
+    offer = fleet_cards(parse_cluster("1x2xh100-80g"), usable_fraction=0.9)
+    terms = [(None, parse_model_term("Qwen/Qwen3-32B:8k")), ("llama", parse_model_term("meta-llama/Meta-Llama-3.1-8B"))]
+    models, notes, errors = nf.fleet_demands(terms, model_of, gpu=offer.gpu, precision="int4-awq")
+    assert errors == []
+    assert [m.model_ref for m in models] == ["Qwen/Qwen3-32B-AWQ", "hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4"]
+    assert notes == [
+        "llama: hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 quantises meta-llama/Meta-Llama-3.1-8B-Instruct, "
+        "which stands in for meta-llama/Meta-Llama-3.1-8B (same shapes)"
+    ]
+    ids = launch_ids(models, {"Qwen/Qwen3-32B": "Qwen/Qwen3-32B", "llama": "meta-llama/Meta-Llama-3.1-8B"})
+    rows = launch_rows(place(models, offer.cards), offer, ids, engine="vllm")
+    assert sorted(r["command"].split("vllm serve ")[1].split()[0] for r in rows) == sorted(m.model_ref for m in models)
