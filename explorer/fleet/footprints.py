@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from explorer.artifacts.offer import original_artifact, what_if_artifact
+from explorer.engines.attention_kernels import attention_refusal
 from explorer.engines.registry import CPU_ENGINE, engine_named
 from explorer.engines.weight_kernels import weights_refusal
 from explorer.errors import PlacementError
@@ -124,7 +125,8 @@ def demand_for(
     (or ``precision``'s what-if).
 
     Weights the engine has no kernel for on ``gpu`` (block-FP8 on A100 with SGLang) are a
-    :class:`~explorer.errors.PlacementError` saying so (:mod:`explorer.engines.weight_kernels`).
+    :class:`~explorer.errors.PlacementError` saying so (:mod:`explorer.engines.weight_kernels`), and so is
+    attention it has none for (sparse MLA on A100 with SGLang: :mod:`explorer.engines.attention_kernels`).
 
     The term's context floor (``ID:CONTEXT/MIN``) lets the planner serve less than the target, down to it;
     an engine that splits evenly (tensor parallelism) gives an even-splitting demand.
@@ -140,6 +142,9 @@ def demand_for(
     unsupported = weights_refusal(engine, shape.precision_of(artifact), gpu) if gpu is not None else None
     if unsupported:
         raise PlacementError(f"{term.model_id}: {unsupported}", hint="place it with precision bf16, int8 or int4-awq")
+    no_attention = attention_refusal(engine, shape, gpu) if gpu is not None else None
+    if no_attention:
+        raise PlacementError(f"{term.model_id}: {no_attention}", hint="place it with --engine vllm or llamacpp")
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
     return ModelDemand(
         name=name or term.model_id,
