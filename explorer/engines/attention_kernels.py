@@ -9,9 +9,11 @@ Read from the engines' sources:
   ``FLASHMLA_SPARSE``; ``vllm/v1/attention/backends/mla/triton_mla_sparse.py`` ("Pure-Triton sparse MLA
   backend for GPUs without FlashMLA Sparse (SM90+) or FlashInfer MLA Sparse (SM100+), e.g. SM80") accepts any
   compute capability with a 16-bit cache only (``supported_kv_cache_dtypes``: auto, float16, bfloat16), and its
-  indexer runs Triton fp8 MQA-logits kernels (``vllm/v1/attention/ops/mqa_logits_triton.py``). So vLLM serves
-  these models on every card here, with a bf16 cache below Hopper
-  (:func:`explorer.engines.vllm.kv_cache_refusal` refuses fp8 there).
+  indexer runs Triton MQA-logits kernels (``vllm/v1/attention/ops/mqa_logits_triton.py``: fp8 decoded in software
+  "since SM80 Triton can't compile tl.float8e4nv", then a bf16 ``tl.dot``). So vLLM serves these models from
+  Ampere on, with a bf16 cache below Hopper (:func:`explorer.engines.vllm.kv_cache_refusal` refuses fp8 there);
+  **[inferred]** not on Volta or Turing, which have no bf16 tensor-core tiles for those kernels (the backend itself
+  claims every compute capability).
 - **SGLang** (``sgl-project/sglang`` at 005e8bf8): ``python/sglang/srt/layers/attention/nsa/nsa_indexer.py``
   computes the indexer's logits with DeepGEMM (``deep_gemm.fp8_paged_mqa_logits``, ``get_num_sms``) on every
   CUDA card, and DeepGEMM builds for SM90 and SM100 only; ``server_args.py`` ``_set_default_nsa_backends``
@@ -35,9 +37,19 @@ from explorer.model.shapes import ModelShape
 #: the refusal rule of a model whose attention an engine has no kernel for on a card
 RULE = "attention-unsupported"
 
-#: architectures each engine has no sparse-MLA (DSA) kernels for (the module's docstring cites the sources)
-NO_SPARSE_MLA: dict[str, frozenset[str]] = {
-    "sglang": frozenset({"volta", "turing", "ampere", "ada", "blackwell-rtx"}),
+#: architectures each engine has no sparse-MLA (DSA) kernels for, and why (the module's docstring cites the sources)
+NO_SPARSE_MLA: dict[str, tuple[frozenset[str], str]] = {
+    "sglang": (
+        frozenset({"volta", "turing", "ampere", "ada", "blackwell-rtx"}),
+        "its indexer runs on DeepGEMM and its sparse attention on FlashMLA, built for Hopper and Blackwell "
+        "(SM90/SM100) only (sglang nsa_indexer.py, server_args.py); vLLM (from Ampere on, its Triton sparse-MLA "
+        "backend) or llama.cpp runs this model, or use Hopper or Blackwell cards",
+    ),
+    "vllm": (
+        frozenset({"volta", "turing"}),
+        "its Triton sparse-MLA backend and indexer multiply bf16 tiles (triton_mla_sparse.py, mqa_logits_triton.py: "
+        "written and tuned for SM80 and later), which cards before Ampere lack; llama.cpp runs this model here",
+    ),
 }
 
 
@@ -48,11 +60,7 @@ def sparse_mla(shape: ModelShape) -> bool:
 
 def attention_refusal(engine: str, shape: ModelShape, gpu: GPUClass) -> str | None:
     """Why ``engine`` cannot run ``shape``'s attention on ``gpu``, or None when it can."""
-    if sparse_mla(shape) and gpu.architecture in NO_SPARSE_MLA.get(engine, frozenset()):
-        return (
-            f"{engine} has no sparse-MLA (DSA) attention kernels for {gpu.architecture} cards ({gpu.name}): its "
-            "indexer runs on DeepGEMM and its sparse attention on FlashMLA, built for Hopper and Blackwell "
-            "(SM90/SM100) only (sglang nsa_indexer.py, server_args.py); vLLM's Triton sparse-MLA backend or "
-            "llama.cpp runs this model here, or use Hopper or Blackwell cards"
-        )
+    architectures, why = NO_SPARSE_MLA.get(engine, (frozenset(), ""))
+    if sparse_mla(shape) and gpu.architecture in architectures:
+        return f"{engine} has no sparse-MLA (DSA) attention kernels for {gpu.architecture} cards ({gpu.name}): {why}"
     return None

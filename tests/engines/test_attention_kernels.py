@@ -39,7 +39,10 @@ def test_sglang_runs_sparse_mla_on_hopper_and_blackwell_only(gpu, refused):
 def test_vllm_and_llamacpp_run_sparse_mla_on_an_a100_and_dense_models_are_never_refused():
     cat = shipped_catalogue()
     glm, r1 = shape_of("zai-org__GLM-5"), shape_of("deepseek-ai__DeepSeek-R1")
-    assert attention_refusal("vllm", glm, cat.get("a100-80g")) is None  # TRITON_MLA_SPARSE, bf16 cache
+    for gpu in ("a100-80g", "l40s-48g", "rtx5090-32g", "h100-80g"):  # TRITON_MLA_SPARSE (bf16 cache) or FlashMLA
+        assert attention_refusal("vllm", glm, cat.get(gpu)) is None
+    refused = attention_refusal("vllm", glm, cat.get("t4-16g"))  # its Triton kernels multiply bf16 tiles: SM80+
+    assert refused is not None and refused.startswith("vllm has no sparse-MLA (DSA) attention kernels for turing")
     assert attention_refusal("llamacpp", glm, cat.get("a100-80g")) is None
     assert attention_refusal("sglang", r1, cat.get("a100-80g")) is None
 
