@@ -308,9 +308,9 @@ def _(defaults, get_model_text, model):
     # a what-if a link or a suggestion names by precision (``what-if int4-awq``) that the menu lacks
     _extra = nd.asked_what_ifs(model.what_ifs, sorted(_asked))
     _asked |= {nd.artifact_key(a) for a in _extra}
-    _known = {nd.artifact_key(a) for a in (*model.artifacts, *_what_ifs)}
+    _known = {nd.artifact_key(a) for a in (*model.offer, *_what_ifs)}
     artifact_menu = nd.artifact_choices(
-        model.artifacts, (*_what_ifs, *(a for a in _extra if nd.artifact_key(a) not in _known))
+        model.offer, (*_what_ifs, *(a for a in _extra if nd.artifact_key(a) not in _known))
     )
     _keys = [k for k, a in artifact_menu.items() if nd.artifact_key(a) in _asked]
     weights = mo.ui.multiselect(

@@ -114,7 +114,7 @@ class PublishedCheckpoint:
         return next((f for f in self.files if f.quant.upper() == want), None)
 
 
-def _rank(checkpoint: PublishedCheckpoint) -> tuple[int, int, int, int]:
+def rank_checkpoint(checkpoint: PublishedCheckpoint) -> tuple[int, int, int, int]:
     """Prefer a quant of the model itself, then the best-verified, then the model's own organisation's
     or a known publisher's, then one with a known size."""
     verified = VERIFIED_ORDER.index(checkpoint.verified) if checkpoint.verified in VERIFIED_ORDER else 99
@@ -142,7 +142,7 @@ def checkpoint_for(
         and (bits is None or c.bits is None or c.bits == bits)
         and (gguf_quant is None or c.gguf_file(gguf_quant) is not None)
     ]
-    return min(matches, key=_rank) if matches else None
+    return min(matches, key=rank_checkpoint) if matches else None
 
 
 #: how a launch command's placeholder for weights nobody publishes ends (:func:`placeholder_ref`)

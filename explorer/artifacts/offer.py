@@ -22,12 +22,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from explorer.artifacts.checkpoints import PublishedCheckpoint, checkpoint_for
+from explorer.artifacts.checkpoints import PublishedCheckpoint, checkpoint_for, rank_checkpoint
 from explorer.artifacts.weight_formats import weight_formats
 from explorer.errors import NothingToPlanError, capped_list
 from explorer.gguf.header import GGUFHeader, merge_split_headers, split_parts
 from explorer.gguf.quant import quant_from_filename, quant_name
 from explorer.model.artifacts import ORIGINAL, Artifact
+from explorer.model.conversion import native_gguf_types
 from explorer.model.precision import Precision
 from explorer.model.quant_config import GGUF_MIX_BITS, ONLINE_FP8
 from explorer.model.shapes import ModelShape
@@ -43,6 +44,7 @@ __all__ = [
     "fallback_artifacts",
     "gguf_sets",
     "is_projector",
+    "native_gguf",
     "original_artifact",
     "original_weight_files",
     "plan_artifacts",
@@ -416,6 +418,33 @@ def fallback_artifacts(
     return smaller + tuple(a for a in wider if a not in smaller)
 
 
+def native_gguf(shape: ModelShape, checkpoints: Iterable[PublishedCheckpoint]) -> Artifact | None:
+    """The best published GGUF file (:func:`~explorer.artifacts.checkpoints.checkpoint_for`'s ranking) of a type
+    that holds the model's own weights as they are (:func:`~explorer.model.conversion.native_gguf_types`:
+    ggml-org's ``gpt-oss-20b-MXFP4.gguf`` for gpt-oss-20b, a BF16 GGUF of a bf16 model), as part of the model's
+    offer (``what_if=False``): llama.cpp loads it where it would otherwise convert the weights first. A stand-in's
+    (the Instruct model's for a base id) is other weights, so not offered here; None when none is published."""
+    found = []
+    for gguf_type in sorted(native_gguf_types(shape)):
+        published = checkpoint_for("gguf", (c for c in checkpoints if not c.stands_in), gguf_quant=gguf_type)
+        if published is not None:
+            found.append((published, published.gguf_file(gguf_type)))
+    if not found:
+        return None
+    published, file = min(found, key=lambda pair: rank_checkpoint(pair[0]))
+    assert file is not None  # checkpoint_for asked for this type
+    return Artifact(
+        name=file.name,
+        format="gguf",
+        quant=file.quant,
+        size_bytes=file.size_bytes or computed_disk_bytes(shape),
+        size_source="fetched" if file.size_bytes else "computed",
+        files=(file.name,),
+        repo=published.repo,
+        note=f"{published.repo} publishes {shape.name or 'the model'}'s own weights as this GGUF",
+    )
+
+
 def all_gpu_only(artifact: Artifact) -> bool:
     """Whether a fallback ``artifact`` is planned only where it keeps every layer on the cards (:data:`ALL_GPU_ONLY`)."""
     return artifact.what_if and artifact.quant.upper() in ALL_GPU_ONLY
@@ -435,11 +464,15 @@ def plan_artifacts(
     with ``quant``, the offered artifact of that quant or the original weights
     at it (a published checkpoint of it when ``checkpoints`` has one, else a
     what-if); else everything the repository offers (the original
-    weights computed from the shape when it lists none).
+    weights computed from the shape when it lists none), with a published GGUF of its own weights
+    (:func:`native_gguf`) beside them.
     """
     offered = list(offered)
     if selected is not None:
         return [selected]
+    if not quant and offered and not any(a.format == "gguf" for a in offered):
+        published = native_gguf(shape, checkpoints)
+        offered += [published] if published is not None else []
     if quant:
         wanted = quant.upper().replace("-", "_")
         for artifact in offered:

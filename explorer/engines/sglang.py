@@ -41,6 +41,7 @@ from typing import ClassVar
 from explorer.artifacts.weight_formats import weight_formats
 from explorer.engines import vllm
 from explorer.engines.all2all import ALL2ALL_BACKENDS, DEEPEP_MODE, backend_refusals, buffer_note, sglang_buffer_bytes
+from explorer.engines.attention_kernels import sparse_mla
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.evaluation import CardMemory, Evaluation
 from explorer.engines.host_ram import HostClaim, sglang_claim
@@ -58,7 +59,6 @@ from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
 from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.model.artifacts import Artifact
-from explorer.model.kv_cache import MLAAttention
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import WeightBreakdown, weight_breakdown
@@ -167,8 +167,7 @@ NSA_FP8_KV_ARCHITECTURES = frozenset({"blackwell"})
 def default_kv_dtype(shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str:
     """The KV dtype SGLang runs with: the asked one, or for ``auto`` its default by model and card (fp8 for
     DeepSeek-V3.2's sparse attention on Blackwell: 656 + 132 bytes a token a layer, not 1,152 + 132)."""
-    sparse = any(isinstance(c, MLAAttention) and c.indexer_bytes_per_token for c in shape.caches)
-    if kv_dtype in ("auto", "") and sparse and gpu.architecture in NSA_FP8_KV_ARCHITECTURES:
+    if kv_dtype in ("auto", "") and sparse_mla(shape) and gpu.architecture in NSA_FP8_KV_ARCHITECTURES:
         return "fp8"
     return kv_dtype
 

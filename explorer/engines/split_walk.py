@@ -33,7 +33,8 @@ Before any pool, an artifact that is not safetensors (``format``), a context
 past the model's limit (``context-limit``) and every unified-memory host
 (``platform``) are refused; before a pool's layouts, weights the engine has no
 kernel for on the pool's cards (``weights-unsupported``: block-FP8 on A100,
-NVFP4 before Blackwell; :mod:`explorer.engines.weight_kernels`).
+NVFP4 before Blackwell; :mod:`explorer.engines.weight_kernels`) and attention it has no kernel for there
+(``attention-unsupported``: SGLang's sparse MLA below Hopper; :mod:`explorer.engines.attention_kernels`).
 
 A user's ``--tp``/``--pp``/``--dp`` narrow the walk to launches of exactly tp ×
 pp × dp cards with that split (:func:`~explorer.engines.launches.launch_splits`; the pool walk then tries
@@ -47,6 +48,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from explorer.engines.attention_kernels import RULE as ATTENTION_RULE
+from explorer.engines.attention_kernels import attention_refusal
 from explorer.engines.collect import Collector
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
@@ -135,6 +138,10 @@ def walk_splits(
             unsupported = weights_refusal(name, precision, pool.gpu)
             if unsupported:
                 out.refuse(name, None, artifact.name, RULE, unsupported)
+                continue
+            no_attention = attention_refusal(name, loaded, pool.gpu)
+            if no_attention:
+                out.refuse(name, None, artifact.name, ATTENTION_RULE, no_attention)
                 continue
             no_kv = engine.kv_refusal(loaded, pool.gpu, request.kv_dtype)
             if no_kv:

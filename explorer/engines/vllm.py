@@ -30,6 +30,7 @@ from functools import partial
 from typing import ClassVar
 
 from explorer.engines.all2all import VLLM_BACKENDS, backend_refusals, buffer_note, vllm_buffer_bytes
+from explorer.engines.attention_kernels import sparse_mla
 from explorer.engines.calibration import Calibration, calibration_for
 from explorer.engines.evaluation import CardMemory, Evaluation, NodeCommand
 from explorer.engines.host_ram import HostClaim, vllm_claim
@@ -53,7 +54,6 @@ from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.pools import Pool
 from explorer.memo import memo
 from explorer.model.artifacts import Artifact
-from explorer.model.kv_cache import MLAAttention
 from explorer.model.precision import Precision
 from explorer.model.shapes import ModelShape
 from explorer.model.weights import WeightBreakdown, weight_breakdown
@@ -96,16 +96,17 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
 
 
 #: NVIDIA architectures whose vLLM sparse-MLA attention (DeepSeek-V3.2's and GLM-5's indexer) has no fp8 KV cache:
-#: FlashMLA's sparse kernels need Hopper or Blackwell, and below them the Triton sparse-MLA backend keeps a 16-bit
-#: cache (vllm-project/vllm#48374, "fp8 KV cache for the Ampere sparse-MLA path", open)
+#: FlashMLA's sparse kernels need Hopper or Blackwell, and below them the TRITON_MLA_SPARSE backend keeps a 16-bit
+#: cache (``vllm/v1/attention/backends/mla/triton_mla_sparse.py`` at 0033bf03: ``supported_kv_cache_dtypes`` auto,
+#: float16, bfloat16; vllm-project/vllm#48374, "fp8 KV cache for the Ampere sparse-MLA path", open). The backend
+#: itself runs on every card (:mod:`explorer.engines.attention_kernels`)
 SPARSE_MLA_BF16_KV_ARCHITECTURES = frozenset({"volta", "turing", "ampere", "ada"})
 
 
 def kv_cache_refusal(shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str | None:
     """Why vLLM cannot keep ``shape``'s KV cache at ``kv_dtype`` on ``gpu``, or None: an fp8 cache of sparse MLA
     below Hopper."""
-    sparse = any(isinstance(c, MLAAttention) and c.indexer_bytes_per_token for c in shape.caches)
-    if kv_dtype == "fp8" and sparse and gpu.architecture in SPARSE_MLA_BF16_KV_ARCHITECTURES:
+    if kv_dtype == "fp8" and sparse_mla(shape) and gpu.architecture in SPARSE_MLA_BF16_KV_ARCHITECTURES:
         return (
             f"vLLM has no fp8 KV cache for sparse MLA attention on {gpu.architecture} cards ({gpu.name}): its "
             "sparse-MLA kernels store fp8 only from Hopper on (vllm-project/vllm#48374); use --kv-cache-dtype auto"

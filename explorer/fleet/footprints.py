@@ -25,7 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from explorer.artifacts.checkpoints import PublishedCheckpoint
-from explorer.artifacts.offer import original_artifact, plan_artifacts
+from explorer.artifacts.offer import native_gguf, original_artifact, plan_artifacts
+from explorer.engines.attention_kernels import attention_refusal
 from explorer.engines.interface import Engine
 from explorer.engines.registry import CPU_ENGINE, engine_named
 from explorer.engines.weight_kernels import weights_refusal
@@ -129,7 +130,8 @@ def demand_for(
     what those weights are (``note``).
 
     Weights the engine has no kernel for on ``gpu`` (block-FP8 on A100 with SGLang) are a
-    :class:`~explorer.errors.PlacementError` saying so (:mod:`explorer.engines.weight_kernels`).
+    :class:`~explorer.errors.PlacementError` saying so (:mod:`explorer.engines.weight_kernels`), and so is
+    attention it has none for (sparse MLA on A100 with SGLang: :mod:`explorer.engines.attention_kernels`).
 
     The term's context floor (``ID:CONTEXT/MIN``) lets the planner serve less than the target, down to it;
     an engine that splits evenly (tensor parallelism) gives an even-splitting demand.
@@ -149,6 +151,9 @@ def demand_for(
     unsupported = weights_refusal(engine, shape.precision_of(artifact), gpu) if gpu is not None else None
     if unsupported:
         raise PlacementError(f"{term.model_id}: {unsupported}", hint="place it with precision bf16, int8 or int4-awq")
+    no_attention = attention_refusal(engine, shape, gpu) if gpu is not None else None
+    if no_attention:
+        raise PlacementError(f"{term.model_id}: {no_attention}", hint="place it with --engine vllm or llamacpp")
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
     return ModelDemand(
         name=name or term.model_id,
@@ -183,12 +188,13 @@ def fleet_artifact(
     (:func:`~explorer.artifacts.offer.what_if_artifact`: its repository, its file of a GGUF repository), else the
     what-if, whose note says that none is published; the engines size each from the shape at its precision, as the
     plan does. Without one, a model published as GGUF files
-    loads the file ``llama-server -hf REPO`` picks (:func:`published_gguf`) when the engine serves GGUF, else its
-    own weights. The engine may not serve a precision's artifact (:meth:`~explorer.engines.interface.Engine.serves`:
+    loads the file ``llama-server -hf REPO`` picks (:func:`published_gguf`) when the engine serves GGUF, as does a
+    model whose own weights are published as a GGUF (:func:`~explorer.artifacts.offer.native_gguf`: ggml-org's
+    MXFP4 file of gpt-oss), else its own weights. The engine may not serve a precision's artifact (:meth:`~explorer.engines.interface.Engine.serves`:
     vLLM a GGUF, llama.cpp another repository's AWQ safetensors), as ``explorer plan`` refuses it.
     """
     if not precision:
-        gguf = published_gguf(offered)
+        gguf = published_gguf(offered) or native_gguf(shape, checkpoints)
         return gguf if gguf is not None and sizer.serves(gguf) else original_artifact(shape)
     (artifact,) = plan_artifacts(shape, offered, quant=precision, checkpoints=checkpoints)
     return artifact

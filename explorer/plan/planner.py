@@ -34,7 +34,7 @@ from explorer.model.artifacts import Artifact
 from explorer.model.shapes import ModelShape
 from explorer.plan.longest_context import with_refusal_contexts
 from explorer.plan.question import PlanQuestion
-from explorer.plan.queueing import queued_candidates, settled
+from explorer.plan.queueing import queued_candidates, requeued, settled
 from explorer.plan.ranking import DEFAULT_GOAL, at_the_brim, goal_named, rank
 from explorer.plan.replicas import Census, replica_launch, with_replicas
 from explorer.plan.suggest import KINDS, suggestions
@@ -52,8 +52,14 @@ def recheck(
     """The same way at another context or concurrency: weights and overhead stay, the KV cache changes.
 
     The speed estimate is recomputed for the new request (with ``speed``), else dropped. An option the planner
-    gave an fp8 KV cache (``Option.kv_dtype``) keeps it.
+    gave an fp8 KV cache (``Option.kv_dtype``) keeps it. A queueing candidate (``Option.asked_sequences``) is
+    re-derived at the sequences its KV cache holds, its command still asking for everyone
+    (:func:`~explorer.plan.queueing.requeued`): Llama-3.1-8B at 32,768 × 64 on an H100 with an fp8 cache stays
+    "27 of 64 at once" at 70.5 GiB, not 64 sequences at 145.9 GiB.
     """
+    if option.asked_sequences:
+        bare = replace(option, asked_sequences=0)
+        return requeued(bare, request, lambda r: recheck(shape, bare, r, model_ref=model_ref, speed=speed))
     request = option_request(request, option)
     out = engine_named(option.layout.engine).recheck(shape, option, request, model_ref=model_ref or shape.name)
     settings = speed if isinstance(speed, SpeedSettings) else None

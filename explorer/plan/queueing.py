@@ -84,6 +84,29 @@ def queued_candidates(
     return tuple(out)
 
 
+def requeued(option: Option, request: PlanRequest, again: Callable[[PlanRequest], Option]) -> Option:
+    """A queueing candidate re-derived for ``request`` (the question again, or another context: the app's curves),
+    as :func:`queued_candidates` makes it: its layout at :func:`least_resident` sequences with the command still
+    asking for everyone (``--max-num-seqs`` the asked), then at the sequences its KV cache holds there, labelled
+    "N of ASKED at once" with that resident batch's memory and speed (fewer than the least batch too: vLLM starts
+    with one sequence's room, and the curves say what it holds). At a request where it holds everyone it is a
+    plain option at the asked concurrency; where it holds none, the least batch's evaluation, which does not fit.
+
+    Args:
+        option: the candidate without its mark (``asked_sequences`` 0).
+        again: the option re-evaluated for a request (memory and speed; its replicas kept).
+    """
+    asked = request.concurrency
+    least = replace(request, concurrency=least_resident(asked), max_num_seqs=request.max_num_seqs or asked)
+    at_least = again(least)
+    held = at_least.evaluation.max_concurrency
+    if held >= asked:
+        return again(request)
+    if held < 1:
+        return _labelled(at_least, request)
+    return _labelled(again(replace(least, concurrency=held)), request)
+
+
 def settled(result: PlanResult) -> PlanResult:
     """``result`` without its queueing candidates where a layout of a queueing engine holds every asked sequence
     with headroom after all (one of the fallback's precisions: Qwen3-30B-A3B at 32k × 8 on one H100 holds all 8 with
@@ -110,4 +133,4 @@ def _labelled(option: Option, asked: PlanRequest) -> Option:
     return replace(option, evaluation=evaluation, asked_sequences=asked.concurrency)
 
 
-__all__ = ["LEAST_RESIDENT_SHARE", "least_resident", "queued_candidates", "queueing_engines", "settled"]
+__all__ = ["LEAST_RESIDENT_SHARE", "least_resident", "queued_candidates", "queueing_engines", "requeued", "settled"]

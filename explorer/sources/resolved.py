@@ -86,6 +86,15 @@ class ResolvedModel:
                     return a
         return self.artifacts[0] if self.artifacts else None
 
+    @property
+    def offer(self) -> tuple[Artifact, ...]:
+        """What a plan of the model's own weights considers: :attr:`artifacts`, with a published GGUF of those
+        very weights beside them (:func:`explorer.artifacts.offer.native_gguf`: ggml-org's MXFP4 file of
+        gpt-oss), which llama.cpp loads rather than converting the weights."""
+        from explorer.artifacts.offer import plan_artifacts  # as what_ifs: the offer reads GGUF headers
+
+        return tuple(plan_artifacts(self.shape, self.artifacts, checkpoints=self.checkpoints))
+
     def what_ifs(self, names: tuple[str, ...] | None = None) -> tuple[Artifact, ...]:
         """The model at other precisions (default: :data:`explorer.artifacts.offer.DEFAULT_WHAT_IFS`): its
         published checkpoints where known, else what-ifs sized from the shape."""

@@ -174,7 +174,7 @@ class ExplorerWidget(w.VBox):
         self.model = model
         self._quiet = True
         try:
-            self._menu = nd.artifact_choices(model.artifacts, model.what_ifs(_WHAT_IFS))
+            self._menu = nd.artifact_choices(model.offer, model.what_ifs(_WHAT_IFS))
             self.weights.options = list(self._menu)
             self.weights.value = tuple(k for k, a in self._menu.items() if not a.what_if)
             steps = nd.context_steps(model.shape.max_context_tokens)

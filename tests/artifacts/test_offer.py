@@ -6,6 +6,8 @@ the real config corpus.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from support.corpus import load_config, shape_of
 from support.gguf_factory import VT, Typed, build_gguf, llama_like, llama_metadata
@@ -15,7 +17,10 @@ from explorer.artifacts.offer import (
     build_offer,
     computed_disk_bytes,
     gguf_sets,
+    native_gguf,
+    original_artifact,
     original_weight_files,
+    plan_artifacts,
     what_if_artifact,
     what_if_artifacts,
 )
@@ -266,3 +271,38 @@ def test_amd_quark_and_redhat_dynamic_checkpoints_are_labelled_by_their_scheme()
     assert dynamic.tensor_bytes(next(t for t in shape.decoder[0].tensors if t.module.endswith("down_proj")), 0) == (
         4096 * 14336 + 4096 * 4
     )
+
+
+def test_a_published_gguf_of_the_models_own_weights_joins_its_offer():
+    """gpt-oss-20b's MXFP4 experts as ggml-org publishes them (llama.cpp's guide: ``-hf ggml-org/gpt-oss-20b-GGUF``):
+    the file's own size, the best-ranked of the three publishers, offered beside the safetensors original."""
+    shape = shape_of("openai__gpt-oss-20b")
+    checkpoints = shipped_checkpoints("openai/gpt-oss-20b")
+    native = native_gguf(shape, checkpoints)
+    assert native is not None and not native.what_if
+    assert (native.repo, native.files, native.quant) == (
+        "ggml-org/gpt-oss-20b-GGUF",
+        ("gpt-oss-20b-MXFP4.gguf",),
+        "MXFP4",
+    )
+    assert (native.size_bytes, native.size_source) == (12_109_566_624, "fetched")
+    offered = plan_artifacts(shape, [original_artifact(shape)], checkpoints=checkpoints)
+    assert [a.format for a in offered] == ["safetensors", "gguf"] and offered[1] == native
+    # a precision asked for, or no published file of the own type, offers none
+    assert (
+        plan_artifacts(shape, [original_artifact(shape)], quant="Q4_K_M", checkpoints=checkpoints)[0].quant == "Q4_K_M"
+    )
+    assert native_gguf(shape_of("deepseek-ai__DeepSeek-R1"), shipped_checkpoints("deepseek-ai/DeepSeek-R1")) is None
+
+
+def test_a_stand_in_gguf_is_not_the_models_own_weights():
+    shape = shape_of(LLAMA_8B)  # bf16: a BF16 GGUF of the Instruct model stands in for the base, other weights
+    stand_in = PublishedCheckpoint(
+        repo="someone/Meta-Llama-3.1-8B-Instruct-GGUF",
+        base_model="meta-llama/Meta-Llama-3.1-8B-Instruct",
+        format="gguf",
+        files=(GGUFFile(name="x-BF16.gguf", quant="BF16", size_bytes=16_068_890_912),),
+        stands_in=True,
+    )
+    assert native_gguf(shape, [stand_in]) is None
+    assert native_gguf(shape, [replace(stand_in, stands_in=False)]).files == ("x-BF16.gguf",)

@@ -12,9 +12,9 @@ from explorer.sources.shipped import parse_cluster
 A100_NODES = "4x8xa100-80g@ib0"
 
 
-def _options(engine: str, context: int):
+def _options(engine: str, context: int, spec: str = A100_NODES):
     """The bf16 KV cache named, so that the planner's fp8 variant (its own test) stays out of the walk's."""
-    shape, cluster = shape_of("zai-org__GLM-5"), parse_cluster(A100_NODES)
+    shape, cluster = shape_of("zai-org__GLM-5"), parse_cluster(spec)
     request = PlanRequest(context_tokens=context, engines=(engine,), kv_dtype="bf16")
     result = plan(shape, cluster, request, suggest=False)
     return {(o.layout.nodes, o.layout.gpus_per_node, o.layout.tp, o.layout.pp): o for o in result.options}, result
@@ -40,16 +40,17 @@ def test_a_whole_node_fit_at_the_brim_also_offers_one_more_node():
 
 
 def test_the_fewest_cards_at_the_brim_offer_the_next_node_count_and_its_whole_nodes():
-    """SGLang's GLM-5 at 4,096 tokens: 3 × 8 (tp 4 × pp 6) is the fewest cards, at 85,793,358,693 of 85,899,345,920
-    bytes (99.9 %). The next node count is walked past the "more than needed" bound: its narrowest fit, 4 × 7
-    (pp 28, 79,798,166,373 bytes) and beside it 4 whole nodes, tp 32 at 72,577,554,486 bytes (84.5 %), which ranks
-    first: a tensor-parallel layout of the same 32 cards a copy spends as pp 28's."""
-    options, result = _options("sglang", 4096)
+    """SGLang's GLM-5 at 1,024 tokens on 4 × 8 × H100 (SGLang has no sparse-MLA kernels on A100s): 3 × 8 (tp 4 ×
+    pp 6) is the fewest cards, at 85,497,043,253 of 85,520,809,984 bytes (99.97 %). The next node count is walked
+    past the "more than needed" bound: its narrowest fit, 4 × 7 (pp 28, 79,541,295,413 bytes) and beside it 4 whole
+    nodes, tp 32 at 72,024,012,408 bytes (84.2 %), which ranks first: a tensor-parallel layout of the same 32 cards a
+    copy spends as pp 28's."""
+    options, result = _options("sglang", 1024, "4x8xh100-80g@ib0")
     brim = options[(3, 8, 4, 6)]
-    assert brim.per_card.total == 85_793_358_693 and at_the_brim(brim)
-    assert options[(4, 7, 1, 28)].per_card.total == 79_798_166_373
+    assert brim.per_card.total == 85_497_043_253 and at_the_brim(brim)
+    assert options[(4, 7, 1, 28)].per_card.total == 79_541_295_413
     whole = options[(4, 8, 32, 1)]
-    assert whole.per_card.total == 72_577_554_486 and not at_the_brim(whole)
+    assert whole.per_card.total == 72_024_012_408 and not at_the_brim(whole)
     assert result.options[0] is whole
 
 

@@ -473,3 +473,21 @@ def test_a_term_carries_its_own_precision(capsys):
     assert out["models"][0]["weights_bytes"] == 39_801_339_904  # as worked above
     served = [row["command"].split(" serve ")[1].split()[0] for row in out["launch"]]
     assert served == ["hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "Qwen/Qwen3-8B-FP8", "Qwen/Qwen3-0.6B"]
+
+
+def test_a_model_whose_own_weights_are_published_as_a_gguf_is_placed_at_that_file(capsys):
+    """gpt-oss-20b with llama.cpp and no precision: the plan loads ggml-org's ``gpt-oss-20b-MXFP4.gguf`` (the
+    checkpoint's own MXFP4 experts, Q8_0 elsewhere: 12,076,119,168 B from the shape, as
+    tests/artifacts/test_conversion works it); the fleet converted the safetensors itself (``-m <… converted …>``).
+    The plan's card holds 615,329,280 B less: the Q8_0 token embeddings (201,088 × 2,880 × 34 / 32) stay on the
+    host."""
+    out = _place_json(capsys, "--cluster", "1x1xt4-16g", "--engine", "llamacpp", "--model", "openai/gpt-oss-20b")
+    (model,) = out["models"]
+    assert model["weights_bytes"] == 12_076_119_168 == 11_460_789_888 + 201_088 * 2_880 * 34 // 32
+    assert model["note"] == "ggml-org/gpt-oss-20b-GGUF publishes openai/gpt-oss-20b's own weights as this GGUF"
+    line = parse_line(out["launch"][0]["command"])
+    assert not line.problems, line.problems
+    assert (line.value("--hf-repo"), line.value("--hf-file")) == ("ggml-org/gpt-oss-20b-GGUF", "gpt-oss-20b-MXFP4.gguf")
+    assert main(["plan", "openai/gpt-oss-20b", "--offline", "--cluster", "1x1xt4-16g", "--engine", "llamacpp",
+                 "--json"]) == 0  # fmt: skip
+    assert json.loads(capsys.readouterr().out)["options"][0]["per_card"]["weights"] == 11_460_789_888

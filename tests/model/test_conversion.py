@@ -5,7 +5,7 @@ from __future__ import annotations
 from support.corpus import shape_of
 
 from explorer.engines.llamacpp.whatif import llama_model_from_shape
-from explorer.model.conversion import converted_precision
+from explorer.model.conversion import converted_precision, native_gguf_types
 
 #: one gpt-oss-20b layer's experts at MXFP4: 32 experts × 2,880 columns × (5,760 gate_up + 2,880 down) rows,
 #: 17 bytes (16 of nibbles + one e8m0 scale) a block of 32 values = 796,262,400 / 32 × 17
@@ -56,3 +56,21 @@ def test_a_q8_0_conversion_of_gpt_oss_keeps_the_experts_too():
     model = llama_model_from_shape(shape_of("openai__gpt-oss-20b"), "Q8_0")
     layer = model.layers[0].weight_bytes
     assert EXPERTS_MXFP4_BYTES + 26_542_080 * 34 // 32 < layer < EXPERTS_MXFP4_BYTES + 26_542_080 * 34 // 32 + 2**20
+
+
+def test_an_mxfp4_gguf_of_gpt_oss_holds_its_experts_and_q8_0_elsewhere():
+    # llama-quant.cpp MXFP4_MOE: "MoE tensors -> MXFP4, other tensors -> Q8_0", so the published files are the
+    # Q8_0 conversion: 12,076,119,168 bytes from the shape against ggml-org's 12,109,566,624-byte file (0.3 % less:
+    # its header and metadata); 63,254,703,744 against gpt-oss-120b's 63,387,346,208
+    shape = shape_of("openai__gpt-oss-20b")
+    for quant in ("MXFP4", "mxfp4_moe"):
+        precision = converted_precision(shape, quant)
+        assert precision.kept is shape.precision and precision.name == "Q8_0 + mxfp4 experts"
+    assert llama_model_from_shape(shape, "MXFP4").weight_bytes == 12_076_119_168
+    assert llama_model_from_shape(shape_of("openai__gpt-oss-120b"), "MXFP4").weight_bytes == 63_254_703_744
+
+
+def test_the_native_gguf_types_are_the_checkpoints_own():
+    assert native_gguf_types(shape_of("openai__gpt-oss-20b")) == {"MXFP4", "MXFP4_MOE"}
+    assert native_gguf_types(shape_of("meta-llama__Llama-3.2-1B")) == {"BF16"}
+    assert native_gguf_types(shape_of("deepseek-ai__DeepSeek-R1")) == set()  # fp8: no GGUF type holds it as is

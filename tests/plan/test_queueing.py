@@ -3,12 +3,14 @@ context than asked, the rest waiting, planned and ranked beside those that hold 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from support.corpus import shape_of
 
 from explorer.artifacts.offer import fallback_artifacts, original_artifact
 from explorer.engines.request import PlanRequest
-from explorer.plan.planner import plan
+from explorer.plan.planner import plan, recheck
 from explorer.plan.queueing import least_resident, queueing_engines
 from explorer.plan.ranking import QUEUE_THROUGHPUT_FACTOR
 from explorer.sources.checkpoints import shipped_checkpoints
@@ -54,6 +56,29 @@ def test_8b_at_32k_x_64_on_two_h100s_opens_on_vllm_holding_27_and_queueing_the_r
     assert first.to_dict()["asked_sequences"] == 64
     # the suggestions still say how to hold everyone ("13 concurrent sequences" is one of them)
     assert any(s.kind == "concurrency" for s in result.suggestions)
+
+
+def test_a_recheck_of_a_queueing_candidate_keeps_its_resident_batch():
+    """The app's curves re-check each drawn option at the asked request (``planner.recheck``): the 8B's first row
+    stays "27 of 64 at once" at 70.5 GiB, its speed and command the table's (--max-num-seqs 64), not 64 sequences
+    at 145.9 GiB that do not fit with vLLM's default --max-num-seqs 1024. At 65,536 tokens it holds 13 (a sequence
+    takes 4,294,967,296 B of the 58.8 GB left: 13.7); at 8,192 it holds all 64 and is a plain option."""
+    shape = shape_of(LLAMA_8B)
+    request = PlanRequest(context_tokens=LONG, concurrency=64)
+    first = plan(shape, parse_cluster("1x2xh100-80g"), request).options[0]
+    again = recheck(shape, first, request)
+    assert (again.label, again.per_card, again.evaluation.command) == (
+        first.label,
+        first.per_card,
+        first.evaluation.command,
+    )
+    assert again.speed == first.speed and again.notes == first.notes and again.fits
+    longer = recheck(shape, first, replace(request, context_tokens=2 * LONG))
+    assert (longer.resident_sequences, longer.asked_sequences, longer.fits) == (13, 64, True)
+    assert longer.per_card.kv_cache == 13 * 2 * 2_147_483_648 and "--max-num-seqs 64 " in longer.evaluation.command
+    shorter = recheck(shape, first, replace(request, context_tokens=8192))
+    assert (shorter.asked_sequences, shorter.evaluation.max_concurrency >= 64) == (0, True)
+    assert shorter.per_card.kv_cache == 64 * 65_536 * 8192
 
 
 def test_with_the_fallback_the_8b_opens_on_vllm_queueing_at_1_8_times_llama_cpp_holding_all_64():

@@ -41,6 +41,7 @@ from explorer.hardware.catalogue import GPUClass
 from explorer.hardware.cluster import Cluster, Node
 from explorer.hardware.pools import gpu_pools
 from explorer.model.artifacts import Artifact
+from explorer.model.conversion import native_gguf_types
 from explorer.model.shapes import ModelShape
 
 
@@ -163,7 +164,18 @@ def walk(
     4. unified memory (a Mac), then 5. CPU only (:mod:`~explorer.engines.llamacpp.walk`).
     """
     served = shape.params - sum(t.elements for t in shape.mtp)
+    native = next((a for a in artifacts if a.format == "gguf" and a.quant.upper() in native_gguf_types(shape)), None)
     for artifact in artifacts:
+        if native is not None and artifact.format != "gguf" and not artifact.what_if:
+            out.refuse(
+                NAME,
+                None,
+                artifact.name,
+                "published-gguf",
+                f"{native.repo or 'a published GGUF'}'s {native.files[0] if native.files else native.name} holds "
+                "these weights as they are: llama.cpp loads it rather than a conversion",
+            )
+            continue
         if not pinned.serves(artifact):  # another repository's safetensors (AWQ, FP8…), or a safetensors what-if
             where = f"{artifact.repo} publishes" if artifact.repo else "a what-if of"
             out.refuse(

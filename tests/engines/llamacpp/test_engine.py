@@ -7,7 +7,7 @@ from support.command_check import parse_line
 from support.corpus import shape_of
 from support.llamacpp_headers import header_for
 
-from explorer.artifacts.offer import original_artifact, what_if_artifact
+from explorer.artifacts.offer import original_artifact, plan_artifacts, what_if_artifact
 from explorer.engines.llamacpp import engine, launch
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
@@ -17,6 +17,7 @@ from explorer.engines.request import PlanRequest
 from explorer.gguf.shape import shape_from_gguf
 from explorer.model.artifacts import Artifact
 from explorer.plan.planner import plan, recheck
+from explorer.sources.checkpoints import shipped_checkpoints
 from explorer.sources.shipped import parse_cluster
 from explorer.units import GiB
 
@@ -322,3 +323,19 @@ def test_the_planners_line_turns_flash_attention_on_for_the_quantised_v_it_sized
     line = parse_line(result.options[0].evaluation.command)
     assert not line.problems, line.problems
     assert (line.value("-ctk"), line.value("-ctv"), line.value("-fa")) == ("q8_0", "q8_0", "on")
+
+
+def test_gpt_oss_20b_on_a_t4_loads_ggml_orgs_mxfp4_gguf_rather_than_a_conversion():
+    """llama.cpp's own guide runs ``-hf ggml-org/gpt-oss-20b-GGUF``: with that file in the offer the first option
+    loads it (a command that runs as printed), and the original's conversion is refused as ``published-gguf``.
+    Its weights: 12,076,119,168 bytes (MXFP4 experts, Q8_0 elsewhere), not the BF16 conversion's 13,761,264,768."""
+    shape = shape_of("openai__gpt-oss-20b")
+    artifacts = plan_artifacts(shape, [original_artifact(shape)], checkpoints=shipped_checkpoints("openai/gpt-oss-20b"))
+    result = plan(shape, parse_cluster("1x1xt4-16g"), PlanRequest(engines=LLAMA), artifacts=artifacts, speed=False)
+    best = result.options[0]
+    assert (best.tier, best.artifact.quant, best.artifact.repo) == (1, "MXFP4", "ggml-org/gpt-oss-20b-GGUF")
+    assert "--hf-repo ggml-org/gpt-oss-20b-GGUF --hf-file gpt-oss-20b-MXFP4.gguf" in best.evaluation.command
+    assert launch.llama_model(shape, best.artifact).weight_bytes == 12_076_119_168
+    assert all(o.artifact.format == "gguf" for o in result.options)
+    (refused,) = [r for r in result.rejected if r.rule == "published-gguf"]
+    assert refused.reason.startswith("ggml-org/gpt-oss-20b-GGUF's gpt-oss-20b-MXFP4.gguf holds these weights")
