@@ -57,6 +57,14 @@ everyone by one rule, :func:`queue_or_hold`: above such an option of their
 tier only with at least :data:`QUEUE_THROUGHPUT_FACTOR` × its cluster
 throughput.
 
+**Many users, fewest cards** (the default goal at an asked concurrency above one): an option that holds
+everyone is lifted above an earlier option of its tier by the same measure, :func:`outserves`: at least
+:data:`QUEUE_THROUGHPUT_FACTOR` × its cluster throughput, with the same cluster, never over a launch that runs as
+printed with one that does not, nor over headroom from the brim. Fewest cards a copy is the rule for one user;
+for many, the cards left over hold more copies, and the cluster's throughput is what the users get (gpt-oss-120b
+at 32k × 64 on 8 × H100: llama.cpp's MXFP4 GGUF on 2 cards, four copies, 3,804 tokens/s together, against vLLM
+tp 4 ep 4, two copies, 6,639: vLLM first).
+
 Why the cap sits at 8.6 bits: llama-quantize's own figures
 (:data:`PUBLISHED_PERPLEXITY`) put Q8_0 — 7.96 GiB for Llama-3-8B's 8.03 B
 weights, 8.52 bits a weight — 0.0026 above the 16-bit model's perplexity,
@@ -325,6 +333,29 @@ def queue_or_hold(queued: Option, holding: Option) -> bool:
     return mine > 0 and mine >= QUEUE_THROUGHPUT_FACTOR * theirs
 
 
+def outserves(option: Option, other: Option) -> bool:
+    """Whether ``option``, holding every asked sequence, ranks above ``other`` of its tier under the fewest-cards
+    goal: at an asked concurrency above one, with at least :data:`QUEUE_THROUGHPUT_FACTOR` × ``other``'s cluster
+    throughput, and never a placeholder over a launch that runs as printed nor the brim over headroom."""
+    speed = option.speed
+    if speed is None or speed.concurrency <= 1 or option.tier != other.tier:
+        return False
+    if (not option.runs_as_printed, at_the_brim(option)) > (not other.runs_as_printed, at_the_brim(other)):
+        return False
+    mine, theirs = _all_tokens_per_s(option), _all_tokens_per_s(other)
+    return theirs > 0 and mine >= QUEUE_THROUGHPUT_FACTOR * theirs
+
+
+def _lifted_by_throughput(ordered: list[Option]) -> list[Option]:
+    """``ordered`` (fewest-cards) with each option inserted just above the first option before it that it
+    :func:`outserves`; in order otherwise."""
+    placed: list[Option] = []
+    for option in ordered:
+        at = next((i for i, earlier in enumerate(placed) if outserves(option, earlier)), len(placed))
+        placed.insert(at, option)
+    return placed
+
+
 def _queues_placed(ordered: list[Option]) -> list[Option]:
     """``ordered`` with each queueing candidate moved just above the first option of its tier that holds everyone
     and that it beats (:func:`queue_or_hold`), else below its tier's others; candidates of one place keep their
@@ -341,6 +372,12 @@ def _queues_placed(ordered: list[Option]) -> list[Option]:
 
 
 def rank(options: Iterable[Option], goal: str = DEFAULT_GOAL) -> list[Option]:
-    """Options best first: tiers, then ``goal`` inside each (``default`` and ``speed`` are read as the old sorts),
-    then the queueing candidates placed among those that hold everyone (:func:`queue_or_hold`)."""
-    return _queues_placed(sorted(options, key=rank_key(SORT_ALIASES.get(goal, goal))))
+    """Options best first: tiers, then ``goal`` inside each (``default`` and ``speed`` are read as the old sorts);
+    under fewest-cards at many users, an option that holds everyone lifted over one it :func:`outserves`; then the
+    queueing candidates placed among those that hold everyone (:func:`queue_or_hold`)."""
+    goal = goal_named(SORT_ALIASES.get(goal, goal))
+    ordered = sorted(options, key=rank_key(goal))
+    if goal == "fewest-cards":
+        holding = _lifted_by_throughput([o for o in ordered if not o.asked_sequences])
+        ordered = holding + [o for o in ordered if o.asked_sequences]
+    return _queues_placed(ordered)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.corpus import shape_of
 
-from explorer.artifacts.offer import fallback_artifacts, original_artifact, what_if_artifact
+from explorer.artifacts.offer import fallback_artifacts, native_gguf, original_artifact, what_if_artifact
 from explorer.engines.options import PLACEMENTS
 from explorer.engines.request import PlanRequest
 from explorer.plan.planner import plan
@@ -21,6 +21,7 @@ from explorer.plan.ranking import (
     QUALITY_CAP_BITS,
     at_the_brim,
     cards_spent,
+    outserves,
     precision_score,
     quality,
     queue_or_hold,
@@ -283,3 +284,32 @@ def test_queueing_candidates_keep_their_tier_and_order_by_cluster_throughput():
     assert offload.tier == 2
     one_replica = replace(queued, replicas=1)
     assert rank([offload, one_replica, holding, queued]) == [queued, holding, one_replica, offload]
+
+
+def _gpt_oss_120b_on_8_h100(concurrency: int):
+    shape = shape_of("openai__gpt-oss-120b")
+    artifacts = [original_artifact(shape), native_gguf(shape, shipped_checkpoints("openai/gpt-oss-120b"))]
+    request = PlanRequest(context_tokens=32768, concurrency=concurrency)
+    return plan(shape, parse_cluster("1x8xh100-80g"), request, artifacts=artifacts, suggest=False).options
+
+
+def test_many_users_lift_one_and_a_half_times_the_clusters_throughput_over_fewer_cards_a_copy():
+    """gpt-oss-120b at 32,768 × 64 on 8 × H100: llama.cpp's published MXFP4 GGUF fits on 2 cards (pp 2), four
+    copies decoding 3,803.6 tokens/s together; vLLM tp 4 ep 4 takes 4 cards, two copies at 6,639.4 (1.75 ×): the
+    same eight cards serve the users 1.75 × faster, so vLLM ranks first. At one user fewest cards a copy rules
+    again: llama.cpp on one card, eight copies."""
+    options = _gpt_oss_120b_on_8_h100(64)
+    first = options[0]
+    llama = next(o for o in options if o.engine == "llamacpp")
+    assert (first.engine, first.layout.tp, first.layout.ep, first.replicas) == ("vllm", 4, 4, 2)
+    assert (llama.layout.pp, llama.replicas, llama.runs_as_printed) == (2, 4, True)
+    assert first.aggregate_decode_tokens_per_s[1] == pytest.approx(6639.4, abs=0.05)
+    assert llama.aggregate_decode_tokens_per_s[1] == pytest.approx(3803.6, abs=0.05)
+    assert outserves(first, llama) and not outserves(llama, first)
+    assert not outserves(
+        replace(first, speed=replace(first.speed, decode_aggregate_estimate_tokens_per_s=2800.0)), llama
+    )
+    assert rank([llama, first]) == [first, llama]
+    assert rank([llama, first], goal="fastest") == [first, llama]  # the goal's own order: 51.9 against 14.9
+    one = _gpt_oss_120b_on_8_h100(1)[0]
+    assert (one.engine, one.layout.cards, one.replicas) == ("llamacpp", 1, 8)
