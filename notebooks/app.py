@@ -40,6 +40,7 @@ with app.setup(hide_code=True):
         apply_change,
         to_query,
     )
+    from explorer.ui.bundled_html import BundledHtml
     from explorer.ui.card_svg import card_memory_svg
     from explorer.ui.cluster_form import (
         GPUS_PER_NODE_RANGE,
@@ -693,14 +694,18 @@ def _(
             ),
             *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
         ]
-    mo.vstack(
-        [
-            mo.md(_head),
-            *(_notes if settings_errors else _notes[1:]),
-            mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
-            *_drawn,
-        ],
-        gap=0.5,
+    # one output, sent as a one-entry mime bundle: the page draws it as HTML but does not parse it again for an
+    # outline on each of the run's four messages about this cell (explorer.ui.bundled_html)
+    BundledHtml(
+        mo.vstack(
+            [
+                mo.md(_head),
+                *(_notes if settings_errors else _notes[1:]),
+                mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
+                *_drawn,
+            ],
+            gap=0.5,
+        ).text
     )
     return chosen, miss_rows, option_rows, picked, plan_ms, request, result
 
@@ -879,7 +884,8 @@ def _(
         + "\n".join(f"- {safe_html(n)}" for n in model.notes)
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
-    mo.vstack([*_forward, mo.ui.tabs(_tabs, lazy=True)], gap=0.5)  # a tab's content is sent when it is shown
+    # a tab's content is sent when it is shown; a bundle, as the answer's output: no outline parse a message
+    BundledHtml(mo.vstack([*_forward, mo.ui.tabs(_tabs, lazy=True)], gap=0.5).text)
     return app_state, suggestion_buttons, sweep
 
 
