@@ -5,7 +5,7 @@ from __future__ import annotations
 import marimo as mo
 from marimo._output.formatting import try_format
 
-from explorer.ui.bundled_html import MIMEBUNDLE, BundledHtml
+from explorer.ui.bundled_html import MIMEBUNDLE, BundledHtml, prose
 
 
 def test_marimo_sends_the_html_as_a_bundle_of_one_entry():
@@ -16,3 +16,10 @@ def test_marimo_sends_the_html_as_a_bundle_of_one_entry():
     # a dict, not a JSON string: the HTML is escaped once, in the message, as a text/html output's is
     assert shown.data == {"text/html": html}
     assert BundledHtml(html).text == html  # what the notebook tests read
+
+
+def test_prose_is_the_html_mo_md_draws_for_a_line():
+    # mo.md("**8 ways fit** on 8 GPUs") renders <strong> in its markdown wrapper; prose writes the same element
+    # tree (attributes quoted with ' rather than ")
+    drawn = mo.md("**8 ways fit** on 8 GPUs").text
+    assert prose("<strong>8 ways fit</strong> on 8 GPUs").replace("'", '"') == drawn
