@@ -97,7 +97,8 @@ def _():
     get_applied, set_applied = mo.state(None)
     mo.vstack(
         [
-            mo.Html(f"<style>{LAYOUT_CSS}</style>"),
+            # the answer table's look, here once: the table a move sends carries none (nd.rows_html's style)
+            mo.Html(f"<style>{LAYOUT_CSS}</style>{nd.table_style('explorer-options')}"),
             mo.md(
                 "**Will it fit?** Every way to serve the model on the cluster, best first, and what each card "
                 "holds; the controls are on the left (the lessons at their foot). Sizes are GiB (1024³ bytes)."
@@ -712,7 +713,7 @@ def _(
             [
                 mo.Html(prose(_head)),
                 *_notes,
-                mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
+                mo.Html(nd.rows_html(option_rows + miss_rows, _columns, style=False)),
                 *_drawn,
             ],
             gap=0.5,
