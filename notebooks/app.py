@@ -40,6 +40,7 @@ with app.setup(hide_code=True):
         apply_change,
         to_query,
     )
+    from explorer.ui.bundled_html import BundledHtml, prose
     from explorer.ui.card_svg import card_memory_svg
     from explorer.ui.cluster_form import (
         GPUS_PER_NODE_RANGE,
@@ -96,7 +97,8 @@ def _():
     get_applied, set_applied = mo.state(None)
     mo.vstack(
         [
-            mo.Html(f"<style>{LAYOUT_CSS}</style>"),
+            # the answer table's look, here once: the table a move sends carries none (nd.rows_html's style)
+            mo.Html(f"<style>{LAYOUT_CSS}</style>{nd.table_style('explorer-options')}"),
             mo.md(
                 "**Will it fit?** Every way to serve the model on the cluster, best first, and what each card "
                 "holds; the controls are on the left (the lessons at their foot). Sizes are GiB (1024³ bytes)."
@@ -639,13 +641,20 @@ def _(
     option_rows = nd.option_rows(result, limit=table_rows.value, commands="command" in _columns)
     miss_rows = nd.near_miss_rows(result, limit=2 if result.options else 5, commands="command" in _columns)
     _strip = best_per_engine_strip(result)
+    # the answer's lines are written as HTML in mo.md's wrapper (`prose`): they look as their markdown did, and a
+    # move renders no markdown (about 1 ms a line on the server)
     _head = (
-        f"**{safe_html(model_name)}**: **{len(result.options)} ways fit** on {cluster.total_gpus:,} GPUs "
-        f"at {request.context_tokens:,} tokens × {request.concurrency} sequence{'s' if request.concurrency > 1 else ''} "
-        f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused; planned in {plan_ms:.0f} ms)"
-        + (f"  \nBest of each engine ({GOALS[result.goal]}): {_strip}" if _strip else "")
+        f"<strong>{safe_html(model_name)}</strong>: <strong>{len(result.options)} ways fit</strong> on "
+        f"{cluster.total_gpus:,} GPUs at {request.context_tokens:,} tokens × {request.concurrency} "
+        f"sequence{'s' if request.concurrency > 1 else ''} ({result.considered:,} considered, "
+        f"{sum(result.pruned.values()):,} refused; planned in {plan_ms:.0f} ms)"
+        + (f"<br>\nBest of each engine ({GOALS[result.goal]}): {_strip}" if _strip else "")
     )
-    _notes = [mo.callout(mo.md("**Some settings are ignored:** " + safe_html("; ".join(settings_errors))), kind="warn")]
+    _notes = (
+        [mo.callout(mo.md("**Some settings are ignored:** " + safe_html("; ".join(settings_errors))), kind="warn")]
+        if settings_errors
+        else []
+    )
     if result.widened:
         _notes.append(
             mo.callout(
@@ -671,11 +680,11 @@ def _(
     if picked is not None:
         _card = picked.per_card
         _tps, _ttft, _cost = nd.speed_of_option(picked)
-        _speed = f" · about **{_tps:,.1f} tokens/s** a sequence (estimate)" if _tps is not None else ""
+        _speed = f" · about <strong>{_tps:,.1f} tokens/s</strong> a sequence (estimate)" if _tps is not None else ""
         if picked.fits:  # as the CLI's repl and all tok/s: the copies the cluster holds at once, and together
             _together = nd.cluster_tokens_per_s(picked)
-            _speed += f" · **× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}**" + (
-                f", about **{_together:,.1f} tokens/s** all together" if _together is not None else ""
+            _speed += f" · <strong>× {picked.replicas:,} replica{'s' if picked.replicas > 1 else ''}</strong>" + (
+                f", about <strong>{_together:,.1f} tokens/s</strong> all together" if _together is not None else ""
             )
         _host = nd.host_note(picked)
         _title = picked.label + (
@@ -683,24 +692,32 @@ def _(
         )
         _drawn = [
             mo.Html(card_memory_svg(nd.card_parts(picked), title=_title)),
-            mo.md(
-                f"Option #{_rank}: {'✓ fits' if picked.fits else '✗ does not fit'}: the binding "
-                f"card needs **{gib(_card.total)}** of **{gib(_card.usable)}** usable{_speed}"
+            mo.Html(
+                prose(
+                    f"Option #{_rank}: {'✓ fits' if picked.fits else '✗ does not fit'}: the binding card needs "
+                    f"<strong>{gib(_card.total)}</strong> of <strong>{gib(_card.usable)}</strong> usable{_speed}"
+                )
             ),
-            mo.md(
-                (f"*{safe_html(_host)}* · " if _host else "")
-                + f"Launch (devices, port, a line a node):<pre>{safe_html(nd.launch_text(result, picked))}</pre>"
+            mo.Html(
+                prose(
+                    (f"<em>{safe_html(_host)}</em> · " if _host else "")
+                    + f"Launch (devices, port, a line a node):<pre>{safe_html(nd.launch_text(result, picked))}</pre>"
+                )
             ),
-            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
+            *[mo.Html(prose(f"<em>Note:</em> {safe_html(_n)}")) for _n in nd.option_notes(picked)],
         ]
-    mo.vstack(
-        [
-            mo.md(_head),
-            *(_notes if settings_errors else _notes[1:]),
-            mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
-            *_drawn,
-        ],
-        gap=0.5,
+    # one output, sent as a one-entry mime bundle: the page draws it as HTML but does not parse it again for an
+    # outline on each of the run's four messages about this cell (explorer.ui.bundled_html)
+    BundledHtml(
+        mo.vstack(
+            [
+                mo.Html(prose(_head)),
+                *_notes,
+                mo.Html(nd.rows_html(option_rows + miss_rows, _columns, style=False)),
+                *_drawn,
+            ],
+            gap=0.5,
+        ).text
     )
     return chosen, miss_rows, option_rows, picked, plan_ms, request, result
 
@@ -879,7 +896,8 @@ def _(
         + "\n".join(f"- {safe_html(n)}" for n in model.notes)
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
     )
-    mo.vstack([*_forward, mo.ui.tabs(_tabs, lazy=True)], gap=0.5)  # a tab's content is sent when it is shown
+    # a tab's content is sent when it is shown; a bundle, as the answer's output: no outline parse a message
+    BundledHtml(mo.vstack([*_forward, mo.ui.tabs(_tabs, lazy=True)], gap=0.5).text)
     return app_state, suggestion_buttons, sweep
 
 

@@ -16,14 +16,16 @@ __all__ = ["best_per_engine_strip", "suggestion_rows"]
 
 def best_per_engine_strip(result: PlanResult) -> str:
     """The best way of each engine, by the plan's goal (:meth:`PlanResult.best_per_engine`), as one line of
-    markdown: ``**vLLM** #1: 4 × h100-80g, 31.2 GiB of 72.0 GiB · **llama.cpp** #3: …``."""
+    HTML (the app writes its answer as HTML, not markdown): ``<strong>vLLM</strong> #1: 4 × h100-80g, 31.2 GiB
+    of 72.0 GiB · <strong>llama.cpp</strong> #3: …``."""
     ranks = {id(o): i for i, o in enumerate(result.options, 1)}
     parts = []
     for engine, o in result.best_per_engine().items():
         tps, _ttft, _cost = speed_of_option(o)
         speed = f", {tps:,.1f} tok/s" if tps is not None else ""
         parts.append(
-            f"**{safe_html(engine_labels().get(engine, engine))}** #{ranks[id(o)]}: {safe_html(o.layout.label)}, "
+            f"<strong>{safe_html(engine_labels().get(engine, engine))}</strong> #{ranks[id(o)]}: "
+            f"{safe_html(o.layout.label)}, "
             f"{gib(o.per_card.total)} of {gib(o.per_card.usable)}{speed}"
         )
     return " · ".join(parts)

@@ -49,6 +49,7 @@ __all__ = [
     "rows_html",
     "speed_of_option",
     "sweep_options",
+    "table_style",
 ]
 
 #: the engine menu: label -> engines planned (every engine of the registry, then each alone)
@@ -393,7 +394,11 @@ _NUMERIC = frozenset({"#", "cards", "per card (GiB)", "max context", "max concur
 
 
 def rows_html(
-    rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = TABLE_COLUMNS, *, table_id: str = "explorer-options"
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str] = TABLE_COLUMNS,
+    *,
+    table_id: str = "explorer-options",
+    style: bool = True,
 ) -> str:
     """A plain HTML table of ``rows``; a row whose ``fits`` starts with ✗ is red.
 
@@ -401,18 +406,12 @@ def rows_html(
     app, an exported page and a Jupyter output. It takes its container's width:
     text columns wrap (the option, the command), figures do not, and a
     horizontal scroll inside the table's own box is the last resort. The look is
-    one style block for the table (figures are ``class='n'``), not repeated in
-    every cell: a move of the app's slider sends the table again, and inline
-    styles were half its bytes.
+    one style block for the table (:func:`table_style`; figures are ``class='n'``),
+    not repeated in every cell: a move of the app's slider sends the table again,
+    and inline styles were half its bytes. ``style=False`` leaves the block out,
+    for a page that carries it once already (the app's answer table, sent on
+    every move).
     """
-    t = f"#{table_id}"
-    style = (
-        f"<style>{t}{{border-collapse:collapse;font-size:13px;width:100%}}"
-        f"{t} th,{t} td{{padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}}"
-        f"{t} th{{white-space:nowrap}}{t} thead tr{{border-bottom:1px solid #ccc}}"
-        f"{t} .n{{text-align:right;white-space:nowrap}}{t} tr.misfit{{color:#b91c1c;background:#fef2f2}}"
-        f"{t} code{{font-size:11px;white-space:pre-wrap;overflow-wrap:anywhere}}</style>"
-    )
     head = "".join(f"<th{_numeric(c)}>{safe_html(c)}</th>" for c in columns)
     body = []
     for r in rows:
@@ -425,8 +424,21 @@ def rows_html(
             cells.append(f"<td{_numeric(c)}>{text}</td>")
         body.append(f"<tr class='{fits}'>{''.join(cells)}</tr>")
     return (
-        f"<div class='explorer-table' style='max-width:100%;overflow-x:auto'>{style}"
+        f"<div class='explorer-table' style='max-width:100%;overflow-x:auto'>{table_style(table_id) if style else ''}"
         f"<table id='{table_id}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def table_style(table_id: str = "explorer-options") -> str:
+    """The ``<style>`` block of :func:`rows_html`'s table ``table_id``: borders, padding, right-aligned figures,
+    red rows that do not fit."""
+    t = f"#{table_id}"
+    return (
+        f"<style>{t}{{border-collapse:collapse;font-size:13px;width:100%}}"
+        f"{t} th,{t} td{{padding:3px 6px;vertical-align:top;text-align:left;overflow-wrap:anywhere}}"
+        f"{t} th{{white-space:nowrap}}{t} thead tr{{border-bottom:1px solid #ccc}}"
+        f"{t} .n{{text-align:right;white-space:nowrap}}{t} tr.misfit{{color:#b91c1c;background:#fef2f2}}"
+        f"{t} code{{font-size:11px;white-space:pre-wrap;overflow-wrap:anywhere}}</style>"
     )
 
 

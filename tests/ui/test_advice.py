@@ -15,11 +15,11 @@ def test_the_strip_names_each_engines_best_with_its_rank():
     result = plan(shape, parse_cluster("1x8xh100-80g"), PlanRequest(context_tokens=32768), goal="throughput")
     strip = best_per_engine_strip(result)
     parts = strip.split(" · ")
-    assert len(parts) == 3 and parts[0].startswith("**vLLM** #1: ")  # the table's first is vLLM's
+    assert len(parts) == 3 and parts[0].startswith("<strong>vLLM</strong> #1: ")  # the table's first is vLLM's
     for part, (engine, o) in zip(parts, result.best_per_engine().items(), strict=True):
         rank = result.options.index(o) + 1
         assert f"#{rank}: {o.layout.label}, {gib(o.per_card.total)} of {gib(o.per_card.usable)}" in part
-        assert engine != "llamacpp" or part.startswith("**llama.cpp**")
+        assert engine != "llamacpp" or part.startswith("<strong>llama.cpp</strong>")
 
 
 def test_suggestions_become_rows_with_their_change():

@@ -93,6 +93,9 @@ def test_near_misses_are_marked():
     assert {(r["replicas"], r["cluster tok/s"]) for r in misses} == {("—", "—")}
     html = nd.rows_html(misses)
     assert html.count("class='misfit'") == len(misses) and "#b91c1c" in html
+    # the app's answer table leaves its style block to the page, which carries it once: the same table without it
+    bare = nd.rows_html(misses, style=False)
+    assert "<style>" not in bare and html == bare.replace("<table ", nd.table_style() + "<table ", 1)
 
 
 def test_refusals_grouped_by_rule():
