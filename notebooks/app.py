@@ -10,6 +10,7 @@ app = marimo.App(width="full", app_title="explorer: will it fit?")
 with app.setup(hide_code=True):
     import time
     from dataclasses import replace
+    from functools import lru_cache
 
     import marimo as mo
 
@@ -74,6 +75,9 @@ with app.setup(hide_code=True):
     WHAT_IFS = ("bf16", "fp8", "int4-awq", "int4-gptq")
     SEQUENCES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     SIDEBAR = "340px"
+    #: markdown whose text repeats from move to move (the model's facts, an option's notes), rendered once: a
+    #: context move re-runs the answer's cell and the one below it, and marimo's markdown costs ~0.3–3 ms a text
+    kept_md = lru_cache(maxsize=256)(mo.md)
     #: the answer beside the controls: marimo's side padding narrowed, and the cells that only fill the
     #: sidebar take no room in the page (their outputs are drawn in the sidebar)
     LAYOUT_CSS = (
@@ -630,10 +634,11 @@ def _(
         except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
             result, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
         plan_ms = (time.perf_counter() - _t0) * 1000
-        mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
+        if result is None:  # the callout is built only when it is shown
+            mo.stop(True, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
         # a new plan hands it on to the cells below (curves, ways forward, refusals)
         set_below(LastPlan(shape=shape, cluster=cluster, request=request, chosen=tuple(chosen), goal=goal.value,
-                           result=result, plan_ms=plan_ms))  # fmt: skip
+                           result=result, plan_ms=plan_ms, fallback=tuple(_fallback)))  # fmt: skip
     # the table's rows place each option's copies for the command column only when that column is shown
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
     option_rows = nd.option_rows(result, limit=table_rows.value, commands="command" in _columns)
@@ -645,7 +650,8 @@ def _(
         f"({result.considered:,} considered, {sum(result.pruned.values()):,} refused; planned in {plan_ms:.0f} ms)"
         + (f"  \nBest of each engine ({GOALS[result.goal]}): {_strip}" if _strip else "")
     )
-    _notes = [mo.callout(mo.md("**Some settings are ignored:** " + safe_html("; ".join(settings_errors))), kind="warn")]
+    _ignored = "**Some settings are ignored:** " + safe_html("; ".join(settings_errors))
+    _notes = [mo.callout(kept_md(_ignored), kind="warn")] if settings_errors else []  # built only when shown
     if result.widened:
         _notes.append(
             mo.callout(
@@ -658,7 +664,7 @@ def _(
             )
         )
     if cluster.assumptions:
-        _notes.append(mo.callout(mo.md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
+        _notes.append(mo.callout(kept_md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
     if not result.options:
         _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
     # the option the table ranks #N (the nearest miss when nothing fits): what each card holds (inline SVG, drawn
@@ -691,12 +697,12 @@ def _(
                 (f"*{safe_html(_host)}* · " if _host else "")
                 + f"Launch (devices, port, a line a node):<pre>{safe_html(nd.launch_text(result, picked))}</pre>"
             ),
-            *[mo.md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
+            *[kept_md(f"*Note:* {safe_html(_n)}") for _n in nd.option_notes(picked)],
         ]
     mo.vstack(
         [
             mo.md(_head),
-            *(_notes if settings_errors else _notes[1:]),
+            *_notes,
             mo.Html(nd.rows_html(option_rows + miss_rows, _columns)),
             *_drawn,
         ],
@@ -776,7 +782,7 @@ def _(
         _chosen,
         speed=SpeedSettings(prices=shipped_prices()),
         catalogue=shipped_catalogue(),
-        precisions=() if any(a.what_if for a in _chosen) else fallback_artifacts(shape, _chosen, model.checkpoints),
+        precisions=get_below().fallback,  # the answer's cell computed them for its plan
     )
     _rows = suggestion_rows(_ways)
     suggestion_buttons = mo.ui.array(
@@ -874,7 +880,7 @@ def _(
             _tabs["Pinned GPUs"] = mo.callout(mo.md(f"**Cannot pin:** {safe_html(str(_e))}"), kind="danger")
     _facts = "\n".join(f"| {k} | {safe_html(v)} |" for k, v in shape_rows(shape_summary(shape)))
     _flags = settings_text(settings_values)
-    _tabs["Model"] = mo.md(
+    _tabs["Model"] = kept_md(
         f"**{safe_html(model_name)}**, answered from the **{model.origin}**\n\n| | |\n|---|---|\n{_facts}\n\n"
         + "\n".join(f"- {safe_html(n)}" for n in model.notes)
         + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")

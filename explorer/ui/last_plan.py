@@ -27,6 +27,8 @@ class LastPlan:
         chosen: the weights planned.
         goal: the goal that ranked the ways.
         result: the planner's answer.
+        fallback: the precisions planned beside the chosen weights (``fallback_artifacts``, empty when a what-if was
+            chosen): the ways forward plan them too, and reading them here saves computing them again on a move.
         plan_ms: the planner call's wall time, in milliseconds (shown in the table's heading).
     """
 
@@ -37,6 +39,7 @@ class LastPlan:
     goal: str
     result: PlanResult
     plan_ms: float
+    fallback: tuple[Artifact, ...] = ()
 
     def same_question(
         self, shape: ModelShape, cluster: Cluster, request: PlanRequest, chosen: Sequence[Artifact], goal: str
