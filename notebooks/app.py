@@ -611,7 +611,13 @@ def _(
     else:
         # as `explorer plan` does: when the model's own weights keep no layout on the GPUs alone, quantised
         # what-ifs are planned too; not when a what-if precision was chosen
-        _fallback = () if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints)
+        _fallback = (
+            _last.fallback  # the same model and weights: a context move, another goal
+            if _last is not None and _last.same_weights(shape, chosen)
+            else ()
+            if any(a.what_if for a in chosen)
+            else fallback_artifacts(shape, chosen, model.checkpoints)
+        )
         _t0 = time.perf_counter()
         try:
             result, _error = (

@@ -41,6 +41,11 @@ class LastPlan:
     plan_ms: float
     fallback: tuple[Artifact, ...] = ()
 
+    def same_weights(self, shape: ModelShape, chosen: Sequence[Artifact]) -> bool:
+        """Whether ``chosen`` are this plan's weights of the same model: then its :attr:`fallback` stands (the
+        fallback precisions depend on the model and the weights alone, not on the context)."""
+        return shape is self.shape and tuple(chosen) == self.chosen
+
     def same_question(
         self, shape: ModelShape, cluster: Cluster, request: PlanRequest, chosen: Sequence[Artifact], goal: str
     ) -> bool:
