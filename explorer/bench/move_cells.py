@@ -104,6 +104,16 @@ def measure(root: Path, scenario: str, moves: int, profile: int | None) -> str:
     """Move the context ``moves`` times in ``scenario``; the report's lines. With ``profile`` (not None) each cell
     runs under cProfile: the Python calls a move (a count that does not move with the machine's load) and the
     ``profile`` functions with the most own time."""
+    from marimo._runtime.context.types import runtime_context_installed, teardown_context
+
+    try:
+        return _measured(root, scenario, moves, profile)
+    finally:  # the script context _opened installed: nothing after this sees it
+        if runtime_context_installed():
+            teardown_context()
+
+
+def _measured(root: Path, scenario: str, moves: int, profile: int | None) -> str:
     import marimo as mo
     from marimo._runtime.context.types import get_context
 
