@@ -10,6 +10,7 @@ app = marimo.App(width="full", app_title="explorer: will it fit?")
 with app.setup(hide_code=True):
     import time
     from dataclasses import replace
+    from functools import lru_cache
 
     import marimo as mo
 
@@ -75,6 +76,9 @@ with app.setup(hide_code=True):
     WHAT_IFS = ("bf16", "fp8", "int4-awq", "int4-gptq")
     SEQUENCES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     SIDEBAR = "340px"
+    #: markdown whose text repeats from move to move (the model's facts, an option's notes), rendered once: a
+    #: context move re-runs the answer's cell and the one below it, and marimo's markdown costs ~0.3–3 ms a text
+    kept_md = lru_cache(maxsize=256)(mo.md)
     #: the answer beside the controls: marimo's side padding narrowed, and the cells that only fill the
     #: sidebar take no room in the page (their outputs are drawn in the sidebar)
     LAYOUT_CSS = (
@@ -609,7 +613,13 @@ def _(
     else:
         # as `explorer plan` does: when the model's own weights keep no layout on the GPUs alone, quantised
         # what-ifs are planned too; not when a what-if precision was chosen
-        _fallback = () if any(a.what_if for a in chosen) else fallback_artifacts(shape, chosen, model.checkpoints)
+        _fallback = (
+            _last.fallback  # the same model and weights: a context move, another goal
+            if _last is not None and _last.same_weights(shape, chosen)
+            else ()
+            if any(a.what_if for a in chosen)
+            else fallback_artifacts(shape, chosen, model.checkpoints)
+        )
         _t0 = time.perf_counter()
         try:
             result, _error = (
@@ -632,10 +642,11 @@ def _(
         except Exception as _e:  # a typed ExplorerError, or a planner bug: a callout either way, never a traceback
             result, _error = None, str(_e) if isinstance(_e, ExplorerError) else f"{type(_e).__name__}: {_e}"
         plan_ms = (time.perf_counter() - _t0) * 1000
-        mo.stop(result is None, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
+        if result is None:  # the callout is built only when it is shown
+            mo.stop(True, mo.callout(mo.md(f"**The plan failed.** {safe_html(_error or '')}"), kind="danger"))
         # a new plan hands it on to the cells below (curves, ways forward, refusals)
         set_below(LastPlan(shape=shape, cluster=cluster, request=request, chosen=tuple(chosen), goal=goal.value,
-                           result=result, plan_ms=plan_ms))  # fmt: skip
+                           result=result, plan_ms=plan_ms, fallback=tuple(_fallback)))  # fmt: skip
     # the table's rows place each option's copies for the command column only when that column is shown
     _columns = [c for c in nd.TABLE_COLUMNS if c in nd.ESSENTIAL_COLUMNS or c in more_columns.value]
     option_rows = nd.option_rows(result, limit=table_rows.value, commands="command" in _columns)
@@ -650,11 +661,8 @@ def _(
         f"{sum(result.pruned.values()):,} refused; planned in {plan_ms:.0f} ms)"
         + (f"<br>\nBest of each engine ({GOALS[result.goal]}): {_strip}" if _strip else "")
     )
-    _notes = (
-        [mo.callout(mo.md("**Some settings are ignored:** " + safe_html("; ".join(settings_errors))), kind="warn")]
-        if settings_errors
-        else []
-    )
+    _ignored = "**Some settings are ignored:** " + safe_html("; ".join(settings_errors))
+    _notes = [mo.callout(kept_md(_ignored), kind="warn")] if settings_errors else []  # built only when shown
     if result.widened:
         _notes.append(
             mo.callout(
@@ -667,7 +675,7 @@ def _(
             )
         )
     if cluster.assumptions:
-        _notes.append(mo.callout(mo.md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
+        _notes.append(mo.callout(kept_md("**Assumed:** " + safe_html("; ".join(cluster.assumptions))), kind="warn"))
     if not result.options:
         _notes.append(mo.callout(mo.md(nd.nothing_fits_md(result, len(miss_rows))), kind="danger"))
     # the option the table ranks #N (the nearest miss when nothing fits): what each card holds (inline SVG, drawn
@@ -793,7 +801,7 @@ def _(
         _chosen,
         speed=SpeedSettings(prices=shipped_prices()),
         catalogue=shipped_catalogue(),
-        precisions=() if any(a.what_if for a in _chosen) else fallback_artifacts(shape, _chosen, model.checkpoints),
+        precisions=get_below().fallback,  # the answer's cell computed them for its plan
     )
     _rows = suggestion_rows(_ways)
     suggestion_buttons = mo.ui.array(
@@ -850,20 +858,26 @@ def _(
         set_sweep(sweep)
     if fit_button.value or get_fit_asked() is not None:  # asked now, or a list shown for the last plan: cleared
         set_fit_asked((cluster, _request, _result.goal) if fit_button.value else None)
-    _groups = nd.refusal_groups(_result)
-    _tabs["Why not"] = (
-        mo.accordion(
-            {
-                f"{rule}: {n:,} ways": mo.Html(
-                    nd.rows_html(rows[:40], ("way", "artifact", "reason"), table_id=f"refused-{rule}")
-                )
-                for rule, n, rows in _groups
-            },
-            lazy=True,  # a closed group's rows are not sent on every move
+
+    def _why_not(result=_result):
+        _groups = nd.refusal_groups(result)
+        return (
+            mo.accordion(
+                {
+                    f"{rule}: {n:,} ways": mo.Html(
+                        nd.rows_html(rows[:40], ("way", "artifact", "reason"), table_id=f"refused-{rule}")
+                    )
+                    for rule, n, rows in _groups
+                },
+                lazy=True,  # a closed group's rows are not sent on every move
+            )
+            if _groups
+            else mo.md("Nothing was refused.")
         )
-        if _groups
-        else mo.md("Nothing was refused.")
-    )
+
+    # the refusals and the model's facts are built when their tab is opened (the tabs are lazy): a move builds
+    # neither (the refusals' accordion and tables were ~1.5 ms of a 70B move's ~10 ms of Python)
+    _tabs["Why not"] = _why_not
     if pin is not None and pin.value.strip():
         from explorer.ui.pinned_view import pinned_answer, pinned_launch
 
@@ -889,13 +903,18 @@ def _(
             )
         except ExplorerError as _e:
             _tabs["Pinned GPUs"] = mo.callout(mo.md(f"**Cannot pin:** {safe_html(str(_e))}"), kind="danger")
-    _facts = "\n".join(f"| {k} | {safe_html(v)} |" for k, v in shape_rows(shape_summary(shape)))
+
     _flags = settings_text(settings_values)
-    _tabs["Model"] = mo.md(
-        f"**{safe_html(model_name)}**, answered from the **{model.origin}**\n\n| | |\n|---|---|\n{_facts}\n\n"
-        + "\n".join(f"- {safe_html(n)}" for n in model.notes)
-        + (f"\n\nEngine settings in force: `{safe_html(_flags)}`" if _flags else "")
-    )
+
+    def _model_facts(name=model_name, model=model, flags=_flags):
+        _facts = "\n".join(f"| {k} | {safe_html(v)} |" for k, v in shape_rows(shape_summary(model.shape)))
+        return kept_md(
+            f"**{safe_html(name)}**, answered from the **{model.origin}**\n\n| | |\n|---|---|\n{_facts}\n\n"
+            + "\n".join(f"- {safe_html(n)}" for n in model.notes)
+            + (f"\n\nEngine settings in force: `{safe_html(flags)}`" if flags else "")
+        )
+
+    _tabs["Model"] = _model_facts
     # a tab's content is sent when it is shown; a bundle, as the answer's output: no outline parse a message
     BundledHtml(mo.vstack([*_forward, mo.ui.tabs(_tabs, lazy=True)], gap=0.5).text)
     return app_state, suggestion_buttons, sweep

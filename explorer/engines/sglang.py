@@ -167,9 +167,9 @@ NSA_FP8_KV_ARCHITECTURES = frozenset({"blackwell"})
 def default_kv_dtype(shape: ModelShape, gpu: GPUClass, kv_dtype: str) -> str:
     """The KV dtype SGLang runs with: the asked one, or for ``auto`` its default by model and card (fp8 for
     DeepSeek-V3.2's sparse attention on Blackwell: 656 + 132 bytes a token a layer, not 1,152 + 132)."""
-    if kv_dtype in ("auto", "") and sparse_mla(shape) and gpu.architecture in NSA_FP8_KV_ARCHITECTURES:
-        return "fp8"
-    return kv_dtype
+    if kv_dtype not in ("auto", "") or gpu.architecture not in NSA_FP8_KV_ARCHITECTURES:
+        return kv_dtype  # decided without reading the layers (asked for every layout a walk weighs)
+    return "fp8" if sparse_mla(shape) else kv_dtype
 
 
 #: SGLang's data parallelism across nodes (``server_args.py``: multi-node dp needs ``--enable-dp-attention``)

@@ -20,6 +20,7 @@ marked ``approximate``, with the reasons in ``notes``.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -178,7 +179,14 @@ class ModelShape:
         """
         if context_tokens < 0 or sequences < 0:
             raise ValueError("context and sequences must be non-negative")
-        return kv_bytes(self.caches, context_tokens, self.kv_type(kv_dtype), sequences)
+        kv = self.kv_type(kv_dtype)
+        return sum(count * kv_bytes((cache,), context_tokens, kv, sequences) for cache, count in self.alike_caches)
+
+    @cached_property
+    def alike_caches(self) -> tuple[tuple[LayerCache, int], ...]:
+        """Each distinct layer cache spec with the number of decoder layers that have it, in layer order: a
+        KV sum over a 126-layer model is one product a kind of layer (a planner's walk asks it on every move)."""
+        return tuple(Counter(self.caches).items())
 
     def context_limit(self, *, keeps_stated_length: bool = False) -> int:
         """The longest context an engine accepts: vLLM's derivation (:attr:`max_context_tokens`); with

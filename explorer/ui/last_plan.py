@@ -27,6 +27,8 @@ class LastPlan:
         chosen: the weights planned.
         goal: the goal that ranked the ways.
         result: the planner's answer.
+        fallback: the precisions planned beside the chosen weights (``fallback_artifacts``, empty when a what-if was
+            chosen): the ways forward plan them too, and reading them here saves computing them again on a move.
         plan_ms: the planner call's wall time, in milliseconds (shown in the table's heading).
     """
 
@@ -37,6 +39,12 @@ class LastPlan:
     goal: str
     result: PlanResult
     plan_ms: float
+    fallback: tuple[Artifact, ...] = ()
+
+    def same_weights(self, shape: ModelShape, chosen: Sequence[Artifact]) -> bool:
+        """Whether ``chosen`` are this plan's weights of the same model: then its :attr:`fallback` stands (the
+        fallback precisions depend on the model and the weights alone, not on the context)."""
+        return shape is self.shape and tuple(chosen) == self.chosen
 
     def same_question(
         self, shape: ModelShape, cluster: Cluster, request: PlanRequest, chosen: Sequence[Artifact], goal: str

@@ -355,37 +355,64 @@ def context_sweep(
     Weights and overhead stay, the KV cache grows (``planner.recheck``); the
     speed estimate is recomputed too when ``speed`` (None where unknown). Each
     row's ``option`` is ``names[label]`` when given (:func:`option_names`). The
-    asked context does not change the curves, so the last few sweeps are kept
-    (:data:`explorer.ui.sweep_cache.SWEEPS`).
+    asked context does not change an option's curve, so each option's curve is
+    kept (:data:`explorer.ui.sweep_cache.SWEEPS`, keyed by :func:`_curve_key`):
+    a slider move that ranks one new option among the drawn re-checks that one.
     """
-    from explorer.plan.planner import recheck
-
     names = dict(names or {})
-    labels = tuple(names.get(o.label, o.label) for o in options)
-    key = (shape, tuple(o.label for o in options), labels, replace(request, context_tokens=1), tuple(contexts), speed)
-    kept = SWEEPS.get(key)
-    if kept is not None:
-        return kept
+    blank = replace(request, context_tokens=1)
     rows = []
     for option in options:
         name = names.get(option.label) or (option.label if option.fits else f"✗ {option.label}")
-        for c in contexts:
-            try:
-                o = recheck(shape, option, replace(request, context_tokens=int(c)), speed=speed)
-            except ExplorerError:
-                continue
-            card = o.per_card
-            rows.append(
-                {
-                    "option": name,
-                    "context": int(c),
-                    "total_gib": card.total / GiB,
-                    "usable_gib": card.usable / GiB,
-                    "fits": o.fits,
-                    "tokens_per_s": speed_of_option(o)[0] if speed else None,
-                }
-            )
-    return SWEEPS.put(key, rows)
+        key = (shape, _curve_key(option), blank, tuple(contexts), speed)
+        curve = SWEEPS.get(key)
+        if curve is None:
+            curve = SWEEPS.put(key, _curve(shape, option, request, contexts, speed=speed))
+        rows.extend({"option": name, **point} for point in curve)
+    return rows
+
+
+def _curve_key(option: Option) -> tuple:
+    """What a re-check of ``option`` at another context reads and a curve shows (its label, where it runs, what it
+    loads, llama.cpp's ``-ngl`` and the cards or RPC servers it fills, the KV type chosen for it), and not what the
+    asked context set (its KV bytes, concurrency, speed, replicas, commands): equal keys, equal curves."""
+    ev = option.evaluation
+    return (
+        option.label,
+        option.layout,
+        option.gpu,
+        option.node,
+        option.precision,
+        option.dtype,
+        option.bits_per_weight,
+        option.kv_dtype,
+        option.asked_sequences,
+        ev.n_gpu_layers,
+        tuple((c.role, c.usable, c.capacity) for c in ev.cards),
+    )
+
+
+def _curve(shape: Any, option: Option, request: PlanRequest, contexts: Sequence[int], *, speed: bool) -> list[dict]:
+    """One option's points of :func:`context_sweep`, without its name."""
+    from explorer.plan.planner import recheck
+
+    points = []
+    for c in contexts:
+        try:
+            o = recheck(shape, option, replace(request, context_tokens=int(c)), speed=speed)
+        except ExplorerError:
+            continue
+        card = o.per_card
+        points.append(
+            {
+                "context": int(c),
+                "total_gib": card.total / GiB,
+                "usable_gib": card.usable / GiB,
+                "fits": o.fits,
+                "tokens_per_s": speed_of_option(o)[0] if speed else None,
+            }
+        )
+    return points
 
 
 #: columns whose figures are right-aligned and never wrap

@@ -1,11 +1,13 @@
 """The app's cache of context sweeps: a slider move re-plans, but the drawn curves rarely change.
 
 A sweep re-checks the top options at a dozen contexts; the asked context does
-not change those curves, so :data:`SWEEPS` keeps the last few, keyed on
-(shape identity, the options' labels, the request with its context blanked,
-the contexts, whether speed is drawn). `marimo run` serves its sessions from
-threads of one process, so the cache takes a lock; it hands out copies, so no
-caller can change what another sees.
+not change an option's curve, so :data:`SWEEPS` keeps the last few curves, one
+an option, keyed on (shape identity, what a re-check of the option reads:
+``plan_rows._curve_key``, the request with its context blanked, the contexts,
+whether speed is drawn). A move that ranks one new option among the drawn ones
+re-checks only that one. `marimo run` serves its sessions from threads of one
+process, so the cache takes a lock; it hands out copies, so no caller can
+change what another sees.
 """
 
 from __future__ import annotations
@@ -43,11 +45,17 @@ class SweepCache:
                 self._rows.popitem(last=False)
         return [dict(r) for r in rows]
 
+    def __len__(self) -> int:
+        """How many entries are kept."""
+        with self._lock:
+            return len(self._rows)
+
     def clear(self) -> None:
         """Forget every sweep."""
         with self._lock:
             self._rows.clear()
 
 
-#: the process's sweep cache
-SWEEPS = SweepCache()
+#: the process's sweep cache: a sweep draws up to six options (the best four, two misses), so the curves of about
+#: thirty sweeps
+SWEEPS = SweepCache(kept=192)

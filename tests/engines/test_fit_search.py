@@ -32,3 +32,31 @@ def test_few_probes_on_linear_memory():
 
     assert largest_fitting(slack, 1, 512) == 156
     assert len(calls) <= 5
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    room=st.integers(-(10**6), 10**9),
+    slopes=st.lists(st.integers(0, 10**6), min_size=1, max_size=4),
+    caps=st.lists(st.integers(1, 5000), min_size=1, max_size=4),
+    hi=st.integers(1, 5000),
+    guess=st.integers(-10, 5010),
+)
+def test_a_guess_never_changes_the_answer(room, slopes, caps, hi, guess):
+    def slack(k: int) -> int:
+        return room - sum(s * min(k, c) for s, c in zip(slopes, caps, strict=False))
+
+    assert largest_fitting(slack, 1, hi, guess=guess) == largest_fitting(slack, 1, hi)
+
+
+def test_a_right_guess_settles_it_in_two_probes():
+    calls = []
+
+    def slack(k: int) -> int:
+        calls.append(k)
+        return 40_000 * 131_072 - k * 256 * 131_072  # as above: 156 steps fit
+
+    assert largest_fitting(slack, 1, 512, guess=156) == 156
+    assert calls == [1, 157, 156]  # lo (a caller's known allocation), the step above the guess, the guess
+    calls.clear()
+    assert largest_fitting(slack, 1, 512, guess=150) == 156  # too low: the search goes on above it

@@ -15,6 +15,7 @@ from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import plan_rows as nd
 from explorer.ui.model_pick import pick_model
+from explorer.ui.sweep_cache import SWEEPS
 from explorer.units import GiB
 
 
@@ -115,6 +116,25 @@ def test_card_parts_and_sweep():
     assert [r["fits"] for r in sweep] == [True, False]  # it holds a short context, not the long one
     assert sweep[0]["total_gib"] < sweep[1]["total_gib"]
     assert nd.context_sweep(shape, [option], request, [4096, 131072]) == sweep  # kept, same rows
+
+
+def test_a_sweep_rechecks_only_the_options_a_context_move_brings():
+    """A slider move that ranks the drawn options differently (here: the second option alone, named as another
+    rank) takes each option's curve from the first sweep: the rows are those of a sweep from an empty cache, and
+    no curve is added."""
+    shape, request, result = llama8b_on_a_4090(8192)
+    drawn = nd.sweep_options(result, best=2, misses=0)  # vLLM and SGLang on the one card
+    assert len({nd._curve_key(o) for o in drawn}) == 2
+    SWEEPS.clear()
+    first = nd.context_sweep(shape, drawn, request, [4096, 131072], names=nd.option_names(result, drawn))
+    assert len(SWEEPS) == 2 and {r["fits"] for r in first} == {True, False}  # 131,072 tokens do not fit one card
+    moved = replace(request, context_tokens=16384)  # the asked context is no part of a curve
+    renamed = {drawn[1].label: "#1 the same way"}
+    again = nd.context_sweep(shape, drawn[1:2], moved, [4096, 131072], names=renamed)
+    assert len(SWEEPS) == 2  # nothing re-checked
+    assert again == [{**r, "option": "#1 the same way"} for r in first if r["option"].endswith(drawn[1].label)]
+    SWEEPS.clear()
+    assert nd.context_sweep(shape, drawn[1:2], moved, [4096, 131072], names=renamed) == again
 
 
 def test_html_escapes():

@@ -79,7 +79,9 @@ def swa_cells(ctx: ContextSizes, window: int, *, swa_full: bool, unified: bool) 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _CacheRows:
     """One cache's layers and each layer's bytes per cell and stream: what :func:`cache_layout` multiplies by the
-    cells, the same whatever the context (``swa``: its cells are the sliding window's)."""
+    cells, the same whatever the context (``swa``: its cells are the sliding window's); with each layer's K + V and
+    the sums, so that a context's cache is one product a layer (integers: ``cells × (k + v) = cells × k + cells ×
+    v``, and the sums likewise)."""
 
     name: str
     swa: bool
@@ -88,6 +90,9 @@ class _CacheRows:
     v_rows: tuple[int, ...]
     v_row_max: int
     layer_set: frozenset[int]
+    kv_rows: tuple[int, ...]  # each layer's K + V row bytes
+    k_row_sum: int
+    v_row_sum: int
 
 
 @memo(256, keyed_on="llama.cpp model identity, K and V cache types, flash attention")
@@ -119,6 +124,9 @@ def _cache_rows(
                 v_rows=tuple(v_rows),
                 v_row_max=max((model.layers[il].v_row for il in layers), default=0),
                 layer_set=frozenset(layers),
+                kv_rows=tuple(k + v for k, v in zip(k_rows, v_rows, strict=True)),
+                k_row_sum=sum(k_rows),
+                v_row_sum=sum(v_rows),
             )
         )
     return tuple(out)
@@ -140,17 +148,15 @@ def cache_layout(model: LlamaModel, ctx: ContextSizes, *, swa_full: bool, unifie
         else:
             cells = ctx.n_ctx_seq
         per_layer = ctx.n_stream * cells  # cells of every stream: K[il] = streams × cells × row(type_k, k_row)
-        ks = [per_layer * k for k in rows.k_rows]
-        vs = [per_layer * v for v in rows.v_rows]
         out.append(
             CacheAlloc(
                 name=rows.name,
                 cells=cells,
                 streams=ctx.n_stream,
                 layers=rows.layers,
-                layer_bytes=tuple(k + v for k, v in zip(ks, vs, strict=True)),
-                k_bytes=sum(ks),
-                v_bytes=sum(vs),
+                layer_bytes=tuple(per_layer * kv for kv in rows.kv_rows),  # = per_layer × k + per_layer × v
+                k_bytes=per_layer * rows.k_row_sum,
+                v_bytes=per_layer * rows.v_row_sum,
                 v_row_max=rows.v_row_max,
                 layer_set=rows.layer_set,
             )

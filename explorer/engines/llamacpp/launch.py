@@ -24,7 +24,7 @@ from functools import lru_cache
 from explorer.artifacts.checkpoints import convert_ref, placeholder_ref
 from explorer.engines.evaluation import CardMemory, Evaluation, NodeCommand
 from explorer.engines.layouts import Layout
-from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, max_sequences
+from explorer.engines.llamacpp.fit import gpu_layers_fit, max_context, max_sequences
 from explorer.engines.llamacpp.layers import proportional_tensor_split
 from explorer.engines.llamacpp.memory import LlamaCppMemory, llamacpp_memory
 from explorer.engines.llamacpp.model import LlamaModel, llama_model_from_gguf
@@ -297,12 +297,13 @@ def evaluate(
     split = launch_split(request, seats)
     host_bytes = int(node.host_ram_bytes * request.host_fraction)
     settings = settings_for(request, split=split, cpu=node.cpu.build)
+    fitted = None  # the -ngl search's own allocation at the -ngl it found: not computed twice
     if layout.cpu or not devices:
         settings = replace(settings, n_gpu_layers=0)
     elif request.n_gpu_layers is None:
-        ngl = _ngl(model, settings, devices, host_bytes) if request.cpu_offload else model.n_layer + 1
-        settings = replace(settings, n_gpu_layers=ngl)
-    mem = llamacpp_memory(model, settings, devices)
+        fitted = _fitted(model, settings, devices, host_bytes) if request.cpu_offload else None
+        settings = fitted.settings if fitted is not None else replace(settings, n_gpu_layers=model.n_layer + 1)
+    mem = fitted or llamacpp_memory(model, settings, devices)
     cards = tuple(
         _card(d.device.name, d, s.device.memory_bytes, s.capacity_bytes)
         for d, s in zip(mem.devices, seats, strict=True)
@@ -349,11 +350,15 @@ def _longest(model: LlamaModel, settings: LlamaCppSettings, devices: tuple[Devic
         return 0
 
 
-def _ngl(model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device], host_bytes: int) -> int:
+def _fitted(
+    model: LlamaModel, settings: LlamaCppSettings, devices: Sequence[Device], host_bytes: int
+) -> LlamaCppMemory | None:
+    """The allocation at the most layers that fit (:func:`gpu_layers_fit`); None when no ``-ngl`` fits (the launch
+    then asks for every layer, and is refused)."""
     try:
-        return max_gpu_layers(model, settings, devices, host_bytes)
+        return gpu_layers_fit(model, settings, devices, host_bytes)
     except LlamaCppFitError:
-        return model.n_layer + 1
+        return None
 
 
 def recheck(shape: ModelShape, option: Option, request: PlanRequest, *, model_ref: str | None = None) -> Option:

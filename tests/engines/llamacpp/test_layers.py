@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 from support.corpus import CONFIGS
 from support.llamacpp_headers import header_for
 
-from explorer.engines.llamacpp.fit import max_context, max_gpu_layers, proportional_tensor_split
+from explorer.engines.llamacpp.fit import (
+    gpu_layers_fit,
+    max_context,
+    max_gpu_layers,
+    max_sequences,
+    proportional_tensor_split,
+)
 from explorer.engines.llamacpp.layers import HOST, cumulative_splits, layer_devices
 from explorer.engines.llamacpp.memory import llamacpp_memory
 from explorer.engines.llamacpp.model import llama_model_from_gguf
@@ -149,6 +155,35 @@ def test_max_gpu_layers_and_context():
         ctx % 256 == 0 and llamacpp_memory(m, replace(s, n_ctx=ctx), [Device(name="d", memory_bytes=120 * MiB)]).fits()
     )
     assert not llamacpp_memory(m, replace(s, n_ctx=ctx + 256), [Device(name="d", memory_bytes=120 * MiB)]).fits()
+
+
+def test_the_ngl_search_hands_back_its_allocation():
+    m, s, small = model(), LlamaCppSettings(n_ctx=2048, n_batch=512), Device(name="small", memory_bytes=40 * MiB)
+    fitted = gpu_layers_fit(m, s, [small])
+    assert fitted.settings.n_gpu_layers == max_gpu_layers(m, s, [small]) < m.n_layer + 1  # a partial offload
+    assert fitted == llamacpp_memory(m, replace(s, n_gpu_layers=fitted.settings.n_gpu_layers), [small])
+
+
+@pytest.mark.parametrize("name", ["llama_gqa", "gemma3_swa", "deepseek2_mla"])
+def test_max_sequences_from_a_known_allocation_is_the_largest_that_fits(name):
+    """The search starts at the KV cache's own estimate (``_sequences_guess``); the answer is still the largest
+    count whose allocation fits, found here by trying every count, on a card and on the host alone, each with
+    room for about 20 more sequences' caches."""
+    m, context = model(name), 4096
+    s = LlamaCppSettings(n_ctx=context, n_batch=512)
+    one = llamacpp_memory(m, s, [GPU])
+    card = Device(name="card", memory_bytes=one.devices[0].total_bytes + 20 * one.devices[0].kv_bytes)
+    cpu = llamacpp_memory(m, s)
+    host = cpu.host.total_bytes + 20 * (cpu.host.kv_bytes + cpu.host.output_bytes)
+    for devices, host_bytes in (((card,), None), ((), host)):
+
+        def fits(n, devices=devices, host_bytes=host_bytes):
+            return llamacpp_memory(m, replace(s, n_seq=n, n_ctx=n * context), devices).fits(host_bytes)
+
+        brute = max(n for n in range(1, 65) if fits(n))
+        assert 10 < brute < 22
+        known = llamacpp_memory(m, s, devices)
+        assert max_sequences(m, s, devices, host_bytes, context_tokens=context, limit=64, known=known) == brute
 
 
 def test_proportional_tensor_split():
