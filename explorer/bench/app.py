@@ -49,6 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -405,7 +406,10 @@ def versus_report(result: dict, load: tuple[float, float, float]) -> str:
     return "\n".join(lines)
 
 
-def _run_floor(args, root: Path) -> int:
+@contextmanager
+def app_and_floor(root: Path, notebook: Path | str = "notebooks/app.py", python: str | None = None):
+    """One chromium and two ``marimo run`` servers of ``root``'s checkout, side by side: the app (``notebook``)
+    and :data:`FLOOR_NOTEBOOK`, with a cache of their own; yields ``(browser, app_url, floor_url)``."""
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
@@ -413,14 +417,21 @@ def _run_floor(args, root: Path) -> int:
         floor.write_text(FLOOR_NOTEBOOK)
         env = {"PYTHONPATH": str(root), "EXPLORER_CACHE": str(Path(tmp) / "cache.duckdb")}
         browser = launch_chromium(p)
-        with (
-            marimo_server(root / args.notebook, cwd=root, env=env, python=args.python) as app_url,
-            marimo_server(floor, cwd=root, env=env, python=args.python) as floor_url,
-        ):
-            result = run_versus_floor(
-                lambda: browser.new_page(viewport=VIEWPORT), app_url, floor_url, args.opens, args.moves, args.timeout_s
-            )
-        browser.close()
+        try:
+            with (
+                marimo_server(root / notebook, cwd=root, env=env, python=python) as app_url,
+                marimo_server(floor, cwd=root, env=env, python=python) as floor_url,
+            ):
+                yield browser, app_url, floor_url
+        finally:
+            browser.close()
+
+
+def _run_floor(args, root: Path) -> int:
+    with app_and_floor(root, args.notebook, args.python) as (browser, app_url, floor_url):
+        result = run_versus_floor(
+            lambda: browser.new_page(viewport=VIEWPORT), app_url, floor_url, args.opens, args.moves, args.timeout_s
+        )
     print(versus_report(result, os.getloadavg()))
     names = {"app": cell_names(root / args.notebook), "floor": {}}
     profiles = {

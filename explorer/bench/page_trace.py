@@ -20,12 +20,11 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
-from explorer.bench.app import FLOOR_NOTEBOOK, TABLE, VIEWPORT, _control
-from explorer.bench.browser import launch_chromium, marimo_server, missing_browser
+from explorer.bench.app import TABLE, VIEWPORT, _control, app_and_floor
+from explorer.bench.browser import missing_browser
 
 #: installed before the page's scripts: a mark at each key press and at each websocket message received
 MARKS = """(() => {
@@ -150,26 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     if why := missing_browser():
         print(f"cannot trace the app: {why}", file=sys.stderr)
         return 2
-    from playwright.sync_api import sync_playwright
-
     root = args.root.resolve()
     summaries = {}
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        floor = Path(tmp) / "floor.py"
-        floor.write_text(FLOOR_NOTEBOOK)
-        env = {"PYTHONPATH": str(root), "EXPLORER_CACHE": str(Path(tmp) / "cache.duckdb")}
-        browser = launch_chromium(p)
-        with (
-            marimo_server(root / "notebooks/app.py", cwd=root, env=env) as app_url,
-            marimo_server(floor, cwd=root, env=env) as floor_url,
-        ):
-            for name, url in (("app", app_url), ("floor", floor_url)):
-                events = trace_moves(browser, url, args.moves)
-                if args.out:
-                    args.out.mkdir(parents=True, exist_ok=True)
-                    (args.out / f"{name}.json").write_text(json.dumps(events))
-                summaries[name] = move_summary(events)
-        browser.close()
+    with app_and_floor(root) as (browser, app_url, floor_url):
+        for name, url in (("app", app_url), ("floor", floor_url)):
+            events = trace_moves(browser, url, args.moves)
+            if args.out:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / f"{name}.json").write_text(json.dumps(events))
+            summaries[name] = move_summary(events)
     print(report(summaries, os.getloadavg()))
     return 0
 

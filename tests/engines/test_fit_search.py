@@ -7,18 +7,24 @@ from hypothesis import strategies as st
 
 from explorer.engines.fit_search import largest_fitting
 
+#: a room and capped linear terms (full and sliding-window layers), drawn for :func:`_capped_slack`
+SLACKS = {
+    "room": st.integers(-(10**6), 10**9),
+    "slopes": st.lists(st.integers(0, 10**6), min_size=1, max_size=4),
+    "caps": st.lists(st.integers(1, 5000), min_size=1, max_size=4),
+    "hi": st.integers(1, 5000),
+}
+
+
+def _capped_slack(room: int, slopes: list[int], caps: list[int]):
+    """The room left at ``k``: ``room`` minus capped linear terms, like full and sliding-window layers."""
+    return lambda k: room - sum(s * min(k, c) for s, c in zip(slopes, caps, strict=False))  # lists of any lengths
+
 
 @settings(max_examples=300, deadline=None)
-@given(
-    room=st.integers(-(10**6), 10**9),
-    slopes=st.lists(st.integers(0, 10**6), min_size=1, max_size=4),
-    caps=st.lists(st.integers(1, 5000), min_size=1, max_size=4),
-    hi=st.integers(1, 5000),
-)
+@given(**SLACKS)
 def test_matches_brute_force_on_monotone_slack(room, slopes, caps, hi):
-    def slack(k: int) -> int:  # a room minus capped linear terms, like full and sliding-window layers
-        return room - sum(s * min(k, c) for s, c in zip(slopes, caps, strict=False))  # lists of any lengths
-
+    slack = _capped_slack(room, slopes, caps)
     brute = max((k for k in range(1, hi + 1) if slack(k) >= 0), default=None)
     assert largest_fitting(slack, 1, hi) == brute
 
@@ -35,17 +41,9 @@ def test_few_probes_on_linear_memory():
 
 
 @settings(max_examples=300, deadline=None)
-@given(
-    room=st.integers(-(10**6), 10**9),
-    slopes=st.lists(st.integers(0, 10**6), min_size=1, max_size=4),
-    caps=st.lists(st.integers(1, 5000), min_size=1, max_size=4),
-    hi=st.integers(1, 5000),
-    guess=st.integers(-10, 5010),
-)
+@given(**SLACKS, guess=st.integers(-10, 5010))
 def test_a_guess_never_changes_the_answer(room, slopes, caps, hi, guess):
-    def slack(k: int) -> int:
-        return room - sum(s * min(k, c) for s, c in zip(slopes, caps, strict=False))
-
+    slack = _capped_slack(room, slopes, caps)
     assert largest_fitting(slack, 1, hi, guess=guess) == largest_fitting(slack, 1, hi)
 
 
