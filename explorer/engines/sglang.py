@@ -281,7 +281,7 @@ def evaluate(
     calibration = calibration_for(request.calibrations, "sglang", gpu.name)
     mfs = mem_fraction_static(shape, gpu, layout, request)
     free = free_at_start_bytes(gpu, layout, calibration)
-    static = int(free * mfs)
+    static = max(0, int(free * mfs))  # a reserve past the card (pp 61 on a T4) leaves nothing: a memory refusal
     _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
     activations = min(int(prefill_mib * MiB), capacity - static)
     a2a = all2all_bytes(shape, layout, request)

@@ -243,3 +243,21 @@ def test_one_card_is_not_all_1_gpus_combined():
         f"--mem-fraction-static={mfs:g}, the GPU needs at least {gib(int((card.weights + card.kv_cache) / mfs))}"
         in note
     )
+
+
+def test_a_reserve_past_the_card_is_a_layout_that_does_not_fit_not_a_crash():
+    """SGLang reserves tp × pp / 8 GiB more for each rank (server_args), so 61 pipeline stages of DeepSeek-R1 on
+    T4s reserve 512 + 2048·1.5 + 8·2 + 61/8·1024 = 11,408 MiB of 15,360: fine; at pp 120 (an across-nodes trial)
+    512 + 3,072 + 16 + 15,360 = 18,960 MiB, more than the card: the default fraction comes out at
+    round((15,360 − 18,960) / 15,360, 3) = −0.234.
+    SGLang cannot start so; the plan crashed on a negative byte count ('free_needed_bytes came out as
+    −504,986,148'). Now the static share is 0 and the layout is a memory refusal (no sequence fits)."""
+    shape = shape_of("deepseek-ai__DeepSeek-R1")
+    g = CAT.resolve("t4-16g")
+    layout = Layout(engine="sglang", gpu_class=g.name, nodes=15, gpus_per_node=8, pp=120)
+    assert g.memory_bytes // 2**20 == 15_360
+    assert sglang.reserved_mib(15_360, 1, 120, 1, PlanRequest())[0] == 18_960
+    assert sglang.mem_fraction_static(shape, g, layout, PlanRequest()) == -0.234
+    ev = sglang.evaluate(shape, shape.precision, layout, g, PlanRequest(), "m")
+    assert (ev.free_needed_bytes, ev.max_concurrency, ev.max_context_tokens) == (0, 0, 0)
+    assert all(card.total > card.usable for card in ev.cards)
