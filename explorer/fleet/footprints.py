@@ -107,6 +107,16 @@ def fleet_cards(cluster: Cluster, usable_fraction: float = 0.9, host_fraction: f
     raise PlacementError("the cluster has no nodes")
 
 
+def _format_hint(artifact: Artifact, *, on_gpus: bool) -> str:
+    """What places weights the engine does not load: the engine that loads them (``--engine``, which place
+    defaults to vLLM), or a precision the engine loads; on CPUs only llama.cpp runs, so only its GGUF quants."""
+    if artifact.format == "gguf":
+        return "place it with --engine llamacpp, which loads GGUF quants, or at a safetensors precision (bf16, fp8, int4-awq)"
+    if on_gpus:
+        return "place it at a GGUF quant (Q8_0, Q4_K_M), or with --engine vllm or sglang, which load safetensors"
+    return "on CPUs llama.cpp runs it: place it at a GGUF quant (Q8_0, Q4_K_M)"
+
+
 def demand_for(
     shape: ModelShape,
     term: ModelTerm,
@@ -145,8 +155,7 @@ def demand_for(
         what = f"{artifact.repo}'s" if artifact.repo else "a what-if of its"
         raise PlacementError(
             f"{term.model_id}: {sizer.label} does not load {what} {artifact.quant} {artifact.format} weights",
-            hint="llama.cpp loads GGUF quants (precision Q8_0, Q4_K_M); vLLM and SGLang safetensors (bf16, fp8, "
-            "int4-awq)",
+            hint=_format_hint(artifact, on_gpus=gpu is not None),
         )
     unsupported = weights_refusal(engine, shape.precision_of(artifact), gpu) if gpu is not None else None
     if unsupported:

@@ -459,6 +459,25 @@ def test_an_engine_that_cannot_load_the_precisions_checkpoint_refuses_it_as_the_
         demand_for(model.shape, term, gpu=H100, engine="llamacpp", precision="int4-awq", checkpoints=model.checkpoints)
 
 
+def test_a_refused_format_names_the_engine_that_loads_it():
+    """A crash hunt (explorer place --cluster 1x1xrtx4090-24g --model Qwen/Qwen3-0.6B:Q4_K_M) ended on 'vLLM
+    does not load unsloth/Qwen3-0.6B-GGUF's Q4_K_M' though the user never chose vLLM (place's default) and
+    ``--engine llamacpp`` places it (2.0 GiB on the card): the hint now names that flag; llama.cpp refusing AWQ
+    names vLLM and SGLang, and on CPUs, where only llama.cpp runs, the GGUF quants alone."""
+    model = load_model("Qwen/Qwen3-0.6B", offline=True)
+    term = parse_model_term("Qwen/Qwen3-0.6B:Q4_K_M")
+    with pytest.raises(PlacementError) as gguf:
+        demand_for(model.shape, term, gpu=H100, offered=model.artifacts, checkpoints=model.checkpoints)
+    assert gguf.value.hint.startswith("place it with --engine llamacpp, which loads GGUF quants")
+    awq = parse_model_term("Qwen/Qwen3-0.6B:int4-awq")
+    with pytest.raises(PlacementError) as on_gpus:
+        demand_for(model.shape, awq, gpu=H100, engine="llamacpp", checkpoints=model.checkpoints)
+    assert on_gpus.value.hint.endswith("or with --engine vllm or sglang, which load safetensors")
+    with pytest.raises(PlacementError) as on_cpus:
+        demand_for(model.shape, awq, gpu=None, checkpoints=model.checkpoints)
+    assert on_cpus.value.hint == "on CPUs llama.cpp runs it: place it at a GGUF quant (Q8_0, Q4_K_M)"
+
+
 def test_a_term_carries_its_own_precision(capsys):
     """``ID:QUANT`` places that model alone at the precision (llama.cpp's ``-hf REPO:QUANT`` spelling), over
     ``--quant``: the 70B at int4 AWQ from hugging-quants' checkpoint beside Qwen3-8B at ``--quant fp8`` from
