@@ -409,8 +409,11 @@ def versus_report(result: dict, load: tuple[float, float, float]) -> str:
 @contextmanager
 def app_and_floor(root: Path, notebook: Path | str = "notebooks/app.py", python: str | None = None):
     """One chromium and two ``marimo run`` servers of ``root``'s checkout, side by side: the app (``notebook``)
-    and :data:`FLOOR_NOTEBOOK`, with a cache of their own; yields ``(browser, app_url, floor_url)``."""
+    and :data:`FLOOR_NOTEBOOK`, with a cache of their own, under ``python`` (this interpreter when None); yields
+    ``(browser, app_url, floor_url)``."""
     from playwright.sync_api import sync_playwright
+
+    python = python or sys.executable
 
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         floor = Path(tmp) / "floor.py"
