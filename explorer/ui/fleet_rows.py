@@ -271,7 +271,7 @@ def fleet_demands(
                 precision=precision,
                 name=name,
                 offered=model.artifacts,
-                checkpoints=getattr(model, "checkpoints", ()),
+                checkpoints=model.checkpoints,
             )
             demands.append(demand)
             if demand.note:
