@@ -64,3 +64,16 @@ def attention_refusal(engine: str, shape: ModelShape, gpu: GPUClass) -> str | No
     if sparse_mla(shape) and gpu.architecture in architectures:
         return f"{engine} has no sparse-MLA (DSA) attention kernels for {gpu.architecture} cards ({gpu.name}): {why}"
     return None
+
+
+#: what runs a sparse-MLA model when an engine refuses it on a card: the other engines, or the cards it has
+#: kernels for (a refusal's hint; the walk's reason says the same in words)
+INSTEAD: dict[str, str] = {
+    "sglang": "use --engine vllm (Ampere or newer) or --engine llamacpp, or Hopper or Blackwell (SM90/SM100) cards",
+    "vllm": "use --engine llamacpp, or Ampere or newer cards",
+}
+
+
+def attention_hint(engine: str) -> str:
+    """What to do when :func:`attention_refusal` refuses ``engine``: never the engine that refused."""
+    return INSTEAD.get(engine, "use another engine or other cards")

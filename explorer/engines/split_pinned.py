@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from explorer.engines.attention_kernels import attention_refusal
+from explorer.engines.attention_kernels import attention_hint, attention_refusal
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
 from explorer.engines.launches import evaluate_launch, launch_splits, make_launch, no_split_reason
@@ -74,7 +74,7 @@ def pin_split(
         raise ManualSelectionError(unsupported, hint="pin with --quant bf16, int8 or int4-awq")
     no_attention = attention_refusal(engine.name, shape, gpu)
     if no_attention:
-        raise ManualSelectionError(no_attention, hint="pin Hopper or Blackwell cards, or use --engine vllm")
+        raise ManualSelectionError(no_attention, hint=attention_hint(engine.name))
     ref = serve_reference(artifact, precision.method, model_ref, engine.online_methods, shape.precision.method)
     reasons: list[str] = []
     for tp, pp in launch_splits(engine, len(nodes), width, request, shape):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from explorer.artifacts.checkpoints import PublishedCheckpoint
 from explorer.artifacts.offer import native_gguf, original_artifact, plan_artifacts
-from explorer.engines.attention_kernels import attention_refusal
+from explorer.engines.attention_kernels import attention_hint, attention_refusal
 from explorer.engines.interface import Engine
 from explorer.engines.registry import CPU_ENGINE, engine_named
 from explorer.engines.weight_kernels import weights_refusal
@@ -162,7 +162,7 @@ def demand_for(
         raise PlacementError(f"{term.model_id}: {unsupported}", hint="place it with precision bf16, int8 or int4-awq")
     no_attention = attention_refusal(engine, shape, gpu) if gpu is not None else None
     if no_attention:
-        raise PlacementError(f"{term.model_id}: {no_attention}", hint="place it with --engine vllm or llamacpp")
+        raise PlacementError(f"{term.model_id}: {no_attention}", hint=attention_hint(engine))
     footprint = sizer.footprint(shape, artifact, gpu, kv_dtype)
     return ModelDemand(
         name=name or term.model_id,

@@ -7,6 +7,10 @@ from support.corpus import shape_of
 
 from explorer.engines.attention_kernels import RULE, attention_refusal, sparse_mla
 from explorer.engines.request import PlanRequest
+from explorer.errors import ManualSelectionError, PlacementError
+from explorer.fleet.footprints import demand_for
+from explorer.fleet.terms import parse_model_term
+from explorer.plan.pinning import check_pinned
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
 
@@ -60,3 +64,18 @@ def test_glm5_on_a100s_offers_no_sglang_layout_and_says_why():
     assert {o.layout.engine for o in result.options} == {"vllm"}
     (refusal,) = [r for r in result.rejected if r.rule == RULE]
     assert refusal.engine == "sglang" and "ampere cards (a100-80g)" in refusal.reason
+
+
+def test_a_refusal_never_hints_at_the_engine_that_refused():
+    """Pinned T4s with vLLM and an SGLang placement on an A100: each hint names what runs GLM-5 there (the
+    pinned hint once said "use --engine vllm" to vLLM itself)."""
+    glm = shape_of("zai-org__GLM-5")
+    with pytest.raises(ManualSelectionError) as pinned:
+        check_pinned(glm, parse_cluster("1x8xt4-16g"), [str(i) for i in range(8)], engine="vllm")
+    assert "turing cards" in str(pinned.value)
+    assert pinned.value.hint == "use --engine llamacpp, or Ampere or newer cards"
+    a100 = shipped_catalogue().get("a100-80g")
+    with pytest.raises(PlacementError) as placed:
+        demand_for(glm, parse_model_term("glm:8k"), gpu=a100, engine="sglang")
+    assert placed.value.hint.startswith("use --engine vllm (Ampere or newer) or --engine llamacpp")
+    assert "--engine sglang" not in placed.value.hint
