@@ -20,15 +20,16 @@ from typing import Any
 from explorer.safe_text import safe_html
 from explorer.ui.vega import PART_COLOURS, PARTS
 
-__all__ = ["FREE_COLOUR", "SVG_WIDTH", "card_memory_svg", "gib_per_px", "title_lines"]
+__all__ = ["FREE_COLOUR", "SVG_WIDTH", "card_memory_svg", "gib_per_px", "label_width", "title_lines"]
 
 #: the viewBox's width: the app's main column at 1,024 px (sidebar 340 px) is about 650 px, so text stays near
 #: its stated size there and the chart scales with wider columns
 SVG_WIDTH = 640
 FREE_COLOUR = "#e5e7eb"
-_LABEL_W = 150  # the card roles' column, left of the bars
+_LABEL_W = 150  # the card roles' column, left of the bars, at its narrowest; a longer role widens it
+_LABEL_MAX_W = 300  # ... up to this: a longer role is cut with "…" (its bars' tooltips and <desc> keep it whole)
+_CHAR_W = 6.2  # about the width of an 11 px sans-serif character
 _RIGHT_PAD = 78  # room for the "usable 79.1" label right of the widest bar
-_PLOT_W = SVG_WIDTH - _LABEL_W - _RIGHT_PAD
 _TOP = 44  # title and subtitle
 _TITLE_CHARS = 88  # a title line's characters at 13 px bold (about 6 px each) across the viewBox; longer wraps at " · "
 _TITLE_LINE_H = 17
@@ -55,9 +56,26 @@ def _axis_top(rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
     return step * math.ceil(top / step), step
 
 
+def label_width(rows: Sequence[Mapping[str, Any]]) -> float:
+    """The card roles' column (viewBox units): wide enough for the longest role ("stage 1 of 8 (layers 0–6),
+    2 cards (×2)" needs about 260), between :data:`_LABEL_W` and :data:`_LABEL_MAX_W`."""
+    longest = max((len(r["role"]) for r in rows), default=0)
+    return min(max(float(_LABEL_W), longest * _CHAR_W + 14), float(_LABEL_MAX_W))
+
+
+def _plot_width(rows: Sequence[Mapping[str, Any]]) -> float:
+    return SVG_WIDTH - label_width(rows) - _RIGHT_PAD
+
+
 def gib_per_px(rows: Sequence[Mapping[str, Any]]) -> float:
     """GiB a pixel of bar length (in viewBox units) for these rows: every bar is drawn on this one scale."""
-    return _axis_top(rows)[0] / _PLOT_W
+    return _axis_top(rows)[0] / _plot_width(rows)
+
+
+def _shown_role(role: str, left: float) -> str:
+    """``role`` as its column shows it: whole, or cut with "…" where it would run past the chart's left edge."""
+    room = int((left - 14) / _CHAR_W)
+    return role if len(role) <= room else role[: max(room - 1, 1)].rstrip() + "…"
 
 
 def _fmt(value: float) -> str:
@@ -69,17 +87,19 @@ def _num(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _card_bars(role: str, parts: Sequence[Mapping[str, Any]], y: float, per_px: float) -> list[str]:
-    """One card role's row: its label, the card's memory (grey), its parts stacked, the usable tick."""
+def _card_bars(role: str, parts: Sequence[Mapping[str, Any]], y: float, per_px: float, left: float) -> list[str]:
+    """One card role's row, its bars starting at ``left``: its label, the card's memory (grey), its parts
+    stacked, the usable tick."""
     first = parts[0]
     capacity_px, usable_px = first["capacity_gib"] / per_px, first["usable_gib"] / per_px
     mid = y + _ROW_H / 2
     out = [
-        f"<text x='{_LABEL_W - 8}' y='{_num(mid)}' text-anchor='end' dominant-baseline='middle'>{safe_html(role)}</text>",
-        f"<rect x='{_LABEL_W}' y='{_num(mid - 11)}' width='{_num(capacity_px)}' height='22' fill='{FREE_COLOUR}'>"
+        f"<text x='{_num(left - 8)}' y='{_num(mid)}' text-anchor='end' dominant-baseline='middle'>"
+        f"{safe_html(_shown_role(role, left))}</text>",
+        f"<rect x='{_num(left)}' y='{_num(mid - 11)}' width='{_num(capacity_px)}' height='22' fill='{FREE_COLOUR}'>"
         f"<title>{safe_html(role)}: the card's memory, {_fmt(first['capacity_gib'])} GiB</title></rect>",
     ]
-    x = float(_LABEL_W)
+    x = left
     for part in sorted(parts, key=lambda p: p["part_order"]):
         width = part["gib"] / per_px
         colour = PART_COLOURS[PARTS.index(part["part"])]
@@ -93,7 +113,7 @@ def _card_bars(role: str, parts: Sequence[Mapping[str, Any]], y: float, per_px: 
                 f"fill='white' font-size='10'>{_fmt(part['gib'])}</text>"
             )
         x += width
-    tick = _LABEL_W + usable_px
+    tick = left + usable_px
     out += [
         f"<rect class='usable' x='{_num(tick - 1.5)}' y='{_num(mid - 13)}' width='3' height='26' fill='black'>"
         f"<title>{safe_html(role)}: the engine may use {_fmt(first['usable_gib'])} GiB</title></rect>",
@@ -103,15 +123,16 @@ def _card_bars(role: str, parts: Sequence[Mapping[str, Any]], y: float, per_px: 
     return out
 
 
-def _axis(y: float, top: float, step: float, per_px: float) -> list[str]:
-    """The GiB axis under the bars: a line, a tick and a figure every ``step`` GiB, its title."""
-    out = [f"<line x1='{_LABEL_W}' x2='{_LABEL_W + _PLOT_W}' y1='{y}' y2='{y}' stroke='#888'/>"]
+def _axis(y: float, top: float, step: float, per_px: float, left: float) -> list[str]:
+    """The GiB axis under the bars (from ``left``): a line, a tick and a figure every ``step`` GiB, its title."""
+    right = left + top / per_px
+    out = [f"<line x1='{_num(left)}' x2='{_num(right)}' y1='{y}' y2='{y}' stroke='#888'/>"]
     for i in range(round(top / step) + 1):
-        x = _LABEL_W + i * step / per_px
+        x = left + i * step / per_px
         out.append(f"<line x1='{_num(x)}' x2='{_num(x)}' y1='{y}' y2='{y + 4}' stroke='#888'/>")
         out.append(f"<text x='{_num(x)}' y='{y + 14}' text-anchor='middle' font-size='10'>{i * step:,g}</text>")
     out.append(
-        f"<text x='{_LABEL_W + _PLOT_W / 2}' y='{y + 28}' text-anchor='middle' font-size='11'>GiB (1024³ bytes)</text>"
+        f"<text x='{_num((left + right) / 2)}' y='{y + 28}' text-anchor='middle' font-size='11'>GiB (1024³ bytes)</text>"
     )
     return out
 
@@ -163,7 +184,7 @@ def card_memory_svg(rows: Sequence[Mapping[str, Any]], *, title: str, chart_id: 
     for r in sorted(rows, key=lambda r: (r["order"], r["part_order"])):
         roles.setdefault(r["role"], []).append(r)
     top, step = _axis_top(rows)
-    per_px = top / _PLOT_W
+    left, per_px = label_width(rows), gib_per_px(rows)
     lines = title_lines(title)
     below_title = _TOP + _TITLE_LINE_H * (len(lines) - 1)
     axis_y = below_title + _ROW_H * len(roles) + 4
@@ -177,8 +198,8 @@ def card_memory_svg(rows: Sequence[Mapping[str, Any]], *, title: str, chart_id: 
         "(free where no part covers it); black tick: what the engine may use</text>"
     )
     for i, (role, parts) in enumerate(roles.items()):
-        body += _card_bars(role, parts, below_title + i * _ROW_H, per_px)
-    body += _axis(axis_y, top, step, per_px) + _legend(axis_y + _AXIS_H + 4)
+        body += _card_bars(role, parts, below_title + i * _ROW_H, per_px, left)
+    body += _axis(axis_y, top, step, per_px, left) + _legend(axis_y + _AXIS_H + 4)
     return (
         f"<svg id='{chart_id}' role='img' aria-labelledby='{chart_id}-title {chart_id}-desc' "
         f"viewBox='0 0 {SVG_WIDTH} {height}' width='100%' style='max-width:{SVG_WIDTH * 1.25:g}px' "

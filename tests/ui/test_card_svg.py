@@ -13,7 +13,7 @@ from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.sources.snapshot.read import load_snapshot
 from explorer.ui import plan_rows as nd
-from explorer.ui.card_svg import FREE_COLOUR, card_memory_svg, gib_per_px, title_lines
+from explorer.ui.card_svg import FREE_COLOUR, card_memory_svg, gib_per_px, label_width, title_lines
 from explorer.ui.vega import PART_COLOURS
 from explorer.units import GiB
 
@@ -113,3 +113,42 @@ def test_a_long_title_wraps_after_its_separators_and_pushes_the_bars_down():
     # every bar 17 px lower (one more title line), and the chart 17 px taller
     heights = [float(r.get("viewBox").split()[3]) for r in (one_line, two_lines)]
     assert heights[1] - heights[0] == 17
+
+
+def test_a_long_card_role_widens_its_column_and_stays_inside_the_chart():
+    """DeepSeek-V3 on two H100 nodes at 64k × 32 (vLLM tp2 pp8 ep2, as the app's first row): each role reads
+    "stage 1 of 8 (layers 0–6), 2 cards (×2)"; anchored at the old 150 px column it ran ~110 px past the
+    chart's left edge and the page showed "of 8 (layers 0–6)…"."""
+    shape = load_snapshot().shape("deepseek-ai/DeepSeek-V3")
+    result = plan(shape, parse_cluster("2x8xh100-80g@ib0"), PlanRequest(context_tokens=65536, concurrency=32))
+    rows, root = _parsed(result.options[0])
+    roles = {r["role"] for r in rows}
+    longest = max(roles, key=len)
+    assert longest.startswith("stage ") and len(longest) > 30
+    left = label_width(rows)
+    # 6.2 px a character at 11 px, 14 px of margin: the longest label ends 8 px left of the bars and starts
+    # at or right of x = 0
+    assert left == pytest.approx(len(longest) * 6.2 + 14) and left - 8 - len(longest) * 6.2 >= 0
+    labels = [t for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
+    assert {t.text for t in labels} == roles and {float(t.get("x")) for t in labels} == {round(left - 8, 2)}
+    # the bars start at the column's edge, on the narrower scale
+    first = next(r for r in root.iter(f"{SVG}rect") if r.get("class") == "part")
+    assert float(first.get("x")) == pytest.approx(left, abs=0.01)
+    assert gib_per_px(rows) == pytest.approx(_axis_end(root) / (640 - left - 78), rel=1e-6)
+
+
+def _axis_end(root) -> float:
+    return max(float(t.text.replace(",", "")) for t in root.iter(f"{SVG}text") if t.text.replace(",", "").isdigit())
+
+
+def test_a_role_longer_than_the_widest_column_is_cut_and_its_bars_keep_it_whole():
+    rows = [
+        {"role": "stage 12 of 96 (layers 110–119) on host-with-a-long-name, 4 cards (×4)", "order": 0,
+         "part": "weights", "part_order": 0, "gib": 40.0, "capacity_gib": 79.6, "usable_gib": 71.3},
+    ]  # fmt: skip
+    root = ET.fromstring(card_memory_svg(rows, title="t"))
+    assert label_width(rows) == 300
+    (label,) = [t for t in root.iter(f"{SVG}text") if t.get("text-anchor") == "end"]
+    # (300 − 14) / 6.2 = 46 characters of room: 45 and the ellipsis
+    assert label.text.endswith("…") and len(label.text) == 46 and rows[0]["role"].startswith(label.text[:-1])
+    assert any(rows[0]["role"] in (t.text or "") for t in root.iter(f"{SVG}title"))
