@@ -301,6 +301,20 @@ def test_an_fp8_kv_cache_is_a_ranked_candidate_when_the_models_own_holds_too_lit
     assert result.to_dict()["options"][0]["kv_dtype"] == "fp8" and result.request.kv_dtype == "auto"
 
 
+def test_an_fp8_kv_cache_at_the_brim_goes_before_layers_on_the_cpu():
+    """Llama-3.1-8B, one 131,072-token sequence on a T4: at f16 no layout keeps every layer on the card (the best
+    kept 14 layers on the CPU, about 4 tok/s). With a q8_0 cache (32 layers × 8 KV heads × 128 × 2 × 34 B a 32
+    = 69,632 B a token: 9,126,805,504 B) Q4_K_M holds all 33 layers on the card at 14.0 of 15.6 GB, one sequence
+    (the brim: room for two is the rule), and it ranks first; it was left out, as at the brim, before."""
+    result = _plan(LLAMA_8B, "1x1xt4-16g", what_ifs=("Q4_K_M", "Q8_0"), context_tokens=131072)
+    first = result.options[0]
+    assert (first.engine, first.precision, first.kv_dtype, first.tier) == ("llamacpp", "Q4_K_M", "fp8", 1)
+    assert first.per_card.kv_cache == 69_632 * 131_072 == 9_126_805_504 and first.evaluation.layers_on_host == 0
+    assert (first.per_card.total, first.per_card.usable) == (13_998_202_447, 15_569_256_448)
+    assert "-ngl 33 -ctk q8_0 -ctv q8_0" in first.evaluation.command
+    assert result.options[1].evaluation.layers_on_host == 14 and not result.options[1].kv_dtype
+
+
 def test_no_fp8_kv_candidate_when_the_models_own_fits_with_headroom_or_the_user_chose_one():
     """At 4,096 tokens × 1 the bf16 cache leaves vLLM tp 4 room (38.0 of 71.3 GiB): no fp8-KV option. A KV type the
     user names (bf16 here) is kept as asked, even where fp8 would fit: at bf16 nothing holds all 64 on the cards, so
