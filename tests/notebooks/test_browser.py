@@ -285,9 +285,9 @@ def test_unknown_id_offline_offers_the_nearest_snapshot_ids(app_url):
 
 
 def test_a_suggestion_clicked_changes_the_controls(app_url):
-    """Nothing fits 128k on one 4090 with vLLM: clicking the shorter-context suggestion moves the slider, the URL
-    and the table to a context that fits."""
-    url = app_url + "?model=meta-llama/Meta-Llama-3.1-8B&cluster=1x1xrtx4090-24g&engine=vllm&context=131072"
+    """Nothing fits 128k on one 4090 with vLLM at a bf16 KV cache (at fp8 the FP8 checkpoint holds one sequence):
+    clicking the shorter-context suggestion moves the slider, the URL and the table to a context that fits."""
+    url = app_url + "?model=meta-llama/Meta-Llama-3.1-8B&cluster=1x1xrtx4090-24g&engine=vllm&context=131072&kv=bf16"
     with chromium() as browser:
         page = _open(browser, url, 1440, 1000)
         assert page.get_by_text("Nothing fits").count() >= 1

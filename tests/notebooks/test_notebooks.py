@@ -426,9 +426,10 @@ def test_explorer_opens_a_linked_cluster_file(offline):
 
 
 def test_explorer_suggestions_are_changes_a_click_applies(offline):
-    """Nothing fits: the app lists the planner's suggestions as buttons; the state a click sets plans a fit."""
+    """Nothing fits (a bf16 KV cache named: at fp8 the FP8 checkpoint holds the one sequence): the app lists the
+    planner's suggestions as buttons; the state a click sets plans a fit."""
     state = AppDefaults(model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xrtx4090-24g", engine="vllm",
-                        context_tokens=131072)  # fmt: skip
+                        context_tokens=131072, kv_dtype="bf16")  # fmt: skip
     outputs, defs = load_notebook("app.py").run(defs={"defaults": state})
     assert defs["result"].options == ()
     texts = "\n".join(getattr(o, "text", "") for o in outputs if o is not None)
