@@ -90,10 +90,14 @@ def test_explorer_engines_side_by_side(offline):
 
 def test_explorer_linked_cluster_and_engine(offline):
     defs = run_explorer(
-        model="meta-llama/Meta-Llama-3.1-8B", spec="1x1xrtx4090-24g", engine="vllm", context_tokens=131072
+        model="meta-llama/Meta-Llama-3.1-8B",
+        spec="1x1xrtx4090-24g",
+        engine="vllm",
+        context_tokens=131072,
+        kv_dtype="bf16",
     )
     assert defs["spec_box"].value == "1x1xrtx4090-24g" and defs["cluster"].total_gpus == 1
-    assert defs["result"].options == ()  # 16 GiB of KV does not fit a 24 GB card next to 15 GiB of weights
+    assert defs["result"].options == ()  # 16 GiB of bf16 KV does not fit a 24 GB card next to 15 GiB of weights
     miss = defs["miss_rows"][0]
     assert miss["engine"] == "vLLM" and miss["fits"].startswith("✗ short by")
 
