@@ -104,6 +104,16 @@ _ARM = f"""() => {{
 }}"""
 
 
+#: the context slider's keys for successive moves, in turn: right, right, left, left, left, right (it stays near
+#: where it started, and every move asks a context it did not have the move before)
+CONTEXT_KEYS = ("ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight")
+
+
+def context_keys(moves: int) -> list[str]:
+    """The keys of ``moves`` context moves, :data:`CONTEXT_KEYS` in turn."""
+    return [CONTEXT_KEYS[i % len(CONTEXT_KEYS)] for i in range(moves)]
+
+
 @dataclass
 class Timings:
     """One control's moves.
@@ -164,7 +174,7 @@ def measure_controls(page, moves: int, timeout_s: float) -> dict[str, Timings]:
     out: dict[str, Timings] = {}
     context = _control(page, "marimo-slider", "Context", "slider")
     context.focus()
-    keys = (["ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight"] * moves)[:moves]
+    keys = context_keys(moves)
     out["context slider"] = t = Timings()
     for key in keys:
         _timed(page, lambda k=key: context.press(k), t, timeout_s)
@@ -343,7 +353,7 @@ def run_versus_floor(new_page, app_url: str, floor_url: str, opens: int, moves: 
     for name, (page, _) in pages.items():
         cdps[name] = page.context.new_cdp_session(page)
         cdps[name].send("Performance.enable")
-    keys = (["ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight"] * moves)[:moves]
+    keys = context_keys(moves)
     for key in keys:
         for name, (page, wire) in pages.items():
             _costed_move(page, cdps[name], wire, key, costs[name], timeout_s)

@@ -23,7 +23,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from explorer.bench.app import TABLE, VIEWPORT, _control, app_and_floor
+from explorer.bench.app import TABLE, VIEWPORT, _control, app_and_floor, context_keys
 from explorer.bench.browser import missing_browser
 
 #: installed before the page's scripts: a mark at each key press and at each websocket message received
@@ -128,7 +128,7 @@ def trace_moves(browser, url: str, moves: int) -> list[dict]:
     slider.focus()
     page.wait_for_timeout(300)
     browser.start_tracing(page=page, categories=list(CATEGORIES))
-    for key in (["ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight"] * moves)[:moves]:
+    for key in context_keys(moves):
         text = f"() => document.querySelector('{TABLE}')?.textContent"  # textContent: the wait forces no layout
         old = page.evaluate(text)
         slider.press(key)

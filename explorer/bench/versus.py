@@ -21,7 +21,7 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-from explorer.bench.app import _ARM, TABLE, VIEWPORT, _control, _settle
+from explorer.bench.app import TABLE, VIEWPORT, Timings, _control, _timed, context_keys
 from explorer.bench.browser import launch_chromium, marimo_server, missing_browser
 
 #: installed before the page's scripts: the time the ranked table enters the DOM (ms on the page's clock)
@@ -30,8 +30,6 @@ TABLE_MARK = (
     "{ window.__tableAt = performance.now(); o.disconnect(); } })"
     ".observe(document, {subtree: true, childList: true});"
 )
-#: the context slider's keys, in turn (right, right, left, left, left, right: it stays near its start)
-KEYS = ("ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft", "ArrowLeft", "ArrowRight")
 
 
 def abba(n: int) -> list[str]:
@@ -48,15 +46,13 @@ def ratio_report(what: str, unit: str, samples: dict[str, list[float]]) -> str:
     )
 
 
-def _move_ms(page, key: str, timeout_s: float) -> float | None:
+def _move(page, key: str, into: Timings, timeout_s: float) -> None:
+    """One context move on ``page``, timed into ``into`` as :mod:`explorer.bench.app` times it."""
     slider = _control(page, "marimo-slider", "Context", "slider")
     page.bring_to_front()
     slider.focus()
     page.wait_for_timeout(400)  # the focus's own work is not the move's
-    page.evaluate(_ARM)
-    slider.press(key)
-    b = _settle(page, timeout_s)
-    return None if b["t0"] is None or b["table"] is None else b["table"] - b["t0"]
+    _timed(page, lambda: slider.press(key), into, timeout_s)
 
 
 def _open_ms(browser, url: str, timeout_s: float) -> float:
@@ -72,7 +68,8 @@ def _open_ms(browser, url: str, timeout_s: float) -> float:
 
 def run(browser, urls: dict[str, str], moves: int, opens: int, timeout_s: float) -> dict[str, dict[str, list]]:
     """``{"moves": {"A": [ms…], "B": […]}, "opens": {…}}``: each side's move and open times, paired A, B, B, A."""
-    out: dict[str, dict[str, list]] = {"moves": {"A": [], "B": []}, "opens": {"A": [], "B": []}}
+    timings = {"A": Timings(), "B": Timings()}
+    opens_ms: dict[str, list[float]] = {"A": [], "B": []}
     pages = {}
     for side, url in urls.items():
         pages[side] = browser.new_page(viewport=VIEWPORT)
@@ -80,15 +77,14 @@ def run(browser, urls: dict[str, str], moves: int, opens: int, timeout_s: float)
         pages[side].locator(TABLE).wait_for(timeout=timeout_s * 1000)
     for page in pages.values():
         page.wait_for_timeout(3000)  # the charts below the table finish before the first move
-    for side in abba(moves):
-        ms = _move_ms(pages[side], KEYS[len(out["moves"][side]) % len(KEYS)], timeout_s)
-        if ms is not None:
-            out["moves"][side].append(ms)
+    keys = context_keys(moves)
+    for i, side in enumerate(abba(moves)):
+        _move(pages[side], keys[i // 2], timings[side], timeout_s)
     for page in pages.values():
         page.close()
     for side in abba(opens):
-        out["opens"][side].append(_open_ms(browser, urls[side], timeout_s))
-    return out
+        opens_ms[side].append(_open_ms(browser, urls[side], timeout_s))
+    return {"moves": {side: t.table_ms for side, t in timings.items()}, "opens": opens_ms}
 
 
 def main(argv: list[str] | None = None) -> int:
