@@ -144,7 +144,8 @@ def _with_smaller_kv(own: PlanResult, shape: ModelShape, cluster: Cluster, artif
         return own
     roomy = {_way(o) for o in own.options if o.tier == 1 and not at_the_brim(o)}  # fp8 buys these nothing
     # with no layout on the accelerators alone at the model's KV type, one at the brim at fp8 is still far ahead
-    # of layers on the CPU (and ranked after any with headroom)
+    # of layers on the CPU (the fewest-cards goal ranks it after any with headroom; the others weigh it by their
+    # own keys)
     brim_too = not any(o.tier == 1 for o in own.options)
     extra = _ranked(shape, cluster, smaller, artifacts, model_ref=own.model, goal=own.goal, speed=speed)
     marked = [

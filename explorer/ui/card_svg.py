@@ -63,13 +63,14 @@ def label_width(rows: Sequence[Mapping[str, Any]]) -> float:
     return min(max(float(_LABEL_W), longest * _CHAR_W + 14), float(_LABEL_MAX_W))
 
 
-def _plot_width(rows: Sequence[Mapping[str, Any]]) -> float:
-    return SVG_WIDTH - label_width(rows) - _RIGHT_PAD
+def _plot_width(left: float) -> float:
+    """The bars' room right of a card roles' column ``left`` wide."""
+    return SVG_WIDTH - left - _RIGHT_PAD
 
 
 def gib_per_px(rows: Sequence[Mapping[str, Any]]) -> float:
     """GiB a pixel of bar length (in viewBox units) for these rows: every bar is drawn on this one scale."""
-    return _axis_top(rows)[0] / _plot_width(rows)
+    return _axis_top(rows)[0] / _plot_width(label_width(rows))
 
 
 def _shown_role(role: str, left: float) -> str:
@@ -184,7 +185,8 @@ def card_memory_svg(rows: Sequence[Mapping[str, Any]], *, title: str, chart_id: 
     for r in sorted(rows, key=lambda r: (r["order"], r["part_order"])):
         roles.setdefault(r["role"], []).append(r)
     top, step = _axis_top(rows)
-    left, per_px = label_width(rows), gib_per_px(rows)
+    left = label_width(rows)
+    per_px = top / _plot_width(left)  # gib_per_px(rows), from the axis and the column already found
     lines = title_lines(title)
     below_title = _TOP + _TITLE_LINE_H * (len(lines) - 1)
     axis_y = below_title + _ROW_H * len(roles) + 4
