@@ -409,13 +409,23 @@ def fallback_artifacts(
     smaller = tuple(
         artifact
         for artifact in what_if_artifacts(shape, FALLBACK_WHAT_IFS, known)
-        if artifact.quant.upper() not in have and artifact.size_bytes <= smallest * FALLBACK_MAX_SHARE
+        if artifact.quant.upper() not in have and _worth_planning(artifact, smallest)
     )
     if not KERNEL_LIMITED & set(weight_formats(shape.precision)):
         return smaller
     # fp8 / fp4 originals: an engine without their kernels on the cluster's cards runs int8 or a bf16 conversion
     wider = tuple(a for a in what_if_artifacts(shape, RUNS_WIDELY, known) if a.quant.upper() not in have)
     return smaller + tuple(a for a in wider if a not in smaller)
+
+
+def _worth_planning(artifact: Artifact, smallest: int) -> bool:
+    """Whether a fallback precision makes the weights small enough to plan: at most :data:`FALLBACK_MAX_SHARE`
+    of the smallest offered artifact, or, for the last-resort precisions (:data:`ALL_GPU_ONLY`, which the planner
+    keeps only where they put every layer on the cards), any size below it. Kimi-K2.5's Q3_K_M (467.5 GiB, 0.84
+    of its int4 original) holds it on 7 H100s where its int4 weights leave 14 layers in host memory."""
+    if artifact.size_bytes <= smallest * FALLBACK_MAX_SHARE:
+        return True
+    return artifact.quant.upper() in ALL_GPU_ONLY and artifact.size_bytes < smallest
 
 
 def native_gguf(shape: ModelShape, checkpoints: Iterable[PublishedCheckpoint]) -> Artifact | None:

@@ -394,3 +394,31 @@ def test_nvidias_per_tensor_fp8_nemotron_super_is_not_held_to_the_block_rule():
     block = shape.resolve_precision("fp8")
     refused = block_refusals(shape, block, 4, 1)
     assert refused and "704 is not divisible" in refused[0][1]
+
+
+def test_the_last_resort_precision_is_planned_for_weights_already_about_four_bits():
+    """Kimi-K2.5 ships int4 (group 32) weights: 595,047,214,816 B. Its Q3_K_M (501,921,415,434 B) is 0.84 of them,
+    over the 0.75 share other fallbacks must meet, but Q3_K_M is kept only where it puts every layer on the cards, so
+    any size below the original is worth planning. gpt-oss-120b's Q3_K_M (72.6 GB) is larger than its MXFP4
+    (65.2 GB): still nothing."""
+    kimi = shape_of("moonshotai__Kimi-K2.5")
+    (q3,) = fallback_artifacts(kimi, [original_artifact(kimi)])
+    assert (q3.quant, q3.size_bytes, original_artifact(kimi).size_bytes) == ("Q3_K_M", 501_921_415_434, 595_047_214_816)
+    gpt_oss = shape_of("openai__gpt-oss-120b")
+    assert what_if_artifact(gpt_oss, "Q3_K_M").size_bytes > original_artifact(gpt_oss).size_bytes
+    assert fallback_artifacts(gpt_oss, [original_artifact(gpt_oss)]) == ()
+
+
+def test_kimi_on_one_h100_node_at_128k_keeps_every_layer_on_the_cards_at_q3_k_m():
+    """Kimi-K2.5 at 131,072 × 8 on 8 H100s: its int4 weights (as Q4_K_M, 584.6 GiB) leave 14 of 61 layers in host
+    memory. Q3_K_M (467.5 GiB) with a q8_0 KV cache fits 7 cards: 467.5 / 7 = 66.8 GiB of weights a card, and the
+    KV cache, 576 latent values × 34 / 32 bytes (q8_0) × 61 layers = 37,332 B a token × 1,048,576 tokens = 36.5 GiB,
+    5.2 GiB a card. The offload stays in the table, below."""
+    kimi = shape_of("moonshotai__Kimi-K2.5")
+    own = [original_artifact(kimi)]
+    result = plan(kimi, parse_cluster("1x8xh100-80g"), PlanRequest(context_tokens=131072, concurrency=8),
+                  artifacts=own, fallback=fallback_artifacts(kimi, own), suggest=False)
+    first = result.options[0]
+    assert (first.engine, first.artifact.quant, first.tier, first.evaluation.layers_on_host) == ("llamacpp", "Q3_K_M", 1, 0)
+    assert first.label == "llama.cpp · 7 × h100-80g (pp7) · Q3_K_M · q8_0 KV cache"
+    assert any(o.tier == 2 and o.artifact.quant == "int4 g32" for o in result.options)
