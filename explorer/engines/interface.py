@@ -319,6 +319,13 @@ class SplitEngine(Engine, Protocol):
         """Rules the engine enforces that this layout breaks, first one first (empty: none)."""
         ...
 
+    def kv_shard_layouts(
+        self, shape: ModelShape, layout: Layout, gpu: GPUClass, request: PlanRequest
+    ) -> tuple[Layout, ...]:
+        """``layout`` with its duplicated KV cache split further over its tp cards, each way the engine accepts,
+        the least split first (vLLM's decode context parallelism; empty: none)."""
+        ...
+
     def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
         """The host RAM one launch claims on each of its nodes (:mod:`explorer.engines.host_ram`)."""
         ...

@@ -46,6 +46,7 @@ from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
+from explorer.engines.vllm_dcp import dcp_layouts
 from explorer.engines.vllm_fp8_marlin import marlin_layer_extra_bytes
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
 from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_release
@@ -197,7 +198,7 @@ def evaluate(
         act = activation_bytes(
             shape, precision, layout.tp, layout.ep, layout.pp, tokens, seqs, last, release, calibration
         )
-        per_seq = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra)
+        per_seq = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra, layout.dcp)
         kv = per_seq * conc
         cards.append(
             CardMemory(
@@ -221,6 +222,7 @@ def evaluate(
         shape.max_context_tokens,
         BLOCK_TOKENS,
         window_extra,
+        layout.dcp,
     )
     max_conc = min((room // kv if kv else seqs) for _, _, room, kv in rooms) if rooms else 0
     max_conc = max(0, min(max_conc, seqs))
@@ -231,6 +233,11 @@ def evaluate(
         notes.append(f"concurrency capped by max_num_seqs ({seqs})")
     if a2a:
         notes.append(buffer_note(request.all2all_backend or "", a2a))
+    if layout.dcp > 1:
+        notes.append(
+            f"decode context parallelism: each card keeps 1 in {layout.dcp} of a sequence's KV tokens "
+            f"(--decode-context-parallel-size {layout.dcp})"
+        )
     if calibration is not None:
         notes.append(calibration.note)
     base = command(model_ref, shape, precision, layout, request, max_num_seqs=seqs, max_num_batched_tokens=tokens)
@@ -281,6 +288,8 @@ def command(
     parts = ["vllm serve", model_ref]
     if layout.tp > 1:
         parts.append(f"--tensor-parallel-size {layout.tp}")
+    if layout.dcp > 1:
+        parts.append(f"--decode-context-parallel-size {layout.dcp}")
     if layout.pp > 1:
         parts.append(f"--pipeline-parallel-size {layout.pp}")
     if layout.dp > 1:
@@ -413,6 +422,13 @@ class VLLM(SplitWalk):
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility rules (:func:`refusals`)."""
         return refusals(shape, layout, request)
+
+    def kv_shard_layouts(
+        self, shape: ModelShape, layout: Layout, gpu: GPUClass, request: PlanRequest
+    ) -> tuple[Layout, ...]:
+        """``layout`` with each decode-context-parallel size vLLM accepts there, smallest first
+        (:func:`~explorer.engines.vllm_dcp.dcp_layouts`)."""
+        return dcp_layouts(shape, layout, gpu, vllm_release(request.vllm_version))
 
     def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
         """Its swap space (:func:`explorer.engines.host_ram.vllm_claim`)."""
