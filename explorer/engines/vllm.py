@@ -18,7 +18,9 @@ leaves with KV cache blocks of 16 tokens (``vllm/v1/worker/gpu_worker.py``,
 
 The KV cache must hold the asked context × concurrency; sliding-window
 layers hold the window plus one prefill chunk; an MLA latent is whole on
-every card. Each figure's logs are in docs/notes/engine_logs.md.
+every card, unless ``--decode-context-parallel-size`` splits it by token
+(:mod:`explorer.engines.vllm_dcp`). Each figure's logs are in
+docs/notes/engine_logs.md.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
-from explorer.engines.vllm_dcp import dcp_layouts
+from explorer.engines.vllm_dcp import dcp_layouts, whole_split_widths
 from explorer.engines.vllm_fp8_marlin import marlin_layer_extra_bytes
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
 from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_release
@@ -386,11 +388,14 @@ class VLLM(SplitWalk):
         share of a card charged, rounded *up* to the hundredth (vLLM budgets that share of every card it uses), at
         most 1 (a tight instance asks for the whole card); the scheduler's batch sizes vLLM's defaults for the
         card, which the footprint was measured at; the flags that load the model as its footprint sized it
-        (``--dtype bfloat16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node
-        (:func:`rank_flags`)."""
+        (``--dtype bfloat16`` over a float32 checkpoint, ``--kv-cache-dtype``); the decode-context-parallel size
+        that splits its KV cache as the placement charged it (:attr:`FleetLaunch.kv_shards`); across nodes a rank
+        a node (:func:`rank_flags`)."""
         parts = [f"vllm serve {model_id}"]
         if fleet.cards > 1:
             parts.append(f"--tensor-parallel-size {fleet.cards}")
+        if fleet.kv_shards > 1:
+            parts.append(f"--decode-context-parallel-size {fleet.kv_shards}")
         parts.append(f"--max-model-len {fleet.context_tokens}")
         if fleet.share is not None:
             parts.append(f"--gpu-memory-utilization {min(math.ceil(fleet.share * 100) / 100, 1.0):.2f}")
@@ -481,12 +486,14 @@ class VLLM(SplitWalk):
         low, high = FOOTPRINT_PROBE_TOKENS
         per_token = (large.kv_cache - small.kv_cache) // (high - low)
         fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * low)
+        widths = tp_widths(shape)
         return Footprint(
             weights_bytes=small.weights,
             fixed_bytes_per_card=fixed,
             kv_bytes_per_token=per_token,
             even_split=True,
-            split_widths=tp_widths(shape),
+            split_widths=widths,
+            kv_split_widths=whole_split_widths(shape, widths, gpu, vllm_release(None)),
             load_flags=(
                 *kv_cache_flags(shape, kv_dtype, KV_CACHE_DTYPE),
                 *load_flags(shape, precision, self.online_methods),

@@ -105,3 +105,12 @@ def dcp_layouts(shape: ModelShape, layout: Layout, gpu: GPUClass, release: VLLMR
         for dcp in range(2, layout.tp + 1)
         if not dcp_refusals(shape, layout.tp, dcp, gpu, release)
     )
+
+
+def whole_split_widths(
+    shape: ModelShape, widths: tuple[int, ...], gpu: GPUClass, release: VLLMRelease
+) -> tuple[int, ...]:
+    """The tp sizes among ``widths`` at which vLLM splits the KV cache by token over every card (``-dcp`` = tp):
+    a fleet's even split charges each card 1/tp of the cache, which an MLA latent needs ``-dcp tp`` for
+    (DeepSeek-V3: 2, 4, 8, 16, 32, 64, 128 on Hopper; Qwen3-235B's 4 KV heads: none)."""
+    return tuple(tp for tp in widths if tp > 1 and not dcp_refusals(shape, tp, tp, gpu, release))

@@ -6,7 +6,7 @@ import pytest
 from support.corpus import shape_of
 
 from explorer.engines.layouts import Layout
-from explorer.engines.vllm_dcp import dcp_layouts, dcp_refusals
+from explorer.engines.vllm_dcp import dcp_layouts, dcp_refusals, whole_split_widths
 from explorer.engines.vllm_release import vllm_release
 from explorer.sources.shipped import shipped_catalogue
 
@@ -69,3 +69,11 @@ def test_no_sizes_without_tensor_parallelism_or_twice():
     sharded = Layout(engine="vllm", gpu_class=gpu.name, gpus_per_node=8, tp=8, ep=8, dcp=8)
     assert dcp_layouts(shape, sharded, gpu, CURRENT) == ()
     assert sharded.parallel == "tp8 dcp8 ep8"
+
+
+def test_the_widths_a_fleet_split_keeps_its_latent_split_at():
+    # an even split charges each card 1/tp of the KV cache: vLLM does so with -dcp tp, legal for MLA at every tp
+    gpu = CAT.resolve("h100-80g")
+    assert whole_split_widths(shape_of("deepseek-ai__DeepSeek-V3"), (1, 2, 4, 8, 16), gpu, CURRENT) == (2, 4, 8, 16)
+    # GQA with 4 KV heads: dcp = tp is never within tp // 4
+    assert whole_split_widths(shape_of(QWEN_235B), (1, 2, 4, 8), gpu, CURRENT) == ()
