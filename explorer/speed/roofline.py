@@ -304,11 +304,12 @@ def _dcp_s(shape, part: Part, tokens: int, latency_s: float) -> float:
     return total
 
 
-def _collectives_s(shape, part: Part, tokens: int, latency_s: float) -> float:
+def _collectives_s(shape, part: Part, tokens: int, latency_s: float, *, decode: bool = True) -> float:
     """A part's collectives for ``tokens`` tokens, each paying ``latency_s``: two tensor-parallel all-reduces a
     layer, a dispatch and a combine a MoE layer under data + expert parallelism (each
-    :data:`~explorer.speed.settings.ALLTOALL_LATENCIES` latencies), and the decode-context-parallel exchanges
-    (:func:`_dcp_s`)."""
+    :data:`~explorer.speed.settings.ALLTOALL_LATENCIES` latencies), and in ``decode`` the decode-context-parallel
+    exchanges (:func:`_dcp_s`; a fresh prompt attends on each card's own heads and stores 1/dcp of its tokens
+    there, so prefill pays none of them [inferred from vLLM's MLA DCP, PR #23734])."""
     if not part.link_bytes_per_s:
         return 0.0
     p, total = part.profile, 0.0
@@ -319,14 +320,14 @@ def _collectives_s(shape, part: Part, tokens: int, latency_s: float) -> float:
     if part.dispatch_ranks and shape.moe:
         size = dispatch_bytes(part.dispatch_ranks, own, shape.hidden_size, shape.moe.experts_per_token)
         total += 2 * p.moe_layers * (ALLTOALL_LATENCIES * latency_s + size / part.link_bytes_per_s)
-    if part.kv_shards > 1:
+    if decode and part.kv_shards > 1:
         total += _dcp_s(shape, part, own, latency_s)
     return total
 
 
-def _allreduce_s(shape, part: Part, tokens: int) -> float:
-    """The bound's collectives: at the link's least latency."""
-    return _collectives_s(shape, part, tokens, part.link_latency_s)
+def _allreduce_s(shape, part: Part, tokens: int, *, decode: bool = True) -> float:
+    """The bound's collectives: at the link's least latency (``decode``: with the decode-only exchanges)."""
+    return _collectives_s(shape, part, tokens, part.link_latency_s, decode=decode)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -483,5 +484,5 @@ def prefill_s(shape, where: Placement, prompt_tokens: int, sequences: int = 1) -
         step = max(flops / part.flops_per_s, passes * weights / part.bandwidth_bytes_per_s)
         if part.host and gpu_flops and where.host_link_bytes_per_s:
             step = min(step, max(flops / gpu_flops, passes * weights / where.host_link_bytes_per_s))
-        total += step + _allreduce_s(shape, part, p_tok * seqs)
+        total += step + _allreduce_s(shape, part, p_tok * seqs, decode=False)
     return total

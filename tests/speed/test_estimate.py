@@ -28,7 +28,7 @@ from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_con
 from explorer.speed.floor import decode_floor_s, generation, pace_for, speed_facts, unified_reach
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
-from explorer.speed.roofline import dcp_exchange_bytes, dispatch_bytes, part_step_cost, placement
+from explorer.speed.roofline import dcp_exchange_bytes, dispatch_bytes, part_step_cost, placement, prefill_s
 
 GPU_ENGINES = ("vllm", "sglang")
 SETTINGS = SpeedSettings()
@@ -666,3 +666,6 @@ def test_decode_context_parallelism_reads_an_eighth_of_the_latent_and_pays_its_e
     assert dcp_exchange_bytes(shape.decoder[0].cache, 16, 1, 1) == 0
     added = 61 * (3 * 5e-6 + 4 * 244_160 / 450e9)
     assert sharded.allreduce_s - whole.allreduce_s == pytest.approx(added)
+    # a fresh prompt attends on each card's own heads: prefill pays no exchange
+    wheres = [placement(shape, shape.precision, x, h200, 0, False, 0, SETTINGS) for x in (plain, split)]
+    assert prefill_s(shape, wheres[0], 8192) == prefill_s(shape, wheres[1], 8192)
