@@ -82,6 +82,9 @@ class Footprint:
             parallelism: vLLM, SGLang); False: any proportion (llama.cpp's layer split).
         split_widths: the card counts an even split may take, ascending: the tensor-parallel sizes the engine
             accepts for this model (64 attention heads: 1, 2, 4, 8, 16, 32, 64); empty: any count.
+        kv_split_widths: the widths among ``split_widths`` whose launch splits a KV cache that tensor
+            parallelism would keep whole on every card (an MLA latent) by token over all of its cards, as the even
+            split charges it (vLLM ``--decode-context-parallel-size`` = the width); empty: none.
         load_flags: the flags a launch needs to load the model as it was sized
             (:func:`~explorer.engines.serve_command.load_flags`: ``--dtype float16`` over a float32 checkpoint on a
             T4, ``--quantization fp8`` for fp8 made while loading, ``--kv-cache-dtype fp8`` for the KV cache type it
@@ -99,6 +102,7 @@ class Footprint:
     kv_bytes_per_token: int
     even_split: bool = False
     split_widths: tuple[int, ...] = ()
+    kv_split_widths: tuple[int, ...] = ()
     load_flags: tuple[str, ...] = ()
     model_ref: str | None = None
 
@@ -159,6 +163,7 @@ class FleetLaunch:
             first); empty: the unified-memory pool.
         gpu: the card class the placement's footprints were measured on (their batch sizes), or None.
         load_flags: the flags that load the model as its footprint sized it (:attr:`Footprint.load_flags`).
+        kv_shards: cards its KV cache is split over by token (:attr:`Footprint.kv_split_widths`; 1: none).
     """
 
     context_tokens: int
@@ -168,6 +173,7 @@ class FleetLaunch:
     nodes: tuple[tuple[str, tuple[int, ...]], ...]
     gpu: GPUClass | None
     load_flags: tuple[str, ...] = ()
+    kv_shards: int = 1
 
     def evaluation(
         self, command: str, workers: tuple[NodeCommand, ...] = (), meeting_ports: tuple[str, ...] = ()
@@ -317,6 +323,13 @@ class SplitEngine(Engine, Protocol):
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Rules the engine enforces that this layout breaks, first one first (empty: none)."""
+        ...
+
+    def kv_shard_layouts(
+        self, shape: ModelShape, layout: Layout, gpu: GPUClass, request: PlanRequest
+    ) -> tuple[Layout, ...]:
+        """``layout`` with its duplicated KV cache split further over its tp cards, each way the engine accepts,
+        the least split first (vLLM's decode context parallelism; empty: none)."""
         ...
 
     def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:

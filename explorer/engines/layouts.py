@@ -27,6 +27,8 @@ class Layout:
         dp: data-parallel size: plain replicas side by side, SGLang's DP attention ranks within the tp
             cards, or vLLM's expert-parallel dp ranks of tp cards each (see :attr:`expert_dp`).
         ep: expert-parallel size (1: experts split by tp instead).
+        dcp: decode-context-parallel size (vLLM ``--decode-context-parallel-size``): the KV cache's tokens
+            spread over this many of the tp cards, each holding 1/dcp of them (1: none).
         cpu: runs on the host's CPU only.
         unified: runs on a unified-memory host (Apple).
         rpc: llama.cpp across nodes through RPC servers.
@@ -43,6 +45,7 @@ class Layout:
     pp: int = 1
     dp: int = 1
     ep: int = 1
+    dcp: int = 1
     cpu: bool = False
     unified: bool = False
     rpc: bool = False
@@ -80,8 +83,9 @@ class Layout:
 
     @property
     def parallel(self) -> str:
-        """The parallel sizes that are not 1: ``tp8 pp2 ep16``."""
-        parts = [f"{k}{v}" for k, v in (("tp", self.tp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep)) if v > 1]
+        """The parallel sizes that are not 1: ``tp8 pp2 ep16``, ``tp8 dcp8 ep8``."""
+        sizes = (("tp", self.tp), ("dcp", self.dcp), ("pp", self.pp), ("dp", self.dp), ("ep", self.ep))
+        parts = [f"{k}{v}" for k, v in sizes if v > 1]
         return " ".join(parts) or "single"
 
 

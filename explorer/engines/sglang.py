@@ -492,6 +492,12 @@ class SGLang(SplitWalk):
         """Divisibility and combination rules (:func:`refusals`)."""
         return refusals(shape, layout, request)
 
+    def kv_shard_layouts(
+        self, shape: ModelShape, layout: Layout, gpu: GPUClass, request: PlanRequest
+    ) -> tuple[Layout, ...]:
+        """None planned: SGLang's KV cache splits by its DP attention ranks (``--enable-dp-attention``)."""
+        return ()
+
     def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
         """Its hierarchical cache's host pool (:func:`explorer.engines.host_ram.sglang_claim`)."""
         return sglang_claim(layout, evaluation, request)

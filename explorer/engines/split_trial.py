@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from explorer.engines.collect import Collector
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import SplitEngine
-from explorer.engines.launches import evaluate_launch, weight_copy_cards
+from explorer.engines.launches import evaluate_launch, kv_sharded, weight_copy_cards
 from explorer.engines.layouts import Layout
 from explorer.engines.options import Option, memory_reason
 from explorer.engines.parallel_rules import Refusal, block_refusals
@@ -141,6 +141,9 @@ class Trial:
             )
             return None, True
         evaluation = evaluate_launch(engine, self.shape, self.precision, layout, pool.gpu, request, self.model_ref)
+        layout, evaluation = kv_sharded(
+            engine, self.shape, self.precision, layout, pool.gpu, request, self.model_ref, evaluation
+        )
         claim = engine.host_claim(layout, evaluation, request)
         roomy = pool.kinds_holding(width, claim.fits)  # kinds of node, counted: never enumerated one by one
         held = sum(many for _, many in roomy)

@@ -18,7 +18,9 @@ leaves with KV cache blocks of 16 tokens (``vllm/v1/worker/gpu_worker.py``,
 
 The KV cache must hold the asked context × concurrency; sliding-window
 layers hold the window plus one prefill chunk; an MLA latent is whole on
-every card. Each figure's logs are in docs/notes/engine_logs.md.
+every card, unless ``--decode-context-parallel-size`` splits it by token
+(:mod:`explorer.engines.vllm_dcp`). Each figure's logs are in
+docs/notes/engine_logs.md.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from explorer.engines.setting import launch_flags
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
 from explorer.engines.vllm_budget import activation_bytes, graph_bytes, non_torch_bytes, scheduler_defaults
+from explorer.engines.vllm_dcp import dcp_layouts, whole_split_widths
 from explorer.engines.vllm_fp8_marlin import marlin_layer_extra_bytes
 from explorer.engines.vllm_mxfp4 import relayout_extra_bytes
 from explorer.engines.vllm_release import VLLMRelease, swap_space_refusal, vllm_release
@@ -197,7 +200,7 @@ def evaluate(
         act = activation_bytes(
             shape, precision, layout.tp, layout.ep, layout.pp, tokens, seqs, last, release, calibration
         )
-        per_seq = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra)
+        per_seq = stage_kv_bytes(shape, a, b, kv_type, layout.tp, context, BLOCK_TOKENS, window_extra, layout.dcp)
         kv = per_seq * conc
         cards.append(
             CardMemory(
@@ -221,6 +224,7 @@ def evaluate(
         shape.max_context_tokens,
         BLOCK_TOKENS,
         window_extra,
+        layout.dcp,
     )
     max_conc = min((room // kv if kv else seqs) for _, _, room, kv in rooms) if rooms else 0
     max_conc = max(0, min(max_conc, seqs))
@@ -231,6 +235,11 @@ def evaluate(
         notes.append(f"concurrency capped by max_num_seqs ({seqs})")
     if a2a:
         notes.append(buffer_note(request.all2all_backend or "", a2a))
+    if layout.dcp > 1:
+        notes.append(
+            f"decode context parallelism: each card keeps 1 in {layout.dcp} of a sequence's KV tokens "
+            f"(--decode-context-parallel-size {layout.dcp})"
+        )
     if calibration is not None:
         notes.append(calibration.note)
     base = command(model_ref, shape, precision, layout, request, max_num_seqs=seqs, max_num_batched_tokens=tokens)
@@ -281,6 +290,8 @@ def command(
     parts = ["vllm serve", model_ref]
     if layout.tp > 1:
         parts.append(f"--tensor-parallel-size {layout.tp}")
+    if layout.dcp > 1:
+        parts.append(f"--decode-context-parallel-size {layout.dcp}")
     if layout.pp > 1:
         parts.append(f"--pipeline-parallel-size {layout.pp}")
     if layout.dp > 1:
@@ -377,11 +388,14 @@ class VLLM(SplitWalk):
         share of a card charged, rounded *up* to the hundredth (vLLM budgets that share of every card it uses), at
         most 1 (a tight instance asks for the whole card); the scheduler's batch sizes vLLM's defaults for the
         card, which the footprint was measured at; the flags that load the model as its footprint sized it
-        (``--dtype bfloat16`` over a float32 checkpoint, ``--kv-cache-dtype``); across nodes a rank a node
-        (:func:`rank_flags`)."""
+        (``--dtype bfloat16`` over a float32 checkpoint, ``--kv-cache-dtype``); the decode-context-parallel size
+        that splits its KV cache as the placement charged it (:attr:`FleetLaunch.kv_shards`); across nodes a rank
+        a node (:func:`rank_flags`)."""
         parts = [f"vllm serve {model_id}"]
         if fleet.cards > 1:
             parts.append(f"--tensor-parallel-size {fleet.cards}")
+        if fleet.kv_shards > 1:
+            parts.append(f"--decode-context-parallel-size {fleet.kv_shards}")
         parts.append(f"--max-model-len {fleet.context_tokens}")
         if fleet.share is not None:
             parts.append(f"--gpu-memory-utilization {min(math.ceil(fleet.share * 100) / 100, 1.0):.2f}")
@@ -413,6 +427,13 @@ class VLLM(SplitWalk):
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility rules (:func:`refusals`)."""
         return refusals(shape, layout, request)
+
+    def kv_shard_layouts(
+        self, shape: ModelShape, layout: Layout, gpu: GPUClass, request: PlanRequest
+    ) -> tuple[Layout, ...]:
+        """``layout`` with each decode-context-parallel size vLLM accepts there, smallest first
+        (:func:`~explorer.engines.vllm_dcp.dcp_layouts`)."""
+        return dcp_layouts(shape, layout, gpu, vllm_release(request.vllm_version))
 
     def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
         """Its swap space (:func:`explorer.engines.host_ram.vllm_claim`)."""
@@ -465,12 +486,14 @@ class VLLM(SplitWalk):
         low, high = FOOTPRINT_PROBE_TOKENS
         per_token = (large.kv_cache - small.kv_cache) // (high - low)
         fixed = small.activations + small.overhead + max(0, small.kv_cache - per_token * low)
+        widths = tp_widths(shape)
         return Footprint(
             weights_bytes=small.weights,
             fixed_bytes_per_card=fixed,
             kv_bytes_per_token=per_token,
             even_split=True,
-            split_widths=tp_widths(shape),
+            split_widths=widths,
+            kv_split_widths=whole_split_widths(shape, widths, gpu, vllm_release(None)),
             load_flags=(
                 *kv_cache_flags(shape, kv_dtype, KV_CACHE_DTYPE),
                 *load_flags(shape, precision, self.online_methods),

@@ -176,6 +176,7 @@ def demand_for(
         rank=rank,
         even_split=footprint.even_split,
         widths=footprint.split_widths,
+        kv_split_widths=footprint.kv_split_widths,
         load_flags=footprint.load_flags,
         model_ref=footprint.model_ref,
         note=artifact.note,

@@ -76,6 +76,7 @@ def make_instance(demand: ModelDemand, layout: Layout, replica: int = 0) -> Inst
         context_tokens=layout.context_tokens,
         ratio_rule=layout.ratio_rule,
         load_flags=demand.load_flags,
+        kv_shards=demand.kv_shards(len(layout.cards)),
     )
 
 

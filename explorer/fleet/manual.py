@@ -248,6 +248,7 @@ def _charge(
                     context_tokens=context,
                     ratio_rule=rule,
                     load_flags=demand.load_flags,
+                    kv_shards=demand.kv_shards(len(entry.cards)),
                 )
                 replica += 1
                 if not bad:

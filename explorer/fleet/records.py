@@ -47,6 +47,8 @@ class ModelDemand:
             SGLang's tensor parallelism); False: any proportion (llama.cpp's layer split).
         widths: the card counts a split may take, ascending (the tensor-parallel sizes the engine accepts: a
             64-head model never splits over 3 cards); empty: any count.
+        kv_split_widths: the widths whose launch splits the KV cache by token over every card, as the even split
+            charges it (:attr:`~explorer.engines.interface.Footprint.kv_split_widths`); empty: none.
         load_flags: the flags its launch needs to load it as sized (the engine's
             :attr:`~explorer.engines.interface.Footprint.load_flags`: ``--dtype bfloat16`` over a float32 checkpoint).
         model_ref: what its launch loads in place of its own id: the published checkpoint it was sized at, or the
@@ -67,9 +69,15 @@ class ModelDemand:
     rank: int = 0
     even_split: bool = False
     widths: tuple[int, ...] = ()
+    kv_split_widths: tuple[int, ...] = ()
     load_flags: tuple[str, ...] = ()
     model_ref: str | None = None
     note: str = ""
+
+    def kv_shards(self, cards: int) -> int:
+        """Cards an instance split over ``cards`` keeps its KV cache split over by token: all of them at a width in
+        :attr:`kv_split_widths`, else 1."""
+        return cards if cards in self.kv_split_widths else 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():

@@ -33,6 +33,7 @@ class Instance:
             ratio), "tight" (fits nowhere) or "unpinned" (no cards to pin to).
         load_flags: the flags its launch needs to load the model as sized
             (:attr:`~explorer.fleet.records.ModelDemand.load_flags`).
+        kv_shards: cards its KV cache is split over by token (:meth:`~explorer.fleet.records.ModelDemand.kv_shards`; 1: none).
     """
 
     model: str
@@ -43,6 +44,7 @@ class Instance:
     context_tokens: int
     ratio_rule: RatioRule
     load_flags: tuple[str, ...] = ()
+    kv_shards: int = 1
 
     @property
     def shard_bytes(self) -> tuple[int, ...]:

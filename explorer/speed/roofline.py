@@ -12,6 +12,10 @@ into seconds; both are upper bounds on speed (lower bounds on time):
   ``latency + 2(tp − 1)/tp × batch × hidden × 2 bytes / one-way link bandwidth``,
   and under data + expert parallelism a dispatch and a combine a MoE layer
   (each rank its own ⌈batch / dp⌉ sequences, its experts every rank's tokens);
+  under vLLM's decode context parallelism a card reads 1/dcp of the KV cache
+  and each attention layer adds three collectives over the dcp ranks (the
+  queries gathered, the partial outputs' LSE gathered, the outputs
+  reduce-scattered: :func:`dcp_exchange_bytes`);
 - the estimate (:func:`part_estimate_s`) divides the roofline step by the
   efficiency, holds it to the layers' kernel floors, and pays the collectives
   at what they take in practice;
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from explorer.engines.layouts import pp_partition
 from explorer.engines.stage_kv import stage_kv_bytes
 from explorer.memo import memo
+from explorer.model.kv_cache import FullAttention, MLAAttention
 from explorer.speed.floor import Pace, speed_facts
 from explorer.speed.profile import (
     StageProfile,
@@ -77,6 +82,8 @@ class Part:
         data_parallel: data-parallel ranks the batch is spread over (data + expert parallelism): each rank
             runs its attention, dense layers and KV cache for its own share of the sequences, while its
             experts serve the tokens of every rank.
+        kv_shards: decode-context-parallel ranks each sequence's KV tokens are spread over (vLLM ``-dcp``; 1:
+            every tp card reads all of them).
     """
 
     profile: StageProfile
@@ -88,6 +95,7 @@ class Part:
     link_kind: str = "nvlink"
     dispatch_ranks: int = 0
     data_parallel: int = 1
+    kv_shards: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,6 +196,7 @@ def placement(
             link_kind=tp_link[2],
             dispatch_ranks=dispatch,
             data_parallel=layout.dp if dispatch else 1,
+            kv_shards=layout.dcp,
         )
         for i, (a, b) in enumerate(stages)
     )
@@ -254,10 +263,53 @@ def dispatch_bytes(ranks: int, tokens: int, hidden: int, experts_per_token: int)
     return tokens * experts_per_token * (ranks - 1) / ranks * hidden * ACTIVATION_BYTES if ranks > 1 else 0.0
 
 
-def _collectives_s(shape, part: Part, tokens: int, latency_s: float) -> float:
+#: collectives vLLM's decode context parallelism adds to an attention layer (``dcp_comm_backend="ag_rs"``, the
+#: default: the queries' all-gather, then ``cp_lse_ag_out_rs``'s LSE all-gather and output reduce-scatter)
+DCP_COLLECTIVES = 3
+#: bytes of one softmax LSE value (fp32)
+LSE_BYTES = 4
+
+
+def dcp_exchange_bytes(cache, q_heads: int, dcp: int, tokens: int) -> float:
+    """Bytes each card sends in one attention layer's decode-context-parallel exchange of ``tokens`` tokens.
+
+    A card gathers the queries of its dcp group's ``q_heads`` heads each, attends them over its 1/dcp of the
+    tokens, and the ``dcp × q_heads`` partial outputs and LSEs are merged back to their heads: of each ring
+    collective a card sends (dcp − 1)/dcp of the gathered tensor, (dcp − 1) × its own share. MLA (absorbed)
+    queries span the latent and rope dims, outputs the latent: Kimi-K2.5 at tp 8 dcp 8 (8 heads a card),
+    one token: 7 × 8 × ((512 + 64) × 2 + 512 × 2 + 4) = 122,080 bytes.
+    """
+    if dcp <= 1:
+        return 0.0
+    if isinstance(cache, MLAAttention):
+        q_width, out_width = cache.kv_lora_rank + cache.rope_dim, cache.kv_lora_rank
+    elif isinstance(cache, FullAttention):
+        q_width, out_width = cache.head_dim, cache.v_head_dim or cache.head_dim
+    else:
+        return 0.0
+    per_head = (q_width + out_width) * ACTIVATION_BYTES + LSE_BYTES
+    return float((dcp - 1) * tokens * q_heads * per_head)
+
+
+def _dcp_s(shape, part: Part, tokens: int, latency_s: float) -> float:
+    """A part's decode-context-parallel exchanges for ``tokens`` tokens: :data:`DCP_COLLECTIVES` latencies and
+    :func:`dcp_exchange_bytes` an attention layer."""
+    p = part.profile
+    qh = q_heads_per_card(shape, p.tp)
+    total = 0.0
+    for cache, layers in p.caches:
+        size = dcp_exchange_bytes(cache, qh, part.kv_shards, tokens)
+        if size:
+            total += layers * (DCP_COLLECTIVES * latency_s + size / part.link_bytes_per_s)
+    return total
+
+
+def _collectives_s(shape, part: Part, tokens: int, latency_s: float, *, decode: bool = True) -> float:
     """A part's collectives for ``tokens`` tokens, each paying ``latency_s``: two tensor-parallel all-reduces a
-    layer, and a dispatch and a combine a MoE layer under data + expert parallelism (each
-    :data:`~explorer.speed.settings.ALLTOALL_LATENCIES` latencies)."""
+    layer, a dispatch and a combine a MoE layer under data + expert parallelism (each
+    :data:`~explorer.speed.settings.ALLTOALL_LATENCIES` latencies), and in ``decode`` the decode-context-parallel
+    exchanges (:func:`_dcp_s`; a fresh prompt attends on each card's own heads and stores 1/dcp of its tokens
+    there, so prefill pays none of them [inferred from vLLM's MLA DCP, PR #23734])."""
     if not part.link_bytes_per_s:
         return 0.0
     p, total = part.profile, 0.0
@@ -268,12 +320,14 @@ def _collectives_s(shape, part: Part, tokens: int, latency_s: float) -> float:
     if part.dispatch_ranks and shape.moe:
         size = dispatch_bytes(part.dispatch_ranks, own, shape.hidden_size, shape.moe.experts_per_token)
         total += 2 * p.moe_layers * (ALLTOALL_LATENCIES * latency_s + size / part.link_bytes_per_s)
+    if decode and part.kv_shards > 1:
+        total += _dcp_s(shape, part, own, latency_s)
     return total
 
 
-def _allreduce_s(shape, part: Part, tokens: int) -> float:
-    """The bound's collectives: at the link's least latency."""
-    return _collectives_s(shape, part, tokens, part.link_latency_s)
+def _allreduce_s(shape, part: Part, tokens: int, *, decode: bool = True) -> float:
+    """The bound's collectives: at the link's least latency (``decode``: with the decode-only exchanges)."""
+    return _collectives_s(shape, part, tokens, part.link_latency_s, decode=decode)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,7 +369,7 @@ def part_step_cost(shape, part: Part, batch: int, context: int, kv) -> StepCost:
     share = experts_touched(batch, moe.experts, moe.experts_per_token) if moe else 0.0
     k_over_e = moe.experts_per_token / moe.experts if moe and moe.experts else 0.0
     weights = p.dense_bytes + p.expert_bytes * share
-    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1) * own
+    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1, dcp=part.kv_shards) * own
     qh = q_heads_per_card(shape, p.tp)
     attn = sum(n * attention_width(c, qh) * c.tokens_held(context) for c, n in p.caches)
     flops = 2.0 * own * (p.dense_params + attn) + 2.0 * batch * p.expert_params * k_over_e
@@ -430,5 +484,5 @@ def prefill_s(shape, where: Placement, prompt_tokens: int, sequences: int = 1) -
         step = max(flops / part.flops_per_s, passes * weights / part.bandwidth_bytes_per_s)
         if part.host and gpu_flops and where.host_link_bytes_per_s:
             step = min(step, max(flops / gpu_flops, passes * weights / where.host_link_bytes_per_s))
-        total += step + _allreduce_s(shape, part, p_tok * seqs)
+        total += step + _allreduce_s(shape, part, p_tok * seqs, decode=False)
     return total

@@ -87,6 +87,7 @@ def _fleet_launch(inst: Instance, offer: FleetCards, nodes: list[tuple[str, list
         nodes=tuple((node, tuple(gpus)) for node, gpus in nodes),
         gpu=offer.gpu,
         load_flags=inst.load_flags,
+        kv_shards=inst.kv_shards,
     )
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
+from explorer.engines.launches import evaluate_launch, kv_sharded
+from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
+from explorer.engines.vllm import ENGINE
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster
 from explorer.units import GiB
@@ -73,3 +76,35 @@ def test_a_world_size_one_node_holds_is_not_spread_over_two():
     assert (option.layout.nodes, option.layout.cards) == (1, 4)
     spread = next(x for x in result.rejected if x.rule == "more-than-needed")
     assert (spread.layout.nodes, spread.layout.gpus_per_node) == (2, 2)
+
+
+def _kv_sharded(name, spec, **req):
+    """The chosen layout of a vLLM tp 8 launch on ``spec``'s eight cards, from the plain one's evaluation."""
+    shape, cluster, request = shape_of(name), parse_cluster(spec), PlanRequest(**req)
+    gpu = cluster.gpu_classes[0]
+    layout = Layout(engine="vllm", gpu_class=gpu.name, gpus_per_node=8, tp=8, ep=8)
+    plain = evaluate_launch(ENGINE, shape, shape.precision, layout, gpu, request, "m")
+    return kv_sharded(ENGINE, shape, shape.precision, layout, gpu, request, "m", plain)
+
+
+def test_the_least_dcp_that_holds_the_request_is_offered():
+    # Kimi-K2.5 on 8 H200s, 64 × 65,536 tokens: 274.5 GiB of latent a card at tp 8; dcp 2 and 4 leave 137.3 and
+    # 68.6 GiB beside 71.1 GiB of weights (over 126.4 usable); dcp 8 keeps 34.3 GiB and fits
+    layout, ev = _kv_sharded("moonshotai__Kimi-K2.5", "1x8xh200-141g", context_tokens=65_536, concurrency=64)
+    assert layout.dcp == 8 and ev.fits and ev.cards[0].kv_cache == 64 * 8_192 * 70_272
+    # DeepSeek-V3 (fp8, 61 × 576 × 2 = 70,272 B a token too) at 32 × 65,536: dcp 2 keeps 73.7 GiB beside ~80 GiB
+    # of weights (refused), dcp 4 36.8 GiB (fits)
+    layout, ev = _kv_sharded("deepseek-ai__DeepSeek-V3", "1x8xh200-141g", context_tokens=65_536, concurrency=32)
+    assert layout.dcp == 4 and ev.fits and ev.cards[0].kv_cache == 32 * 16_384 * 70_272
+
+
+def test_a_layout_that_holds_the_request_keeps_its_whole_cache():
+    layout, ev = _kv_sharded("moonshotai__Kimi-K2.5", "1x8xh200-141g", context_tokens=8_192, concurrency=4)
+    assert layout.dcp == 1 and ev.fits
+
+
+def test_the_largest_dcp_when_none_holds_all_and_it_holds_more():
+    # 64 × 262,144 tokens: even dcp 8 needs 137.3 GiB a card; of ~49 GiB of room, tp 8 alone holds 2 sequences of
+    # 17.2 GiB (262,144 × 70,272 B), dcp 8 holds 22 of 2.1 GiB
+    layout, ev = _kv_sharded("moonshotai__Kimi-K2.5", "1x8xh200-141g", context_tokens=262_144, concurrency=64)
+    assert layout.dcp == 8 and not ev.fits and ev.max_concurrency == 22

@@ -245,3 +245,18 @@ def test_the_walk_refuses_the_kv_type_before_any_layout():
     request = PlanRequest(context_tokens=4096, kv_dtype="fp8", engines=("vllm",))
     result = plan(shape_of("zai-org__GLM-5"), parse_cluster("4x8xa100-80g@ib0"), request, suggest=False)
     assert result.options == () and [r.rule for r in result.rejected] == ["kv-dtype"]
+
+
+def test_decode_context_parallelism_in_the_accounting_and_the_launch_line():
+    # Kimi-K2.5 at tp 8 dcp 8, 64 × 65,536 tokens: each card keeps 8,192 tokens a sequence × 70,272 B
+    # (61 layers × 576 latent values × 2 bytes) = 575,668,224 B, 64 sequences 36,842,766,336 B (34.3 GiB)
+    request = PlanRequest(context_tokens=65_536, concurrency=64)
+    ev = _eval("moonshotai__Kimi-K2.5", "h200-141g", request, tp=8, gpus_per_node=8, ep=8, dcp=8)
+    assert ev.cards[0].kv_cache == 64 * 8_192 * 70_272 == 36_842_766_336
+    assert ev.fits
+    assert "--tensor-parallel-size 8 --decode-context-parallel-size 8 --max-model-len 65536" in ev.command
+    assert "each card keeps 1 in 8 of a sequence's KV tokens" in " ".join(ev.notes)
+    # without it every card holds all 64 × 65,536 tokens: 274.5 GiB, refused
+    plain = _eval("moonshotai__Kimi-K2.5", "h200-141g", request, tp=8, gpus_per_node=8, ep=8)
+    assert plain.cards[0].kv_cache == 8 * ev.cards[0].kv_cache and not plain.fits
+    assert "--decode-context-parallel-size" not in plain.command

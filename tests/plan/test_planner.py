@@ -124,3 +124,19 @@ def test_sglang_lower_bound_follows_a_static_share_above_its_default():
     assert roomy.options and "--mem-fraction-static 0.97" in roomy.options[0].evaluation.command
     default = _plan(model, spec, context_tokens=1024, engines=("sglang",))
     assert not default.options and default.pruned == {"memory-lower-bound": 1}
+
+
+def test_kimi_on_two_h200_nodes_at_long_context_runs_tp8_with_dcp8():
+    """Kimi-K2.5 at 64 × 65,536 tokens: tp 8 alone keeps the whole latent on every card (274.5 GiB, refused);
+    vLLM's ``-dcp 8`` keeps 34.3 GiB a card (Moonshot's and vLLM's TP8 on one H200 node), two copies on the two
+    nodes, decoding faster than the pipeline of eight it replaces (main ranked vLLM pp8 first)."""
+    result = _plan("moonshotai__Kimi-K2.5", "2x8xh200-141g", context_tokens=65_536, concurrency=64)
+    best = result.options[0]
+    assert (best.engine, best.layout.parallel, best.layout.cards) == ("vllm", "tp8 dcp8 ep8", 8)
+    assert best.replicas == 2
+    assert "--tensor-parallel-size 8 --decode-context-parallel-size 8" in best.evaluation.command
+    assert best.evaluation.cards[0].kv_cache == 64 * 8_192 * 70_272
+    piped = [o for o in result.options if o.layout.pp == 8 and o.layout.tp == 1]
+    assert piped and best.speed.decode_estimate_tokens_per_s > max(o.speed.decode_estimate_tokens_per_s for o in piped)
+    # tp 8 without dcp is offered by none of the options
+    assert not any(o.engine == "vllm" and o.layout.tp == 8 and o.layout.dcp == 1 for o in result.options)

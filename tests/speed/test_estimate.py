@@ -28,7 +28,7 @@ from explorer.speed.estimate import SpeedSettings, speed_of, tokens_per_s_vs_con
 from explorer.speed.floor import decode_floor_s, generation, pace_for, speed_facts, unified_reach
 from explorer.speed.prices import PriceTable, parse_prices
 from explorer.speed.profile import experts_touched
-from explorer.speed.roofline import dispatch_bytes, part_step_cost, placement
+from explorer.speed.roofline import dcp_exchange_bytes, dispatch_bytes, part_step_cost, placement, prefill_s
 
 GPU_ENGINES = ("vllm", "sglang")
 SETTINGS = SpeedSettings()
@@ -645,3 +645,27 @@ def test_llamacpp_rpc_options_cross_the_fabric():
     rpc = [o for o in result.options if o.layout.rpc]
     for o in rpc:
         assert o.speed is not None and o.speed.decode_bound_tokens_per_s > 0
+
+
+def test_decode_context_parallelism_reads_an_eighth_of_the_latent_and_pays_its_exchange():
+    """DeepSeek-V3 at tp 8 on H200s: each card keeps the whole latent (61 × 576 × 2 = 70,272 B a token); at dcp 8
+    it reads 1/8 of it, and each of 61 MLA layers adds 3 collectives over the 8 ranks: 16 query heads a card,
+    each gathered query (512 + 64) × 2 B, output 512 × 2 B and LSE 4 B, of which a card sends 7 shares:
+    7 × 16 × 2,180 = 244,160 B a token (the bound's 5 µs latency, 450 GB/s NVLink one way)."""
+    shape, h200 = shape_of("deepseek-ai__DeepSeek-V3"), shipped_catalogue().get("h200-141g")
+    kv = shape.kv_type("auto")
+    plain = Layout(engine="vllm", gpu_class="h200-141g", gpus_per_node=8, tp=8, ep=8)
+    split = dataclasses.replace(plain, dcp=8)
+    whole = part_step_cost(shape, placement(shape, shape.precision, plain, h200, 0, False, 0, SETTINGS).parts[0], 4,
+                           8192, kv)  # fmt: skip
+    part = placement(shape, shape.precision, split, h200, 0, False, 0, SETTINGS).parts[0]
+    sharded = part_step_cost(shape, part, 4, 8192, kv)
+    assert part.kv_shards == 8
+    assert whole.kv_bytes == 4 * 8192 * 70_272 == 8 * sharded.kv_bytes
+    assert dcp_exchange_bytes(shape.decoder[0].cache, 16, 8, 1) == 244_160
+    assert dcp_exchange_bytes(shape.decoder[0].cache, 16, 1, 1) == 0
+    added = 61 * (3 * 5e-6 + 4 * 244_160 / 450e9)
+    assert sharded.allreduce_s - whole.allreduce_s == pytest.approx(added)
+    # a fresh prompt attends on each card's own heads: prefill pays no exchange
+    wheres = [placement(shape, shape.precision, x, h200, 0, False, 0, SETTINGS) for x in (plain, split)]
+    assert prefill_s(shape, wheres[0], 8192) == prefill_s(shape, wheres[1], 8192)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from support.command_check import parse_line
+from support.corpus import shape_of
 
 from explorer.artifacts.checkpoints import CONVERT_MARK
 from explorer.errors import LlamaCppConfigError
@@ -235,3 +236,19 @@ def test_every_snapshot_models_llamacpp_fleet_line_loads_a_gguf_it_was_sized_at(
         sources["published" if published else "converted"] += 1
     assert sorted(refused) == ["ibm-granite/granite-3b-code-instruct-128k", "microsoft/phi-2"]
     assert sources == {"published": 7, "converted": 72}
+
+
+def test_an_mla_model_split_evenly_splits_its_latent_by_token_too():
+    """A placement charges each of a split's cards 1/n of the KV cache; vLLM keeps an MLA latent whole on every
+    tp card unless ``--decode-context-parallel-size`` n splits it: Kimi-K2.5 over 8 H200s is placed with it."""
+    offer = fleet_cards(parse_cluster("1x8xh200-141g"))
+    demand = demand_for(shape_of("moonshotai__Kimi-K2.5"), parse_model_term("moonshotai/Kimi-K2.5:131072"),
+                        gpu=offer.gpu)  # fmt: skip
+    assert demand.kv_split_widths == (2, 4, 8, 16)  # its tp sizes past 1 (the vision tower has 16 heads)
+    (inst,) = place([demand], offer.cards).instances
+    assert len(inst.cards) == 8 and inst.kv_shards == 8
+    (line,) = instance_lines(inst, "moonshotai/Kimi-K2.5", offer, engine="vllm", port=8000)
+    assert "--tensor-parallel-size 8 --decode-context-parallel-size 8 --max-model-len 131072" in line
+    # one card, or a width vLLM takes no dcp at, writes none
+    demand = ModelDemand(name="m", weights_bytes=GiB, kv_split_widths=(2, 4, 8))
+    assert (demand.kv_shards(8), demand.kv_shards(1), demand.kv_shards(3)) == (8, 1, 1)
