@@ -329,7 +329,7 @@ class SplitEngine(Engine, Protocol):
         self, shape: ModelShape, layout: Layout, gpu: GPUClass, request: PlanRequest
     ) -> tuple[Layout, ...]:
         """``layout`` with its duplicated KV cache split further over its tp cards, each way the engine accepts,
-        the least split first (vLLM's decode context parallelism; empty: none)."""
+        the least split first (vLLM's decode context parallelism, SGLang's DP attention; empty: none)."""
         ...
 
     def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:

@@ -54,6 +54,7 @@ from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
 from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags, replaced_ref
 from explorer.engines.setting import launch_flags
+from explorer.engines.sglang_dp_attention import dp_attention_layouts
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
 from explorer.hardware.catalogue import GPUClass
@@ -95,12 +96,16 @@ def card_defaults(card_mib: int, tp: int, request: PlanRequest) -> tuple[int, in
     return request.chunked_prefill_size or chunk, request.cuda_graph_max_bs or graph_bs
 
 
-def reserved_mib(card_mib: int, tp: int, pp: int, dp: int, request: PlanRequest) -> tuple[float, float]:
-    """(reserved MiB in all, of which the prefill activation reserve)."""
+def reserved_mib(
+    card_mib: int, tp: int, pp: int, dp: int, request: PlanRequest, attention_dp: bool = False
+) -> tuple[float, float]:
+    """(reserved MiB in all, of which the prefill activation reserve); ``attention_dp``: the launch runs DP
+    attention (:func:`dp_attention`), whose padding SGLang reserves ``graph_bs × dp × 3`` MiB for (× 4.5 above a
+    graph cap of 300: H200 at tp 8 dp 8, 512 × 8 × 4.5 = 18,432 MiB)."""
     chunk, graph_bs = card_defaults(card_mib, tp, request)
     prefill = max(chunk, 2048) * 1.5
     reserved = 512 + prefill + graph_bs * 2 + tp * pp / 8 * 1024
-    if request.dp_attention:
+    if attention_dp:
         reserved += graph_bs * dp * 3
         if graph_bs > 300:
             reserved += graph_bs * dp * 1.5
@@ -136,7 +141,7 @@ def mem_fraction_static(shape: ModelShape, gpu: GPUClass, layout: Layout, reques
     if request.mem_fraction_static:
         return request.mem_fraction_static
     card_mib = gpu.memory_bytes // MiB
-    reserved, _ = reserved_mib(card_mib, layout.tp, layout.pp, layout.dp, request)
+    reserved, _ = reserved_mib(card_mib, layout.tp, layout.pp, layout.dp, request, dp_attention(layout, request))
     fraction = round((card_mib - reserved) / card_mib, 3)
     factor = vision_factor(shape)
     return round(fraction * factor, 3) if factor != 1.0 else fraction
@@ -200,7 +205,7 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
         out.append(("pp-incompatible", f"SGLang cannot combine pipeline parallelism (pp {layout.pp}) with {what}"))
     if request.speculative and request.enable_mixed_chunk:
         out.append(("spec-mixed-chunk", "SGLang cannot combine speculative decoding with --enable-mixed-chunk"))
-    if layout.dp > 1 and layout.nodes > 1 and not request.dp_attention:
+    if layout.dp > 1 and layout.nodes > 1 and not dp_attention(layout, request):
         out.append(("dp-nodes", DP_NODES_RULE))
     if layout.ep > 1 and layout.tp % layout.ep:
         out.append(
@@ -230,10 +235,17 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
     return out
 
 
+def dp_attention(layout: Layout, request: PlanRequest) -> bool:
+    """Whether the launch runs DP attention (``--enable-dp-attention``): asked (``--dp-attention``), or a layout
+    whose dp ranks share its tp cards (:attr:`Layout.attention_dp`: the KV-sharded layouts of
+    :func:`~explorer.engines.sglang_dp_attention.dp_attention_layouts`)."""
+    return request.dp_attention or layout.attention_dp
+
+
 def attention_tp(layout: Layout, request: PlanRequest) -> int:
     """The attention's tensor-parallel size: tp, or under DP attention ``tp / dp`` (SGLang's ``attn_tp_size``:
     each DP rank's attention whole on ``tp / dp`` cards, its own sequences' KV cache beside it)."""
-    if request.dp_attention and layout.dp > 1:
+    if dp_attention(layout, request) and layout.dp > 1:
         return max(1, layout.tp // layout.dp)
     return layout.tp
 
@@ -282,13 +294,14 @@ def evaluate(
     mfs = mem_fraction_static(shape, gpu, layout, request)
     free = free_at_start_bytes(gpu, layout, calibration)
     static = max(0, int(free * mfs))  # a reserve past the card (pp 61 on a T4) leaves nothing: a memory refusal
-    _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request)
+    attn_dp = dp_attention(layout, request)
+    _, prefill_mib = reserved_mib(capacity // MiB, layout.tp, layout.pp, layout.dp, request, attn_dp)
     activations = min(int(prefill_mib * MiB), capacity - static)
     a2a = all2all_bytes(shape, layout, request)
     overhead = max(capacity - static - activations, a2a)  # the buffer comes out of what the static share leaves
     attn_tp = attention_tp(layout, request)
     weights = card_weights(shape, precision, layout, request)
-    seqs_per_card = cdiv(request.concurrency, layout.dp) if request.dp_attention else request.concurrency
+    seqs_per_card = cdiv(request.concurrency, layout.dp) if attn_dp else request.concurrency
     kv_type = shape.kv_type(default_kv_dtype(shape, gpu, request.kv_dtype))
 
     def seq_kv(a: int, b: int, ctx: int) -> int:
@@ -323,9 +336,14 @@ def evaluate(
         0,  # and keeps no prefill chunk beyond a window
     )
     conc = min((pool // kv if kv else request.concurrency) for _, _, pool, kv in pools)
-    if request.dp_attention:
+    if attn_dp:
         conc *= layout.dp
     notes = (f"mem_fraction_static {mfs:g} of the {gib(free)} free at start", combined_note(cards, layout, mfs))
+    if attn_dp and not request.dp_attention:
+        notes += (
+            f"DP attention: {layout.dp} attention ranks of {attn_tp} card(s), each card keeping only its own "
+            f"{seqs_per_card} sequence(s)' KV cache, not every sequence's (--enable-dp-attention --dp-size {layout.dp})",
+        )
     if a2a:
         notes += (buffer_note(request.all2all_backend or "", a2a),)
     notes += ep_notes(layout, request)
@@ -403,7 +421,7 @@ def command(
         parts.append(f"--moe-a2a-backend deepep --deepep-mode {DEEPEP_MODE[request.all2all_backend]}")
     parts.append(f"--context-length {request.context_tokens}")
     parts.append(f"--mem-fraction-static {mfs:g}")
-    if request.dp_attention:
+    if dp_attention(layout, request):
         parts.append(f"--enable-dp-attention --dp-size {layout.dp}")
     elif layout.dp > 1:
         parts.append(f"--dp-size {layout.dp}")
@@ -495,8 +513,9 @@ class SGLang(SplitWalk):
     def kv_shard_layouts(
         self, shape: ModelShape, layout: Layout, gpu: GPUClass, request: PlanRequest
     ) -> tuple[Layout, ...]:
-        """None planned: SGLang's KV cache splits by its DP attention ranks (``--enable-dp-attention``)."""
-        return ()
+        """``layout`` with each DP attention size SGLang accepts there, smallest first: each tp card keeps only its
+        own attention rank's sequences (:func:`~explorer.engines.sglang_dp_attention.dp_attention_layouts`)."""
+        return dp_attention_layouts(shape, layout, request)
 
     def host_claim(self, layout: Layout, evaluation: Evaluation, request: PlanRequest) -> HostClaim:
         """Its hierarchical cache's host pool (:func:`explorer.engines.host_ram.sglang_claim`)."""

@@ -13,9 +13,9 @@ under that rule:
 3. ``memory-lower-bound``: the weights alone exceed the engine's share of the cards;
 4. ``host-ram``: no node has the host RAM the engine claims (vLLM's swap space,
    SGLang's hierarchical-cache pool: :mod:`explorer.engines.host_ram`);
-   ``memory``: the engine's accounting does not fit the asked context × concurrency (a vLLM tp layout
-   whose KV cache, whole on every tp card, is what keeps it out first takes the least decode-context-parallel
-   size that holds the request: :func:`~explorer.engines.launches.kv_sharded`);
+   ``memory``: the engine's accounting does not fit the asked context × concurrency (a tp layout whose KV
+   cache, whole on every tp card, is what keeps it out first takes the least split of it that holds the request:
+   vLLM's decode-context-parallel size, SGLang's DP attention size: :func:`~explorer.engines.launches.kv_sharded`);
 5. ``more-than-needed``: it fits, but a way with no more cards and no more
    nodes (and fewer of one) fits too. On one node the fewest cards that fit
    are kept, with scale-ups to powers of two and the node's whole width up to

@@ -111,9 +111,13 @@ def _layer_specific(precision: Precision) -> bool:
     return any(re.search(r"layers\.\d", p) for p in precision.skip)
 
 
-@memo(2048, keyed_on="shape identity, precision, tp, ep, the stage's layer range, whether it holds the head")
-def stage_profile(shape, precision: Precision, tp: int, ep: int, first: int, end: int, head: bool) -> StageProfile:
-    """The profile of one card holding layers ``first``..``end - 1`` at ``tp``/``ep`` (the LM head too if ``head``)."""
+@memo(2048, keyed_on="shape identity, precision, tp, ep, the stage's layer range, whether it holds the head, attn_tp")
+def stage_profile(
+    shape, precision: Precision, tp: int, ep: int, first: int, end: int, head: bool, attn_tp: int | None = None
+) -> StageProfile:
+    """The profile of one card holding layers ``first``..``end - 1`` at ``tp``/``ep`` (the LM head too if ``head``),
+    the attention split by ``attn_tp`` where it differs (SGLang's DP attention alone: tp / dp; None: tp)."""
+    attn_tp = tp if attn_tp is None else attn_tp
     per_layer = _layer_specific(precision)
     memo: dict[int, tuple[int, int, int, int]] = {}
     dense_b = expert_b = dense_p = expert_p = moe_layers = 0
@@ -123,7 +127,7 @@ def stage_profile(shape, precision: Precision, tp: int, ep: int, first: int, end
         if key not in memo:
             sums = [0, 0, 0, 0]
             for t in layer.tensors:
-                nbytes, params = _shard(t, precision, i, tp, ep)
+                nbytes, params = _shard(t, precision, i, attn_tp if t.role == "attention" else tp, ep)
                 j = 1 if t.role == "expert" else 0
                 sums[j] += nbytes
                 sums[2 + j] += params

@@ -84,6 +84,9 @@ class Part:
             experts serve the tokens of every rank.
         kv_shards: decode-context-parallel ranks each sequence's KV tokens are spread over (vLLM ``-dcp``; 1:
             every tp card reads all of them).
+        attention_ranks: DP attention ranks the batch's attention is spread over without expert parallelism
+            (SGLang ``--enable-dp-attention``, ep < tp): a card attends to and reads the KV cache of its own rank's
+            sequences only, while its dense and expert layers serve every token (gathered over the tp cards).
     """
 
     profile: StageProfile
@@ -96,6 +99,7 @@ class Part:
     dispatch_ranks: int = 0
     data_parallel: int = 1
     kv_shards: int = 1
+    attention_ranks: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,13 +186,15 @@ def placement(
     attention_ep = layout.attention_dp and layout.ep == layout.tp
     dispatch = layout.ep if (layout.expert_dp or attention_ep) and shape.moe else 0
     rank_tp = max(1, layout.tp // layout.dp) if attention_ep else layout.tp
+    # DP attention alone: each rank's attention whole on tp / dp cards, the dense and expert layers by tp
+    attn_tp = max(1, layout.tp // layout.dp) if layout.attention_dp and not attention_ep else None
     # SGLang spans tp over nodes, and data + expert parallelism spans its ranks over them
     within = layout.nodes == 1 or (layout.tp <= layout.gpus_per_node and not dispatch)
     tp_link = (link, latency, kind) if within else (*fabric, "fabric")
     stages = pp_partition(n, layout.pp)
     parts = tuple(
         Part(
-            profile=stage_profile(shape, precision, rank_tp, layout.ep, a, b, i == len(stages) - 1),
+            profile=stage_profile(shape, precision, rank_tp, layout.ep, a, b, i == len(stages) - 1, attn_tp),
             bandwidth_bytes_per_s=bw,
             flops_per_s=flops,
             link_bytes_per_s=tp_link[0] if rank_tp > 1 or dispatch else 0.0,
@@ -197,6 +203,7 @@ def placement(
             dispatch_ranks=dispatch,
             data_parallel=layout.dp if dispatch else 1,
             kv_shards=layout.dcp,
+            attention_ranks=layout.dp if layout.attention_dp and not dispatch else 1,
         )
         for i, (a, b) in enumerate(stages)
     )
@@ -362,17 +369,21 @@ def part_step_cost(shape, part: Part, batch: int, context: int, kv) -> StepCost:
 
     Under data + expert parallelism a rank reads its dense weights and the KV cache of its own ``⌈batch /
     dp⌉`` sequences, while its experts serve every rank's tokens (the share touched by ``batch`` tokens;
-    their FLOPs ``2 × batch × k/E × expert params held``).
+    their FLOPs ``2 × batch × k/E × expert params held``). Under DP attention alone a card reads the KV cache of
+    its own attention rank's ``⌈batch / dp⌉`` sequences and attends over them, its dense layers seeing every token
+    (DeepSeek-V3 at tp 8 dp 8, 64 sequences of 65,536 tokens: 8 × 65,536 × 35,136 fp8 bytes = 18.4 GB a card a
+    step, not the 147.4 GB of every sequence's latent that tp 8 alone reads).
     """
     p, moe = part.profile, shape.moe
     own = cdiv(batch, part.data_parallel)
+    attending = cdiv(own, part.attention_ranks)
     share = experts_touched(batch, moe.experts, moe.experts_per_token) if moe else 0.0
     k_over_e = moe.experts_per_token / moe.experts if moe and moe.experts else 0.0
     weights = p.dense_bytes + p.expert_bytes * share
-    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1, dcp=part.kv_shards) * own
+    kv_read = stage_kv_bytes(shape, p.first_layer, p.end_layer, kv, p.tp, context, 1, dcp=part.kv_shards) * attending
     qh = q_heads_per_card(shape, p.tp)
     attn = sum(n * attention_width(c, qh) * c.tokens_held(context) for c, n in p.caches)
-    flops = 2.0 * own * (p.dense_params + attn) + 2.0 * batch * p.expert_params * k_over_e
+    flops = 2.0 * (own * p.dense_params + attending * attn) + 2.0 * batch * p.expert_params * k_over_e
     return StepCost(
         weight_bytes=weights,
         kv_bytes=kv_read,

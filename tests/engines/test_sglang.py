@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from support.corpus import load_config, shape_of
 
@@ -73,10 +75,13 @@ def test_speculative_and_dp_attention_reserve_more():
     g = CAT.resolve("h100-80g")
     shape = shape_of("deepseek-ai__DeepSeek-V3")
     layout = Layout(engine="sglang", gpu_class=g.name, gpus_per_node=8, tp=8, dp=8)
-    plain = sglang.mem_fraction_static(shape, g, layout, PlanRequest())
+    tp8 = replace(layout, dp=1)
+    plain = sglang.mem_fraction_static(shape, g, tp8, PlanRequest())
     dp = sglang.mem_fraction_static(shape, g, layout, PlanRequest(dp_attention=True))
-    spec = sglang.mem_fraction_static(shape, g, layout, PlanRequest(speculative="EAGLE"))
+    spec = sglang.mem_fraction_static(shape, g, tp8, PlanRequest(speculative="EAGLE"))
     assert dp < plain and spec < plain
+    # 8 dp ranks on the 8 tp cards are DP attention whether asked or offered (sglang_dp_attention): the same share
+    assert sglang.mem_fraction_static(shape, g, layout, PlanRequest()) == dp
 
 
 # --- issue 15 item 11: piecewise CUDA graphs and --language-only ---------------------------------------

@@ -669,3 +669,26 @@ def test_decode_context_parallelism_reads_an_eighth_of_the_latent_and_pays_its_e
     # a fresh prompt attends on each card's own heads: prefill pays no exchange
     wheres = [placement(shape, shape.precision, x, h200, 0, False, 0, SETTINGS) for x in (plain, split)]
     assert prefill_s(shape, wheres[0], 8192) == prefill_s(shape, wheres[1], 8192)
+
+
+def test_dp_attention_reads_only_its_own_ranks_latents():
+    """SGLang's DP attention alone (tp 8 dp 8, experts split by tp): a card attends to its own rank's sequences, so
+    it reads 1/8 of the latents tp 8 alone reads (DeepSeek-V3, 16 sequences of 8,192 tokens at 61 × 576 × 2 =
+    70,272 B a token: 2 a card, 2 × 8,192 × 70,272 = 1,151,336,448 B), but the attention whole (q_b, kv_b and o
+    unsplit: 61 × 150,507,392 = 9,180,950,912 B more, docs/notes/sglang_memory.md §3.1); the all-reduces still
+    carry every token."""
+    shape, h200 = shape_of("deepseek-ai__DeepSeek-V3"), shipped_catalogue().get("h200-141g")
+    kv = shape.kv_type("auto")
+    plain = Layout(engine="sglang", gpu_class="h200-141g", gpus_per_node=8, tp=8)
+    ranks = dataclasses.replace(plain, dp=8)
+    whole = part_step_cost(shape, placement(shape, shape.precision, plain, h200, 0, False, 0, SETTINGS).parts[0], 16,
+                           8192, kv)  # fmt: skip
+    part = placement(shape, shape.precision, ranks, h200, 0, False, 0, SETTINGS).parts[0]
+    own = part_step_cost(shape, part, 16, 8192, kv)
+    assert (part.attention_ranks, part.data_parallel) == (8, 1)
+    assert whole.kv_bytes == 16 * 8192 * 70_272 == 8 * own.kv_bytes == 8 * 1_151_336_448
+    assert own.weight_bytes - whole.weight_bytes == 9_180_950_912
+    assert own.allreduce_s == whole.allreduce_s
+    # with the experts spread whole (ep = tp) the ranks are data + expert parallel instead: attention_ranks 1
+    ep = placement(shape, shape.precision, dataclasses.replace(ranks, ep=8), h200, 0, False, 0, SETTINGS).parts[0]
+    assert (ep.attention_ranks, ep.data_parallel) == (1, 8)
