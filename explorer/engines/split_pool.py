@@ -25,6 +25,7 @@ from dataclasses import replace
 
 from explorer.engines.collect import Collector
 from explorer.engines.interface import SplitEngine
+from explorer.engines.layouts import Layout
 from explorer.engines.launches import (
     launch_splits,
     make_launch,
@@ -338,6 +339,21 @@ class _PoolWalk:
         return option is not None
 
 
+def _sharded_to_the_brim(option: Option | None, tried: Layout) -> bool:
+    """Whether ``option`` fits only by splitting its KV cache further than ``tried`` (vLLM's decode context
+    parallelism, SGLang's DP attention: :func:`~explorer.engines.launches.kv_sharded`), and only at the brim
+    (:func:`~explorer.engines.options.at_the_brim`). Such a layout yields to a later split of the same cards
+    that fits with headroom: DeepSeek-V3's int4 weights at 131,072 × 8 on 8 H200s with SGLang keep tp4 pp2
+    (131.7 GiB of 140.4) over tp8 dp2 (136.0 GiB)."""
+    return option is not None and option.layout != tried and at_the_brim(option)
+
+
+def _refuse_split(out: Collector, engine: SplitEngine, artifact: Artifact, layout: Layout, accepted: Option) -> None:
+    out.refuse(
+        engine.name, layout, artifact.name, "split", f"{accepted.layout.parallel} is a better split of the same cards"
+    )
+
+
 def _try_split(
     engine: SplitEngine,
     shape: ModelShape,
@@ -363,23 +379,26 @@ def _try_split(
     when no split fits.
     """
     trial = Trial(engine, shape, artifact, precision, weights, pool, hosts, request, model_ref, out)
-    accepted, tried = None, False
+    accepted, tried, sharded_at_brim = None, False, None
     for tp, pp in launch_splits(engine, nodes, width, request, shape):
         tried = True
         layout = make_launch(engine, pool, nodes, width, tp, pp, shape, request)
         if accepted is not None:
-            out.refuse(
-                engine.name,
-                layout,
-                artifact.name,
-                "split",
-                f"{accepted.layout.parallel} is a better split of the same cards",
-            )
+            _refuse_split(out, engine, artifact, layout, accepted)
             continue
-        option, stop = trial.check(trial.block_kept(layout), nodes, width)
+        kept = trial.block_kept(layout)
+        option, stop = trial.check(kept, nodes, width)
         if stop:
             break
+        if sharded_at_brim is None and _sharded_to_the_brim(option, kept):
+            sharded_at_brim = option  # kept unless a later split of the same cards fits with headroom
+            continue
         accepted = option
+    if sharded_at_brim is not None:
+        if accepted is None:
+            accepted = sharded_at_brim
+        else:
+            _refuse_split(out, engine, artifact, sharded_at_brim.layout, accepted)
     if not tried:
         tp, pp = request.tensor_parallel_size or width, request.pipeline_parallel_size or 1
         layout = replace(engine.make_layout(pool, nodes, width, tp, pp, shape, request), dp=plain_dp(request))

@@ -117,3 +117,20 @@ def test_a_sparse_mla_model_runs_it_at_dp_equal_to_tp():
     assert [x.dp for x in dp_attention_layouts(shape, _tp8(), PlanRequest())] == [8]
     (rule,) = dp_attention_refusals(shape, 8, 4, PlanRequest())
     assert rule[0] == "dp-attention-size" and "dp_size = tp_size" in rule[1]
+
+
+def test_a_sharded_layout_at_the_brim_yields_to_a_roomier_split_of_the_same_cards():
+    # DeepSeek-V3's fp8 weights at 131,072 × 8 on 8 × H200: plain tp 8 keeps the whole latent, 8 × 131,072 ×
+    # 70,272 B = 68.6 GiB, on every card and is refused; tp 8 dp 2 (each rank 4 sequences, 34.3 GiB) fits at 136.0
+    # of 140.4 GiB, above 95 % (the brim). tp 4 pp 2 halves the latent by stage instead: 131.7 GiB, with headroom,
+    # so it is the 8-card layout kept, and tp 8 dp 2 is refused as the worse split.
+    req = PlanRequest(context_tokens=131_072, concurrency=8, engines=("sglang",))
+    result = plan(shape_of(DSV3), parse_cluster("1x8xh200-141g"), req, speed=False)
+    eight = [o for o in result.options if o.layout.gpus_per_node * o.layout.nodes == 8]
+    assert [o.layout.parallel for o in eight] == ["tp4 pp2"]
+    binding = max(c.total for c in eight[0].evaluation.cards)
+    assert round(binding / 2**30, 1) == 131.7 and binding * 100 <= 95 * eight[0].evaluation.cards[0].usable
+    assert any(
+        r.rule == "split" and r.layout.parallel == "tp8 dp2" and "tp4 pp2 is a better split" in r.reason
+        for r in result.rejected
+    )
