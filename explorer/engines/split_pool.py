@@ -25,13 +25,13 @@ from dataclasses import replace
 
 from explorer.engines.collect import Collector
 from explorer.engines.interface import SplitEngine
-from explorer.engines.layouts import Layout
 from explorer.engines.launches import (
     launch_splits,
     make_launch,
     no_split_reason,
     plain_dp,
 )
+from explorer.engines.layouts import Layout
 from explorer.engines.options import Option, at_the_brim
 from explorer.engines.request import PlanRequest
 from explorer.engines.split_trial import PoolWeights, Trial, attention_ep_option, expert_dp_option

@@ -416,9 +416,20 @@ def test_kimi_on_one_h100_node_at_128k_keeps_every_layer_on_the_cards_at_q3_k_m(
     5.2 GiB a card. The offload stays in the table, below."""
     kimi = shape_of("moonshotai__Kimi-K2.5")
     own = [original_artifact(kimi)]
-    result = plan(kimi, parse_cluster("1x8xh100-80g"), PlanRequest(context_tokens=131072, concurrency=8),
-                  artifacts=own, fallback=fallback_artifacts(kimi, own), suggest=False)
+    result = plan(
+        kimi,
+        parse_cluster("1x8xh100-80g"),
+        PlanRequest(context_tokens=131072, concurrency=8),
+        artifacts=own,
+        fallback=fallback_artifacts(kimi, own),
+        suggest=False,
+    )
     first = result.options[0]
-    assert (first.engine, first.artifact.quant, first.tier, first.evaluation.layers_on_host) == ("llamacpp", "Q3_K_M", 1, 0)
+    assert (first.engine, first.artifact.quant, first.tier, first.evaluation.layers_on_host) == (
+        "llamacpp",
+        "Q3_K_M",
+        1,
+        0,
+    )
     assert first.label == "llama.cpp · 7 × h100-80g (pp7) · Q3_K_M · q8_0 KV cache"
     assert any(o.tier == 2 and o.artifact.quant == "int4 g32" for o in result.options)
