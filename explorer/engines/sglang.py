@@ -54,7 +54,7 @@ from explorer.engines.request import PlanRequest
 from explorer.engines.rope_cache import rope_cache_bytes, sglang_rope_dtype
 from explorer.engines.serve_command import HEAD_ADDRESS, across_nodes, kv_cache_flags, load_flags, replaced_ref
 from explorer.engines.setting import launch_flags
-from explorer.engines.sglang_dp_attention import dp_attention_layouts
+from explorer.engines.sglang_dp_attention import dp_attention_layouts, dp_attention_refusals
 from explorer.engines.split_walk import SplitWalk, split_layout, tp_pp_splits
 from explorer.engines.stage_kv import longest_stage_context, stage_kv_bytes
 from explorer.hardware.catalogue import GPUClass
@@ -233,6 +233,14 @@ def refusals(shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Re
             ("nnodes", f"tp × pp ({layout.tp * layout.pp}) must be divisible by the node count ({layout.nodes})")
         )
     return out
+
+
+def forced_dp_attention(shape: ModelShape, tp: int, pp: int, request: PlanRequest) -> bool:
+    """Whether SGLang runs this tensor-parallel launch with DP attention at dp = tp whether asked or not: a sparse-MLA
+    (NSA) model, DeepSeek-V3.2 (``_handle_model_specific_adjustments``: "DP attention is enabled for DeepSeek
+    NSA."), so its plan charges each card the attention weights whole and its own sequences' latents, as the
+    engine will. Planned at pp 1 only (SGLang's recipe is ``--tp N --dp N``)."""
+    return pp == 1 and tp > 1 and sparse_mla(shape) and not dp_attention_refusals(shape, tp, tp, request)
 
 
 def dp_attention(layout: Layout, request: PlanRequest) -> bool:
@@ -498,13 +506,15 @@ class SGLang(SplitWalk):
     def make_layout(
         self, pool: Pool, nodes: int, width: int, tp: int, pp: int, shape: ModelShape, request: PlanRequest
     ) -> Layout:
-        """The split, with dp = tp under ``--enable-dp-attention`` and, on a mixture of experts, ep = tp under
-        ``--moe-a2a-backend deepep`` whatever ``--ep-size`` says (:func:`deepep_ep_size`), else the user's
-        ``--ep-size``."""
+        """The split, with dp = tp under ``--enable-dp-attention`` (asked, or a sparse-MLA model's tensor-parallel
+        launch, which SGLang turns to DP attention at dp = tp itself: :func:`forced_dp_attention`) and, on a mixture
+        of experts, ep = tp under ``--moe-a2a-backend deepep`` whatever ``--ep-size`` says (:func:`deepep_ep_size`),
+        else the user's ``--ep-size``."""
         ep = 1
         if shape.moe is not None:
             ep = deepep_ep_size(tp) if request.all2all_backend else request.expert_parallel_size or 1
-        return split_layout(self, pool, nodes, width, tp, pp, dp=tp if request.dp_attention else 1, ep=ep)
+        dp = tp if request.dp_attention or forced_dp_attention(shape, tp, pp, request) else 1
+        return split_layout(self, pool, nodes, width, tp, pp, dp=dp, ep=ep)
 
     def refusals(self, shape: ModelShape, layout: Layout, request: PlanRequest) -> list[Refusal]:
         """Divisibility and combination rules (:func:`refusals`)."""

@@ -8,7 +8,7 @@ from support.corpus import shape_of
 from explorer.engines.launches import evaluate_launch, kv_sharded
 from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
-from explorer.engines.sglang import ENGINE
+from explorer.engines.sglang import ENGINE, forced_dp_attention
 from explorer.engines.sglang_dp_attention import dp_attention_layouts, dp_attention_refusals
 from explorer.plan.planner import plan
 from explorer.sources.shipped import parse_cluster, shipped_catalogue
@@ -134,3 +134,22 @@ def test_a_sharded_layout_at_the_brim_yields_to_a_roomier_split_of_the_same_card
         r.rule == "split" and r.layout.parallel == "tp8 dp2" and "tp4 pp2 is a better split" in r.reason
         for r in result.rejected
     )
+
+
+def test_a_sparse_mla_models_tensor_parallel_launch_is_planned_as_the_dp_attention_sglang_runs():
+    # DeepSeek-V3.2 at 32,768 × 16 on 8 × H200 fits plain tp 8, but SGLang launches an NSA model at tp 8 with DP
+    # attention at dp 8 whatever it is asked: each card keeps its own 2 sequences' latents (not all 16) and the
+    # attention weights whole, and the launch line says so. DeepSeek-V3 (dense MLA) keeps plain tp 8 there.
+    req = PlanRequest(context_tokens=32_768, concurrency=16, engines=("sglang",))
+    v32 = plan(shape_of("deepseek-ai__DeepSeek-V3.2"), parse_cluster("1x8xh200-141g"), req, speed=False)
+    tp8 = [o for o in v32.options if o.layout.tp == 8]
+    assert [o.layout.parallel for o in tp8] == ["tp8 dp8"]
+    assert (
+        "--tp-size 8" in tp8[0].evaluation.command and "--enable-dp-attention --dp-size 8" in tp8[0].evaluation.command
+    )
+    v3 = plan(shape_of(DSV3), parse_cluster("1x8xh200-141g"), req, speed=False)
+    assert "tp8" in [o.layout.parallel for o in v3.options]
+    # planned at pp 1 only (SGLang's recipe is --tp N --dp N), and never for dense MLA or one card
+    v32_shape = shape_of("deepseek-ai__DeepSeek-V3.2")
+    assert forced_dp_attention(v32_shape, 8, 1, req) and not forced_dp_attention(v32_shape, 4, 2, req)
+    assert not forced_dp_attention(v32_shape, 1, 1, req) and not forced_dp_attention(shape_of(DSV3), 8, 1, req)

@@ -43,14 +43,16 @@ def test_the_fewest_cards_at_the_brim_offer_the_next_node_count_and_its_whole_no
     """SGLang's GLM-5 at 1,024 tokens on 4 × 8 × H100 (SGLang has no sparse-MLA kernels on A100s): 3 × 8 (tp 4 ×
     pp 6) is the fewest cards, at 85,497,043,253 of 85,520,809,984 bytes (99.97 %). The next node count is walked
     past the "more than needed" bound: its narrowest fit, 4 × 7 (pp 28, 79,541,295,413 bytes) and beside it 4 whole
-    nodes, tp 32 at 72,024,012,408 bytes (84.2 %), which ranks first: a tensor-parallel layout of the same 32 cards a
-    copy spends as pp 28's."""
+    nodes, tp 8 × pp 4 at 71,704,591,480 bytes (83.8 %), which ranks first: a tensor-parallel layout of the same 32
+    cards a copy spends as pp 28's. (tp 32 is not among them: SGLang runs GLM-5's sparse attention with DP attention
+    at dp = tp, each card holding the attention weights whole, and that does not fit.)"""
     options, result = _options("sglang", 1024, "4x8xh100-80g@ib0")
     brim = options[(3, 8, 4, 6)]
     assert brim.per_card.total == 85_497_043_253 and at_the_brim(brim)
     assert options[(4, 7, 1, 28)].per_card.total == 79_541_295_413
-    whole = options[(4, 8, 32, 1)]
-    assert whole.per_card.total == 72_024_012_408 and not at_the_brim(whole)
+    assert (4, 8, 32, 1) not in options
+    whole = options[(4, 8, 8, 4)]
+    assert whole.per_card.total == 71_704_591_480 and not at_the_brim(whole)
     assert result.options[0] is whole
 
 
