@@ -135,7 +135,7 @@ def evaluate_launch(
     return replace(ev, notes=(*ev.notes, note)) if note else ev
 
 
-def kv_sharded(
+def evaluate_sharded(
     engine: SplitEngine,
     shape: ModelShape,
     precision: Precision,
@@ -143,16 +143,16 @@ def kv_sharded(
     gpu: GPUClass,
     request: PlanRequest,
     model_ref: str,
-    evaluation: Evaluation,
 ) -> tuple[Layout, Evaluation]:
-    """``layout`` and its ``evaluation``, or, when its KV cache is what keeps it from holding the request, the
-    least further split of that cache that holds it (:meth:`~explorer.engines.interface.SplitEngine.kv_shard_layouts`:
+    """``layout`` and its evaluation (:func:`evaluate_launch`), or, when its KV cache is what keeps it from holding
+    the request, the least further split of that cache that holds it (:meth:`~explorer.engines.interface.SplitEngine.kv_shard_layouts`:
     vLLM's decode context parallelism, SGLang's DP attention), else the most split one if it holds more sequences
     than ``layout`` does.
 
     Kimi-K2.5 at tp 8 on H200s, 64 × 65,536 tokens: the whole latent on every card (274.5 GiB) is refused; dcp 2
     and 4 leave too much (137.3, 68.6 GiB); dcp 8 keeps 34.3 GiB a card and holds the 64 sequences.
     """
+    evaluation = evaluate_launch(engine, shape, precision, layout, gpu, request, model_ref)
     if evaluation.fits:
         return layout, evaluation
     best = layout, evaluation

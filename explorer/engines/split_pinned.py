@@ -18,7 +18,7 @@ from dataclasses import replace
 from explorer.engines.attention_kernels import attention_hint, attention_refusal
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import PinnedLayout, SplitEngine
-from explorer.engines.launches import evaluate_launch, kv_sharded, launch_splits, make_launch, no_split_reason
+from explorer.engines.launches import evaluate_sharded, launch_splits, make_launch, no_split_reason
 from explorer.engines.load_dtype import served
 from explorer.engines.options import Option
 from explorer.engines.parallel_rules import block_refusals
@@ -87,8 +87,7 @@ def pin_split(
         if refused:
             reasons.append(refused[0][1])
             continue
-        ev = evaluate_launch(engine, shape, precision, layout, gpu, request, ref)
-        layout, ev = kv_sharded(engine, shape, precision, layout, gpu, request, ref, ev)
+        layout, ev = evaluate_sharded(engine, shape, precision, layout, gpu, request, ref)
         tightest = min(nodes, key=lambda n: n.host_ram_bytes)
         ev = with_host(ev, engine.host_claim(layout, ev, request), tightest)
         option = Option(

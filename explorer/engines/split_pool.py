@@ -341,7 +341,7 @@ class _PoolWalk:
 
 def _sharded_to_the_brim(option: Option | None, tried: Layout) -> bool:
     """Whether ``option`` fits only by splitting its KV cache further than ``tried`` (vLLM's decode context
-    parallelism, SGLang's DP attention: :func:`~explorer.engines.launches.kv_sharded`), and only at the brim
+    parallelism, SGLang's DP attention: :func:`~explorer.engines.launches.evaluate_sharded`), and only at the brim
     (:func:`~explorer.engines.options.at_the_brim`). Such a layout yields to a later split of the same cards
     that fits with headroom: DeepSeek-V3's int4 weights at 131,072 × 8 on 8 H200s with SGLang keep tp4 pp2
     (131.7 GiB of 140.4) over tp8 dp2 (136.0 GiB)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from explorer.engines.collect import Collector
 from explorer.engines.host_ram import with_host
 from explorer.engines.interface import SplitEngine
-from explorer.engines.launches import evaluate_launch, kv_sharded, weight_copy_cards
+from explorer.engines.launches import evaluate_sharded, weight_copy_cards
 from explorer.engines.layouts import Layout
 from explorer.engines.options import Option, memory_reason
 from explorer.engines.parallel_rules import Refusal, block_refusals
@@ -140,9 +140,8 @@ class Trial:
                 f"the weights alone ({self.weights.total_bytes / 2**30:.1f} GiB) exceed {copy_cards} × {pool.gpu.name}",
             )
             return None, True
-        evaluation = evaluate_launch(engine, self.shape, self.precision, layout, pool.gpu, request, self.model_ref)
-        layout, evaluation = kv_sharded(
-            engine, self.shape, self.precision, layout, pool.gpu, request, self.model_ref, evaluation
+        layout, evaluation = evaluate_sharded(
+            engine, self.shape, self.precision, layout, pool.gpu, request, self.model_ref
         )
         claim = engine.host_claim(layout, evaluation, request)
         roomy = pool.kinds_holding(width, claim.fits)  # kinds of node, counted: never enumerated one by one

@@ -15,7 +15,7 @@ under that rule:
    SGLang's hierarchical-cache pool: :mod:`explorer.engines.host_ram`);
    ``memory``: the engine's accounting does not fit the asked context × concurrency (a tp layout whose KV
    cache, whole on every tp card, is what keeps it out first takes the least split of it that holds the request:
-   vLLM's decode-context-parallel size, SGLang's DP attention size: :func:`~explorer.engines.launches.kv_sharded`);
+   vLLM's decode-context-parallel size, SGLang's DP attention size: :func:`~explorer.engines.launches.evaluate_sharded`);
 5. ``more-than-needed``: it fits, but a way with no more cards and no more
    nodes (and fewer of one) fits too. On one node the fewest cards that fit
    are kept, with scale-ups to powers of two and the node's whole width up to

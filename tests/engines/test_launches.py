@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.launches import evaluate_launch, kv_sharded
+from explorer.engines.launches import evaluate_sharded
 from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
 from explorer.engines.vllm import ENGINE
@@ -79,12 +79,11 @@ def test_a_world_size_one_node_holds_is_not_spread_over_two():
 
 
 def _kv_sharded(name, spec, **req):
-    """The chosen layout of a vLLM tp 8 launch on ``spec``'s eight cards, from the plain one's evaluation."""
+    """The chosen layout of a vLLM tp 8 launch on ``spec``'s eight cards, and its evaluation."""
     shape, cluster, request = shape_of(name), parse_cluster(spec), PlanRequest(**req)
     gpu = cluster.gpu_classes[0]
     layout = Layout(engine="vllm", gpu_class=gpu.name, gpus_per_node=8, tp=8, ep=8)
-    plain = evaluate_launch(ENGINE, shape, shape.precision, layout, gpu, request, "m")
-    return kv_sharded(ENGINE, shape, shape.precision, layout, gpu, request, "m", plain)
+    return evaluate_sharded(ENGINE, shape, shape.precision, layout, gpu, request, "m")
 
 
 def test_the_least_dcp_that_holds_the_request_is_offered():

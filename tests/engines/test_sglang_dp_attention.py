@@ -1,11 +1,11 @@
 """SGLang's DP attention offered where an MLA latent duplicated over the tp cards binds
-(explorer.engines.sglang_dp_attention, through SGLang.kv_shard_layouts and launches.kv_sharded)."""
+(explorer.engines.sglang_dp_attention, through SGLang.kv_shard_layouts and launches.evaluate_sharded)."""
 
 from __future__ import annotations
 
 from support.corpus import shape_of
 
-from explorer.engines.launches import evaluate_launch, kv_sharded
+from explorer.engines.launches import evaluate_launch, evaluate_sharded
 from explorer.engines.layouts import Layout
 from explorer.engines.request import PlanRequest
 from explorer.engines.sglang import ENGINE, forced_dp_attention
@@ -28,10 +28,9 @@ def _tp8(**extra) -> Layout:
 
 
 def _sharded(name, layout, **req):
-    """The layout SGLang launches in place of ``layout`` and its evaluation (``kv_sharded``)."""
+    """The layout SGLang launches in place of ``layout`` and its evaluation (``evaluate_sharded``)."""
     shape, request = shape_of(name), PlanRequest(**req)
-    plain = evaluate_launch(ENGINE, shape, shape.precision, layout, H200, request, "m")
-    return kv_sharded(ENGINE, shape, shape.precision, layout, H200, request, "m", plain)
+    return evaluate_sharded(ENGINE, shape, shape.precision, layout, H200, request, "m")
 
 
 def test_the_sizes_sglang_accepts_for_an_mla_model():
