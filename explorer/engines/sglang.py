@@ -561,14 +561,17 @@ class SGLang(SplitWalk):
     def footprint(self, shape: ModelShape, artifact: Artifact, gpu: GPUClass | None, kv_dtype: str) -> Footprint:
         """vLLM's footprint: a fleet offers each card a share of its memory, which is vLLM's budget rule,
         not SGLang's static fraction; the model as SGLang loads it (a float32 checkpoint at float16, a published
-        checkpoint from its repository: :func:`replaced_ref`), and the flags that make SGLang load it so."""
+        checkpoint from its repository: :func:`replaced_ref`), and the flags that make SGLang load it so; no
+        kv-split widths (:attr:`~explorer.engines.interface.Footprint.kv_split_widths` are vLLM's ``-dcp`` sizes,
+        and SGLang's fleet launch is plain ``--tp-size``)."""
         if gpu is None:
             return vllm.ENGINE.footprint(shape, artifact, gpu, kv_dtype)  # refused there: it needs a GPU class
         loaded, precision = served(self, shape, artifact, gpu)
         flags = (*kv_cache_flags(loaded, kv_dtype, KV_CACHE_DTYPE), *load_flags(loaded, precision, self.online_methods),
                  *int8_flags(precision))  # fmt: skip
         ref = replaced_ref(loaded, artifact, precision, self.online_methods)
-        return replace(vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype), load_flags=flags, model_ref=ref)
+        vllms = vllm.ENGINE.footprint(loaded, artifact, gpu, kv_dtype)
+        return replace(vllms, load_flags=flags, model_ref=ref, kv_split_widths=())
 
 
 ENGINE = SGLang()

@@ -252,3 +252,16 @@ def test_an_mla_model_split_evenly_splits_its_latent_by_token_too():
     # one card, or a width vLLM takes no dcp at, writes none
     demand = ModelDemand(name="m", weights_bytes=GiB, kv_split_widths=(2, 4, 8))
     assert (demand.kv_shards(8), demand.kv_shards(1), demand.kv_shards(3)) == (8, 1, 1)
+
+
+def test_an_sglang_placement_claims_no_decode_context_split():
+    """The kv-split widths are vLLM's ``-dcp`` sizes: SGLang's fleet launch is plain ``--tp-size``, so its Kimi-K2.5
+    instance over 8 H200s records no KV split (vLLM's records 8) and its line writes neither flag."""
+    offer = fleet_cards(parse_cluster("1x8xh200-141g"))
+    shape, term = shape_of("moonshotai__Kimi-K2.5"), parse_model_term("moonshotai/Kimi-K2.5:131072")
+    demand = demand_for(shape, term, gpu=offer.gpu, engine="sglang")
+    assert demand.kv_split_widths == () and demand_for(shape, term, gpu=offer.gpu).kv_split_widths == (2, 4, 8, 16)
+    (inst,) = place([demand], offer.cards).instances
+    assert len(inst.cards) == 8 and inst.kv_shards == 1
+    (line,) = instance_lines(inst, "moonshotai/Kimi-K2.5", offer, engine="sglang", port=8000)
+    assert "--tp-size 8" in line and "--decode-context-parallel-size" not in line
